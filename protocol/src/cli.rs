@@ -1,0 +1,213 @@
+//! The serde form of everything `owt --json <verb>` prints.
+
+use serde::{Deserialize, Serialize};
+
+/// The display status of a session, derived from its stored facts by one pure
+/// function (`owt::status::derive_status`). Never stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Created; the agent has not shown any output yet.
+    Starting,
+    /// The agent is busy (spinner, streaming output, a turn in progress).
+    Working,
+    /// The agent is alive and quiet, with nothing asked of anyone.
+    Idle,
+    /// The agent waits for the human: its input box is ready, or it asked a question.
+    NeedsInput,
+    /// The agent shows a permission dialog or reported itself blocked.
+    Blocked,
+    /// The agent reported its work done.
+    Done,
+    /// The agent process is gone (see `exit_code` and `host_lost`).
+    Exited,
+    /// A merge or rebase in the session's worktree stopped on conflicts.
+    Conflict,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Starting => "starting",
+            Status::Working => "working",
+            Status::Idle => "idle",
+            Status::NeedsInput => "needs-input",
+            Status::Blocked => "blocked",
+            Status::Done => "done",
+            Status::Exited => "exited",
+            Status::Conflict => "conflict",
+        }
+    }
+}
+
+/// The board lane a session is shown in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lane {
+    NeedsYou,
+    ReadyToShip,
+    InFlight,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 3] = [Lane::NeedsYou, Lane::ReadyToShip, Lane::InFlight];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Lane::NeedsYou => "NEEDS YOU",
+            Lane::ReadyToShip => "READY TO SHIP",
+            Lane::InFlight => "IN FLIGHT",
+        }
+    }
+}
+
+/// How a session holds its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionKind {
+    /// Its own git worktree and branch (the default).
+    Worktree,
+    /// A branch in the human's checkout (`--in-place`).
+    Branch,
+}
+
+/// One session as every surface shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionView {
+    pub name: String,
+    /// Short stable id (names the host socket).
+    pub id: String,
+    pub task: String,
+    pub branch: String,
+    pub base: String,
+    pub worktree: String,
+    pub provider: String,
+    pub kind: SessionKind,
+    pub status: Status,
+    /// Human text of the status, e.g. `exited (host lost)`, `exited with code 2`.
+    pub status_text: String,
+    pub lane: Lane,
+    /// Unix time in milliseconds.
+    pub created_at: i64,
+    pub exit_code: Option<i32>,
+    pub host_lost: bool,
+    /// Commits on the branch that are not in the base.
+    pub ahead: u32,
+    /// Paths changed relative to the merge base (committed or not).
+    pub changed_files: u32,
+    /// Sessions (or "you") whose changes overlap this one's.
+    pub overlaps: u32,
+    /// Files with unresolved merge conflicts in the worktree.
+    pub conflicted_files: Vec<String>,
+    pub agent_pid: Option<u32>,
+}
+
+/// `owt list --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionList {
+    pub repository: String,
+    pub sessions: Vec<SessionView>,
+}
+
+/// `owt --json` (the board).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Board {
+    pub repository: String,
+    /// Non-empty lanes only, in priority order.
+    pub lanes: Vec<BoardLane>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoardLane {
+    pub lane: Lane,
+    pub title: String,
+    pub sessions: Vec<SessionView>,
+}
+
+/// `owt new --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewOutput {
+    pub session: SessionView,
+    /// Warnings that did not stop the session (failed setup script, …).
+    pub warnings: Vec<String>,
+}
+
+/// `owt delete --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeleteOutput {
+    pub name: String,
+    pub worktree_removed: bool,
+    pub branch_deleted: bool,
+    /// Set when the branch had commits not in the base: `refs/owt/backup/<name>`.
+    pub backup_ref: Option<String>,
+}
+
+/// One problem found by `owt doctor`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DoctorFinding {
+    /// `orphan-worktree-folder`, `missing-worktree`, `prunable-git-worktree`, `host-lost`.
+    pub kind: String,
+    pub detail: String,
+    pub path: Option<String>,
+    pub session: Option<String>,
+    /// Whether `--fix` repaired it in this run.
+    pub fixed: bool,
+    /// Why `--fix` left it alone, when it did.
+    pub skipped_reason: Option<String>,
+}
+
+/// `owt doctor --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DoctorReport {
+    pub findings: Vec<DoctorFinding>,
+}
+
+/// `owt db health --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DbHealth {
+    pub path: String,
+    pub schema_version: u32,
+    pub size_bytes: u64,
+    pub wal_bytes: u64,
+    pub journal_mode: String,
+    pub integrity: String,
+    pub repositories: u64,
+    pub sessions: u64,
+    pub facts: u64,
+    pub messages: u64,
+    pub notes: u64,
+    pub events: u64,
+    /// Thresholds exceeded (only filled by `--check`).
+    pub problems: Vec<String>,
+}
+
+/// `owt db purge --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DbPurge {
+    pub days: u32,
+    pub messages_deleted: u64,
+    pub events_deleted: u64,
+}
+
+/// `owt config show --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigShow {
+    /// Files read, highest priority first.
+    pub sources: Vec<String>,
+    /// The effective configuration.
+    pub config: serde_json::Value,
+}
+
+/// `owt version --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionOutput {
+    pub version: String,
+    pub host_protocol: u32,
+}
+
+/// Error document printed on stderr by `owt --json` when a verb fails.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorOutput {
+    pub error: String,
+    pub hint: Option<String>,
+}

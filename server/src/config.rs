@@ -1,0 +1,396 @@
+//! Configuration: `.owt.toml` at the repository root, then the user's
+//! `~/.config/owt/config.toml` (`$XDG_CONFIG_HOME/owt/config.toml`).
+//!
+//! Values in the repository file win over the user's; tables merge key by
+//! key. Unknown keys and wrong types are errors that name the file, the key
+//! and the line. Invariant: loading never writes anything.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {message}")]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        /// Dotted key, when known.
+        key: Option<String>,
+        message: String,
+    },
+    #[error("invalid configuration: {0}")]
+    Merged(String),
+}
+
+/// The whole configuration. Every section and key is optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub worktree: WorktreeConfig,
+    pub agent: AgentConfig,
+    /// Custom agents (and overrides of built-in ones), by name.
+    pub tools: BTreeMap<String, ToolConfig>,
+    pub guard: GuardConfig,
+    pub attach: AttachConfig,
+    pub environment: EnvironmentConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorktreeConfig {
+    /// Where worktrees go; relative paths are relative to the repository
+    /// root. Default: `<repo-parent>/<repo-name>.worktrees`.
+    pub base_directory: Option<String>,
+    /// Files copied from the main checkout into every new worktree.
+    pub copy_files: Vec<String>,
+    /// Sessions idle or exited longer than this are stale (`owt cleanup`).
+    pub auto_cleanup_days: u32,
+}
+
+impl Default for WorktreeConfig {
+    fn default() -> Self {
+        WorktreeConfig {
+            base_directory: None,
+            copy_files: vec![".env".into()],
+            auto_cleanup_days: 14,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// Provider used when `--ai-tool` is not given (default: auto-detect).
+    pub default_tool: Option<String>,
+    /// Extra environment for every agent.
+    pub env: BTreeMap<String, String>,
+}
+
+/// How a custom tool receives its first prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptMode {
+    /// `{binary} … <prompt_flag> "<task>"`.
+    Flag,
+    /// `{binary} … "<task>"`.
+    Positional,
+    /// Typed into the agent's terminal once it is ready.
+    Typed,
+    /// Not passed at all.
+    None,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolConfig {
+    /// Program name (looked up on `PATH` and in `known_paths`) or a path.
+    pub binary: String,
+    /// Argv template, split like a shell would split words but never run
+    /// through a shell. `{binary}` is the resolved binary; `{prompt}`, if
+    /// present, is replaced by the task as one argument.
+    pub command_template: Option<String>,
+    /// Flag that precedes the task (`-p`).
+    pub prompt_flag: Option<String>,
+    /// Default: `flag` when `prompt_flag` is set, else `positional`.
+    pub prompt_mode: Option<PromptMode>,
+    /// Non-interactive form for `--headless` (same placeholders).
+    pub headless_template: Option<String>,
+    pub known_paths: Vec<String>,
+    pub install_hint: Option<String>,
+    pub env: BTreeMap<String, String>,
+    /// Accepted for compatibility with the seed's config; hooks are
+    /// installed for the built-in providers that have them.
+    pub supports_hooks: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GuardConfig {
+    /// Globs whose same-file overlaps are not reported (conflicts always are).
+    pub ignore: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AttachConfig {
+    /// Prefix key of the detach sequence (`<prefix> d`): `ctrl-\`, `ctrl-]`,
+    /// or `ctrl-<letter>`.
+    pub detach_key: String,
+}
+
+impl Default for AttachConfig {
+    fn default() -> Self {
+        AttachConfig {
+            detach_key: "ctrl-\\".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EnvironmentConfig {
+    /// Install dependencies in new worktrees.
+    pub auto_install_deps: bool,
+    /// Copy `[worktree] copy_files` (`.env` by default) into new worktrees.
+    pub copy_env_file: bool,
+}
+
+impl Default for EnvironmentConfig {
+    fn default() -> Self {
+        EnvironmentConfig {
+            auto_install_deps: false,
+            copy_env_file: true,
+        }
+    }
+}
+
+/// A loaded configuration and the files it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    pub config: Config,
+    /// Files read, highest priority first.
+    pub sources: Vec<PathBuf>,
+}
+
+/// The user's config file path.
+pub fn user_config_path() -> Option<PathBuf> {
+    if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(xdg).join("owt/config.toml"));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|home| PathBuf::from(home).join(".config/owt/config.toml"))
+}
+
+/// The repository's config file path.
+pub fn repo_config_path(repo_root: &Path) -> PathBuf {
+    repo_root.join(".owt.toml")
+}
+
+/// Loads and merges the repository's and the user's configuration.
+pub fn load(repo_root: Option<&Path>) -> Result<Loaded, ConfigError> {
+    let mut files = Vec::new();
+    if let Some(root) = repo_root {
+        files.push(repo_config_path(root));
+    }
+    if let Some(user) = user_config_path() {
+        files.push(user);
+    }
+    load_files(&files)
+}
+
+/// Loads `files` (highest priority first), skipping missing ones.
+pub fn load_files(files: &[PathBuf]) -> Result<Loaded, ConfigError> {
+    let mut merged = toml::Table::new();
+    let mut sources = Vec::new();
+    // Lowest priority first, so later files override.
+    for path in files.iter().rev() {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })
+            }
+        };
+        let table = parse_file(path, &text)?;
+        merge(&mut merged, table);
+        sources.insert(0, path.clone());
+    }
+    let config = Config::deserialize(merged).map_err(|e| ConfigError::Merged(e.to_string()))?;
+    Ok(Loaded { config, sources })
+}
+
+/// Parses and validates one file on its own, so errors point into it.
+pub fn parse_file(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
+    let invalid = |e: toml::de::Error| {
+        let (line, key) = match e.span() {
+            Some(span) => locate(text, span.start),
+            None => (1, None),
+        };
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            message: match &key {
+                Some(key) => format!("key `{key}`: {}", e.message()),
+                None => e.message().to_string(),
+            },
+            key,
+        }
+    };
+    let table: toml::Table = toml::from_str(text).map_err(invalid)?;
+    toml::from_str::<Config>(text).map_err(invalid)?;
+    Ok(table)
+}
+
+/// Line number (1-based) of byte `offset`, and the dotted key written on
+/// that line, if any.
+fn locate(text: &str, offset: usize) -> (usize, Option<String>) {
+    let offset = offset.min(text.len());
+    let line = text[..offset].matches('\n').count() + 1;
+    let mut section = String::new();
+    let mut key = None;
+    for (i, raw) in text.lines().enumerate() {
+        let trimmed = raw.trim();
+        if i + 1 > line {
+            break;
+        }
+        if trimmed.starts_with('[') {
+            section = trimmed.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            if i + 1 == line {
+                key = Some(section.clone());
+            }
+        } else if i + 1 == line {
+            if let Some((k, _)) = trimmed.split_once('=') {
+                let k = k.trim().trim_matches('"');
+                key = Some(if section.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{section}.{k}")
+                });
+            }
+        }
+    }
+    (line, key)
+}
+
+fn merge(into: &mut toml::Table, from: toml::Table) {
+    for (key, value) in from {
+        match (into.get_mut(&key), value) {
+            (Some(toml::Value::Table(existing)), toml::Value::Table(new)) => merge(existing, new),
+            (_, value) => {
+                into.insert(key, value);
+            }
+        }
+    }
+}
+
+impl Config {
+    /// Where worktrees of the repository at `repo_root` go.
+    pub fn base_directory(&self, repo_root: &Path) -> PathBuf {
+        match &self.worktree.base_directory {
+            Some(dir) => {
+                let dir = expand_home(dir);
+                if dir.is_absolute() {
+                    dir
+                } else {
+                    repo_root.join(dir)
+                }
+            }
+            None => {
+                let name = repo_root
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "repo".into());
+                repo_root
+                    .parent()
+                    .unwrap_or(repo_root)
+                    .join(format!("{name}.worktrees"))
+            }
+        }
+    }
+
+    /// The configured detach prefix as a byte.
+    pub fn detach_byte(&self) -> Result<u8, String> {
+        parse_ctrl_key(&self.attach.detach_key)
+    }
+}
+
+/// `ctrl-\` → 0x1c, `ctrl-]` → 0x1d, `ctrl-a` → 0x01.
+pub fn parse_ctrl_key(key: &str) -> Result<u8, String> {
+    let lower = key.to_ascii_lowercase();
+    let Some(rest) = lower.strip_prefix("ctrl-") else {
+        return Err(format!("detach key `{key}` must look like `ctrl-\\` or `ctrl-a`"));
+    };
+    match rest.as_bytes() {
+        [c @ b'a'..=b'z'] => Ok(c - b'a' + 1),
+        [b'\\'] => Ok(0x1c),
+        [b']'] => Ok(0x1d),
+        [b'^'] => Ok(0x1e),
+        [b'_'] => Ok(0x1f),
+        _ => Err(format!("detach key `{key}` must look like `ctrl-\\` or `ctrl-a`")),
+    }
+}
+
+/// `~/x` → `$HOME/x`.
+pub fn expand_home(path: &str) -> PathBuf {
+    if let Some(rest) = path.strip_prefix("~/") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return PathBuf::from(home).join(rest);
+        }
+    }
+    PathBuf::from(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err_of(text: &str) -> ConfigError {
+        parse_file(Path::new("/r/.owt.toml"), text).unwrap_err()
+    }
+
+    #[test]
+    fn unknown_key_names_file_key_and_line() {
+        let err = err_of("[worktree]\ncopy_files = []\nbase_dir = \"x\"\n");
+        let ConfigError::Invalid { line, key, .. } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(*line, 3);
+        assert_eq!(key.as_deref(), Some("worktree.base_dir"));
+        let text = err.to_string();
+        assert!(text.starts_with("/r/.owt.toml:3: key `worktree.base_dir`"), "{text}");
+    }
+
+    #[test]
+    fn wrong_type_names_key_and_line() {
+        let err = err_of("\n[worktree]\nauto_cleanup_days = \"soon\"\n");
+        let ConfigError::Invalid { line, key, .. } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!((*line, key.as_deref()), (3, Some("worktree.auto_cleanup_days")));
+    }
+
+    #[test]
+    fn repo_file_wins_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo.toml");
+        let user = dir.path().join("user.toml");
+        std::fs::write(&repo, "[worktree]\nauto_cleanup_days = 3\n").unwrap();
+        std::fs::write(
+            &user,
+            "[worktree]\nauto_cleanup_days = 9\nbase_directory = \"/wt\"\n[agent]\ndefault_tool = \"codex\"\n",
+        )
+        .unwrap();
+        let loaded = load_files(&[repo.clone(), user.clone()]).unwrap();
+        assert_eq!(loaded.config.worktree.auto_cleanup_days, 3);
+        assert_eq!(loaded.config.worktree.base_directory.as_deref(), Some("/wt"));
+        assert_eq!(loaded.config.agent.default_tool.as_deref(), Some("codex"));
+        assert_eq!(loaded.sources, vec![repo, user]);
+    }
+
+    #[test]
+    fn default_base_directory_is_a_sibling() {
+        let config = Config::default();
+        assert_eq!(
+            config.base_directory(Path::new("/src/app")),
+            PathBuf::from("/src/app.worktrees")
+        );
+    }
+
+    #[test]
+    fn ctrl_keys() {
+        assert_eq!(parse_ctrl_key("ctrl-\\"), Ok(0x1c));
+        assert_eq!(parse_ctrl_key("Ctrl-A"), Ok(1));
+        assert!(parse_ctrl_key("alt-x").is_err());
+    }
+}

@@ -1,0 +1,16 @@
+//! owt: supervise parallel AI coding agents from inside the editor.
+//!
+//! The library behind the `owt` binary. Core modules ([`store`], [`status`],
+//! [`git`], [`names`], [`config`], [`provider`], [`session`], [`ops`]) never
+//! import the edges ([`cli`], later `lsp`); the edges parse, call one library
+//! function and format. See `docs/ARCHITECTURE.md`.
+
+pub mod cli;
+pub mod config;
+pub mod git;
+pub mod names;
+pub mod ops;
+pub mod provider;
+pub mod session;
+pub mod status;
+pub mod store;

@@ -1,0 +1,92 @@
+//! Session names, branch names and worktree paths derived from user text.
+//!
+//! Invariant: a slug contains only `[a-z0-9-]`, never starts or ends with
+//! `-`, is never empty and never longer than [`MAX_SLUG`], so a worktree path
+//! built from it stays inside `base_directory` whatever the input was
+//! (spaces, unicode, `../`, a leading `-`, shell metacharacters).
+
+use std::path::{Path, PathBuf};
+
+/// Longest slug (keeps paths and branch names readable).
+pub const MAX_SLUG: usize = 40;
+
+/// `Add JWT auth!` → `add-jwt-auth`. Falls back to `session` when nothing
+/// usable is left.
+pub fn slugify(text: &str) -> String {
+    let mut slug = String::new();
+    let mut dash = false;
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            let sep = dash && !slug.is_empty();
+            if slug.len() + usize::from(sep) + 1 > MAX_SLUG {
+                break;
+            }
+            if sep {
+                slug.push('-');
+            }
+            dash = false;
+            slug.push(c);
+        } else {
+            dash = true;
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    if slug.is_empty() {
+        "session".to_string()
+    } else {
+        slug.to_string()
+    }
+}
+
+/// The branch owt creates for a session without `--branch`.
+pub fn default_branch(slug: &str) -> String {
+    format!("owt/{slug}")
+}
+
+/// `<base>/<slug>`, checked to stay inside `base`.
+pub fn worktree_path(base: &Path, slug: &str) -> PathBuf {
+    debug_assert_eq!(slug, slugify(slug), "worktree names must be slugs");
+    base.join(slug)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        let cases = [
+            ("Add JWT auth!", "add-jwt-auth"),
+            ("  fix   login  ", "fix-login"),
+            ("../../etc/passwd", "etc-passwd"),
+            ("-rf --no-preserve-root", "rf-no-preserve-root"),
+            ("$(rm -rf ~); `echo hi` | cat > /tmp/x", "rm-rf-echo-hi-cat-tmp-x"),
+            ("Überprüfe Straße", "berpr-fe-stra-e"),
+            ("日本語", "session"),
+            ("", "session"),
+            ("...", "session"),
+            ("a/b\\c", "a-b-c"),
+            ("CamelCase42", "camelcase42"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(slugify(input), want, "slugify({input:?})");
+        }
+    }
+
+    #[test]
+    fn slugs_are_bounded() {
+        let long = "word ".repeat(100);
+        let slug = slugify(&long);
+        assert!(slug.len() <= MAX_SLUG, "{slug}");
+        assert!(!slug.ends_with('-'));
+    }
+
+    #[test]
+    fn worktree_paths_stay_inside_base() {
+        let base = Path::new("/tmp/repo.worktrees");
+        for input in ["..", "../x", "/abs", "a/../../b", "~", "-", ".git"] {
+            let path = worktree_path(base, &slugify(input));
+            assert_eq!(path.parent(), Some(base), "{input:?} → {path:?}");
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Derived status: the one pure function from a session's stored facts to
+//! the status and board lane every surface shows.
+//!
+//! Invariant: nothing here reads the clock, the store, git or a process;
+//! callers gather [`SessionFacts`] and pass `now`. The rules:
+//!
+//! 1. an exit fact wins (`exited`, or `exited (host lost)`);
+//! 2. an unresolved merge conflict in the worktree is `conflict`;
+//! 3. *sticky* states — `blocked`, `needs-input`, `done` — hold until newer
+//!    input reaches the agent or a hook reports a new turn (`working`); tool
+//!    output alone does not clear them;
+//! 4. a hook's `working` holds while fresh; once older than
+//!    [`HOOK_STALE_MS`] the screen (re-checked by the host) decides, so no
+//!    session stays `working` forever;
+//! 5. without hooks or screen rules: recent output is `working`, older
+//!    output `idle`, no output yet `starting`.
+
+use owt_protocol::{Lane, Status};
+use serde::{Deserialize, Serialize};
+
+use crate::store::FactRow;
+
+/// A hook `working` older than this is re-checked against the screen.
+pub const HOOK_STALE_MS: i64 = 120_000;
+/// Output within this window means the agent is working (when nothing
+/// better is known).
+pub const OUTPUT_ACTIVE_MS: i64 = 5_000;
+
+/// Fact kinds, as stored in `facts.kind`.
+pub mod kind {
+    /// [`super::HostFact`]: the host and agent started.
+    pub const HOST: &str = "host";
+    /// No value: the agent wrote output (throttled); `observed_at` is when.
+    pub const OUTPUT: &str = "output";
+    /// No value: input reached the agent (typed, sent); `observed_at` is when.
+    pub const INPUT: &str = "input";
+    /// [`super::ExitFact`]: the agent process ended.
+    pub const EXIT: &str = "exit";
+    /// No value: the host vanished with no exit fact.
+    pub const HOST_LOST: &str = "host-lost";
+    /// [`super::AgentSignal`] from `owt hook`.
+    pub const HOOK: &str = "hook";
+    /// [`super::AgentSignal`] from the host's screen rules.
+    pub const SCREEN: &str = "screen";
+    /// [`super::ReportFact`] from the agent (MCP `report_status`).
+    pub const REPORT: &str = "report";
+    /// [`super::ConflictFact`]: merge/rebase stopped on conflicts.
+    pub const CONFLICT: &str = "conflict";
+    /// [`super::GitFact`]: commits ahead and changed paths.
+    pub const GIT: &str = "git";
+    /// [`super::OverlapFact`]: Conflict Guard's overlap count.
+    pub const OVERLAPS: &str = "overlaps";
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostFact {
+    pub host_pid: u32,
+    pub agent_pid: Option<u32>,
+    pub socket: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExitFact {
+    pub code: Option<i32>,
+    pub signal: Option<String>,
+}
+
+/// What an agent is doing, as a hook or the screen rules saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentSignal {
+    Working,
+    /// Waiting for the human (idle input box, a question).
+    Waiting,
+    /// A permission dialog.
+    Blocked,
+    /// Alive and quiet, nothing asked.
+    Idle,
+    /// The agent says it finished.
+    Done,
+}
+
+impl AgentSignal {
+    fn is_sticky(self) -> bool {
+        matches!(self, AgentSignal::Waiting | AgentSignal::Blocked | AgentSignal::Done)
+    }
+
+    fn status(self) -> Status {
+        match self {
+            AgentSignal::Working => Status::Working,
+            AgentSignal::Waiting => Status::NeedsInput,
+            AgentSignal::Blocked => Status::Blocked,
+            AgentSignal::Idle => Status::Idle,
+            AgentSignal::Done => Status::Done,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportFact {
+    /// `done`, `blocked`, `question` or `note`.
+    pub kind: String,
+    pub text: String,
+}
+
+impl ReportFact {
+    fn signal(&self) -> Option<AgentSignal> {
+        match self.kind.as_str() {
+            "done" => Some(AgentSignal::Done),
+            "blocked" => Some(AgentSignal::Blocked),
+            "question" => Some(AgentSignal::Waiting),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConflictFact {
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct GitFact {
+    pub ahead: u32,
+    pub changed_files: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct OverlapFact {
+    pub count: u32,
+}
+
+/// Everything [`derive_status`] looks at, decoded from the store.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionFacts {
+    pub created_at: i64,
+    pub host: Option<(HostFact, i64)>,
+    pub last_output_at: Option<i64>,
+    pub last_input_at: Option<i64>,
+    pub exit: Option<(ExitFact, i64)>,
+    pub host_lost_at: Option<i64>,
+    pub hook: Option<(AgentSignal, i64)>,
+    pub screen: Option<(AgentSignal, i64)>,
+    pub report: Option<(ReportFact, i64)>,
+    pub conflict: Option<ConflictFact>,
+    pub git: GitFact,
+    pub overlaps: u32,
+}
+
+impl SessionFacts {
+    /// Decodes stored rows; rows of unknown kinds or shapes are ignored (a
+    /// newer owt may have written them).
+    pub fn from_rows(created_at: i64, rows: &[FactRow]) -> SessionFacts {
+        fn decode<T: serde::de::DeserializeOwned>(row: &FactRow) -> Option<T> {
+            serde_json::from_value(row.value.clone()).ok()
+        }
+        let mut facts = SessionFacts {
+            created_at,
+            ..SessionFacts::default()
+        };
+        for row in rows {
+            let at = row.observed_at;
+            match row.kind.as_str() {
+                kind::HOST => facts.host = decode(row).map(|v| (v, at)),
+                kind::OUTPUT => facts.last_output_at = Some(at),
+                kind::INPUT => facts.last_input_at = Some(at),
+                kind::EXIT => facts.exit = decode(row).map(|v| (v, at)),
+                kind::HOST_LOST => facts.host_lost_at = Some(at),
+                kind::HOOK => facts.hook = decode(row).map(|v| (v, at)),
+                kind::SCREEN => facts.screen = decode(row).map(|v| (v, at)),
+                kind::REPORT => facts.report = decode(row).map(|v| (v, at)),
+                kind::CONFLICT => facts.conflict = decode(row),
+                kind::GIT => facts.git = decode(row).unwrap_or_default(),
+                kind::OVERLAPS => facts.overlaps = decode::<OverlapFact>(row).map_or(0, |o| o.count),
+                _ => {}
+            }
+        }
+        facts
+    }
+
+    fn has_work(&self) -> bool {
+        self.git.ahead > 0 || self.git.changed_files > 0
+    }
+}
+
+/// A session's derived status, its human text and its board lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Derived {
+    pub status: Status,
+    pub text: String,
+    pub lane: Lane,
+    pub exit_code: Option<i32>,
+    pub host_lost: bool,
+}
+
+/// The status of a session at `now` (ms), from its facts alone.
+pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
+    let (status, text, exit_code, host_lost) = if let Some((exit, _)) = &facts.exit {
+        let text = match (exit.code, &exit.signal) {
+            (Some(0), _) => "exited".to_string(),
+            (Some(code), _) => format!("exited with code {code}"),
+            (None, Some(signal)) => format!("exited ({signal})"),
+            (None, None) => "exited".to_string(),
+        };
+        (Status::Exited, text, exit.code, false)
+    } else if facts.host_lost_at.is_some() {
+        (Status::Exited, "exited (host lost)".to_string(), None, true)
+    } else if facts.conflict.as_ref().is_some_and(|c| !c.files.is_empty()) {
+        let n = facts.conflict.as_ref().map_or(0, |c| c.files.len());
+        let text = format!("conflict in {n} file{}", if n == 1 { "" } else { "s" });
+        (Status::Conflict, text, None, false)
+    } else {
+        let status = agent_status(facts, now);
+        (status, status.as_str().to_string(), None, false)
+    };
+    let lane = match status {
+        Status::Conflict | Status::Blocked => Lane::NeedsYou,
+        Status::Exited if exit_code == Some(0) && facts.has_work() => Lane::ReadyToShip,
+        Status::Exited => Lane::NeedsYou,
+        Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
+        Status::Done | Status::NeedsInput => Lane::NeedsYou,
+        Status::Starting | Status::Working | Status::Idle => Lane::InFlight,
+    };
+    Derived {
+        status,
+        text,
+        lane,
+        exit_code,
+        host_lost,
+    }
+}
+
+fn agent_status(facts: &SessionFacts, now: i64) -> Status {
+    let input_at = facts.last_input_at.unwrap_or(i64::MIN);
+    let report = facts
+        .report
+        .as_ref()
+        .and_then(|(r, at)| r.signal().map(|s| (s, *at)));
+    // Rule 3: the newest sticky signal newer than the last input, unless a
+    // hook reported a new turn after it.
+    let sticky = [facts.hook, facts.screen, report]
+        .into_iter()
+        .flatten()
+        .filter(|(signal, at)| signal.is_sticky() && *at > input_at)
+        .max_by_key(|(_, at)| *at);
+    if let Some((signal, at)) = sticky {
+        let new_turn = matches!(facts.hook, Some((AgentSignal::Working, hook_at)) if hook_at > at);
+        if !new_turn {
+            return signal.status();
+        }
+    }
+    // Rule 4: a fresh hook `working` holds; a stale one (or none) defers to
+    // what the screen last showed, when that is current.
+    let screen_after = match facts.hook {
+        Some((AgentSignal::Working, hook_at)) if now - hook_at < HOOK_STALE_MS => {
+            return Status::Working;
+        }
+        Some((_, hook_at)) => hook_at,
+        None => i64::MIN,
+    };
+    if let Some((signal, at)) = facts.screen {
+        if at > screen_after && !signal.is_sticky() {
+            return signal.status();
+        }
+    }
+    // Rule 5.
+    match facts.last_output_at {
+        Some(at) if now - at < OUTPUT_ACTIVE_MS => Status::Working,
+        Some(_) => Status::Idle,
+        None => Status::Starting,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,314 @@
+//! Table-driven specification of [`derive_status`].
+
+use super::*;
+
+const NOW: i64 = 1_000_000_000;
+
+fn at(ago_ms: i64) -> i64 {
+    NOW - ago_ms
+}
+
+struct Case {
+    name: &'static str,
+    facts: SessionFacts,
+    status: Status,
+    text: &'static str,
+    lane: Lane,
+}
+
+fn base() -> SessionFacts {
+    SessionFacts {
+        created_at: at(600_000),
+        host: Some((
+            HostFact {
+                host_pid: 10,
+                agent_pid: Some(11),
+                socket: "/run/x.sock".into(),
+            },
+            at(600_000),
+        )),
+        ..SessionFacts::default()
+    }
+}
+
+fn with(f: impl FnOnce(&mut SessionFacts)) -> SessionFacts {
+    let mut facts = base();
+    f(&mut facts);
+    facts
+}
+
+fn work(f: &mut SessionFacts) {
+    f.git = GitFact {
+        ahead: 2,
+        changed_files: 3,
+    };
+}
+
+#[test]
+fn derive_status_table() {
+    use AgentSignal::*;
+    let cases = vec![
+        Case {
+            name: "no output yet",
+            facts: base(),
+            status: Status::Starting,
+            text: "starting",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "recent output, no hooks",
+            facts: with(|f| f.last_output_at = Some(at(1_000))),
+            status: Status::Working,
+            text: "working",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "old output, no hooks",
+            facts: with(|f| f.last_output_at = Some(at(60_000))),
+            status: Status::Idle,
+            text: "idle",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "exit code 0 with commits is ready to ship",
+            facts: with(|f| {
+                work(f);
+                f.exit = Some((ExitFact { code: Some(0), signal: None }, at(1)));
+            }),
+            status: Status::Exited,
+            text: "exited",
+            lane: Lane::ReadyToShip,
+        },
+        Case {
+            name: "exit with error needs you",
+            facts: with(|f| {
+                work(f);
+                f.exit = Some((ExitFact { code: Some(2), signal: None }, at(1)));
+            }),
+            status: Status::Exited,
+            text: "exited with code 2",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "killed by a signal",
+            facts: with(|f| {
+                f.exit = Some((
+                    ExitFact {
+                        code: None,
+                        signal: Some("SIGKILL".into()),
+                    },
+                    at(1),
+                ))
+            }),
+            status: Status::Exited,
+            text: "exited (SIGKILL)",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "host lost",
+            facts: with(|f| {
+                f.hook = Some((Working, at(10)));
+                f.host_lost_at = Some(at(1));
+            }),
+            status: Status::Exited,
+            text: "exited (host lost)",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "exit beats host lost",
+            facts: with(|f| {
+                f.host_lost_at = Some(at(1));
+                f.exit = Some((ExitFact { code: Some(1), signal: None }, at(2)));
+            }),
+            status: Status::Exited,
+            text: "exited with code 1",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "merge conflict in the worktree",
+            facts: with(|f| {
+                f.hook = Some((Working, at(10)));
+                f.conflict = Some(ConflictFact {
+                    files: vec!["a.rs".into(), "b.rs".into()],
+                });
+            }),
+            status: Status::Conflict,
+            text: "conflict in 2 files",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "fresh hook working",
+            facts: with(|f| f.hook = Some((Working, at(60_000)))),
+            status: Status::Working,
+            text: "working",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "stale hook working defers to a newer idle screen",
+            facts: with(|f| {
+                f.hook = Some((Working, at(HOOK_STALE_MS + 10)));
+                f.screen = Some((Idle, at(5)));
+                f.last_output_at = Some(at(1_000));
+            }),
+            status: Status::Idle,
+            text: "idle",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "stale hook working and a newer waiting screen",
+            facts: with(|f| {
+                f.hook = Some((Working, at(HOOK_STALE_MS + 10)));
+                f.screen = Some((Waiting, at(5)));
+            }),
+            status: Status::NeedsInput,
+            text: "needs-input",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "stale hook working, silent screen, quiet output: idle",
+            facts: with(|f| {
+                f.hook = Some((Working, at(HOOK_STALE_MS + 10)));
+                f.last_output_at = Some(at(HOOK_STALE_MS));
+            }),
+            status: Status::Idle,
+            text: "idle",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "blocked is sticky against later tool output",
+            facts: with(|f| {
+                f.screen = Some((Blocked, at(30_000)));
+                f.last_output_at = Some(at(100));
+            }),
+            status: Status::Blocked,
+            text: "blocked",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "blocked hook is sticky against a later working screen",
+            facts: with(|f| {
+                f.hook = Some((Blocked, at(30_000)));
+                f.screen = Some((Working, at(1_000)));
+            }),
+            status: Status::Blocked,
+            text: "blocked",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "input clears blocked",
+            facts: with(|f| {
+                f.screen = Some((Blocked, at(30_000)));
+                f.last_input_at = Some(at(20_000));
+                f.last_output_at = Some(at(100));
+            }),
+            status: Status::Working,
+            text: "working",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "a new turn (hook working) clears waiting",
+            facts: with(|f| {
+                f.screen = Some((Waiting, at(30_000)));
+                f.hook = Some((Working, at(10_000)));
+            }),
+            status: Status::Working,
+            text: "working",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "waiting with work is ready to ship",
+            facts: with(|f| {
+                work(f);
+                f.hook = Some((Waiting, at(10_000)));
+            }),
+            status: Status::NeedsInput,
+            text: "needs-input",
+            lane: Lane::ReadyToShip,
+        },
+        Case {
+            name: "waiting without work needs you",
+            facts: with(|f| f.screen = Some((Waiting, at(10_000)))),
+            status: Status::NeedsInput,
+            text: "needs-input",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "agent reported done",
+            facts: with(|f| {
+                work(f);
+                f.report = Some((
+                    ReportFact {
+                        kind: "done".into(),
+                        text: "tests pass".into(),
+                    },
+                    at(5_000),
+                ));
+                f.last_output_at = Some(at(100));
+            }),
+            status: Status::Done,
+            text: "done",
+            lane: Lane::ReadyToShip,
+        },
+        Case {
+            name: "a note report changes nothing",
+            facts: with(|f| {
+                f.report = Some((
+                    ReportFact {
+                        kind: "note".into(),
+                        text: "fyi".into(),
+                    },
+                    at(5_000),
+                ));
+                f.last_output_at = Some(at(100));
+            }),
+            status: Status::Working,
+            text: "working",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "newest sticky signal wins",
+            facts: with(|f| {
+                f.screen = Some((Blocked, at(30_000)));
+                f.hook = Some((Waiting, at(10_000)));
+            }),
+            status: Status::NeedsInput,
+            text: "needs-input",
+            lane: Lane::NeedsYou,
+        },
+    ];
+    let mut failures = Vec::new();
+    for case in &cases {
+        let derived = derive_status(&case.facts, NOW);
+        if (derived.status, derived.text.as_str(), derived.lane) != (case.status, case.text, case.lane) {
+            failures.push(format!(
+                "{}: expected {:?} {:?} {:?}, got {:?} {:?} {:?}",
+                case.name, case.status, case.text, case.lane, derived.status, derived.text, derived.lane
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn unknown_fact_rows_are_ignored() {
+    let rows = vec![
+        FactRow {
+            kind: "from-the-future".into(),
+            value: serde_json::json!({"x": 1}),
+            observed_at: 5,
+        },
+        FactRow {
+            kind: kind::HOOK.into(),
+            value: serde_json::json!("not-a-signal"),
+            observed_at: 5,
+        },
+        FactRow {
+            kind: kind::GIT.into(),
+            value: serde_json::json!({"ahead": 3, "changed_files": 1}),
+            observed_at: 5,
+        },
+    ];
+    let facts = SessionFacts::from_rows(1, &rows);
+    assert_eq!(facts.hook, None);
+    assert_eq!(facts.git, GitFact { ahead: 3, changed_files: 1 });
+}

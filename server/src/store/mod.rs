@@ -1,0 +1,606 @@
+//! The status store: one SQLite file per user (`$OWT_HOME/owt.db`).
+//!
+//! Owns the schema, its migrations and every query. It stores *facts* —
+//! what was observed (a session was created, its host started with a pid,
+//! output was last seen at a time, the agent exited with a code, a hook
+//! reported an event) — never display states: those are derived at read time
+//! by [`crate::status::derive_status`].
+//!
+//! Everything is keyed by repository (its common git dir), so two
+//! repositories may each have a session with the same name.
+//!
+//! Invariants: WAL journal, a busy timeout on every connection, foreign keys
+//! on; every write that must be atomic across processes runs in a
+//! `BEGIN IMMEDIATE` transaction; this module never touches git or a PTY.
+
+mod migrations;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde::{de::DeserializeOwned, Serialize};
+
+pub use migrations::SCHEMA_VERSION;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create the owt state folder {path}: {source}")]
+    CreateHome {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open the status store {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("the status store {path} has schema version {found}, newer than this owt ({supported}); upgrade owt")]
+    TooNew {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error("status store: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("status store: bad stored value: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// One stored session (a row of `sessions`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRow {
+    pub id: i64,
+    pub repo_id: i64,
+    pub name: String,
+    pub short_id: String,
+    pub task: String,
+    pub branch: String,
+    pub base_branch: String,
+    pub worktree_path: PathBuf,
+    pub provider: String,
+    /// `worktree` or `branch`.
+    pub kind: String,
+    pub created_at: i64,
+}
+
+/// What `insert_session` needs; the name is a wish: on collision `-2`, `-3`, …
+/// is appended.
+#[derive(Debug, Clone)]
+pub struct NewSession<'a> {
+    pub repo_id: i64,
+    pub name: &'a str,
+    pub task: &'a str,
+    /// `{name}` is replaced by the chosen name.
+    pub branch_template: &'a str,
+    pub base_branch: &'a str,
+    /// `{name}` is replaced by the chosen name.
+    pub worktree_template: &'a str,
+    pub provider: &'a str,
+    pub kind: &'a str,
+}
+
+/// A repository known to the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepoRow {
+    pub id: i64,
+    pub common_dir: PathBuf,
+    pub main_worktree: PathBuf,
+}
+
+/// A stored note (shared context for every agent of a repository).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoteRow {
+    pub id: i64,
+    pub text: String,
+    pub created_at: i64,
+}
+
+/// A message between agents (or from the human) of one repository.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRow {
+    pub id: i64,
+    pub from_session: Option<String>,
+    /// `None` for a broadcast.
+    pub to_session: Option<String>,
+    pub body: String,
+    pub created_at: i64,
+}
+
+/// The latest value of one kind of fact about a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FactRow {
+    pub kind: String,
+    pub value: serde_json::Value,
+    pub observed_at: i64,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// How long a writer waits for another process's transaction.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Store {
+    /// Opens (creating if needed) `$home/owt.db` and migrates it.
+    pub fn open(home: &Path) -> Result<Store> {
+        std::fs::create_dir_all(home).map_err(|source| StoreError::CreateHome {
+            path: home.to_path_buf(),
+            source,
+        })?;
+        Store::open_file(&home.join("owt.db"))
+    }
+
+    pub fn open_file(path: &Path) -> Result<Store> {
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        // journal_mode=WAL needs a write lock the first time; the busy
+        // timeout covers concurrent first opens.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(open_err)?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        migrations::migrate(&mut store.conn, path)?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The repository row for `common_dir`, created on first use.
+    pub fn ensure_repo(&self, common_dir: &Path, main_worktree: &Path) -> Result<RepoRow> {
+        let common = common_dir.to_string_lossy();
+        let main = main_worktree.to_string_lossy();
+        self.conn.execute(
+            "INSERT INTO repos (common_dir, main_worktree, created_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT(common_dir) DO UPDATE SET main_worktree = excluded.main_worktree
+             WHERE main_worktree != excluded.main_worktree",
+            params![common, main, now_ms()],
+        )?;
+        let id = self.conn.query_row(
+            "SELECT id FROM repos WHERE common_dir = ?1",
+            params![common],
+            |row| row.get(0),
+        )?;
+        Ok(RepoRow {
+            id,
+            common_dir: common_dir.to_path_buf(),
+            main_worktree: main_worktree.to_path_buf(),
+        })
+    }
+
+    /// Reserves a unique name (`name`, `name-2`, …) and inserts the session,
+    /// atomically across processes. `taken` is asked about names the store
+    /// does not know (an existing folder or branch) and may veto them.
+    pub fn insert_session(
+        &mut self,
+        new: &NewSession<'_>,
+        mut taken: impl FnMut(&str) -> bool,
+    ) -> Result<SessionRow> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut n = 1u32;
+        let name = loop {
+            let candidate = if n == 1 {
+                new.name.to_string()
+            } else {
+                format!("{}-{n}", new.name)
+            };
+            let exists: bool = tx.query_row(
+                "SELECT EXISTS(SELECT 1 FROM sessions WHERE repo_id = ?1 AND name = ?2)",
+                params![new.repo_id, candidate],
+                |row| row.get(0),
+            )?;
+            if !exists && !taken(&candidate) {
+                break candidate;
+            }
+            n += 1;
+        };
+        let branch = new.branch_template.replace("{name}", &name);
+        let worktree = new.worktree_template.replace("{name}", &name);
+        let short_id = new_short_id(&tx)?;
+        let created_at = now_ms();
+        tx.execute(
+            "INSERT INTO sessions (repo_id, name, short_id, task, branch, base_branch,
+                                   worktree_path, provider, kind, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                new.repo_id,
+                name,
+                short_id,
+                new.task,
+                branch,
+                new.base_branch,
+                worktree,
+                new.provider,
+                new.kind,
+                created_at
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.execute(
+            "INSERT INTO events (repo_id, session_name, kind, detail, at) VALUES (?1, ?2, 'created', ?3, ?4)",
+            params![new.repo_id, name, new.provider, created_at],
+        )?;
+        tx.commit()?;
+        Ok(SessionRow {
+            id,
+            repo_id: new.repo_id,
+            name,
+            short_id,
+            task: new.task.to_string(),
+            branch,
+            base_branch: new.base_branch.to_string(),
+            worktree_path: PathBuf::from(worktree),
+            provider: new.provider.to_string(),
+            kind: new.kind.to_string(),
+            created_at,
+        })
+    }
+
+    /// Sessions of a repository, oldest first.
+    pub fn sessions(&self, repo_id: i64) -> Result<Vec<SessionRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE repo_id = ?1 ORDER BY created_at, id"
+        ))?;
+        let rows = stmt.query_map(params![repo_id], session_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn session_by_name(&self, repo_id: i64, name: &str) -> Result<Option<SessionRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE repo_id = ?1 AND name = ?2"),
+                params![repo_id, name],
+                session_from_row,
+            )
+            .optional()?)
+    }
+
+    pub fn session_by_id(&self, id: i64) -> Result<Option<SessionRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
+                params![id],
+                session_from_row,
+            )
+            .optional()?)
+    }
+
+    pub fn session_by_short_id(&self, short_id: &str) -> Result<Option<SessionRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE short_id = ?1"),
+                params![short_id],
+                session_from_row,
+            )
+            .optional()?)
+    }
+
+    /// Removes a session and its facts; records a `removed` event (with
+    /// `how`, e.g. `deleted` or `shipped`) for usage counts.
+    pub fn remove_session(&mut self, session: &SessionRow, how: &str) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM sessions WHERE id = ?1", params![session.id])?;
+        tx.execute(
+            "INSERT INTO events (repo_id, session_name, kind, detail, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![session.repo_id, session.name, how, session.provider, now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records the latest value of a fact (replacing the previous one of the
+    /// same kind).
+    pub fn record_fact<T: Serialize>(&self, session_id: i64, kind: &str, value: &T) -> Result<()> {
+        self.record_fact_at(session_id, kind, value, now_ms())
+    }
+
+    pub fn record_fact_at<T: Serialize>(
+        &self,
+        session_id: i64,
+        kind: &str,
+        value: &T,
+        observed_at: i64,
+    ) -> Result<()> {
+        let value = serde_json::to_string(value)?;
+        self.conn.execute(
+            "INSERT INTO facts (session_id, kind, value, observed_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(session_id, kind) DO UPDATE SET value = excluded.value, observed_at = excluded.observed_at",
+            params![session_id, kind, value, observed_at],
+        )?;
+        Ok(())
+    }
+
+    /// Records a fact only if none of that kind exists yet; returns whether it
+    /// was recorded.
+    pub fn record_fact_once<T: Serialize>(
+        &self,
+        session_id: i64,
+        kind: &str,
+        value: &T,
+    ) -> Result<bool> {
+        let value = serde_json::to_string(value)?;
+        let n = self.conn.execute(
+            "INSERT OR IGNORE INTO facts (session_id, kind, value, observed_at) VALUES (?1, ?2, ?3, ?4)",
+            params![session_id, kind, value, now_ms()],
+        )?;
+        Ok(n == 1)
+    }
+
+    pub fn clear_fact(&self, session_id: i64, kind: &str) -> Result<()> {
+        self.conn.execute(
+            "DELETE FROM facts WHERE session_id = ?1 AND kind = ?2",
+            params![session_id, kind],
+        )?;
+        Ok(())
+    }
+
+    /// Every fact of a session.
+    pub fn facts(&self, session_id: i64) -> Result<Vec<FactRow>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT kind, value, observed_at FROM facts WHERE session_id = ?1 ORDER BY kind",
+        )?;
+        let rows = stmt.query_map(params![session_id], |row| {
+            let value: String = row.get(1)?;
+            Ok((row.get::<_, String>(0)?, value, row.get::<_, i64>(2)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (kind, value, observed_at) = row?;
+            out.push(FactRow {
+                kind,
+                value: serde_json::from_str(&value)?,
+                observed_at,
+            });
+        }
+        Ok(out)
+    }
+
+    /// One fact, decoded.
+    pub fn fact<T: DeserializeOwned>(&self, session_id: i64, kind: &str) -> Result<Option<(T, i64)>> {
+        let row: Option<(String, i64)> = self
+            .conn
+            .query_row(
+                "SELECT value, observed_at FROM facts WHERE session_id = ?1 AND kind = ?2",
+                params![session_id, kind],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        match row {
+            None => Ok(None),
+            Some((value, at)) => Ok(Some((serde_json::from_str(&value)?, at))),
+        }
+    }
+
+    /// Appends to the event log (history: reports, sends, merges).
+    pub fn add_event(&self, repo_id: i64, session_name: &str, kind: &str, detail: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO events (repo_id, session_name, kind, detail, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![repo_id, session_name, kind, detail, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// `(kind, detail, count)` of events since `since_ms`.
+    pub fn event_counts(&self, repo_id: Option<i64>, since_ms: i64) -> Result<Vec<(String, String, u64)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT kind, detail, COUNT(*) FROM events
+             WHERE at >= ?1 AND (?2 IS NULL OR repo_id = ?2)
+             GROUP BY kind, detail ORDER BY kind, detail",
+        )?;
+        let rows = stmt.query_map(params![since_ms, repo_id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get::<_, i64>(2)? as u64))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn add_note(&self, repo_id: i64, text: &str) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO notes (repo_id, text, created_at) VALUES (?1, ?2, ?3)",
+            params![repo_id, text, now_ms()],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn notes(&self, repo_id: i64) -> Result<Vec<NoteRow>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id, text, created_at FROM notes WHERE repo_id = ?1 ORDER BY id")?;
+        let rows = stmt.query_map(params![repo_id], |row| {
+            Ok(NoteRow {
+                id: row.get(0)?,
+                text: row.get(1)?,
+                created_at: row.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn clear_notes(&self, repo_id: i64) -> Result<u64> {
+        Ok(self
+            .conn
+            .execute("DELETE FROM notes WHERE repo_id = ?1", params![repo_id])? as u64)
+    }
+
+    pub fn add_message(
+        &self,
+        repo_id: i64,
+        from_session: Option<&str>,
+        to_session: Option<&str>,
+        body: &str,
+    ) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO messages (repo_id, from_session, to_session, body, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![repo_id, from_session, to_session, body, now_ms()],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Messages addressed to `session` (or broadcast by someone else) that
+    /// it has not read; marks them read.
+    pub fn take_messages(&mut self, repo_id: i64, session: &str) -> Result<Vec<MessageRow>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let rows = {
+            let mut stmt = tx.prepare(
+                "SELECT m.id, m.from_session, m.to_session, m.body, m.created_at FROM messages m
+                 WHERE m.repo_id = ?1
+                   AND (m.to_session = ?2 OR (m.to_session IS NULL AND IFNULL(m.from_session, '') != ?2))
+                   AND NOT EXISTS (SELECT 1 FROM message_reads r WHERE r.message_id = m.id AND r.session_name = ?2)
+                 ORDER BY m.id",
+            )?;
+            let rows = stmt.query_map(params![repo_id, session], |row| {
+                Ok(MessageRow {
+                    id: row.get(0)?,
+                    from_session: row.get(1)?,
+                    to_session: row.get(2)?,
+                    body: row.get(3)?,
+                    created_at: row.get(4)?,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        for m in &rows {
+            tx.execute(
+                "INSERT OR IGNORE INTO message_reads (message_id, session_name) VALUES (?1, ?2)",
+                params![m.id, session],
+            )?;
+        }
+        tx.commit()?;
+        Ok(rows)
+    }
+
+    /// Deletes messages and events older than `days`.
+    pub fn purge(&self, days: u32) -> Result<(u64, u64)> {
+        let cutoff = now_ms() - i64::from(days) * 86_400_000;
+        let messages = self
+            .conn
+            .execute("DELETE FROM messages WHERE created_at < ?1", params![cutoff])?;
+        let events = self
+            .conn
+            .execute("DELETE FROM events WHERE at < ?1", params![cutoff])?;
+        Ok((messages as u64, events as u64))
+    }
+
+    pub fn vacuum(&self) -> Result<()> {
+        self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); VACUUM;")?;
+        Ok(())
+    }
+
+    pub fn count(&self, table: &str) -> Result<u64> {
+        // `table` is one of our own table names, never user input.
+        debug_assert!(table.chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+        let n: i64 = self
+            .conn
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| row.get(0))?;
+        Ok(n as u64)
+    }
+
+    pub fn schema_version(&self) -> Result<u32> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "user_version", |row| row.get(0))?)
+    }
+
+    pub fn journal_mode(&self) -> Result<String> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "journal_mode", |row| row.get(0))?)
+    }
+
+    pub fn integrity_check(&self) -> Result<String> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "quick_check", |row| row.get(0))?)
+    }
+}
+
+const SESSION_COLUMNS: &str = "id, repo_id, name, short_id, task, branch, base_branch, worktree_path, provider, kind, created_at";
+
+fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        id: row.get(0)?,
+        repo_id: row.get(1)?,
+        name: row.get(2)?,
+        short_id: row.get(3)?,
+        task: row.get(4)?,
+        branch: row.get(5)?,
+        base_branch: row.get(6)?,
+        worktree_path: PathBuf::from(row.get::<_, String>(7)?),
+        provider: row.get(8)?,
+        kind: row.get(9)?,
+        created_at: row.get(10)?,
+    })
+}
+
+/// A random 8-hex-digit id not used by any session (names the host socket).
+fn new_short_id(tx: &rusqlite::Transaction<'_>) -> Result<String> {
+    loop {
+        let id = format!("{:08x}", random_u32());
+        let exists: bool = tx.query_row(
+            "SELECT EXISTS(SELECT 1 FROM sessions WHERE short_id = ?1)",
+            params![id],
+            |row| row.get(0),
+        )?;
+        if !exists {
+            return Ok(id);
+        }
+    }
+}
+
+fn random_u32() -> u32 {
+    let mut buf = [0u8; 4];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        if f.read_exact(&mut buf).is_ok() {
+            return u32::from_le_bytes(buf);
+        }
+    }
+    // Fallback: time and pid.
+    (now_ms() as u32) ^ std::process::id().rotate_left(16)
+}
+
+#[cfg(test)]
+mod tests;
