@@ -1,1 +1,88 @@
-//! placeholder
+//! Use cases: the one library function each CLI verb (and, later, each LSP
+//! command) calls — create a session, list them, delete one, doctor.
+//!
+//! Invariant: the functions here combine `git`, `store`, `provider`,
+//! `session` and `status`; they print nothing (they return values and
+//! report progress through a callback) and know nothing of clap or LSP.
+
+pub mod delete;
+pub mod doctor;
+pub mod list;
+pub mod new;
+pub mod setup;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::config::{self, Loaded};
+use crate::git::Repo;
+use crate::store::{RepoRow, SessionRow, Store};
+
+/// `$OWT_HOME`, else `$XDG_STATE_HOME/owt`, else `~/.local/state/owt`.
+pub fn owt_home() -> anyhow::Result<PathBuf> {
+    if let Some(home) = std::env::var_os("OWT_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    if let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(state).join("owt"));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .context("neither OWT_HOME nor HOME is set; set OWT_HOME to a folder owt may use")?;
+    Ok(PathBuf::from(home).join(".local/state/owt"))
+}
+
+/// Everything a verb that works on one repository needs.
+pub struct Context {
+    pub home: PathBuf,
+    pub store: Store,
+    pub repo: Repo,
+    pub repo_row: RepoRow,
+    pub config: Loaded,
+}
+
+impl Context {
+    /// Opens the repository containing `dir` (or the current directory), its
+    /// configuration and the store.
+    pub fn open(dir: Option<&Path>) -> anyhow::Result<Context> {
+        let cwd;
+        let dir = match dir {
+            Some(dir) => dir,
+            None => {
+                cwd = std::env::current_dir().context("reading the current directory")?;
+                &cwd
+            }
+        };
+        let repo = Repo::discover(dir)?;
+        let config = config::load(Some(repo.main_root()))?;
+        let home = owt_home()?;
+        let store = Store::open(&home)?;
+        let repo_row = store.ensure_repo(repo.common_dir(), repo.main_root())?;
+        Ok(Context {
+            home,
+            store,
+            repo,
+            repo_row,
+            config,
+        })
+    }
+
+    /// The session called `name` in this repository, or an error listing
+    /// the sessions that exist.
+    pub fn session(&self, name: &str) -> anyhow::Result<SessionRow> {
+        if let Some(row) = self.store.session_by_name(self.repo_row.id, name)? {
+            return Ok(row);
+        }
+        let names: Vec<String> = self
+            .store
+            .sessions(self.repo_row.id)?
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        if names.is_empty() {
+            anyhow::bail!("no session named `{name}`; this repository has no sessions (start one with `owt new \"task\"`)")
+        }
+        anyhow::bail!("no session named `{name}`; sessions here: {}", names.join(", "))
+    }
+}
