@@ -1,1 +1,229 @@
-//! placeholder
+//! The `owt` command line: clap definitions and one thin file per verb.
+//!
+//! Invariant: a verb parses its arguments, calls one library function in
+//! [`crate::ops`] (or [`crate::session`]), and formats the result — text
+//! sentences for people, the `owt-protocol` type for `--json`. No git,
+//! SQLite or PTY calls here.
+
+mod board;
+mod completions;
+mod config;
+mod db;
+mod delete;
+mod doctor;
+mod list;
+mod new;
+mod version;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde::Serialize;
+
+const ABOUT: &str = "Supervise parallel AI coding agents, each in its own git worktree.";
+const LONG_ABOUT: &str = "\
+owt runs coding agents (Claude Code, Codex, OpenCode, Aider, Gemini CLI, …) side by side, \
+each in its own git worktree and branch, inside a terminal that owt owns. Run `owt` alone \
+to see the board: NEEDS YOU, READY TO SHIP, IN FLIGHT.
+
+Start:   owt new \"Add JWT auth\"
+Watch:   owt list
+Inspect: owt attach add-jwt-auth   (detach with Ctrl-\\ d)
+Finish:  owt delete add-jwt-auth";
+
+#[derive(Debug, Parser)]
+#[command(name = "owt", version, about = ABOUT, long_about = LONG_ABOUT)]
+pub struct Cli {
+    /// Run as if owt was started in DIR (any folder of the repository or of one of its worktrees).
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print machine-readable JSON (the owt-protocol types) on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Format of log lines on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// More log output (-v debug, -vv trace). RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start an agent on a task in a new worktree and branch.
+    #[command(visible_alias = "n")]
+    New(new::Args),
+    /// List sessions with their status, branch, worktree and changes.
+    #[command(visible_alias = "ls")]
+    List(list::Args),
+    /// Stop a session's agent and remove its worktree and branch.
+    #[command(visible_alias = "rm")]
+    Delete(delete::Args),
+    /// Find and repair orphaned worktrees and sessions.
+    Doctor(doctor::Args),
+    /// Show or validate the configuration.
+    #[command(subcommand)]
+    Config(config::Command),
+    /// Maintain the status store.
+    #[command(subcommand)]
+    Db(db::Command),
+    /// Print the version.
+    Version,
+    /// Print a shell completion script.
+    Completions(completions::Args),
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_format, cli.verbose);
+    let json = cli.json;
+    let cid = correlation_id();
+    let span = tracing::info_span!("command", cid = %cid);
+    let _guard = span.enter();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => report_error(&err, json),
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let out = Out { json: cli.json };
+    let dir = cli.dir.as_deref();
+    match cli.command {
+        None => board::run(dir, &out),
+        Some(Command::New(args)) => new::run(dir, &out, args),
+        Some(Command::List(args)) => list::run(dir, &out, args),
+        Some(Command::Delete(args)) => delete::run(dir, &out, args),
+        Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
+        Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
+        Some(Command::Db(cmd)) => db::run(&out, cmd),
+        Some(Command::Version) => version::run(&out),
+        Some(Command::Completions(args)) => completions::run(args),
+    }
+}
+
+/// How a verb prints: JSON documents or sentences.
+pub struct Out {
+    pub json: bool,
+}
+
+impl Out {
+    /// Prints `value` as JSON, or `text()` for people.
+    pub fn emit<T: Serialize>(&self, value: &T, text: impl FnOnce() -> String) -> anyhow::Result<()> {
+        if self.json {
+            let mut doc = serde_json::to_string_pretty(value)?;
+            doc.push('\n');
+            write_stdout(&doc)
+        } else {
+            let mut text = text();
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            write_stdout(&text)
+        }
+    }
+
+    /// A progress line on stderr (text mode only).
+    pub fn progress(&self, line: &str) {
+        if !self.json {
+            eprintln!("{line}");
+        }
+    }
+
+    /// A warning on stderr (both modes).
+    pub fn warn(&self, line: &str) {
+        eprintln!("warning: {line}");
+    }
+}
+
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// A hint that helps with an error, printed under it.
+fn hint_for(message: &str) -> Option<&'static str> {
+    if message.contains("not inside a git repository") {
+        Some("run owt inside a git repository, or point at one with -C DIR")
+    } else if message.contains("no agent CLI is installed") || message.contains("is not installed") {
+        Some("or declare your own agent in .owt.toml under [tools.NAME] (see `owt config show`)")
+    } else {
+        None
+    }
+}
+
+fn report_error(err: &anyhow::Error, json: bool) -> ExitCode {
+    let broken_pipe = err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        return ExitCode::SUCCESS;
+    }
+    let message = format!("{err:#}");
+    let hint = hint_for(&message);
+    if json {
+        let doc = owt_protocol::ErrorOutput {
+            error: message,
+            hint: hint.map(str::to_string),
+        };
+        eprintln!("{}", serde_json::to_string(&doc).unwrap_or_default());
+    } else {
+        eprintln!("Error: {message}");
+        if let Some(hint) = hint {
+            eprintln!("Hint: {hint}");
+        }
+    }
+    ExitCode::FAILURE
+}
+
+fn init_logging(format: LogFormat, verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().with_current_span(true).with_span_list(true).try_init(),
+    };
+}
+
+/// A short id that ties together the log lines of one command.
+fn correlation_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{:08x}", nanos ^ std::process::id().rotate_left(13))
+}
+
+/// `3h`, `12m`, `40s` since `then_ms`.
+pub fn age(then_ms: i64, now_ms: i64) -> String {
+    let secs = ((now_ms - then_ms) / 1000).max(0);
+    match secs {
+        0..=59 => format!("{secs}s"),
+        60..=3599 => format!("{}m", secs / 60),
+        3600..=86_399 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
+    }
+}

@@ -375,3 +375,25 @@ pub fn same_path(a: &Path, b: &Path) -> bool {
         _ => a == b,
     }
 }
+
+/// Paths changed in the checkout at `worktree` relative to the merge base
+/// of its HEAD with `base`: committed, staged, unstaged and untracked (not
+/// ignored).
+pub fn changed_paths(repo: &Repo, worktree: &Path, base: &str) -> Result<Vec<String>> {
+    let wt = Repository::open(worktree)?;
+    let head = wt.head()?.peel_to_commit()?;
+    let base_tip = repo.branch_tip(base)?;
+    let merge_base = wt.merge_base(head.id(), base_tip).unwrap_or(base_tip);
+    let base_tree = wt.find_commit(merge_base)?.tree()?;
+    let mut opts = git2::DiffOptions::new();
+    opts.include_untracked(true).recurse_untracked_dirs(true);
+    let diff = wt.diff_tree_to_workdir_with_index(Some(&base_tree), Some(&mut opts))?;
+    let mut paths: Vec<String> = diff
+        .deltas()
+        .filter_map(|d| d.new_file().path().or(d.old_file().path()))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}

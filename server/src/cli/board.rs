@@ -1,0 +1,55 @@
+//! `owt` with no verb: the board.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use owt_protocol::Board;
+
+use crate::ops::{self, list};
+use crate::store::now_ms;
+
+pub fn run(dir: Option<&Path>, out: &super::Out) -> anyhow::Result<ExitCode> {
+    let ctx = ops::Context::open(dir)?;
+    let sessions = list::session_views(&ctx)?;
+    let board = list::board(ctx.repo.main_root().to_string_lossy().into_owned(), sessions);
+    out.emit(&board, || render(&board, &ctx.repo.name(), now_ms()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The board as text: one block per non-empty lane.
+pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
+    let n: usize = board.lanes.iter().map(|l| l.sessions.len()).sum();
+    if n == 0 {
+        return format!(
+            "owt · {repo_name} · no sessions\nStart one with: owt new \"describe the task\""
+        );
+    }
+    let mut lines = vec![format!(
+        "owt · {repo_name} · {n} session{}",
+        if n == 1 { "" } else { "s" }
+    )];
+    let width = board
+        .lanes
+        .iter()
+        .flat_map(|l| &l.sessions)
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for lane in &board.lanes {
+        lines.push(format!("{} ({})", lane.title, lane.sessions.len()));
+        for s in &lane.sessions {
+            let mut parts = vec![s.status_text.clone(), super::age(s.created_at, now), s.provider.clone()];
+            if s.ahead > 0 {
+                parts.push(format!("+{} commit{}", s.ahead, if s.ahead == 1 { "" } else { "s" }));
+            }
+            if s.overlaps > 0 {
+                parts.push(format!("{} overlap{}", s.overlaps, if s.overlaps == 1 { "" } else { "s" }));
+            }
+            let task = s.task.lines().next().unwrap_or_default();
+            let task: String = task.chars().take(60).collect();
+            parts.push(task);
+            lines.push(format!("  {:<width$}  {}", s.name, parts.join(" · ")));
+        }
+    }
+    lines.join("\n")
+}

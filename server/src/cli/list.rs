@@ -1,0 +1,69 @@
+//! `owt list` (`ls`).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use owt_protocol::{SessionList, SessionView};
+
+use crate::ops::{self, list};
+use crate::store::now_ms;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(dir: Option<&Path>, out: &super::Out, _args: Args) -> anyhow::Result<ExitCode> {
+    let ctx = ops::Context::open(dir)?;
+    let sessions = list::session_views(&ctx)?;
+    let doc = SessionList {
+        repository: ctx.repo.main_root().to_string_lossy().into_owned(),
+        sessions,
+    };
+    out.emit(&doc, || render(&doc.sessions, now_ms()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The text table.
+pub fn render(sessions: &[SessionView], now: i64) -> String {
+    if sessions.is_empty() {
+        return "No sessions in this repository. Start one with: owt new \"describe the task\"".into();
+    }
+    let header = ["NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "AGE", "WORKTREE"];
+    let rows: Vec<[String; 9]> = sessions
+        .iter()
+        .map(|s| {
+            [
+                s.name.clone(),
+                s.status_text.clone(),
+                s.provider.clone(),
+                s.branch.clone(),
+                s.ahead.to_string(),
+                s.changed_files.to_string(),
+                s.overlaps.to_string(),
+                super::age(s.created_at, now),
+                s.worktree.clone(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(cell);
+            } else {
+                s.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut lines = vec![line(header.to_vec())];
+    for row in &rows {
+        lines.push(line(row.iter().map(String::as_str).collect()));
+    }
+    lines.join("\n")
+}

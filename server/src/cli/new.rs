@@ -1,0 +1,84 @@
+//! `owt new "task"`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::ops::{self, list, new::NewRequest};
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  owt new \"Add JWT auth\"                 branch owt/add-jwt-auth, session add-jwt-auth
+  owt new \"Fix login\" --ai-tool codex    pick the agent
+  owt new \"Spike\" --branch spike/x       reuse or create a branch of your choice
+The task is passed to the agent as one argument (or typed into it); it never goes through a shell.")]
+pub struct Args {
+    /// What the agent should do; becomes its first prompt.
+    pub task: String,
+    /// Session name (default: derived from the task). Made safe: lowercase letters, digits, dashes.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Branch to work on (created from the base if it does not exist; default owt/<name>).
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// Base branch (default: the branch checked out in the main checkout).
+    #[arg(long)]
+    pub base: Option<String>,
+    /// Agent to run (claude, codex, opencode, pi, droid, aider, gemini, cursor-agent, amp, goose, or a [tools.NAME]).
+    #[arg(long, value_name = "TOOL")]
+    pub ai_tool: Option<String>,
+    /// Run the agent's non-interactive form to completion (e.g. `claude -p`).
+    #[arg(long)]
+    pub headless: bool,
+    /// Start the agent in plan mode (Claude Code: --permission-mode plan).
+    #[arg(long, visible_alias = "workflow")]
+    pub plan_mode: bool,
+    /// Work on a branch in the current checkout instead of a new worktree.
+    #[arg(long)]
+    pub in_place: bool,
+}
+
+pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
+    let mut ctx = ops::Context::open(dir)?;
+    let req = NewRequest {
+        task: args.task,
+        name: args.name,
+        branch: args.branch,
+        base: args.base,
+        ai_tool: args.ai_tool,
+        headless: args.headless,
+        plan: args.plan_mode,
+        in_place: args.in_place,
+        size: terminal_size(),
+    };
+    let result = ops::new::new_session(&mut ctx, &req, &mut |line| out.progress(line))?;
+    for warning in &result.warnings {
+        out.warn(warning);
+    }
+    let view = list::session_view(&ctx, &result.session)?;
+    let doc = owt_protocol::NewOutput {
+        session: view.clone(),
+        warnings: result.warnings.clone(),
+    };
+    out.emit(&doc, || {
+        format!(
+            "Started session {} ({}) on branch {} in {}.\nAttach with: owt attach {}",
+            view.name, view.provider, view.branch, view.worktree, view.name
+        )
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The size of the terminal owt runs in, or 40×120 when there is none.
+fn terminal_size() -> (u16, u16) {
+    // SAFETY: TIOCGWINSZ writes a winsize into the struct we pass.
+    unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        for fd in [libc::STDIN_FILENO, libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+            if libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0 {
+                return (ws.ws_row, ws.ws_col);
+            }
+        }
+    }
+    (40, 120)
+}

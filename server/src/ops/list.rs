@@ -1,0 +1,99 @@
+//! `owt list` and the board: every session with its derived status.
+
+use owt_protocol::{Board, BoardLane, Lane, SessionKind, SessionView};
+
+use super::Context;
+use crate::git;
+use crate::session;
+use crate::status::{self, derive_status, GitFact, SessionFacts};
+use crate::store::{now_ms, SessionRow};
+
+/// Every session of the repository, reconciled with its host and git,
+/// oldest first.
+pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
+    let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    rows.iter().map(|row| session_view(ctx, row)).collect()
+}
+
+/// One session, reconciled.
+pub fn session_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
+    if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
+        tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
+    }
+    refresh_git_fact(ctx, row);
+    let facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
+    Ok(view(row, &facts, now_ms()))
+}
+
+/// Records commits ahead and changed paths when they changed.
+fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
+    if !row.worktree_path.exists() {
+        return;
+    }
+    let ahead = ctx.repo.commits_ahead(&row.branch, &row.base_branch).unwrap_or(0);
+    let changed = git::changed_paths(&ctx.repo, &row.worktree_path, &row.base_branch)
+        .map(|paths| paths.len() as u32)
+        .unwrap_or(0);
+    let fact = GitFact {
+        ahead,
+        changed_files: changed,
+    };
+    let stored = ctx
+        .store
+        .fact::<GitFact>(row.id, status::kind::GIT)
+        .ok()
+        .flatten()
+        .map(|(f, _)| f);
+    if stored.as_ref() != Some(&fact) {
+        if let Err(e) = ctx.store.record_fact(row.id, status::kind::GIT, &fact) {
+            tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+        }
+    }
+}
+
+/// The protocol view of a session (pure).
+pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
+    let derived = derive_status(facts, now);
+    SessionView {
+        name: row.name.clone(),
+        id: row.short_id.clone(),
+        task: row.task.clone(),
+        branch: row.branch.clone(),
+        base: row.base_branch.clone(),
+        worktree: row.worktree_path.to_string_lossy().into_owned(),
+        provider: row.provider.clone(),
+        kind: if row.kind == "branch" {
+            SessionKind::Branch
+        } else {
+            SessionKind::Worktree
+        },
+        status: derived.status,
+        status_text: derived.text,
+        lane: derived.lane,
+        created_at: row.created_at,
+        exit_code: derived.exit_code,
+        host_lost: derived.host_lost,
+        ahead: facts.git.ahead,
+        changed_files: facts.git.changed_files,
+        overlaps: facts.overlaps,
+        conflicted_files: facts.conflict.as_ref().map(|c| c.files.clone()).unwrap_or_default(),
+        agent_pid: facts.host.as_ref().and_then(|(h, _)| h.agent_pid),
+    }
+}
+
+/// Groups sessions into the board's lanes (non-empty lanes, in priority
+/// order).
+pub fn board(repository: String, sessions: Vec<SessionView>) -> Board {
+    let lanes = Lane::ALL
+        .iter()
+        .filter_map(|lane| {
+            let in_lane: Vec<SessionView> = sessions.iter().filter(|s| s.lane == *lane).cloned().collect();
+            (!in_lane.is_empty()).then(|| BoardLane {
+                lane: *lane,
+                title: lane.title().to_string(),
+                sessions: in_lane,
+            })
+        })
+        .collect();
+    Board { repository, lanes }
+}

@@ -1,0 +1,186 @@
+//! `owt new`: branch + worktree + setup + session record + agent.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _};
+use serde::{Deserialize, Serialize};
+
+use super::{setup, Context};
+use crate::git::Repo;
+use crate::names;
+use crate::provider::{self, LaunchMode};
+use crate::session::{self, HostSpec};
+use crate::store::{NewSession, SessionRow};
+
+/// What the user asked for.
+#[derive(Debug, Clone, Default)]
+pub struct NewRequest {
+    pub task: String,
+    pub name: Option<String>,
+    pub branch: Option<String>,
+    pub base: Option<String>,
+    pub ai_tool: Option<String>,
+    pub headless: bool,
+    pub plan: bool,
+    pub in_place: bool,
+    /// Terminal size for the agent (rows, cols).
+    pub size: (u16, u16),
+}
+
+/// A created session and what went wrong without stopping it.
+#[derive(Debug, Clone)]
+pub struct NewResult {
+    pub session: SessionRow,
+    pub warnings: Vec<String>,
+}
+
+/// Fact: how the session's branch came to be (so delete only deletes
+/// branches owt created).
+pub const BRANCH_FACT: &str = "branch";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchFact {
+    pub created: bool,
+}
+
+/// Creates a session. Nothing is left behind when it fails before the
+/// worktree exists; a failing setup script is a warning.
+pub fn new_session(
+    ctx: &mut Context,
+    req: &NewRequest,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<NewResult> {
+    if req.in_place {
+        bail!("--in-place (branch sessions) is not available yet; run without it to get a worktree");
+    }
+    let task = req.task.trim();
+    let wanted_name = req.name.as_deref().unwrap_or(task);
+    if wanted_name.trim().is_empty() {
+        bail!("a task is required: owt new \"describe the work\" (or give --name)");
+    }
+    let config = &ctx.config.config;
+    let resolved = provider::resolve(config, req.ai_tool.as_deref())?;
+    let mode = if req.headless {
+        LaunchMode::Headless
+    } else if req.plan {
+        LaunchMode::Plan
+    } else {
+        LaunchMode::Interactive
+    };
+    let launch = resolved.provider.launch(&resolved.binary_path, task, mode)?;
+
+    let base = match &req.base {
+        Some(base) => base.clone(),
+        None => ctx.repo.default_base()?,
+    };
+    if !ctx.repo.branch_exists(&base) {
+        bail!("base branch `{base}` does not exist");
+    }
+    let explicit_branch = match &req.branch {
+        Some(branch) => {
+            if !Repo::is_valid_branch_name(branch) {
+                bail!("`{branch}` is not a valid branch name");
+            }
+            if let Some(path) = ctx.repo.checked_out_at(branch)? {
+                bail!(
+                    "branch `{branch}` is already checked out at {}; pick another branch or remove that checkout first",
+                    path.display()
+                );
+            }
+            Some(branch.clone())
+        }
+        None => None,
+    };
+
+    let base_dir = ctx.config.config.base_directory(ctx.repo.main_root());
+    let base_dir = normalize(&base_dir);
+    if base_dir.starts_with(ctx.repo.main_root()) {
+        bail!(
+            "worktree base_directory {} is inside the repository; set [worktree] base_directory to a folder outside it",
+            base_dir.display()
+        );
+    }
+    let slug = names::slugify(wanted_name);
+    let branch_template = match &explicit_branch {
+        Some(branch) => branch.clone(),
+        None => names::default_branch("{name}"),
+    };
+    let worktree_template = base_dir.join("{name}").to_string_lossy().into_owned();
+    let repo = &ctx.repo;
+    let session = ctx.store.insert_session(
+        &NewSession {
+            repo_id: ctx.repo_row.id,
+            name: &slug,
+            task,
+            branch_template: &branch_template,
+            base_branch: &base,
+            worktree_template: &worktree_template,
+            provider: &resolved.provider.name,
+            kind: "worktree",
+        },
+        |candidate| {
+            names::worktree_path(&base_dir, candidate).exists()
+                || repo.worktree_admin_exists(candidate)
+                || (explicit_branch.is_none() && repo.branch_exists(&names::default_branch(candidate)))
+        },
+    )?;
+
+    progress(&format!(
+        "Creating worktree {} on branch {}",
+        session.worktree_path.display(),
+        session.branch
+    ));
+    let create_branch = !ctx.repo.branch_exists(&session.branch);
+    let added = ctx
+        .repo
+        .add_worktree(&session.name, &session.worktree_path, &session.branch, &base, create_branch)
+        .with_context(|| format!("creating the worktree for {}", session.name));
+    if let Err(e) = added {
+        ctx.store.remove_session(&session, "failed")?;
+        return Err(e);
+    }
+    ctx.store
+        .record_fact(session.id, BRANCH_FACT, &BranchFact { created: create_branch })?;
+
+    let mut warnings = setup::prepare_worktree(ctx, &session, progress);
+
+    progress(&format!("Starting {} in {}", resolved.provider.name, session.name));
+    let mut env = ctx.config.config.agent.env.clone();
+    env.extend(launch.env.clone());
+    let spec = HostSpec {
+        session_id: session.id,
+        session_name: session.name.clone(),
+        short_id: session.short_id.clone(),
+        provider: resolved.provider.name.clone(),
+        argv: launch.argv,
+        cwd: session.worktree_path.clone(),
+        env,
+        typed_prompt: launch.typed_prompt,
+        headless: req.headless,
+        home: ctx.home.clone(),
+        rows: req.size.0,
+        cols: req.size.1,
+    };
+    if let Err(e) = session::start_host(&spec) {
+        warnings.push(format!(
+            "the agent did not start: {e}; the worktree is kept (remove it with `owt delete {}`)",
+            session.name
+        ));
+    }
+    Ok(NewResult { session, warnings })
+}
+
+/// Resolves `.` and `..` without touching the file system.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
