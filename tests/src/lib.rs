@@ -1,1 +1,276 @@
+//! Harness for end-to-end tests of the built `owt` binary.
+//!
+//! Every test gets a [`TestEnv`]: a temp folder with its own `HOME`,
+//! `OWT_HOME` and hermetic git (`GIT_CONFIG_GLOBAL=/dev/null`, fixed author
+//! and dates, `main` as the default branch). Repositories are real git
+//! repositories made by the git CLI. Dropping the env kills every process
+//! that was started with its `OWT_HOME` (session hosts and agents), so no
+//! test leaves agents behind.
 
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+
+/// The `owt` binary under test: `$OWT_BIN`, else `target/<profile>/owt`
+/// next to this test executable.
+pub fn owt_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("OWT_BIN") {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test-binary>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile dir");
+    let bin = profile_dir.join("owt");
+    assert!(
+        bin.exists(),
+        "{} does not exist; build it first with `cargo build -p owt` (or run `cargo test --workspace`)",
+        bin.display()
+    );
+    bin
+}
+
+/// A file under `tests/data/`.
+pub fn data_file(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(name)
+}
+
+/// Polls `condition` until it holds or `timeout` passes; then panics naming
+/// `what`.
+pub fn wait_until(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        if condition() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
+pub struct TestEnv {
+    pub root: tempfile::TempDir,
+    pub home: PathBuf,
+    pub owt_home: PathBuf,
+    /// Extra environment for every `owt` run.
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let root = tempfile::Builder::new()
+            .prefix("owt-e2e-")
+            .tempdir()
+            .expect("tempdir");
+        let home = root.path().join("home");
+        let owt_home = root.path().join("owt");
+        std::fs::create_dir_all(&home).unwrap();
+        TestEnv {
+            root,
+            home,
+            owt_home,
+            extra_env: Vec::new(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn hermetic(&self, cmd: &mut Command) {
+        cmd.env("HOME", &self.home)
+            .env("OWT_HOME", &self.owt_home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("RUST_LOG")
+            .env_remove("TMUX")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_SYSTEM", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
+        for (k, v) in &self.extra_env {
+            cmd.env(k, v);
+        }
+    }
+
+    /// A `Command` for `owt` in `cwd`, hermetic.
+    pub fn owt_cmd<I, S>(&self, cwd: &Path, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = Command::new(owt_bin());
+        cmd.args(args).current_dir(cwd).stdin(Stdio::null());
+        self.hermetic(&mut cmd);
+        cmd
+    }
+
+    pub fn owt<I, S>(&self, cwd: &Path, args: I) -> Output
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.owt_cmd(cwd, args).output().expect("running owt")
+    }
+
+    /// Runs `owt` and returns stdout; panics with stderr when it fails.
+    pub fn owt_ok<I, S>(&self, cwd: &Path, args: I) -> String
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<_> = args
+            .into_iter()
+            .map(|a| a.as_ref().to_os_string())
+            .collect();
+        let out = self.owt(cwd, &args);
+        assert!(
+            out.status.success(),
+            "owt {:?} failed ({}):\nstdout: {}\nstderr: {}",
+            args,
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 stdout")
+    }
+
+    /// Runs `owt --json …` and parses stdout as `T`.
+    pub fn owt_json<T: DeserializeOwned, I, S>(&self, cwd: &Path, args: I) -> T
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut all = vec![std::ffi::OsString::from("--json")];
+        all.extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        let stdout = self.owt_ok(cwd, &all);
+        serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("parsing {all:?} output: {e}\n{stdout}"))
+    }
+
+    /// Runs owt expecting failure; returns stderr.
+    pub fn owt_err<I, S>(&self, cwd: &Path, args: I) -> String
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<_> = args
+            .into_iter()
+            .map(|a| a.as_ref().to_os_string())
+            .collect();
+        let out = self.owt(cwd, &args);
+        assert!(
+            !out.status.success(),
+            "owt {:?} succeeded but should have failed:\n{}",
+            args,
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    pub fn git<I, S>(&self, cwd: &Path, args: I) -> String
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<_> = args
+            .into_iter()
+            .map(|a| a.as_ref().to_os_string())
+            .collect();
+        let mut cmd = Command::new("git");
+        cmd.args(&args).current_dir(cwd).stdin(Stdio::null());
+        self.hermetic(&mut cmd);
+        let out = cmd.output().expect("running git");
+        assert!(
+            out.status.success(),
+            "git {:?} failed: {}",
+            args,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    }
+
+    /// A new repository `name` with one commit (README.md) on `main`, and an
+    /// `.owt.toml` declaring the `fake` agent (`tests/data/idle-agent.sh`),
+    /// committed.
+    pub fn repo(&self, name: &str) -> PathBuf {
+        let path = self.root.path().join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        self.git(&path, ["init", "-q", "-b", "main"]);
+        std::fs::write(path.join("README.md"), "# test repository\n").unwrap();
+        std::fs::write(
+            path.join(".owt.toml"),
+            format!(
+                "[agent]\ndefault_tool = \"fake\"\n\n[tools.fake]\nbinary = \"{}\"\n",
+                data_file("idle-agent.sh").display()
+            ),
+        )
+        .unwrap();
+        self.git(&path, ["add", "."]);
+        self.git(&path, ["commit", "-q", "-m", "initial"]);
+        path
+    }
+
+    /// Pids of processes started with this env's `OWT_HOME`.
+    pub fn our_processes(&self) -> Vec<i32> {
+        let needle = format!("OWT_HOME={}", self.owt_home.display());
+        let mut pids = Vec::new();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return pids;
+        };
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            if pid == std::process::id() as i32 {
+                continue;
+            }
+            if let Ok(environ) = std::fs::read(entry.path().join("environ")) {
+                if environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == needle.as_bytes())
+                {
+                    pids.push(pid);
+                }
+            }
+        }
+        pids
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        for pid in self.our_processes() {
+            // SAFETY: plain kill(2) on a pid we found by our own OWT_HOME.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}

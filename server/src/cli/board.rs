@@ -11,7 +11,10 @@ use crate::store::now_ms;
 pub fn run(dir: Option<&Path>, out: &super::Out) -> anyhow::Result<ExitCode> {
     let ctx = ops::Context::open(dir)?;
     let sessions = list::session_views(&ctx)?;
-    let board = list::board(ctx.repo.main_root().to_string_lossy().into_owned(), sessions);
+    let board = list::board(
+        ctx.repo.main_root().to_string_lossy().into_owned(),
+        sessions,
+    );
     out.emit(&board, || render(&board, &ctx.repo.name(), now_ms()))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -38,12 +41,24 @@ pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
     for lane in &board.lanes {
         lines.push(format!("{} ({})", lane.title, lane.sessions.len()));
         for s in &lane.sessions {
-            let mut parts = vec![s.status_text.clone(), super::age(s.created_at, now), s.provider.clone()];
+            let mut parts = vec![
+                s.status_text.clone(),
+                super::age(s.created_at, now),
+                s.provider.clone(),
+            ];
             if s.ahead > 0 {
-                parts.push(format!("+{} commit{}", s.ahead, if s.ahead == 1 { "" } else { "s" }));
+                parts.push(format!(
+                    "+{} commit{}",
+                    s.ahead,
+                    if s.ahead == 1 { "" } else { "s" }
+                ));
             }
             if s.overlaps > 0 {
-                parts.push(format!("{} overlap{}", s.overlaps, if s.overlaps == 1 { "" } else { "s" }));
+                parts.push(format!(
+                    "{} overlap{}",
+                    s.overlaps,
+                    if s.overlaps == 1 { "" } else { "s" }
+                ));
             }
             let task = s.task.lines().next().unwrap_or_default();
             let task: String = task.chars().take(60).collect();

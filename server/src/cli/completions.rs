@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use clap::CommandFactory;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example: owt completions bash > ~/.local/share/bash-completion/completions/owt")]
+#[command(
+    after_help = "Example: owt completions bash > ~/.local/share/bash-completion/completions/owt"
+)]
 pub struct Args {
     /// bash, zsh, fish, elvish or powershell.
     pub shell: clap_complete::Shell,

@@ -17,21 +17,30 @@ pub enum Command {
 }
 
 fn repo_root(dir: Option<&Path>) -> Option<PathBuf> {
-    let dir = dir.map(Path::to_path_buf).or_else(|| std::env::current_dir().ok())?;
-    Repo::discover(&dir).ok().map(|r| r.main_root().to_path_buf())
+    let dir = dir
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok())?;
+    Repo::discover(&dir)
+        .ok()
+        .map(|r| r.main_root().to_path_buf())
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
     let root = repo_root(dir);
     let loaded = config::load(root.as_deref())?;
-    let sources: Vec<String> = loaded.sources.iter().map(|p| p.display().to_string()).collect();
+    let sources: Vec<String> = loaded
+        .sources
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
     match cmd {
         Command::Show => {
             let doc = ConfigShow {
                 sources: sources.clone(),
                 config: serde_json::to_value(&loaded.config)?,
             };
-            let toml = toml::to_string_pretty(&loaded.config).context("formatting the configuration")?;
+            let toml =
+                toml::to_string_pretty(&loaded.config).context("formatting the configuration")?;
             out.emit(&doc, || {
                 let from = if sources.is_empty() {
                     "# no configuration files found; these are the defaults".to_string()

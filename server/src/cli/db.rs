@@ -55,13 +55,19 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
             };
             if check {
                 if health.integrity != "ok" {
-                    health.problems.push(format!("integrity check: {}", health.integrity));
+                    health
+                        .problems
+                        .push(format!("integrity check: {}", health.integrity));
                 }
                 if size > MAX_DB_BYTES {
-                    health.problems.push(format!("database is {size} bytes (limit {MAX_DB_BYTES}); run `owt db vacuum`"));
+                    health.problems.push(format!(
+                        "database is {size} bytes (limit {MAX_DB_BYTES}); run `owt db vacuum`"
+                    ));
                 }
                 if wal > MAX_WAL_BYTES {
-                    health.problems.push(format!("WAL is {wal} bytes (limit {MAX_WAL_BYTES}); run `owt db vacuum`"));
+                    health.problems.push(format!(
+                        "WAL is {wal} bytes (limit {MAX_WAL_BYTES}); run `owt db vacuum`"
+                    ));
                 }
                 if health.messages > MAX_MESSAGES {
                     health.problems.push(format!(
@@ -73,11 +79,22 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
             out.emit(&health, || {
                 let mut lines = vec![
                     format!("Store: {}", health.path),
-                    format!("Schema version {}, journal {}, integrity {}", health.schema_version, health.journal_mode, health.integrity),
-                    format!("Size {} bytes, WAL {} bytes", health.size_bytes, health.wal_bytes),
+                    format!(
+                        "Schema version {}, journal {}, integrity {}",
+                        health.schema_version, health.journal_mode, health.integrity
+                    ),
+                    format!(
+                        "Size {} bytes, WAL {} bytes",
+                        health.size_bytes, health.wal_bytes
+                    ),
                     format!(
                         "{} repositories, {} sessions, {} facts, {} messages, {} notes, {} events",
-                        health.repositories, health.sessions, health.facts, health.messages, health.notes, health.events
+                        health.repositories,
+                        health.sessions,
+                        health.facts,
+                        health.messages,
+                        health.notes,
+                        health.events
                     ),
                 ];
                 lines.extend(health.problems.iter().map(|p| format!("Problem: {p}")));
@@ -103,7 +120,9 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Vacuum => {
             store.vacuum()?;
-            let size = std::fs::metadata(store.path()).map(|m| m.len()).unwrap_or(0);
+            let size = std::fs::metadata(store.path())
+                .map(|m| m.len())
+                .unwrap_or(0);
             out.emit(&serde_json::json!({"size_bytes": size}), || {
                 format!("Compacted the store to {size} bytes.")
             })?;

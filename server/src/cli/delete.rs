@@ -20,9 +20,10 @@ pub struct Args {
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let mut ctx = ops::Context::open(dir)?;
-    let result = ops::delete::delete_session(&mut ctx, &args.name, args.force, "deleted", &mut |line| {
-        out.progress(line)
-    })?;
+    let result =
+        ops::delete::delete_session(&mut ctx, &args.name, args.force, "deleted", &mut |line| {
+            out.progress(line)
+        })?;
     out.emit(&result, || {
         let mut text = format!("Deleted session {}.", result.name);
         if let Some(backup) = &result.backup_ref {

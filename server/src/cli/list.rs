@@ -25,9 +25,12 @@ pub fn run(dir: Option<&Path>, out: &super::Out, _args: Args) -> anyhow::Result<
 /// The text table.
 pub fn render(sessions: &[SessionView], now: i64) -> String {
     if sessions.is_empty() {
-        return "No sessions in this repository. Start one with: owt new \"describe the task\"".into();
+        return "No sessions in this repository. Start one with: owt new \"describe the task\""
+            .into();
     }
-    let header = ["NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "AGE", "WORKTREE"];
+    let header = [
+        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "AGE", "WORKTREE",
+    ];
     let rows: Vec<[String; 9]> = sessions
         .iter()
         .map(|s| {

@@ -120,7 +120,11 @@ pub struct Out {
 
 impl Out {
     /// Prints `value` as JSON, or `text()` for people.
-    pub fn emit<T: Serialize>(&self, value: &T, text: impl FnOnce() -> String) -> anyhow::Result<()> {
+    pub fn emit<T: Serialize>(
+        &self,
+        value: &T,
+        text: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
         if self.json {
             let mut doc = serde_json::to_string_pretty(value)?;
             doc.push('\n');
@@ -158,7 +162,8 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
 fn hint_for(message: &str) -> Option<&'static str> {
     if message.contains("not inside a git repository") {
         Some("run owt inside a git repository, or point at one with -C DIR")
-    } else if message.contains("no agent CLI is installed") || message.contains("is not installed") {
+    } else if message.contains("no agent CLI is installed") || message.contains("is not installed")
+    {
         Some("or declare your own agent in .owt.toml under [tools.NAME] (see `owt config show`)")
     } else {
         None
@@ -204,7 +209,11 @@ fn init_logging(format: LogFormat, verbose: u8) {
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().with_current_span(true).with_span_list(true).try_init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .try_init(),
     };
 }
 

@@ -20,8 +20,12 @@ pub fn delete_session(
     let row = ctx.session(name)?;
     let worktree_exists = row.worktree_path.exists();
     if worktree_exists && row.kind == "worktree" && !force {
-        let dirt = git::dirt(&row.worktree_path)
-            .with_context(|| format!("checking {} for uncommitted work", row.worktree_path.display()))?;
+        let dirt = git::dirt(&row.worktree_path).with_context(|| {
+            format!(
+                "checking {} for uncommitted work",
+                row.worktree_path.display()
+            )
+        })?;
         if !dirt.is_clean() {
             bail!(
                 "session `{name}` has uncommitted work in {} ({} file{}: {}); commit it, or delete anyway with `owt delete {name} --force`",
@@ -37,7 +41,10 @@ pub fn delete_session(
 
     let mut worktree_removed = false;
     if row.kind == "worktree" && worktree_exists {
-        progress(&format!("Removing worktree {}", row.worktree_path.display()));
+        progress(&format!(
+            "Removing worktree {}",
+            row.worktree_path.display()
+        ));
         ctx.repo
             .remove_worktree(&row.worktree_path)
             .with_context(|| format!("removing worktree {}", row.worktree_path.display()))?;
@@ -55,7 +62,10 @@ pub fn delete_session(
         .is_none_or(|(f, _)| f.created);
     let mut branch_deleted = false;
     let mut backup_ref = None;
-    if created && ctx.repo.branch_exists(&row.branch) && ctx.repo.checked_out_at(&row.branch)?.is_none() {
+    if created
+        && ctx.repo.branch_exists(&row.branch)
+        && ctx.repo.checked_out_at(&row.branch)?.is_none()
+    {
         backup_ref = ctx
             .repo
             .delete_branch(&row.branch, &row.base_branch, &row.name)

@@ -46,7 +46,11 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
         }
         let mut finding = DoctorFinding {
             kind: "prunable-git-worktree".into(),
-            detail: format!("git still lists worktree `{}` at {}, which is gone", wt.name, wt.path.display()),
+            detail: format!(
+                "git still lists worktree `{}` at {}, which is gone",
+                wt.name,
+                wt.path.display()
+            ),
             path: Some(wt.path.to_string_lossy().into_owned()),
             session: None,
             fixed: false,
@@ -74,7 +78,9 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
             if !path.is_dir() || owned.iter().any(|o| git::same_path(o, &path)) {
                 continue;
             }
-            let registered = git_worktrees.iter().find(|wt| git::same_path(&wt.path, &path));
+            let registered = git_worktrees
+                .iter()
+                .find(|wt| git::same_path(&wt.path, &path));
             let mut finding = DoctorFinding {
                 kind: "orphan-worktree-folder".into(),
                 detail: format!("{} belongs to no session", path.display()),

@@ -30,7 +30,10 @@ fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
     if !row.worktree_path.exists() {
         return;
     }
-    let ahead = ctx.repo.commits_ahead(&row.branch, &row.base_branch).unwrap_or(0);
+    let ahead = ctx
+        .repo
+        .commits_ahead(&row.branch, &row.base_branch)
+        .unwrap_or(0);
     let changed = git::changed_paths(&ctx.repo, &row.worktree_path, &row.base_branch)
         .map(|paths| paths.len() as u32)
         .unwrap_or(0);
@@ -76,7 +79,11 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         ahead: facts.git.ahead,
         changed_files: facts.git.changed_files,
         overlaps: facts.overlaps,
-        conflicted_files: facts.conflict.as_ref().map(|c| c.files.clone()).unwrap_or_default(),
+        conflicted_files: facts
+            .conflict
+            .as_ref()
+            .map(|c| c.files.clone())
+            .unwrap_or_default(),
         agent_pid: facts.host.as_ref().and_then(|(h, _)| h.agent_pid),
     }
 }
@@ -87,7 +94,11 @@ pub fn board(repository: String, sessions: Vec<SessionView>) -> Board {
     let lanes = Lane::ALL
         .iter()
         .filter_map(|lane| {
-            let in_lane: Vec<SessionView> = sessions.iter().filter(|s| s.lane == *lane).cloned().collect();
+            let in_lane: Vec<SessionView> = sessions
+                .iter()
+                .filter(|s| s.lane == *lane)
+                .cloned()
+                .collect();
             (!in_lane.is_empty()).then(|| BoardLane {
                 lane: *lane,
                 title: lane.title().to_string(),

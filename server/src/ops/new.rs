@@ -51,7 +51,9 @@ pub fn new_session(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<NewResult> {
     if req.in_place {
-        bail!("--in-place (branch sessions) is not available yet; run without it to get a worktree");
+        bail!(
+            "--in-place (branch sessions) is not available yet; run without it to get a worktree"
+        );
     }
     let task = req.task.trim();
     let wanted_name = req.name.as_deref().unwrap_or(task);
@@ -67,7 +69,9 @@ pub fn new_session(
     } else {
         LaunchMode::Interactive
     };
-    let launch = resolved.provider.launch(&resolved.binary_path, task, mode)?;
+    let launch = resolved
+        .provider
+        .launch(&resolved.binary_path, task, mode)?;
 
     let base = match &req.base {
         Some(base) => base.clone(),
@@ -121,7 +125,8 @@ pub fn new_session(
         |candidate| {
             names::worktree_path(&base_dir, candidate).exists()
                 || repo.worktree_admin_exists(candidate)
-                || (explicit_branch.is_none() && repo.branch_exists(&names::default_branch(candidate)))
+                || (explicit_branch.is_none()
+                    && repo.branch_exists(&names::default_branch(candidate)))
         },
     )?;
 
@@ -133,18 +138,32 @@ pub fn new_session(
     let create_branch = !ctx.repo.branch_exists(&session.branch);
     let added = ctx
         .repo
-        .add_worktree(&session.name, &session.worktree_path, &session.branch, &base, create_branch)
+        .add_worktree(
+            &session.name,
+            &session.worktree_path,
+            &session.branch,
+            &base,
+            create_branch,
+        )
         .with_context(|| format!("creating the worktree for {}", session.name));
     if let Err(e) = added {
         ctx.store.remove_session(&session, "failed")?;
         return Err(e);
     }
-    ctx.store
-        .record_fact(session.id, BRANCH_FACT, &BranchFact { created: create_branch })?;
+    ctx.store.record_fact(
+        session.id,
+        BRANCH_FACT,
+        &BranchFact {
+            created: create_branch,
+        },
+    )?;
 
     let mut warnings = setup::prepare_worktree(ctx, &session, progress);
 
-    progress(&format!("Starting {} in {}", resolved.provider.name, session.name));
+    progress(&format!(
+        "Starting {} in {}",
+        resolved.provider.name, session.name
+    ));
     let mut env = ctx.config.config.agent.env.clone();
     env.extend(launch.env.clone());
     let spec = HostSpec {

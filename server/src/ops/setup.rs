@@ -8,15 +8,25 @@ use super::Context;
 use crate::store::SessionRow;
 
 /// Prepares a new worktree; returns warnings.
-pub fn prepare_worktree(ctx: &Context, session: &SessionRow, progress: &mut dyn FnMut(&str)) -> Vec<String> {
+pub fn prepare_worktree(
+    ctx: &Context,
+    session: &SessionRow,
+    progress: &mut dyn FnMut(&str),
+) -> Vec<String> {
     let mut warnings = Vec::new();
     let config = &ctx.config.config;
     let main_root = ctx.repo.main_root();
     if config.environment.copy_env_file {
         for file in &config.worktree.copy_files {
             let rel = std::path::Path::new(file);
-            if rel.is_absolute() || rel.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-                warnings.push(format!("not copying `{file}`: copy_files entries must be paths inside the repository"));
+            if rel.is_absolute()
+                || rel
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir))
+            {
+                warnings.push(format!(
+                    "not copying `{file}`: copy_files entries must be paths inside the repository"
+                ));
                 continue;
             }
             let from = main_root.join(rel);
@@ -49,7 +59,10 @@ pub fn prepare_worktree(ctx: &Context, session: &SessionRow, progress: &mut dyn 
         match status {
             Ok(s) if s.success() => {}
             Ok(s) => warnings.push(format!("setup script {} failed ({s})", script.display())),
-            Err(e) => warnings.push(format!("setup script {} could not run: {e}", script.display())),
+            Err(e) => warnings.push(format!(
+                "setup script {} could not run: {e}",
+                script.display()
+            )),
         }
     }
     warnings
