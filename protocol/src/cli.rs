@@ -211,3 +211,54 @@ pub struct ErrorOutput {
     pub error: String,
     pub hint: Option<String>,
 }
+
+/// A file the merge would conflict on (or did), with the conflicting line
+/// ranges of the merged result (1-based, inclusive).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConflictFile {
+    pub path: String,
+    pub lines: Vec<(u32, u32)>,
+}
+
+/// `owt merge --json` (and the merge part of `owt ship --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergeOutput {
+    pub name: String,
+    pub branch: String,
+    pub base: String,
+    /// Whether the base branch now contains the session's work.
+    pub merged: bool,
+    pub base_before: String,
+    pub base_after: String,
+    /// `merge` (merge commit or fast-forward) or `rebase`.
+    pub method: String,
+    /// `ours` (the agent's side wins) or `theirs` (the base wins), if given.
+    pub strategy: Option<String>,
+    /// Conflicts predicted (or left in the worktree with `--leave-conflicts`).
+    pub conflicts: Vec<ConflictFile>,
+    /// The conflicts were left in the worktree for you to resolve.
+    pub left_conflicts: bool,
+    /// The human's checkout of the base branch was updated.
+    pub checkout_updated: Option<String>,
+    /// The session was deleted after the merge (not with `--keep`).
+    pub deleted: bool,
+}
+
+/// `owt ship --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShipOutput {
+    /// The commit made of the worktree's uncommitted work, if there was any.
+    pub committed: Option<String>,
+    pub merge: MergeOutput,
+}
+
+/// `owt queue --ship --json`: what shipped and where it stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueShipOutput {
+    pub shipped: Vec<ShipOutput>,
+    /// The session the queue stopped at, and why.
+    pub stopped_at: Option<String>,
+    pub reason: Option<String>,
+    /// Sessions not attempted.
+    pub remaining: Vec<String>,
+}

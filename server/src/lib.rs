@@ -12,5 +12,6 @@ pub mod names;
 pub mod ops;
 pub mod provider;
 pub mod session;
+pub mod ship;
 pub mod status;
 pub mod store;

@@ -12,7 +12,9 @@ mod db;
 mod delete;
 mod doctor;
 mod list;
+mod merge;
 mod new;
+mod ship;
 mod version;
 
 use std::io::Write;
@@ -69,6 +71,11 @@ pub enum Command {
     /// Stop a session's agent and remove its worktree and branch.
     #[command(visible_alias = "rm")]
     Delete(delete::Args),
+    /// Merge a session's branch into its base branch (two phases, conflict-safe).
+    #[command(visible_alias = "m")]
+    Merge(merge::Args),
+    /// Commit, merge and delete a session in one shot.
+    Ship(ship::Args),
     /// Find and repair orphaned worktrees and sessions.
     Doctor(doctor::Args),
     /// Show or validate the configuration.
@@ -105,6 +112,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::New(args)) => new::run(dir, &out, args),
         Some(Command::List(args)) => list::run(dir, &out, args),
         Some(Command::Delete(args)) => delete::run(dir, &out, args),
+        Some(Command::Merge(args)) => merge::run(dir, &out, args),
+        Some(Command::Ship(args)) => ship::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),

@@ -11,6 +11,35 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
     let mut findings = Vec::new();
     let sessions = ctx.store.sessions(ctx.repo_row.id)?;
 
+    // Merges and ships interrupted by a crash.
+    for row in &sessions {
+        let Some((journal, _)) = ctx
+            .store
+            .fact::<super::merge::Journal>(row.id, super::merge::JOURNAL)?
+        else {
+            continue;
+        };
+        let mut finding = DoctorFinding {
+            kind: "interrupted-merge".into(),
+            detail: format!(
+                "the {} of `{}` stopped at step {}",
+                journal.op, row.name, journal.step
+            ),
+            path: Some(row.worktree_path.to_string_lossy().into_owned()),
+            session: Some(row.name.clone()),
+            fixed: false,
+            skipped_reason: None,
+        };
+        if fix {
+            if let Some(what) = super::merge::repair_interrupted(ctx, row)? {
+                finding.detail = format!("{}; {what}", finding.detail);
+                finding.fixed = true;
+            }
+        }
+        findings.push(finding);
+    }
+    let sessions = ctx.store.sessions(ctx.repo_row.id)?;
+
     // Sessions whose worktree folder is gone.
     for row in &sessions {
         if row.kind != "worktree" || row.worktree_path.exists() {

@@ -5,7 +5,8 @@ use owt_protocol::{Board, BoardLane, Lane, SessionKind, SessionView};
 use super::Context;
 use crate::git;
 use crate::session;
-use crate::status::{self, derive_status, GitFact, SessionFacts};
+use crate::ship;
+use crate::status::{self, derive_status, ConflictFact, GitFact, SessionFacts};
 use crate::store::{now_ms, SessionRow};
 
 /// Every session of the repository, reconciled with its host and git,
@@ -41,6 +42,7 @@ fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
         ahead,
         changed_files: changed,
     };
+    refresh_conflict_fact(ctx, row);
     let stored = ctx
         .store
         .fact::<GitFact>(row.id, status::kind::GIT)
@@ -51,6 +53,33 @@ fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
         if let Err(e) = ctx.store.record_fact(row.id, status::kind::GIT, &fact) {
             tracing::warn!(session = %row.name, "recording git facts failed: {e}");
         }
+    }
+}
+
+/// Records (or clears) the files of a merge or rebase stopped on conflicts
+/// in the worktree (seen through the worktree's own git dir).
+fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
+    let files = match ship::in_progress(&row.worktree_path) {
+        Some(_) => ship::conflicted_files(&row.worktree_path).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let stored = ctx
+        .store
+        .fact::<ConflictFact>(row.id, status::kind::CONFLICT)
+        .ok()
+        .flatten()
+        .map(|(f, _)| f.files);
+    let result = match (files.is_empty(), stored) {
+        (true, None) => Ok(()),
+        (true, Some(_)) => ctx.store.clear_fact(row.id, status::kind::CONFLICT),
+        (false, Some(old)) if old == files => Ok(()),
+        (false, _) => {
+            ctx.store
+                .record_fact(row.id, status::kind::CONFLICT, &ConflictFact { files })
+        }
+    };
+    if let Err(e) = result {
+        tracing::warn!(session = %row.name, "recording conflict facts failed: {e}");
     }
 }
 

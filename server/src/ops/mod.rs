@@ -8,6 +8,7 @@
 pub mod delete;
 pub mod doctor;
 pub mod list;
+pub mod merge;
 pub mod new;
 pub mod setup;
 

@@ -1,0 +1,52 @@
+//! `owt ship NAME`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::ops;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Commits everything in the worktree (running your commit hooks; a rejecting hook stops the ship \
+and changes nothing), merges it as `owt merge` does, then stops the agent and removes the \
+worktree and branch. The agent keeps running until the merge has succeeded. If owt is \
+interrupted, run the same command again to complete it (or `owt doctor --fix` to roll back).")]
+pub struct Args {
+    /// The session to ship.
+    pub name: String,
+    /// Commit message (default: the task's first line).
+    #[arg(short, long)]
+    pub message: Option<String>,
+    /// Rebase onto the base instead of merging it in.
+    #[arg(long)]
+    pub rebase: bool,
+    /// Resolve conflicting hunks automatically (ours = the agent's side wins).
+    #[arg(long, value_enum)]
+    pub strategy: Option<super::merge::StrategyArg>,
+}
+
+pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
+    let mut ctx = ops::Context::open(dir)?;
+    let opts = ops::merge::MergeOptions {
+        rebase: args.rebase,
+        strategy: args.strategy.map(Into::into),
+        leave_conflicts: false,
+        keep: false,
+    };
+    let result = ops::merge::ship_session(
+        &mut ctx,
+        &args.name,
+        args.message.as_deref(),
+        opts,
+        &mut |l| out.progress(l),
+    )?;
+    out.emit(&result, || {
+        let mut text = String::new();
+        if let Some(commit) = &result.committed {
+            text.push_str(&format!("Committed the work as {}. ", &commit[..10]));
+        }
+        text.push_str(&super::merge::describe(&result.merge));
+        text
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,451 @@
+//! `owt merge` and `owt ship`: the safe, boring, predictable part.
+//!
+//! Every step is recorded in the store (the session's `ship` journal fact)
+//! before it runs, and every step is idempotent, so a crash or SIGKILL at
+//! any point is completed by running the same command again (or rolled back
+//! by `owt doctor --fix`). The agent keeps running until the merge has
+//! succeeded; only then is the session deleted (unless `--keep`).
+
+use anyhow::{bail, Context as _};
+use owt_protocol::{ConflictFile, MergeOutput, ShipOutput};
+use serde::{Deserialize, Serialize};
+
+use super::Context;
+use crate::ship::{self, Method, Phase1, Strategy};
+use crate::status::{self, ConflictFact};
+use crate::store::SessionRow;
+
+/// Fact kind of the merge/ship journal.
+pub const JOURNAL: &str = "ship";
+
+/// The journal: which operation, at which step, and the tips it started from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Journal {
+    /// `merge` or `ship`.
+    pub op: String,
+    /// `commit`, `predict`, `phase1`, `phase2`, `cleanup`.
+    pub step: String,
+    pub base_before: String,
+    pub branch_before: String,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MergeOptions {
+    pub rebase: bool,
+    pub strategy: Option<Strategy>,
+    pub leave_conflicts: bool,
+    pub keep: bool,
+}
+
+fn journal(
+    ctx: &Context,
+    row: &SessionRow,
+    op: &str,
+    step: &str,
+    base_before: &str,
+    branch_before: &str,
+) -> anyhow::Result<()> {
+    ctx.store.record_fact(
+        row.id,
+        JOURNAL,
+        &Journal {
+            op: op.into(),
+            step: step.into(),
+            base_before: base_before.into(),
+            branch_before: branch_before.into(),
+        },
+    )?;
+    Ok(())
+}
+
+/// Rolls back an interrupted phase 1 (a merge or rebase left in progress by
+/// a crash) — never one left on purpose with `--leave-conflicts`.
+fn recover(ctx: &Context, row: &SessionRow, progress: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
+    let Some((journal, _)) = ctx.store.fact::<Journal>(row.id, JOURNAL)? else {
+        return Ok(());
+    };
+    if journal.step == "phase1" && ship::in_progress(&row.worktree_path).is_some() {
+        progress(&format!(
+            "Rolling back the interrupted {} in {}",
+            journal.op, row.name
+        ));
+        ship::abort(&row.worktree_path)?;
+    }
+    Ok(())
+}
+
+/// Merges the session's branch into its base (two phases), then deletes the
+/// session unless `opts.keep`.
+pub fn merge_session(
+    ctx: &mut Context,
+    name: &str,
+    opts: MergeOptions,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<MergeOutput> {
+    let row = ctx.session(name)?;
+    merge_row(ctx, &row, "merge", opts, progress)
+}
+
+fn merge_row(
+    ctx: &mut Context,
+    row: &SessionRow,
+    op: &str,
+    opts: MergeOptions,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<MergeOutput> {
+    let name = row.name.as_str();
+    if row.kind != "worktree" {
+        bail!("session `{name}` is a branch session; merging branch sessions is not supported yet");
+    }
+    if let Some(done) = finish_if_merged(ctx, row, progress)? {
+        return Ok(done);
+    }
+    if !row.worktree_path.exists() {
+        bail!(
+            "the worktree of `{name}` ({}) is gone; run `owt doctor --fix`",
+            row.worktree_path.display()
+        );
+    }
+    recover(ctx, row, progress)?;
+    if ship::in_progress(&row.worktree_path).is_some() {
+        let files = ship::conflicted_files(&row.worktree_path)?;
+        bail!(
+            "a merge or rebase is in progress in {} (conflicts in: {}); resolve it and commit, or run `git merge --abort` / `git rebase --abort` there",
+            row.worktree_path.display(),
+            if files.is_empty() { "none".into() } else { files.join(", ") }
+        );
+    }
+    let dirt = crate::git::dirt(&row.worktree_path)?;
+    if !dirt.is_clean() {
+        bail!(
+            "session `{name}` has uncommitted work ({}); commit it, or use `owt ship {name}`, which commits it first",
+            dirt.summary()
+        );
+    }
+    let base = row.base_branch.clone();
+    let base_before = ctx.repo.branch_tip(&base)?;
+    let branch_before = ctx.repo.branch_tip(&row.branch)?;
+    let method = if opts.rebase {
+        Method::Rebase
+    } else {
+        Method::Merge
+    };
+    let mut output = MergeOutput {
+        name: name.to_string(),
+        branch: row.branch.clone(),
+        base: base.clone(),
+        merged: false,
+        base_before: base_before.to_string(),
+        base_after: base_before.to_string(),
+        method: if opts.rebase { "rebase" } else { "merge" }.into(),
+        strategy: opts.strategy.map(|s| s.as_str().to_string()),
+        conflicts: Vec::new(),
+        left_conflicts: false,
+        checkout_updated: None,
+        deleted: false,
+    };
+
+    // Prediction, before anything changes.
+    journal(
+        ctx,
+        row,
+        op,
+        "predict",
+        &output.base_before,
+        &branch_before.to_string(),
+    )?;
+    progress(&format!(
+        "Checking {} against {base} for conflicts",
+        row.branch
+    ));
+    let predicted = ship::predict(ctx.repo.git2(), branch_before, base_before)?;
+    if !predicted.is_empty() && opts.strategy.is_none() && !opts.leave_conflicts {
+        ctx.store.clear_fact(row.id, JOURNAL)?;
+        bail!(
+            "merging `{name}` into {base} would conflict in {}; nothing was changed. Resolve it in the worktree, or pass --strategy ours|theirs (ours = the agent's side wins) or --leave-conflicts",
+            describe_conflicts(&predicted)
+        );
+    }
+    output.conflicts = predicted;
+
+    // Phase 1: bring the base into the branch, in the session's worktree.
+    journal(
+        ctx,
+        row,
+        op,
+        "phase1",
+        &output.base_before,
+        &branch_before.to_string(),
+    )?;
+    ship::failpoint(&format!("{op}-phase1"));
+    progress(&format!(
+        "{} {base} into {}",
+        if opts.rebase {
+            "Rebasing onto"
+        } else {
+            "Merging"
+        },
+        row.branch
+    ));
+    let phase1 = ship::bring_base_in(
+        &ctx.repo,
+        &row.worktree_path,
+        &base,
+        method,
+        opts.strategy,
+        opts.leave_conflicts,
+    )?;
+    if let Phase1::Conflicts { files, left } = phase1 {
+        if left {
+            ctx.store.record_fact(
+                row.id,
+                status::kind::CONFLICT,
+                &ConflictFact {
+                    files: files.clone(),
+                },
+            )?;
+            ctx.store.clear_fact(row.id, JOURNAL)?;
+            output.left_conflicts = true;
+            output.conflicts = files
+                .into_iter()
+                .map(|path| ConflictFile {
+                    path,
+                    lines: Vec::new(),
+                })
+                .collect();
+            progress(&format!(
+                "Left the conflicts in {} for you to resolve",
+                row.worktree_path.display()
+            ));
+            return Ok(output);
+        }
+        ctx.store.clear_fact(row.id, JOURNAL)?;
+        bail!(
+            "merging {base} into `{name}` stopped on conflicts in {}; the worktree was restored as it was",
+            files.join(", ")
+        );
+    }
+    let new_tip = ctx.repo.branch_tip(&row.branch)?;
+
+    // Phase 2: advance the base branch.
+    journal(
+        ctx,
+        row,
+        op,
+        "phase2",
+        &output.base_before,
+        &branch_before.to_string(),
+    )?;
+    ship::failpoint(&format!("{op}-phase2"));
+    progress(&format!(
+        "Advancing {base} to {}",
+        &new_tip.to_string()[..10]
+    ));
+    let checkout = ship::advance_base(&ctx.repo, &base, new_tip)?;
+    output.checkout_updated = checkout.map(|p| p.display().to_string());
+    output.base_after = ctx.repo.branch_tip(&base)?.to_string();
+    output.merged = true;
+    ctx.store.clear_fact(row.id, status::kind::CONFLICT)?;
+    ctx.store
+        .add_event(row.repo_id, name, "merged", &row.provider)?;
+
+    // Cleanup.
+    if !opts.keep {
+        journal(
+            ctx,
+            row,
+            op,
+            "cleanup",
+            &output.base_before,
+            &branch_before.to_string(),
+        )?;
+        ship::failpoint(&format!("{op}-cleanup"));
+        match super::delete::delete_session(
+            ctx,
+            name,
+            false,
+            if op == "ship" { "shipped" } else { "merged" },
+            progress,
+        ) {
+            Ok(_) => output.deleted = true,
+            Err(e) => progress(&format!("Merged, but the session was kept: {e:#}")),
+        }
+    } else {
+        ctx.store.clear_fact(row.id, JOURNAL)?;
+    }
+    Ok(output)
+}
+
+/// Commits everything in the session's worktree, merges it, and deletes the
+/// session. The agent keeps running until the merge succeeded.
+pub fn ship_session(
+    ctx: &mut Context,
+    name: &str,
+    message: Option<&str>,
+    opts: MergeOptions,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<ShipOutput> {
+    let row = ctx.session(name)?;
+    if row.kind != "worktree" {
+        bail!(
+            "session `{name}` is a branch session; shipping branch sessions is not supported yet"
+        );
+    }
+    if !row.worktree_path.exists() && ctx.store.fact::<Journal>(row.id, JOURNAL)?.is_none() {
+        bail!(
+            "the worktree of `{name}` ({}) is gone; run `owt doctor --fix`",
+            row.worktree_path.display()
+        );
+    }
+    if let Some(merge) = finish_if_merged(ctx, &row, progress)? {
+        return Ok(ShipOutput {
+            committed: None,
+            merge,
+        });
+    }
+    recover(ctx, &row, progress)?;
+    let base_before = ctx.repo.branch_tip(&row.base_branch)?.to_string();
+    let branch_before = ctx.repo.branch_tip(&row.branch)?.to_string();
+    journal(ctx, &row, "ship", "commit", &base_before, &branch_before)?;
+    ship::failpoint("ship-commit");
+    let message = message
+        .map(str::to_string)
+        .unwrap_or_else(|| default_message(&row));
+    progress(&format!(
+        "Committing the work in {}",
+        row.worktree_path.display()
+    ));
+    let committed = ship::commit_all(&row.worktree_path, &message).with_context(|| {
+        format!("shipping `{name}` stopped before anything was merged; the worktree and the agent are as they were")
+    });
+    let committed = match committed {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.store.clear_fact(row.id, JOURNAL)?;
+            return Err(e);
+        }
+    };
+    let merge = merge_row(
+        ctx,
+        &row,
+        "ship",
+        MergeOptions {
+            keep: false,
+            ..opts
+        },
+        progress,
+    )?;
+    Ok(ShipOutput {
+        committed: committed.map(|oid| oid.to_string()),
+        merge,
+    })
+}
+
+/// Completes a merge or ship that was interrupted after the base branch
+/// already took the work (phase 2 or cleanup): only the cleanup is left.
+fn finish_if_merged(
+    ctx: &mut Context,
+    row: &SessionRow,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Option<MergeOutput>> {
+    let Some((journal, _)) = ctx.store.fact::<Journal>(row.id, JOURNAL)? else {
+        return Ok(None);
+    };
+    if journal.step != "phase2" && journal.step != "cleanup" {
+        return Ok(None);
+    }
+    let base_tip = ctx.repo.branch_tip(&row.base_branch)?;
+    let merged = match ctx.repo.branch_tip(&row.branch) {
+        Ok(tip) => tip == base_tip || ctx.repo.git2().graph_descendant_of(base_tip, tip)?,
+        // The branch is gone: cleanup had deleted it already.
+        Err(_) => journal.step == "cleanup",
+    };
+    if !merged {
+        return Ok(None);
+    }
+    progress(&format!(
+        "Completing the interrupted {} of {}",
+        journal.op, row.name
+    ));
+    let how = if journal.op == "ship" {
+        "shipped"
+    } else {
+        "merged"
+    };
+    let deleted = match super::delete::delete_session(ctx, &row.name, false, how, progress) {
+        Ok(_) => true,
+        Err(e) => {
+            progress(&format!("Merged, but the session was kept: {e:#}"));
+            ctx.store.clear_fact(row.id, JOURNAL)?;
+            false
+        }
+    };
+    Ok(Some(MergeOutput {
+        name: row.name.clone(),
+        branch: row.branch.clone(),
+        base: row.base_branch.clone(),
+        merged: true,
+        base_before: journal.base_before,
+        base_after: base_tip.to_string(),
+        method: "merge".into(),
+        strategy: None,
+        conflicts: Vec::new(),
+        left_conflicts: false,
+        checkout_updated: None,
+        deleted,
+    }))
+}
+
+fn default_message(row: &SessionRow) -> String {
+    let first = row.task.lines().next().unwrap_or("").trim();
+    let subject = if first.is_empty() {
+        row.name.as_str()
+    } else {
+        first
+    };
+    let subject: String = subject.chars().take(72).collect();
+    format!(
+        "{subject}\n\nShipped by owt from session {} ({}).",
+        row.name, row.provider
+    )
+}
+
+fn describe_conflicts(conflicts: &[ConflictFile]) -> String {
+    conflicts
+        .iter()
+        .map(|c| {
+            if c.lines.is_empty() {
+                c.path.clone()
+            } else {
+                let lines: Vec<String> = c.lines.iter().map(|(a, b)| format!("{a}–{b}")).collect();
+                format!("{} (lines {})", c.path, lines.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// For `owt doctor --fix`: completes or rolls back an interrupted merge or
+/// ship. Returns a description of what it did.
+pub fn repair_interrupted(ctx: &mut Context, row: &SessionRow) -> anyhow::Result<Option<String>> {
+    let Some((journal, _)) = ctx.store.fact::<Journal>(row.id, JOURNAL)? else {
+        return Ok(None);
+    };
+    let mut sink = |_: &str| {};
+    if let Some(done) = finish_if_merged(ctx, row, &mut sink)? {
+        return Ok(Some(if done.deleted {
+            format!("completed the interrupted {} of `{}`", journal.op, row.name)
+        } else {
+            format!(
+                "the {} of `{}` had merged; the session was kept",
+                journal.op, row.name
+            )
+        }));
+    }
+    recover(ctx, row, &mut sink)?;
+    ctx.store.clear_fact(row.id, JOURNAL)?;
+    Ok(Some(format!(
+        "rolled back the interrupted {} of `{}` (step {})",
+        journal.op, row.name, journal.step
+    )))
+}

@@ -1,0 +1,439 @@
+//! Merge and ship on real repositories: the final state of every ref,
+//! worktree and file is checked.
+
+use std::path::{Path, PathBuf};
+
+use owt_e2e::TestEnv;
+use owt_protocol::{Lane, MergeOutput, NewOutput, SessionList, ShipOutput, Status};
+
+fn new_session(env: &TestEnv, repo: &Path, task: &str) -> (String, PathBuf) {
+    let out: NewOutput = env.owt_json(repo, ["new", task]);
+    (out.session.name, PathBuf::from(out.session.worktree))
+}
+
+fn write(dir: &Path, file: &str, text: &str) {
+    let path = dir.join(file);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn commit(env: &TestEnv, dir: &Path, file: &str, text: &str, message: &str) -> String {
+    write(dir, file, text);
+    env.git(dir, ["add", "--", file]);
+    env.git(dir, ["commit", "-q", "-m", message]);
+    env.git(dir, ["rev-parse", "HEAD"])
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn sessions(env: &TestEnv, repo: &Path) -> SessionList {
+    env.owt_json(repo, ["list"])
+}
+
+/// Every ref and every file of the main checkout, for "nothing changed" checks.
+fn snapshot(env: &TestEnv, repo: &Path, worktree: &Path) -> String {
+    let refs = env.git(repo, ["for-each-ref", "--format=%(refname) %(objectname)"]);
+    let main_status = env.git(repo, ["status", "--porcelain", "--ignored"]);
+    let wt_status = env.git(worktree, ["status", "--porcelain", "--ignored"]);
+    let wt_head = env.git(worktree, ["rev-parse", "HEAD"]);
+    format!("{refs}\n--\n{main_status}\n--\n{wt_status}\n{wt_head}")
+}
+
+#[test]
+fn clean_fast_forward_ship() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (name, wt) = new_session(&env, &repo, "add feature");
+    write(&wt, "feature.txt", "new feature\n");
+    write(&wt, "src/lib.rs", "pub fn f() {}\n");
+    let out: ShipOutput = env.owt_json(&repo, ["ship", &name, "-m", "Add the feature"]);
+    let commit = out.committed.expect("uncommitted work was committed");
+    assert!(out.merge.merged && out.merge.deleted);
+    assert_eq!(
+        env.git(&repo, ["rev-parse", "main"]),
+        commit,
+        "fast-forward"
+    );
+    assert_eq!(
+        env.git(&repo, ["log", "-1", "--format=%s", "main"]),
+        "Add the feature"
+    );
+    assert_eq!(
+        read(&repo.join("feature.txt")),
+        "new feature\n",
+        "the human's checkout was updated"
+    );
+    assert!(repo.join("src/lib.rs").is_file());
+    assert_eq!(
+        out.merge.checkout_updated.as_deref().map(Path::new),
+        Some(repo.canonicalize().unwrap().as_path())
+    );
+    assert!(!wt.exists());
+    assert_eq!(env.git(&repo, ["branch", "--list", "owt/*"]), "");
+    assert!(sessions(&env, &repo).sessions.is_empty());
+}
+
+#[test]
+fn ship_onto_a_moved_base_makes_a_merge_commit_or_rebases() {
+    for rebase in [false, true] {
+        let env = TestEnv::new();
+        let repo = env.repo("app");
+        let (name, wt) = new_session(&env, &repo, "agent work");
+        let agent_commit = commit(&env, &wt, "agent.txt", "agent\n", "agent commit");
+        let human_commit = commit(&env, &repo, "human.txt", "human\n", "human commit");
+        let mut args = vec!["ship", name.as_str()];
+        if rebase {
+            args.push("--rebase");
+        }
+        let out: ShipOutput = env.owt_json(&repo, &args);
+        assert_eq!(out.committed, None, "nothing was uncommitted");
+        assert!(out.merge.merged);
+        let parents = env.git(&repo, ["log", "-1", "--format=%P", "main"]);
+        if rebase {
+            assert_eq!(parents.split(' ').count(), 1, "linear history");
+            let subjects = env.git(&repo, ["log", "--format=%s", "main"]);
+            assert_eq!(subjects, "agent commit\nhuman commit\ninitial");
+        } else {
+            assert_eq!(parents.split(' ').count(), 2, "a merge commit: {parents}");
+            assert!(
+                parents.contains(&agent_commit)
+                    || env
+                        .git(
+                            &repo,
+                            ["merge-base", "--is-ancestor", &agent_commit, "main"]
+                        )
+                        .is_empty()
+            );
+        }
+        assert!(env
+            .git(
+                &repo,
+                ["merge-base", "--is-ancestor", &human_commit, "main"]
+            )
+            .is_empty());
+        assert_eq!(read(&repo.join("agent.txt")), "agent\n");
+        assert_eq!(read(&repo.join("human.txt")), "human\n");
+    }
+}
+
+#[test]
+fn predicted_conflict_changes_nothing_and_leave_conflicts_needs_you() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    commit(
+        &env,
+        &repo,
+        "shared.txt",
+        "one\ntwo\nthree\n",
+        "shared file",
+    );
+    let (name, wt) = new_session(&env, &repo, "edit shared");
+    commit(&env, &wt, "shared.txt", "one\nAGENT\nthree\n", "agent edit");
+    commit(
+        &env,
+        &repo,
+        "shared.txt",
+        "one\nHUMAN\nthree\n",
+        "human edit",
+    );
+    let before = snapshot(&env, &repo, &wt);
+
+    let err = env.owt_err(&repo, ["merge", &name]);
+    assert!(
+        err.contains("would conflict in shared.txt (lines 2–6)"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert_eq!(
+        snapshot(&env, &repo, &wt),
+        before,
+        "nothing changed anywhere"
+    );
+    let err = env.owt_err(&repo, ["ship", &name]);
+    assert!(err.contains("would conflict"), "{err}");
+    assert_eq!(
+        snapshot(&env, &repo, &wt),
+        before,
+        "ship changed nothing either"
+    );
+
+    let out = env.owt(&repo, ["--json", "merge", &name, "--leave-conflicts"]);
+    assert!(
+        !out.status.success(),
+        "a merge left in conflict is not a success"
+    );
+    let merge: MergeOutput = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(merge.left_conflicts && !merge.merged);
+    assert_eq!(merge.conflicts[0].path, "shared.txt");
+    assert!(read(&wt.join("shared.txt")).contains("<<<<<<<"));
+    assert_eq!(
+        env.git(&repo, ["rev-parse", "main"]),
+        before
+            .lines()
+            .find(|l| l.starts_with("refs/heads/main"))
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+    );
+    let list = sessions(&env, &repo);
+    let s = &list.sessions[0];
+    assert_eq!((s.status, s.lane), (Status::Conflict, Lane::NeedsYou));
+    assert_eq!(s.conflicted_files, vec!["shared.txt"]);
+
+    // Resolving it by hand clears the conflict.
+    write(&wt, "shared.txt", "one\nBOTH\nthree\n");
+    env.git(&wt, ["add", "shared.txt"]);
+    env.git(&wt, ["commit", "-q", "--no-edit"]);
+    let list = sessions(&env, &repo);
+    assert_ne!(list.sessions[0].status, Status::Conflict);
+    let merged: MergeOutput = env.owt_json(&repo, ["merge", &name]);
+    assert!(merged.merged);
+    assert_eq!(read(&repo.join("shared.txt")), "one\nBOTH\nthree\n");
+}
+
+#[test]
+fn strategy_is_from_the_agents_point_of_view() {
+    for (strategy, rebase, expected) in [
+        ("ours", false, "AGENT"),
+        ("theirs", false, "HUMAN"),
+        ("ours", true, "AGENT"),
+        ("theirs", true, "HUMAN"),
+    ] {
+        let env = TestEnv::new();
+        let repo = env.repo("app");
+        commit(
+            &env,
+            &repo,
+            "shared.txt",
+            "one\ntwo\nthree\n",
+            "shared file",
+        );
+        let (name, wt) = new_session(&env, &repo, "edit shared");
+        commit(&env, &wt, "shared.txt", "one\nAGENT\nthree\n", "agent edit");
+        commit(
+            &env,
+            &repo,
+            "shared.txt",
+            "one\nHUMAN\nthree\n",
+            "human edit",
+        );
+        let mut args = vec!["merge", name.as_str(), "--strategy", strategy];
+        if rebase {
+            args.push("--rebase");
+        }
+        let out: MergeOutput = env.owt_json(&repo, &args);
+        assert!(out.merged, "{strategy} rebase={rebase}");
+        assert_eq!(
+            read(&repo.join("shared.txt")),
+            format!("one\n{expected}\nthree\n"),
+            "--strategy {strategy} (rebase={rebase})"
+        );
+    }
+}
+
+#[test]
+fn rejecting_pre_commit_hook_stops_ship_and_keeps_everything() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let hooks = repo.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    write(
+        &hooks,
+        "pre-commit",
+        "#!/bin/sh\necho 'lint failed: no TODOs allowed' >&2\nexit 1\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        hooks.join("pre-commit"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let (name, wt) = new_session(&env, &repo, "todo work");
+    write(&wt, "todo.txt", "TODO\n");
+    let main_before = env.git(&repo, ["rev-parse", "main"]);
+    let wt_head_before = env.git(&wt, ["rev-parse", "HEAD"]);
+    write(&wt, "staged.txt", "staged\n");
+    env.git(&wt, ["add", "staged.txt"]);
+    let status_before = env.git(&wt, ["status", "--porcelain"]);
+
+    let err = env.owt_err(&repo, ["ship", &name]);
+    assert!(
+        err.contains("lint failed"),
+        "the hook's message reaches the user: {err}"
+    );
+    assert!(err.contains("stopped before anything was merged"), "{err}");
+    assert_eq!(env.git(&repo, ["rev-parse", "main"]), main_before);
+    assert_eq!(env.git(&wt, ["rev-parse", "HEAD"]), wt_head_before);
+    assert_eq!(
+        env.git(&wt, ["status", "--porcelain"]),
+        status_before,
+        "index and files as they were"
+    );
+    assert_eq!(read(&wt.join("todo.txt")), "TODO\n");
+    assert_eq!(
+        sessions(&env, &repo).sessions.len(),
+        1,
+        "the session (and its agent) is kept"
+    );
+}
+
+#[test]
+fn the_humans_checkout_is_updated_safely() {
+    // Dirty in an unrelated file: updated, local change kept; ignored files untouched.
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    commit(&env, &repo, ".gitignore", ".env\nnode_modules/\n", "ignore");
+    commit(&env, &repo, "notes.txt", "mine\n", "notes");
+    write(&repo, ".env", "SECRET=1\n");
+    write(&repo, "node_modules/dep/index.js", "module.exports = 1;\n");
+    let (name, wt) = new_session(&env, &repo, "agent work");
+    commit(&env, &wt, "agent.txt", "agent\n", "agent");
+    write(&repo, "notes.txt", "mine, edited but not committed\n");
+    let out: MergeOutput = env.owt_json(&repo, ["merge", &name]);
+    assert!(out.merged && out.checkout_updated.is_some());
+    assert_eq!(read(&repo.join("agent.txt")), "agent\n");
+    assert_eq!(
+        read(&repo.join("notes.txt")),
+        "mine, edited but not committed\n"
+    );
+    assert_eq!(read(&repo.join(".env")), "SECRET=1\n");
+    assert_eq!(
+        read(&repo.join("node_modules/dep/index.js")),
+        "module.exports = 1;\n"
+    );
+
+    // Dirty in a file the merge changes: refused, nothing changed.
+    let (name, wt) = new_session(&env, &repo, "edit notes");
+    commit(&env, &wt, "notes.txt", "agent's notes\n", "agent notes");
+    let main_before = env.git(&repo, ["rev-parse", "main"]);
+    let err = env.owt_err(&repo, ["merge", &name]);
+    assert!(
+        err.contains("could not update your checkout") || err.contains("would conflict"),
+        "{err}"
+    );
+    assert_eq!(env.git(&repo, ["rev-parse", "main"]), main_before);
+    assert_eq!(
+        read(&repo.join("notes.txt")),
+        "mine, edited but not committed\n"
+    );
+    assert_eq!(sessions(&env, &repo).sessions.len(), 1);
+
+    // An agent that force-adds a file the human has as an ignored file: refused.
+    env.owt_ok(&repo, ["delete", &name, "--force"]);
+    let (name, wt) = new_session(&env, &repo, "env file");
+    write(&wt, ".env", "AGENT=1\n");
+    env.git(&wt, ["add", "-f", ".env"]);
+    env.git(&wt, ["commit", "-q", "-m", "agent adds .env"]);
+    let err = env.owt_err(&repo, ["merge", &name]);
+    assert!(
+        err.contains("would overwrite files git does not track there: .env"),
+        "{err}"
+    );
+    assert_eq!(read(&repo.join(".env")), "SECRET=1\n");
+    assert_eq!(env.git(&repo, ["rev-parse", "main"]), main_before);
+}
+
+#[test]
+fn base_checked_out_nowhere_moves_only_the_ref() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (name, wt) = new_session(&env, &repo, "agent work");
+    let tip = commit(&env, &wt, "agent.txt", "agent\n", "agent");
+    env.git(&repo, ["checkout", "-q", "-b", "elsewhere"]);
+    let out: MergeOutput = env.owt_json(&repo, ["merge", &name]);
+    assert!(out.merged);
+    assert_eq!(out.checkout_updated, None);
+    assert_eq!(env.git(&repo, ["rev-parse", "main"]), tip);
+    assert!(
+        !repo.join("agent.txt").exists(),
+        "the checkout on another branch is untouched"
+    );
+    assert_eq!(
+        env.git(&repo, ["rev-parse", "--abbrev-ref", "HEAD"]),
+        "elsewhere"
+    );
+}
+
+#[test]
+fn merge_keep_leaves_the_session() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (name, wt) = new_session(&env, &repo, "agent work");
+    commit(&env, &wt, "agent.txt", "agent\n", "agent");
+    let out: MergeOutput = env.owt_json(&repo, ["merge", &name, "--keep"]);
+    assert!(out.merged && !out.deleted);
+    assert!(wt.is_dir());
+    assert_eq!(sessions(&env, &repo).sessions.len(), 1);
+    let err = env.owt_err(&repo, ["merge", "nope"]);
+    assert!(err.contains("no session named `nope`"), "{err}");
+}
+
+/// Kill owt with SIGKILL at each step of ship; running ship again completes
+/// it, and no commit or file is lost.
+#[test]
+fn sigkill_at_every_step_of_ship_then_rerun_completes() {
+    for point in ["ship-commit", "ship-phase1", "ship-phase2", "ship-cleanup"] {
+        let env = TestEnv::new();
+        let repo = env.repo("app");
+        let (name, wt) = new_session(&env, &repo, "crashy work");
+        let committed = commit(&env, &wt, "committed.txt", "c\n", "agent commit");
+        write(&wt, "uncommitted.txt", "u\n");
+        commit(&env, &repo, "human.txt", "h\n", "human moved main");
+
+        let mut cmd = env.owt_cmd(&repo, ["ship", &name]);
+        cmd.env("OWT_FAILPOINT", point);
+        let status = cmd.output().unwrap().status;
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGKILL),
+            "{point}: the failpoint fired"
+        );
+
+        let out: ShipOutput = env.owt_json(&repo, ["ship", &name]);
+        assert!(out.merge.merged, "{point}: re-running completed the ship");
+        assert!(
+            env.git(&repo, ["merge-base", "--is-ancestor", &committed, "main"])
+                .is_empty(),
+            "{point}: the agent's commit is in main"
+        );
+        for (file, text) in [
+            ("committed.txt", "c\n"),
+            ("uncommitted.txt", "u\n"),
+            ("human.txt", "h\n"),
+        ] {
+            assert_eq!(read(&repo.join(file)), text, "{point}: {file}");
+        }
+        assert!(!wt.exists(), "{point}: cleaned up");
+        assert!(sessions(&env, &repo).sessions.is_empty(), "{point}");
+    }
+}
+
+#[test]
+fn doctor_fix_rolls_back_an_interrupted_merge() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (name, wt) = new_session(&env, &repo, "agent work");
+    commit(&env, &wt, "agent.txt", "agent\n", "agent");
+    commit(&env, &repo, "human.txt", "human\n", "human");
+    let before = snapshot(&env, &repo, &wt);
+    let mut cmd = env.owt_cmd(&repo, ["merge", &name]);
+    cmd.env("OWT_FAILPOINT", "merge-phase1");
+    assert!(!cmd.output().unwrap().status.success());
+    let report: owt_protocol::DoctorReport = env.owt_json(&repo, ["doctor", "--fix"]);
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.kind == "interrupted-merge")
+        .expect("found");
+    assert!(
+        finding.fixed && finding.detail.contains("rolled back"),
+        "{finding:?}"
+    );
+    assert_eq!(snapshot(&env, &repo, &wt), before);
+    let again: owt_protocol::DoctorReport = env.owt_json(&repo, ["doctor"]);
+    assert!(again.findings.is_empty(), "{:?}", again.findings);
+}
