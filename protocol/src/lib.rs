@@ -8,5 +8,6 @@
 
 pub mod cli;
 pub mod host;
+pub mod lsp;
 
 pub use cli::*;

@@ -1,0 +1,96 @@
+//! owt's extensions to the Language Server Protocol, spoken by `owt lsp`.
+//!
+//! - `initializationOptions`: [`InitializationOptions`].
+//! - request `owt/board` (no params) → [`crate::Board`].
+//! - notification `owt/boardChanged` (server → client) with [`crate::Board`].
+//! - request `owt/openTerminal` (server → client) with [`OpenTerminalParams`]
+//!   → [`OpenTerminalResult`]; sent only to clients that announced
+//!   `initializationOptions.openTerminal = true`.
+//! - commands (`workspace/executeCommand`): [`commands`], each with one JSON
+//!   object argument ([`CommandArgs`]).
+//! - diagnostics: `source = "owt"`, `code` one of [`LEVEL_OVERLAP`],
+//!   [`LEVEL_HUNK_OVERLAP`], [`LEVEL_CONFLICT`], `data` = [`DiagnosticData`].
+
+use serde::{Deserialize, Serialize};
+
+pub const METHOD_BOARD: &str = "owt/board";
+pub const METHOD_BOARD_CHANGED: &str = "owt/boardChanged";
+pub const METHOD_OPEN_TERMINAL: &str = "owt/openTerminal";
+
+pub const LEVEL_OVERLAP: &str = "overlap";
+pub const LEVEL_HUNK_OVERLAP: &str = "hunk-overlap";
+pub const LEVEL_CONFLICT: &str = "conflict";
+
+/// Command ids of `workspace/executeCommand`.
+pub mod commands {
+    pub const SPAWN: &str = "owt.spawn";
+    pub const ATTACH: &str = "owt.attach";
+    pub const SEND: &str = "owt.send";
+    pub const PEEK: &str = "owt.peek";
+    pub const MERGE: &str = "owt.merge";
+    pub const SHIP: &str = "owt.ship";
+    pub const DELETE: &str = "owt.delete";
+    pub const OPEN_AGENT_FILE: &str = "owt.openAgentFile";
+    pub const ALL: &[&str] = &[SPAWN, ATTACH, SEND, PEEK, MERGE, SHIP, DELETE, OPEN_AGENT_FILE];
+}
+
+/// `initializationOptions` a client may send.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InitializationOptions {
+    /// The client handles `owt/openTerminal`.
+    pub open_terminal: bool,
+    /// Severity per level (`error`, `warning`, `information`, `hint`).
+    pub severities: Option<Severities>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct Severities {
+    pub overlap: Option<String>,
+    pub hunk_overlap: Option<String>,
+    pub conflict: Option<String>,
+}
+
+/// `owt/openTerminal` params: run `argv` in `cwd` in a terminal titled `title`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenTerminalParams {
+    pub title: String,
+    pub argv: Vec<String>,
+    pub cwd: String,
+    /// The session the terminal attaches to (lets a client reuse its window).
+    pub session: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenTerminalResult {
+    pub opened: bool,
+}
+
+/// The one argument of every owt command.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CommandArgs {
+    pub session: Option<String>,
+    /// `owt.spawn`: the task; `owt.send`: the text.
+    pub task: Option<String>,
+    pub text: Option<String>,
+    /// `owt.spawn`: agent (provider) name.
+    pub ai_tool: Option<String>,
+    /// `owt.spawn` from a selection / `owt.openAgentFile`: a file URI and range.
+    pub uri: Option<String>,
+    pub path: Option<String>,
+    pub start_line: Option<u32>,
+    pub end_line: Option<u32>,
+    /// `owt.merge`: rebase instead of merge.
+    pub rebase: Option<bool>,
+    /// `owt.delete`: force.
+    pub force: Option<bool>,
+}
+
+/// `data` of an owt diagnostic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosticData {
+    pub session: String,
+    pub level: String,
+}
