@@ -245,7 +245,10 @@ fn locate(text: &str, offset: usize) -> (usize, Option<String>) {
             break;
         }
         if trimmed.starts_with('[') {
-            section = trimmed.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            section = trimmed
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string();
             if i + 1 == line {
                 key = Some(section.clone());
             }
@@ -309,7 +312,9 @@ impl Config {
 pub fn parse_ctrl_key(key: &str) -> Result<u8, String> {
     let lower = key.to_ascii_lowercase();
     let Some(rest) = lower.strip_prefix("ctrl-") else {
-        return Err(format!("detach key `{key}` must look like `ctrl-\\` or `ctrl-a`"));
+        return Err(format!(
+            "detach key `{key}` must look like `ctrl-\\` or `ctrl-a`"
+        ));
     };
     match rest.as_bytes() {
         [c @ b'a'..=b'z'] => Ok(c - b'a' + 1),
@@ -317,7 +322,9 @@ pub fn parse_ctrl_key(key: &str) -> Result<u8, String> {
         [b']'] => Ok(0x1d),
         [b'^'] => Ok(0x1e),
         [b'_'] => Ok(0x1f),
-        _ => Err(format!("detach key `{key}` must look like `ctrl-\\` or `ctrl-a`")),
+        _ => Err(format!(
+            "detach key `{key}` must look like `ctrl-\\` or `ctrl-a`"
+        )),
     }
 }
 
@@ -348,7 +355,10 @@ mod tests {
         assert_eq!(*line, 3);
         assert_eq!(key.as_deref(), Some("worktree.base_dir"));
         let text = err.to_string();
-        assert!(text.starts_with("/r/.owt.toml:3: key `worktree.base_dir`"), "{text}");
+        assert!(
+            text.starts_with("/r/.owt.toml:3: key `worktree.base_dir`"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -357,7 +367,10 @@ mod tests {
         let ConfigError::Invalid { line, key, .. } = &err else {
             panic!("{err}")
         };
-        assert_eq!((*line, key.as_deref()), (3, Some("worktree.auto_cleanup_days")));
+        assert_eq!(
+            (*line, key.as_deref()),
+            (3, Some("worktree.auto_cleanup_days"))
+        );
     }
 
     #[test]
@@ -373,7 +386,10 @@ mod tests {
         .unwrap();
         let loaded = load_files(&[repo.clone(), user.clone()]).unwrap();
         assert_eq!(loaded.config.worktree.auto_cleanup_days, 3);
-        assert_eq!(loaded.config.worktree.base_directory.as_deref(), Some("/wt"));
+        assert_eq!(
+            loaded.config.worktree.base_directory.as_deref(),
+            Some("/wt")
+        );
         assert_eq!(loaded.config.agent.default_tool.as_deref(), Some("codex"));
         assert_eq!(loaded.sources, vec![repo, user]);
     }

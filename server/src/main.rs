@@ -1,1 +1,5 @@
-fn main(){}
+//! The `owt` binary.
+
+fn main() -> std::process::ExitCode {
+    owt::cli::main()
+}

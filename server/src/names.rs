@@ -60,7 +60,10 @@ mod tests {
             ("  fix   login  ", "fix-login"),
             ("../../etc/passwd", "etc-passwd"),
             ("-rf --no-preserve-root", "rf-no-preserve-root"),
-            ("$(rm -rf ~); `echo hi` | cat > /tmp/x", "rm-rf-echo-hi-cat-tmp-x"),
+            (
+                "$(rm -rf ~); `echo hi` | cat > /tmp/x",
+                "rm-rf-echo-hi-cat-tmp-x",
+            ),
             ("Überprüfe Straße", "berpr-fe-stra-e"),
             ("日本語", "session"),
             ("", "session"),

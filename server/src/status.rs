@@ -82,7 +82,10 @@ pub enum AgentSignal {
 
 impl AgentSignal {
     fn is_sticky(self) -> bool {
-        matches!(self, AgentSignal::Waiting | AgentSignal::Blocked | AgentSignal::Done)
+        matches!(
+            self,
+            AgentSignal::Waiting | AgentSignal::Blocked | AgentSignal::Done
+        )
     }
 
     fn status(self) -> Status {
@@ -171,7 +174,9 @@ impl SessionFacts {
                 kind::REPORT => facts.report = decode(row).map(|v| (v, at)),
                 kind::CONFLICT => facts.conflict = decode(row),
                 kind::GIT => facts.git = decode(row).unwrap_or_default(),
-                kind::OVERLAPS => facts.overlaps = decode::<OverlapFact>(row).map_or(0, |o| o.count),
+                kind::OVERLAPS => {
+                    facts.overlaps = decode::<OverlapFact>(row).map_or(0, |o| o.count)
+                }
                 _ => {}
             }
         }

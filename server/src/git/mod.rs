@@ -307,7 +307,12 @@ impl Repo {
 
     /// Deletes a local branch. When it has commits not in `base`, first
     /// writes `refs/owt/backup/<backup_name>` at its tip and returns that ref.
-    pub fn delete_branch(&self, branch: &str, base: &str, backup_name: &str) -> Result<Option<String>> {
+    pub fn delete_branch(
+        &self,
+        branch: &str,
+        base: &str,
+        backup_name: &str,
+    ) -> Result<Option<String>> {
         let tip = self.branch_tip(branch)?;
         let unmerged = match self.branch_tip(base) {
             Ok(base_tip) => tip != base_tip && !self.repo.graph_descendant_of(base_tip, tip)?,
@@ -323,8 +328,12 @@ impl Repo {
                 name = format!("refs/owt/backup/{backup_name}-{n}");
                 n += 1;
             }
-            self.repo
-                .reference(&name, tip, true, &format!("owt: backup of {branch} before delete"))?;
+            self.repo.reference(
+                &name,
+                tip,
+                true,
+                &format!("owt: backup of {branch} before delete"),
+            )?;
             Some(name)
         } else {
             None

@@ -83,6 +83,9 @@ impl Context {
         if names.is_empty() {
             anyhow::bail!("no session named `{name}`; this repository has no sessions (start one with `owt new \"task\"`)")
         }
-        anyhow::bail!("no session named `{name}`; sessions here: {}", names.join(", "))
+        anyhow::bail!(
+            "no session named `{name}`; sessions here: {}",
+            names.join(", ")
+        )
     }
 }

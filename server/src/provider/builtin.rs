@@ -138,7 +138,10 @@ pub fn builtin(name: &str) -> Option<Provider> {
             prompt,
         }),
         install_hint: install_hint.to_string(),
-        known_paths: vec![format!("~/.local/bin/{binary}"), format!("~/.npm-global/bin/{binary}")],
+        known_paths: vec![
+            format!("~/.local/bin/{binary}"),
+            format!("~/.npm-global/bin/{binary}"),
+        ],
         env: BTreeMap::new(),
         hooks,
     })

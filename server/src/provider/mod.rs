@@ -127,7 +127,9 @@ impl Provider {
             (Some(PromptMode::Flag), None) => {
                 return Err(bad("prompt_mode = \"flag\" needs prompt_flag".into()))
             }
-            (Some(PromptMode::Flag), Some(flag)) | (None, Some(flag)) => PromptDelivery::Flag(flag.clone()),
+            (Some(PromptMode::Flag), Some(flag)) | (None, Some(flag)) => {
+                PromptDelivery::Flag(flag.clone())
+            }
             (Some(PromptMode::Positional), _) | (None, None) => PromptDelivery::Positional,
             (Some(PromptMode::Typed), _) => PromptDelivery::Typed,
             (Some(PromptMode::None), _) => PromptDelivery::None,
@@ -149,10 +151,9 @@ impl Provider {
             prompt,
             plan_args: Vec::new(),
             headless,
-            install_hint: tool
-                .install_hint
-                .clone()
-                .unwrap_or_else(|| format!("install `{}` or fix [tools.{name}] binary", tool.binary)),
+            install_hint: tool.install_hint.clone().unwrap_or_else(|| {
+                format!("install `{}` or fix [tools.{name}] binary", tool.binary)
+            }),
             known_paths: tool.known_paths.clone(),
             env: tool.env.clone(),
             hooks: Hooks::None,
@@ -160,12 +161,20 @@ impl Provider {
     }
 
     /// The argv (and typed prompt) that starts this agent on `prompt`.
-    pub fn launch(&self, binary_path: &Path, prompt: &str, mode: LaunchMode) -> Result<Launch, ProviderError> {
+    pub fn launch(
+        &self,
+        binary_path: &Path,
+        prompt: &str,
+        mode: LaunchMode,
+    ) -> Result<Launch, ProviderError> {
         let (args, delivery) = match mode {
             LaunchMode::Headless => {
-                let headless = self.headless.as_ref().ok_or_else(|| ProviderError::NoHeadless {
-                    name: self.name.clone(),
-                })?;
+                let headless = self
+                    .headless
+                    .as_ref()
+                    .ok_or_else(|| ProviderError::NoHeadless {
+                        name: self.name.clone(),
+                    })?;
                 (headless.args.clone(), headless.prompt.clone())
             }
             LaunchMode::Interactive => (self.args.clone(), self.prompt.clone()),
@@ -228,7 +237,8 @@ impl Provider {
 /// Splits a template into words (shell quoting rules, no shell) and drops
 /// the leading `{binary}`.
 fn template_args(template: &str) -> Result<Vec<String>, String> {
-    let words = shlex::split(template).ok_or_else(|| format!("unbalanced quotes in `{template}`"))?;
+    let words =
+        shlex::split(template).ok_or_else(|| format!("unbalanced quotes in `{template}`"))?;
     let mut words = words.into_iter();
     match words.next() {
         Some(first) if first == "{binary}" => Ok(words.collect()),
@@ -267,14 +277,23 @@ pub fn resolve(config: &Config, requested: Option<&str>) -> Result<Resolved, Pro
             .cloned()
             .ok_or_else(|| ProviderError::Unknown {
                 name: name.to_string(),
-                known: providers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
+                known: providers
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })?;
-        let binary_path = provider.find_binary().ok_or_else(|| ProviderError::NotInstalled {
-            name: provider.name.clone(),
-            binary: provider.binary.clone(),
-            hint: provider.install_hint.clone(),
-        })?;
-        return Ok(Resolved { provider, binary_path });
+        let binary_path = provider
+            .find_binary()
+            .ok_or_else(|| ProviderError::NotInstalled {
+                name: provider.name.clone(),
+                binary: provider.binary.clone(),
+                hint: provider.install_hint.clone(),
+            })?;
+        return Ok(Resolved {
+            provider,
+            binary_path,
+        });
     }
     for name in BUILTIN_ORDER {
         let Some(provider) = providers.iter().find(|p| p.name == *name) else {

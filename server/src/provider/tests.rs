@@ -21,7 +21,9 @@ fn every_builtin_has_an_entry() {
 fn task_text_is_one_argument_never_shell() {
     let task = "fix $(rm -rf ~); `id` && echo 'x' \"y\" | cat > /tmp/z";
     let p = Provider::from_config("my", &tool("{binary} --interactive")).unwrap();
-    let launch = p.launch(Path::new("/bin/my-ai"), task, LaunchMode::Interactive).unwrap();
+    let launch = p
+        .launch(Path::new("/bin/my-ai"), task, LaunchMode::Interactive)
+        .unwrap();
     assert_eq!(launch.argv, vec!["/bin/my-ai", "--interactive", task]);
 }
 
@@ -30,11 +32,18 @@ fn prompt_flag_and_placeholder() {
     let mut t = tool("{binary} --mode 'two words'");
     t.prompt_flag = Some("-p".into());
     let p = Provider::from_config("my", &t).unwrap();
-    let launch = p.launch(Path::new("/x"), "do it", LaunchMode::Interactive).unwrap();
-    assert_eq!(launch.argv, vec!["/x", "--mode", "two words", "-p", "do it"]);
+    let launch = p
+        .launch(Path::new("/x"), "do it", LaunchMode::Interactive)
+        .unwrap();
+    assert_eq!(
+        launch.argv,
+        vec!["/x", "--mode", "two words", "-p", "do it"]
+    );
 
     let p = Provider::from_config("my", &tool("{binary} --task={prompt} --go")).unwrap();
-    let launch = p.launch(Path::new("/x"), "a b", LaunchMode::Interactive).unwrap();
+    let launch = p
+        .launch(Path::new("/x"), "a b", LaunchMode::Interactive)
+        .unwrap();
     assert_eq!(launch.argv, vec!["/x", "--task=a b", "--go"]);
 }
 
@@ -43,7 +52,9 @@ fn typed_prompt_is_not_in_argv() {
     let mut t = tool("{binary}");
     t.prompt_mode = Some(PromptMode::Typed);
     let p = Provider::from_config("my", &t).unwrap();
-    let launch = p.launch(Path::new("/x"), "hello", LaunchMode::Interactive).unwrap();
+    let launch = p
+        .launch(Path::new("/x"), "hello", LaunchMode::Interactive)
+        .unwrap();
     assert_eq!(launch.argv, vec!["/x"]);
     assert_eq!(launch.typed_prompt.as_deref(), Some("hello"));
 }
@@ -57,12 +68,18 @@ fn builtin_forms() {
         vec!["/usr/bin/claude", "--permission-mode", "plan", "task"]
     );
     assert_eq!(
-        claude.launch(bin, "task", LaunchMode::Headless).unwrap().argv,
+        claude
+            .launch(bin, "task", LaunchMode::Headless)
+            .unwrap()
+            .argv,
         vec!["/usr/bin/claude", "-p", "task"]
     );
     let codex = builtin("codex").unwrap();
     assert_eq!(
-        codex.launch(Path::new("codex"), "t", LaunchMode::Headless).unwrap().argv,
+        codex
+            .launch(Path::new("codex"), "t", LaunchMode::Headless)
+            .unwrap()
+            .argv,
         vec!["codex", "exec", "t"]
     );
 }
@@ -78,6 +95,11 @@ fn bad_templates_are_errors() {
 
 #[test]
 fn unknown_agent_lists_known_ones() {
-    let err = resolve(&Config::default(), Some("nope")).unwrap_err().to_string();
-    assert!(err.contains("unknown agent `nope`") && err.contains("claude"), "{err}");
+    let err = resolve(&Config::default(), Some("nope"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("unknown agent `nope`") && err.contains("claude"),
+        "{err}"
+    );
 }

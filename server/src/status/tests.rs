@@ -73,7 +73,13 @@ fn derive_status_table() {
             name: "exit code 0 with commits is ready to ship",
             facts: with(|f| {
                 work(f);
-                f.exit = Some((ExitFact { code: Some(0), signal: None }, at(1)));
+                f.exit = Some((
+                    ExitFact {
+                        code: Some(0),
+                        signal: None,
+                    },
+                    at(1),
+                ));
             }),
             status: Status::Exited,
             text: "exited",
@@ -83,7 +89,13 @@ fn derive_status_table() {
             name: "exit with error needs you",
             facts: with(|f| {
                 work(f);
-                f.exit = Some((ExitFact { code: Some(2), signal: None }, at(1)));
+                f.exit = Some((
+                    ExitFact {
+                        code: Some(2),
+                        signal: None,
+                    },
+                    at(1),
+                ));
             }),
             status: Status::Exited,
             text: "exited with code 2",
@@ -118,7 +130,13 @@ fn derive_status_table() {
             name: "exit beats host lost",
             facts: with(|f| {
                 f.host_lost_at = Some(at(1));
-                f.exit = Some((ExitFact { code: Some(1), signal: None }, at(2)));
+                f.exit = Some((
+                    ExitFact {
+                        code: Some(1),
+                        signal: None,
+                    },
+                    at(2),
+                ));
             }),
             status: Status::Exited,
             text: "exited with code 1",
@@ -279,10 +297,18 @@ fn derive_status_table() {
     let mut failures = Vec::new();
     for case in &cases {
         let derived = derive_status(&case.facts, NOW);
-        if (derived.status, derived.text.as_str(), derived.lane) != (case.status, case.text, case.lane) {
+        if (derived.status, derived.text.as_str(), derived.lane)
+            != (case.status, case.text, case.lane)
+        {
             failures.push(format!(
                 "{}: expected {:?} {:?} {:?}, got {:?} {:?} {:?}",
-                case.name, case.status, case.text, case.lane, derived.status, derived.text, derived.lane
+                case.name,
+                case.status,
+                case.text,
+                case.lane,
+                derived.status,
+                derived.text,
+                derived.lane
             ));
         }
     }
@@ -310,5 +336,11 @@ fn unknown_fact_rows_are_ignored() {
     ];
     let facts = SessionFacts::from_rows(1, &rows);
     assert_eq!(facts.hook, None);
-    assert_eq!(facts.git, GitFact { ahead: 3, changed_files: 1 });
+    assert_eq!(
+        facts.git,
+        GitFact {
+            ahead: 3,
+            changed_files: 1
+        }
+    );
 }

@@ -397,7 +397,11 @@ impl Store {
     }
 
     /// One fact, decoded.
-    pub fn fact<T: DeserializeOwned>(&self, session_id: i64, kind: &str) -> Result<Option<(T, i64)>> {
+    pub fn fact<T: DeserializeOwned>(
+        &self,
+        session_id: i64,
+        kind: &str,
+    ) -> Result<Option<(T, i64)>> {
         let row: Option<(String, i64)> = self
             .conn
             .query_row(
@@ -413,7 +417,13 @@ impl Store {
     }
 
     /// Appends to the event log (history: reports, sends, merges).
-    pub fn add_event(&self, repo_id: i64, session_name: &str, kind: &str, detail: &str) -> Result<()> {
+    pub fn add_event(
+        &self,
+        repo_id: i64,
+        session_name: &str,
+        kind: &str,
+        detail: &str,
+    ) -> Result<()> {
         self.conn.execute(
             "INSERT INTO events (repo_id, session_name, kind, detail, at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![repo_id, session_name, kind, detail, now_ms()],
@@ -422,7 +432,11 @@ impl Store {
     }
 
     /// `(kind, detail, count)` of events since `since_ms`.
-    pub fn event_counts(&self, repo_id: Option<i64>, since_ms: i64) -> Result<Vec<(String, String, u64)>> {
+    pub fn event_counts(
+        &self,
+        repo_id: Option<i64>,
+        since_ms: i64,
+    ) -> Result<Vec<(String, String, u64)>> {
         let mut stmt = self.conn.prepare(
             "SELECT kind, detail, COUNT(*) FROM events
              WHERE at >= ?1 AND (?2 IS NULL OR repo_id = ?2)
@@ -443,9 +457,9 @@ impl Store {
     }
 
     pub fn notes(&self, repo_id: i64) -> Result<Vec<NoteRow>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id, text, created_at FROM notes WHERE repo_id = ?1 ORDER BY id")?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, text, created_at FROM notes WHERE repo_id = ?1 ORDER BY id",
+        )?;
         let rows = stmt.query_map(params![repo_id], |row| {
             Ok(NoteRow {
                 id: row.get(0)?,
@@ -515,9 +529,10 @@ impl Store {
     /// Deletes messages and events older than `days`.
     pub fn purge(&self, days: u32) -> Result<(u64, u64)> {
         let cutoff = now_ms() - i64::from(days) * 86_400_000;
-        let messages = self
-            .conn
-            .execute("DELETE FROM messages WHERE created_at < ?1", params![cutoff])?;
+        let messages = self.conn.execute(
+            "DELETE FROM messages WHERE created_at < ?1",
+            params![cutoff],
+        )?;
         let events = self
             .conn
             .execute("DELETE FROM events WHERE at < ?1", params![cutoff])?;
@@ -525,7 +540,8 @@ impl Store {
     }
 
     pub fn vacuum(&self) -> Result<()> {
-        self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); VACUUM;")?;
+        self.conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE); VACUUM;")?;
         Ok(())
     }
 
@@ -534,7 +550,9 @@ impl Store {
         debug_assert!(table.chars().all(|c| c.is_ascii_lowercase() || c == '_'));
         let n: i64 = self
             .conn
-            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| row.get(0))?;
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| {
+                row.get(0)
+            })?;
         Ok(n as u64)
     }
 

@@ -36,7 +36,9 @@ fn reopening_keeps_data_and_version() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path()).unwrap();
-        store.ensure_repo(Path::new("/r/.git"), Path::new("/r")).unwrap();
+        store
+            .ensure_repo(Path::new("/r/.git"), Path::new("/r"))
+            .unwrap();
     }
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(store.count("repos").unwrap(), 1);
@@ -47,21 +49,40 @@ fn newer_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path()).unwrap();
-        store.conn().pragma_update(None, "user_version", 999).unwrap();
+        store
+            .conn()
+            .pragma_update(None, "user_version", 999)
+            .unwrap();
     }
     let err = Store::open(dir.path()).unwrap_err();
-    assert!(matches!(err, StoreError::TooNew { found: 999, .. }), "{err}");
+    assert!(
+        matches!(err, StoreError::TooNew { found: 999, .. }),
+        "{err}"
+    );
 }
 
 #[test]
 fn names_collide_per_repository_only() {
     let (_dir, mut store) = store();
-    let a = store.ensure_repo(Path::new("/a/.git"), Path::new("/a")).unwrap();
-    let b = store.ensure_repo(Path::new("/b/.git"), Path::new("/b")).unwrap();
-    let s1 = store.insert_session(&new_session(a.id, "fix-login"), |_| false).unwrap();
-    let s2 = store.insert_session(&new_session(a.id, "fix-login"), |_| false).unwrap();
-    let s3 = store.insert_session(&new_session(b.id, "fix-login"), |_| false).unwrap();
-    assert_eq!((s1.name.as_str(), s2.name.as_str(), s3.name.as_str()), ("fix-login", "fix-login-2", "fix-login"));
+    let a = store
+        .ensure_repo(Path::new("/a/.git"), Path::new("/a"))
+        .unwrap();
+    let b = store
+        .ensure_repo(Path::new("/b/.git"), Path::new("/b"))
+        .unwrap();
+    let s1 = store
+        .insert_session(&new_session(a.id, "fix-login"), |_| false)
+        .unwrap();
+    let s2 = store
+        .insert_session(&new_session(a.id, "fix-login"), |_| false)
+        .unwrap();
+    let s3 = store
+        .insert_session(&new_session(b.id, "fix-login"), |_| false)
+        .unwrap();
+    assert_eq!(
+        (s1.name.as_str(), s2.name.as_str(), s3.name.as_str()),
+        ("fix-login", "fix-login-2", "fix-login")
+    );
     assert_eq!(s2.branch, "owt/fix-login-2");
     assert_eq!(s2.worktree_path, PathBuf::from("/wt/fix-login-2"));
     assert_ne!(s1.short_id, s3.short_id);
@@ -70,7 +91,9 @@ fn names_collide_per_repository_only() {
 #[test]
 fn taken_vetoes_names() {
     let (_dir, mut store) = store();
-    let a = store.ensure_repo(Path::new("/a/.git"), Path::new("/a")).unwrap();
+    let a = store
+        .ensure_repo(Path::new("/a/.git"), Path::new("/a"))
+        .unwrap();
     let s = store
         .insert_session(&new_session(a.id, "x"), |n| n == "x" || n == "x-2")
         .unwrap();
@@ -80,12 +103,20 @@ fn taken_vetoes_names() {
 #[test]
 fn facts_replace_and_cascade() {
     let (_dir, mut store) = store();
-    let a = store.ensure_repo(Path::new("/a/.git"), Path::new("/a")).unwrap();
-    let s = store.insert_session(&new_session(a.id, "x"), |_| false).unwrap();
+    let a = store
+        .ensure_repo(Path::new("/a/.git"), Path::new("/a"))
+        .unwrap();
+    let s = store
+        .insert_session(&new_session(a.id, "x"), |_| false)
+        .unwrap();
     store.record_fact_at(s.id, "hook", &"working", 1).unwrap();
     store.record_fact_at(s.id, "hook", &"waiting", 2).unwrap();
-    assert!(store.record_fact_once(s.id, "exit", &serde_json::json!({"code": 0})).unwrap());
-    assert!(!store.record_fact_once(s.id, "exit", &serde_json::json!({"code": 1})).unwrap());
+    assert!(store
+        .record_fact_once(s.id, "exit", &serde_json::json!({"code": 0}))
+        .unwrap());
+    assert!(!store
+        .record_fact_once(s.id, "exit", &serde_json::json!({"code": 1}))
+        .unwrap());
     let facts = store.facts(s.id).unwrap();
     assert_eq!(facts.len(), 2);
     let (hook, at): (String, i64) = store.fact(s.id, "hook").unwrap().unwrap();
@@ -100,13 +131,23 @@ fn facts_replace_and_cascade() {
 #[test]
 fn messages_are_read_once_per_session() {
     let (_dir, mut store) = store();
-    let a = store.ensure_repo(Path::new("/a/.git"), Path::new("/a")).unwrap();
+    let a = store
+        .ensure_repo(Path::new("/a/.git"), Path::new("/a"))
+        .unwrap();
     store.add_message(a.id, Some("x"), None, "to all").unwrap();
-    store.add_message(a.id, Some("y"), Some("x"), "to x").unwrap();
+    store
+        .add_message(a.id, Some("y"), Some("x"), "to x")
+        .unwrap();
     let for_x = store.take_messages(a.id, "x").unwrap();
-    assert_eq!(for_x.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(), vec!["to x"]);
+    assert_eq!(
+        for_x.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
+        vec!["to x"]
+    );
     let for_y = store.take_messages(a.id, "y").unwrap();
-    assert_eq!(for_y.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(), vec!["to all"]);
+    assert_eq!(
+        for_y.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
+        vec!["to all"]
+    );
     assert!(store.take_messages(a.id, "x").unwrap().is_empty());
 }
 
@@ -125,7 +166,9 @@ fn concurrent_writers_lose_nothing() {
                 let mut store = Store::open(&home).unwrap();
                 for i in 0..20 {
                     store.add_note(repo_id, &format!("{t}-{i}")).unwrap();
-                    store.insert_session(&new_session(repo_id, "same"), |_| false).unwrap();
+                    store
+                        .insert_session(&new_session(repo_id, "same"), |_| false)
+                        .unwrap();
                 }
             })
         })
