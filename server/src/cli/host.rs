@@ -1,7 +1,7 @@
 //! `owt __host` (hidden): the session host process itself (`run`), and
 //! `spawn`, which registers a session for an arbitrary argv in the current
 //! repository and starts its host — what `owt new` does minus the worktree,
-//! used by the end-to-end tests and the benchmark.
+//! used by the end-to-end tests and the benchmark — and `stop`.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -52,6 +52,8 @@ pub enum HostCommand {
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
+    /// Stop a session's agent and host (what `owt delete` does first).
+    Stop { name: String },
 }
 
 pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<ExitCode> {
@@ -70,6 +72,13 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
             };
             let spec: HostSpec = serde_json::from_str(&text).context("parsing the host spec")?;
             session::run_host(spec, ready_fd)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        HostCommand::Stop { name } => {
+            let ctx = Context::open(ctx_dir)?;
+            let row = ctx.session(&name)?;
+            session::stop(&ctx.home, &row).with_context(|| format!("stopping {name}"))?;
+            println!("Stopped {name}.");
             Ok(ExitCode::SUCCESS)
         }
         HostCommand::Spawn {

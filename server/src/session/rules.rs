@@ -151,7 +151,7 @@ fn generic(screen: &str, lower: &str) -> Option<AgentSignal> {
     }
     let last = screen.lines().rev().find(|l| !l.trim().is_empty())?;
     let last = last.trim_end();
-    if last.ends_with('>') || last.ends_with('?') || last.ends_with('❯') || last.ends_with(':') {
+    if last.ends_with(['>', '?', '❯', ':', '$', '#']) {
         return Some(AgentSignal::Waiting);
     }
     None
