@@ -59,8 +59,18 @@ def on_winch(_sig, _frame):
     prompt()
 
 
+dialog = False
+
+
 def run(line):
+    global dialog
     log(line)
+    if dialog:
+        # The answer closes the dialog, as real agents do.
+        dialog = False
+        w("\x1b[2J\x1b[H" + ("allowed" if line.strip() == "y" else "denied"))
+        prompt()
+        return
     words = line.split()
     cmd = words[0] if words else ""
     if cmd == "size":
@@ -82,6 +92,7 @@ def run(line):
         w("\r\x1b[2Kdone thinking")
     elif cmd == "perm":
         w("\r\n\x1b[1mBash command\x1b[0m\r\n  rm -rf build\r\nDo you want to proceed? (y/n)")
+        dialog = True
         return
     elif cmd == "query":
         w(f"\r\ncursor answer: {ask_cursor()}")
