@@ -39,7 +39,10 @@ fn attach_shows_the_screen_types_keys_detaches_and_reattaches() {
             "{}",
             client.raw_text()
         );
-        assert!(session_common::pid_alive(s.agent_pid), "the agent died on detach");
+        assert!(
+            session_common::pid_alive(s.agent_pid),
+            "the agent died on detach"
+        );
         let (_, status) = env.wait_json("alpha", "0");
         assert_ne!(status["status"], "exited", "{status}");
 
@@ -48,7 +51,10 @@ fn attach_shows_the_screen_types_keys_detaches_and_reattaches() {
         let again = AttachClient::start(&env, "alpha", 24, 80);
         let text = again.wait_contains("got: sent while attached");
         for line in before.lines().filter(|l| !l.trim().is_empty()) {
-            assert!(text.contains(line.trim_end()), "re-attach lost {line:?}:\n{text}");
+            assert!(
+                text.contains(line.trim_end()),
+                "re-attach lost {line:?}:\n{text}"
+            );
         }
     });
 }

@@ -32,7 +32,9 @@ fn the_agent_survives_sigkill_of_the_process_that_started_it() {
             .spawn()
             .expect("starter");
         let mut line = String::new();
-        BufReader::new(starter.stdout.take().unwrap()).read_line(&mut line).expect("spawn output");
+        BufReader::new(starter.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("spawn output");
         let s = env.parse_spawned(&line);
         starter.kill().expect("SIGKILL the starter");
         starter.wait().expect("reap the starter");
@@ -58,7 +60,12 @@ fn a_killed_host_is_host_lost_and_nothing_else_is_touched() {
         env.wait_screen("bystander", "FAKE AGENT READY");
         std::fs::write(env.repo.join("work.txt"), "uncommitted work\n").unwrap();
         let git_status = || {
-            let out = env.command("git").args(["status", "--porcelain"]).current_dir(&env.repo).output().unwrap();
+            let out = env
+                .command("git")
+                .args(["status", "--porcelain"])
+                .current_dir(&env.repo)
+                .output()
+                .unwrap();
             String::from_utf8_lossy(&out.stdout).into_owned()
         };
         let before = git_status();
@@ -78,7 +85,10 @@ fn a_killed_host_is_host_lost_and_nothing_else_is_touched() {
         assert_eq!(code, 1, "{status}");
 
         assert_eq!(git_status(), before, "the worktree was touched");
-        assert_eq!(std::fs::read_to_string(env.repo.join("work.txt")).unwrap(), "uncommitted work\n");
+        assert_eq!(
+            std::fs::read_to_string(env.repo.join("work.txt")).unwrap(),
+            "uncommitted work\n"
+        );
         env.ok(&["send", "bystander", "unaffected"]);
         env.wait_screen("bystander", "got: unaffected");
     });
@@ -96,15 +106,30 @@ fn exit_codes_reach_wait_and_the_final_screen_stays_peekable() {
         env.ok(&["send", "fine", "exit 0"]);
 
         let (code, status) = env.wait_json("failing", "15");
-        assert_eq!((code, status["text"].as_str()), (1, Some("exited with code 3")), "{status}");
+        assert_eq!(
+            (code, status["text"].as_str()),
+            (1, Some("exited with code 3")),
+            "{status}"
+        );
         let (code, status) = env.wait_json("fine", "15");
-        assert_eq!((code, status["status"].as_str()), (0, Some("exited")), "{status}");
+        assert_eq!(
+            (code, status["status"].as_str()),
+            (0, Some("exited")),
+            "{status}"
+        );
 
         // The host leaves shortly after its agent, saving the last screen.
-        wait_for("the host to leave", WAIT, || if pid_alive(s.host_pid) { Err("alive".into()) } else { Ok(()) });
+        wait_for("the host to leave", WAIT, || {
+            if pid_alive(s.host_pid) {
+                Err("alive".into())
+            } else {
+                Ok(())
+            }
+        });
         let screen = env.peek("failing");
         assert!(screen.contains("bye"), "{screen}");
-        let json: serde_json::Value = serde_json::from_str(&env.ok(&["--json", "peek", "failing"])).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&env.ok(&["--json", "peek", "failing"])).unwrap();
         assert_eq!(json["live"], false);
     });
 }
@@ -176,7 +201,9 @@ fn a_client_of_another_protocol_version_gets_a_clear_error() {
         env.wait_screen("versioned", "FAKE AGENT READY");
         let socket = env.home.join("run").join(format!("{}.sock", s.short_id));
         let mut stream = UnixStream::connect(&socket).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
         let hello = Hello {
             version: proto::HOST_PROTOCOL_VERSION + 1,
             role: Role::Control,
@@ -184,12 +211,15 @@ fn a_client_of_another_protocol_version_gets_a_clear_error() {
             cols: 0,
         };
         proto::write_json(&mut stream, FrameKind::Hello, &hello).unwrap();
-        let frame = proto::read_frame(&mut stream).expect("a reply, not a hang").expect("a frame");
+        let frame = proto::read_frame(&mut stream)
+            .expect("a reply, not a hang")
+            .expect("a frame");
         assert_eq!(frame.kind, FrameKind::Error);
         let err: HostError = frame.json().unwrap();
         assert!(err.message.contains("protocol mismatch"), "{}", err.message);
         assert!(
-            err.message.contains(&format!("version {}", proto::HOST_PROTOCOL_VERSION + 1)),
+            err.message
+                .contains(&format!("version {}", proto::HOST_PROTOCOL_VERSION + 1)),
             "{}",
             err.message
         );
@@ -204,7 +234,14 @@ fn a_client_of_another_protocol_version_gets_a_clear_error() {
 fn a_missing_agent_binary_fails_to_start_with_a_clear_error() {
     with_timeout(Duration::from_secs(60), || {
         let env = Env::new();
-        let out = env.run(&["__host", "spawn", "--name", "nope", "--", "/no/such/agent-binary"]);
+        let out = env.run(&[
+            "__host",
+            "spawn",
+            "--name",
+            "nope",
+            "--",
+            "/no/such/agent-binary",
+        ]);
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("starting `/no/such/agent-binary`"), "{err}");

@@ -16,7 +16,8 @@ fn send_delivers_multi_line_text_and_metacharacters_verbatim() {
         let s = env.spawn_fake("verbatim", &[]);
         env.wait_screen("verbatim", "FAKE AGENT READY");
 
-        let one_line = r#"echo $(rm -rf /) `id` ; 'single' "double" \back & | > < * ? ~ # ${HOME} 100%"#;
+        let one_line =
+            r#"echo $(rm -rf /) `id` ; 'single' "double" \back & | > < * ? ~ # ${HOME} 100%"#;
         env.ok(&["send", "verbatim", one_line]);
         env.wait_agent_line(&s, one_line);
 
@@ -25,7 +26,10 @@ fn send_delivers_multi_line_text_and_metacharacters_verbatim() {
         env.wait_agent_line(&s, multi);
 
         // Exactly two submissions, nothing split or mangled.
-        assert_eq!(env.agent_lines(&s), vec![one_line.to_string(), multi.to_string()]);
+        assert_eq!(
+            env.agent_lines(&s),
+            vec![one_line.to_string(), multi.to_string()]
+        );
     });
 }
 
@@ -38,7 +42,10 @@ fn send_all_reaches_every_running_session() {
         env.wait_screen("one", "FAKE AGENT READY");
         env.wait_screen("two", "FAKE AGENT READY");
         let out = env.ok(&["send", "--all", "to everyone"]);
-        assert!(out.contains("Sent to one.") && out.contains("Sent to two."), "{out}");
+        assert!(
+            out.contains("Sent to one.") && out.contains("Sent to two."),
+            "{out}"
+        );
         env.wait_agent_line(&a, "to everyone");
         env.wait_agent_line(&b, "to everyone");
     });
@@ -64,8 +71,14 @@ fn the_host_answers_terminal_queries_when_nobody_is_attached() {
         // the cursor position there, from the host's screen model.
         let screen = env.wait_screen("asks", "startup cursor answer:");
         let banner = screen.lines().next().unwrap_or_default();
-        let expected = format!("startup cursor answer: ESC[1;{}R", banner.chars().count() + 1);
-        assert!(screen.contains(&expected), "expected {expected:?} in:\n{screen}");
+        let expected = format!(
+            "startup cursor answer: ESC[1;{}R",
+            banner.chars().count() + 1
+        );
+        assert!(
+            screen.contains(&expected),
+            "expected {expected:?} in:\n{screen}"
+        );
         assert!(!screen.contains("no answer"), "{screen}");
         env.ok(&["send", "asks", "query"]);
         env.wait_screen("asks", "cursor answer: ESC[");

@@ -33,12 +33,18 @@ pub fn owt_bin() -> &'static Path {
         assert!(status.success(), "building the owt binary failed");
         // target/<profile>/deps/<test> → target/<profile>/owt
         let exe = std::env::current_exe().expect("current test executable");
-        exe.parent().and_then(Path::parent).expect("target dir").join("owt")
+        exe.parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .join("owt")
     })
 }
 
 pub fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
 }
 
 pub fn fake_agent() -> PathBuf {
@@ -98,7 +104,10 @@ pub struct Session {
 
 impl Env {
     pub fn new() -> Env {
-        let dir = tempfile::Builder::new().prefix("owt-e2e").tempdir().expect("temp dir");
+        let dir = tempfile::Builder::new()
+            .prefix("owt-e2e")
+            .tempdir()
+            .expect("temp dir");
         let home = dir.path().join("owt-home");
         let repo = dir.path().join("repo");
         std::fs::create_dir_all(&repo).expect("repo dir");
@@ -109,8 +118,17 @@ impl Env {
             pids: Mutex::new(Vec::new()),
         };
         let git = |args: &[&str]| {
-            let out = env.command("git").args(args).current_dir(&env.repo).output().expect("git");
-            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            let out = env
+                .command("git")
+                .args(args)
+                .current_dir(&env.repo)
+                .output()
+                .expect("git");
+            assert!(
+                out.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         };
         git(&["init", "-q", "-b", "main"]);
         std::fs::write(env.repo.join("README.md"), "hello\n").expect("write");
@@ -133,8 +151,14 @@ impl Env {
         vec![
             ("OWT_HOME", self.home.to_string_lossy().into_owned()),
             ("HOME", root.to_string_lossy().into_owned()),
-            ("XDG_CONFIG_HOME", root.join("config").to_string_lossy().into_owned()),
-            ("XDG_STATE_HOME", root.join("state").to_string_lossy().into_owned()),
+            (
+                "XDG_CONFIG_HOME",
+                root.join("config").to_string_lossy().into_owned(),
+            ),
+            (
+                "XDG_STATE_HOME",
+                root.join("state").to_string_lossy().into_owned(),
+            ),
             ("GIT_CONFIG_GLOBAL", "/dev/null".into()),
             ("GIT_CONFIG_SYSTEM", "/dev/null".into()),
             ("GIT_AUTHOR_NAME", "Test".into()),
@@ -149,7 +173,10 @@ impl Env {
     /// `owt -C <repo> ARGS`.
     pub fn owt(&self, args: &[&str]) -> Command {
         let mut cmd = self.command(owt_bin());
-        cmd.arg("-C").arg(&self.repo).args(args).stdin(Stdio::null());
+        cmd.arg("-C")
+            .arg(&self.repo)
+            .args(args)
+            .stdin(Stdio::null());
         cmd
     }
 
@@ -192,7 +219,8 @@ impl Env {
     }
 
     pub fn parse_spawned(&self, out: &str) -> Session {
-        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("spawn output {out:?}: {e}"));
+        let v: serde_json::Value = serde_json::from_str(out.trim())
+            .unwrap_or_else(|e| panic!("spawn output {out:?}: {e}"));
         let session = Session {
             name: v["name"].as_str().expect("name").to_string(),
             short_id: v["short_id"].as_str().expect("short_id").to_string(),
@@ -216,7 +244,8 @@ impl Env {
     pub fn wait_screen(&self, name: &str, needle: &str) -> String {
         wait_for(&format!("{needle:?} on the screen of {name}"), WAIT, || {
             let out = self.run(&["peek", name]);
-            let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
             if text.contains(needle) {
                 Ok(text)
             } else {
@@ -279,7 +308,11 @@ pub fn pid_alive(pid: u32) -> bool {
         return false;
     }
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with(['Z', 'X'])))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with(['Z', 'X']))
+        })
         .unwrap_or(false)
 }
 
@@ -355,12 +388,18 @@ impl AttachClient {
     }
 
     pub fn type_bytes(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).expect("typing into the attach client");
+        self.writer
+            .write_all(bytes)
+            .expect("typing into the attach client");
         self.writer.flush().expect("flush");
     }
 
     pub fn resize(&self, rows: u16, cols: u16) {
-        self.screen.lock().unwrap().screen_mut().set_size(rows, cols);
+        self.screen
+            .lock()
+            .unwrap()
+            .screen_mut()
+            .set_size(rows, cols);
         self.master
             .resize(PtySize {
                 rows,
@@ -373,10 +412,12 @@ impl AttachClient {
 
     /// Waits for the client process to end; returns its exit code.
     pub fn wait_exit(&mut self) -> u32 {
-        wait_for("the attach client to exit", WAIT, || match self.child.try_wait() {
-            Ok(Some(status)) => Ok(status.exit_code()),
-            Ok(None) => Err(self.contents()),
-            Err(e) => Err(e.to_string()),
+        wait_for("the attach client to exit", WAIT, || {
+            match self.child.try_wait() {
+                Ok(Some(status)) => Ok(status.exit_code()),
+                Ok(None) => Err(self.contents()),
+                Err(e) => Err(e.to_string()),
+            }
         })
     }
 
