@@ -1,1 +1,329 @@
+//! Frames spoken on a session host's unix socket (`$OWT_HOME/run/<id>.sock`).
+//!
+//! Every frame is `kind: u8`, `len: u32` (little endian), then `len` bytes of
+//! payload. This header never changes between protocol versions, so any
+//! client can read a host's `Error` frame even when it speaks another version.
+//! Data frames (`Input`, `Output`, `Redraw`) carry raw terminal bytes; control
+//! frames carry one JSON document (the types below). See `docs/protocol.md`.
+
+use std::io::{self, Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped on every incompatible change of the frames or their payloads.
 pub const HOST_PROTOCOL_VERSION: u32 = 1;
+
+/// Largest payload a peer accepts; larger frames are a protocol error.
+pub const MAX_FRAME_LEN: u32 = 16 * 1024 * 1024;
+
+/// Bytes of a frame header.
+pub const HEADER_LEN: usize = 5;
+
+/// The kind byte of a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FrameKind {
+    // client → host
+    /// [`Hello`]: the first frame of every connection.
+    Hello = 0x01,
+    /// Raw bytes typed into the agent's terminal (attached clients).
+    Input = 0x02,
+    /// [`Resize`].
+    Resize = 0x03,
+    /// [`SendText`]: text (then Enter) as if typed.
+    Send = 0x04,
+    /// [`PeekRequest`] → `Screen`.
+    Peek = 0x05,
+    /// Empty → `Status`.
+    StatusRequest = 0x06,
+    /// [`Terminate`] → `Ok`; the host then hangs up the agent.
+    Terminate = 0x07,
+    /// Empty: an attached client leaves; the host closes the connection.
+    Detach = 0x08,
+
+    // host → client
+    /// [`Welcome`]: the answer to a compatible `Hello`.
+    Welcome = 0x81,
+    /// Raw bytes the agent wrote.
+    Output = 0x82,
+    /// Raw bytes that repaint the whole current screen (sent on attach and
+    /// instead of output a slow client missed).
+    Redraw = 0x83,
+    /// [`ScreenView`].
+    Screen = 0x84,
+    /// [`HostStatus`].
+    Status = 0x85,
+    /// Empty: a request was carried out.
+    Ok = 0x86,
+    /// [`AgentExit`]: the agent ended; the host closes soon after.
+    Exited = 0x87,
+    /// [`HostError`]: the request failed (or the versions differ); for a
+    /// `Hello`, the host closes the connection after it.
+    Error = 0x8F,
+}
+
+impl FrameKind {
+    pub fn from_u8(b: u8) -> Option<FrameKind> {
+        use FrameKind::*;
+        Some(match b {
+            0x01 => Hello,
+            0x02 => Input,
+            0x03 => Resize,
+            0x04 => Send,
+            0x05 => Peek,
+            0x06 => StatusRequest,
+            0x07 => Terminate,
+            0x08 => Detach,
+            0x81 => Welcome,
+            0x82 => Output,
+            0x83 => Redraw,
+            0x84 => Screen,
+            0x85 => Status,
+            0x86 => Ok,
+            0x87 => Exited,
+            0x8F => Error,
+            _ => return None,
+        })
+    }
+}
+
+/// What a connection is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// A terminal: gets a redraw, then output; sends input and resizes.
+    Attach,
+    /// Requests and replies only (send, peek, status, terminate).
+    Control,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub version: u32,
+    pub role: Role,
+    /// The client's terminal size (attach); 0 when unknown.
+    #[serde(default)]
+    pub rows: u16,
+    #[serde(default)]
+    pub cols: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Welcome {
+    pub version: u32,
+    pub host_pid: u32,
+    pub agent_pid: Option<u32>,
+    pub session_name: String,
+    pub short_id: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resize {
+    pub rows: u16,
+    pub cols: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SendText {
+    /// Typed verbatim; text with a newline goes as one bracketed paste.
+    pub text: String,
+    /// Press Enter after the text.
+    pub enter: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PeekRequest {
+    /// Include the lines scrolled off the top.
+    pub scrollback: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Terminate {
+    /// Time between the hang-up and the kill.
+    pub grace_ms: u64,
+}
+
+/// The agent's screen as text (`owt peek`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScreenView {
+    pub rows: u16,
+    pub cols: u16,
+    /// Zero-based (row, col).
+    pub cursor: (u16, u16),
+    pub alternate_screen: bool,
+    /// Visible lines, trailing blanks trimmed.
+    pub lines: Vec<String>,
+    /// Lines above the screen, oldest first (only when asked for).
+    pub scrollback: Vec<String>,
+}
+
+impl ScreenView {
+    /// The visible lines joined, without trailing empty lines.
+    pub fn text(&self) -> String {
+        let end = self
+            .lines
+            .iter()
+            .rposition(|l| !l.trim().is_empty())
+            .map_or(0, |i| i + 1);
+        let mut out = String::new();
+        for line in &self.scrollback {
+            out.push_str(line);
+            out.push('\n');
+        }
+        for line in &self.lines[..end] {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentExit {
+    pub code: Option<i32>,
+    pub signal: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostStatus {
+    pub host_pid: u32,
+    pub agent_pid: Option<u32>,
+    /// `None` while the agent runs.
+    pub exit: Option<AgentExit>,
+    pub attached_clients: u32,
+    pub rows: u16,
+    pub cols: u16,
+    /// Milliseconds since the Unix epoch.
+    pub started_at: i64,
+    pub last_output_at: Option<i64>,
+    pub last_input_at: Option<i64>,
+    /// The screen rules' verdict (`working`, `waiting`, `blocked`, `idle`).
+    pub screen_signal: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostError {
+    pub message: String,
+}
+
+/// `owt peek --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeekView {
+    pub session: String,
+    /// Whether the screen came from a live host (else from the final
+    /// screen the host saved when the agent exited).
+    pub live: bool,
+    pub screen: ScreenView,
+}
+
+/// A frame as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub kind: FrameKind,
+    pub payload: Vec<u8>,
+}
+
+impl Frame {
+    /// The JSON payload decoded as `T`.
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> io::Result<T> {
+        serde_json::from_slice(&self.payload).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("bad {:?} frame: {e}", self.kind),
+            )
+        })
+    }
+}
+
+/// Encodes one frame header.
+pub fn header(kind: FrameKind, len: usize) -> [u8; HEADER_LEN] {
+    let len = len as u32;
+    let l = len.to_le_bytes();
+    [kind as u8, l[0], l[1], l[2], l[3]]
+}
+
+/// One frame as bytes.
+pub fn encode(kind: FrameKind, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    out.extend_from_slice(&header(kind, payload.len()));
+    out.extend_from_slice(payload);
+    out
+}
+
+/// One frame with a JSON payload as bytes.
+pub fn encode_json<T: Serialize>(kind: FrameKind, value: &T) -> Vec<u8> {
+    // Serializing these plain structs cannot fail.
+    let payload = serde_json::to_vec(value).unwrap_or_default();
+    encode(kind, &payload)
+}
+
+/// Writes one frame.
+pub fn write_frame(w: &mut impl Write, kind: FrameKind, payload: &[u8]) -> io::Result<()> {
+    w.write_all(&header(kind, payload.len()))?;
+    w.write_all(payload)?;
+    w.flush()
+}
+
+/// Writes one frame with a JSON payload.
+pub fn write_json<T: Serialize>(w: &mut impl Write, kind: FrameKind, value: &T) -> io::Result<()> {
+    let bytes = encode_json(kind, value);
+    w.write_all(&bytes)?;
+    w.flush()
+}
+
+/// Reads one frame; `Ok(None)` on a clean end of stream before a header.
+pub fn read_frame(r: &mut impl Read) -> io::Result<Option<Frame>> {
+    let mut head = [0u8; HEADER_LEN];
+    let mut got = 0;
+    while got < HEADER_LEN {
+        match r.read(&mut head[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let kind = FrameKind::from_u8(head[0]).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unknown frame kind 0x{:02x}", head[0]),
+        )
+    })?;
+    let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
+    if len > MAX_FRAME_LEN {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes is larger than {MAX_FRAME_LEN}"),
+        ));
+    }
+    let mut payload = vec![0u8; len as usize];
+    r.read_exact(&mut payload)?;
+    Ok(Some(Frame { kind, payload }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, FrameKind::Output, b"hello\x1b[0m").unwrap();
+        write_json(&mut buf, FrameKind::Resize, &Resize { rows: 24, cols: 80 }).unwrap();
+        let mut r = &buf[..];
+        let f = read_frame(&mut r).unwrap().unwrap();
+        assert_eq!(f.kind, FrameKind::Output);
+        assert_eq!(f.payload, b"hello\x1b[0m");
+        let f = read_frame(&mut r).unwrap().unwrap();
+        assert_eq!(f.json::<Resize>().unwrap(), Resize { rows: 24, cols: 80 });
+        assert!(read_frame(&mut r).unwrap().is_none());
+    }
+
+    #[test]
+    fn unknown_kind_is_an_error() {
+        let buf = [0x42u8, 0, 0, 0, 0];
+        let err = read_frame(&mut &buf[..]).unwrap_err();
+        assert!(err.to_string().contains("unknown frame kind 0x42"));
+    }
+}

@@ -5,17 +5,23 @@
 //! sentences for people, the `owt-protocol` type for `--json`. No git,
 //! SQLite or PTY calls here.
 
+pub mod attach;
 mod board;
 mod completions;
 mod config;
 mod db;
 mod delete;
 mod doctor;
+pub mod hook;
+pub mod host;
 mod list;
 mod merge;
 mod new;
+pub mod peek;
+pub mod send;
 mod ship;
 mod version;
+pub mod wait;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -71,6 +77,17 @@ pub enum Command {
     /// Stop a session's agent and remove its worktree and branch.
     #[command(visible_alias = "rm")]
     Delete(delete::Args),
+    /// Attach this terminal to an agent (detach: Ctrl-\ then d).
+    Attach(attach::Args),
+    /// Attach to an agent (another name for attach).
+    #[command(visible_alias = "s")]
+    Switch(attach::Args),
+    /// Type text (then Enter) into an agent, or into all of them.
+    Send(send::Args),
+    /// Print an agent's current screen.
+    Peek(peek::Args),
+    /// Block until an agent is done, needs input, or exited.
+    Wait(wait::Args),
     /// Merge a session's branch into its base branch (two phases, conflict-safe).
     #[command(visible_alias = "m")]
     Merge(merge::Args),
@@ -88,6 +105,12 @@ pub enum Command {
     Version,
     /// Print a shell completion script.
     Completions(completions::Args),
+    /// Record an agent hook event (called by agents' hooks).
+    #[command(hide = true)]
+    Hook(hook::Args),
+    /// The session host (started by owt itself).
+    #[command(name = "__host", hide = true)]
+    Host(host::Args),
 }
 
 /// Entry point of the binary.
@@ -112,6 +135,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::New(args)) => new::run(dir, &out, args),
         Some(Command::List(args)) => list::run(dir, &out, args),
         Some(Command::Delete(args)) => delete::run(dir, &out, args),
+        Some(Command::Attach(args)) | Some(Command::Switch(args)) => attach::run(dir, cli.json, args),
+        Some(Command::Send(args)) => send::run(dir, cli.json, args),
+        Some(Command::Peek(args)) => peek::run(dir, cli.json, args),
+        Some(Command::Wait(args)) => wait::run(dir, cli.json, args),
+        Some(Command::Hook(args)) => hook::run(dir, cli.json, args),
+        Some(Command::Host(args)) => host::run(dir, cli.json, args),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),

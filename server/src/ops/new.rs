@@ -159,6 +159,9 @@ pub fn new_session(
     )?;
 
     let mut warnings = setup::prepare_worktree(ctx, &session, progress);
+    if let Err(e) = session::install_hooks(resolved.provider.hooks, &session.worktree_path) {
+        warnings.push(format!("could not install {} hooks: {e}", resolved.provider.name));
+    }
 
     progress(&format!(
         "Starting {} in {}",

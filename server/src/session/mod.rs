@@ -1,20 +1,52 @@
 //! Session hosts: one detached process per agent that owns the agent's PTY,
 //! its screen model and a unix socket for attach / send / peek.
 //!
-//! INTERFACE (implemented on the `host` branch; this file is the contract
-//! the rest of the crate calls).
+//! This module is the library face of hosts: starting one ([`start_host`],
+//! detached, returning once it serves its socket), talking to one
+//! ([`client`]), noticing a dead one ([`reconcile`]), stopping one
+//! ([`stop`]), waiting on a session's status ([`wait`]), attaching a
+//! terminal ([`attach`]) and agent hooks ([`hooks`]). The host process
+//! itself is [`host`]; the frames it speaks are `owt_protocol::host`.
+//!
+//! Invariants: a host is found by its socket (`$OWT_HOME/run/<short id>.sock`)
+//! and its pids in the `host` fact, never by a process name; a session is
+//! alive while its host answers or its host pid lives; nothing here kills a
+//! process it cannot show is this session's.
+
+pub mod attach;
+pub mod client;
+pub mod hooks;
+pub mod host;
+pub mod queries;
+pub mod rules;
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
+use owt_protocol::host::{PeekView, Role, ScreenView};
 use serde::{Deserialize, Serialize};
 
-use crate::store::{SessionRow, Store};
+use crate::status::{self, kind, Derived, ExitFact, HostFact, SessionFacts};
+use crate::store::{now_ms, SessionRow, Store};
+
+pub use client::HostConn;
+pub use hooks::{install_hooks, record_hook};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error("session host: {0}")]
     Host(String),
+    /// The host does not answer (exited, lost or never started).
+    #[error("session host: {0}")]
+    NotRunning(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// Everything a session host needs to start an agent.
@@ -38,7 +70,7 @@ pub struct HostSpec {
 }
 
 /// A started host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Started {
     pub host_pid: u32,
     pub agent_pid: Option<u32>,
@@ -49,20 +81,409 @@ pub fn socket_path(home: &Path, short_id: &str) -> PathBuf {
     home.join("run").join(format!("{short_id}.sock"))
 }
 
+/// `$OWT_HOME/logs/<short_id>.screen`: the agent's last screen, as text,
+/// saved by the host when the agent exits.
+pub fn screen_path(home: &Path, short_id: &str) -> PathBuf {
+    home.join("logs").join(format!("{short_id}.screen"))
+}
+
+/// `$OWT_HOME/logs/<short_id>.log`: the host's own log.
+pub fn log_path(home: &Path, short_id: &str) -> PathBuf {
+    host::log_path(home, short_id)
+}
+
+/// How long [`start_host`] waits for a host to serve its socket.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Starts a detached host for `spec` and waits until it serves its socket.
+/// The host is this program's `__host run` (or `$OWT_BIN`, for tests that
+/// link this library into another executable).
 pub fn start_host(spec: &HostSpec) -> Result<Started, SessionError> {
+    let exe = match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
+        Some(bin) => PathBuf::from(bin),
+        None => std::env::current_exe()
+            .map_err(|e| SessionError::Host(format!("finding the owt binary: {e}")))?,
+    };
+    start_host_with(spec, &exe)
+}
+
+/// As [`start_host`], running the host from the owt binary `exe`.
+pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionError> {
+    let err =
+        |context: &str, e: &dyn std::fmt::Display| SessionError::Host(format!("{context}: {e}"));
+    let logs = spec.home.join("logs");
+    host::ensure_private_dir(&logs)?;
+    let spec_file = logs.join(format!("{}.spec.json", spec.short_id));
+    let json = serde_json::to_vec_pretty(spec).map_err(|e| err("encoding the host spec", &e))?;
+    std::fs::write(&spec_file, json)
+        .map_err(|e| err(&format!("writing {}", spec_file.display()), &e))?;
+    let log_file = log_path(&spec.home, &spec.short_id);
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .open(&log_file)
+        .map_err(|e| err(&format!("opening {}", log_file.display()), &e))?;
+    let log2 = log
+        .try_clone()
+        .map_err(|e| err("duplicating the log file", &e))?;
+
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(err(
+            "creating the readiness pipe",
+            &std::io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: pipe2 just returned these descriptors; we own them.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let write_fd = fds[1];
+    const READY_FD: i32 = 3;
+
+    let mut cmd = Command::new(exe);
+    cmd.args(["__host", "run", "--spec"])
+        .arg(&spec_file)
+        .args(["--ready-fd", &READY_FD.to_string()])
+        .env("OWT_HOME", &spec.home)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2);
+    // SAFETY: only async-signal-safe calls (setsid, dup2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // dup2 clears close-on-exec on the copy (but is a no-op when
+            // the descriptor already has that number).
+            if write_fd == READY_FD {
+                libc::fcntl(READY_FD, libc::F_SETFD, 0);
+            } else if libc::dup2(write_fd, READY_FD) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| err(&format!("starting the session host {}", exe.display()), &e))?;
+    drop(write_end);
+    let host_pid = child.id();
+
+    // Wait for one line on the pipe (or its end), with a deadline.
+    let deadline = Instant::now() + START_TIMEOUT;
+    let mut pfd = libc::pollfd {
+        fd: fds[0],
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            // SAFETY: kill has no memory preconditions.
+            unsafe { libc::kill(host_pid as i32, libc::SIGKILL) };
+            let _ = child.wait();
+            return Err(SessionError::Host(format!(
+                "the session host did not become ready within {}s; see {}",
+                START_TIMEOUT.as_secs(),
+                log_file.display()
+            )));
+        }
+        // SAFETY: one valid pollfd.
+        let rc = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(1_000) as i32) };
+        if rc > 0 {
+            break;
+        }
+    }
+    let mut line = String::new();
+    let _ = BufReader::new(File::from(read_end)).read_line(&mut line);
+    let line = line.trim();
+    if let Some(rest) = line.strip_prefix("ok") {
+        let agent_pid = rest.trim().parse::<u32>().ok().filter(|p| *p != 0);
+        // Reap the host when it ends, if this process lives that long.
+        std::thread::spawn(move || {
+            let _ = child.wait();
+        });
+        return Ok(Started {
+            host_pid,
+            agent_pid,
+        });
+    }
+    let _ = child.wait();
+    if let Some(message) = line.strip_prefix("error: ") {
+        return Err(SessionError::Host(message.to_string()));
+    }
+    let tail = std::fs::read_to_string(&log_file)
+        .map(|t| {
+            t.lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
     Err(SessionError::Host(format!(
-        "cannot start {}: session hosts are not built in yet",
-        spec.session_name
+        "the session host exited before it was ready; see {}{}{}",
+        log_file.display(),
+        if tail.is_empty() { "" } else { ":\n" },
+        tail
     )))
 }
 
+/// Runs the host in this process (the `__host run` subcommand).
+/// `ready_fd` is the readiness pipe [`start_host`] passes.
+pub fn run_host(spec: HostSpec, ready_fd: Option<i32>) -> Result<(), SessionError> {
+    let ready = ready_fd.map(|fd| {
+        // SAFETY: the parent passed this descriptor for us to own; keep it
+        // out of the agent.
+        unsafe {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            File::from_raw_fd(fd)
+        }
+    });
+    // A dying client must not kill the host.
+    // SAFETY: setting a signal disposition has no memory preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
+    host::run(spec, ready)
+}
+
+/// Whether `pid` is a live (not zombie) process.
+pub fn pid_alive(pid: u32) -> bool {
+    if pid == 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    if rc != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EPERM) {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => true,
+    }
+}
+
+/// Whether a host answers on the session's socket.
+pub fn host_answers(home: &Path, short_id: &str) -> bool {
+    HostConn::connect(&socket_path(home, short_id), Role::Control, 0, 0).is_ok()
+}
+
 /// Records `host-lost` for a session whose host is gone without an exit fact.
-pub fn reconcile(_store: &Store, _home: &Path, _session: &SessionRow) -> Result<(), SessionError> {
+pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(), SessionError> {
+    let facts = store.facts(session.id)?;
+    let has = |k: &str| facts.iter().any(|f| f.kind == k);
+    if has(kind::EXIT) || has(kind::HOST_LOST) {
+        return Ok(());
+    }
+    let Some((host, _)) = store.fact::<HostFact>(session.id, kind::HOST)? else {
+        return Ok(());
+    };
+    if std::os::unix::net::UnixStream::connect(socket_path(home, &session.short_id)).is_ok() {
+        return Ok(());
+    }
+    if pid_alive(host.host_pid) {
+        return Ok(());
+    }
+    if store.record_fact_once(session.id, kind::HOST_LOST, &())? {
+        tracing::info!(session = %session.name, "host lost");
+    }
     Ok(())
 }
 
+/// Time between hang-up and kill when stopping an agent.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
 /// Stops the agent (hang-up, then kill after a grace period) and its host.
-pub fn stop(_home: &Path, _session: &SessionRow) -> Result<(), SessionError> {
+pub fn stop(home: &Path, session: &SessionRow) -> Result<(), SessionError> {
+    let store = Store::open(home)?;
+    let host = store
+        .fact::<HostFact>(session.id, kind::HOST)?
+        .map(|(h, _)| h);
+    let socket = socket_path(home, &session.short_id);
+    if let Ok(mut conn) = HostConn::connect(&socket, Role::Control, 0, 0) {
+        conn.terminate(STOP_GRACE)?;
+        let host_pid = conn.welcome.host_pid;
+        drop(conn);
+        let deadline = Instant::now() + STOP_GRACE + Duration::from_secs(5);
+        while pid_alive(host_pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if pid_alive(host_pid) {
+            return Err(SessionError::Host(format!(
+                "the session host (pid {host_pid}) of {} did not exit after its agent was stopped",
+                session.name
+            )));
+        }
+        return Ok(());
+    }
+    // The socket is dead: kill what is left, if it is still ours.
+    let Some(host) = host else { return Ok(()) };
+    if let Some(agent) = host
+        .agent_pid
+        .filter(|p| pid_alive(*p) && is_agent_of(*p, &session.short_id))
+    {
+        let pgid = agent as libc::pid_t;
+        // SAFETY: kill has no memory preconditions.
+        unsafe { libc::kill(-pgid, libc::SIGHUP) };
+        let deadline = Instant::now() + STOP_GRACE;
+        while pid_alive(agent) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if pid_alive(agent) {
+            // SAFETY: as above.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+    }
+    if pid_alive(host.host_pid) && is_host_of(host.host_pid, &session.short_id) {
+        // SAFETY: as above.
+        unsafe { libc::kill(host.host_pid as libc::pid_t, libc::SIGKILL) };
+    }
     Ok(())
 }
+
+/// Whether `pid`'s environment names this session (`OWT_SESSION`).
+fn is_agent_of(pid: u32, short_id: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| {
+            env.split(|b| *b == 0)
+                .any(|kv| kv == format!("OWT_SESSION={short_id}").as_bytes())
+        })
+        .unwrap_or(false)
+}
+
+/// Whether `pid` is an owt host for this session (its spec file is named
+/// after the short id).
+fn is_host_of(pid: u32, short_id: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|cmd| {
+            let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+            args.contains(&&b"__host"[..])
+                && args
+                    .iter()
+                    .any(|a| String::from_utf8_lossy(a).ends_with(&format!("{short_id}.spec.json")))
+        })
+        .unwrap_or(false)
+}
+
+/// The session's derived status now (after reconciling it).
+pub fn derived_status(
+    store: &Store,
+    home: &Path,
+    session: &SessionRow,
+) -> Result<Derived, SessionError> {
+    reconcile(store, home, session)?;
+    let facts = SessionFacts::from_rows(session.created_at, &store.facts(session.id)?);
+    Ok(status::derive_status(&facts, now_ms()))
+}
+
+/// The agent's screen: live from its host, else the final screen it saved.
+pub fn peek(home: &Path, session: &SessionRow, scrollback: bool) -> Result<PeekView, SessionError> {
+    let socket = socket_path(home, &session.short_id);
+    match HostConn::connect(&socket, Role::Control, 0, 0) {
+        Ok(mut conn) => Ok(PeekView {
+            session: session.name.clone(),
+            live: true,
+            screen: conn.peek(scrollback)?,
+        }),
+        Err(SessionError::NotRunning(why)) => {
+            let saved = screen_path(home, &session.short_id);
+            let text = std::fs::read_to_string(&saved).map_err(|_| {
+                SessionError::NotRunning(format!(
+                    "{why}; and no saved screen at {}",
+                    saved.display()
+                ))
+            })?;
+            let lines: Vec<String> = text.lines().map(str::to_string).collect();
+            Ok(PeekView {
+                session: session.name.clone(),
+                live: false,
+                screen: ScreenView {
+                    rows: lines.len() as u16,
+                    cols: lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u16,
+                    cursor: (0, 0),
+                    alternate_screen: false,
+                    lines,
+                    scrollback: Vec::new(),
+                },
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Types `text` into the session's agent (then Enter, if `enter`).
+pub fn send(
+    home: &Path,
+    session: &SessionRow,
+    text: &str,
+    enter: bool,
+) -> Result<(), SessionError> {
+    let mut conn = HostConn::connect(&socket_path(home, &session.short_id), Role::Control, 0, 0)
+        .map_err(|e| match e {
+            SessionError::NotRunning(_) => {
+                SessionError::NotRunning(format!("{} is not running", session.name))
+            }
+            other => other,
+        })?;
+    conn.send(text, enter)
+}
+
+/// How [`wait`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// Done, needs input or blocked: the agent is waiting for the human.
+    Ready(Derived),
+    /// The agent exited (see `exit_code` / `host_lost`).
+    Exited(Derived),
+    TimedOut(Derived),
+}
+
+/// How often [`wait`] re-reads the store.
+const WAIT_POLL: Duration = Duration::from_millis(150);
+
+/// Blocks until the session is done, needs the human, or exited, or until
+/// `timeout` passes.
+pub fn wait(
+    store: &Store,
+    home: &Path,
+    session: &SessionRow,
+    timeout: Option<Duration>,
+) -> Result<WaitOutcome, SessionError> {
+    use owt_protocol::Status;
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let derived = derived_status(store, home, session)?;
+        match derived.status {
+            Status::Exited => return Ok(WaitOutcome::Exited(derived)),
+            Status::Done | Status::NeedsInput | Status::Blocked => {
+                return Ok(WaitOutcome::Ready(derived))
+            }
+            _ => {}
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(WaitOutcome::TimedOut(derived));
+        }
+        std::thread::sleep(WAIT_POLL);
+    }
+}
+
+/// The exit fact of a session, if it has one.
+pub fn exit_fact(store: &Store, session: &SessionRow) -> Result<Option<ExitFact>, SessionError> {
+    Ok(store
+        .fact::<ExitFact>(session.id, kind::EXIT)?
+        .map(|(e, _)| e))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+//! `owt __host` (hidden): the session host process itself (`run`), and
+//! `spawn`, which registers a session for an arbitrary argv in the current
+//! repository and starts its host — what `owt new` does minus the worktree,
+//! used by the end-to-end tests and the benchmark — and `stop`.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use crate::ops::{owt_home, Context};
+use crate::session::{self, HostSpec};
+use crate::store::NewSession;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: HostCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum HostCommand {
+    /// Run a session host in this process (started detached by owt).
+    Run {
+        /// The host spec (JSON), or `-` for standard input.
+        #[arg(long)]
+        spec: PathBuf,
+        /// Descriptor of the readiness pipe.
+        #[arg(long)]
+        ready_fd: Option<i32>,
+    },
+    /// Register a session running ARGV in the current checkout and start
+    /// its host; prints `{"name", "short_id", "host_pid", "agent_pid"}`.
+    Spawn {
+        #[arg(long)]
+        name: String,
+        /// Provider whose screen rules apply.
+        #[arg(long, default_value = "generic")]
+        provider: String,
+        /// Typed into the agent once it is ready.
+        #[arg(long)]
+        typed_prompt: Option<String>,
+        #[arg(long, default_value_t = 24)]
+        rows: u16,
+        #[arg(long, default_value_t = 80)]
+        cols: u16,
+        /// Extra environment, `KEY=VALUE`.
+        #[arg(long = "env")]
+        env: Vec<String>,
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
+    /// Stop a session's agent and host (what `owt delete` does first).
+    Stop { name: String },
+}
+
+pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        HostCommand::Run { spec, ready_fd } => {
+            init_host_logs();
+            let text = if spec.as_os_str() == "-" {
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .context("reading the host spec")?;
+                s
+            } else {
+                std::fs::read_to_string(&spec)
+                    .with_context(|| format!("reading {}", spec.display()))?
+            };
+            let spec: HostSpec = serde_json::from_str(&text).context("parsing the host spec")?;
+            session::run_host(spec, ready_fd)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        HostCommand::Stop { name } => {
+            let ctx = Context::open(ctx_dir)?;
+            let row = ctx.session(&name)?;
+            session::stop(&ctx.home, &row).with_context(|| format!("stopping {name}"))?;
+            println!("Stopped {name}.");
+            Ok(ExitCode::SUCCESS)
+        }
+        HostCommand::Spawn {
+            name,
+            provider,
+            typed_prompt,
+            rows,
+            cols,
+            env,
+            argv,
+        } => {
+            let mut ctx = Context::open(ctx_dir)?;
+            let cwd = match ctx_dir {
+                Some(d) => d.to_path_buf(),
+                None => std::env::current_dir().context("reading the current directory")?,
+            };
+            let cwd_text = cwd.to_string_lossy().into_owned();
+            let repo_id = ctx.repo_row.id;
+            let row = ctx.store.insert_session(
+                &NewSession {
+                    repo_id,
+                    name: &name,
+                    task: "",
+                    branch_template: "{name}",
+                    base_branch: "main",
+                    worktree_template: &cwd_text,
+                    provider: &provider,
+                    kind: "branch",
+                },
+                |_| false,
+            )?;
+            let mut env_map = BTreeMap::new();
+            for kv in env {
+                let (k, v) = kv.split_once('=').context("--env wants KEY=VALUE")?;
+                env_map.insert(k.to_string(), v.to_string());
+            }
+            let spec = HostSpec {
+                session_id: row.id,
+                session_name: row.name.clone(),
+                short_id: row.short_id.clone(),
+                provider,
+                argv,
+                cwd,
+                env: env_map,
+                typed_prompt,
+                headless: false,
+                home: owt_home()?,
+                rows,
+                cols,
+            };
+            let started =
+                session::start_host(&spec).with_context(|| format!("starting {}", row.name))?;
+            let out = serde_json::json!({
+                "name": row.name,
+                "short_id": row.short_id,
+                "host_pid": started.host_pid,
+                "agent_pid": started.agent_pid,
+            });
+            println!("{out}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The host logs to stderr, which `start_host` points at its log file.
+fn init_host_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("OWT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}

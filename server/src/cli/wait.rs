@@ -1,0 +1,48 @@
+//! `owt wait NAME [--timeout S]`: block until the agent is done, needs the
+//! human, or exited. Exit 0 when it is done / waiting for input / blocked
+//! (or exited with code 0), 1 when it exited with an error, 2 on timeout.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::ops::Context;
+use crate::session::{self, WaitOutcome};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session.
+    pub name: String,
+    /// Give up after this many seconds (exit code 2).
+    #[arg(long)]
+    pub timeout: Option<f64>,
+}
+
+pub fn run(ctx_dir: Option<&Path>, json: bool, args: Args) -> anyhow::Result<ExitCode> {
+    let ctx = Context::open(ctx_dir)?;
+    let row = ctx.session(&args.name)?;
+    let timeout = args.timeout.map(|s| Duration::from_secs_f64(s.max(0.0)));
+    let outcome = session::wait(&ctx.store, &ctx.home, &row, timeout)?;
+    let (derived, code) = match &outcome {
+        WaitOutcome::Ready(d) => (d, 0),
+        WaitOutcome::Exited(d) if d.exit_code == Some(0) => (d, 0),
+        WaitOutcome::Exited(d) => (d, 1),
+        WaitOutcome::TimedOut(d) => (d, 2),
+    };
+    if json {
+        let out = serde_json::json!({
+            "session": row.name,
+            "status": derived.status,
+            "text": derived.text,
+            "exit_code": derived.exit_code,
+            "host_lost": derived.host_lost,
+            "timed_out": matches!(outcome, WaitOutcome::TimedOut(_)),
+        });
+        println!("{out}");
+    } else if matches!(outcome, WaitOutcome::TimedOut(_)) {
+        println!("{} is still {} (timed out).", row.name, derived.text);
+    } else {
+        println!("{} is {}.", row.name, derived.text);
+    }
+    Ok(ExitCode::from(code))
+}

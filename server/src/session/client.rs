@@ -1,0 +1,150 @@
+//! The client side of the host socket: connect, say hello, and make one
+//! request (peek, send, status, terminate) or stream an attach.
+
+use std::io;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use owt_protocol::host::{
+    self as proto, Frame, FrameKind, Hello, HostError, HostStatus, PeekRequest, Role, ScreenView,
+    SendText, Terminate, Welcome, HOST_PROTOCOL_VERSION,
+};
+
+use super::SessionError;
+
+/// An open, greeted connection to a session host.
+#[derive(Debug)]
+pub struct HostConn {
+    pub stream: UnixStream,
+    pub welcome: Welcome,
+}
+
+fn io_err(context: &str, e: io::Error) -> SessionError {
+    SessionError::Host(format!("{context}: {e}"))
+}
+
+impl HostConn {
+    /// Connects to `socket` and greets the host as `role`.
+    pub fn connect(
+        socket: &Path,
+        role: Role,
+        rows: u16,
+        cols: u16,
+    ) -> Result<HostConn, SessionError> {
+        HostConn::connect_with_version(socket, role, rows, cols, HOST_PROTOCOL_VERSION)
+    }
+
+    /// As [`HostConn::connect`], claiming protocol `version` (tests).
+    pub fn connect_with_version(
+        socket: &Path,
+        role: Role,
+        rows: u16,
+        cols: u16,
+        version: u32,
+    ) -> Result<HostConn, SessionError> {
+        let mut stream = UnixStream::connect(socket).map_err(|e| {
+            SessionError::NotRunning(format!(
+                "no session host answers at {}: {e}",
+                socket.display()
+            ))
+        })?;
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+        let hello = Hello {
+            version,
+            role,
+            rows,
+            cols,
+        };
+        proto::write_json(&mut stream, FrameKind::Hello, &hello)
+            .map_err(|e| io_err("greeting the session host", e))?;
+        let frame = read(&mut stream, "the session host's welcome")?;
+        let welcome = match frame.kind {
+            FrameKind::Welcome => frame
+                .json::<Welcome>()
+                .map_err(|e| io_err("reading the welcome", e))?,
+            FrameKind::Error => return Err(host_error(&frame)),
+            other => {
+                return Err(SessionError::Host(format!(
+                    "the session host answered hello with {other:?}"
+                )))
+            }
+        };
+        if welcome.version != HOST_PROTOCOL_VERSION {
+            return Err(SessionError::Host(format!(
+                "protocol mismatch: the session host speaks version {}, this owt speaks {HOST_PROTOCOL_VERSION}",
+                welcome.version
+            )));
+        }
+        let _ = stream.set_read_timeout(None);
+        Ok(HostConn { stream, welcome })
+    }
+
+    fn request(
+        &mut self,
+        kind: FrameKind,
+        payload: &[u8],
+        what: &str,
+    ) -> Result<Frame, SessionError> {
+        let _ = self.stream.set_read_timeout(Some(Duration::from_secs(10)));
+        proto::write_frame(&mut self.stream, kind, payload)
+            .map_err(|e| io_err(&format!("sending {what}"), e))?;
+        let frame = read(&mut self.stream, what)?;
+        if frame.kind == FrameKind::Error {
+            return Err(host_error(&frame));
+        }
+        Ok(frame)
+    }
+
+    /// The current screen.
+    pub fn peek(&mut self, scrollback: bool) -> Result<ScreenView, SessionError> {
+        let payload = serde_json::to_vec(&PeekRequest { scrollback }).unwrap_or_default();
+        let frame = self.request(FrameKind::Peek, &payload, "peek")?;
+        frame.json().map_err(|e| io_err("reading the screen", e))
+    }
+
+    /// Types `text` (then Enter).
+    pub fn send(&mut self, text: &str, enter: bool) -> Result<(), SessionError> {
+        let payload = serde_json::to_vec(&SendText {
+            text: text.to_string(),
+            enter,
+        })
+        .unwrap_or_default();
+        self.request(FrameKind::Send, &payload, "send")?;
+        Ok(())
+    }
+
+    pub fn status(&mut self) -> Result<HostStatus, SessionError> {
+        let frame = self.request(FrameKind::StatusRequest, b"", "status")?;
+        frame
+            .json()
+            .map_err(|e| io_err("reading the host status", e))
+    }
+
+    /// Asks the host to hang up the agent (and kill it after `grace`).
+    pub fn terminate(&mut self, grace: Duration) -> Result<(), SessionError> {
+        let payload = serde_json::to_vec(&Terminate {
+            grace_ms: grace.as_millis() as u64,
+        })
+        .unwrap_or_default();
+        self.request(FrameKind::Terminate, &payload, "terminate")?;
+        Ok(())
+    }
+}
+
+fn read(stream: &mut UnixStream, what: &str) -> Result<Frame, SessionError> {
+    match proto::read_frame(stream) {
+        Ok(Some(frame)) => Ok(frame),
+        Ok(None) => Err(SessionError::Host(format!(
+            "the session host closed the connection before {what}"
+        ))),
+        Err(e) => Err(io_err(&format!("reading {what}"), e)),
+    }
+}
+
+fn host_error(frame: &Frame) -> SessionError {
+    match frame.json::<HostError>() {
+        Ok(e) => SessionError::Host(e.message),
+        Err(e) => SessionError::Host(format!("the session host sent an unreadable error: {e}")),
+    }
+}

@@ -1,0 +1,963 @@
+//! The session host process (`owt __host run`): owns one agent's PTY, its
+//! screen model and the unix socket clients attach to.
+//!
+//! Threads (std only, no async): the PTY reader (parses output into the
+//! screen, answers terminal queries when nobody is attached, fans output out
+//! to attached clients), one PTY writer (all input, in order, so a blocked
+//! agent never blocks anything else), the child waiter, the monitor (the
+//! only owner of the store: output/input/screen facts, typed prompt), the
+//! acceptor (main thread), and per connection a reader and a writer.
+//!
+//! Invariants: the agent never waits on a client — every client has a
+//! bounded queue, and a client that falls behind gets a fresh redraw instead
+//! of the bytes it missed. Lock order is `State` then a client's queue.
+//! Nothing here panics on purpose; thread bodies are wrapped so a panic is
+//! logged and ends the host cleanly.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use owt_protocol::host::{
+    self as proto, AgentExit, FrameKind, HostError, HostStatus, PeekRequest, Resize, Role,
+    ScreenView, SendText, Terminate, Welcome, HOST_PROTOCOL_VERSION,
+};
+use portable_pty::{CommandBuilder, MasterPty, PtySize};
+
+use super::queries::{self, QueryScanner};
+use super::{rules, HostSpec, SessionError};
+use crate::status::{kind, AgentSignal, ExitFact, HostFact};
+use crate::store::{now_ms, Store};
+
+/// Lines of scrollback kept by the screen model.
+pub const SCROLLBACK_LINES: usize = 5_000;
+/// Queued output bytes after which a client is considered behind.
+const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
+/// At most one `output` fact per this interval.
+const OUTPUT_FACT_MS: i64 = 1_000;
+/// Quiet time after first output before a typed prompt is typed.
+const PROMPT_QUIET_MS: u64 = 800;
+/// A typed prompt is typed after this long even with no output at all.
+const PROMPT_DEADLINE_MS: u64 = 8_000;
+/// Pause between typed text and its Enter (TUIs treat a fast Enter as part
+/// of a paste).
+const ENTER_DELAY_MS: u64 = 60;
+/// How long the host stays after the agent exits, so a last peek works.
+const LINGER_MS: u64 = 500;
+
+/// Runs a host until its agent exits. `ready` receives `ok <agent pid>` once
+/// the socket serves, or `error: …` if starting fails.
+pub fn run(spec: HostSpec, mut ready: Option<File>) -> Result<(), SessionError> {
+    match start(&spec) {
+        Ok(started) => {
+            if let Some(mut r) = ready.take() {
+                let _ = writeln!(r, "ok {}", started.agent_pid.unwrap_or(0));
+            }
+            serve(started);
+            Ok(())
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            if let Some(mut r) = ready.take() {
+                let _ = writeln!(r, "error: {}", e.to_string().replace('\n', " "));
+            }
+            Err(e)
+        }
+    }
+}
+
+fn host_err(context: &str, e: impl std::fmt::Display) -> SessionError {
+    SessionError::Host(format!("{context}: {e}"))
+}
+
+/// Messages for the PTY writer thread.
+enum ToAgent {
+    Bytes(Vec<u8>),
+    /// Input that counts as the human's (records an `input` fact).
+    Input(Vec<u8>),
+    Pause(Duration),
+}
+
+/// Messages for the monitor thread.
+enum ToMonitor {
+    /// Record the exit, then acknowledge.
+    Exited(AgentExit, mpsc::Sender<()>),
+}
+
+struct ClientQueue {
+    frames: VecDeque<Arc<[u8]>>,
+    bytes: usize,
+    needs_redraw: bool,
+    closed: bool,
+}
+
+struct Client {
+    id: u64,
+    queue: Mutex<ClientQueue>,
+    ready: Condvar,
+}
+
+impl Client {
+    fn new(id: u64) -> Arc<Client> {
+        Arc::new(Client {
+            id,
+            queue: Mutex::new(ClientQueue {
+                frames: VecDeque::new(),
+                bytes: 0,
+                needs_redraw: false,
+                closed: false,
+            }),
+            ready: Condvar::new(),
+        })
+    }
+
+    /// Queues a reply or control frame (never dropped).
+    fn push(&self, frame: Vec<u8>) {
+        let mut q = lock(&self.queue);
+        q.bytes += frame.len();
+        q.frames.push_back(frame.into());
+        drop(q);
+        self.ready.notify_one();
+    }
+
+    /// Queues output; a client too far behind loses its queue and will get
+    /// a redraw instead.
+    fn push_output(&self, frame: &Arc<[u8]>) {
+        let mut q = lock(&self.queue);
+        if q.needs_redraw {
+            return;
+        }
+        if q.bytes + frame.len() > CLIENT_QUEUE_LIMIT {
+            q.frames.clear();
+            q.bytes = 0;
+            q.needs_redraw = true;
+        } else {
+            q.bytes += frame.len();
+            q.frames.push_back(frame.clone());
+        }
+        drop(q);
+        self.ready.notify_one();
+    }
+
+    fn close(&self) {
+        lock(&self.queue).closed = true;
+        self.ready.notify_one();
+    }
+}
+
+/// Locks a mutex, recovering from poisoning (a panicked thread was already
+/// reported; the data is still the best we have).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct State {
+    parser: vt100::Parser,
+    scanner: QueryScanner,
+    attached: Vec<Arc<Client>>,
+    /// Bumped on every read of output.
+    output_seq: u64,
+    last_output: Option<Instant>,
+    last_output_at: Option<i64>,
+    last_input_at: Option<i64>,
+    screen_signal: Option<AgentSignal>,
+    exit: Option<AgentExit>,
+}
+
+struct Shared {
+    spec: HostSpec,
+    host_pid: u32,
+    agent_pid: Option<u32>,
+    started_at: i64,
+    state: Mutex<State>,
+    master: Mutex<Box<dyn MasterPty + Send>>,
+    to_agent: mpsc::Sender<ToAgent>,
+    next_client: AtomicU64,
+    exiting: AtomicBool,
+}
+
+struct Started {
+    shared: Arc<Shared>,
+    listener: UnixListener,
+    agent_pid: Option<u32>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    reader: Box<dyn Read + Send>,
+    writer: Box<dyn Write + Send>,
+    to_agent_rx: mpsc::Receiver<ToAgent>,
+    store: Option<Store>,
+}
+
+/// The run folder: created 0700 and refused if another user owns it.
+pub(super) fn ensure_private_dir(dir: &Path) -> Result<(), SessionError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| host_err(&format!("creating {}", dir.display()), e))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| host_err(&format!("restricting {} to its owner", dir.display()), e))?;
+    Ok(())
+}
+
+fn start(spec: &HostSpec) -> Result<Started, SessionError> {
+    let socket = super::socket_path(&spec.home, &spec.short_id);
+    let run_dir = socket.parent().unwrap_or(&spec.home).to_path_buf();
+    ensure_private_dir(&run_dir)?;
+    if socket.exists() {
+        if UnixStream::connect(&socket).is_ok() {
+            return Err(SessionError::Host(format!(
+                "another host already serves {}",
+                socket.display()
+            )));
+        }
+        let _ = std::fs::remove_file(&socket);
+    }
+    let listener = UnixListener::bind(&socket)
+        .map_err(|e| host_err(&format!("binding {}", socket.display()), e))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| host_err("restricting the socket to its owner", e))?;
+
+    let rows = if spec.rows == 0 { 40 } else { spec.rows };
+    let cols = if spec.cols == 0 { 120 } else { spec.cols };
+    let pty = portable_pty::native_pty_system()
+        .openpty(PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .map_err(|e| host_err("opening a pseudo-terminal", e))?;
+    if spec.argv.is_empty() {
+        return Err(SessionError::Host("the agent's argv is empty".into()));
+    }
+    let mut cmd = CommandBuilder::from_argv(spec.argv.iter().map(Into::into).collect());
+    cmd.cwd(&spec.cwd);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    cmd.env("OWT_SESSION", &spec.short_id);
+    cmd.env("OWT_HOME", &spec.home);
+    cmd.env("TERM", "xterm-256color");
+    let child = pty.slave.spawn_command(cmd).map_err(|e| {
+        host_err(
+            &format!("starting `{}` in {}", spec.argv[0], spec.cwd.display()),
+            e,
+        )
+    })?;
+    // portable-pty's recipe: the slave belongs to the child now.
+    drop(pty.slave);
+    let agent_pid = child.process_id();
+    let reader = pty
+        .master
+        .try_clone_reader()
+        .map_err(|e| host_err("reading the pseudo-terminal", e))?;
+    let writer = pty
+        .master
+        .take_writer()
+        .map_err(|e| host_err("writing the pseudo-terminal", e))?;
+
+    let host_pid = std::process::id();
+    let store = match Store::open(&spec.home) {
+        Ok(store) => {
+            let fact = HostFact {
+                host_pid,
+                agent_pid,
+                socket: socket.to_string_lossy().into_owned(),
+            };
+            if let Err(e) = store.record_fact(spec.session_id, kind::HOST, &fact) {
+                tracing::warn!("recording the host fact: {e}");
+            }
+            Some(store)
+        }
+        Err(e) => {
+            tracing::warn!("opening the store: {e}; facts will not be recorded");
+            None
+        }
+    };
+    let (to_agent, to_agent_rx) = mpsc::channel();
+    let shared = Arc::new(Shared {
+        spec: spec.clone(),
+        host_pid,
+        agent_pid,
+        started_at: now_ms(),
+        state: Mutex::new(State {
+            parser: vt100::Parser::new(rows, cols, SCROLLBACK_LINES),
+            scanner: QueryScanner::new(),
+            attached: Vec::new(),
+            output_seq: 0,
+            last_output: None,
+            last_output_at: None,
+            last_input_at: None,
+            screen_signal: None,
+            exit: None,
+        }),
+        master: Mutex::new(pty.master),
+        to_agent,
+        next_client: AtomicU64::new(1),
+        exiting: AtomicBool::new(false),
+    });
+    tracing::info!(session = %spec.session_name, agent_pid = ?agent_pid, "host started");
+    Ok(Started {
+        shared,
+        listener,
+        agent_pid,
+        child,
+        reader,
+        writer,
+        to_agent_rx,
+        store,
+    })
+}
+
+/// Runs `body` on a named thread; a panic is logged instead of unwinding
+/// into nothing.
+fn spawn_guarded(
+    name: &str,
+    body: impl FnOnce() + Send + 'static,
+) -> Option<std::thread::JoinHandle<()>> {
+    let thread_name = name.to_string();
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+                let msg = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!("thread {thread_name} panicked: {msg}");
+            }
+        })
+        .map_err(|e| tracing::error!("spawning thread {name}: {e}"))
+        .ok()
+}
+
+fn serve(started: Started) {
+    let Started {
+        shared,
+        listener,
+        agent_pid: _,
+        mut child,
+        reader,
+        writer,
+        to_agent_rx,
+        store,
+    } = started;
+    let (monitor_tx, monitor_rx) = mpsc::channel::<ToMonitor>();
+    let (reader_done_tx, reader_done_rx) = mpsc::channel::<()>();
+
+    {
+        let shared = shared.clone();
+        spawn_guarded("pty-reader", move || {
+            read_agent(&shared, reader);
+            let _ = reader_done_tx.send(());
+        });
+    }
+    spawn_guarded("pty-writer", move || write_agent(writer, to_agent_rx));
+    {
+        let shared = shared.clone();
+        spawn_guarded("monitor", move || monitor(&shared, store, monitor_rx));
+    }
+    {
+        let shared = shared.clone();
+        spawn_guarded("waiter", move || {
+            let exit = match child.wait() {
+                Ok(status) => AgentExit {
+                    code: if status.signal().is_some() {
+                        None
+                    } else {
+                        Some(status.exit_code() as i32)
+                    },
+                    signal: status.signal().map(str::to_string),
+                },
+                Err(e) => {
+                    tracing::error!("waiting for the agent: {e}");
+                    AgentExit {
+                        code: None,
+                        signal: Some(format!("lost: {e}")),
+                    }
+                }
+            };
+            tracing::info!(?exit, "agent exited");
+            // Let the reader drain what the agent wrote last.
+            let _ = reader_done_rx.recv_timeout(Duration::from_millis(1_000));
+            finish(&shared, exit, &monitor_tx);
+        });
+    }
+    for conn in listener.incoming() {
+        match conn {
+            Ok(stream) => {
+                let shared = shared.clone();
+                spawn_guarded("client", move || serve_client(&shared, stream));
+            }
+            Err(e) => {
+                tracing::warn!("accepting a client: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// The agent is gone: save its last screen, tell everyone, linger, leave.
+fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonitor>) {
+    let (text, clients) = {
+        let mut state = lock(&shared.state);
+        state.exit = Some(exit.clone());
+        let text = screen_view(&mut state.parser, false).text();
+        (text, state.attached.clone())
+    };
+    let screen_file = super::screen_path(&shared.spec.home, &shared.spec.short_id);
+    if let Some(dir) = screen_file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Err(e) = std::fs::write(&screen_file, text) {
+        tracing::warn!("saving the final screen to {}: {e}", screen_file.display());
+    }
+    let (done_tx, done_rx) = mpsc::channel();
+    if monitor
+        .send(ToMonitor::Exited(exit.clone(), done_tx))
+        .is_ok()
+    {
+        let _ = done_rx.recv_timeout(Duration::from_secs(5));
+    }
+    let frame = proto::encode_json(FrameKind::Exited, &exit);
+    for client in &clients {
+        client.push(frame.clone());
+    }
+    shared.exiting.store(true, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(LINGER_MS));
+    let _ = std::fs::remove_file(super::socket_path(&shared.spec.home, &shared.spec.short_id));
+    tracing::info!("host exiting");
+    std::process::exit(0);
+}
+
+fn read_agent(shared: &Arc<Shared>, mut reader: Box<dyn Read + Send>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut found = Vec::new();
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::debug!("pty read ended: {e}");
+                break;
+            }
+        };
+        let chunk = &buf[..n];
+        let mut replies = Vec::new();
+        let mut state = lock(&shared.state);
+        found.clear();
+        state.scanner.scan(chunk, &mut found);
+        if found.is_empty() || !state.attached.is_empty() {
+            state.parser.process(chunk);
+        } else {
+            // Answer each query from the screen as it was when asked.
+            let mut at = 0;
+            for &(end, query) in &found {
+                state.parser.process(&chunk[at..end]);
+                at = end;
+                replies.extend(queries::answer(query, state.parser.screen()));
+            }
+            state.parser.process(&chunk[at..]);
+        }
+        state.output_seq += 1;
+        state.last_output = Some(Instant::now());
+        state.last_output_at = Some(now_ms());
+        if !state.attached.is_empty() {
+            let frame: Arc<[u8]> = proto::encode(FrameKind::Output, chunk).into();
+            for client in &state.attached {
+                client.push_output(&frame);
+            }
+        }
+        drop(state);
+        if !replies.is_empty() {
+            let _ = shared.to_agent.send(ToAgent::Bytes(replies));
+        }
+    }
+}
+
+fn write_agent(mut writer: Box<dyn Write + Send>, rx: mpsc::Receiver<ToAgent>) {
+    for msg in rx {
+        let result = match msg {
+            ToAgent::Bytes(bytes) | ToAgent::Input(bytes) => {
+                writer.write_all(&bytes).and_then(|()| writer.flush())
+            }
+            ToAgent::Pause(d) => {
+                std::thread::sleep(d);
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            tracing::debug!("pty write failed: {e}");
+        }
+    }
+}
+
+/// Queues `bytes` as the human's input and notes when.
+fn type_input(shared: &Shared, bytes: Vec<u8>) {
+    lock(&shared.state).last_input_at = Some(now_ms());
+    let _ = shared.to_agent.send(ToAgent::Input(bytes));
+}
+
+/// Types `text` (as a bracketed paste when it spans lines and the agent
+/// enabled paste mode), then Enter after a short pause.
+fn type_text(shared: &Shared, text: &str, enter: bool) {
+    let paste_mode = lock(&shared.state).parser.screen().bracketed_paste();
+    let mut bytes = Vec::with_capacity(text.len() + 12);
+    if text.contains('\n') && paste_mode {
+        bytes.extend_from_slice(b"\x1b[200~");
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.extend_from_slice(b"\x1b[201~");
+    } else {
+        bytes.extend_from_slice(text.as_bytes());
+    }
+    type_input(shared, bytes);
+    if enter {
+        let _ = shared
+            .to_agent
+            .send(ToAgent::Pause(Duration::from_millis(ENTER_DELAY_MS)));
+        type_input(shared, b"\r".to_vec());
+    }
+}
+
+/// The monitor: sole owner of the store. Records throttled output, input
+/// and screen facts, types the prompt when the agent is ready, and records
+/// the exit.
+fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMonitor>) {
+    let id = shared.spec.session_id;
+    let record = |kind: &str, at: i64, value: &dyn erased::Value| {
+        if let Some(store) = &store {
+            if let Err(e) = value.record(store, id, kind, at) {
+                tracing::warn!("recording a {kind} fact: {e}");
+            }
+        }
+    };
+    let started = Instant::now();
+    let mut recorded_output_at: Option<i64> = None;
+    let mut recorded_input_at: Option<i64> = None;
+    let mut judged_seq = 0u64;
+    let mut prompt = shared.spec.typed_prompt.clone().filter(|p| !p.is_empty());
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(ToMonitor::Exited(exit, done)) => {
+                let (out_at, in_at) = {
+                    let s = lock(&shared.state);
+                    (s.last_output_at, s.last_input_at)
+                };
+                if let Some(at) = out_at.filter(|at| Some(*at) != recorded_output_at) {
+                    record(kind::OUTPUT, at, &());
+                }
+                if let Some(at) = in_at.filter(|at| Some(*at) != recorded_input_at) {
+                    record(kind::INPUT, at, &());
+                }
+                let fact = ExitFact {
+                    code: exit.code,
+                    signal: exit.signal,
+                };
+                record(kind::EXIT, now_ms(), &fact);
+                let _ = done.send(());
+                return;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let now = now_ms();
+        let (out_at, in_at, seq, quiet_for, text) = {
+            let s = lock(&shared.state);
+            let quiet_for = s.last_output.map(|t| t.elapsed());
+            let settled = quiet_for.is_some_and(|q| q >= Duration::from_millis(rules::SETTLE_MS));
+            let text =
+                (settled && s.output_seq != judged_seq).then(|| s.parser.screen().contents());
+            (
+                s.last_output_at,
+                s.last_input_at,
+                s.output_seq,
+                quiet_for,
+                text,
+            )
+        };
+        if let Some(at) = out_at {
+            let due =
+                recorded_output_at.is_none_or(|prev| at > prev && now - prev >= OUTPUT_FACT_MS);
+            if due {
+                record(kind::OUTPUT, at, &());
+                recorded_output_at = Some(at);
+            }
+        }
+        if let Some(at) = in_at.filter(|at| Some(*at) != recorded_input_at) {
+            record(kind::INPUT, at, &());
+            recorded_input_at = Some(at);
+        }
+        if let Some(text) = text {
+            judged_seq = seq;
+            let signal = rules::screen_signal(&shared.spec.provider, &text);
+            lock(&shared.state).screen_signal = Some(signal);
+            record(kind::SCREEN, now_ms(), &signal);
+        }
+        if prompt.is_some() {
+            let quiet = quiet_for.is_some_and(|q| q >= Duration::from_millis(PROMPT_QUIET_MS));
+            if quiet || started.elapsed() >= Duration::from_millis(PROMPT_DEADLINE_MS) {
+                if let Some(p) = prompt.take() {
+                    tracing::info!("typing the first prompt");
+                    type_text(shared, &p, true);
+                }
+            }
+        }
+    }
+}
+
+/// Recording facts of different value types through one closure.
+mod erased {
+    use crate::store::{Store, StoreError};
+
+    pub trait Value {
+        fn record(&self, store: &Store, id: i64, kind: &str, at: i64) -> Result<(), StoreError>;
+    }
+
+    impl<T: serde::Serialize> Value for T {
+        fn record(&self, store: &Store, id: i64, kind: &str, at: i64) -> Result<(), StoreError> {
+            store.record_fact_at(id, kind, self, at)
+        }
+    }
+}
+
+/// The screen as text; with `scrollback`, the lines above it too.
+pub(super) fn screen_view(parser: &mut vt100::Parser, scrollback: bool) -> ScreenView {
+    let screen = parser.screen();
+    let (rows, cols) = screen.size();
+    let cursor = screen.cursor_position();
+    let alternate_screen = screen.alternate_screen();
+    let lines: Vec<String> = screen
+        .rows(0, cols)
+        .map(|l| l.trim_end().to_string())
+        .collect();
+    let mut above = Vec::new();
+    if scrollback && !alternate_screen {
+        let screen = parser.screen_mut();
+        screen.set_scrollback(usize::MAX);
+        let total = screen.scrollback();
+        // Walk the scrollback a screenful at a time, oldest first.
+        let mut offset = total;
+        while offset > 0 {
+            screen.set_scrollback(offset);
+            let take = offset.min(rows as usize);
+            above.extend(
+                screen
+                    .rows(0, cols)
+                    .take(take)
+                    .map(|l| l.trim_end().to_string()),
+            );
+            offset -= take;
+        }
+        screen.set_scrollback(0);
+    }
+    ScreenView {
+        rows,
+        cols,
+        cursor,
+        alternate_screen,
+        lines,
+        scrollback: above,
+    }
+}
+
+/// Bytes that repaint a client's terminal with the current screen.
+fn redraw(screen: &vt100::Screen) -> Vec<u8> {
+    let mut out = screen.state_formatted();
+    let (row, col) = screen.cursor_position();
+    out.extend_from_slice(format!("\x1b[{};{}H", row + 1, col + 1).as_bytes());
+    out
+}
+
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(cred.uid)
+}
+
+fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if peer_uid(&stream) != Some(me) {
+        tracing::warn!("refused a client of another user");
+        let _ = proto::write_json(
+            &mut stream,
+            FrameKind::Error,
+            &HostError {
+                message: "this session host belongs to another user".into(),
+            },
+        );
+        return;
+    }
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let hello = match proto::read_frame(&mut stream) {
+        Ok(Some(frame)) if frame.kind == FrameKind::Hello => frame,
+        Ok(Some(frame)) => {
+            let message = format!("expected a hello frame first, got {:?}", frame.kind);
+            let _ = proto::write_json(&mut stream, FrameKind::Error, &HostError { message });
+            return;
+        }
+        Ok(None) | Err(_) => return,
+    };
+    // Check the version before the rest of the hello: another version may
+    // shape it differently.
+    let version = serde_json::from_slice::<serde_json::Value>(&hello.payload)
+        .ok()
+        .and_then(|v| v.get("version").and_then(|v| v.as_u64()));
+    if version != Some(u64::from(HOST_PROTOCOL_VERSION)) {
+        let theirs = version.map_or("an unknown version".to_string(), |v| format!("version {v}"));
+        let message = format!(
+            "protocol mismatch: this session host speaks owt host protocol version {HOST_PROTOCOL_VERSION}, \
+             the client speaks {theirs}; use the owt that started the session (or restart the session)"
+        );
+        let _ = proto::write_json(&mut stream, FrameKind::Error, &HostError { message });
+        return;
+    }
+    let hello: proto::Hello = match hello.json() {
+        Ok(h) => h,
+        Err(e) => {
+            let message = format!("bad hello: {e}");
+            let _ = proto::write_json(&mut stream, FrameKind::Error, &HostError { message });
+            return;
+        }
+    };
+    let _ = stream.set_read_timeout(None);
+    let write_half = match stream.try_clone() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("cloning a client socket: {e}");
+            return;
+        }
+    };
+    let client = Client::new(shared.next_client.fetch_add(1, Ordering::Relaxed));
+    client.push(proto::encode_json(
+        FrameKind::Welcome,
+        &Welcome {
+            version: HOST_PROTOCOL_VERSION,
+            host_pid: shared.host_pid,
+            agent_pid: shared.agent_pid,
+            session_name: shared.spec.session_name.clone(),
+            short_id: shared.spec.short_id.clone(),
+        },
+    ));
+    let writer = {
+        let shared = shared.clone();
+        let client = client.clone();
+        spawn_guarded("client-writer", move || {
+            write_client(&shared, &client, write_half)
+        })
+    };
+    if hello.role == Role::Attach {
+        if hello.rows > 0 && hello.cols > 0 {
+            resize(shared, hello.rows, hello.cols);
+        }
+        let mut state = lock(&shared.state);
+        client.push(proto::encode(
+            FrameKind::Redraw,
+            &redraw(state.parser.screen()),
+        ));
+        if let Some(exit) = &state.exit {
+            client.push(proto::encode_json(FrameKind::Exited, exit));
+        }
+        state.attached.push(client.clone());
+    }
+    loop {
+        let frame = match proto::read_frame(&mut stream) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!("client read: {e}");
+                break;
+            }
+        };
+        let reply = handle_request(shared, &frame);
+        match reply {
+            Reply::None => {}
+            Reply::Frame(bytes) => client.push(bytes),
+            Reply::Close => break,
+        }
+    }
+    lock(&shared.state).attached.retain(|c| c.id != client.id);
+    client.close();
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+}
+
+enum Reply {
+    None,
+    Frame(Vec<u8>),
+    Close,
+}
+
+fn error_reply(message: String) -> Reply {
+    Reply::Frame(proto::encode_json(FrameKind::Error, &HostError { message }))
+}
+
+fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Reply {
+    match frame.kind {
+        FrameKind::Input => {
+            type_input(shared, frame.payload.clone());
+            Reply::None
+        }
+        FrameKind::Resize => match frame.json::<Resize>() {
+            Ok(r) if r.rows > 0 && r.cols > 0 => {
+                resize(shared, r.rows, r.cols);
+                Reply::None
+            }
+            Ok(r) => error_reply(format!("bad size {}x{}", r.cols, r.rows)),
+            Err(e) => error_reply(e.to_string()),
+        },
+        FrameKind::Send => match frame.json::<SendText>() {
+            Ok(send) => {
+                type_text(shared, &send.text, send.enter);
+                Reply::Frame(proto::encode(FrameKind::Ok, b""))
+            }
+            Err(e) => error_reply(e.to_string()),
+        },
+        FrameKind::Peek => {
+            let req = frame.json::<PeekRequest>().unwrap_or_default();
+            let view = screen_view(&mut lock(&shared.state).parser, req.scrollback);
+            Reply::Frame(proto::encode_json(FrameKind::Screen, &view))
+        }
+        FrameKind::StatusRequest => {
+            Reply::Frame(proto::encode_json(FrameKind::Status, &status(shared)))
+        }
+        FrameKind::Terminate => {
+            let grace = frame.json::<Terminate>().map_or(3_000, |t| t.grace_ms);
+            terminate(shared, Duration::from_millis(grace));
+            Reply::Frame(proto::encode(FrameKind::Ok, b""))
+        }
+        FrameKind::Detach => Reply::Close,
+        other => error_reply(format!("unexpected {other:?} frame from a client")),
+    }
+}
+
+fn status(shared: &Shared) -> HostStatus {
+    let state = lock(&shared.state);
+    let (rows, cols) = state.parser.screen().size();
+    HostStatus {
+        host_pid: shared.host_pid,
+        agent_pid: shared.agent_pid,
+        exit: state.exit.clone(),
+        attached_clients: state.attached.len() as u32,
+        rows,
+        cols,
+        started_at: shared.started_at,
+        last_output_at: state.last_output_at,
+        last_input_at: state.last_input_at,
+        screen_signal: state.screen_signal.map(|s| {
+            serde_json::to_value(s)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        }),
+    }
+}
+
+fn resize(shared: &Shared, rows: u16, cols: u16) {
+    // The screen model first, so output drawn for the new size lands right.
+    lock(&shared.state).parser.screen_mut().set_size(rows, cols);
+    let size = PtySize {
+        rows,
+        cols,
+        pixel_width: 0,
+        pixel_height: 0,
+    };
+    if let Err(e) = lock(&shared.master).resize(size) {
+        tracing::warn!("resizing the pseudo-terminal: {e}");
+    }
+}
+
+/// Hangs up the agent's process group; kills it after `grace`.
+fn terminate(shared: &Arc<Shared>, grace: Duration) {
+    let Some(pid) = shared.agent_pid else { return };
+    let pgid = pid as libc::pid_t;
+    tracing::info!("hanging up the agent");
+    // SAFETY: kill has no memory preconditions; a negative pid names the group.
+    unsafe {
+        libc::kill(-pgid, libc::SIGHUP);
+        libc::kill(pgid, libc::SIGHUP);
+    }
+    let shared = shared.clone();
+    spawn_guarded("terminate", move || {
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if lock(&shared.state).exit.is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        tracing::info!("the agent ignored the hang-up; killing it");
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+            libc::kill(pgid, libc::SIGKILL);
+        }
+    });
+}
+
+fn write_client(shared: &Shared, client: &Client, mut stream: UnixStream) {
+    let mut batch: Vec<Arc<[u8]>> = Vec::new();
+    loop {
+        {
+            let mut q = lock(&client.queue);
+            while q.frames.is_empty() && !q.needs_redraw && !q.closed {
+                q = client.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+            if q.frames.is_empty() && !q.needs_redraw && q.closed {
+                return;
+            }
+            if q.needs_redraw {
+                drop(q);
+                // Lock order: state, then the queue; everything queued after
+                // this redraw follows it in the stream.
+                let state = lock(&shared.state);
+                let bytes = proto::encode(FrameKind::Redraw, &redraw(state.parser.screen()));
+                let mut q = lock(&client.queue);
+                q.frames.clear();
+                q.bytes = 0;
+                q.needs_redraw = false;
+                batch.push(bytes.into());
+                drop(q);
+                drop(state);
+            } else {
+                batch.extend(q.frames.drain(..));
+                q.bytes = 0;
+            }
+        }
+        for frame in batch.drain(..) {
+            if let Err(e) = stream.write_all(&frame) {
+                tracing::debug!("client write: {e}");
+                client.close();
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+        }
+    }
+}
+
+/// Where the host's log goes.
+pub fn log_path(home: &Path, short_id: &str) -> PathBuf {
+    home.join("logs").join(format!("{short_id}.log"))
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""A scripted fake agent for owt's session-host tests.
+
+Raw-mode line editor with bracketed paste. Every submitted line (or paste)
+is appended to $FAKE_LOG as one JSON string per line. Commands:
+  size        print `stty size` as seen inside the PTY
+  exit N      exit with code N
+  busy S      show a braille spinner for S seconds, then the prompt
+  perm        show a permission dialog ("Do you want to proceed? (y/n)")
+  query       ask the terminal for the cursor position and print the answer
+  draw        paint a coloured box with ANSI escapes
+anything else is echoed back as `got: <text>`.
+"""
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import termios
+import time
+import tty
+
+LOG = os.environ.get("FAKE_LOG")
+out = sys.stdout
+
+
+def w(s):
+    out.write(s)
+    out.flush()
+
+
+def log(text):
+    if LOG:
+        with open(LOG, "a") as f:
+            f.write(json.dumps(text) + "\n")
+
+
+def prompt():
+    w("\r\n> ")
+
+
+def ask_cursor():
+    w("\x1b[6n")
+    buf = b""
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        r, _, _ = select.select([0], [], [], 0.2)
+        if r:
+            buf += os.read(0, 64)
+            if b"R" in buf:
+                return buf.decode(errors="replace").replace("\x1b", "ESC")
+    return "no answer"
+
+
+def on_winch(_sig, _frame):
+    cols, rows = os.get_terminal_size(0)
+    w(f"\r\nresized {rows}x{cols}")
+    prompt()
+
+
+dialog = False
+
+
+def run(line):
+    global dialog
+    log(line)
+    if dialog:
+        # The answer closes the dialog, as real agents do.
+        dialog = False
+        w("\x1b[2J\x1b[H" + ("allowed" if line.strip() == "y" else "denied"))
+        prompt()
+        return
+    words = line.split()
+    cmd = words[0] if words else ""
+    if cmd == "size":
+        # stty reads the terminal size from its stdin: the PTY.
+        size = subprocess.run(["stty", "size"], capture_output=True, text=True).stdout.strip()
+        w(f"\r\nstty size: {size}")
+    elif cmd == "exit":
+        w("\r\nbye")
+        termios.tcsetattr(0, termios.TCSADRAIN, saved)
+        sys.exit(int(words[1]) if len(words) > 1 else 0)
+    elif cmd == "busy":
+        frames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+        end = time.time() + float(words[1] if len(words) > 1 else 3)
+        i = 0
+        while time.time() < end:
+            w(f"\r{frames[i % len(frames)]} Thinking (esc to interrupt)")
+            i += 1
+            time.sleep(0.1)
+        w("\r\x1b[2Kdone thinking")
+    elif cmd == "perm":
+        w("\r\n\x1b[1mBash command\x1b[0m\r\n  rm -rf build\r\nDo you want to proceed? (y/n)")
+        dialog = True
+        return
+    elif cmd == "query":
+        w(f"\r\ncursor answer: {ask_cursor()}")
+    elif cmd == "draw":
+        w("\r\n\x1b[44;37m+------+\x1b[0m\r\n\x1b[44;37m| box  |\x1b[0m\r\n\x1b[44;37m+------+\x1b[0m")
+    else:
+        w("\r\ngot: " + line.replace("\n", "\\n"))
+    prompt()
+
+
+saved = termios.tcgetattr(0)
+tty.setraw(0)
+signal.signal(signal.SIGWINCH, on_winch)
+w("\x1b[?2004h")  # bracketed paste on
+w("FAKE AGENT READY (pid %d)" % os.getpid())
+if os.environ.get("FAKE_QUERY_AT_START"):
+    w("\r\nstartup cursor answer: " + ask_cursor())
+prompt()
+
+line = b""
+pending = b""
+while True:
+    try:
+        data = os.read(0, 4096)
+    except InterruptedError:
+        continue
+    if not data:
+        break
+    pending += data
+    while pending:
+        if pending.startswith(b"\x1b[200~"):
+            end = pending.find(b"\x1b[201~")
+            if end < 0:
+                break  # wait for the rest of the paste
+            text = pending[6:end]
+            pending = pending[end + 6:]
+            line += text
+            w(text.decode(errors="replace").replace("\n", "\r\n"))
+            continue
+        if pending.startswith(b"\x1b") and len(pending) < 6 and b"\x1b[200~".startswith(pending):
+            break
+        ch = pending[:1]
+        pending = pending[1:]
+        if ch in (b"\r", b"\n"):
+            text, line = line, b""
+            run(text.decode(errors="replace"))
+        elif ch in (b"\x7f", b"\x08"):
+            if line:
+                line = line[:-1]
+                w("\b \b")
+        elif ch == b"\x03":
+            w("^C")
+            line = b""
+            prompt()
+        else:
+            line += ch
+            out.flush()
+            os.write(1, ch)

@@ -1,0 +1,249 @@
+//! Sessions outlive whoever started them; a killed host becomes
+//! `exited (host lost)` without touching the worktree or other sessions;
+//! exit codes, the final screen, `wait` exit codes, stop, status rules from
+//! the live screen, and a client of the wrong protocol version.
+
+mod session_common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::net::UnixStream;
+use std::process::Stdio;
+use std::time::Duration;
+
+use owt_protocol::host::{self as proto, FrameKind, Hello, HostError, Role};
+use session_common::{pid_alive, wait_for, with_timeout, Env, WAIT};
+
+#[test]
+fn the_agent_survives_sigkill_of_the_process_that_started_it() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        // A starter that stays around after starting the session.
+        let agent = session_common::fake_agent();
+        let script = format!(
+            "{} -C {} __host spawn --name survivor -- python3 {} && sleep 300",
+            session_common::owt_bin().display(),
+            env.repo.display(),
+            agent.display()
+        );
+        let mut starter = env
+            .command("bash")
+            .args(["-c", &script])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("starter");
+        let mut line = String::new();
+        BufReader::new(starter.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("spawn output");
+        let s = env.parse_spawned(&line);
+        starter.kill().expect("SIGKILL the starter");
+        starter.wait().expect("reap the starter");
+
+        // A new process finds it live and working normally.
+        env.wait_screen("survivor", "FAKE AGENT READY");
+        env.ok(&["send", "survivor", "still here"]);
+        env.wait_screen("survivor", "got: still here");
+        assert!(pid_alive(s.host_pid) && pid_alive(s.agent_pid));
+        let (code, status) = env.wait_json("survivor", "5");
+        assert_eq!(code, 0, "{status}");
+        assert_eq!(status["status"], "needs-input", "{status}");
+    });
+}
+
+#[test]
+fn a_killed_host_is_host_lost_and_nothing_else_is_touched() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let victim = env.spawn_fake("victim", &[]);
+        env.spawn_fake("bystander", &[]);
+        env.wait_screen("victim", "FAKE AGENT READY");
+        env.wait_screen("bystander", "FAKE AGENT READY");
+        std::fs::write(env.repo.join("work.txt"), "uncommitted work\n").unwrap();
+        let git_status = || {
+            let out = env
+                .command("git")
+                .args(["status", "--porcelain"])
+                .current_dir(&env.repo)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let before = git_status();
+
+        // SAFETY: kill has no memory preconditions.
+        unsafe { libc::kill(victim.host_pid as i32, libc::SIGKILL) };
+        wait_for("the host to die", WAIT, || {
+            if pid_alive(victim.host_pid) {
+                Err("alive".into())
+            } else {
+                Ok(())
+            }
+        });
+        let (code, status) = env.wait_json("victim", "10");
+        assert_eq!(status["text"], "exited (host lost)", "{status}");
+        assert_eq!(status["host_lost"], true);
+        assert_eq!(code, 1, "{status}");
+
+        assert_eq!(git_status(), before, "the worktree was touched");
+        assert_eq!(
+            std::fs::read_to_string(env.repo.join("work.txt")).unwrap(),
+            "uncommitted work\n"
+        );
+        env.ok(&["send", "bystander", "unaffected"]);
+        env.wait_screen("bystander", "got: unaffected");
+    });
+}
+
+#[test]
+fn exit_codes_reach_wait_and_the_final_screen_stays_peekable() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let s = env.spawn_fake("failing", &[]);
+        env.spawn_fake("fine", &[]);
+        env.wait_screen("failing", "FAKE AGENT READY");
+        env.wait_screen("fine", "FAKE AGENT READY");
+        env.ok(&["send", "failing", "exit 3"]);
+        env.ok(&["send", "fine", "exit 0"]);
+
+        let (code, status) = env.wait_json("failing", "15");
+        assert_eq!(
+            (code, status["text"].as_str()),
+            (1, Some("exited with code 3")),
+            "{status}"
+        );
+        let (code, status) = env.wait_json("fine", "15");
+        assert_eq!(
+            (code, status["status"].as_str()),
+            (0, Some("exited")),
+            "{status}"
+        );
+
+        // The host leaves shortly after its agent, saving the last screen.
+        wait_for("the host to leave", WAIT, || {
+            if pid_alive(s.host_pid) {
+                Err("alive".into())
+            } else {
+                Ok(())
+            }
+        });
+        let screen = env.peek("failing");
+        assert!(screen.contains("bye"), "{screen}");
+        let json: serde_json::Value =
+            serde_json::from_str(&env.ok(&["--json", "peek", "failing"])).unwrap();
+        assert_eq!(json["live"], false);
+    });
+}
+
+#[test]
+fn wait_times_out_with_code_2_while_the_agent_works() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        env.spawn_fake("busy", &[]);
+        env.wait_screen("busy", "FAKE AGENT READY");
+        env.ok(&["send", "busy", "busy 20"]);
+        env.wait_screen("busy", "esc to interrupt");
+        let (code, status) = env.wait_json("busy", "1");
+        assert_eq!(code, 2, "{status}");
+        assert_eq!(status["status"], "working", "{status}");
+        assert_eq!(status["timed_out"], true);
+    });
+}
+
+#[test]
+fn a_permission_dialog_is_blocked_and_input_clears_it() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        env.spawn_fake("asker", &[]);
+        env.wait_screen("asker", "FAKE AGENT READY");
+        env.ok(&["send", "asker", "perm"]);
+        env.wait_screen("asker", "Do you want to proceed?");
+        let status = wait_for("blocked", WAIT, || {
+            let (_, status) = env.wait_json("asker", "0");
+            if status["status"] == "blocked" {
+                Ok(status)
+            } else {
+                Err(status.to_string())
+            }
+        });
+        assert_eq!(status["text"], "blocked");
+        env.ok(&["send", "asker", "y"]);
+        wait_for("needs-input after the answer", WAIT, || {
+            let (_, status) = env.wait_json("asker", "0");
+            if status["status"] == "needs-input" {
+                Ok(())
+            } else {
+                Err(status.to_string())
+            }
+        });
+    });
+}
+
+#[test]
+fn stop_hangs_up_the_agent_and_the_host_leaves() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let s = env.spawn_fake("stoppable", &[]);
+        env.wait_screen("stoppable", "FAKE AGENT READY");
+        env.ok(&["__host", "stop", "stoppable"]);
+        assert!(!pid_alive(s.agent_pid), "agent still alive");
+        assert!(!pid_alive(s.host_pid), "host still alive");
+        let (_, status) = env.wait_json("stoppable", "5");
+        assert_eq!(status["status"], "exited", "{status}");
+        assert_eq!(status["host_lost"], false, "{status}");
+    });
+}
+
+#[test]
+fn a_client_of_another_protocol_version_gets_a_clear_error() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let s = env.spawn_fake("versioned", &[]);
+        env.wait_screen("versioned", "FAKE AGENT READY");
+        let socket = env.home.join("run").join(format!("{}.sock", s.short_id));
+        let mut stream = UnixStream::connect(&socket).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let hello = Hello {
+            version: proto::HOST_PROTOCOL_VERSION + 1,
+            role: Role::Control,
+            rows: 0,
+            cols: 0,
+        };
+        proto::write_json(&mut stream, FrameKind::Hello, &hello).unwrap();
+        let frame = proto::read_frame(&mut stream)
+            .expect("a reply, not a hang")
+            .expect("a frame");
+        assert_eq!(frame.kind, FrameKind::Error);
+        let err: HostError = frame.json().unwrap();
+        assert!(err.message.contains("protocol mismatch"), "{}", err.message);
+        assert!(
+            err.message
+                .contains(&format!("version {}", proto::HOST_PROTOCOL_VERSION + 1)),
+            "{}",
+            err.message
+        );
+        // The host closes that connection and keeps serving others.
+        assert!(proto::read_frame(&mut stream).unwrap().is_none());
+        env.ok(&["send", "versioned", "after the bad client"]);
+        env.wait_screen("versioned", "got: after the bad client");
+    });
+}
+
+#[test]
+fn a_missing_agent_binary_fails_to_start_with_a_clear_error() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let out = env.run(&[
+            "__host",
+            "spawn",
+            "--name",
+            "nope",
+            "--",
+            "/no/such/agent-binary",
+        ]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("starting `/no/such/agent-binary`"), "{err}");
+    });
+}

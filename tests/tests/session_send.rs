@@ -1,0 +1,100 @@
+//! `owt send` delivers text verbatim (multi-line as one bracketed paste,
+//! shell metacharacters untouched), to one session or `--all`; a typed
+//! first prompt arrives once the agent is ready; with nobody attached the
+//! host answers the agent's terminal queries.
+
+mod session_common;
+
+use std::time::Duration;
+
+use session_common::{with_timeout, Env};
+
+#[test]
+fn send_delivers_multi_line_text_and_metacharacters_verbatim() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let s = env.spawn_fake("verbatim", &[]);
+        env.wait_screen("verbatim", "FAKE AGENT READY");
+
+        let one_line =
+            r#"echo $(rm -rf /) `id` ; 'single' "double" \back & | > < * ? ~ # ${HOME} 100%"#;
+        env.ok(&["send", "verbatim", one_line]);
+        env.wait_agent_line(&s, one_line);
+
+        let multi = "first line $PATH\nsecond; line && true\n\ttabbed \"quoted\"\nlast ünïcödé ✓";
+        env.ok(&["send", "verbatim", multi]);
+        env.wait_agent_line(&s, multi);
+
+        // Exactly two submissions, nothing split or mangled.
+        assert_eq!(
+            env.agent_lines(&s),
+            vec![one_line.to_string(), multi.to_string()]
+        );
+    });
+}
+
+#[test]
+fn send_all_reaches_every_running_session() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let a = env.spawn_fake("one", &[]);
+        let b = env.spawn_fake("two", &[]);
+        env.wait_screen("one", "FAKE AGENT READY");
+        env.wait_screen("two", "FAKE AGENT READY");
+        let out = env.ok(&["send", "--all", "to everyone"]);
+        assert!(
+            out.contains("Sent to one.") && out.contains("Sent to two."),
+            "{out}"
+        );
+        env.wait_agent_line(&a, "to everyone");
+        env.wait_agent_line(&b, "to everyone");
+    });
+}
+
+#[test]
+fn a_typed_prompt_is_typed_once_the_agent_is_ready() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let s = env.spawn_fake("typed", &["--typed-prompt", "fix the bug; then $(test)"]);
+        env.wait_agent_line(&s, "fix the bug; then $(test)");
+        env.wait_screen("typed", "got: fix the bug; then $(test)");
+        assert_eq!(env.agent_lines(&s).len(), 1);
+    });
+}
+
+#[test]
+fn the_host_answers_terminal_queries_when_nobody_is_attached() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        env.spawn_fake("asks", &["--env", "FAKE_QUERY_AT_START=1"]);
+        // The agent asks right after its banner on row 1: the answer is
+        // the cursor position there, from the host's screen model.
+        let screen = env.wait_screen("asks", "startup cursor answer:");
+        let banner = screen.lines().next().unwrap_or_default();
+        let expected = format!(
+            "startup cursor answer: ESC[1;{}R",
+            banner.chars().count() + 1
+        );
+        assert!(
+            screen.contains(&expected),
+            "expected {expected:?} in:\n{screen}"
+        );
+        assert!(!screen.contains("no answer"), "{screen}");
+        env.ok(&["send", "asks", "query"]);
+        env.wait_screen("asks", "cursor answer: ESC[");
+    });
+}
+
+#[test]
+fn send_to_a_stopped_session_fails_clearly() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        env.spawn_fake("stopped", &[]);
+        env.wait_screen("stopped", "FAKE AGENT READY");
+        env.ok(&["__host", "stop", "stopped"]);
+        let out = env.run(&["send", "stopped", "hello"]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("stopped is not running"), "{err}");
+    });
+}
