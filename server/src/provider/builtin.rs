@@ -1,8 +1,10 @@
 //! The built-in provider table.
 //!
-//! Flags checked against each CLI's real `--help` (versions in
-//! `docs/providers.md`); where a CLI could not be installed here the entry
-//! says "unverified" there.
+//! Every flag was checked against the real CLI's `--help` and a run in a PTY
+//! (versions and quoted help lines in `docs/providers.md`): claude 2.1.332,
+//! codex 0.171.0, opencode 1.18.33, gemini 0.61.0, pi 0.73.1, droid 0.225.2,
+//! amp 0.0.1790142911, aider 0.86.2. cursor-agent and goose could not be
+//! installed here; their entries are unverified.
 
 use std::collections::BTreeMap;
 
@@ -26,42 +28,46 @@ fn words(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_string).collect()
 }
 
-fn flag(f: &str) -> PromptDelivery {
-    PromptDelivery::Flag(f.to_string())
+fn flag_eq(f: &str) -> PromptDelivery {
+    PromptDelivery::FlagEquals(f.to_string())
 }
 
 /// The built-in provider called `name`.
 pub fn builtin(name: &str) -> Option<Provider> {
-    use PromptDelivery::{Positional, Typed};
-    // (binary, interactive args, prompt, plan args, headless args, headless prompt, install hint, hooks)
+    use PromptDelivery::{AfterDashDash, Positional, Typed};
+    // (binary, interactive args, prompt, plan args, (headless args, headless prompt), install hint, hooks)
     let (binary, args, prompt, plan, headless, install_hint, hooks) = match name {
+        // `claude [options] [prompt]`; `--` accepted; `-p, --print`.
         "claude" => (
             "claude",
             "",
-            Positional,
+            AfterDashDash,
             "--permission-mode plan",
-            Some(("-p", Positional)),
+            Some(("-p", AfterDashDash)),
             "npm install -g @anthropic-ai/claude-code",
             Hooks::Claude,
         ),
+        // `codex [OPTIONS] [PROMPT]`; `codex exec [PROMPT]`; `--` accepted.
         "codex" => (
             "codex",
             "",
-            Positional,
+            AfterDashDash,
             "",
-            Some(("exec", Positional)),
+            Some(("exec", AfterDashDash)),
             "npm install -g @openai/codex",
             Hooks::None,
         ),
+        // The positional of `opencode` is a project path, not a prompt: use `--prompt=`.
         "opencode" => (
             "opencode",
             "",
-            flag("--prompt"),
-            "",
-            Some(("run", Positional)),
+            flag_eq("--prompt"),
+            "--agent plan",
+            Some(("run", AfterDashDash)),
             "npm install -g opencode-ai",
             Hooks::None,
         ),
+        // `pi [options] [messages...]`; rejects `--` and messages starting with `-`.
         "pi" => (
             "pi",
             "",
@@ -71,51 +77,57 @@ pub fn builtin(name: &str) -> Option<Provider> {
             "npm install -g @mariozechner/pi-coding-agent",
             Hooks::None,
         ),
+        // `droid [options] [prompt...]`; `droid exec [prompt]`; spec mode is its plan mode.
         "droid" => (
             "droid",
             "",
-            Positional,
-            "",
-            Some(("exec", Positional)),
+            AfterDashDash,
+            "--use-spec",
+            Some(("exec", AfterDashDash)),
             "npm install -g @factory/cli",
             Hooks::Droid,
         ),
+        // No interactive prompt argument (`-m` is one-shot): typed after start.
         "aider" => (
             "aider",
             "",
             Typed,
-            "",
+            "--chat-mode ask",
             Some(("--yes-always --message", Positional)),
             "pip install aider-chat",
             Hooks::None,
         ),
+        // A prompt after `--` is silently dropped: use `--prompt-interactive=`.
         "gemini" => (
             "gemini",
             "",
-            flag("--prompt-interactive"),
-            "",
-            Some(("--prompt", Positional)),
+            flag_eq("--prompt-interactive"),
+            "--approval-mode plan",
+            Some(("", flag_eq("--prompt"))),
             "npm install -g @google/gemini-cli",
             Hooks::None,
         ),
+        // Unverified (not installable here).
         "cursor-agent" => (
             "cursor-agent",
             "",
             Positional,
             "",
             Some(("-p", Positional)),
-            "see https://cursor.com/cli (curl https://cursor.com/install -fsS | bash)",
+            "see https://cursor.com/cli",
             Hooks::None,
         ),
+        // No interactive prompt argument: typed after start; `-x, --execute`.
         "amp" => (
             "amp",
             "",
             Typed,
             "",
-            Some(("-x", Positional)),
+            Some(("", flag_eq("--execute"))),
             "npm install -g @sourcegraph/amp",
             Hooks::None,
         ),
+        // Unverified (not installable here).
         "goose" => (
             "goose",
             "session",

@@ -39,8 +39,13 @@ pub enum ProviderError {
 pub enum PromptDelivery {
     /// `<flag> "<task>"`.
     Flag(String),
-    /// `"<task>"` as the last argument.
+    /// `<flag>=<task>` as one argument (safe for tasks starting with `-`).
+    FlagEquals(String),
+    /// `"<task>"` as the last argument (a task starting with `-` gets a
+    /// leading space so it is never read as an option).
     Positional,
+    /// `-- "<task>"`: the CLI stops option parsing at `--`.
+    AfterDashDash,
     /// Typed into the terminal once the agent's screen is ready.
     Typed,
     /// The agent gets no prompt.
@@ -201,7 +206,13 @@ impl Provider {
                     argv.push(flag);
                     argv.push(prompt.to_string());
                 }
+                PromptDelivery::FlagEquals(flag) => argv.push(format!("{flag}={prompt}")),
+                PromptDelivery::Positional if prompt.starts_with('-') => argv.push(format!(" {prompt}")),
                 PromptDelivery::Positional => argv.push(prompt.to_string()),
+                PromptDelivery::AfterDashDash => {
+                    argv.push("--".to_string());
+                    argv.push(prompt.to_string());
+                }
                 PromptDelivery::Typed => typed_prompt = Some(prompt.to_string()),
                 PromptDelivery::None => {}
             }

@@ -61,27 +61,26 @@ fn typed_prompt_is_not_in_argv() {
 
 #[test]
 fn builtin_forms() {
-    let claude = builtin("claude").unwrap();
-    let bin = Path::new("/usr/bin/claude");
+    let argv = |name: &str, task: &str, mode| builtin(name).unwrap().launch(Path::new(name), task, mode).unwrap();
     assert_eq!(
-        claude.launch(bin, "task", LaunchMode::Plan).unwrap().argv,
-        vec!["/usr/bin/claude", "--permission-mode", "plan", "task"]
+        argv("claude", "task", LaunchMode::Plan).argv,
+        vec!["claude", "--permission-mode", "plan", "--", "task"]
+    );
+    assert_eq!(argv("claude", "task", LaunchMode::Headless).argv, vec!["claude", "-p", "--", "task"]);
+    assert_eq!(argv("codex", "t", LaunchMode::Headless).argv, vec!["codex", "exec", "--", "t"]);
+    assert_eq!(
+        argv("opencode", "--weird task", LaunchMode::Interactive).argv,
+        vec!["opencode", "--prompt=--weird task"]
     );
     assert_eq!(
-        claude
-            .launch(bin, "task", LaunchMode::Headless)
-            .unwrap()
-            .argv,
-        vec!["/usr/bin/claude", "-p", "task"]
+        argv("pi", "-rf things", LaunchMode::Interactive).argv,
+        vec!["pi", " -rf things"],
+        "pi rejects `--` and options it does not know"
     );
-    let codex = builtin("codex").unwrap();
-    assert_eq!(
-        codex
-            .launch(Path::new("codex"), "t", LaunchMode::Headless)
-            .unwrap()
-            .argv,
-        vec!["codex", "exec", "t"]
-    );
+    assert_eq!(argv("gemini", "t", LaunchMode::Headless).argv, vec!["gemini", "--prompt=t"]);
+    let aider = argv("aider", "fix it", LaunchMode::Interactive);
+    assert_eq!(aider.argv, vec!["aider"]);
+    assert_eq!(aider.typed_prompt.as_deref(), Some("fix it"));
 }
 
 #[test]
