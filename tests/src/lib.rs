@@ -7,6 +7,8 @@
 //! that was started with its `OWT_HOME` (session hosts and agents), so no
 //! test leaves agents behind.
 
+pub mod lsp;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

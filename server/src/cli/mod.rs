@@ -15,6 +15,7 @@ mod doctor;
 pub mod hook;
 pub mod host;
 mod list;
+mod lsp;
 mod merge;
 mod new;
 pub mod peek;
@@ -101,6 +102,8 @@ pub enum Command {
     /// Maintain the status store.
     #[command(subcommand)]
     Db(db::Command),
+    /// The LSP sidecar on stdio (started by editors).
+    Lsp(lsp::Args),
     /// Print the version.
     Version,
     /// Print a shell completion script.
@@ -146,6 +149,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),
+        Some(Command::Lsp(args)) => lsp::run(args),
         Some(Command::Version) => version::run(&out),
         Some(Command::Completions(args)) => completions::run(args),
     }

@@ -12,16 +12,28 @@ use crate::store::{now_ms, SessionRow};
 /// Every session of the repository, reconciled with its host and git,
 /// oldest first.
 pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
+    session_views_with(ctx, true)
+}
+
+/// Every session, reconciled with its host; git facts re-read only when
+/// `refresh_git` (they cost a `git status` per worktree).
+pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
     let rows = ctx.store.sessions(ctx.repo_row.id)?;
-    rows.iter().map(|row| session_view(ctx, row)).collect()
+    rows.iter().map(|row| session_view_with(ctx, row, refresh_git)).collect()
 }
 
 /// One session, reconciled.
 pub fn session_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
+    session_view_with(ctx, row, true)
+}
+
+fn session_view_with(ctx: &Context, row: &SessionRow, refresh_git: bool) -> anyhow::Result<SessionView> {
     if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
         tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
     }
-    refresh_git_fact(ctx, row);
+    if refresh_git {
+        refresh_git_fact(ctx, row);
+    }
     let facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
     Ok(view(row, &facts, now_ms()))
 }

@@ -1,0 +1,104 @@
+//! `textDocument/codeAction`: what owt offers on its own diagnostics, on a
+//! selection, and in a document that belongs to a session's worktree.
+
+use owt_protocol::lsp::{commands, DiagnosticData};
+use serde_json::json;
+use tower_lsp_server::ls_types::*;
+
+use super::commands::relative_to_checkout;
+use super::convert::uri_to_path;
+use super::state::State;
+
+fn action(title: String, command: &str, arg: serde_json::Value, kind: CodeActionKind, diagnostics: Option<Vec<Diagnostic>>) -> CodeActionOrCommand {
+    CodeActionOrCommand::CodeAction(CodeAction {
+        title: title.clone(),
+        kind: Some(kind),
+        diagnostics,
+        command: Some(Command {
+            title,
+            command: command.to_string(),
+            arguments: Some(vec![arg]),
+        }),
+        ..CodeAction::default()
+    })
+}
+
+pub fn code_actions(state: &State, params: &CodeActionParams) -> Option<CodeActionResponse> {
+    let uri = &params.text_document.uri;
+    let path = uri_to_path(uri);
+    let relative = path.as_ref().and_then(|p| relative_to_checkout(state, p));
+    let mut actions = Vec::new();
+
+    // On owt diagnostics.
+    for diagnostic in &params.context.diagnostics {
+        if diagnostic.source.as_deref() != Some("owt") {
+            continue;
+        }
+        let Some(data) = diagnostic
+            .data
+            .clone()
+            .and_then(|d| serde_json::from_value::<DiagnosticData>(d).ok())
+        else {
+            continue;
+        };
+        let name = &data.session;
+        let first = diagnostic.range.start.line + 1;
+        let last = diagnostic.range.end.line.max(diagnostic.range.start.line + 1);
+        let linked = Some(vec![diagnostic.clone()]);
+        let quickfix = CodeActionKind::QUICKFIX;
+        if let Some(rel) = &relative {
+            actions.push(action(
+                format!("owt: open {name}'s copy of {rel}"),
+                commands::OPEN_AGENT_FILE,
+                json!({"session": name, "path": rel, "start_line": first, "end_line": last}),
+                quickfix.clone(),
+                linked.clone(),
+            ));
+            actions.push(action(
+                format!("owt: tell {name} about this overlap"),
+                commands::SEND,
+                json!({"session": name, "text": format!(
+                    "Heads-up from owt: someone else is also changing {rel} around lines {first}-{last} ({}). Coordinate before changing those lines further.",
+                    data.level
+                )}),
+                quickfix.clone(),
+                linked.clone(),
+            ));
+        }
+        actions.push(action(format!("owt: attach to {name}"), commands::ATTACH, json!({"session": name}), quickfix.clone(), linked.clone()));
+        actions.push(action(format!("owt: merge {name}"), commands::MERGE, json!({"session": name}), quickfix.clone(), linked.clone()));
+        actions.push(action(format!("owt: ship {name}"), commands::SHIP, json!({"session": name}), quickfix, linked));
+    }
+
+    // On a selection.
+    let range = params.range;
+    if range.start != range.end {
+        let start = range.start.line + 1;
+        let end = if range.end.character == 0 && range.end.line > range.start.line {
+            range.end.line
+        } else {
+            range.end.line + 1
+        };
+        actions.push(action(
+            "owt: spawn an agent on this selection".into(),
+            commands::SPAWN,
+            json!({"uri": uri.as_str(), "start_line": start, "end_line": end}),
+            CodeActionKind::new("source.owt.spawn"),
+            None,
+        ));
+    }
+
+    // In a session's worktree.
+    if let Some(session) = path.as_ref().and_then(|p| state.session_of_path(p)) {
+        let name = &session.name;
+        for (title, command) in [
+            (format!("owt: ship {name} (this worktree)"), commands::SHIP),
+            (format!("owt: merge {name} (this worktree)"), commands::MERGE),
+            (format!("owt: attach to {name}"), commands::ATTACH),
+            (format!("owt: peek at {name}"), commands::PEEK),
+        ] {
+            actions.push(action(title, command, json!({"session": name}), CodeActionKind::new("source.owt.session"), None));
+        }
+    }
+    Some(actions)
+}

@@ -1,0 +1,402 @@
+//! The owner thread: all of the server's mutable state, one event at a time.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use owt_protocol::lsp::{InitializationOptions, METHOD_BOARD_CHANGED};
+use owt_protocol::{Board, SessionView, Status};
+use serde_json::Value;
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+use tower_lsp_server::jsonrpc::{self, Result};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::Client;
+
+use super::convert::{apply_change, uri_to_path};
+use crate::ops::{self, Context};
+
+pub type Reply<T> = oneshot::Sender<Result<T>>;
+
+/// Everything the owner thread reacts to, in arrival order.
+pub enum Event {
+    Initialize(Box<InitializeParams>, Reply<InitializeResult>),
+    Initialized,
+    Shutdown(Reply<()>),
+    DidOpen(DidOpenTextDocumentParams),
+    DidChange(DidChangeTextDocumentParams),
+    DidSave(DidSaveTextDocumentParams),
+    DidClose(DidCloseTextDocumentParams),
+    CodeAction(Box<CodeActionParams>, Reply<Option<CodeActionResponse>>),
+    ExecuteCommand(ExecuteCommandParams, Reply<Option<Value>>),
+    Board(Reply<Board>),
+    /// A worker finished something that changes sessions.
+    Refresh,
+}
+
+/// How often the board and statuses are re-read.
+const TICK: Duration = Duration::from_millis(500);
+/// How often commits ahead and changed files are re-read from git.
+const GIT_REFRESH: Duration = Duration::from_secs(5);
+
+/// An open document, as the editor has it.
+pub struct Document {
+    pub text: String,
+    pub version: i32,
+    pub path: Option<PathBuf>,
+}
+
+pub struct State {
+    pub client: Client,
+    pub rt: Handle,
+    pub tx: Sender<Event>,
+    pub root: Option<PathBuf>,
+    pub ctx: Option<Context>,
+    pub options: InitializationOptions,
+    pub progress_supported: bool,
+    pub docs: HashMap<Uri, Document>,
+    pub sessions: Vec<SessionView>,
+    last_board: Option<Board>,
+    last_status: HashMap<String, (Status, Option<i32>)>,
+    last_git_refresh: Instant,
+    next_token: u64,
+    initialized: bool,
+    shut_down: bool,
+    seen_once: bool,
+}
+
+/// Starts the owner thread.
+pub fn spawn_owner(client: Client, rt: Handle, tx: Sender<Event>, rx: Receiver<Event>) {
+    let spawned = std::thread::Builder::new()
+        .name("owt-lsp-owner".into())
+        .spawn(move || {
+            let mut state = State {
+                client,
+                rt,
+                tx,
+                root: None,
+                ctx: None,
+                options: InitializationOptions::default(),
+                progress_supported: false,
+                docs: HashMap::new(),
+                sessions: Vec::new(),
+                last_board: None,
+                last_status: HashMap::new(),
+                last_git_refresh: Instant::now(),
+                next_token: 0,
+                initialized: false,
+                shut_down: false,
+                seen_once: false,
+            };
+            state.run(rx);
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the owner thread: {e}");
+    }
+}
+
+impl State {
+    fn run(&mut self, rx: Receiver<Event>) {
+        let mut next_tick = Instant::now() + TICK;
+        loop {
+            let timeout = next_tick.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(timeout) {
+                Ok(event) => {
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.handle(event)));
+                    if outcome.is_err() {
+                        tracing::error!("an LSP event handler panicked; the server keeps running");
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            if Instant::now() >= next_tick {
+                next_tick = Instant::now() + TICK;
+                if self.initialized && !self.shut_down {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.tick()));
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Initialize(params, reply) => {
+                let _ = reply.send(Ok(self.initialize(*params)));
+            }
+            Event::Initialized => {
+                self.initialized = true;
+                self.refresh(true);
+            }
+            Event::Shutdown(reply) => {
+                self.shut_down = true;
+                let _ = reply.send(Ok(()));
+            }
+            Event::DidOpen(params) => {
+                let doc = params.text_document;
+                let path = uri_to_path(&doc.uri);
+                self.docs.insert(
+                    doc.uri,
+                    Document {
+                        text: doc.text,
+                        version: doc.version,
+                        path,
+                    },
+                );
+            }
+            Event::DidChange(params) => {
+                if let Some(doc) = self.docs.get_mut(&params.text_document.uri) {
+                    for change in &params.content_changes {
+                        apply_change(&mut doc.text, change);
+                    }
+                    doc.version = params.text_document.version;
+                }
+            }
+            Event::DidSave(_) => {}
+            Event::DidClose(params) => {
+                self.docs.remove(&params.text_document.uri);
+            }
+            Event::CodeAction(params, reply) => {
+                let _ = reply.send(Ok(super::code_action::code_actions(self, &params)));
+            }
+            Event::ExecuteCommand(params, reply) => super::commands::execute(self, params, reply),
+            Event::Board(reply) => {
+                self.refresh(false);
+                let board = self.board();
+                let _ = reply.send(board.ok_or_else(|| {
+                    super::convert::failed(&anyhow::anyhow!(
+                        "{}",
+                        self.no_repo_reason()
+                    ))
+                }));
+            }
+            Event::Refresh => self.refresh(true),
+        }
+    }
+
+    fn initialize(&mut self, params: InitializeParams) -> InitializeResult {
+        #[allow(deprecated)]
+        let root = params
+            .workspace_folders
+            .as_ref()
+            .and_then(|folders| folders.first())
+            .and_then(|folder| uri_to_path(&folder.uri))
+            .or_else(|| params.root_uri.as_ref().and_then(uri_to_path))
+            .or_else(|| std::env::current_dir().ok());
+        if let Some(options) = params.initialization_options {
+            match serde_json::from_value::<InitializationOptions>(options) {
+                Ok(options) => self.options = options,
+                Err(e) => tracing::warn!("ignoring invalid initializationOptions: {e}"),
+            }
+        }
+        self.progress_supported = params
+            .capabilities
+            .window
+            .as_ref()
+            .and_then(|w| w.work_done_progress)
+            .unwrap_or(false);
+        if let Some(root) = &root {
+            match Context::open(Some(root)) {
+                Ok(ctx) => self.ctx = Some(ctx),
+                Err(e) => tracing::warn!("{}: not an owt workspace: {e:#}", root.display()),
+            }
+        }
+        self.root = root;
+        InitializeResult {
+            capabilities: ServerCapabilities {
+                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+                    open_close: Some(true),
+                    change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    save: Some(TextDocumentSyncSaveOptions::Supported(true)),
+                    ..TextDocumentSyncOptions::default()
+                })),
+                code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: owt_protocol::lsp::commands::ALL.iter().map(|c| c.to_string()).collect(),
+                    work_done_progress_options: WorkDoneProgressOptions::default(),
+                }),
+                ..ServerCapabilities::default()
+            },
+            server_info: Some(ServerInfo {
+                name: "owt".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            offset_encoding: None,
+        }
+    }
+
+    /// Why there is no repository to work with.
+    pub fn no_repo_reason(&self) -> String {
+        match &self.root {
+            Some(root) => format!("{} is not inside a git repository that owt can use", root.display()),
+            None => "the editor did not name a workspace folder".into(),
+        }
+    }
+
+    /// Re-reads sessions; sends `owt/boardChanged` and one message per
+    /// status transition when something changed.
+    pub fn refresh(&mut self, force_git: bool) {
+        let Some(ctx) = &self.ctx else { return };
+        let refresh_git = force_git || self.last_git_refresh.elapsed() >= GIT_REFRESH;
+        if refresh_git {
+            self.last_git_refresh = Instant::now();
+        }
+        let views = match ops::list::session_views_with(ctx, refresh_git) {
+            Ok(views) => views,
+            Err(e) => {
+                tracing::warn!("reading sessions failed: {e:#}");
+                return;
+            }
+        };
+        self.notify_transitions(&views);
+        self.sessions = views;
+        if let Some(board) = self.board() {
+            if self.last_board.as_ref() != Some(&board) {
+                self.last_board = Some(board.clone());
+                let client = self.client.clone();
+                self.rt.spawn(async move {
+                    client
+                        .send_notification::<BoardChanged>(board)
+                        .await;
+                });
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        self.refresh(false);
+    }
+
+    /// The board from the sessions last read.
+    pub fn board(&self) -> Option<Board> {
+        let ctx = self.ctx.as_ref()?;
+        Some(ops::list::board(
+            ctx.repo.main_root().to_string_lossy().into_owned(),
+            self.sessions.clone(),
+        ))
+    }
+
+    fn notify_transitions(&mut self, views: &[SessionView]) {
+        let first_read = !self.seen_once;
+        for view in views {
+            let now = (view.status, view.exit_code);
+            let before = self.last_status.insert(view.name.clone(), now);
+            if first_read || before == Some(now) {
+                continue;
+            }
+            let message = match view.status {
+                Status::NeedsInput => Some((MessageType::INFO, format!("owt: {} is waiting for your input", view.name))),
+                Status::Blocked => Some((
+                    MessageType::WARNING,
+                    format!("owt: {} is blocked on a permission prompt", view.name),
+                )),
+                Status::Done => Some((MessageType::INFO, format!("owt: {} is done", view.name))),
+                Status::Exited if view.host_lost || view.exit_code.is_some_and(|c| c != 0) => Some((
+                    MessageType::ERROR,
+                    format!("owt: {} {}", view.name, view.status_text),
+                )),
+                Status::Conflict => Some((
+                    MessageType::WARNING,
+                    format!("owt: {} stopped on a merge conflict", view.name),
+                )),
+                _ => None,
+            };
+            if let Some((typ, text)) = message {
+                self.show_message(typ, text);
+            }
+        }
+        self.last_status.retain(|name, _| views.iter().any(|v| &v.name == name));
+        self.seen_once = true;
+    }
+
+    pub fn show_message(&self, typ: MessageType, text: String) {
+        let client = self.client.clone();
+        self.rt.spawn(async move { client.show_message(typ, text).await });
+    }
+
+    pub fn next_token(&mut self) -> ProgressToken {
+        self.next_token += 1;
+        ProgressToken::String(format!("owt/{}/{}", std::process::id(), self.next_token))
+    }
+
+    /// The session whose worktree holds `path`, if any.
+    pub fn session_of_path(&self, path: &Path) -> Option<&SessionView> {
+        self.sessions
+            .iter()
+            .filter(|s| !s.worktree.is_empty() && path.starts_with(&s.worktree))
+            .max_by_key(|s| s.worktree.len())
+    }
+}
+
+/// `owt/boardChanged`.
+pub enum BoardChanged {}
+
+impl tower_lsp_server::ls_types::notification::Notification for BoardChanged {
+    type Params = Board;
+    const METHOD: &'static str = METHOD_BOARD_CHANGED;
+}
+
+/// Reports `$/progress` for one long operation, from a worker thread.
+pub struct Progress {
+    client: Client,
+    rt: Handle,
+    token: Option<ProgressToken>,
+}
+
+impl Progress {
+    pub fn begin(client: Client, rt: Handle, token: ProgressToken, supported: bool, title: &str) -> Progress {
+        let token = supported.then_some(token);
+        if let Some(token) = &token {
+            let created = rt.block_on(client.create_work_done_progress(token.clone()));
+            if created.is_ok() {
+                let begin = WorkDoneProgress::Begin(WorkDoneProgressBegin {
+                    title: title.to_string(),
+                    cancellable: Some(false),
+                    message: None,
+                    percentage: None,
+                });
+                send_progress(&client, &rt, token.clone(), begin);
+            } else {
+                return Progress { client, rt, token: None };
+            }
+        }
+        Progress { client, rt, token }
+    }
+
+    pub fn report(&self, message: &str) {
+        if let Some(token) = &self.token {
+            let report = WorkDoneProgress::Report(WorkDoneProgressReport {
+                cancellable: Some(false),
+                message: Some(message.to_string()),
+                percentage: None,
+            });
+            send_progress(&self.client, &self.rt, token.clone(), report);
+        }
+    }
+
+    pub fn end(&self, message: &str) {
+        if let Some(token) = &self.token {
+            let end = WorkDoneProgress::End(WorkDoneProgressEnd {
+                message: Some(message.to_string()),
+            });
+            send_progress(&self.client, &self.rt, token.clone(), end);
+        }
+    }
+}
+
+fn send_progress(client: &Client, rt: &Handle, token: ProgressToken, value: WorkDoneProgress) {
+    let params = ProgressParams {
+        token,
+        value: ProgressParamsValue::WorkDone(value),
+    };
+    rt.block_on(client.send_notification::<notification::Progress>(params));
+}
+
+pub fn reply_json<T: serde::Serialize>(reply: Reply<Option<Value>>, value: &T) {
+    let _ = reply.send(
+        serde_json::to_value(value)
+            .map(Some)
+            .map_err(|_| jsonrpc::Error::internal_error()),
+    );
+}
