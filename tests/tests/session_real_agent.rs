@@ -25,28 +25,47 @@ fn claude_binary() -> Option<PathBuf> {
         return None;
     };
     let bin = PathBuf::from(prefix).join("node_modules/.bin/claude");
-    assert!(bin.exists(), "{} is missing: install @anthropic-ai/claude-code there", bin.display());
+    assert!(
+        bin.exists(),
+        "{} is missing: install @anthropic-ai/claude-code there",
+        bin.display()
+    );
     Some(bin)
 }
 
 #[test]
 fn claude_code_renders_its_real_tui_in_peek() {
-    let Some(claude) = claude_binary() else { return };
+    let Some(claude) = claude_binary() else {
+        return;
+    };
     with_timeout(Duration::from_secs(120), move || {
         let env = Env::new();
         let claude = claude.to_string_lossy().into_owned();
         env.spawn(&[
-            "__host", "spawn", "--name", "claude", "--provider", "claude", "--rows", "30", "--cols", "100", "--",
+            "__host",
+            "spawn",
+            "--name",
+            "claude",
+            "--provider",
+            "claude",
+            "--rows",
+            "30",
+            "--cols",
+            "100",
+            "--",
             &claude,
         ]);
         let screen = env.wait_screen("claude", "Claude Code");
         // The welcome banner is drawn with box/block glyphs: a real TUI, not
         // a bare log line.
         assert!(
-            screen.contains("Welcome to Claude Code") || screen.contains('╭') || screen.contains('█'),
+            screen.contains("Welcome to Claude Code")
+                || screen.contains('╭')
+                || screen.contains('█'),
             "{screen}"
         );
-        let json: serde_json::Value = serde_json::from_str(&env.ok(&["--json", "peek", "claude"])).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&env.ok(&["--json", "peek", "claude"])).unwrap();
         assert_eq!(json["screen"]["cols"], 100, "{json}");
     });
 }
