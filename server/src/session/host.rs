@@ -1,16 +1,18 @@
 //! The session host process (`owt __host run`): owns one agent's PTY, its
 //! screen model and the unix socket clients attach to.
 //!
-//! Threads (std only, no async): the PTY reader (parses output into the
-//! screen, answers terminal queries when nobody is attached, fans output out
-//! to attached clients), one PTY writer (all input, in order, so a blocked
-//! agent never blocks anything else), the child waiter, the monitor (the
-//! only owner of the store: output/input/screen facts, typed prompt), the
-//! acceptor (main thread), and per connection a reader and a writer.
+//! Threads (std only, no async): the PTY reader (fans output out to
+//! attached clients at once and hands it, bounded, to the parser), the
+//! parser (the `vt100` screen model; answers terminal queries when nobody is
+//! attached; makes redraws at their exact place in the stream), the PTY
+//! writer (sent text, typed prompts, query answers; attached keys are
+//! written directly), the child waiter, the monitor (the only owner of the
+//! store: output/input/screen facts, typed prompt), the acceptor (main
+//! thread), and per connection a reader and a writer.
 //!
 //! Invariants: the agent never waits on a client — every client has a
 //! bounded queue, and a client that falls behind gets a fresh redraw instead
-//! of the bytes it missed. Lock order is `State` then a client's queue.
+//! of the bytes it missed. Lock order: `clients`, `State`, a client's queue.
 //! Nothing here panics on purpose; thread bodies are wrapped so a panic is
 //! logged and ends the host cleanly.
 
