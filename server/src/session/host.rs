@@ -14,7 +14,7 @@
 //! bounded queue, and a client that falls behind gets a fresh redraw instead
 //! of the bytes it missed. Lock order: `clients`, `State`, a client's queue.
 //! Nothing here panics on purpose; thread bodies are wrapped so a panic is
-//! logged and ends the host cleanly.
+//! logged (to the host log) instead of unwinding into nothing.
 
 use std::collections::VecDeque;
 use std::fs::File;
