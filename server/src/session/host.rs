@@ -1,18 +1,20 @@
 //! The session host process (`owt __host run`): owns one agent's PTY, its
 //! screen model and the unix socket clients attach to.
 //!
-//! Threads (std only, no async): the PTY reader (parses output into the
-//! screen, answers terminal queries when nobody is attached, fans output out
-//! to attached clients), one PTY writer (all input, in order, so a blocked
-//! agent never blocks anything else), the child waiter, the monitor (the
-//! only owner of the store: output/input/screen facts, typed prompt), the
-//! acceptor (main thread), and per connection a reader and a writer.
+//! Threads (std only, no async): the PTY reader (fans output out to
+//! attached clients at once and hands it, bounded, to the parser), the
+//! parser (the `vt100` screen model; answers terminal queries when nobody is
+//! attached; makes redraws at their exact place in the stream), the PTY
+//! writer (sent text, typed prompts, query answers; attached keys are
+//! written directly), the child waiter, the monitor (the only owner of the
+//! store: output/input/screen facts, typed prompt), the acceptor (main
+//! thread), and per connection a reader and a writer.
 //!
 //! Invariants: the agent never waits on a client — every client has a
 //! bounded queue, and a client that falls behind gets a fresh redraw instead
-//! of the bytes it missed. Lock order is `State` then a client's queue.
+//! of the bytes it missed. Lock order: `clients`, `State`, a client's queue.
 //! Nothing here panics on purpose; thread bodies are wrapped so a panic is
-//! logged and ends the host cleanly.
+//! logged (to the host log) instead of unwinding into nothing.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -20,7 +22,7 @@ use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -85,6 +87,18 @@ enum ToAgent {
     Pause(Duration),
 }
 
+/// Messages for the parser thread, in the order of the output stream.
+enum ToParser {
+    /// An encoded `Output` frame (header, then the agent's bytes).
+    Chunk(Arc<[u8]>),
+    /// A client needs a redraw at this point of the stream.
+    Redraw(Arc<Client>),
+    End,
+}
+
+/// Chunks the reader may run ahead of the parser.
+const PARSER_BACKLOG: usize = 64;
+
 /// Messages for the monitor thread.
 enum ToMonitor {
     /// Record the exit, then acknowledge.
@@ -94,7 +108,10 @@ enum ToMonitor {
 struct ClientQueue {
     frames: VecDeque<Arc<[u8]>>,
     bytes: usize,
-    needs_redraw: bool,
+    /// A redraw is coming from the parser; hold everything until then.
+    awaiting_redraw: bool,
+    /// Where that redraw goes in `frames`.
+    redraw_at: usize,
     closed: bool,
 }
 
@@ -111,7 +128,8 @@ impl Client {
             queue: Mutex::new(ClientQueue {
                 frames: VecDeque::new(),
                 bytes: 0,
-                needs_redraw: false,
+                awaiting_redraw: false,
+                redraw_at: 0,
                 closed: false,
             }),
             ready: Condvar::new(),
@@ -127,21 +145,39 @@ impl Client {
         self.ready.notify_one();
     }
 
-    /// Queues output; a client too far behind loses its queue and will get
-    /// a redraw instead.
-    fn push_output(&self, frame: &Arc<[u8]>) {
+    /// Queues output. A client too far behind loses its queue (this frame
+    /// included) and gets a redraw instead; returns whether the caller must
+    /// ask the parser for that redraw.
+    fn push_output(&self, frame: &Arc<[u8]>) -> bool {
         let mut q = lock(&self.queue);
-        if q.needs_redraw {
-            return;
-        }
-        if q.bytes + frame.len() > CLIENT_QUEUE_LIMIT {
+        if !q.awaiting_redraw && q.bytes + frame.len() > CLIENT_QUEUE_LIMIT {
             q.frames.clear();
             q.bytes = 0;
-            q.needs_redraw = true;
-        } else {
-            q.bytes += frame.len();
-            q.frames.push_back(frame.clone());
+            q.awaiting_redraw = true;
+            q.redraw_at = 0;
+            return true;
         }
+        q.bytes += frame.len();
+        q.frames.push_back(frame.clone());
+        drop(q);
+        self.ready.notify_one();
+        false
+    }
+
+    /// Holds the queue until a redraw arrives (placed after what is queued).
+    fn await_redraw(&self) {
+        let mut q = lock(&self.queue);
+        q.awaiting_redraw = true;
+        q.redraw_at = q.frames.len();
+    }
+
+    /// Puts the awaited redraw in place and releases the queue.
+    fn deliver_redraw(&self, redraw: Vec<u8>) {
+        let mut q = lock(&self.queue);
+        let at = q.redraw_at.min(q.frames.len());
+        q.bytes += redraw.len();
+        q.frames.insert(at, redraw.into());
+        q.awaiting_redraw = false;
         drop(q);
         self.ready.notify_one();
     }
@@ -161,7 +197,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct State {
     parser: vt100::Parser,
     scanner: QueryScanner,
-    attached: Vec<Arc<Client>>,
     /// Bumped on every read of output.
     output_seq: u64,
     last_output: Option<Instant>,
@@ -178,6 +213,14 @@ struct Shared {
     started_at: i64,
     state: Mutex<State>,
     master: Mutex<Box<dyn MasterPty + Send>>,
+    /// Attached clients. Lock order: `clients`, then `State`, then a queue.
+    clients: Mutex<Vec<Arc<Client>>>,
+    n_attached: AtomicUsize,
+    /// Output chunks and redraw requests, in stream order, to the parser.
+    to_parser: mpsc::SyncSender<ToParser>,
+    parser_done: AtomicBool,
+    /// The PTY writer; input from clients is written directly.
+    pty_writer: Mutex<Box<dyn Write + Send>>,
     to_agent: mpsc::Sender<ToAgent>,
     next_client: AtomicU64,
     exiting: AtomicBool,
@@ -189,7 +232,9 @@ struct Started {
     agent_pid: Option<u32>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
     reader: Box<dyn Read + Send>,
-    writer: Box<dyn Write + Send>,
+    /// The PTY master's descriptor, to see whether more output is ready.
+    master_fd: Option<std::os::fd::RawFd>,
+    parser_rx: mpsc::Receiver<ToParser>,
     to_agent_rx: mpsc::Receiver<ToAgent>,
     store: Option<Store>,
 }
@@ -251,6 +296,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
     // portable-pty's recipe: the slave belongs to the child now.
     drop(pty.slave);
     let agent_pid = child.process_id();
+    let master_fd = pty.master.as_raw_fd();
     let reader = pty
         .master
         .try_clone_reader()
@@ -279,6 +325,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         }
     };
     let (to_agent, to_agent_rx) = mpsc::channel();
+    let (to_parser, parser_rx) = mpsc::sync_channel(PARSER_BACKLOG);
     let shared = Arc::new(Shared {
         spec: spec.clone(),
         host_pid,
@@ -287,7 +334,6 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         state: Mutex::new(State {
             parser: vt100::Parser::new(rows, cols, SCROLLBACK_LINES),
             scanner: QueryScanner::new(),
-            attached: Vec::new(),
             output_seq: 0,
             last_output: None,
             last_output_at: None,
@@ -296,6 +342,11 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
             exit: None,
         }),
         master: Mutex::new(pty.master),
+        clients: Mutex::new(Vec::new()),
+        n_attached: AtomicUsize::new(0),
+        to_parser,
+        parser_done: AtomicBool::new(false),
+        pty_writer: Mutex::new(writer),
         to_agent,
         next_client: AtomicU64::new(1),
         exiting: AtomicBool::new(false),
@@ -307,7 +358,8 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         agent_pid,
         child,
         reader,
-        writer,
+        master_fd,
+        parser_rx,
         to_agent_rx,
         store,
     })
@@ -343,7 +395,8 @@ fn serve(started: Started) {
         agent_pid: _,
         mut child,
         reader,
-        writer,
+        master_fd,
+        parser_rx,
         to_agent_rx,
         store,
     } = started;
@@ -352,12 +405,20 @@ fn serve(started: Started) {
 
     {
         let shared = shared.clone();
-        spawn_guarded("pty-reader", move || {
-            read_agent(&shared, reader);
+        spawn_guarded("pty-reader", move || read_agent(&shared, reader, master_fd));
+    }
+    {
+        let shared = shared.clone();
+        spawn_guarded("parser", move || {
+            parse_output(&shared, parser_rx);
+            shared.parser_done.store(true, Ordering::SeqCst);
             let _ = reader_done_tx.send(());
         });
     }
-    spawn_guarded("pty-writer", move || write_agent(writer, to_agent_rx));
+    {
+        let shared = shared.clone();
+        spawn_guarded("pty-writer", move || write_agent(&shared, to_agent_rx));
+    }
     {
         let shared = shared.clone();
         spawn_guarded("monitor", move || monitor(&shared, store, monitor_rx));
@@ -404,12 +465,12 @@ fn serve(started: Started) {
 
 /// The agent is gone: save its last screen, tell everyone, linger, leave.
 fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonitor>) {
-    let (text, clients) = {
+    let text = {
         let mut state = lock(&shared.state);
         state.exit = Some(exit.clone());
-        let text = screen_view(&mut state.parser, false).text();
-        (text, state.attached.clone())
+        screen_view(&mut state.parser, false).text()
     };
+    let clients = lock(&shared.clients).clone();
     let screen_file = super::screen_path(&shared.spec.home, &shared.spec.short_id);
     if let Some(dir) = screen_file.parent() {
         let _ = std::fs::create_dir_all(dir);
@@ -435,9 +496,16 @@ fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonito
     std::process::exit(0);
 }
 
-fn read_agent(shared: &Arc<Shared>, mut reader: Box<dyn Read + Send>) {
+/// Reads the agent's output and fans it out to attached clients at once;
+/// the parser thread follows behind (bounded), so the screen model costs
+/// throughput only when it is the bottleneck.
+fn read_agent(
+    shared: &Arc<Shared>,
+    mut reader: Box<dyn Read + Send>,
+    master_fd: Option<std::os::fd::RawFd>,
+) {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut found = Vec::new();
+    let mut lagging = Vec::new();
     loop {
         let n = match reader.read(&mut buf) {
             Ok(0) => break,
@@ -448,45 +516,98 @@ fn read_agent(shared: &Arc<Shared>, mut reader: Box<dyn Read + Send>) {
                 break;
             }
         };
-        let chunk = &buf[..n];
-        let mut replies = Vec::new();
-        let mut state = lock(&shared.state);
-        found.clear();
-        state.scanner.scan(chunk, &mut found);
-        if found.is_empty() || !state.attached.is_empty() {
-            state.parser.process(chunk);
-        } else {
-            // Answer each query from the screen as it was when asked.
-            let mut at = 0;
-            for &(end, query) in &found {
-                state.parser.process(&chunk[at..end]);
-                at = end;
-                replies.extend(queries::answer(query, state.parser.screen()));
+        // A PTY hands out about 4 KiB per read: take what is already there
+        // too, so a burst costs one frame, not sixteen.
+        let mut n = n;
+        while let Some(fd) = master_fd {
+            if buf.len() - n < 4096 || !readable_now(fd) {
+                break;
             }
-            state.parser.process(&chunk[at..]);
-        }
-        state.output_seq += 1;
-        state.last_output = Some(Instant::now());
-        state.last_output_at = Some(now_ms());
-        if !state.attached.is_empty() {
-            let frame: Arc<[u8]> = proto::encode(FrameKind::Output, chunk).into();
-            for client in &state.attached {
-                client.push_output(&frame);
+            match reader.read(&mut buf[n..]) {
+                Ok(0) | Err(_) => break,
+                Ok(more) => n += more,
             }
         }
-        drop(state);
-        if !replies.is_empty() {
-            let _ = shared.to_agent.send(ToAgent::Bytes(replies));
+        let frame: Arc<[u8]> = proto::encode(FrameKind::Output, &buf[..n]).into();
+        // Fan-out and the parser's queue in one order: a redraw request sits
+        // exactly where the client's stream was cut.
+        let clients = lock(&shared.clients);
+        for client in clients.iter() {
+            if client.push_output(&frame) {
+                lagging.push(client.clone());
+            }
+        }
+        let sent = shared.to_parser.send(ToParser::Chunk(frame)).is_ok()
+            && lagging
+                .drain(..)
+                .all(|c| shared.to_parser.send(ToParser::Redraw(c)).is_ok());
+        drop(clients);
+        if !sent {
+            break;
+        }
+    }
+    let _ = shared.to_parser.send(ToParser::End);
+}
+
+/// Whether `fd` has input ready right now.
+fn readable_now(fd: std::os::fd::RawFd) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no timeout.
+    unsafe { libc::poll(&mut pfd, 1, 0) == 1 && pfd.revents & libc::POLLIN != 0 }
+}
+
+/// Feeds output into the screen model, answers terminal queries when
+/// nobody is attached, and makes redraws at their place in the stream.
+fn parse_output(shared: &Arc<Shared>, rx: mpsc::Receiver<ToParser>) {
+    let mut found = Vec::new();
+    for msg in rx {
+        match msg {
+            ToParser::Chunk(frame) => {
+                let chunk = &frame[proto::HEADER_LEN..];
+                let mut replies = Vec::new();
+                let mut state = lock(&shared.state);
+                found.clear();
+                state.scanner.scan(chunk, &mut found);
+                if found.is_empty() || shared.n_attached.load(Ordering::SeqCst) > 0 {
+                    state.parser.process(chunk);
+                } else {
+                    // Answer each query from the screen as it was when asked.
+                    let mut at = 0;
+                    for &(end, query) in &found {
+                        state.parser.process(&chunk[at..end]);
+                        at = end;
+                        replies.extend(queries::answer(query, state.parser.screen()));
+                    }
+                    state.parser.process(&chunk[at..]);
+                }
+                state.output_seq += 1;
+                state.last_output = Some(Instant::now());
+                state.last_output_at = Some(now_ms());
+                drop(state);
+                if !replies.is_empty() {
+                    let _ = shared.to_agent.send(ToAgent::Bytes(replies));
+                }
+            }
+            ToParser::Redraw(client) => {
+                let bytes = proto::encode(
+                    FrameKind::Redraw,
+                    &redraw(lock(&shared.state).parser.screen()),
+                );
+                client.deliver_redraw(bytes);
+            }
+            ToParser::End => break,
         }
     }
 }
 
-fn write_agent(mut writer: Box<dyn Write + Send>, rx: mpsc::Receiver<ToAgent>) {
+fn write_agent(shared: &Shared, rx: mpsc::Receiver<ToAgent>) {
     for msg in rx {
         let result = match msg {
-            ToAgent::Bytes(bytes) | ToAgent::Input(bytes) => {
-                writer.write_all(&bytes).and_then(|()| writer.flush())
-            }
+            ToAgent::Bytes(bytes) | ToAgent::Input(bytes) => write_pty(shared, &bytes),
             ToAgent::Pause(d) => {
                 std::thread::sleep(d);
                 Ok(())
@@ -496,6 +617,12 @@ fn write_agent(mut writer: Box<dyn Write + Send>, rx: mpsc::Receiver<ToAgent>) {
             tracing::debug!("pty write failed: {e}");
         }
     }
+}
+
+fn write_pty(shared: &Shared, bytes: &[u8]) -> std::io::Result<()> {
+    let mut w = lock(&shared.pty_writer);
+    w.write_all(bytes)?;
+    w.flush()
 }
 
 /// Queues `bytes` as the human's input and notes when.
@@ -761,25 +888,34 @@ fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
         },
     ));
     let writer = {
-        let shared = shared.clone();
         let client = client.clone();
-        spawn_guarded("client-writer", move || {
-            write_client(&shared, &client, write_half)
-        })
+        spawn_guarded("client-writer", move || write_client(&client, write_half))
     };
     if hello.role == Role::Attach {
         if hello.rows > 0 && hello.cols > 0 {
             resize(shared, hello.rows, hello.cols);
         }
-        let mut state = lock(&shared.state);
-        client.push(proto::encode(
-            FrameKind::Redraw,
-            &redraw(state.parser.screen()),
-        ));
-        if let Some(exit) = &state.exit {
+        let mut clients = lock(&shared.clients);
+        client.await_redraw();
+        clients.push(client.clone());
+        shared.n_attached.fetch_add(1, Ordering::SeqCst);
+        let queued = !shared.parser_done.load(Ordering::SeqCst)
+            && shared
+                .to_parser
+                .send(ToParser::Redraw(client.clone()))
+                .is_ok();
+        drop(clients);
+        if !queued {
+            // The agent is gone and the parser with it: the screen is final.
+            let state = lock(&shared.state);
+            client.deliver_redraw(proto::encode(
+                FrameKind::Redraw,
+                &redraw(state.parser.screen()),
+            ));
+        }
+        if let Some(exit) = &lock(&shared.state).exit {
             client.push(proto::encode_json(FrameKind::Exited, exit));
         }
-        state.attached.push(client.clone());
     }
     loop {
         let frame = match proto::read_frame(&mut stream) {
@@ -797,7 +933,14 @@ fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
             Reply::Close => break,
         }
     }
-    lock(&shared.state).attached.retain(|c| c.id != client.id);
+    {
+        let mut clients = lock(&shared.clients);
+        let before = clients.len();
+        clients.retain(|c| c.id != client.id);
+        shared
+            .n_attached
+            .fetch_sub(before - clients.len(), Ordering::SeqCst);
+    }
     client.close();
     if let Some(writer) = writer {
         let _ = writer.join();
@@ -817,7 +960,11 @@ fn error_reply(message: String) -> Reply {
 fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Reply {
     match frame.kind {
         FrameKind::Input => {
-            type_input(shared, frame.payload.clone());
+            // Keys go straight to the PTY: the shortest echo path.
+            lock(&shared.state).last_input_at = Some(now_ms());
+            if let Err(e) = write_pty(shared, &frame.payload) {
+                tracing::debug!("pty write failed: {e}");
+            }
             Reply::None
         }
         FrameKind::Resize => match frame.json::<Resize>() {
@@ -860,7 +1007,7 @@ fn status(shared: &Shared) -> HostStatus {
         host_pid: shared.host_pid,
         agent_pid: shared.agent_pid,
         exit: state.exit.clone(),
-        attached_clients: state.attached.len() as u32,
+        attached_clients: shared.n_attached.load(Ordering::SeqCst) as u32,
         rows,
         cols,
         started_at: shared.started_at,
@@ -917,34 +1064,19 @@ fn terminate(shared: &Arc<Shared>, grace: Duration) {
     });
 }
 
-fn write_client(shared: &Shared, client: &Client, mut stream: UnixStream) {
+fn write_client(client: &Client, mut stream: UnixStream) {
     let mut batch: Vec<Arc<[u8]>> = Vec::new();
     loop {
         {
             let mut q = lock(&client.queue);
-            while q.frames.is_empty() && !q.needs_redraw && !q.closed {
+            while (q.frames.is_empty() || q.awaiting_redraw) && !q.closed {
                 q = client.ready.wait(q).unwrap_or_else(|e| e.into_inner());
             }
-            if q.frames.is_empty() && !q.needs_redraw && q.closed {
+            if q.closed && (q.frames.is_empty() || q.awaiting_redraw) {
                 return;
             }
-            if q.needs_redraw {
-                drop(q);
-                // Lock order: state, then the queue; everything queued after
-                // this redraw follows it in the stream.
-                let state = lock(&shared.state);
-                let bytes = proto::encode(FrameKind::Redraw, &redraw(state.parser.screen()));
-                let mut q = lock(&client.queue);
-                q.frames.clear();
-                q.bytes = 0;
-                q.needs_redraw = false;
-                batch.push(bytes.into());
-                drop(q);
-                drop(state);
-            } else {
-                batch.extend(q.frames.drain(..));
-                q.bytes = 0;
-            }
+            batch.extend(q.frames.drain(..));
+            q.bytes = 0;
         }
         for frame in batch.drain(..) {
             if let Err(e) = stream.write_all(&frame) {

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""owt session host vs tmux: throughput, keystroke echo, host memory.
+
+Usage: bench/pty/bench.py [--owt PATH] [--mb 100] [--echo-rounds 200]
+
+Pushes N MB of text through (a) an owt session host to an attached
+`owt attach` client and (b) a tmux server to an attached tmux client, both
+in real PTYs of 50x200, in one run; prints both times and the ratio. Then
+measures keystroke echo round trips (type one byte into the attached
+client, wait until the agent's echo comes back out of it) and the host's
+resident memory. Needs python3, tmux, git and a release owt
+(`cargo build --release --bin owt`).
+"""
+import argparse
+import json
+import os
+import pty
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROWS, COLS = 50, 200
+MARK = b"BENCH" + b"-DONE"
+
+
+def spawn_in_pty(argv, env):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ.clear()
+        os.environ.update(env)
+        os.execvp(argv[0], argv)
+    import fcntl, struct, termios
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+    os.kill(pid, 28)  # SIGWINCH
+    return pid, fd
+
+
+def read_until(fd, needle, timeout, total=None):
+    """Reads fd until `needle` appears; returns bytes read."""
+    deadline = time.time() + timeout
+    tail = b""
+    n = 0
+    while time.time() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if not r:
+            continue
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:
+            break
+        if not data:
+            break
+        n += len(data)
+        tail = (tail + data)[-4096:]
+        if needle in tail:
+            return n
+    raise SystemExit(f"timed out waiting for {needle!r} (read {n} bytes; tail {tail[-200:]!r})")
+
+
+def drain(fd, quiet=0.3):
+    while True:
+        r, _, _ = select.select([fd], [], [], quiet)
+        if not r:
+            return
+        try:
+            if not os.read(fd, 1 << 16):
+                return
+        except OSError:
+            return
+
+
+def kill(pid):
+    try:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def echo_rtts(fd, rounds):
+    out = []
+    for i in range(rounds):
+        ch = bytes([ord("a") + i % 26])
+        t0 = time.perf_counter()
+        os.write(fd, ch)
+        got = b""
+        while ch not in got:
+            r, _, _ = select.select([fd], [], [], 5)
+            if not r:
+                raise SystemExit("echo timed out")
+            got += os.read(fd, 4096)
+        out.append((time.perf_counter() - t0) * 1000)
+        time.sleep(0.005)
+    return out
+
+
+def rss_kb(pid):
+    vals = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS", "VmHWM")):
+                k, v = line.split(":")
+                vals[k] = int(v.split()[0])
+    return vals
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--owt", default=os.path.join(os.path.dirname(__file__), "../../target/release/owt"))
+    ap.add_argument("--mb", type=int, default=100)
+    ap.add_argument("--echo-rounds", type=int, default=200)
+    args = ap.parse_args()
+    owt = os.path.abspath(args.owt)
+    if not os.access(owt, os.X_OK):
+        raise SystemExit(f"{owt} not found: cargo build --release --bin owt")
+    if not shutil.which("tmux"):
+        raise SystemExit("tmux is not installed")
+
+    tmp = tempfile.mkdtemp(prefix="owt-bench")
+    env = {
+        "PATH": os.environ["PATH"], "HOME": tmp, "TERM": "xterm-256color",
+        "OWT_HOME": os.path.join(tmp, "home"), "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_SYSTEM": "/dev/null", "LANG": "C.UTF-8",
+    }
+    repo = os.path.join(tmp, "repo")
+    os.makedirs(repo)
+    subprocess.run(["git", "init", "-q", repo], check=True, env=env)
+    data = os.path.join(tmp, "data.txt")
+    line = (b"the quick brown fox jumps over the lazy dog 0123456789 " * 3)[:150] + b"\n"
+    with open(data, "wb") as f:
+        block = line * 1000
+        for _ in range(args.mb * 1024 * 1024 // len(block)):
+            f.write(block)
+    size = os.path.getsize(data)
+    # The agent waits for a line, then writes the file and a marker.
+    script = f"read x; cat {data}; printf 'BENCH''-DONE\\n'; exec cat"
+
+    # --- owt ---
+    out = subprocess.run(
+        [owt, "-C", repo, "__host", "spawn", "--name", "bench", "--rows", str(ROWS), "--cols", str(COLS),
+         "--", "bash", "--norc", "-c", script],
+        env=env, check=True, capture_output=True, text=True).stdout
+    owt_host = json.loads(out)["host_pid"]
+    apid, afd = spawn_in_pty([owt, "-C", repo, "attach", "bench"], env)
+    drain(afd)
+    t0 = time.perf_counter()
+    os.write(afd, b"\r")
+    read_until(afd, MARK, 600)
+    owt_s = time.perf_counter() - t0
+    drain(afd)
+    if os.environ.get("BENCH_CPU"):
+        for name, pid in (("host", owt_host), ("attach", apid)):
+            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            print(f"cpu {name}: user {int(f[11]) / 100:.2f}s sys {int(f[12]) / 100:.2f}s")
+    rss = rss_kb(owt_host)
+    # Echo: the agent is now `cat` on a cooked tty; the tty echoes each key.
+    owt_echo = echo_rtts(afd, args.echo_rounds)
+    kill(apid)
+    subprocess.run([owt, "-C", repo, "__host", "stop", "bench"], env=env, capture_output=True)
+
+    # --- tmux ---
+    sock = "owt-bench-%d" % os.getpid()
+    tmux = ["tmux", "-L", sock, "-f", "/dev/null"]
+    subprocess.run(tmux + ["new-session", "-d", "-x", str(COLS), "-y", str(ROWS), "bash", "--norc", "-c", script],
+                   env=env, check=True)
+    subprocess.run(tmux + ["set", "-g", "status", "off"], env=env, check=True)
+    tpid, tfd = spawn_in_pty(tmux + ["attach"], env)
+    drain(tfd)
+    t0 = time.perf_counter()
+    os.write(tfd, b"\r")
+    read_until(tfd, MARK, 600)
+    tmux_s = time.perf_counter() - t0
+    drain(tfd)
+    tmux_echo = echo_rtts(tfd, args.echo_rounds)
+    kill(tpid)
+    subprocess.run(tmux + ["kill-server"], env=env, capture_output=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    mb = size / 1e6
+    print(f"throughput ({mb:.0f} MB, {COLS}x{ROWS}):")
+    print(f"  owt host -> owt attach : {owt_s:7.2f} s  {mb / owt_s:8.1f} MB/s")
+    print(f"  tmux     -> tmux attach: {tmux_s:7.2f} s  {mb / tmux_s:8.1f} MB/s")
+    print(f"  ratio owt/tmux         : {tmux_s / owt_s:7.2f}x")
+    for name, rtts in (("owt attach", owt_echo), ("tmux attach", tmux_echo)):
+        rtts.sort()
+        print(f"echo round trip via {name:11}: median {statistics.median(rtts):.3f} ms"
+              f"  p99 {rtts[int(len(rtts) * 0.99) - 1]:.3f} ms  ({len(rtts)} keys)")
+    print(f"owt host memory: RSS {rss.get('VmRSS', 0) / 1024:.1f} MiB, peak {rss.get('VmHWM', 0) / 1024:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
