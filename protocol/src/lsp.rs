@@ -31,7 +31,16 @@ pub mod commands {
     pub const SHIP: &str = "owt.ship";
     pub const DELETE: &str = "owt.delete";
     pub const OPEN_AGENT_FILE: &str = "owt.openAgentFile";
-    pub const ALL: &[&str] = &[SPAWN, ATTACH, SEND, PEEK, MERGE, SHIP, DELETE, OPEN_AGENT_FILE];
+    pub const ALL: &[&str] = &[
+        SPAWN,
+        ATTACH,
+        SEND,
+        PEEK,
+        MERGE,
+        SHIP,
+        DELETE,
+        OPEN_AGENT_FILE,
+    ];
 }
 
 /// `initializationOptions` a client may send.

@@ -16,25 +16,43 @@ use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 
-/// The `owt` binary under test: `$OWT_BIN`, else `target/<profile>/owt`
-/// next to this test executable.
+/// The `owt` binary under test: `$OWT_BIN`, else built once per test
+/// process with `cargo build -p owt` (same profile as the tests), so a test
+/// never runs a stale binary.
 pub fn owt_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("OWT_BIN") {
-        return PathBuf::from(bin);
-    }
-    let exe = std::env::current_exe().expect("current_exe");
-    // target/<profile>/deps/<test-binary>
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target profile dir");
-    let bin = profile_dir.join("owt");
-    assert!(
-        bin.exists(),
-        "{} does not exist; build it first with `cargo build -p owt` (or run `cargo test --workspace`)",
-        bin.display()
-    );
-    bin
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("OWT_BIN").or_else(|| std::env::var_os("OWT_E2E_BIN")) {
+            return PathBuf::from(bin);
+        }
+        let exe = std::env::current_exe().expect("current_exe");
+        // target/<profile>/deps/<test-binary>
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target profile dir")
+            .to_path_buf();
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.args(["build", "-q", "-p", "owt", "--bin", "owt"]);
+        if release {
+            build.arg("--release");
+        }
+        let status = build
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("running cargo build -p owt");
+        assert!(status.success(), "cargo build -p owt failed");
+        let bin = profile_dir.join("owt");
+        assert!(
+            bin.exists(),
+            "{} does not exist after building",
+            bin.display()
+        );
+        bin
+    })
+    .clone()
 }
 
 /// A file under `tests/data/`.

@@ -23,9 +23,19 @@ use crate::TestEnv;
 /// A message from the server.
 #[derive(Debug, Clone)]
 pub enum Incoming {
-    Response { id: i64, result: Result<Value, Value> },
-    Notification { method: String, params: Value },
-    Request { id: Value, method: String, params: Value },
+    Response {
+        id: i64,
+        result: Result<Value, Value>,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
 }
 
 pub struct LspClient {
@@ -68,7 +78,10 @@ fn read_frames(mut reader: impl BufRead, tx: mpsc::Sender<Value>) {
                     return;
                 }
             }
-            Err(e) => panic!("the server sent invalid JSON: {e}: {}", String::from_utf8_lossy(&body)),
+            Err(e) => panic!(
+                "the server sent invalid JSON: {e}: {}",
+                String::from_utf8_lossy(&body)
+            ),
         }
     }
 }
@@ -77,11 +90,21 @@ impl LspClient {
     /// Spawns `owt lsp` in `root` and runs initialize/initialized.
     /// `capabilities` are the client capabilities; `answer_custom` says
     /// whether this client handles `owt/openTerminal` (Helix does not).
-    pub fn start(env: &TestEnv, root: &Path, init_options: Value, capabilities: Value, answer_custom: bool) -> LspClient {
-        let stderr_path = env.path().join(format!("lsp-stderr-{}.log", std::process::id()));
+    pub fn start(
+        env: &TestEnv,
+        root: &Path,
+        init_options: Value,
+        capabilities: Value,
+        answer_custom: bool,
+    ) -> LspClient {
+        let stderr_path = env
+            .path()
+            .join(format!("lsp-stderr-{}.log", std::process::id()));
         let stderr = std::fs::File::create(&stderr_path).unwrap();
         let mut cmd = env.owt_cmd(root, ["lsp"]);
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(stderr);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
         let mut child = cmd.spawn().expect("spawning owt lsp");
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -107,7 +130,10 @@ impl LspClient {
                 "initializationOptions": init_options,
             }),
         );
-        assert!(result["capabilities"]["executeCommandProvider"]["commands"].is_array(), "{result}");
+        assert!(
+            result["capabilities"]["executeCommandProvider"]["commands"].is_array(),
+            "{result}"
+        );
         client.notify("initialized", json!({}));
         client
     }
@@ -206,12 +232,18 @@ impl LspClient {
         };
         if let Incoming::Request { id, method, .. } = &incoming {
             let reply = match method.as_str() {
-                "window/workDoneProgress/create" => json!({"jsonrpc": "2.0", "id": id, "result": null}),
-                "window/showDocument" => json!({"jsonrpc": "2.0", "id": id, "result": {"success": true}}),
+                "window/workDoneProgress/create" => {
+                    json!({"jsonrpc": "2.0", "id": id, "result": null})
+                }
+                "window/showDocument" => {
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"success": true}})
+                }
                 "owt/openTerminal" if self.answer_custom => {
                     json!({"jsonrpc": "2.0", "id": id, "result": {"opened": true}})
                 }
-                _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}}),
+                _ => {
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}})
+                }
             };
             self.send(&reply);
         }
@@ -220,7 +252,12 @@ impl LspClient {
 
     /// Waits for a notification `method` whose params satisfy `pred`
     /// (earlier ones seen are checked first and consumed).
-    pub fn await_notification(&mut self, method: &str, timeout: Duration, mut pred: impl FnMut(&Value) -> bool) -> Value {
+    pub fn await_notification(
+        &mut self,
+        method: &str,
+        timeout: Duration,
+        mut pred: impl FnMut(&Value) -> bool,
+    ) -> Value {
         if let Some(pos) = self.seen.iter().position(
             |m| matches!(m, Incoming::Notification { method: m2, params } if m2 == method && pred(params)),
         ) {
@@ -231,7 +268,9 @@ impl LspClient {
         let deadline = Instant::now() + timeout;
         loop {
             match self.next_message(deadline, &format!("notification {method}")) {
-                Incoming::Notification { method: m, params } if m == method && pred(&params) => return params,
+                Incoming::Notification { method: m, params } if m == method && pred(&params) => {
+                    return params
+                }
                 other => self.seen.push_back(other),
             }
         }
@@ -251,18 +290,34 @@ impl LspClient {
         let deadline = Instant::now() + timeout;
         loop {
             match self.next_message(deadline, &format!("server request {method}")) {
-                Incoming::Request { method: m, params, .. } if m == method => return params,
+                Incoming::Request {
+                    method: m, params, ..
+                } if m == method => return params,
                 other => self.seen.push_back(other),
             }
         }
     }
 
     /// Waits for `publishDiagnostics` for `uri` whose diagnostics satisfy `pred`.
-    pub fn await_diagnostics(&mut self, uri: &str, timeout: Duration, mut pred: impl FnMut(&[Value]) -> bool) -> Vec<Value> {
+    pub fn await_diagnostics(
+        &mut self,
+        uri: &str,
+        timeout: Duration,
+        mut pred: impl FnMut(&[Value]) -> bool,
+    ) -> Vec<Value> {
         let params = self.await_notification("textDocument/publishDiagnostics", timeout, |p| {
-            p["uri"] == uri && pred(p["diagnostics"].as_array().map(Vec::as_slice).unwrap_or(&[]))
+            p["uri"] == uri
+                && pred(
+                    p["diagnostics"]
+                        .as_array()
+                        .map(Vec::as_slice)
+                        .unwrap_or(&[]),
+                )
         });
-        params["diagnostics"].as_array().cloned().unwrap_or_default()
+        params["diagnostics"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub fn pid(&self) -> u32 {
@@ -296,7 +351,9 @@ impl Drop for LspClient {
         loop {
             match self.child.try_wait() {
                 Ok(Some(_)) => break,
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
                 _ => {
                     let _ = self.child.kill();
                     panic!("owt lsp did not exit after shutdown/exit");
@@ -306,9 +363,14 @@ impl Drop for LspClient {
         let unhandled: Vec<&Incoming> = self
             .seen
             .iter()
-            .filter(|m| matches!(m, Incoming::Request { method, .. } if !matches!(method.as_str(),
-                "window/workDoneProgress/create" | "window/showDocument" | "owt/openTerminal")))
+            .filter(|m| {
+                matches!(m, Incoming::Request { method, .. } if !matches!(method.as_str(),
+                "window/workDoneProgress/create" | "window/showDocument" | "owt/openTerminal"))
+            })
             .collect();
-        assert!(unhandled.is_empty(), "server requests the client could not handle: {unhandled:?}");
+        assert!(
+            unhandled.is_empty(),
+            "server requests the client could not handle: {unhandled:?}"
+        );
     }
 }

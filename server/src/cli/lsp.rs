@@ -3,7 +3,9 @@
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Editors start this themselves (Neovim: editor-plugins/neovim, Helix: `owt editor helix`, VS Code: editor-plugins/vscode). It speaks LSP on stdin/stdout and logs to stderr.")]
+#[command(
+    after_help = "Editors start this themselves (Neovim: editor-plugins/neovim, Helix: `owt editor helix`, VS Code: editor-plugins/vscode). It speaks LSP on stdin/stdout and logs to stderr."
+)]
 pub struct Args {
     /// Accepted for editors that pass it; stdio is the only transport.
     #[arg(long, hide = true)]

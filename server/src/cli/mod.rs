@@ -138,7 +138,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::New(args)) => new::run(dir, &out, args),
         Some(Command::List(args)) => list::run(dir, &out, args),
         Some(Command::Delete(args)) => delete::run(dir, &out, args),
-        Some(Command::Attach(args)) | Some(Command::Switch(args)) => attach::run(dir, cli.json, args),
+        Some(Command::Attach(args)) | Some(Command::Switch(args)) => {
+            attach::run(dir, cli.json, args)
+        }
         Some(Command::Send(args)) => send::run(dir, cli.json, args),
         Some(Command::Peek(args)) => peek::run(dir, cli.json, args),
         Some(Command::Wait(args)) => wait::run(dir, cli.json, args),

@@ -50,7 +50,10 @@ impl Backend {
 }
 
 impl LanguageServer for Backend {
-    fn initialize(&self, params: InitializeParams) -> impl Future<Output = Result<InitializeResult>> + Send {
+    fn initialize(
+        &self,
+        params: InitializeParams,
+    ) -> impl Future<Output = Result<InitializeResult>> + Send {
         self.request(|reply| Event::Initialize(Box::new(params), reply))
     }
 
@@ -71,18 +74,24 @@ impl LanguageServer for Backend {
     }
 
     fn did_save(&self, params: DidSaveTextDocumentParams) -> impl Future<Output = ()> + Send {
-        self.notify(Event::DidSave(params))
+        self.notify(Event::DidSave(params.text_document.uri))
     }
 
     fn did_close(&self, params: DidCloseTextDocumentParams) -> impl Future<Output = ()> + Send {
         self.notify(Event::DidClose(params))
     }
 
-    fn code_action(&self, params: CodeActionParams) -> impl Future<Output = Result<Option<CodeActionResponse>>> + Send {
+    fn code_action(
+        &self,
+        params: CodeActionParams,
+    ) -> impl Future<Output = Result<Option<CodeActionResponse>>> + Send {
         self.request(|reply| Event::CodeAction(Box::new(params), reply))
     }
 
-    fn execute_command(&self, params: ExecuteCommandParams) -> impl Future<Output = Result<Option<Value>>> + Send {
+    fn execute_command(
+        &self,
+        params: ExecuteCommandParams,
+    ) -> impl Future<Output = Result<Option<Value>>> + Send {
         self.request(|reply| Event::ExecuteCommand(params, reply))
     }
 }

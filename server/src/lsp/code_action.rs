@@ -9,7 +9,13 @@ use super::commands::relative_to_checkout;
 use super::convert::uri_to_path;
 use super::state::State;
 
-fn action(title: String, command: &str, arg: serde_json::Value, kind: CodeActionKind, diagnostics: Option<Vec<Diagnostic>>) -> CodeActionOrCommand {
+fn action(
+    title: String,
+    command: &str,
+    arg: serde_json::Value,
+    kind: CodeActionKind,
+    diagnostics: Option<Vec<Diagnostic>>,
+) -> CodeActionOrCommand {
     CodeActionOrCommand::CodeAction(CodeAction {
         title: title.clone(),
         kind: Some(kind),
@@ -43,7 +49,11 @@ pub fn code_actions(state: &State, params: &CodeActionParams) -> Option<CodeActi
         };
         let name = &data.session;
         let first = diagnostic.range.start.line + 1;
-        let last = diagnostic.range.end.line.max(diagnostic.range.start.line + 1);
+        let last = diagnostic
+            .range
+            .end
+            .line
+            .max(diagnostic.range.start.line + 1);
         let linked = Some(vec![diagnostic.clone()]);
         let quickfix = CodeActionKind::QUICKFIX;
         if let Some(rel) = &relative {
@@ -65,9 +75,27 @@ pub fn code_actions(state: &State, params: &CodeActionParams) -> Option<CodeActi
                 linked.clone(),
             ));
         }
-        actions.push(action(format!("owt: attach to {name}"), commands::ATTACH, json!({"session": name}), quickfix.clone(), linked.clone()));
-        actions.push(action(format!("owt: merge {name}"), commands::MERGE, json!({"session": name}), quickfix.clone(), linked.clone()));
-        actions.push(action(format!("owt: ship {name}"), commands::SHIP, json!({"session": name}), quickfix, linked));
+        actions.push(action(
+            format!("owt: attach to {name}"),
+            commands::ATTACH,
+            json!({"session": name}),
+            quickfix.clone(),
+            linked.clone(),
+        ));
+        actions.push(action(
+            format!("owt: merge {name}"),
+            commands::MERGE,
+            json!({"session": name}),
+            quickfix.clone(),
+            linked.clone(),
+        ));
+        actions.push(action(
+            format!("owt: ship {name}"),
+            commands::SHIP,
+            json!({"session": name}),
+            quickfix,
+            linked,
+        ));
     }
 
     // On a selection.
@@ -93,11 +121,20 @@ pub fn code_actions(state: &State, params: &CodeActionParams) -> Option<CodeActi
         let name = &session.name;
         for (title, command) in [
             (format!("owt: ship {name} (this worktree)"), commands::SHIP),
-            (format!("owt: merge {name} (this worktree)"), commands::MERGE),
+            (
+                format!("owt: merge {name} (this worktree)"),
+                commands::MERGE,
+            ),
             (format!("owt: attach to {name}"), commands::ATTACH),
             (format!("owt: peek at {name}"), commands::PEEK),
         ] {
-            actions.push(action(title, command, json!({"session": name}), CodeActionKind::new("source.owt.session"), None));
+            actions.push(action(
+                title,
+                command,
+                json!({"session": name}),
+                CodeActionKind::new("source.owt.session"),
+                None,
+            ));
         }
     }
     Some(actions)

@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context as _};
-use owt_protocol::lsp::{commands, CommandArgs, OpenTerminalParams, OpenTerminalResult, METHOD_OPEN_TERMINAL};
+use owt_protocol::lsp::{
+    commands, CommandArgs, OpenTerminalParams, OpenTerminalResult, METHOD_OPEN_TERMINAL,
+};
 use serde_json::Value;
 use tower_lsp_server::ls_types::*;
 
@@ -109,7 +111,9 @@ pub fn execute(state: &mut State, params: ExecuteCommandParams, reply: Reply<Opt
         },
         commands::SPAWN | commands::MERGE | commands::SHIP | commands::DELETE => {
             if command != commands::SPAWN && args.session.is_none() {
-                let _ = reply.send(Err(invalid_params(format!("{command} needs {{\"session\": \"name\"}}"))));
+                let _ = reply.send(Err(invalid_params(format!(
+                    "{command} needs {{\"session\": \"name\"}}"
+                ))));
                 return;
             }
             let task = if command == commands::SPAWN {
@@ -182,7 +186,10 @@ fn attach(state: &State, name: &str) -> anyhow::Result<Value> {
         terminal::Opened::Manual(command) => {
             state.show_message(
                 MessageType::INFO,
-                format!("owt: to attach to {}, run in a terminal: {command}", row.name),
+                format!(
+                    "owt: to attach to {}, run in a terminal: {command}",
+                    row.name
+                ),
             );
             Ok(serde_json::json!({"opened": false, "command": command}))
         }
@@ -200,12 +207,18 @@ fn open_agent_file(state: &State, name: &str, args: &CommandArgs) -> anyhow::Res
             let path = uri_to_path(&uri)?;
             relative_to_checkout(state, &path)
         })
-        .ok_or_else(|| anyhow!("owt.openAgentFile needs \"path\" (relative to the repository) or \"uri\""))?;
+        .ok_or_else(|| {
+            anyhow!("owt.openAgentFile needs \"path\" (relative to the repository) or \"uri\"")
+        })?;
     let target = row.worktree_path.join(&relative);
-    let uri = path_to_uri(&target).ok_or_else(|| anyhow!("{} is not a file path", target.display()))?;
-    let selection = args
-        .start_line
-        .map(|start| line_range(start.saturating_sub(1), args.end_line.unwrap_or(start).saturating_sub(1)));
+    let uri =
+        path_to_uri(&target).ok_or_else(|| anyhow!("{} is not a file path", target.display()))?;
+    let selection = args.start_line.map(|start| {
+        line_range(
+            start.saturating_sub(1),
+            args.end_line.unwrap_or(start).saturating_sub(1),
+        )
+    });
     let client = state.client.clone();
     state.rt.spawn(async move {
         let params = ShowDocumentParams {
@@ -232,7 +245,9 @@ pub fn relative_to_checkout(state: &State, path: &Path) -> Option<String> {
     }
     let root = state.ctx.as_ref()?.repo.main_root().to_path_buf();
     let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    path.strip_prefix(&root).ok().map(|p| p.to_string_lossy().into_owned())
+    path.strip_prefix(&root)
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// The task of `owt.spawn`: the given text, plus the selection (file, lines
@@ -245,8 +260,10 @@ fn spawn_task(state: &State, args: &CommandArgs) -> anyhow::Result<String> {
         let text = match state.docs.get(&uri) {
             Some(doc) => doc.text.clone(),
             None => {
-                let path = uri_to_path(&uri).ok_or_else(|| anyhow!("`{}` is not a file", uri.as_str()))?;
-                std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?
+                let path =
+                    uri_to_path(&uri).ok_or_else(|| anyhow!("`{}` is not a file", uri.as_str()))?;
+                std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?
             }
         };
         let selected: Vec<&str> = text
@@ -260,7 +277,10 @@ fn spawn_task(state: &State, args: &CommandArgs) -> anyhow::Result<String> {
         if task.trim().is_empty() {
             task = format!("Work on {file} lines {start}-{end}");
         }
-        task.push_str(&format!("\n\nContext: {file}, lines {start}-{end}:\n```\n{}\n```", selected.join("\n")));
+        task.push_str(&format!(
+            "\n\nContext: {file}, lines {start}-{end}:\n```\n{}\n```",
+            selected.join("\n")
+        ));
     }
     if task.trim().is_empty() {
         anyhow::bail!("owt.spawn needs {{\"task\": \"what to do\"}} (or a selection: uri, start_line, end_line)");
@@ -278,14 +298,27 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(self, command: &str, args: CommandArgs, task: Option<String>, token: ProgressToken, reply: Reply<Option<Value>>) {
+    fn run(
+        self,
+        command: &str,
+        args: CommandArgs,
+        task: Option<String>,
+        token: ProgressToken,
+        reply: Reply<Option<Value>>,
+    ) {
         let title = match command {
             commands::SPAWN => "owt: starting an agent".to_string(),
             commands::MERGE => format!("owt: merging {}", args.session.as_deref().unwrap_or("")),
             commands::SHIP => format!("owt: shipping {}", args.session.as_deref().unwrap_or("")),
             _ => format!("owt: deleting {}", args.session.as_deref().unwrap_or("")),
         };
-        let progress = Progress::begin(self.client.clone(), self.rt.clone(), token, self.progress_supported, &title);
+        let progress = Progress::begin(
+            self.client.clone(),
+            self.rt.clone(),
+            token,
+            self.progress_supported,
+            &title,
+        );
         let mut report = |line: &str| progress.report(line);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.perform(command, &args, task, &mut report)
@@ -329,7 +362,13 @@ impl Worker {
                 for warning in &created.warnings {
                     message.push_str(&format!("; warning: {warning}"));
                 }
-                Ok((serde_json::to_value(owt_protocol::NewOutput { session: view, warnings: created.warnings })?, message))
+                Ok((
+                    serde_json::to_value(owt_protocol::NewOutput {
+                        session: view,
+                        warnings: created.warnings,
+                    })?,
+                    message,
+                ))
             }
             commands::MERGE => {
                 let opts = MergeOptions {
@@ -341,12 +380,24 @@ impl Worker {
                 Ok((serde_json::to_value(out)?, message))
             }
             commands::SHIP => {
-                let out = ops::merge::ship_session(&mut ctx, &name, None, MergeOptions::default(), report)?;
+                let out = ops::merge::ship_session(
+                    &mut ctx,
+                    &name,
+                    None,
+                    MergeOptions::default(),
+                    report,
+                )?;
                 let message = format!("owt: shipped {} into {}", out.merge.name, out.merge.base);
                 Ok((serde_json::to_value(out)?, message))
             }
             _ => {
-                let out = ops::delete::delete_session(&mut ctx, &name, args.force.unwrap_or(false), "deleted", report)?;
+                let out = ops::delete::delete_session(
+                    &mut ctx,
+                    &name,
+                    args.force.unwrap_or(false),
+                    "deleted",
+                    report,
+                )?;
                 let message = format!("owt: deleted {}", out.name);
                 Ok((serde_json::to_value(out)?, message))
             }
@@ -355,7 +406,8 @@ impl Worker {
 
     fn message(&self, typ: MessageType, text: String) {
         let client = self.client.clone();
-        self.rt.spawn(async move { client.show_message(typ, text).await });
+        self.rt
+            .spawn(async move { client.show_message(typ, text).await });
     }
 }
 

@@ -16,7 +16,9 @@ pub fn offset(text: &str, pos: Position) -> usize {
             None => return text.len(),
         }
     }
-    let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
+    let line_end = text[line_start..]
+        .find('\n')
+        .map_or(text.len(), |i| line_start + i);
     let mut units = 0u32;
     for (i, c) in text[line_start..line_end].char_indices() {
         if units >= pos.character {
@@ -42,7 +44,10 @@ pub fn apply_change(text: &mut String, change: &TextDocumentContentChangeEvent) 
 /// A range covering whole lines `first..=last` (0-based).
 pub fn line_range(first: u32, last: u32) -> Range {
     Range {
-        start: Position { line: first, character: 0 },
+        start: Position {
+            line: first,
+            character: 0,
+        },
         end: Position {
             line: last + 1,
             character: 0,
@@ -88,7 +93,11 @@ mod tests {
     fn offsets_count_utf16_units() {
         let text = "ab\n€x😀y\nlast";
         assert_eq!(offset(text, pos(0, 1)), 1);
-        assert_eq!(offset(text, pos(1, 1)), 3 + 3, "€ is one UTF-16 unit, three bytes");
+        assert_eq!(
+            offset(text, pos(1, 1)),
+            3 + 3,
+            "€ is one UTF-16 unit, three bytes"
+        );
         assert_eq!(offset(text, pos(1, 2)), 3 + 4);
         assert_eq!(offset(text, pos(1, 4)), 3 + 4 + 4, "😀 is two UTF-16 units");
         assert_eq!(offset(text, pos(1, 99)), 3 + 9, "clamped to the line end");

@@ -19,6 +19,7 @@ mod backend;
 mod code_action;
 mod commands;
 mod convert;
+pub mod framing;
 mod state;
 mod terminal;
 
@@ -43,7 +44,9 @@ pub fn run() -> anyhow::Result<()> {
         })
         .custom_method(owt_protocol::lsp::METHOD_BOARD, backend::Backend::board)
         .finish();
-        Server::new(tokio::io::stdin(), tokio::io::stdout(), socket)
+        let (guarded, reader) = tokio::io::duplex(1 << 20);
+        tokio::spawn(framing::pump(tokio::io::stdin(), guarded));
+        Server::new(reader, tokio::io::stdout(), socket)
             .serve(service)
             .await;
     });

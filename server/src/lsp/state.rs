@@ -26,7 +26,8 @@ pub enum Event {
     Shutdown(Reply<()>),
     DidOpen(DidOpenTextDocumentParams),
     DidChange(DidChangeTextDocumentParams),
-    DidSave(DidSaveTextDocumentParams),
+    /// A document was saved (its file on disk changed).
+    DidSave(Uri),
     DidClose(DidCloseTextDocumentParams),
     CodeAction(Box<CodeActionParams>, Reply<Option<CodeActionResponse>>),
     ExecuteCommand(ExecuteCommandParams, Reply<Option<Value>>),
@@ -44,7 +45,6 @@ const GIT_REFRESH: Duration = Duration::from_secs(5);
 pub struct Document {
     pub text: String,
     pub version: i32,
-    pub path: Option<PathBuf>,
 }
 
 pub struct State {
@@ -103,7 +103,9 @@ impl State {
             let timeout = next_tick.saturating_duration_since(Instant::now());
             match rx.recv_timeout(timeout) {
                 Ok(event) => {
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.handle(event)));
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        self.handle(event)
+                    }));
                     if outcome.is_err() {
                         tracing::error!("an LSP event handler panicked; the server keeps running");
                     }
@@ -135,13 +137,11 @@ impl State {
             }
             Event::DidOpen(params) => {
                 let doc = params.text_document;
-                let path = uri_to_path(&doc.uri);
                 self.docs.insert(
                     doc.uri,
                     Document {
                         text: doc.text,
                         version: doc.version,
-                        path,
                     },
                 );
             }
@@ -153,7 +153,7 @@ impl State {
                     doc.version = params.text_document.version;
                 }
             }
-            Event::DidSave(_) => {}
+            Event::DidSave(_uri) => {}
             Event::DidClose(params) => {
                 self.docs.remove(&params.text_document.uri);
             }
@@ -165,10 +165,7 @@ impl State {
                 self.refresh(false);
                 let board = self.board();
                 let _ = reply.send(board.ok_or_else(|| {
-                    super::convert::failed(&anyhow::anyhow!(
-                        "{}",
-                        self.no_repo_reason()
-                    ))
+                    super::convert::failed(&anyhow::anyhow!("{}", self.no_repo_reason()))
                 }));
             }
             Event::Refresh => self.refresh(true),
@@ -205,15 +202,20 @@ impl State {
         self.root = root;
         InitializeResult {
             capabilities: ServerCapabilities {
-                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
-                    open_close: Some(true),
-                    change: Some(TextDocumentSyncKind::INCREMENTAL),
-                    save: Some(TextDocumentSyncSaveOptions::Supported(true)),
-                    ..TextDocumentSyncOptions::default()
-                })),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        save: Some(TextDocumentSyncSaveOptions::Supported(true)),
+                        ..TextDocumentSyncOptions::default()
+                    },
+                )),
                 code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
                 execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: owt_protocol::lsp::commands::ALL.iter().map(|c| c.to_string()).collect(),
+                    commands: owt_protocol::lsp::commands::ALL
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect(),
                     work_done_progress_options: WorkDoneProgressOptions::default(),
                 }),
                 ..ServerCapabilities::default()
@@ -229,7 +231,10 @@ impl State {
     /// Why there is no repository to work with.
     pub fn no_repo_reason(&self) -> String {
         match &self.root {
-            Some(root) => format!("{} is not inside a git repository that owt can use", root.display()),
+            Some(root) => format!(
+                "{} is not inside a git repository that owt can use",
+                root.display()
+            ),
             None => "the editor did not name a workspace folder".into(),
         }
     }
@@ -256,9 +261,7 @@ impl State {
                 self.last_board = Some(board.clone());
                 let client = self.client.clone();
                 self.rt.spawn(async move {
-                    client
-                        .send_notification::<BoardChanged>(board)
-                        .await;
+                    client.send_notification::<BoardChanged>(board).await;
                 });
             }
         }
@@ -286,16 +289,21 @@ impl State {
                 continue;
             }
             let message = match view.status {
-                Status::NeedsInput => Some((MessageType::INFO, format!("owt: {} is waiting for your input", view.name))),
+                Status::NeedsInput => Some((
+                    MessageType::INFO,
+                    format!("owt: {} is waiting for your input", view.name),
+                )),
                 Status::Blocked => Some((
                     MessageType::WARNING,
                     format!("owt: {} is blocked on a permission prompt", view.name),
                 )),
                 Status::Done => Some((MessageType::INFO, format!("owt: {} is done", view.name))),
-                Status::Exited if view.host_lost || view.exit_code.is_some_and(|c| c != 0) => Some((
-                    MessageType::ERROR,
-                    format!("owt: {} {}", view.name, view.status_text),
-                )),
+                Status::Exited if view.host_lost || view.exit_code.is_some_and(|c| c != 0) => {
+                    Some((
+                        MessageType::ERROR,
+                        format!("owt: {} {}", view.name, view.status_text),
+                    ))
+                }
                 Status::Conflict => Some((
                     MessageType::WARNING,
                     format!("owt: {} stopped on a merge conflict", view.name),
@@ -306,13 +314,15 @@ impl State {
                 self.show_message(typ, text);
             }
         }
-        self.last_status.retain(|name, _| views.iter().any(|v| &v.name == name));
+        self.last_status
+            .retain(|name, _| views.iter().any(|v| &v.name == name));
         self.seen_once = true;
     }
 
     pub fn show_message(&self, typ: MessageType, text: String) {
         let client = self.client.clone();
-        self.rt.spawn(async move { client.show_message(typ, text).await });
+        self.rt
+            .spawn(async move { client.show_message(typ, text).await });
     }
 
     pub fn next_token(&mut self) -> ProgressToken {
@@ -345,7 +355,13 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn begin(client: Client, rt: Handle, token: ProgressToken, supported: bool, title: &str) -> Progress {
+    pub fn begin(
+        client: Client,
+        rt: Handle,
+        token: ProgressToken,
+        supported: bool,
+        title: &str,
+    ) -> Progress {
         let token = supported.then_some(token);
         if let Some(token) = &token {
             let created = rt.block_on(client.create_work_done_progress(token.clone()));
@@ -358,7 +374,11 @@ impl Progress {
                 });
                 send_progress(&client, &rt, token.clone(), begin);
             } else {
-                return Progress { client, rt, token: None };
+                return Progress {
+                    client,
+                    rt,
+                    token: None,
+                };
             }
         }
         Progress { client, rt, token }

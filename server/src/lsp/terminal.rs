@@ -36,7 +36,13 @@ pub fn open_external(argv: &[String], cwd: &Path, title: &str) -> Opened {
     let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     let mut attempts: Vec<(&'static str, Vec<String>)> = Vec::new();
     if env("TMUX").is_some() {
-        let mut cmd = vec!["tmux".into(), "split-window".into(), "-h".into(), "-c".into(), cwd_s.clone()];
+        let mut cmd = vec![
+            "tmux".into(),
+            "split-window".into(),
+            "-h".into(),
+            "-c".into(),
+            cwd_s.clone(),
+        ];
         cmd.extend(argv.iter().cloned());
         attempts.push(("tmux", cmd));
     }
@@ -93,12 +99,23 @@ pub fn open_external(argv: &[String], cwd: &Path, title: &str) -> Opened {
         }
         tracing::warn!("opening a {name} split failed: {status:?}");
     }
-    Opened::Manual(format!("cd {} && {}", shell_quote(&cwd_s), argv.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ")))
+    Opened::Manual(format!(
+        "cd {} && {}",
+        shell_quote(&cwd_s),
+        argv.iter()
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ))
 }
 
 /// Quotes a word for display in a shell command a person may copy.
 fn shell_quote(word: &str) -> String {
-    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@".contains(c)) {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@".contains(c))
+    {
         word.to_string()
     } else {
         format!("'{}'", word.replace('\'', "'\\''"))

@@ -19,7 +19,9 @@ pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
 /// `refresh_git` (they cost a `git status` per worktree).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
     let rows = ctx.store.sessions(ctx.repo_row.id)?;
-    rows.iter().map(|row| session_view_with(ctx, row, refresh_git)).collect()
+    rows.iter()
+        .map(|row| session_view_with(ctx, row, refresh_git))
+        .collect()
 }
 
 /// One session, reconciled.
@@ -27,7 +29,11 @@ pub fn session_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionVi
     session_view_with(ctx, row, true)
 }
 
-fn session_view_with(ctx: &Context, row: &SessionRow, refresh_git: bool) -> anyhow::Result<SessionView> {
+fn session_view_with(
+    ctx: &Context,
+    row: &SessionRow,
+    refresh_git: bool,
+) -> anyhow::Result<SessionView> {
     if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
         tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
     }

@@ -160,7 +160,10 @@ pub fn new_session(
 
     let mut warnings = setup::prepare_worktree(ctx, &session, progress);
     if let Err(e) = session::install_hooks(resolved.provider.hooks, &session.worktree_path) {
-        warnings.push(format!("could not install {} hooks: {e}", resolved.provider.name));
+        warnings.push(format!(
+            "could not install {} hooks: {e}",
+            resolved.provider.name
+        ));
     }
 
     progress(&format!(

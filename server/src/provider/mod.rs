@@ -207,7 +207,9 @@ impl Provider {
                     argv.push(prompt.to_string());
                 }
                 PromptDelivery::FlagEquals(flag) => argv.push(format!("{flag}={prompt}")),
-                PromptDelivery::Positional if prompt.starts_with('-') => argv.push(format!(" {prompt}")),
+                PromptDelivery::Positional if prompt.starts_with('-') => {
+                    argv.push(format!(" {prompt}"))
+                }
                 PromptDelivery::Positional => argv.push(prompt.to_string()),
                 PromptDelivery::AfterDashDash => {
                     argv.push("--".to_string());

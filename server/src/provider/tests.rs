@@ -61,13 +61,24 @@ fn typed_prompt_is_not_in_argv() {
 
 #[test]
 fn builtin_forms() {
-    let argv = |name: &str, task: &str, mode| builtin(name).unwrap().launch(Path::new(name), task, mode).unwrap();
+    let argv = |name: &str, task: &str, mode| {
+        builtin(name)
+            .unwrap()
+            .launch(Path::new(name), task, mode)
+            .unwrap()
+    };
     assert_eq!(
         argv("claude", "task", LaunchMode::Plan).argv,
         vec!["claude", "--permission-mode", "plan", "--", "task"]
     );
-    assert_eq!(argv("claude", "task", LaunchMode::Headless).argv, vec!["claude", "-p", "--", "task"]);
-    assert_eq!(argv("codex", "t", LaunchMode::Headless).argv, vec!["codex", "exec", "--", "t"]);
+    assert_eq!(
+        argv("claude", "task", LaunchMode::Headless).argv,
+        vec!["claude", "-p", "--", "task"]
+    );
+    assert_eq!(
+        argv("codex", "t", LaunchMode::Headless).argv,
+        vec!["codex", "exec", "--", "t"]
+    );
     assert_eq!(
         argv("opencode", "--weird task", LaunchMode::Interactive).argv,
         vec!["opencode", "--prompt=--weird task"]
@@ -77,7 +88,10 @@ fn builtin_forms() {
         vec!["pi", " -rf things"],
         "pi rejects `--` and options it does not know"
     );
-    assert_eq!(argv("gemini", "t", LaunchMode::Headless).argv, vec!["gemini", "--prompt=t"]);
+    assert_eq!(
+        argv("gemini", "t", LaunchMode::Headless).argv,
+        vec!["gemini", "--prompt=t"]
+    );
     let aider = argv("aider", "fix it", LaunchMode::Interactive);
     assert_eq!(aider.argv, vec!["aider"]);
     assert_eq!(aider.typed_prompt.as_deref(), Some("fix it"));

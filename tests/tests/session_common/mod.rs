@@ -17,27 +17,10 @@ use portable_pty::{CommandBuilder, PtySize};
 /// Default deadline of one wait.
 pub const WAIT: Duration = Duration::from_secs(15);
 
-/// The `owt` binary under test: `$OWT_E2E_BIN`, else built once here.
+/// The `owt` binary under test (built once, see `owt_e2e::owt_bin`).
 pub fn owt_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("OWT_E2E_BIN") {
-            return PathBuf::from(bin);
-        }
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-q", "-p", "owt", "--bin", "owt"])
-            .current_dir(workspace_root())
-            .status()
-            .expect("running cargo build for the owt binary");
-        assert!(status.success(), "building the owt binary failed");
-        // target/<profile>/deps/<test> → target/<profile>/owt
-        let exe = std::env::current_exe().expect("current test executable");
-        exe.parent()
-            .and_then(Path::parent)
-            .expect("target dir")
-            .join("owt")
-    })
+    BIN.get_or_init(owt_e2e::owt_bin)
 }
 
 pub fn workspace_root() -> PathBuf {

@@ -1,0 +1,199 @@
+//! A guard in front of the LSP transport: splits the input into
+//! `Content-Length` frames, drops frames whose body is not JSON and bytes
+//! that are not a frame (resynchronising on the next `Content-Length:`
+//! header), and forwards only well-formed frames. tower-lsp-server stops
+//! serving at the first undecodable message; with this in front, a client
+//! that sends garbage gets it ignored (and logged), never a dead server.
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+const HEADER: &[u8] = b"Content-Length:";
+/// Frames larger than this are dropped (a runaway client must not make the
+/// server allocate without bound).
+pub const MAX_FRAME: usize = 64 * 1024 * 1024;
+
+/// What [`FrameScanner::next_scanned`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Scanned {
+    /// A complete frame whose body is valid JSON (header and body bytes).
+    Frame(Vec<u8>),
+    /// Bytes dropped, and why.
+    Dropped(usize, &'static str),
+    /// More input is needed.
+    NeedMore,
+}
+
+/// Incremental frame splitter over a byte buffer.
+#[derive(Debug, Default)]
+pub struct FrameScanner {
+    buf: Vec<u8>,
+}
+
+impl FrameScanner {
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next frame or drop decision.
+    pub fn next_scanned(&mut self) -> Scanned {
+        if self.buf.is_empty() {
+            return Scanned::NeedMore;
+        }
+        // Resynchronise: the buffer must start with a header.
+        let start = find(&self.buf, HEADER).or_else(|| find_ci(&self.buf, HEADER));
+        match start {
+            None => {
+                // Keep a tail that may be the start of a header.
+                let keep = HEADER.len().min(self.buf.len());
+                let drop = self.buf.len() - keep;
+                if drop > 0 {
+                    self.buf.drain(..drop);
+                    return Scanned::Dropped(drop, "bytes outside a frame");
+                }
+                return Scanned::NeedMore;
+            }
+            Some(0) => {}
+            Some(n) => {
+                self.buf.drain(..n);
+                return Scanned::Dropped(n, "bytes outside a frame");
+            }
+        }
+        let Some(header_end) = find(&self.buf, b"\r\n\r\n") else {
+            if self.buf.len() > 4096 {
+                self.buf.drain(..HEADER.len());
+                return Scanned::Dropped(HEADER.len(), "an unterminated header");
+            }
+            return Scanned::NeedMore;
+        };
+        let header = String::from_utf8_lossy(&self.buf[..header_end]).into_owned();
+        let length = header.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.trim()
+                .eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())
+                .flatten()
+        });
+        let Some(length) = length.filter(|l| *l <= MAX_FRAME) else {
+            self.buf.drain(..header_end + 4);
+            return Scanned::Dropped(header_end + 4, "a header without a usable Content-Length");
+        };
+        let body_start = header_end + 4;
+        if self.buf.len() < body_start + length {
+            return Scanned::NeedMore;
+        }
+        let body = &self.buf[body_start..body_start + length];
+        if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+            // The length may be wrong: drop only the header, so a real frame
+            // inside the claimed body is found again.
+            self.buf.drain(..body_start);
+            return Scanned::Dropped(body_start, "a frame whose body is not JSON");
+        }
+        let frame: Vec<u8> = self.buf.drain(..body_start + length).collect();
+        Scanned::Frame(frame)
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn find_ci(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// Copies well-formed frames from `input` to `output` until `input` ends.
+pub async fn pump(mut input: impl AsyncRead + Unpin, mut output: impl AsyncWrite + Unpin) {
+    let mut scanner = FrameScanner::default();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match input.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        scanner.push(&chunk[..n]);
+        loop {
+            match scanner.next_scanned() {
+                Scanned::Frame(frame) => {
+                    if output.write_all(&frame).await.is_err() {
+                        return;
+                    }
+                }
+                Scanned::Dropped(n, why) => tracing::warn!("ignored {n} bytes of input: {why}"),
+                Scanned::NeedMore => break,
+            }
+        }
+        let _ = output.flush().await;
+    }
+    let _ = output.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(body: &str) -> Vec<u8> {
+        format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+    }
+
+    fn all(input: &[u8]) -> Vec<Scanned> {
+        let mut s = FrameScanner::default();
+        s.push(input);
+        let mut out = Vec::new();
+        loop {
+            match s.next_scanned() {
+                Scanned::NeedMore => return out,
+                other => out.push(other),
+            }
+        }
+    }
+
+    #[test]
+    fn passes_good_frames_split_anywhere() {
+        let mut input = frame(r#"{"a":1}"#);
+        input.extend(frame(r#"{"b":"ü"}"#));
+        for split in 0..input.len() {
+            let mut s = FrameScanner::default();
+            let mut frames = Vec::new();
+            for part in [&input[..split], &input[split..]] {
+                s.push(part);
+                while let Scanned::Frame(f) = s.next_scanned() {
+                    frames.push(f);
+                }
+            }
+            assert_eq!(frames.len(), 2, "split at {split}");
+        }
+    }
+
+    #[test]
+    fn drops_invalid_json_and_resyncs_after_a_wrong_length() {
+        let mut input = b"Content-Length: 12\r\n\r\n{not json!!}".to_vec();
+        input.extend(b"Content-Length: 5\r\n\r\n{\"jsonrpc\": \"2.0\"}");
+        input.extend(frame(r#"{"ok":true}"#));
+        let out = all(&input);
+        let frames: Vec<_> = out
+            .iter()
+            .filter(|s| matches!(s, Scanned::Frame(_)))
+            .collect();
+        assert_eq!(frames, vec![&Scanned::Frame(frame(r#"{"ok":true}"#))]);
+    }
+
+    #[test]
+    fn garbage_between_frames_is_dropped() {
+        let mut input = b"hello there\r\n".to_vec();
+        input.extend(frame("[]"));
+        let out = all(&input);
+        assert_eq!(out.last(), Some(&Scanned::Frame(frame("[]"))));
+        assert!(matches!(out[0], Scanned::Dropped(..)));
+    }
+
+    #[test]
+    fn oversized_lengths_are_refused() {
+        let out = all(format!("Content-Length: {}\r\n\r\n{{}}", MAX_FRAME + 1).as_bytes());
+        assert!(matches!(
+            out[0],
+            Scanned::Dropped(_, "a header without a usable Content-Length")
+        ));
+    }
+}

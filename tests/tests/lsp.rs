@@ -1,0 +1,437 @@
+//! End-to-end tests of `owt lsp` over stdio: lifecycle, commands, code
+//! actions, the board, attach, bad input.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use owt_e2e::lsp::LspClient;
+use owt_e2e::{wait_until, TestEnv};
+use owt_protocol::{Board, NewOutput, SessionList};
+use serde_json::{json, Value};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn start(env: &TestEnv, root: &Path, open_terminal: bool) -> LspClient {
+    LspClient::start(
+        env,
+        root,
+        json!({"openTerminal": open_terminal}),
+        LspClient::default_capabilities(),
+        open_terminal,
+    )
+}
+
+fn sessions(env: &TestEnv, repo: &Path) -> SessionList {
+    env.owt_json(repo, ["list"])
+}
+
+fn uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+#[test]
+fn initialize_declares_every_command() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let mut client = start(&env, &repo, true);
+    let board: Board = serde_json::from_value(client.request("owt/board", Value::Null)).unwrap();
+    assert!(board.lanes.is_empty());
+    drop(client);
+
+    // The initialize result, seen by a fresh client.
+    let mut raw = start(&env, &repo, false);
+    let id = raw.send_request(
+        "initialize",
+        json!({"processId": null, "rootUri": uri(&repo), "capabilities": {}}),
+    );
+    let second = raw.await_response(id, DEADLINE);
+    assert!(
+        second.is_err(),
+        "a second initialize is an error: {second:?}"
+    );
+}
+
+#[test]
+fn board_changes_when_a_session_starts_and_spawn_creates_one() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let mut client = start(&env, &repo, true);
+    let created: NewOutput = env.owt_json(&repo, ["new", "from the cli"]);
+    let board = client.await_notification("owt/boardChanged", DEADLINE, |b| {
+        b["lanes"].as_array().is_some_and(|lanes| {
+            lanes.iter().any(|l| {
+                l["sessions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|s| s["name"] == created.session.name)
+            })
+        })
+    });
+    let board: Board = serde_json::from_value(board).unwrap();
+    assert_eq!(board.lanes.len(), 1);
+
+    // owt.spawn with a selection: the task carries file, lines and text.
+    std::fs::write(
+        repo.join("lib.rs"),
+        "fn one() {}\nfn two() {}\nfn three() {}\n",
+    )
+    .unwrap();
+    let result = client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.spawn", "arguments": [{"task": "Refactor these", "uri": uri(&repo.join("lib.rs")), "start_line": 2, "end_line": 3}]}),
+    );
+    let spawned: NewOutput = serde_json::from_value(result).unwrap();
+    assert!(spawned.session.task.starts_with("Refactor these"));
+    assert!(
+        spawned.session.task.contains("lib.rs, lines 2-3"),
+        "{}",
+        spawned.session.task
+    );
+    assert!(
+        spawned.session.task.contains("fn two() {}\nfn three() {}"),
+        "{}",
+        spawned.session.task
+    );
+    assert!(!spawned.session.task.contains("fn one"));
+    // Progress was reported while it ran, and a message at the end.
+    client.await_notification("$/progress", DEADLINE, |p| p["value"]["kind"] == "begin");
+    client.await_notification("$/progress", DEADLINE, |p| p["value"]["kind"] == "end");
+    client.await_notification("window/showMessage", DEADLINE, |p| {
+        p["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&format!("started {}", spawned.session.name))
+    });
+    let names: Vec<String> = sessions(&env, &repo)
+        .sessions
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert!(names.contains(&spawned.session.name), "{names:?}");
+    wait_until("the spawned agent runs", DEADLINE, || {
+        let list = sessions(&env, &repo);
+        list.sessions
+            .iter()
+            .any(|s| s.name == spawned.session.name && s.agent_pid.is_some())
+    });
+}
+
+#[test]
+fn ship_command_merges_with_progress() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let created: NewOutput = env.owt_json(&repo, ["new", "ship me"]);
+    std::fs::write(
+        Path::new(&created.session.worktree).join("shipped.txt"),
+        "done\n",
+    )
+    .unwrap();
+    let mut client = start(&env, &repo, true);
+    let result = client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.ship", "arguments": [{"session": created.session.name}]}),
+    );
+    assert_eq!(result["merge"]["merged"], true, "{result}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("shipped.txt")).unwrap(),
+        "done\n"
+    );
+    let reports = {
+        client.await_notification("$/progress", DEADLINE, |p| p["value"]["kind"] == "end");
+        client
+            .seen
+            .iter()
+            .filter(|m| matches!(m, owt_e2e::lsp::Incoming::Notification { method, params } if method == "$/progress" && params["value"]["kind"] == "report"))
+            .count()
+    };
+    assert!(reports >= 3, "each step reports progress ({reports})");
+    assert!(sessions(&env, &repo).sessions.is_empty());
+}
+
+#[test]
+fn attach_asks_the_editor_to_open_a_terminal() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let created: NewOutput = env.owt_json(&repo, ["new", "attach to me"]);
+    let mut client = start(&env, &repo, true);
+    let result = client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.attach", "arguments": [{"session": created.session.name}]}),
+    );
+    assert_eq!(result["opened"], "editor");
+    let params = client.await_request("owt/openTerminal", DEADLINE);
+    assert_eq!(params["session"], created.session.name);
+    assert_eq!(params["cwd"], created.session.worktree);
+    let argv: Vec<String> = serde_json::from_value(params["argv"].clone()).unwrap();
+    assert_eq!(
+        &argv[argv.len() - 2..],
+        ["attach", created.session.name.as_str()]
+    );
+}
+
+/// Without `openTerminal`, inside a real tmux server, attach opens a split
+/// running `owt attach`, which shows the agent's screen.
+#[test]
+fn attach_without_editor_support_opens_a_tmux_split() {
+    let mut env = TestEnv::new();
+    let repo = env.repo("app");
+    let created: NewOutput = env.owt_json(&repo, ["new", "attach in tmux"]);
+    let socket = env.path().join("tmux.sock");
+    let tmux = |args: &[&str]| {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(args)
+            .env("HOME", &env.home)
+            .env_remove("TMUX")
+            .output()
+            .expect("tmux is installed");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    tmux(&[
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-s",
+        "owt-test",
+        "-x",
+        "200",
+        "-y",
+        "50",
+    ]);
+    let tmux_env = tmux(&[
+        "display-message",
+        "-p",
+        "#{socket_path},#{pid},#{session_id}",
+    ]);
+    env.extra_env.push(("TMUX".into(), tmux_env));
+    env.extra_env.push(("TMUX_PANE".into(), "%0".into()));
+    let mut client = start(&env, &repo, false);
+    let result = client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.attach", "arguments": [{"session": created.session.name}]}),
+    );
+    assert_eq!(result["opened"], "tmux", "{result}");
+    assert_eq!(tmux(&["list-panes", "-t", "owt-test"]).lines().count(), 2);
+    wait_until("the agent's screen in the tmux split", DEADLINE, || {
+        let panes = tmux(&["list-panes", "-t", "owt-test", "-F", "#{pane_id}"]);
+        let new_pane = panes.lines().last().unwrap().to_string();
+        tmux(&["capture-pane", "-p", "-t", &new_pane]).contains("ready>")
+    });
+    drop(client);
+    let _ = Command::new("tmux")
+        .arg("-S")
+        .arg(&socket)
+        .arg("kill-server")
+        .status();
+}
+
+#[test]
+fn code_actions_on_a_selection_and_in_a_session_worktree() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let created: NewOutput = env.owt_json(&repo, ["new", "review me"]);
+    let wt_file = Path::new(&created.session.worktree).join("README.md");
+    let mut client = start(&env, &repo, true);
+    client.request("owt/board", Value::Null);
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": {"uri": uri(&repo.join("README.md"))},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}},
+            "context": {"diagnostics": []}
+        }),
+    );
+    let commands: Vec<&str> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["command"]["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(commands, vec!["owt.spawn"]);
+
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": {"uri": uri(&wt_file)},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": []}
+        }),
+    );
+    let commands: Vec<&str> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["command"]["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        commands,
+        vec!["owt.ship", "owt.merge", "owt.attach", "owt.peek"]
+    );
+    assert!(actions[0]["command"]["arguments"][0]["session"] == created.session.name.as_str());
+
+    // An owt diagnostic offers open / tell / attach / merge / ship for its session.
+    let diagnostic = json!({
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}},
+        "source": "owt", "code": "hunk-overlap", "message": "x",
+        "data": {"session": created.session.name, "level": "hunk-overlap"}
+    });
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": {"uri": uri(&repo.join("README.md"))},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": [diagnostic]}
+        }),
+    );
+    let commands: Vec<&str> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["command"]["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        commands,
+        vec![
+            "owt.openAgentFile",
+            "owt.send",
+            "owt.attach",
+            "owt.merge",
+            "owt.ship"
+        ]
+    );
+    let open = &actions[0]["command"]["arguments"][0];
+    client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.openAgentFile", "arguments": [open]}),
+    );
+    let shown = client.await_request("window/showDocument", DEADLINE);
+    assert_eq!(shown["uri"], uri(&wt_file));
+}
+
+#[test]
+fn send_and_peek_commands_reach_the_agent() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let created: NewOutput = env.owt_json(&repo, ["new", "talk to me"]);
+    let mut client = start(&env, &repo, true);
+    let name = created.session.name.as_str();
+    client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.send", "arguments": [{"session": name, "text": "hello $(whoami) `id` ; | &"}]}),
+    );
+    wait_until("the agent echoes the text", DEADLINE, || {
+        let peek = client.request(
+            "workspace/executeCommand",
+            json!({"command": "owt.peek", "arguments": [{"session": name}]}),
+        );
+        peek["screen"]["lines"].as_array().unwrap().iter().any(|l| {
+            l.as_str()
+                .unwrap()
+                .contains("got: hello $(whoami) `id` ; | &")
+        })
+    });
+}
+
+#[test]
+fn bad_input_gets_errors_never_a_crash() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let mut client = start(&env, &repo, true);
+    // Unknown method.
+    let err = client.request_result("owt/nope", json!({})).unwrap_err();
+    assert_eq!(err["code"], -32601);
+    // Wrong param types.
+    let err = client
+        .request_result("textDocument/codeAction", json!({"textDocument": 5}))
+        .unwrap_err();
+    assert_eq!(err["code"], -32602, "{err}");
+    // A command for a session that does not exist.
+    let err = client
+        .request_result(
+            "workspace/executeCommand",
+            json!({"command": "owt.ship", "arguments": [{"session": "ghost"}]}),
+        )
+        .unwrap_err();
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("no session named `ghost`"),
+        "{err}"
+    );
+    // A command argument of the wrong shape, and an unknown command.
+    let err = client
+        .request_result(
+            "workspace/executeCommand",
+            json!({"command": "owt.attach", "arguments": ["just a string"]}),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], -32602);
+    let err = client
+        .request_result(
+            "workspace/executeCommand",
+            json!({"command": "owt.frobnicate", "arguments": [{}]}),
+        )
+        .unwrap_err();
+    assert!(
+        err["message"].as_str().unwrap().contains("unknown command"),
+        "{err}"
+    );
+    // Notifications with wrong params are ignored.
+    client.notify("textDocument/didChange", json!({"textDocument": "nope"}));
+    // Invalid JSON, and a wrong Content-Length, on the wire.
+    client.send_raw(b"Content-Length: 12\r\n\r\n{not json!!}");
+    client.send_raw(b"Content-Length: 5\r\n\r\n{\"jsonrpc\"");
+    client.send_raw(b": \"2.0\", \"method\": \"initialized\", \"params\": {}}");
+    // Still alive and answering.
+    client.request("owt/board", Value::Null);
+    assert!(client.is_running());
+}
+
+#[test]
+fn rapid_changes_end_in_the_final_state() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let mut client = start(&env, &repo, true);
+    let file = repo.join("notes.txt");
+    std::fs::write(&file, "").unwrap();
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri(&file), "languageId": "text", "version": 0, "text": ""}}),
+    );
+    for i in 0..1000 {
+        client.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": uri(&file), "version": i + 1},
+                "contentChanges": [{"range": {"start": {"line": i, "character": 0}, "end": {"line": i, "character": 0}}, "text": format!("line {i}\n")}]
+            }),
+        );
+    }
+    // A selection code action spawns with the text as the editor has it now:
+    // every one of the 1,000 edits applied, in order.
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": {"uri": uri(&file)},
+            "range": {"start": {"line": 998, "character": 0}, "end": {"line": 999, "character": 8}},
+            "context": {"diagnostics": []}
+        }),
+    );
+    let arg = actions[0]["command"]["arguments"][0].clone();
+    let result = client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.spawn", "arguments": [arg]}),
+    );
+    let task = result["session"]["task"].as_str().unwrap();
+    assert!(task.contains("```\nline 998\nline 999\n```"), "{task}");
+}
