@@ -129,8 +129,12 @@ class Terminals implements vscode.Disposable {
   /** `owt/openTerminal`: show the session's live terminal, or open one beside the editor. */
   open(params: OpenTerminalParams): OpenTerminalResult {
     const session = params.session || params.title;
-    const existing = this.bySession.get(session);
+    // Ours, or one with the session's name that survived a reload of the extension.
+    const existing =
+      this.bySession.get(session) ??
+      vscode.window.terminals.find((t) => t.name === session && t.exitStatus === undefined);
     if (existing && existing.exitStatus === undefined) {
+      this.bySession.set(session, existing);
       existing.show(false);
       return { opened: true };
     }
