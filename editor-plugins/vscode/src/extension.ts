@@ -1,0 +1,450 @@
+// The owt VS Code extension: starts `owt lsp`, shows the Agents view and the
+// status bar item, opens attach terminals for `owt/openTerminal`.
+//
+// The server declares the `owt.*` commands in `executeCommandProvider`, so the
+// language client registers them itself; this file registers only `owt.ui.*`
+// commands, which call `workspace/executeCommand` through the client.
+
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  NotificationType,
+  RequestType,
+  RequestType0,
+  State,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from 'vscode-languageclient/node';
+
+import {
+  boardToTree,
+  childrenOf,
+  findSession,
+  allSessions,
+  sessionDescription,
+  statusBarModel,
+  taskPrefill,
+  type SessionNode,
+  type TreeNode,
+} from './model';
+import {
+  Commands,
+  METHOD_BOARD,
+  METHOD_BOARD_CHANGED,
+  METHOD_OPEN_TERMINAL,
+  type Board,
+  type CommandArgs,
+  type CommandId,
+  type InitializationOptions,
+  type OpenTerminalParams,
+  type OpenTerminalResult,
+  type Severities,
+  type SessionView,
+} from './protocol';
+
+const VIEW_ID = 'owt.agents';
+
+const BoardRequest = new RequestType0<Board, void>(METHOD_BOARD);
+const BoardChanged = new NotificationType<Board>(METHOD_BOARD_CHANGED);
+const OpenTerminal = new RequestType<OpenTerminalParams, OpenTerminalResult, void>(METHOD_OPEN_TERMINAL);
+
+// ---------------------------------------------------------------- settings
+
+function owtPath(): string {
+  const configured = vscode.workspace.getConfiguration('owt').get<string>('path', 'owt').trim();
+  return configured.length > 0 ? configured : 'owt';
+}
+
+function severities(): Severities {
+  const c = vscode.workspace.getConfiguration('owt.severity');
+  return {
+    overlap: c.get<string>('overlap', 'information'),
+    'hunk-overlap': c.get<string>('hunkOverlap', 'warning'),
+    conflict: c.get<string>('conflict', 'error'),
+  };
+}
+
+function initializationOptions(): InitializationOptions {
+  return { openTerminal: true, severities: severities() };
+}
+
+// ------------------------------------------------------------ agents view
+
+class AgentsTree implements vscode.TreeDataProvider<TreeNode> {
+  private board: Board | undefined;
+  private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+
+  current(): Board | undefined {
+    return this.board;
+  }
+
+  setBoard(board: Board | undefined): void {
+    this.board = board;
+    this.changed.fire(undefined);
+  }
+
+  getChildren(node?: TreeNode): TreeNode[] {
+    return childrenOf(this.board, node);
+  }
+
+  getTreeItem(node: TreeNode): vscode.TreeItem {
+    if (node.kind === 'lane') {
+      const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Expanded);
+      item.id = node.id;
+      item.description = node.description;
+      item.contextValue = node.contextValue;
+      return item;
+    }
+    const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+    item.id = node.id;
+    item.description = node.description;
+    item.tooltip = node.tooltip;
+    item.contextValue = node.contextValue;
+    item.iconPath = new vscode.ThemeIcon(node.icon);
+    return item;
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+}
+
+// --------------------------------------------------------------- terminals
+
+class Terminals implements vscode.Disposable {
+  private readonly bySession = new Map<string, vscode.Terminal>();
+  private readonly subscription: vscode.Disposable;
+
+  constructor() {
+    this.subscription = vscode.window.onDidCloseTerminal((t) => {
+      for (const [session, terminal] of this.bySession) {
+        if (terminal === t) this.bySession.delete(session);
+      }
+    });
+  }
+
+  /** `owt/openTerminal`: show the session's live terminal, or open one beside the editor. */
+  open(params: OpenTerminalParams): OpenTerminalResult {
+    const session = params.session || params.title;
+    // Ours, or one with the session's name that survived a reload of the extension.
+    const existing =
+      this.bySession.get(session) ??
+      vscode.window.terminals.find((t) => t.name === session && t.exitStatus === undefined);
+    if (existing && existing.exitStatus === undefined) {
+      this.bySession.set(session, existing);
+      existing.show(false);
+      return { opened: true };
+    }
+    const [shellPath, ...shellArgs] = params.argv;
+    if (shellPath === undefined) return { opened: false };
+    const terminal = vscode.window.createTerminal({
+      name: session,
+      shellPath,
+      shellArgs,
+      cwd: params.cwd || undefined,
+      location: { viewColumn: vscode.ViewColumn.Beside },
+    });
+    this.bySession.set(session, terminal);
+    terminal.show(false);
+    return { opened: true };
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+    this.bySession.clear();
+  }
+}
+
+// ---------------------------------------------------------------- the client
+
+class Owt implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private readonly tree = new AgentsTree();
+  private readonly terminals = new Terminals();
+  private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+  private readonly output = vscode.window.createOutputChannel('owt');
+  readonly view: vscode.TreeView<TreeNode>;
+
+  constructor() {
+    this.view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: this.tree, showCollapseAll: false });
+    this.status.command = 'owt.ui.showBoard';
+    this.status.name = 'owt agents';
+    this.render(false);
+    this.status.show();
+  }
+
+  private render(connected: boolean): void {
+    const board = this.tree.current();
+    const m = statusBarModel(board, connected);
+    this.status.text = `$(hubot) ${m.text}`;
+    this.status.tooltip = m.tooltip;
+    this.status.backgroundColor = m.attention ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    const needsYou = boardToTree(board).find((l) => l.lane === 'needs-you')?.sessions.length ?? 0;
+    this.view.badge = needsYou > 0 ? { value: needsYou, tooltip: `${needsYou} need you` } : undefined;
+    this.view.message = connected ? undefined : 'owt lsp is not running (see the owt output).';
+  }
+
+  private setBoard(board: Board | undefined): void {
+    this.tree.setBoard(board);
+    this.render(this.client?.state === State.Running);
+  }
+
+  async start(): Promise<void> {
+    if (this.client) return;
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (!folder) {
+      this.render(false);
+      return;
+    }
+    const serverOptions: ServerOptions = {
+      // No `transport`: TransportKind.stdio would append `--stdio` to the args.
+      command: owtPath(),
+      args: ['lsp'],
+      options: { cwd: folder.uri.scheme === 'file' ? folder.uri.fsPath : undefined },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file' }],
+      initializationOptions: initializationOptions(),
+      outputChannel: this.output,
+    };
+    const client = new LanguageClient('owt', 'owt', serverOptions, clientOptions);
+    this.client = client;
+    client.onRequest(OpenTerminal, (params) => this.terminals.open(params));
+    client.onNotification(BoardChanged, (board) => this.setBoard(board));
+    client.onDidChangeState((e) => this.render(e.newState === State.Running));
+    try {
+      await client.start();
+      this.setBoard(await client.sendRequest(BoardRequest));
+    } catch (err) {
+      this.render(false);
+      const choice = await vscode.window.showErrorMessage(
+        `owt: could not start \`${owtPath()} lsp\`: ${messageOf(err)}`,
+        'Open Settings',
+        'Show Output',
+      );
+      if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'owt.path');
+      if (choice === 'Show Output') this.output.show();
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.tree.setBoard(undefined);
+    this.render(false);
+    if (client) {
+      try {
+        await client.stop();
+      } catch {
+        // already stopped or never started: nothing to undo
+      }
+      await client.dispose();
+    }
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  board(): Board | undefined {
+    return this.tree.current();
+  }
+
+  async refresh(): Promise<void> {
+    const client = this.running();
+    if (client) this.setBoard(await client.sendRequest(BoardRequest));
+  }
+
+  private running(): LanguageClient | undefined {
+    if (this.client?.state === State.Running) return this.client;
+    void vscode.window.showWarningMessage('owt: `owt lsp` is not running.', 'Restart').then((c) => {
+      if (c === 'Restart') void this.restart();
+    });
+    return undefined;
+  }
+
+  /** `workspace/executeCommand` of a server-declared owt command. */
+  async execute(command: CommandId, args: CommandArgs): Promise<unknown> {
+    const client = this.running();
+    if (!client) return undefined;
+    try {
+      return await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`owt: ${command} failed: ${messageOf(err)}`);
+      return undefined;
+    }
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.view.dispose();
+    this.tree.dispose();
+    this.terminals.dispose();
+    this.status.dispose();
+    this.output.dispose();
+  }
+}
+
+function messageOf(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+/** Text a command returned (a string, or an object with `text` / `screen`), if any. */
+function textOf(result: unknown): string | undefined {
+  if (typeof result === 'string') return result;
+  if (result !== null && typeof result === 'object') {
+    for (const key of ['text', 'screen', 'message']) {
+      const value: unknown = (result as Record<string, unknown>)[key];
+      if (typeof value === 'string') return value;
+    }
+  }
+  return undefined;
+}
+
+// ---------------------------------------------------------------- commands
+
+/** The session a `owt.ui.*` command is about: the tree row, a name, or a pick. */
+async function pickSession(owt: Owt, arg: unknown, placeHolder: string): Promise<SessionView | undefined> {
+  const board = owt.board();
+  if (arg !== null && typeof arg === 'object' && 'kind' in arg && (arg as TreeNode).kind === 'session') {
+    return (arg as SessionNode).session;
+  }
+  if (typeof arg === 'string') return findSession(board, arg);
+  const sessions = allSessions(board);
+  if (sessions.length === 0) {
+    void vscode.window.showInformationMessage('owt: no agent sessions.');
+    return undefined;
+  }
+  const picked = await vscode.window.showQuickPick(
+    sessions.map((s) => ({ label: s.name, description: sessionDescription(s), detail: s.task, session: s })),
+    { placeHolder, matchOnDescription: true, matchOnDetail: true },
+  );
+  return picked?.session;
+}
+
+async function newAgent(owt: Owt): Promise<void> {
+  const args: CommandArgs = {};
+  let value = '';
+  const editor = vscode.window.activeTextEditor;
+  if (editor && !editor.selection.isEmpty) {
+    const sel = editor.selection;
+    const doc = editor.document;
+    // An end at column 0 does not include that line.
+    const endLine = sel.end.character === 0 && sel.end.line > sel.start.line ? sel.end.line - 1 : sel.end.line;
+    const rel = doc.uri.scheme === 'file' ? vscode.workspace.asRelativePath(doc.uri, false) : undefined;
+    value = taskPrefill(doc.getText(sel), rel, sel.start.line + 1, endLine + 1);
+    args.uri = doc.uri.toString();
+    if (doc.uri.scheme === 'file') args.path = doc.uri.fsPath;
+    // LSP convention: 0-based lines.
+    args.start_line = sel.start.line;
+    args.end_line = endLine;
+  }
+  const task = await vscode.window.showInputBox({
+    title: 'owt: New agent',
+    prompt: 'The task, sent to the agent as its first prompt',
+    placeHolder: 'Fix the login redirect',
+    value,
+    valueSelection: [0, 0],
+    ignoreFocusOut: true,
+    validateInput: (v) => (v.trim().length === 0 ? 'Describe the task' : undefined),
+  });
+  if (task === undefined) return;
+  args.task = task.trim();
+  await owt.execute(Commands.spawn, args);
+}
+
+async function confirm(message: string, detail: string, ...actions: string[]): Promise<string | undefined> {
+  return vscode.window.showWarningMessage(message, { modal: true, detail }, ...actions);
+}
+
+let active: Owt | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const owt = new Owt();
+  active = owt;
+  context.subscriptions.push(owt);
+
+  const register = (id: string, fn: (arg?: unknown) => Promise<void>): void => {
+    context.subscriptions.push(vscode.commands.registerCommand(id, fn));
+  };
+
+  register('owt.ui.newAgent', () => newAgent(owt));
+  register('owt.ui.showBoard', async () => {
+    await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
+  });
+  register('owt.ui.refresh', () => owt.refresh());
+  register('owt.ui.restart', () => owt.restart());
+
+  register('owt.ui.attach', async (arg) => {
+    const s = await pickSession(owt, arg, 'Attach to which agent?');
+    if (s) await owt.execute(Commands.attach, { session: s.name });
+  });
+  register('owt.ui.peek', async (arg) => {
+    const s = await pickSession(owt, arg, 'Peek at which agent?');
+    if (!s) return;
+    const text = textOf(await owt.execute(Commands.peek, { session: s.name }));
+    if (text !== undefined) {
+      const doc = await vscode.workspace.openTextDocument({ content: text, language: 'plaintext' });
+      await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true });
+    }
+  });
+  register('owt.ui.send', async (arg) => {
+    const s = await pickSession(owt, arg, 'Send text to which agent?');
+    if (!s) return;
+    const text = await vscode.window.showInputBox({
+      title: `owt: Send to ${s.name}`,
+      prompt: 'Typed into the agent’s terminal, followed by Enter',
+      ignoreFocusOut: true,
+    });
+    if (text !== undefined && text.length > 0) await owt.execute(Commands.send, { session: s.name, text });
+  });
+  register('owt.ui.merge', async (arg) => {
+    const s = await pickSession(owt, arg, 'Merge which agent’s branch?');
+    if (!s) return;
+    const c = await confirm(`Merge ${s.branch} into ${s.base}?`, s.task, 'Merge', 'Rebase');
+    if (c) await owt.execute(Commands.merge, { session: s.name, rebase: c === 'Rebase' });
+  });
+  register('owt.ui.ship', async (arg) => {
+    const s = await pickSession(owt, arg, 'Ship which agent?');
+    if (!s) return;
+    const c = await confirm(
+      `Ship ${s.name}?`,
+      `Commits its work, merges ${s.branch} into ${s.base}, then deletes the session.\n\n${s.task}`,
+      'Ship',
+    );
+    if (c) await owt.execute(Commands.ship, { session: s.name });
+  });
+  register('owt.ui.delete', async (arg) => {
+    const s = await pickSession(owt, arg, 'Delete which agent?');
+    if (!s) return;
+    const c = await confirm(
+      `Delete ${s.name}?`,
+      `Stops the agent and removes its worktree ${path.basename(s.worktree)} and branch ${s.branch}. ` +
+        'Without force, owt refuses to drop uncommitted work.',
+      'Delete',
+      'Delete (force)',
+    );
+    if (c) await owt.execute(Commands.delete, { session: s.name, force: c === 'Delete (force)' });
+  });
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('owt.path') || e.affectsConfiguration('owt.severity')) void owt.restart();
+    }),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => void owt.start()),
+  );
+
+  void owt.start();
+}
+
+export async function deactivate(): Promise<void> {
+  // Stop the server cleanly (shutdown + exit) before VS Code disposes the rest.
+  const owt = active;
+  active = undefined;
+  await owt?.stop();
+}

@@ -1,0 +1,249 @@
+// The pure model of the Agents view: Board → tree nodes, and the status bar
+// text. No `vscode` import, so it is unit-tested under plain Node.
+
+import type { Board, BoardLane, Lane, SessionView } from './protocol';
+
+/** Row actions a session offers; each becomes a `:action` in its context value. */
+export type SessionAction = 'attach' | 'peek' | 'send' | 'merge' | 'ship' | 'delete';
+
+export interface LaneNode {
+  kind: 'lane';
+  /** Stable tree id. */
+  id: string;
+  lane: Lane;
+  /** `NEEDS YOU`, as the CLI board prints it. */
+  label: string;
+  /** Number of sessions, e.g. `2 sessions`. */
+  description: string;
+  contextValue: string;
+  sessions: SessionNode[];
+}
+
+export interface SessionNode {
+  kind: 'session';
+  /** Stable tree id (from the session id, not its position). */
+  id: string;
+  label: string;
+  /** `status · provider · +N commits · M overlaps`. */
+  description: string;
+  /** Plain text: task, branch, worktree, … */
+  tooltip: string;
+  /** `owt.session:attach:peek:…`; menus match `viewItem =~ /:attach\b/`. */
+  contextValue: string;
+  actions: SessionAction[];
+  /** Name of a ThemeIcon (codicon) for the status. */
+  icon: string;
+  session: SessionView;
+}
+
+export type TreeNode = LaneNode | SessionNode;
+
+/** Lane titles, used when the server sends an empty `title`. */
+export const LANE_TITLES: Record<Lane, string> = {
+  'needs-you': 'NEEDS YOU',
+  'ready-to-ship': 'READY TO SHIP',
+  'in-flight': 'IN FLIGHT',
+};
+
+const LANE_ORDER: readonly Lane[] = ['needs-you', 'ready-to-ship', 'in-flight'];
+
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** The one-line description of a session, in the CLI board's words. */
+export function sessionDescription(s: SessionView): string {
+  const parts = [s.status_text || s.status, s.provider];
+  if (s.ahead > 0) parts.push(`+${plural(s.ahead, 'commit')}`);
+  if (s.overlaps > 0) parts.push(plural(s.overlaps, 'overlap'));
+  return parts.filter((p) => p.length > 0).join(' · ');
+}
+
+export function sessionTooltip(s: SessionView): string {
+  const lines = [s.name, '', s.task.trim(), ''];
+  lines.push(`status: ${s.status_text || s.status}`);
+  lines.push(`agent: ${s.provider}${s.agent_pid !== null ? ` (pid ${s.agent_pid})` : ''}`);
+  lines.push(`branch: ${s.branch} (base ${s.base})`);
+  lines.push(`${s.kind === 'branch' ? 'checkout' : 'worktree'}: ${s.worktree}`);
+  lines.push(`changes: ${plural(s.ahead, 'commit')} ahead, ${plural(s.changed_files, 'file')} changed`);
+  if (s.overlaps > 0) lines.push(`Conflict Guard: overlaps with ${plural(s.overlaps, 'participant')}`);
+  if (s.conflicted_files.length > 0) {
+    lines.push(`merge conflicts: ${s.conflicted_files.join(', ')}`);
+  }
+  return lines.join('\n');
+}
+
+/** Whether the agent process (and its session host) can still be reached. */
+export function isAlive(s: SessionView): boolean {
+  return s.status !== 'exited' && !s.host_lost;
+}
+
+/** The row actions a session offers, in menu order. */
+export function sessionActions(s: SessionView): SessionAction[] {
+  const actions: SessionAction[] = [];
+  if (isAlive(s)) actions.push('attach', 'peek', 'send');
+  const hasWork = s.ahead > 0 || s.changed_files > 0;
+  if (hasWork && s.status !== 'conflict') {
+    if (s.ahead > 0) actions.push('merge');
+    actions.push('ship');
+  }
+  actions.push('delete');
+  return actions;
+}
+
+export function contextValue(actions: readonly SessionAction[]): string {
+  return ['owt.session', ...actions].join(':');
+}
+
+/** Codicon name per status. */
+export function statusIcon(s: SessionView): string {
+  switch (s.status) {
+    case 'starting':
+      return 'loading~spin';
+    case 'working':
+      return 'sync~spin';
+    case 'idle':
+      return 'circle-outline';
+    case 'needs-input':
+      return 'bell';
+    case 'blocked':
+      return 'shield';
+    case 'done':
+      return 'pass';
+    case 'exited':
+      return s.exit_code === 0 ? 'circle-slash' : 'error';
+    case 'conflict':
+      return 'git-merge';
+  }
+}
+
+export function sessionNode(s: SessionView): SessionNode {
+  const actions = sessionActions(s);
+  return {
+    kind: 'session',
+    id: `session:${s.id || s.name}`,
+    label: s.name,
+    description: sessionDescription(s),
+    tooltip: sessionTooltip(s),
+    contextValue: contextValue(actions),
+    actions,
+    icon: statusIcon(s),
+    session: s,
+  };
+}
+
+function laneRank(l: BoardLane): number {
+  const i = LANE_ORDER.indexOf(l.lane);
+  return i < 0 ? LANE_ORDER.length : i;
+}
+
+/** Top-level nodes: one per non-empty lane, in priority order. */
+export function boardToTree(board: Board | undefined): LaneNode[] {
+  if (!board) return [];
+  return board.lanes
+    .filter((l) => l.sessions.length > 0)
+    .slice()
+    .sort((a, b) => laneRank(a) - laneRank(b))
+    .map((l) => ({
+      kind: 'lane' as const,
+      id: `lane:${l.lane}`,
+      lane: l.lane,
+      label: l.title || LANE_TITLES[l.lane] || l.lane,
+      description: plural(l.sessions.length, 'session'),
+      contextValue: `owt.lane:${l.lane}`,
+      sessions: l.sessions.map(sessionNode),
+    }));
+}
+
+/** Children of a node (or the roots, for `undefined`). */
+export function childrenOf(board: Board | undefined, node: TreeNode | undefined): TreeNode[] {
+  if (node === undefined) return boardToTree(board);
+  return node.kind === 'lane' ? node.sessions : [];
+}
+
+export function allSessions(board: Board | undefined): SessionView[] {
+  return board ? board.lanes.flatMap((l) => l.sessions) : [];
+}
+
+export function findSession(board: Board | undefined, name: string): SessionView | undefined {
+  return allSessions(board).find((s) => s.name === name);
+}
+
+export interface BoardCounts {
+  total: number;
+  /** Sessions whose agent is starting or busy. */
+  working: number;
+  /** Sessions in the NEEDS YOU lane. */
+  needsYou: number;
+  /** Sessions in the READY TO SHIP lane. */
+  ready: number;
+  /** Everything else (idle, done, exited… outside the two lanes above). */
+  other: number;
+}
+
+export function boardCounts(board: Board | undefined): BoardCounts {
+  const c: BoardCounts = { total: 0, working: 0, needsYou: 0, ready: 0, other: 0 };
+  for (const lane of board?.lanes ?? []) {
+    for (const s of lane.sessions) {
+      c.total++;
+      if (lane.lane === 'needs-you') c.needsYou++;
+      else if (lane.lane === 'ready-to-ship') c.ready++;
+      else if (s.status === 'working' || s.status === 'starting') c.working++;
+      else c.other++;
+    }
+  }
+  return c;
+}
+
+export interface StatusBarModel {
+  /** e.g. `owt: 3 working · 1 needs you`. */
+  text: string;
+  tooltip: string;
+  /** Something waits for the human (NEEDS YOU is not empty). */
+  attention: boolean;
+}
+
+export function statusBarModel(board: Board | undefined, connected = true): StatusBarModel {
+  if (!connected) {
+    return { text: 'owt: not running', tooltip: 'owt lsp is not running — click to show the Agents view', attention: false };
+  }
+  const c = boardCounts(board);
+  if (c.total === 0) {
+    return { text: 'owt: no agents', tooltip: 'No agent sessions — click to show the Agents view', attention: false };
+  }
+  const parts: string[] = [];
+  if (c.working > 0) parts.push(`${c.working} working`);
+  if (c.needsYou > 0) parts.push(`${c.needsYou} needs you`);
+  if (c.ready > 0) parts.push(`${c.ready} ready`);
+  if (c.other > 0) parts.push(`${c.other} idle`);
+  const tooltip = [
+    `${plural(c.total, 'agent session')} in ${board?.repository ?? 'this repository'}`,
+    ...boardToTree(board).map((l) => `${l.label}: ${l.sessions.map((s) => s.label).join(', ')}`),
+    '',
+    'Click to show the Agents view',
+  ].join('\n');
+  return { text: `owt: ${parts.join(' · ')}`, tooltip, attention: c.needsYou > 0 };
+}
+
+/** One line for an input box: whitespace runs collapsed, at most `max` chars. */
+export function oneLine(text: string, max = 400): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/**
+ * The `owt: New agent…` input box prefill for a selection: the selected text
+ * on one line, then `(path:start-end)` with 1-based lines.
+ */
+export function taskPrefill(
+  selection: string,
+  relativePath: string | undefined,
+  startLine1: number,
+  endLine1: number,
+): string {
+  const text = oneLine(selection);
+  if (!relativePath) return text;
+  const lines = startLine1 === endLine1 ? `${startLine1}` : `${startLine1}-${endLine1}`;
+  const where = `(${relativePath}:${lines})`;
+  return text.length > 0 ? `${text} ${where}` : where;
+}

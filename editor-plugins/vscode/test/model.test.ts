@@ -1,0 +1,193 @@
+// Unit tests of the pure tree model and status bar text. The `vscode` module
+// is made unloadable first: the model must not depend on it.
+
+import { strict as assert } from 'node:assert';
+import Module from 'node:module';
+import { describe, it } from 'node:test';
+
+type Load = (request: string, parent: unknown, isMain: boolean) => unknown;
+const mod = Module as unknown as { _load: Load };
+const realLoad = mod._load;
+let vscodeRequests = 0;
+mod._load = function (request: string, parent: unknown, isMain: boolean): unknown {
+  if (request === 'vscode') {
+    vscodeRequests++;
+    throw new Error('the tree model must not import `vscode`');
+  }
+  return realLoad.call(this, request, parent, isMain);
+};
+
+// Loaded after the stub is in place (a static import would be hoisted above it).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const model = require('../src/model') as typeof import('../src/model');
+import { sampleBoard, session } from './fixtures';
+import type { Board } from '../src/protocol';
+
+describe('tree model', () => {
+  it('does not load the vscode module', () => {
+    assert.equal(vscodeRequests, 0);
+    assert.ok(Object.keys(require.cache).some((k) => k.endsWith('model.js')), 'model.js was loaded');
+  });
+
+  it('maps lanes to top-level nodes in priority order, with CLI titles', () => {
+    const roots = model.boardToTree(sampleBoard());
+    assert.deepEqual(
+      roots.map((r) => [r.id, r.label, r.description]),
+      [
+        ['lane:needs-you', 'NEEDS YOU', '1 session'],
+        ['lane:ready-to-ship', 'READY TO SHIP', '1 session'],
+        ['lane:in-flight', 'IN FLIGHT', '3 sessions'],
+      ],
+    );
+    assert.deepEqual(
+      roots[2]?.sessions.map((s) => s.label),
+      ['refactor-billing', 'docs', 'tests'],
+    );
+  });
+
+  it('sorts lanes by priority and drops empty ones, whatever the server sent', () => {
+    const b = sampleBoard();
+    const [needs, ready, flight] = b.lanes;
+    assert.ok(needs && ready && flight);
+    const shuffled: Board = {
+      repository: b.repository,
+      lanes: [flight, { lane: 'ready-to-ship', title: '', sessions: [] }, { ...needs, title: '' }],
+    };
+    const roots = model.boardToTree(shuffled);
+    assert.deepEqual(roots.map((r) => r.label), ['NEEDS YOU', 'IN FLIGHT']);
+  });
+
+  it('has no roots without a board or with an empty one', () => {
+    assert.deepEqual(model.boardToTree(undefined), []);
+    assert.deepEqual(model.boardToTree({ repository: '/r', lanes: [] }), []);
+    assert.deepEqual(model.childrenOf(undefined, undefined), []);
+  });
+
+  it('children: lanes hold sessions, sessions are leaves', () => {
+    const board = sampleBoard();
+    const [lane] = model.childrenOf(board, undefined);
+    assert.ok(lane && lane.kind === 'lane');
+    const kids = model.childrenOf(board, lane);
+    assert.equal(kids.length, 1);
+    const leaf = kids[0];
+    assert.ok(leaf && leaf.kind === 'session');
+    assert.deepEqual(model.childrenOf(board, leaf), []);
+  });
+
+  it('describes a session like the CLI board', () => {
+    assert.equal(
+      model.sessionDescription(session({ name: 'a', status_text: 'working', provider: 'claude', ahead: 3, overlaps: 1 })),
+      'working · claude · +3 commits · 1 overlap',
+    );
+    assert.equal(
+      model.sessionDescription(session({ name: 'b', status_text: 'idle', provider: 'codex', ahead: 1, overlaps: 2 })),
+      'idle · codex · +1 commit · 2 overlaps',
+    );
+    assert.equal(model.sessionDescription(session({ name: 'c', status_text: 'exited with code 2', provider: 'fake' })), 'exited with code 2 · fake');
+    assert.equal(model.sessionDescription(session({ name: 'd', status: 'idle', status_text: '' })), 'idle · claude');
+  });
+
+  it('puts task, branch and worktree in the tooltip', () => {
+    const node = model.sessionNode(
+      session({ name: 'add-jwt', task: 'Add JWT auth\nwith refresh tokens', ahead: 2, changed_files: 5, overlaps: 1, conflicted_files: ['src/a.rs'] }),
+    );
+    assert.equal(node.id, 'session:id-add-jwt');
+    for (const part of ['Add JWT auth', 'with refresh tokens', 'owt/add-jwt (base main)', '/repo.worktrees/add-jwt', '2 commits ahead, 5 files changed', 'overlaps with 1 participant', 'src/a.rs', 'pid 4242']) {
+      assert.ok(node.tooltip.includes(part), `tooltip lacks ${JSON.stringify(part)}:\n${node.tooltip}`);
+    }
+  });
+
+  it('offers per-row actions through the context value', () => {
+    const working = model.sessionNode(session({ name: 'w' }));
+    assert.equal(working.contextValue, 'owt.session:attach:peek:send:delete');
+
+    const done = model.sessionNode(session({ name: 'd', status: 'done', ahead: 2, changed_files: 1 }));
+    assert.deepEqual(done.actions, ['attach', 'peek', 'send', 'merge', 'ship', 'delete']);
+
+    const uncommitted = model.sessionNode(session({ name: 'u', status: 'idle', changed_files: 3 }));
+    assert.deepEqual(uncommitted.actions, ['attach', 'peek', 'send', 'ship', 'delete']);
+
+    const exited = model.sessionNode(session({ name: 'e', status: 'exited', exit_code: 1, ahead: 1 }));
+    assert.deepEqual(exited.actions, ['merge', 'ship', 'delete']);
+
+    const lost = model.sessionNode(session({ name: 'l', status: 'exited', host_lost: true }));
+    assert.equal(lost.contextValue, 'owt.session:delete');
+
+    const conflict = model.sessionNode(session({ name: 'c', status: 'conflict', ahead: 1, conflicted_files: ['x'] }));
+    assert.deepEqual(conflict.actions, ['attach', 'peek', 'send', 'delete']);
+  });
+
+  it('context values match the menu `when` clauses of package.json', () => {
+    // Each inline action's `when` is `viewItem =~ /:<action>(:|$)/`.
+    const re = (a: string): RegExp => new RegExp(`:${a}(:|$)`);
+    const cv = model.contextValue(['attach', 'peek', 'ship', 'delete']);
+    assert.ok(re('attach').test(cv) && re('peek').test(cv) && re('ship').test(cv) && re('delete').test(cv));
+    assert.ok(!re('merge').test(cv) && !re('send').test(cv));
+  });
+
+  it('gives every status an icon', () => {
+    const statuses = ['starting', 'working', 'idle', 'needs-input', 'blocked', 'done', 'exited', 'conflict'] as const;
+    for (const status of statuses) {
+      assert.ok(model.statusIcon(session({ name: 's', status })).length > 0, status);
+    }
+    assert.notEqual(
+      model.statusIcon(session({ name: 'a', status: 'exited', exit_code: 0 })),
+      model.statusIcon(session({ name: 'b', status: 'exited', exit_code: 3 })),
+    );
+  });
+
+  it('finds sessions by name', () => {
+    const b = sampleBoard();
+    assert.equal(model.allSessions(b).length, 5);
+    assert.equal(model.findSession(b, 'tests')?.provider, 'aider');
+    assert.equal(model.findSession(b, 'nope'), undefined);
+    assert.equal(model.findSession(undefined, 'tests'), undefined);
+  });
+});
+
+describe('status bar', () => {
+  it('counts working, needs you, ready and idle', () => {
+    assert.deepEqual(model.boardCounts(sampleBoard()), { total: 5, working: 2, needsYou: 1, ready: 1, other: 1 });
+    const m = model.statusBarModel(sampleBoard());
+    assert.equal(m.text, 'owt: 2 working · 1 needs you · 1 ready · 1 idle');
+    assert.equal(m.attention, true);
+    assert.ok(m.tooltip.includes('5 agent sessions in /repo'));
+    assert.ok(m.tooltip.includes('NEEDS YOU: fix-login'));
+  });
+
+  it('shows only non-zero counts', () => {
+    const board: Board = {
+      repository: '/r',
+      lanes: [
+        { lane: 'needs-you', title: 'NEEDS YOU', sessions: [session({ name: 'q', lane: 'needs-you', status: 'blocked' })] },
+        { lane: 'in-flight', title: 'IN FLIGHT', sessions: ['a', 'b', 'c'].map((name) => session({ name })) },
+      ],
+    };
+    assert.equal(model.statusBarModel(board).text, 'owt: 3 working · 1 needs you');
+  });
+
+  it('says when there are no agents or no server', () => {
+    assert.deepEqual(
+      [model.statusBarModel(undefined).text, model.statusBarModel({ repository: '/r', lanes: [] }).text],
+      ['owt: no agents', 'owt: no agents'],
+    );
+    assert.equal(model.statusBarModel(undefined).attention, false);
+    assert.equal(model.statusBarModel(sampleBoard(), false).text, 'owt: not running');
+  });
+});
+
+describe('New agent prefill', () => {
+  it('puts the selection on one line, with file and 1-based lines', () => {
+    assert.equal(model.taskPrefill('// TODO: retry\n  on 503\n', 'src/http.ts', 10, 11), '// TODO: retry on 503 (src/http.ts:10-11)');
+    assert.equal(model.taskPrefill('fix this', 'a.rs', 7, 7), 'fix this (a.rs:7)');
+    assert.equal(model.taskPrefill('   ', 'a.rs', 1, 3), '(a.rs:1-3)');
+    assert.equal(model.taskPrefill('untitled text', undefined, 1, 1), 'untitled text');
+  });
+
+  it('truncates long selections', () => {
+    const long = 'x'.repeat(1000);
+    const line = model.oneLine(long, 50);
+    assert.equal(line.length, 50);
+    assert.ok(line.endsWith('…'));
+  });
+});
