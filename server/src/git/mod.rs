@@ -223,6 +223,11 @@ impl Repo {
                 source,
             })?;
         }
+        // libgit2 reads every worktree's HEAD while adding one; a worktree
+        // half-written by another process can make it report our own new
+        // branch as "already checked out". Serialize additions per
+        // repository with an advisory lock.
+        let _lock = FileLock::acquire(&self.common_dir.join("owt-worktree.lock"))?;
         if create_branch {
             let base_commit = self.repo.find_commit(self.branch_tip(base)?)?;
             self.repo.branch(branch, &base_commit, false)?;
@@ -340,6 +345,45 @@ impl Repo {
         };
         self.repo.find_branch(branch, BranchType::Local)?.delete()?;
         Ok(backup)
+    }
+}
+
+/// An exclusive `flock(2)` on a file, released on drop.
+struct FileLock {
+    file: std::fs::File,
+}
+
+impl FileLock {
+    fn acquire(path: &Path) -> Result<FileLock> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|source| GitError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor we own.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(GitError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        Ok(FileLock { file })
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocking our own descriptor.
+        unsafe {
+            libc::flock(self.file.as_raw_fd(), libc::LOCK_UN);
+        }
     }
 }
 
