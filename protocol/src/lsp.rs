@@ -89,7 +89,9 @@ pub struct CommandArgs {
     /// `owt.spawn` from a selection / `owt.openAgentFile`: a file URI and range.
     pub uri: Option<String>,
     pub path: Option<String>,
+    /// 1-based, inclusive.
     pub start_line: Option<u32>,
+    /// 1-based, inclusive.
     pub end_line: Option<u32>,
     /// `owt.merge`: rebase instead of merge.
     pub rebase: Option<bool>,

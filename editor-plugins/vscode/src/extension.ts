@@ -338,11 +338,9 @@ async function newAgent(owt: Owt): Promise<void> {
     const endLine = sel.end.character === 0 && sel.end.line > sel.start.line ? sel.end.line - 1 : sel.end.line;
     const rel = doc.uri.scheme === 'file' ? vscode.workspace.asRelativePath(doc.uri, false) : undefined;
     value = taskPrefill(doc.getText(sel), rel, sel.start.line + 1, endLine + 1);
-    args.uri = doc.uri.toString();
-    if (doc.uri.scheme === 'file') args.path = doc.uri.fsPath;
-    // LSP convention: 0-based lines.
-    args.start_line = sel.start.line;
-    args.end_line = endLine;
+    // The prefilled task already carries the file, lines and selected text
+    // (the person sees and edits it), so no uri/lines are sent: the server
+    // would append the same context again.
   }
   const task = await vscode.window.showInputBox({
     title: 'owt: New agent',

@@ -232,8 +232,10 @@ export class LspServer {
     }
   }
 
+  /** Sends a request; `params === undefined` sends none (as vscode-languageclient does for shutdown and owt/board). */
   request<R>(method: string, params: unknown, ms: number): Promise<R> {
-    return this.deadline(this.conn.sendRequest<R>(method, params), ms, `the reply to ${method}`);
+    const sent = params === undefined ? this.conn.sendRequest<R>(method) : this.conn.sendRequest<R>(method, params);
+    return this.deadline(sent, ms, `the reply to ${method}`);
   }
 
   /** The first message received at index ≥ `from` that satisfies `pick`, within `ms`. */
@@ -262,7 +264,7 @@ export class LspServer {
   async stop(ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     if (this.exitInfo) return this.exitInfo;
     try {
-      await this.request('shutdown', null, ms);
+      await this.request('shutdown', undefined, ms);
       await this.conn.sendNotification('exit');
       return await this.deadline(this.exited, ms, 'owt lsp to exit after shutdown/exit');
     } finally {

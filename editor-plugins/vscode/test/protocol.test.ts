@@ -149,7 +149,7 @@ describe('owt lsp protocol (what the VS Code extension relies on)', () => {
   });
 
   it('owt/board returns the board of the workspace repository, empty at first', async () => {
-    const board = await srv().request<unknown>(METHOD_BOARD, null, STEP_MS);
+    const board = await srv().request<unknown>(METHOD_BOARD, undefined, STEP_MS);
     assertBoard(board, 'owt/board');
     assert.ok(samePath(board.repository, repo), `repository ${board.repository} is not ${repo}`);
     assert.deepEqual(sessionsOf(board), []);
@@ -167,7 +167,7 @@ describe('owt lsp protocol (what the VS Code extension relies on)', () => {
     spawned = value;
     assert.equal(spawned.provider, 'fake');
 
-    const board = await s.request<unknown>(METHOD_BOARD, null, STEP_MS);
+    const board = await s.request<unknown>(METHOD_BOARD, undefined, STEP_MS);
     assertBoard(board, 'owt/board after spawn');
     assert.ok(
       sessionsOf(board).some((x) => x.name === value.name),
@@ -191,7 +191,7 @@ describe('owt lsp protocol (what the VS Code extension relies on)', () => {
     const s = srv();
     if (!spawned) {
       // owt/boardChanged failed above; still test attach on the session owt.spawn made.
-      const board = await s.request<unknown>(METHOD_BOARD, null, STEP_MS);
+      const board = await s.request<unknown>(METHOD_BOARD, undefined, STEP_MS);
       assertBoard(board, 'owt/board');
       spawned = sessionsOf(board).find((x) => x.task === 'x');
     }
