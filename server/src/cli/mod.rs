@@ -11,6 +11,7 @@ mod config;
 mod db;
 mod delete;
 mod doctor;
+mod editor;
 mod list;
 mod merge;
 mod new;
@@ -84,6 +85,9 @@ pub enum Command {
     /// Maintain the status store.
     #[command(subcommand)]
     Db(db::Command),
+    /// Print or install editor configuration.
+    #[command(subcommand)]
+    Editor(editor::Command),
     /// Print the version.
     Version,
     /// Print a shell completion script.
@@ -117,6 +121,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),
+        Some(Command::Editor(cmd)) => editor::run(dir, &out, cmd),
         Some(Command::Version) => version::run(&out),
         Some(Command::Completions(args)) => completions::run(args),
     }
