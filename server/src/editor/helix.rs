@@ -217,6 +217,7 @@ pub fn merge_languages_toml(
     // Edit the user's entries in place.
     let mut given_list = HashSet::new();
     if let Some(item) = doc.get_mut("language") {
+        let inline = item.is_value();
         for entry in language_entries_mut(item, user_path)? {
             let Some(name) = entry.get("name").and_then(Item::as_str).map(str::to_string) else {
                 continue;
@@ -233,7 +234,24 @@ pub fn merge_languages_toml(
                 }
                 None if !user_has_list[&name] && given_list.insert(name.clone()) => {
                     let servers = defaults.get(name.as_str()).copied().unwrap_or_default();
-                    entry.insert("language-servers", Item::Value(servers_with_owt(servers)));
+                    let mut servers = servers_with_owt(servers);
+                    if inline {
+                        // `{ name = "x" }`: the space before `}` follows the
+                        // last value; move it behind the new one.
+                        if let Some(last) =
+                            entry.iter_mut().last().and_then(|(_, v)| v.as_value_mut())
+                        {
+                            let suffix = last
+                                .decor()
+                                .suffix()
+                                .and_then(|s| s.as_str())
+                                .unwrap_or("")
+                                .to_string();
+                            last.decor_mut().set_suffix("");
+                            servers.decor_mut().set_suffix(suffix);
+                        }
+                    }
+                    entry.insert("language-servers", Item::Value(servers));
                     push_once(&mut report.listed, &name);
                 }
                 None => {}
@@ -762,6 +780,13 @@ language-servers = [ "rust-analyzer", "owt" ]
     #[test]
     fn inline_array_of_languages_is_edited_in_place() {
         let merged = merge("language = [\n  { name = \"rust\", auto-format = true },\n]\n");
+        assert!(
+            merged.text.starts_with(
+                "language = [\n  { name = \"rust\", auto-format = true, language-servers = [\"rust-analyzer\", \"owt\"] },\n  { name = \"erlang\""
+            ),
+            "{}",
+            merged.text
+        );
         let doc: DocumentMut = merged.text.parse().unwrap();
         assert!(doc["language"].is_array(), "{}", merged.text);
         let lists = server_lists(&merged.text);
