@@ -184,7 +184,7 @@ fn run_helix(dir: Option<&Path>, out: &super::Out, args: HelixArgs) -> anyhow::R
         if let Some(backup) = &doc.backup {
             text.push_str(&format!("The old file is kept as {}.\n", backup.display()));
         }
-        text.push_str("Restart Helix (or run :config-reload) to start owt.");
+        text.push_str("Restart Helix to start owt; see docs/helix.md for key bindings.");
         text
     })?;
     Ok(ExitCode::SUCCESS)
