@@ -304,14 +304,29 @@ fn owt_not_on_path_is_started_by_its_absolute_path() {
 #[test]
 fn project_writes_the_repositorys_helix_folder() {
     let (env, user_path) = helix_env();
+    let user_text = "[[language]]\nname = \"python\"\nlanguage-servers = [\"pyright\"]\n";
+    write_user_file(&user_path, user_text);
     let repo = env.repo("app");
     let sub = repo.join("src");
     std::fs::create_dir_all(&sub).unwrap();
     let stdout = env.owt_ok(&sub, ["editor", "helix", "--project", "--write"]);
     let project_file = repo.join(".helix/languages.toml");
     assert!(stdout.contains(".helix/languages.toml"), "{stdout}");
-    assert_owt_last_everywhere(&parse(&std::fs::read_to_string(&project_file).unwrap()));
-    assert!(!user_path.exists(), "the user's file is not touched");
+    let project = parse(&std::fs::read_to_string(&project_file).unwrap());
+    assert_owt_last_everywhere(&project);
+    assert_eq!(languages(&project).len(), 342);
+    // Helix reads the repository's file after the user's: the user's own
+    // list is what the project's entry must carry, not Helix's default.
+    assert_eq!(servers_of(&project, "python"), strings(&["pyright", "owt"]));
+    assert_eq!(
+        servers_of(&project, "rust"),
+        strings(&["rust-analyzer", "owt"])
+    );
+    assert_eq!(
+        std::fs::read_to_string(&user_path).unwrap(),
+        user_text,
+        "the user's file is not touched"
+    );
 
     // -C works too, and the second run changes nothing.
     let stdout = env.owt_ok(

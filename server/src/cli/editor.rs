@@ -27,7 +27,8 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct HelixArgs {
     /// Use the repository's .helix/languages.toml instead of your own
-    /// ($XDG_CONFIG_HOME/helix/languages.toml, else ~/.config/helix/languages.toml).
+    /// ($XDG_CONFIG_HOME/helix/languages.toml, else ~/.config/helix/languages.toml);
+    /// its languages keep the servers your own file gives them.
     #[arg(long)]
     pub project: bool,
     /// Merge into the file instead of printing the result; keeps a backup of
@@ -99,13 +100,16 @@ fn run_helix(dir: Option<&Path>, out: &super::Out, args: HelixArgs) -> anyhow::R
         None => helix::builtin_table()?,
     };
     let target = target_path(dir, args.project)?;
-    let existing = match std::fs::read_to_string(&target) {
-        Ok(text) => Some(text),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-        Err(err) => {
-            return Err(err).with_context(|| format!("reading {}", target.display()));
-        }
+    // A repository's file is read after the user's: build on the user's lists.
+    let table = match (args.project, user_path()) {
+        (true, Ok(user)) => match read_if_exists(&user)? {
+            Some(text) => helix::with_user_lists(table, &text, &user)
+                .context("cannot read your own Helix languages.toml")?,
+            None => table,
+        },
+        _ => table,
     };
+    let existing = read_if_exists(&target)?;
     let (server, path_note) = server_command()?;
     let merged =
         helix::merge_languages_toml(existing.as_deref().unwrap_or(""), &target, &table, &server)
@@ -200,11 +204,24 @@ fn target_path(dir: Option<&Path>, project: bool) -> anyhow::Result<PathBuf> {
         let repo = Repo::discover(&dir)?;
         return Ok(helix::project_languages_path(repo.main_root()));
     }
+    user_path()
+}
+
+/// The user's own languages.toml.
+fn user_path() -> anyhow::Result<PathBuf> {
     helix::user_languages_path(
         std::env::var_os("XDG_CONFIG_HOME").as_deref(),
         std::env::var_os("HOME").as_deref(),
     )
     .context("cannot find Helix's configuration folder: neither XDG_CONFIG_HOME nor HOME is set")
+}
+
+fn read_if_exists(path: &Path) -> anyhow::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err).with_context(|| format!("reading {}", path.display())),
+    }
 }
 
 /// `owt lsp` by name when `owt` is on PATH, else by this binary's absolute

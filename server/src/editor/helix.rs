@@ -160,6 +160,48 @@ pub fn parse_table(text: &str, path: &Path, origin: String) -> Result<LanguageTa
     })
 }
 
+/// `table` as Helix sees it after reading the user's own `languages.toml`
+/// (`user_text`): a language the user lists servers for has those servers,
+/// and a language the user defines is added. This is what a repository's
+/// `.helix/languages.toml` builds on, since Helix reads it after the user's.
+pub fn with_user_lists(
+    mut table: LanguageTable,
+    user_text: &str,
+    user_path: &Path,
+) -> Result<LanguageTable, HelixError> {
+    let doc = parse_document(user_text, user_path)?;
+    let Some(item) = doc.get("language") else {
+        return Ok(table);
+    };
+    for entry in language_entries(item, user_path)? {
+        let Some(name) = entry.get("name").and_then(Item::as_str) else {
+            continue;
+        };
+        let servers = match entry.get("language-servers") {
+            Some(servers) => Some(
+                servers_array(servers, name, user_path)?
+                    .iter()
+                    .map(normalized)
+                    .collect::<Vec<_>>(),
+            ),
+            None => None,
+        };
+        match table.languages.iter_mut().find(|l| l.name == name) {
+            Some(language) => {
+                if let Some(servers) = servers {
+                    language.servers = servers;
+                }
+            }
+            None => table.languages.push(DefaultLanguage {
+                name: name.to_string(),
+                servers: servers.unwrap_or_default(),
+            }),
+        }
+    }
+    table.origin = format!("{} and {}", table.origin, user_path.display());
+    Ok(table)
+}
+
 /// The user's Helix `languages.toml`: `$XDG_CONFIG_HOME/helix/languages.toml`,
 /// else `$HOME/.config/helix/languages.toml` (what Helix reads on Linux and
 /// macOS). Empty variables count as unset.
@@ -449,10 +491,13 @@ fn lists_owt(list: &Array) -> bool {
     })
 }
 
-/// `servers` (formatted plainly) followed by `"owt"`.
+/// `servers` (formatted plainly) followed by `"owt"`, unless they list owt
+/// already.
 fn servers_with_owt(servers: &[Value]) -> Value {
     let mut list = Array::from_iter(servers.iter().cloned());
-    list.push(SERVER_NAME);
+    if !lists_owt(&list) {
+        list.push(SERVER_NAME);
+    }
     list.fmt();
     Value::Array(list)
 }
@@ -887,6 +932,36 @@ language-servers = [ "rust-analyzer", "owt" ]
             assert_eq!(list.iter().last().and_then(Value::as_str), Some("owt"));
         }
         assert!(merged.text.contains("Helix 25.07.1 (commit 079a789e)"));
+    }
+
+    #[test]
+    fn project_builds_on_the_users_own_lists() {
+        let user = "[[language]]\nname = \"python\"\nlanguage-servers = [\"pyright\", \"owt\"]\n\n\
+                    [[language]]\nname = \"rust\"\nauto-format = false\n\n\
+                    [[language]]\nname = \"mylang\"\nscope = \"source.my\"\n";
+        let table = with_user_lists(small_table(), user, Path::new("user.toml")).unwrap();
+        assert_eq!(table.origin, "small table and user.toml");
+        let merged = merge_languages_toml(
+            "",
+            Path::new(".helix/languages.toml"),
+            &table,
+            &ServerCommand::lsp("owt"),
+        )
+        .unwrap();
+        let lists = server_lists(&merged.text);
+        assert_eq!(
+            lists,
+            [
+                ("rust".to_string(), r#"["rust-analyzer", "owt"]"#.to_string()),
+                (
+                    "erlang".into(),
+                    r#"[{ name = "erlang-ls", except-features = ["document-symbols"] }, { name = "elp", except-features = ["document-symbols"] }, "owt"]"#.into()
+                ),
+                ("markdown".into(), r#"["owt"]"#.into()),
+                ("python".into(), r#"["pyright", "owt"]"#.into()),
+                ("mylang".into(), r#"["owt"]"#.into()),
+            ]
+        );
     }
 
     #[test]
