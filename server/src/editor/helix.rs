@@ -333,7 +333,7 @@ pub fn merge_languages_toml(
                     entry.insert("language-servers", servers);
                     push_value(entries, Value::InlineTable(entry));
                 }
-                _ => unreachable_shape(user_path)?,
+                _ => not_language_tables(user_path)?,
             }
             report.listed.push(default.name.clone());
         }
@@ -420,7 +420,7 @@ fn parse_document(text: &str, path: &Path) -> Result<DocumentMut, HelixError> {
     })
 }
 
-fn unreachable_shape<T>(path: &Path) -> Result<T, HelixError> {
+fn not_language_tables<T>(path: &Path) -> Result<T, HelixError> {
     Err(HelixError::Shape {
         path: path.to_path_buf(),
         message: "`language` is not a list of tables ([[language]])".into(),
@@ -436,10 +436,10 @@ fn language_entries<'a>(item: &'a Item, path: &Path) -> Result<Vec<&'a dyn Table
             .iter()
             .map(|v| match v.as_inline_table() {
                 Some(t) => Ok(t as &dyn TableLike),
-                None => unreachable_shape(path),
+                None => not_language_tables(path),
             })
             .collect(),
-        _ => unreachable_shape(path),
+        _ => not_language_tables(path),
     }
 }
 
@@ -456,10 +456,10 @@ fn language_entries_mut<'a>(
             .iter_mut()
             .map(|v| match v.as_inline_table_mut() {
                 Some(t) => Ok(t as &mut dyn TableLike),
-                None => unreachable_shape(path),
+                None => not_language_tables(path),
             })
             .collect(),
-        _ => unreachable_shape(path),
+        _ => not_language_tables(path),
     }
 }
 
