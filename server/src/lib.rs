@@ -1,12 +1,13 @@
 //! owt: supervise parallel AI coding agents from inside the editor.
 //!
 //! The library behind the `owt` binary. Core modules ([`store`], [`status`],
-//! [`git`], [`names`], [`config`], [`provider`], [`session`], [`ops`]) never
+//! [`git`], [`names`], [`config`], [`editor`], [`provider`], [`session`], [`ops`]) never
 //! import the edges ([`cli`], later `lsp`); the edges parse, call one library
 //! function and format. See `docs/ARCHITECTURE.md`.
 
 pub mod cli;
 pub mod config;
+pub mod editor;
 pub mod git;
 pub mod lsp;
 pub mod names;

@@ -14,6 +14,7 @@ mod delete;
 mod doctor;
 pub mod hook;
 pub mod host;
+mod editor;
 mod list;
 mod lsp;
 mod merge;
@@ -104,6 +105,9 @@ pub enum Command {
     Db(db::Command),
     /// The LSP sidecar on stdio (started by editors).
     Lsp(lsp::Args),
+    /// Print or install editor configuration.
+    #[command(subcommand)]
+    Editor(editor::Command),
     /// Print the version.
     Version,
     /// Print a shell completion script.
@@ -152,6 +156,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),
+        Some(Command::Editor(cmd)) => editor::run(dir, &out, cmd),
         Some(Command::Version) => version::run(&out),
         Some(Command::Completions(args)) => completions::run(args),
     }
