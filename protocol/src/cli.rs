@@ -262,3 +262,66 @@ pub struct QueueShipOutput {
     /// Sessions not attempted.
     pub remaining: Vec<String>,
 }
+
+/// `owt note --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotesOutput {
+    /// The notes now in force, oldest first.
+    pub notes: Vec<String>,
+    /// Live sessions the new note was typed into.
+    pub delivered_to: Vec<String>,
+    /// Sessions it could not reach, with why.
+    pub not_delivered: Vec<(String, String)>,
+    /// Notes removed by `--clear`.
+    pub cleared: u64,
+}
+
+/// `owt sync --json`: one entry per session synced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyncOutput {
+    pub sessions: Vec<SyncResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyncResult {
+    pub name: String,
+    pub base: String,
+    /// `up-to-date`, `synced`, `conflicts` (restored, or left with `--leave-conflicts`), `skipped`.
+    pub outcome: String,
+    /// The base was first fast-forwarded from its upstream (e.g. `origin/main`).
+    pub fetched_from: Option<String>,
+    pub conflicts: Vec<String>,
+    pub detail: Option<String>,
+}
+
+/// `owt cleanup --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CleanupOutput {
+    pub days: u32,
+    /// Stale sessions (exited or idle for longer than `days`).
+    pub stale: Vec<StaleSession>,
+    /// Removed (only with `--force`).
+    pub removed: Vec<String>,
+    /// Stale but kept, with why (uncommitted work, …).
+    pub kept: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StaleSession {
+    pub name: String,
+    pub status_text: String,
+    /// Days since the agent last did anything.
+    pub idle_days: f64,
+}
+
+/// `owt usage --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageOutput {
+    pub days: u32,
+    pub sessions_started: u64,
+    pub shipped: u64,
+    pub merged: u64,
+    pub deleted: u64,
+    /// Sessions started, by agent.
+    pub by_provider: Vec<(String, u64)>,
+}

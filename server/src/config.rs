@@ -40,6 +40,18 @@ pub struct Config {
     pub guard: GuardConfig,
     pub attach: AttachConfig,
     pub environment: EnvironmentConfig,
+    /// Custom task templates for `owt new --template NAME`.
+    pub templates: BTreeMap<String, TemplateConfig>,
+}
+
+/// A custom template: a protocol kind plus extra instructions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TemplateConfig {
+    /// `feature`, `bugfix`, `hotfix`, `refactor`, `test` or `docs` (default: detected from the task).
+    pub kind: Option<String>,
+    /// Added to the protocol section of the prompt.
+    pub instructions: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

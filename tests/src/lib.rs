@@ -190,6 +190,26 @@ impl TestEnv {
             .unwrap_or_else(|e| panic!("parsing {all:?} output: {e}\n{stdout}"))
     }
 
+    /// Runs `owt --json …` that may exit non-zero (e.g. sync with
+    /// conflicts); parses stdout and returns it with the success flag.
+    pub fn owt_json_status<T: DeserializeOwned, I, S>(&self, cwd: &Path, args: I) -> (T, bool)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut all = vec![std::ffi::OsString::from("--json")];
+        all.extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        let out = self.owt(cwd, &all);
+        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "parsing {all:?} output: {e}\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (doc, out.status.success())
+    }
+
     /// Runs owt expecting failure; returns stderr.
     pub fn owt_err<I, S>(&self, cwd: &Path, args: I) -> String
     where

@@ -7,21 +7,25 @@
 
 pub mod attach;
 mod board;
+mod cleanup;
 mod completions;
 mod config;
 mod db;
 mod delete;
 mod doctor;
+mod editor;
 pub mod hook;
 pub mod host;
-mod editor;
 mod list;
 mod lsp;
 mod merge;
 mod new;
+mod note;
 pub mod peek;
 pub mod send;
 mod ship;
+mod sync;
+mod usage;
 mod version;
 pub mod wait;
 
@@ -95,6 +99,14 @@ pub enum Command {
     Merge(merge::Args),
     /// Commit, merge and delete a session in one shot.
     Ship(ship::Args),
+    /// Share a note with every agent (now and in future first prompts).
+    Note(note::Args),
+    /// Bring the base branch (updated from its upstream) into session branches.
+    Sync(sync::Args),
+    /// List (and with --force remove) stale sessions.
+    Cleanup(cleanup::Args),
+    /// Local usage counts.
+    Usage(usage::Args),
     /// Find and repair orphaned worktrees and sessions.
     Doctor(doctor::Args),
     /// Show or validate the configuration.
@@ -152,6 +164,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Host(args)) => host::run(dir, cli.json, args),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),
+        Some(Command::Note(args)) => note::run(dir, &out, args),
+        Some(Command::Sync(args)) => sync::run(dir, &out, args),
+        Some(Command::Cleanup(args)) => cleanup::run(dir, &out, args),
+        Some(Command::Usage(args)) => usage::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),

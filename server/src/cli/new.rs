@@ -36,6 +36,12 @@ pub struct Args {
     /// Work on a branch in the current checkout instead of a new worktree.
     #[arg(long)]
     pub in_place: bool,
+    /// Protocol for the agent: feature, bugfix, hotfix, refactor, test, docs, or a [templates.NAME] (default: guessed from the task).
+    #[arg(long)]
+    pub template: Option<String>,
+    /// Send the task verbatim, without the protocol, notes and context owt adds.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
@@ -49,6 +55,8 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         headless: args.headless,
         plan: args.plan_mode,
         in_place: args.in_place,
+        template: args.template,
+        raw: args.raw,
         size: terminal_size(),
     };
     let result = ops::new::new_session(&mut ctx, &req, &mut |line| out.progress(line))?;

@@ -18,6 +18,8 @@ pub fn delete_session(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<DeleteOutput> {
     let row = ctx.session(name)?;
+    let _span = tracing::info_span!("session", session = %row.name).entered();
+    tracing::info!(worktree = %row.worktree_path.display(), "deleting the session");
     let worktree_exists = row.worktree_path.exists();
     if worktree_exists && row.kind == "worktree" && !force {
         let dirt = git::dirt(&row.worktree_path).with_context(|| {

@@ -94,6 +94,8 @@ fn merge_row(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<MergeOutput> {
     let name = row.name.as_str();
+    let _span = tracing::info_span!("session", session = %name).entered();
+    tracing::info!(op, "merging into {}", row.base_branch);
     if row.kind != "worktree" {
         bail!("session `{name}` is a branch session; merging branch sessions is not supported yet");
     }

@@ -5,12 +5,17 @@
 //! `session` and `status`; they print nothing (they return values and
 //! report progress through a callback) and know nothing of clap or LSP.
 
+pub mod cleanup;
 pub mod delete;
 pub mod doctor;
 pub mod list;
 pub mod merge;
 pub mod new;
+pub mod notes;
+pub mod prompt;
 pub mod setup;
+pub mod sync;
+pub mod usage;
 
 use std::path::{Path, PathBuf};
 

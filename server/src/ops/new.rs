@@ -23,6 +23,10 @@ pub struct NewRequest {
     pub headless: bool,
     pub plan: bool,
     pub in_place: bool,
+    /// `--template`: a built-in protocol (feature, bugfix, …) or `[templates.NAME]`.
+    pub template: Option<String>,
+    /// Pass the task verbatim, without the prompt builder's protocol and context.
+    pub raw: bool,
     /// Terminal size for the agent (rows, cols).
     pub size: (u16, u16),
 }
@@ -61,6 +65,19 @@ pub fn new_session(
         bail!("a task is required: owt new \"describe the work\" (or give --name)");
     }
     let config = &ctx.config.config;
+    if let Some(template) = &req.template {
+        let known = super::prompt::TaskKind::from_name(template).is_some()
+            || config.templates.contains_key(template);
+        if !known {
+            let mut names: Vec<&str> =
+                vec!["feature", "bugfix", "hotfix", "refactor", "test", "docs"];
+            names.extend(config.templates.keys().map(String::as_str));
+            bail!(
+                "unknown template `{template}`; templates: {}",
+                names.join(", ")
+            );
+        }
+    }
     let resolved = provider::resolve(config, req.ai_tool.as_deref())?;
     let mode = if req.headless {
         LaunchMode::Headless
@@ -69,7 +86,8 @@ pub fn new_session(
     } else {
         LaunchMode::Interactive
     };
-    let launch = resolved
+    // Checked before anything is created (e.g. no headless form).
+    resolved
         .provider
         .launch(&resolved.binary_path, task, mode)?;
 
@@ -130,6 +148,8 @@ pub fn new_session(
         },
     )?;
 
+    let _span = tracing::info_span!("session", session = %session.name).entered();
+    tracing::info!(branch = %session.branch, provider = %resolved.provider.name, "creating the session");
     progress(&format!(
         "Creating worktree {} on branch {}",
         session.worktree_path.display(),
@@ -166,6 +186,14 @@ pub fn new_session(
         ));
     }
 
+    let prompt = if req.raw {
+        task.to_string()
+    } else {
+        first_prompt(ctx, &session, req)?
+    };
+    let launch = resolved
+        .provider
+        .launch(&resolved.binary_path, &prompt, mode)?;
     progress(&format!(
         "Starting {} in {}",
         resolved.provider.name, session.name
@@ -194,6 +222,53 @@ pub fn new_session(
     }
     Ok(NewResult { session, warnings })
 }
+
+/// The agent's first prompt: the task with its protocol, the session, the
+/// notes and the other agents' work (see [`super::prompt`]).
+fn first_prompt(
+    ctx: &mut Context,
+    session: &SessionRow,
+    req: &NewRequest,
+) -> anyhow::Result<String> {
+    let notes: Vec<String> = ctx
+        .store
+        .notes(ctx.repo_row.id)?
+        .into_iter()
+        .map(|n| n.text)
+        .collect();
+    let peers: Vec<(String, String)> = ctx
+        .store
+        .sessions(ctx.repo_row.id)?
+        .into_iter()
+        .filter(|s| s.id != session.id)
+        .map(|s| {
+            let summary = ctx
+                .store
+                .fact::<String>(s.id, SUMMARY_FACT)
+                .ok()
+                .flatten()
+                .map(|(summary, _)| summary)
+                .unwrap_or_else(|| s.task.lines().next().unwrap_or_default().to_string());
+            (s.name, summary)
+        })
+        .collect();
+    let input = super::prompt::PromptInput {
+        task: &session.task,
+        template: req.template.as_deref(),
+        templates: Some(&ctx.config.config.templates),
+        session: &session.name,
+        branch: &session.branch,
+        base: &session.base_branch,
+        notes: &notes,
+        peers: &peers,
+        plan: req.plan,
+        budget: super::prompt::DEFAULT_BUDGET,
+    };
+    super::prompt::build(&input).map_err(|e| anyhow::anyhow!(e))
+}
+
+/// Fact kind of an agent's own summary of what it is doing (MCP `set_summary`).
+pub const SUMMARY_FACT: &str = "summary";
 
 /// Resolves `.` and `..` without touching the file system.
 fn normalize(path: &Path) -> PathBuf {

@@ -1,0 +1,54 @@
+//! `owt note "text"`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::ops;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+A note is shared context: it is typed into every running agent now, and every agent started \
+later gets all notes in its first prompt. `owt note` alone lists the notes.")]
+pub struct Args {
+    /// The note (omit to list the notes).
+    pub text: Option<String>,
+    /// Remove every note of this repository (before adding TEXT, if given).
+    #[arg(long)]
+    pub clear: bool,
+}
+
+pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
+    let mut ctx = ops::Context::open(dir)?;
+    let result = ops::notes::note(&mut ctx, args.text.as_deref(), args.clear)?;
+    out.emit(&result, || {
+        let mut lines = Vec::new();
+        if args.clear {
+            lines.push(format!("Cleared {} notes.", result.cleared));
+        }
+        if args.text.is_some() {
+            lines.push(format!(
+                "Noted. Delivered to {} running agent{}{}.",
+                result.delivered_to.len(),
+                if result.delivered_to.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                if result.delivered_to.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", result.delivered_to.join(", "))
+                }
+            ));
+            for (name, why) in &result.not_delivered {
+                lines.push(format!("Could not reach {name}: {why}"));
+            }
+        } else if result.notes.is_empty() {
+            lines.push("No notes. Add one with: owt note \"text\"".into());
+        } else {
+            lines.extend(result.notes.iter().map(|n| format!("- {n}")));
+        }
+        lines.join("\n")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

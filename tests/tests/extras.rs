@@ -1,0 +1,217 @@
+//! Notes, the first prompt, sync, cleanup, usage, JSON logs: end to end.
+
+use std::path::Path;
+use std::time::Duration;
+
+use owt_e2e::{wait_until, TestEnv};
+use owt_protocol::{CleanupOutput, NewOutput, NotesOutput, SessionList, SyncOutput, UsageOutput};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn screen(env: &TestEnv, repo: &Path, name: &str) -> String {
+    let out = env.owt(repo, ["peek", name]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn commit(env: &TestEnv, dir: &Path, file: &str, text: &str) {
+    std::fs::write(dir.join(file), text).unwrap();
+    env.git(dir, ["add", file]);
+    env.git(dir, ["commit", "-q", "-m", &format!("edit {file}")]);
+}
+
+#[test]
+fn notes_reach_live_agents_and_new_first_prompts() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let a: NewOutput = env.owt_json(&repo, ["new", "first agent"]);
+    wait_until("the first agent's prompt", DEADLINE, || {
+        screen(&env, &repo, &a.session.name).contains("ready>")
+    });
+    let noted: NotesOutput = env.owt_json(&repo, ["note", "Users table has verified_at"]);
+    assert_eq!(noted.notes, vec!["Users table has verified_at"]);
+    assert_eq!(noted.delivered_to, vec![a.session.name.clone()]);
+    wait_until("the note typed into the live agent", DEADLINE, || {
+        screen(&env, &repo, &a.session.name)
+            .contains("got: [owt note, shared with every agent] Users table has verified_at")
+    });
+
+    let b: NewOutput = env.owt_json(&repo, ["new", "Fix the login crash"]);
+    wait_until("the second agent's first prompt", DEADLINE, || {
+        let s = screen(&env, &repo, &b.session.name);
+        s.contains("- Users table has verified_at") && s.contains("REPRODUCE → DIAGNOSE")
+    });
+    let s = screen(&env, &repo, &b.session.name);
+    assert!(
+        s.contains("first-agent: first agent"),
+        "the other agent is named: {s}"
+    );
+
+    let listed: NotesOutput = env.owt_json(&repo, ["note"]);
+    assert_eq!(listed.notes.len(), 1);
+    let cleared: NotesOutput = env.owt_json(&repo, ["note", "--clear"]);
+    assert_eq!((cleared.cleared, cleared.notes.len()), (1, 0));
+
+    let raw: NewOutput = env.owt_json(&repo, ["new", "verbatim please", "--raw"]);
+    wait_until("the raw prompt", DEADLINE, || {
+        screen(&env, &repo, &raw.session.name).contains("arg: verbatim please")
+    });
+    assert!(!screen(&env, &repo, &raw.session.name).contains("How to work"));
+    let err = env.owt_err(&repo, ["new", "x", "--template", "nonsense"]);
+    assert!(err.contains("unknown template `nonsense`"), "{err}");
+}
+
+#[test]
+fn sync_with_and_without_conflicts() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    commit(&env, &repo, "shared.txt", "one\n");
+    let clean: NewOutput = env.owt_json(&repo, ["new", "clean sync"]);
+    let clash: NewOutput = env.owt_json(&repo, ["new", "clashing sync"]);
+    let clash_wt = Path::new(&clash.session.worktree).to_path_buf();
+    commit(&env, &clash_wt, "shared.txt", "agent\n");
+    let clash_head = env.git(&clash_wt, ["rev-parse", "HEAD"]);
+    commit(&env, &repo, "shared.txt", "human\n");
+    commit(&env, &repo, "human.txt", "h\n");
+
+    let out: SyncOutput = env.owt_json_status(&repo, ["sync", "--all"]).0;
+    let by_name = |n: &str| out.sessions.iter().find(|s| s.name == n).unwrap().clone();
+    assert_eq!(by_name(&clean.session.name).outcome, "synced");
+    assert!(Path::new(&clean.session.worktree)
+        .join("human.txt")
+        .is_file());
+    let clashed = by_name(&clash.session.name);
+    assert_eq!(
+        (clashed.outcome.as_str(), clashed.conflicts.clone()),
+        ("conflicts", vec!["shared.txt".to_string()])
+    );
+    assert_eq!(
+        env.git(&clash_wt, ["rev-parse", "HEAD"]),
+        clash_head,
+        "restored"
+    );
+    assert_eq!(env.git(&clash_wt, ["status", "--porcelain"]), "");
+
+    let again: SyncOutput = env.owt_json(&repo, ["sync", &clean.session.name]);
+    assert_eq!(again.sessions[0].outcome, "up-to-date");
+}
+
+#[test]
+fn sync_fast_forwards_the_base_from_its_upstream() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let remote = env.path().join("remote.git");
+    env.git(
+        env.path(),
+        [
+            "clone",
+            "-q",
+            "--bare",
+            repo.to_str().unwrap(),
+            remote.to_str().unwrap(),
+        ],
+    );
+    env.git(&repo, ["remote", "add", "origin", remote.to_str().unwrap()]);
+    env.git(&repo, ["fetch", "-q", "origin"]);
+    env.git(
+        &repo,
+        ["branch", "-q", "--set-upstream-to=origin/main", "main"],
+    );
+    let s: NewOutput = env.owt_json(&repo, ["new", "track upstream"]);
+    // Someone else pushes to the remote.
+    let other = env.path().join("other");
+    env.git(
+        env.path(),
+        [
+            "clone",
+            "-q",
+            remote.to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+    );
+    commit(&env, &other, "upstream.txt", "from upstream\n");
+    env.git(&other, ["push", "-q", "origin", "main"]);
+
+    let out: SyncOutput = env.owt_json(&repo, ["sync", &s.session.name]);
+    assert_eq!(out.sessions[0].fetched_from.as_deref(), Some("origin/main"));
+    assert_eq!(out.sessions[0].outcome, "synced");
+    assert!(
+        repo.join("upstream.txt").is_file(),
+        "the human's checkout of main was fast-forwarded"
+    );
+    assert!(Path::new(&s.session.worktree)
+        .join("upstream.txt")
+        .is_file());
+}
+
+#[test]
+fn cleanup_lists_then_removes_stale_sessions_but_keeps_dirty_ones() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let clean: NewOutput = env.owt_json(&repo, ["new", "stale clean"]);
+    let dirty: NewOutput = env.owt_json(&repo, ["new", "stale dirty"]);
+    std::fs::write(
+        Path::new(&dirty.session.worktree).join("precious.txt"),
+        "keep me\n",
+    )
+    .unwrap();
+    // Both agents exit, so both are stale at once with --days 0.
+    for s in [&clean, &dirty] {
+        env.owt_ok(&repo, ["send", &s.session.name, "exit"]);
+    }
+    wait_until("both agents exited", DEADLINE, || {
+        let list: SessionList = env.owt_json(&repo, ["list"]);
+        list.sessions
+            .iter()
+            .all(|s| s.status == owt_protocol::Status::Exited)
+    });
+    let dry: CleanupOutput = env.owt_json(&repo, ["cleanup", "--days", "0"]);
+    assert_eq!(dry.stale.len(), 2);
+    assert!(dry.removed.is_empty());
+    let list: SessionList = env.owt_json(&repo, ["list"]);
+    assert_eq!(list.sessions.len(), 2, "a dry run removes nothing");
+    let none: CleanupOutput = env.owt_json(&repo, ["cleanup"]);
+    assert!(none.stale.is_empty(), "nothing is 14 days old");
+
+    let forced: CleanupOutput = env.owt_json(&repo, ["cleanup", "--days", "0", "--force"]);
+    assert_eq!(forced.removed, vec![clean.session.name.clone()]);
+    assert_eq!(forced.kept.len(), 1);
+    assert!(
+        forced.kept[0].1.contains("uncommitted work"),
+        "{:?}",
+        forced.kept
+    );
+    assert!(Path::new(&dirty.session.worktree)
+        .join("precious.txt")
+        .is_file());
+
+    let usage: UsageOutput = env.owt_json(&repo, ["usage"]);
+    assert_eq!((usage.sessions_started, usage.deleted), (2, 1));
+    assert_eq!(usage.by_provider, vec![("fake".to_string(), 2)]);
+}
+
+#[test]
+fn json_logs_carry_the_correlation_id_and_the_session() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    env.owt_ok(&repo, ["new", "logged"]);
+    let out = env.owt(&repo, ["--log-format", "json", "-v", "delete", "logged"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let records: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect();
+    let record = records
+        .iter()
+        .find(|r| r["fields"]["message"] == "deleting the session")
+        .unwrap_or_else(|| panic!("no record of the delete in: {stderr}"));
+    let spans = record["spans"].as_array().unwrap();
+    assert!(
+        spans
+            .iter()
+            .any(|s| s["name"] == "command" && s["cid"].as_str().is_some_and(|c| c.len() == 8)),
+        "{record}"
+    );
+    assert!(spans.iter().any(|s| s["session"] == "logged"), "{record}");
+}
