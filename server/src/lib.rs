@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod config;
 pub mod git;
+pub mod guard;
 pub mod names;
 pub mod ops;
 pub mod provider;

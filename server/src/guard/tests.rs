@@ -1,0 +1,1 @@
+//! Fixture tests of the guard (real temporary repositories).
