@@ -231,7 +231,7 @@ pub fn changes_from_raw(
                     return None;
                 }
                 let mut map = HashMap::new();
-                for line in blob.content().split(|b| *b == b'\n') {
+                for line in blob.content().split_inclusive(|b| *b == b'\n') {
                     *map.entry(line.to_vec()).or_insert(0) += 1;
                 }
                 Some(map)

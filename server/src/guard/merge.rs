@@ -188,7 +188,14 @@ pub fn merge_with_git(
             if field.is_empty() {
                 break;
             }
-            conflicts.insert(String::from_utf8_lossy(field).into_owned());
+            let path = String::from_utf8_lossy(field).into_owned();
+            // A file/folder clash moves the file aside as `path~<side>`,
+            // the side being named by its tree id here.
+            let path = [ours, theirs]
+                .iter()
+                .find_map(|side| path.strip_suffix(&format!("~{side}")).map(str::to_string))
+                .unwrap_or(path);
+            conflicts.insert(path);
         }
     }
     Ok(MergeOutcome {

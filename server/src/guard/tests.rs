@@ -1,1 +1,557 @@
-//! Fixture tests of the guard (real temporary repositories).
+//! Fixture tests of the guard: real temporary repositories with linked
+//! worktrees, hermetic git (no user or system config, fixed identity and
+//! dates), one `check`-style helper rendering a pair report as text.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, Once};
+use std::time::Duration;
+
+use expect_test::{expect, Expect};
+use owt_protocol::guard::{GuardPair, Level};
+
+use super::engine::{GuardEngine, Participant, YOU};
+use super::GuardWatcher;
+
+fn hermetic() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let empty = std::env::temp_dir().join("owt-guard-tests-empty-config");
+        std::fs::create_dir_all(&empty).unwrap();
+        // SAFETY: runs once, before any test thread reads these (every test
+        // calls `hermetic` first and git2 config reads happen after it).
+        unsafe {
+            for level in [
+                git2::ConfigLevel::System,
+                git2::ConfigLevel::Global,
+                git2::ConfigLevel::XDG,
+            ] {
+                git2::opts::set_search_path(level, &empty).unwrap();
+            }
+        }
+        for (k, v) in [
+            ("GIT_CONFIG_GLOBAL", "/dev/null"),
+            ("GIT_CONFIG_SYSTEM", "/dev/null"),
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_AUTHOR_NAME", "Test"),
+            ("GIT_AUTHOR_EMAIL", "test@example.com"),
+            ("GIT_COMMITTER_NAME", "Test"),
+            ("GIT_COMMITTER_EMAIL", "test@example.com"),
+            ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
+            ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
+        ] {
+            std::env::set_var(k, v);
+        }
+    });
+}
+
+pub(crate) fn git(cwd: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("running git");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}
+
+/// Ten numbered lines.
+fn lines() -> String {
+    (1..=10).map(|i| format!("line {i}\n")).collect()
+}
+
+/// `lines()` with line `n` (1-based) replaced.
+fn with_line(n: usize, text: &str) -> String {
+    (1..=10)
+        .map(|i| {
+            if i == n {
+                format!("{text}\n")
+            } else {
+                format!("line {i}\n")
+            }
+        })
+        .collect()
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    main: PathBuf,
+    root: PathBuf,
+}
+
+impl Fixture {
+    /// A repository on `main` with `files` committed.
+    fn new(files: &[(&str, &str)]) -> Fixture {
+        hermetic();
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let main = root.join("main");
+        std::fs::create_dir_all(&main).unwrap();
+        git(&main, &["init", "-q", "-b", "main"]);
+        for (path, text) in files {
+            write(&main, path, text);
+        }
+        git(&main, &["add", "-A"]);
+        git(&main, &["commit", "-q", "-m", "initial"]);
+        Fixture {
+            _dir: dir,
+            main,
+            root,
+        }
+    }
+
+    /// A linked worktree on a new branch `name` from `main`.
+    fn worktree(&self, name: &str) -> PathBuf {
+        let path = self.root.join(name);
+        git(
+            &self.main,
+            &["worktree", "add", "-q", "-b", name, path.to_str().unwrap(), "main"],
+        );
+        path
+    }
+
+    fn engine(&self, names: &[&str], ignore: &[&str]) -> GuardEngine {
+        let ignore: Vec<String> = ignore.iter().map(|s| s.to_string()).collect();
+        let mut engine = GuardEngine::new(&self.main, &ignore).unwrap();
+        for name in names {
+            let (worktree, id) = if *name == YOU {
+                (self.main.clone(), YOU)
+            } else {
+                (self.root.join(name), *name)
+            };
+            engine
+                .add_participant(Participant {
+                    id: id.to_string(),
+                    session_id: None,
+                    worktree,
+                    base_branch: "main".into(),
+                })
+                .unwrap();
+        }
+        engine.full_recompute().unwrap();
+        engine
+    }
+}
+
+fn write(root: &Path, path: &str, text: &str) {
+    let abs = root.join(path);
+    std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
+    std::fs::write(abs, text).unwrap();
+}
+
+fn render_pairs(pairs: &[&GuardPair]) -> String {
+    let mut out = String::new();
+    for pair in pairs {
+        out.push_str(&format!(
+            "{} ~ {}: {} (conflicting: {:?})\n",
+            pair.a,
+            pair.b,
+            pair.level.as_str(),
+            pair.conflicting_paths
+        ));
+        for p in &pair.paths {
+            let fmt = |r: &[owt_protocol::guard::LineRange]| {
+                r.iter()
+                    .map(|r| format!("{}+{}", r.start, r.lines))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            out.push_str(&format!(
+                "  {} {} a=[{}] b=[{}]{}{}\n",
+                p.path,
+                p.level.as_str(),
+                fmt(&p.a_ranges),
+                fmt(&p.b_ranges),
+                p.detail.as_ref().map(|d| format!(" ({d})")).unwrap_or_default(),
+                if p.ignored { " ignored" } else { "" }
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no overlaps\n");
+    }
+    out
+}
+
+/// Two agents `a` and `b` branch from a repository holding `files`;
+/// `edit_a` / `edit_b` change their worktrees; the pair report must read
+/// `expected`.
+fn check(
+    files: &[(&str, &str)],
+    edit_a: impl FnOnce(&Path),
+    edit_b: impl FnOnce(&Path),
+    expected: Expect,
+) {
+    let fx = Fixture::new(files);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    edit_a(&a);
+    edit_b(&b);
+    let engine = fx.engine(&["a", "b"], &[]);
+    expected.assert_eq(&render_pairs(&engine.pairs()));
+}
+
+#[test]
+fn same_change_on_both_sides_is_not_a_conflict() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(5, "same")),
+        |b| write(b, "f.txt", &with_line(5, "same")),
+        expect![[r#"
+            a ~ b: hunk-overlap (conflicting: [])
+              f.txt hunk-overlap a=[5+1] b=[5+1]
+        "#]],
+    );
+}
+
+#[test]
+fn hunks_one_line_apart_are_a_hunk_overlap_not_a_conflict() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(3, "a was here")),
+        |b| write(b, "f.txt", &with_line(5, "b was here")),
+        expect![[r#"
+            a ~ b: hunk-overlap (conflicting: [])
+              f.txt hunk-overlap a=[3+1] b=[5+1]
+        "#]],
+    );
+}
+
+#[test]
+fn touching_hunks_conflict_like_git() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(3, "a was here")),
+        |b| write(b, "f.txt", &with_line(4, "b was here")),
+        expect![[r#"
+            a ~ b: conflict (conflicting: ["f.txt"])
+              f.txt conflict a=[3+1] b=[4+1]
+        "#]],
+    );
+}
+
+#[test]
+fn far_apart_hunks_are_an_overlap() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(1, "top")),
+        |b| write(b, "f.txt", &with_line(9, "bottom")),
+        expect![[r#"
+            a ~ b: overlap (conflicting: [])
+              f.txt overlap a=[1+1] b=[9+1]
+        "#]],
+    );
+}
+
+#[test]
+fn different_files_do_not_overlap() {
+    check(
+        &[("f.txt", &lines()), ("g.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(1, "top")),
+        |b| write(b, "g.txt", &with_line(1, "top")),
+        expect![[r#"
+            no overlaps
+        "#]],
+    );
+}
+
+#[test]
+fn edit_vs_delete_conflicts() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(2, "edited")),
+        |b| std::fs::remove_file(b.join("f.txt")).unwrap(),
+        expect![[r#"
+            a ~ b: conflict (conflicting: ["f.txt"])
+              f.txt conflict a=[2+1] b=[1+10] (edit/delete)
+        "#]],
+    );
+}
+
+#[test]
+fn rename_vs_edit_merges_cleanly() {
+    check(
+        &[("f.txt", &lines())],
+        |a| std::fs::rename(a.join("f.txt"), a.join("renamed.txt")).unwrap(),
+        |b| write(b, "f.txt", &with_line(2, "edited")),
+        expect![[r#"
+            a ~ b: overlap (conflicting: [])
+              f.txt overlap a=[] b=[2+1] (rename)
+        "#]],
+    );
+}
+
+#[test]
+fn rename_vs_rename_conflicts() {
+    check(
+        &[("f.txt", &lines())],
+        |a| std::fs::rename(a.join("f.txt"), a.join("one.txt")).unwrap(),
+        |b| std::fs::rename(b.join("f.txt"), b.join("two.txt")).unwrap(),
+        expect![[r#"
+            a ~ b: conflict (conflicting: ["f.txt", "one.txt", "two.txt"])
+              f.txt conflict a=[] b=[] (rename/rename)
+              one.txt conflict a=[] b=[]
+              two.txt conflict a=[] b=[]
+        "#]],
+    );
+}
+
+#[test]
+fn file_vs_directory_conflicts() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "lib", "a file\n"),
+        |b| write(b, "lib/mod.rs", "a folder\n"),
+        expect![[r#"
+            a ~ b: conflict (conflicting: ["lib"])
+              lib conflict a=[1+0] b=[] (file/directory)
+        "#]],
+    );
+}
+
+#[test]
+fn binary_files_changed_on_both_sides_conflict() {
+    let bin = |byte: u8| -> Vec<u8> { (0..64u8).map(|i| i ^ byte).chain([0, 0]).collect() };
+    let fx = Fixture::new(&[("f.txt", "x\n")]);
+    std::fs::write(fx.main.join("img.bin"), bin(0)).unwrap();
+    git(&fx.main, &["add", "img.bin"]);
+    git(&fx.main, &["commit", "-q", "-m", "binary"]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    std::fs::write(a.join("img.bin"), bin(1)).unwrap();
+    std::fs::write(b.join("img.bin"), bin(2)).unwrap();
+    let engine = fx.engine(&["a", "b"], &[]);
+    expect![[r#"
+        a ~ b: conflict (conflicting: ["img.bin"])
+          img.bin conflict a=[] b=[] (binary)
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+    assert!(engine.changes("a").unwrap()[0].binary);
+}
+
+#[test]
+fn untracked_new_file_on_both_sides() {
+    check(
+        &[("f.txt", "x\n")],
+        |a| write(a, "new.txt", "same\n"),
+        |b| write(b, "new.txt", "same\n"),
+        expect![[r#"
+            a ~ b: hunk-overlap (conflicting: [])
+              new.txt hunk-overlap a=[1+0] b=[1+0] (added on both sides)
+        "#]],
+    );
+    check(
+        &[("f.txt", "x\n")],
+        |a| write(a, "new.txt", "from a\n"),
+        |b| write(b, "new.txt", "from b\n"),
+        expect![[r#"
+            a ~ b: conflict (conflicting: ["new.txt"])
+              new.txt conflict a=[1+0] b=[1+0] (added on both sides)
+        "#]],
+    );
+}
+
+#[test]
+fn mode_change_vs_edit_merges_cleanly() {
+    use std::os::unix::fs::PermissionsExt;
+    check(
+        &[("run.sh", &lines())],
+        |a| {
+            std::fs::set_permissions(a.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+                .unwrap()
+        },
+        |b| write(b, "run.sh", &with_line(2, "edited")),
+        expect![[r#"
+            a ~ b: overlap (conflicting: [])
+              run.sh overlap a=[] b=[2+1] (mode)
+        "#]],
+    );
+}
+
+#[test]
+fn committed_staged_unstaged_and_untracked_all_count_and_ignored_does_not() {
+    let fx = Fixture::new(&[
+        ("c.txt", &lines()),
+        ("s.txt", &lines()),
+        ("u.txt", &lines()),
+        (".gitignore", "build/\n"),
+    ]);
+    let a = fx.worktree("a");
+    write(&a, "c.txt", &with_line(1, "committed"));
+    git(&a, &["commit", "-q", "-am", "c"]);
+    write(&a, "s.txt", &with_line(1, "staged"));
+    git(&a, &["add", "s.txt"]);
+    write(&a, "u.txt", &with_line(1, "unstaged"));
+    write(&a, "new/untracked.txt", "new\n");
+    write(&a, "build/out.o", "ignored\n");
+    let engine = fx.engine(&["a"], &[]);
+    let paths: Vec<&str> = engine
+        .changes("a")
+        .unwrap()
+        .iter()
+        .map(|c| c.path.as_str())
+        .collect();
+    assert_eq!(paths, ["c.txt", "new/untracked.txt", "s.txt", "u.txt"]);
+    // The index and the branch are untouched.
+    assert_eq!(git(&a, &["diff", "--cached", "--name-only"]), "s.txt");
+    assert_eq!(git(&a, &["status", "--porcelain"]).lines().count(), 3);
+}
+
+#[test]
+fn crlf_only_change_is_no_change_under_text_auto() {
+    let fx = Fixture::new(&[("f.txt", &lines()), (".gitattributes", "* text=auto\n")]);
+    let a = fx.worktree("a");
+    write(&a, "f.txt", &lines().replace('\n', "\r\n"));
+    let engine = fx.engine(&["a"], &[]);
+    assert_eq!(engine.changes("a").unwrap(), &[]);
+}
+
+#[test]
+fn a_branch_behind_its_base_owns_only_its_own_changes() {
+    let fx = Fixture::new(&[("f.txt", &lines()), ("g.txt", &lines())]);
+    let a = fx.worktree("a");
+    // main moves on after `a` branched: f.txt changes there.
+    write(&fx.main, "f.txt", &with_line(2, "main moved"));
+    git(&fx.main, &["commit", "-q", "-am", "main moves"]);
+    write(&a, "g.txt", &with_line(2, "a's work"));
+    // The human edits f.txt further, uncommitted.
+    write(&fx.main, "f.txt", &with_line(2, "human"));
+    let engine = fx.engine(&["a", YOU], &[]);
+    let paths: Vec<&str> = engine.changes("a").unwrap().iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["g.txt"], "main's newer commit is not a's change");
+    let you: Vec<&str> = engine.changes(YOU).unwrap().iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(you, ["f.txt"]);
+    expect![[r#"
+        no overlaps
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+}
+
+#[test]
+fn the_humans_unsaved_buffer_overlapping_an_agent() {
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    write(&a, "f.txt", &with_line(6, "agent"));
+    let mut engine = fx.engine(&["a", YOU], &[]);
+    expect![[r#"
+        no overlaps
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+    let rx = engine.subscribe();
+    let mut buffers = BTreeMap::new();
+    buffers.insert(fx.main.join("f.txt"), with_line(6, "human, unsaved"));
+    let update = engine.set_overrides(YOU, buffers).unwrap();
+    assert_eq!(update.participants, [YOU]);
+    assert_eq!(rx.try_recv().unwrap(), update);
+    expect![[r#"
+        a ~ you: conflict (conflicting: ["f.txt"])
+          f.txt conflict a=[6+1] b=[6+1]
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+    // Nothing on disk changed.
+    assert_eq!(std::fs::read_to_string(fx.main.join("f.txt")).unwrap(), lines());
+    engine.set_overrides(YOU, BTreeMap::new()).unwrap();
+    assert!(engine.pairs().is_empty());
+}
+
+#[test]
+fn ignore_globs_hide_overlaps_but_never_conflicts() {
+    let fx = Fixture::new(&[("Cargo.lock", &lines()), ("sub/x.lock", &lines())]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    write(&a, "Cargo.lock", &with_line(1, "a"));
+    write(&b, "Cargo.lock", &with_line(9, "b"));
+    write(&a, "sub/x.lock", &with_line(1, "a"));
+    write(&b, "sub/x.lock", &with_line(1, "b"));
+    let engine = fx.engine(&["a", "b"], &["*.lock"]);
+    expect![[r#"
+        a ~ b: conflict (conflicting: ["sub/x.lock"])
+          sub/x.lock conflict a=[1+1] b=[1+1] ignored
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+}
+
+#[test]
+fn incremental_updates_touch_only_the_changed_participant() {
+    let fx = Fixture::new(&[("f.txt", &lines()), ("d/g.txt", &lines())]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    fx.worktree("c");
+    let mut engine = fx.engine(&["a", "b", "c"], &[]);
+    assert!(engine.pairs().is_empty());
+    // Unchanged: nothing recomputed.
+    let update = engine.on_paths_changed("a", &[PathBuf::from("f.txt")]).unwrap();
+    assert!(update.participants.is_empty() && update.pairs.is_empty());
+    write(&a, "f.txt", &with_line(3, "a"));
+    write(&b, "f.txt", &with_line(3, "b"));
+    let update = engine.on_paths_changed("a", &[a.join("f.txt")]).unwrap();
+    assert_eq!(update.participants, ["a"]);
+    assert_eq!(update.pairs.len(), 2, "only a's pairs: {update:?}");
+    assert!(engine.pairs().is_empty(), "b not told yet");
+    engine.on_paths_changed("b", &[PathBuf::from("f.txt")]).unwrap();
+    assert_eq!(engine.pairs()[0].level, Level::Conflict);
+    // A folder removed: every file in it is deleted.
+    std::fs::remove_dir_all(b.join("d")).unwrap();
+    engine.on_paths_changed("b", &[PathBuf::from("d")]).unwrap();
+    let paths: Vec<&str> = engine.changes("b").unwrap().iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["d/g.txt", "f.txt"]);
+    // A commit in b moves HEAD: its state is the same, its changes too.
+    git(&b, &["add", "-A"]);
+    git(&b, &["commit", "-q", "-m", "b"]);
+    let before = engine.snapshot("b");
+    engine.on_refs_changed("b").unwrap();
+    assert_eq!(engine.snapshot("b"), before);
+    assert_eq!(engine.changes("b").unwrap().len(), 2);
+}
+
+#[test]
+fn watcher_updates_facts_after_a_write() {
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    write(&b, "f.txt", &with_line(4, "b"));
+    let engine = Arc::new(Mutex::new(fx.engine(&["a", "b"], &[])));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = GuardWatcher::start(engine.clone(), Duration::from_millis(30), move |engine, update| {
+        let _ = tx.send((update.participants.clone(), engine.overlap_count("a")));
+    })
+    .unwrap();
+    write(&a, "f.txt", &with_line(4, "a"));
+    let (participants, overlaps) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the watcher reported the write within 10 s");
+    assert_eq!(participants, ["a"]);
+    assert_eq!(overlaps, 1);
+    // An ignored file changes nothing; a real write does.
+    write(&b, ".gitignore", "*.log\n");
+    git(&b, &["add", ".gitignore"]);
+    git(&b, &["commit", "-q", "-m", "ignore logs"]);
+    let _ = rx.recv_timeout(Duration::from_secs(10)).expect("the commit");
+    write(&b, "debug.log", "noise\n");
+    write(&b, "f.txt", &with_line(4, "b2"));
+    let (participants, _) = rx.recv_timeout(Duration::from_secs(10)).expect("second write");
+    assert_eq!(participants, ["b"]);
+    let guard = engine.lock().unwrap();
+    let paths: Vec<&str> = guard.changes("b").unwrap().iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, [".gitignore", "f.txt"]);
+    drop(guard);
+    // A ref move alone (no file written): b's branch jumps to main's new
+    // tip, whose new file b's folder lacks.
+    write(&fx.main, "g.txt", "on main\n");
+    git(&fx.main, &["add", "g.txt"]);
+    git(&fx.main, &["commit", "-q", "-m", "g"]);
+    let _ = rx.try_iter().count();
+    git(&b, &["update-ref", "refs/heads/b", "main"]);
+    let (participants, _) = rx.recv_timeout(Duration::from_secs(10)).expect("the ref move");
+    assert!(participants.contains(&"b".to_string()), "{participants:?}");
+    let guard = engine.lock().unwrap();
+    let changes = guard.changes("b").unwrap();
+    assert!(changes.iter().any(|c| c.path == "g.txt" && c.kind == super::ChangeKind::Deleted), "{changes:?}");
+    drop(guard);
+    assert_eq!(engine.lock().unwrap().pairs()[0].level, Level::Conflict);
+}
