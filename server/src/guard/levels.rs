@@ -65,6 +65,32 @@ fn folder_clashes<'a>(
         .collect()
 }
 
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// Paths `b` added in a folder `a` deleted (or moved) files from: git may
+/// see a directory rename there and move `b`'s file (a conflict by
+/// default).
+fn moved_into_emptied_folder<'b>(a: &[Change], b: &'b [Change]) -> Vec<&'b str> {
+    let emptied: std::collections::BTreeSet<&str> = a
+        .iter()
+        .filter_map(|c| match c.kind {
+            ChangeKind::Deleted => Some(parent(&c.path)),
+            ChangeKind::Renamed => c.old_path.as_deref().map(parent),
+            _ => None,
+        })
+        .collect();
+    if emptied.is_empty() {
+        return Vec::new();
+    }
+    b.iter()
+        .filter(|c| matches!(c.kind, ChangeKind::Added | ChangeKind::Renamed))
+        .filter(|c| emptied.contains(parent(&c.path)))
+        .map(|c| c.path.as_str())
+        .collect()
+}
+
 /// The pair's report, or `None` when they share nothing worth saying.
 pub fn compare(
     repo: &Repository,
@@ -87,6 +113,14 @@ pub fn compare(
         .chain(folder_clashes(&b_touched, &a_touched))
     {
         candidates.insert(path.to_string(), Some("file/directory"));
+    }
+    for path in moved_into_emptied_folder(a.changes, b.changes)
+        .into_iter()
+        .chain(moved_into_emptied_folder(b.changes, a.changes))
+    {
+        candidates
+            .entry(path.to_string())
+            .or_insert(Some("directory rename"));
     }
     if candidates.is_empty() {
         return Ok(None);
@@ -148,6 +182,7 @@ pub fn compare(
         candidates.entry(path.clone()).or_insert(None);
     }
     let mut paths = Vec::new();
+    let clean = outcome.clean;
     for (path, clash) in candidates {
         let conflicting = outcome.conflicts.contains(&path);
         let ignored = ignore.is_match(&path);
@@ -194,7 +229,10 @@ pub fn compare(
     if paths.is_empty() {
         return Ok(None);
     }
-    let level = paths.iter().map(|p| p.level).max().unwrap_or(Level::Overlap);
+    let mut level = paths.iter().map(|p| p.level).max().unwrap_or(Level::Overlap);
+    if !clean {
+        level = Level::Conflict;
+    }
     Ok(Some(GuardPair {
         a: a.name.to_string(),
         b: b.name.to_string(),

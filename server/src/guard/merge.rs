@@ -34,7 +34,11 @@ pub enum Backend {
 /// The result of merging two trees.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeOutcome {
-    /// Conflicting paths, sorted.
+    /// No conflict at all.
+    pub clean: bool,
+    /// Conflicting paths, sorted (git may report a conflict — a file moved
+    /// by a directory rename — with paths named only in its messages; those
+    /// are used then).
     pub conflicts: Vec<String>,
     /// The merged tree (conflicting paths take `theirs` where it has the
     /// path; with git, the tree carries conflict markers); only when asked.
@@ -65,6 +69,7 @@ pub fn merge_trees(
     if ours_diff.is_empty() || theirs_diff.is_empty() || ours == theirs {
         let tree = if ours_diff.is_empty() { theirs } else { ours };
         return Ok(MergeOutcome {
+            clean: true,
             conflicts: Vec::new(),
             tree: want_tree.then_some(tree),
             backend: Backend::Trivial,
@@ -91,6 +96,7 @@ pub fn merge_trees(
             None
         };
         return Ok(MergeOutcome {
+            clean: true,
             conflicts: Vec::new(),
             tree,
             backend: Backend::Libgit2,
@@ -145,6 +151,7 @@ pub fn merge_trees(
         None
     };
     Ok(MergeOutcome {
+        clean: conflicts.is_empty(),
         conflicts: conflicts.into_iter().collect(),
         tree,
         backend: Backend::Libgit2,
@@ -179,28 +186,62 @@ pub fn merge_with_git(
             String::from_utf8_lossy(&output.stderr).trim().to_string(),
         ));
     }
-    let mut fields = output.stdout.split(|b| *b == 0);
-    let tree_hex = fields.next().unwrap_or_default();
-    let tree = Oid::from_str(&String::from_utf8_lossy(tree_hex)).ok();
-    let mut conflicts = BTreeSet::new();
-    if code == Some(1) {
-        for field in fields {
-            if field.is_empty() {
-                break;
-            }
-            let path = String::from_utf8_lossy(field).into_owned();
-            // A file/folder clash moves the file aside as `path~<side>`,
-            // the side being named by its tree id here.
-            let path = [ours, theirs]
-                .iter()
-                .find_map(|side| path.strip_suffix(&format!("~{side}")).map(str::to_string))
-                .unwrap_or(path);
-            conflicts.insert(path);
-        }
-    }
+    let sides = [ours.to_string(), theirs.to_string()];
+    let (clean, tree, conflicts) = parse_merge_tree(&output.stdout, code == Some(0), &sides);
     Ok(MergeOutcome {
-        conflicts: conflicts.into_iter().collect(),
+        clean,
+        conflicts,
         tree: if want_tree { tree } else { None },
         backend: Backend::GitCli,
     })
+}
+
+/// Reads `git merge-tree --write-tree --name-only -z` output: the tree,
+/// and the conflicting paths (from the conflicted-file section, else from
+/// the `CONFLICT` messages). A file/folder clash moves a file aside as
+/// `path~<side>`; `sides` are the names given for the two sides, stripped.
+pub fn parse_merge_tree(
+    stdout: &[u8],
+    clean: bool,
+    sides: &[String],
+) -> (bool, Option<Oid>, Vec<String>) {
+    let normalize = |path: String| {
+        sides
+            .iter()
+            .find_map(|side| path.strip_suffix(&format!("~{side}")).map(str::to_string))
+            .unwrap_or(path)
+    };
+    let mut fields = stdout.split(|b| *b == 0);
+    let tree = fields
+        .next()
+        .and_then(|hex| Oid::from_str(&String::from_utf8_lossy(hex)).ok());
+    let mut conflicts = BTreeSet::new();
+    if clean {
+        return (true, tree, Vec::new());
+    }
+    for field in fields.by_ref() {
+        if field.is_empty() {
+            break;
+        }
+        conflicts.insert(normalize(String::from_utf8_lossy(field).into_owned()));
+    }
+    if conflicts.is_empty() {
+        // Messages: <n> NUL <path>… NUL <type> NUL <message> NUL, repeated.
+        while let Some(count) = fields.next() {
+            let Ok(n) = String::from_utf8_lossy(count).parse::<usize>() else {
+                break;
+            };
+            let paths: Vec<String> = fields
+                .by_ref()
+                .take(n)
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect();
+            let kind = fields.next().unwrap_or_default();
+            let _message = fields.next();
+            if kind.starts_with(b"CONFLICT") {
+                conflicts.extend(paths.into_iter().map(normalize));
+            }
+        }
+    }
+    (false, tree, conflicts.into_iter().collect())
 }

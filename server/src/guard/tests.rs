@@ -555,3 +555,177 @@ fn watcher_updates_facts_after_a_write() {
     drop(guard);
     assert_eq!(engine.lock().unwrap().pairs()[0].level, Level::Conflict);
 }
+
+/// A tiny deterministic generator (xorshift64*), so a failure names its
+/// seed and replays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn files_in(root: &Path) -> Vec<String> {
+    let out = git(root, &["ls-files", "--cached", "--others", "--exclude-standard"]);
+    let mut files: Vec<String> = out
+        .lines()
+        .filter(|p| root.join(p).is_file())
+        .map(str::to_string)
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// One random edit of the checkout at `root`.
+fn random_edit(rng: &mut Rng, root: &Path, tag: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let files = files_in(root);
+    let pick = |rng: &mut Rng| files[rng.below(files.len())].clone();
+    let words = ["alpha", "beta", tag];
+    match rng.below(9) {
+        0..=2 => {
+            let path = pick(rng);
+            let text = std::fs::read_to_string(root.join(&path)).unwrap_or_default();
+            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+            if lines.is_empty() {
+                lines.push(String::new());
+            }
+            let at = rng.below(lines.len());
+            match rng.below(3) {
+                0 => lines[at] = words[rng.below(3)].to_string(),
+                1 => lines.insert(at, words[rng.below(3)].to_string()),
+                _ => {
+                    lines.remove(at);
+                }
+            }
+            write(root, &path, &(lines.join("\n") + "\n"));
+            format!("edit {path}:{at}")
+        }
+        3 => {
+            let path = pick(rng);
+            std::fs::remove_file(root.join(&path)).unwrap();
+            format!("delete {path}")
+        }
+        4 => {
+            let path = format!("new{}.txt", rng.below(2));
+            write(root, &path, &format!("{}\n", words[rng.below(3)]));
+            format!("add {path}")
+        }
+        5 => {
+            let from = pick(rng);
+            let to = format!("moved{}.txt", rng.below(2));
+            std::fs::rename(root.join(&from), root.join(&to)).unwrap();
+            format!("rename {from} {to}")
+        }
+        6 => {
+            let path = pick(rng);
+            std::fs::set_permissions(root.join(&path), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+            format!("chmod {path}")
+        }
+        7 => {
+            let path = format!("d/extra{}.txt", rng.below(2));
+            write(root, &path, &format!("{}\n", words[rng.below(3)]));
+            format!("add {path}")
+        }
+        _ => {
+            if root.join("d").is_dir() && !root.join("e").exists() {
+                std::fs::rename(root.join("d"), root.join("e")).unwrap();
+                "rename d e".into()
+            } else {
+                let path = format!("d{}", rng.below(2));
+                write(root, &path, "a file where a folder may be\n");
+                format!("add {path}")
+            }
+        }
+    }
+}
+
+/// The conflicting paths git reports when merging commits `a` and `b`.
+fn git_merge_tree_conflicts(repo: &Path, a: &str, b: &str) -> (bool, Vec<String>) {
+    let out = Command::new("git")
+        .args(["merge-tree", "--write-tree", "--name-only", "-z", a, b])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    let code = out.status.code();
+    assert!(code == Some(0) || code == Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let sides = [a.to_string(), b.to_string()];
+    let (clean, _, paths) = super::merge::parse_merge_tree(&out.stdout, code == Some(0), &sides);
+    (!clean, paths)
+}
+
+#[test]
+fn conflict_verdicts_match_git_merge_tree_on_random_edit_pairs() {
+    let seed: u64 = std::env::var("OWT_GUARD_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_0f_0a7);
+    let iterations: usize = std::env::var("OWT_GUARD_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let body: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+    let fx = Fixture::new(&[
+        ("f0.txt", &body),
+        ("f1.txt", &body),
+        ("f2.txt", &body),
+        ("d/x.txt", &body),
+        ("d/y.txt", &body),
+    ]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    let mut engine = fx.engine(&["a", "b"], &[]);
+    let mut rng = Rng(seed);
+    let mut conflicts_seen = 0;
+    for iteration in 0..iterations {
+        let mut log = Vec::new();
+        for (side, root) in [("a", &a), ("b", &b)] {
+            git(root, &["reset", "-q", "--hard", "main"]);
+            git(root, &["clean", "-q", "-fdx"]);
+            for _ in 0..1 + rng.below(3) {
+                log.push(format!("{side}: {}", random_edit(&mut rng, root, side)));
+            }
+            if rng.below(3) == 0 {
+                git(root, &["add", "-A"]);
+                git(root, &["commit", "-q", "--allow-empty", "-m", "work"]);
+                log.push(format!("{side}: commit"));
+                if rng.below(2) == 0 {
+                    log.push(format!("{side}: {}", random_edit(&mut rng, root, side)));
+                }
+            }
+        }
+        engine.rescan("a").unwrap();
+        engine.rescan("b").unwrap();
+        let pair = engine.pairs().first().map(|p| (*p).clone());
+        let ours_conflicted = pair.as_ref().is_some_and(|p| p.level == Level::Conflict);
+        let ours: Vec<String> = pair.map(|p| p.conflicting_paths).unwrap_or_default();
+        // Commit both snapshots and ask git.
+        let commit = |id: &str, root: &Path| {
+            let tree = engine.snapshot(id).unwrap().to_string();
+            let head = git(root, &["rev-parse", "HEAD"]);
+            git(&fx.main, &["commit-tree", &tree, "-p", &head, "-m", "snapshot"])
+        };
+        let (ca, cb) = (commit("a", &a), commit("b", &b));
+        let (conflicted, theirs) = git_merge_tree_conflicts(&fx.main, &ca, &cb);
+        assert_eq!(
+            (ours_conflicted, &ours),
+            (conflicted, &theirs),
+            "seed {seed}, iteration {iteration}: {log:#?}"
+        );
+        conflicts_seen += usize::from(conflicted);
+    }
+    assert!(
+        conflicts_seen > iterations / 10 && conflicts_seen < iterations,
+        "the generator should make both clean and conflicting pairs ({conflicts_seen}/{iterations})"
+    );
+}
