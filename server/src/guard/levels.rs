@@ -80,6 +80,8 @@ fn moved_into_emptied_folder<'b>(a: &[Change], b: &'b [Change]) -> Vec<&'b str> 
             ChangeKind::Renamed => c.old_path.as_deref().map(parent),
             _ => None,
         })
+        // git never renames the top folder.
+        .filter(|dir| !dir.is_empty())
         .collect();
     if emptied.is_empty() {
         return Vec::new();
