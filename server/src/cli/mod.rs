@@ -11,8 +11,10 @@ mod config;
 mod db;
 mod delete;
 mod doctor;
+mod guard;
 mod list;
 mod new;
+mod queue;
 mod version;
 
 use std::io::Write;
@@ -69,6 +71,10 @@ pub enum Command {
     /// Stop a session's agent and remove its worktree and branch.
     #[command(visible_alias = "rm")]
     Delete(delete::Args),
+    /// Conflict Guard: which agents (and you) touch the same code, down to the lines.
+    Guard(guard::Args),
+    /// Sessions ready to ship, in the merge order with the fewest conflicts.
+    Queue(queue::Args),
     /// Find and repair orphaned worktrees and sessions.
     Doctor(doctor::Args),
     /// Show or validate the configuration.
@@ -105,6 +111,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::New(args)) => new::run(dir, &out, args),
         Some(Command::List(args)) => list::run(dir, &out, args),
         Some(Command::Delete(args)) => delete::run(dir, &out, args),
+        Some(Command::Guard(args)) => guard::run(dir, &out, args),
+        Some(Command::Queue(args)) => queue::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),

@@ -114,13 +114,14 @@ pub fn refresh_overlaps(ctx: &Context) -> anyhow::Result<()> {
     record_facts(&ctx.store, &engine)
 }
 
-/// `owt queue`: sessions ready to ship — commits ahead of their base, and
-/// the agent not mid-turn — in merge order.
+/// `owt queue`: sessions ready to ship — commits ahead of their base and no
+/// unresolved merge in their worktree — in merge order. (Whether the agent
+/// is still working is the board's business: the queue is about the code.)
 pub fn queue_report(ctx: &Context) -> anyhow::Result<QueueReport> {
     let views = crate::ops::list::session_views(ctx)?;
     let candidates = views
         .into_iter()
-        .filter(|v| v.ahead > 0 && v.status != Status::Working && v.status != Status::Conflict)
+        .filter(|v| v.ahead > 0 && v.status != Status::Conflict)
         .map(|v| Candidate {
             name: v.name,
             branch: v.branch,

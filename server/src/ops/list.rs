@@ -12,6 +12,10 @@ use crate::store::{now_ms, SessionRow};
 /// oldest first.
 pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
     let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    // Conflict Guard's overlap counts (recorded as `overlaps` facts).
+    if let Err(e) = crate::guard::ops::refresh_overlaps(ctx) {
+        tracing::warn!("computing overlaps failed: {e:#}");
+    }
     rows.iter().map(|row| session_view(ctx, row)).collect()
 }
 
