@@ -729,3 +729,79 @@ fn conflict_verdicts_match_git_merge_tree_on_random_edit_pairs() {
         "the generator should make both clean and conflicting pairs ({conflicts_seen}/{iterations})"
     );
 }
+
+#[test]
+fn watcher_records_guard_facts_in_the_store() {
+    use crate::status::{self, OverlapFact};
+    use crate::store::{NewSession, Store};
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    write(&b, "f.txt", &with_line(2, "b"));
+    let home = fx.root.join("owt-home");
+    let mut store = Store::open(&home).unwrap();
+    let repo_row = store
+        .ensure_repo(&fx.main.join(".git"), &fx.main)
+        .unwrap();
+    let mut ids = Vec::new();
+    for (name, worktree) in [("a", &a), ("b", &b)] {
+        let row = store
+            .insert_session(
+                &NewSession {
+                    repo_id: repo_row.id,
+                    name,
+                    task: "t",
+                    branch_template: "{name}",
+                    base_branch: "main",
+                    worktree_template: worktree.to_str().unwrap(),
+                    provider: "fake",
+                    kind: "worktree",
+                },
+                |_| false,
+            )
+            .unwrap();
+        ids.push(row.id);
+    }
+    let mut engine = GuardEngine::new(&fx.main, &[]).unwrap();
+    for ((name, worktree), id) in [("a", &a), ("b", &b)].into_iter().zip(&ids) {
+        engine
+            .add_participant(Participant {
+                id: name.into(),
+                session_id: Some(*id),
+                worktree: worktree.clone(),
+                base_branch: "main".into(),
+            })
+            .unwrap();
+    }
+    engine.full_recompute().unwrap();
+    super::ops::record_facts(&store, &engine).unwrap();
+    let fact = |store: &Store| {
+        store
+            .fact::<super::GuardFact>(ids[0], super::kind::GUARD)
+            .unwrap()
+            .unwrap()
+            .0
+    };
+    assert!(fact(&store).changes.is_empty());
+    let engine = Arc::new(Mutex::new(engine));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = GuardWatcher::start(engine, Duration::from_millis(30), move |engine, _| {
+        super::ops::record_facts(&store, engine).unwrap();
+        let _ = tx.send(());
+    })
+    .unwrap();
+    write(&a, "f.txt", &with_line(9, "a"));
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("facts recorded within 10 s of the write");
+    let reader = Store::open(&home).unwrap();
+    let guard_fact = fact(&reader);
+    assert_eq!(guard_fact.changes.len(), 1);
+    assert_eq!(guard_fact.changes[0].path, "f.txt");
+    assert_eq!(guard_fact.changes[0].hunks[0].old_start, 9);
+    let overlaps = reader
+        .fact::<OverlapFact>(ids[0], status::kind::OVERLAPS)
+        .unwrap()
+        .unwrap()
+        .0;
+    assert_eq!(overlaps.count, 1);
+}
