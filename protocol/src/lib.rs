@@ -7,6 +7,7 @@
 //! change of this crate.
 
 pub mod cli;
+pub mod guard;
 pub mod host;
 pub mod lsp;
 

@@ -16,6 +16,7 @@ mod doctor;
 mod editor;
 pub mod hook;
 pub mod host;
+mod guard;
 mod list;
 mod lsp;
 mod merge;
@@ -26,6 +27,7 @@ pub mod send;
 mod ship;
 mod sync;
 mod usage;
+mod queue;
 mod version;
 pub mod wait;
 
@@ -107,6 +109,10 @@ pub enum Command {
     Cleanup(cleanup::Args),
     /// Local usage counts.
     Usage(usage::Args),
+    /// Conflict Guard: which agents (and you) touch the same code, down to the lines.
+    Guard(guard::Args),
+    /// Sessions ready to ship, in the merge order with the fewest conflicts.
+    Queue(queue::Args),
     /// Find and repair orphaned worktrees and sessions.
     Doctor(doctor::Args),
     /// Show or validate the configuration.
@@ -168,6 +174,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Sync(args)) => sync::run(dir, &out, args),
         Some(Command::Cleanup(args)) => cleanup::run(dir, &out, args),
         Some(Command::Usage(args)) => usage::run(dir, &out, args),
+        Some(Command::Guard(args)) => guard::run(dir, &out, args),
+        Some(Command::Queue(args)) => queue::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),

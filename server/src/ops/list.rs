@@ -19,6 +19,12 @@ pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
 /// `refresh_git` (they cost a `git status` per worktree).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
     let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    // Conflict Guard's overlap counts (recorded as `overlaps` facts).
+    if refresh_git {
+        if let Err(e) = crate::guard::ops::refresh_overlaps(ctx) {
+            tracing::warn!("computing overlaps failed: {e:#}");
+        }
+    }
     rows.iter()
         .map(|row| session_view_with(ctx, row, refresh_git))
         .collect()

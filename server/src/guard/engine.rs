@@ -1,0 +1,460 @@
+//! [`GuardEngine`]: owns every participant's working state, changes and
+//! every pair's levels, and keeps them current incrementally.
+//!
+//! A change of one participant (paths written, HEAD or refs moved, editor
+//! buffers) re-snapshots only that participant; when its snapshot or merge
+//! base actually changed, its changes are re-diffed and only the pairs it is
+//! part of are recomputed. Subscribers get a [`GuardUpdate`] per change.
+//!
+//! Invariants: the engine never watches anything itself (that is
+//! [`super::watch`]) and never touches the store (that is [`super::ops`]);
+//! results are a function of the snapshots.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use git2::{Oid, Repository};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use owt_protocol::guard::{GuardPair, GuardParticipant, GuardReport};
+
+use super::changes::{self, Change, HunkCache};
+use super::levels::{self, MergeCache, Side};
+use super::snapshot::WorkState;
+use super::{GuardError, GuardFact};
+use crate::store::now_ms;
+
+/// The id (and name) of the human's own checkout.
+pub const YOU: &str = "you";
+
+/// Someone whose working state the guard compares: a session's worktree, or
+/// the human's checkout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Participant {
+    /// Unique among participants: the session name, or [`YOU`].
+    pub id: String,
+    /// The store's session id, for facts (`None` for the human).
+    pub session_id: Option<i64>,
+    pub worktree: PathBuf,
+    pub base_branch: String,
+}
+
+/// What one engine call changed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GuardUpdate {
+    /// Participants whose snapshot or merge base changed.
+    pub participants: Vec<String>,
+    /// Pairs recomputed (`(a, b)` ids), whether or not their level changed.
+    pub pairs: Vec<(String, String)>,
+    /// Pairs whose report changed.
+    pub changed_pairs: Vec<(String, String)>,
+    pub elapsed: Duration,
+}
+
+struct State {
+    participant: Participant,
+    work: WorkState,
+    changes: Vec<Change>,
+    /// `(snapshot, merge base)` the changes were computed for.
+    computed_for: Option<(Oid, Option<Oid>)>,
+    computed_at: i64,
+}
+
+/// The incremental Conflict Guard.
+pub struct GuardEngine {
+    repo: Repository,
+    ignore: GlobSet,
+    states: BTreeMap<String, State>,
+    pairs: BTreeMap<(String, String), Option<GuardPair>>,
+    hunks: HunkCache,
+    merges: MergeCache,
+    subscribers: Vec<mpsc::Sender<GuardUpdate>>,
+}
+
+impl std::fmt::Debug for GuardEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardEngine")
+            .field("repo", &self.repo.path())
+            .field("participants", &self.states.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// Compiles `[guard] ignore` globs (`*` does not cross `/`; `**` does).
+pub fn ignore_set(globs: &[String]) -> Result<GlobSet, GuardError> {
+    let mut builder = GlobSetBuilder::new();
+    for glob in globs {
+        builder.add(
+            globset::GlobBuilder::new(glob)
+                .literal_separator(true)
+                .build()?,
+        );
+        if !glob.contains('/') {
+            // A bare `Cargo.lock` or `*.lock` matches in any folder.
+            builder.add(Glob::new(&format!("**/{glob}"))?);
+        }
+    }
+    Ok(builder.build()?)
+}
+
+impl GuardEngine {
+    /// An engine for the repository containing `dir`, with no participants.
+    pub fn new(dir: &Path, ignore_globs: &[String]) -> Result<GuardEngine, GuardError> {
+        let found = Repository::discover(dir)?;
+        let repo = Repository::open(found.commondir())?;
+        Ok(GuardEngine {
+            repo,
+            ignore: ignore_set(ignore_globs)?,
+            states: BTreeMap::new(),
+            pairs: BTreeMap::new(),
+            hunks: HunkCache::default(),
+            merges: MergeCache::default(),
+            subscribers: Vec::new(),
+        })
+    }
+
+    pub fn repo(&self) -> &Repository {
+        &self.repo
+    }
+
+    /// Adds (or replaces) a participant; it is scanned by the next
+    /// [`GuardEngine::full_recompute`] or [`GuardEngine::rescan`].
+    pub fn add_participant(&mut self, participant: Participant) -> Result<(), GuardError> {
+        let work = WorkState::open(&participant.worktree, &participant.base_branch)?;
+        self.remove_participant(&participant.id);
+        self.states.insert(
+            participant.id.clone(),
+            State {
+                participant,
+                work,
+                changes: Vec::new(),
+                computed_for: None,
+                computed_at: 0,
+            },
+        );
+        Ok(())
+    }
+
+    pub fn remove_participant(&mut self, id: &str) {
+        self.states.remove(id);
+        self.pairs.retain(|(a, b), _| a != id && b != id);
+    }
+
+    pub fn participants(&self) -> impl Iterator<Item = &Participant> {
+        self.states.values().map(|s| &s.participant)
+    }
+
+    /// The participant whose checkout contains `path` (the deepest one).
+    pub fn participant_for_path(&self, path: &Path) -> Option<&str> {
+        self.states
+            .values()
+            .filter(|s| path.starts_with(&s.work.worktree))
+            .max_by_key(|s| s.work.worktree.as_os_str().len())
+            .map(|s| s.participant.id.as_str())
+    }
+
+    /// Checkouts and git dirs of every participant (for the watcher).
+    pub fn watch_roots(&self) -> Vec<(String, PathBuf, PathBuf)> {
+        self.states
+            .values()
+            .map(|s| {
+                (
+                    s.participant.id.clone(),
+                    s.work.worktree.clone(),
+                    s.work.git_dir(),
+                )
+            })
+            .collect()
+    }
+
+    /// The repository's common git dir.
+    pub fn common_dir(&self) -> PathBuf {
+        self.repo.path().to_path_buf()
+    }
+
+    /// A receiver of every future [`GuardUpdate`].
+    pub fn subscribe(&mut self) -> mpsc::Receiver<GuardUpdate> {
+        let (tx, rx) = mpsc::channel();
+        self.subscribers.push(tx);
+        rx
+    }
+
+    /// Scans every participant from scratch (git status of each checkout,
+    /// in parallel) and recomputes every pair.
+    pub fn full_recompute(&mut self) -> Result<GuardUpdate, GuardError> {
+        let started = Instant::now();
+        let mut works: Vec<&mut WorkState> = self.states.values_mut().map(|s| &mut s.work).collect();
+        let threads = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, 8);
+        let chunk = works.len().div_ceil(threads).max(1);
+        let results: Vec<Result<(), GuardError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = works
+                .chunks_mut(chunk)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        for work in chunk.iter_mut() {
+                            work.scan_full()?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(GuardError::GitCli("scan panicked".into()))))
+                .collect()
+        });
+        for result in results {
+            result?;
+        }
+        let ids: Vec<String> = self.states.keys().cloned().collect();
+        let mut update = GuardUpdate::default();
+        for id in &ids {
+            if self.recompute_changes(id)? {
+                update.participants.push(id.clone());
+            }
+        }
+        self.pairs.clear();
+        for (i, a) in ids.iter().enumerate() {
+            for b in &ids[i + 1..] {
+                self.recompute_pair(a, b, &mut update)?;
+            }
+        }
+        update.elapsed = started.elapsed();
+        self.publish(&update);
+        Ok(update)
+    }
+
+    /// Re-scans one participant with git status (after it was added, or
+    /// when events may have been lost).
+    pub fn rescan(&mut self, id: &str) -> Result<GuardUpdate, GuardError> {
+        let started = Instant::now();
+        self.state_mut(id)?.work.scan_full()?;
+        self.settle(id, started)
+    }
+
+    /// Paths in a participant's checkout changed on disk (relative to it, or
+    /// absolute inside it; folders are expanded).
+    pub fn on_paths_changed(
+        &mut self,
+        id: &str,
+        paths: &[PathBuf],
+    ) -> Result<GuardUpdate, GuardError> {
+        let started = Instant::now();
+        self.state_mut(id)?.work.refresh_paths(paths)?;
+        self.settle(id, started)
+    }
+
+    /// A participant's HEAD, index or refs changed (a commit, a checkout, a
+    /// reset, its base branch moved).
+    pub fn on_refs_changed(&mut self, id: &str) -> Result<GuardUpdate, GuardError> {
+        let started = Instant::now();
+        self.state_mut(id)?.work.refresh_refs()?;
+        self.settle(id, started)
+    }
+
+    /// Replaces a participant's unsaved editor buffers (path relative to its
+    /// checkout, or absolute inside it → full text). An empty map clears
+    /// them.
+    pub fn set_overrides(
+        &mut self,
+        id: &str,
+        overrides: BTreeMap<PathBuf, String>,
+    ) -> Result<GuardUpdate, GuardError> {
+        let started = Instant::now();
+        let state = self.state_mut(id)?;
+        let root = state.work.worktree.clone();
+        let overrides = overrides
+            .into_iter()
+            .map(|(path, text)| {
+                let rel = path.strip_prefix(&root).map(Path::to_path_buf).unwrap_or(path);
+                (rel.to_string_lossy().into_owned(), text)
+            })
+            .collect();
+        state.work.set_overrides(overrides)?;
+        self.settle(id, started)
+    }
+
+    fn state_mut(&mut self, id: &str) -> Result<&mut State, GuardError> {
+        self.states
+            .get_mut(id)
+            .ok_or_else(|| GuardError::NoParticipant(id.to_string()))
+    }
+
+    /// After `id`'s working state was refreshed: re-diff it and recompute
+    /// its pairs when its snapshot or merge base changed.
+    fn settle(&mut self, id: &str, started: Instant) -> Result<GuardUpdate, GuardError> {
+        let mut update = GuardUpdate::default();
+        if self.recompute_changes(id)? {
+            update.participants.push(id.to_string());
+            let others: Vec<String> = self.states.keys().filter(|k| *k != id).cloned().collect();
+            for other in others {
+                let (a, b) = if id < other.as_str() {
+                    (id.to_string(), other)
+                } else {
+                    (other, id.to_string())
+                };
+                self.recompute_pair(&a, &b, &mut update)?;
+            }
+        }
+        update.elapsed = started.elapsed();
+        if !update.participants.is_empty() {
+            self.publish(&update);
+        }
+        Ok(update)
+    }
+
+    /// Returns whether the changes were recomputed (the snapshot or merge
+    /// base changed).
+    fn recompute_changes(&mut self, id: &str) -> Result<bool, GuardError> {
+        let state = self
+            .states
+            .get_mut(id)
+            .ok_or_else(|| GuardError::NoParticipant(id.to_string()))?;
+        let Some(snapshot) = state.work.snapshot else {
+            return Ok(false);
+        };
+        let key = (snapshot, state.work.merge_base);
+        if state.computed_for == Some(key) {
+            return Ok(false);
+        }
+        state.changes = changes::changes(
+            &self.repo,
+            state.work.merge_base_tree,
+            snapshot,
+            &mut self.hunks,
+        )?;
+        state.computed_for = Some(key);
+        state.computed_at = now_ms();
+        Ok(true)
+    }
+
+    fn recompute_pair(
+        &mut self,
+        a: &str,
+        b: &str,
+        update: &mut GuardUpdate,
+    ) -> Result<(), GuardError> {
+        let (Some(sa), Some(sb)) = (self.states.get(a), self.states.get(b)) else {
+            return Ok(());
+        };
+        let (Some(snap_a), Some(snap_b)) = (sa.work.snapshot, sb.work.snapshot) else {
+            return Ok(());
+        };
+        fn side(s: &State, snapshot: Oid) -> Side<'_> {
+            Side {
+                name: &s.participant.id,
+                head: s.work.head,
+                merge_base: s.work.merge_base,
+                merge_base_tree: s.work.merge_base_tree,
+                snapshot,
+                changes: &s.changes,
+            }
+        }
+        let result = levels::compare(
+            &self.repo,
+            &self.ignore,
+            &side(sa, snap_a),
+            &side(sb, snap_b),
+            &mut self.hunks,
+            &mut self.merges,
+        )?;
+        let key = (a.to_string(), b.to_string());
+        update.pairs.push(key.clone());
+        let previous = self.pairs.insert(key.clone(), result.clone());
+        if previous.flatten() != result {
+            update.changed_pairs.push(key);
+        }
+        Ok(())
+    }
+
+    fn publish(&mut self, update: &GuardUpdate) {
+        self.subscribers.retain(|tx| tx.send(update.clone()).is_ok());
+    }
+
+    /// Every overlapping pair, in id order.
+    pub fn pairs(&self) -> Vec<&GuardPair> {
+        self.pairs.values().flatten().collect()
+    }
+
+    /// The pairs `id` is part of.
+    pub fn pairs_of(&self, id: &str) -> Vec<&GuardPair> {
+        self.pairs
+            .iter()
+            .filter(|((a, b), _)| a == id || b == id)
+            .filter_map(|(_, p)| p.as_ref())
+            .collect()
+    }
+
+    /// How many other participants `id` overlaps (at any level).
+    pub fn overlap_count(&self, id: &str) -> u32 {
+        self.pairs_of(id).len() as u32
+    }
+
+    /// A participant's changes from its merge base.
+    pub fn changes(&self, id: &str) -> Option<&[Change]> {
+        self.states.get(id).map(|s| s.changes.as_slice())
+    }
+
+    /// A participant's snapshot tree.
+    pub fn snapshot(&self, id: &str) -> Option<Oid> {
+        self.states.get(id).and_then(|s| s.work.snapshot)
+    }
+
+    /// What the store keeps for `id`.
+    pub fn guard_fact(&self, id: &str) -> Option<GuardFact> {
+        let s = self.states.get(id)?;
+        Some(GuardFact {
+            snapshot: s.work.snapshot?.to_string(),
+            head: s.work.head.map(|h| h.to_string()),
+            merge_base: s.work.merge_base.map(|h| h.to_string()),
+            changes: s.changes.clone(),
+            computed_at: s.computed_at,
+        })
+    }
+
+    /// The whole report (`owt guard --json`).
+    pub fn report(&self, repository: &str) -> GuardReport {
+        let participants = self
+            .states
+            .values()
+            .map(|s| GuardParticipant {
+                name: s.participant.id.clone(),
+                kind: if s.participant.session_id.is_some() {
+                    "session".into()
+                } else {
+                    "you".into()
+                },
+                worktree: s.work.worktree.to_string_lossy().into_owned(),
+                base: s.participant.base_branch.clone(),
+                snapshot: s.work.snapshot.map(|o| o.to_string()).unwrap_or_default(),
+                merge_base: s.work.merge_base.map(|o| o.to_string()).unwrap_or_default(),
+                changed_paths: {
+                    let set: BTreeSet<&str> = s.changes.iter().flat_map(Change::paths).collect();
+                    set.into_iter().map(str::to_string).collect()
+                },
+            })
+            .collect();
+        GuardReport {
+            repository: repository.to_string(),
+            participants,
+            pairs: self.pairs().into_iter().cloned().collect(),
+            computed_at: now_ms(),
+        }
+    }
+
+    /// Merge verdicts cached so far (for diagnostics and benchmarks).
+    pub fn cached_merges(&self) -> usize {
+        self.merges.len()
+    }
+
+    #[doc(hidden)]
+    pub fn snapshots(&self) -> HashMap<String, Oid> {
+        self.states
+            .iter()
+            .filter_map(|(k, s)| s.work.snapshot.map(|o| (k.clone(), o)))
+            .collect()
+    }
+}

@@ -1,0 +1,84 @@
+//! Conflict Guard: live, three-level overlap detection between every pair
+//! of participants — each session's worktree and the human's checkout
+//! ("you", with unsaved editor buffers as overrides).
+//!
+//! Code map:
+//! - [`tree`]: pruned tree diff and tree overlay (the cost model's base);
+//! - [`snapshot`]: a participant's working state as a git tree;
+//! - [`changes`]: paths and hunks from the merge base to a snapshot;
+//! - [`merge`]: merge verdicts (libgit2 on restricted trees, or git);
+//! - [`levels`]: `overlap` / `hunk-overlap` / `conflict` for one pair;
+//! - [`engine`]: [`GuardEngine`], the incremental owner of all of the above
+//!   (the API the LSP drives);
+//! - [`watch`]: the `notify` watcher feeding the engine;
+//! - [`queue`]: the merge order of sessions ready to ship;
+//! - [`ops`]: glue to the store and the repository context (facts, reports).
+//!
+//! Invariants: guard computation is pure given snapshots (it reads and
+//! writes git objects only, never an index, a working file or a ref); only
+//! [`watch`] subscribes to file-system events; only [`ops`] touches the
+//! store.
+
+pub mod changes;
+pub mod engine;
+pub mod levels;
+pub mod merge;
+pub mod ops;
+pub mod queue;
+pub mod snapshot;
+pub mod tree;
+pub mod watch;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use changes::{Change, ChangeKind, Hunk};
+pub use engine::{GuardEngine, GuardUpdate, Participant, YOU};
+pub use watch::GuardWatcher;
+
+/// Fact kinds the guard records (`facts.kind`), beside
+/// [`crate::status::kind::OVERLAPS`].
+pub mod kind {
+    /// [`super::GuardFact`]: a session's changes, hunks and snapshot.
+    pub const GUARD: &str = "guard";
+}
+
+/// What the guard stores per session (fact kind [`kind::GUARD`]), so `owt
+/// list`, editors and the MCP `get_peer_files` tool read it without
+/// recomputing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuardFact {
+    /// The snapshot tree of the session's whole working state.
+    pub snapshot: String,
+    pub head: Option<String>,
+    pub merge_base: Option<String>,
+    /// Changed paths with hunks (base coordinates in `old_*`).
+    pub changes: Vec<Change>,
+    /// Milliseconds since the Unix epoch.
+    pub computed_at: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    #[error("{0} is a bare repository")]
+    Bare(PathBuf),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("git merge-tree failed: {0}")]
+    GitCli(String),
+    #[error("bad [guard] ignore glob: {0}")]
+    Glob(#[from] globset::Error),
+    #[error("no participant `{0}`")]
+    NoParticipant(String),
+    #[error("file watcher: {0}")]
+    Watch(#[from] notify::Error),
+}
+
+#[cfg(test)]
+mod tests;

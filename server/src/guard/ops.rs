@@ -1,0 +1,137 @@
+//! Glue between the guard and the rest of owt: participants from the
+//! store's sessions and the repository, facts recorded in the store, the
+//! reports `owt guard` and `owt queue` print, and the overlap counts `owt
+//! list` shows.
+//!
+//! Invariants: the only guard module that reads or writes the store; it
+//! computes on demand (the LSP keeps a live [`GuardEngine`] instead).
+
+use anyhow::Context as _;
+use owt_protocol::guard::{GuardReport, QueueReport};
+use owt_protocol::Status;
+
+use super::engine::{GuardEngine, Participant, YOU};
+use super::queue::{self, Candidate};
+use super::kind;
+use crate::git;
+use crate::ops::Context;
+use crate::status::{self, OverlapFact};
+use crate::store::Store;
+
+/// Every session with a checkout on disk, and the human's checkout (unless
+/// an in-place session already stands for it).
+pub fn participants(ctx: &Context) -> anyhow::Result<Vec<Participant>> {
+    let mut out = Vec::new();
+    let mut main_taken = false;
+    for row in ctx.store.sessions(ctx.repo_row.id)? {
+        if !row.worktree_path.exists() {
+            continue;
+        }
+        if git::same_path(&row.worktree_path, ctx.repo.main_root()) {
+            main_taken = true;
+        }
+        out.push(Participant {
+            id: row.name.clone(),
+            session_id: Some(row.id),
+            worktree: row.worktree_path.clone(),
+            base_branch: row.base_branch.clone(),
+        });
+    }
+    if !main_taken {
+        out.push(Participant {
+            id: YOU.to_string(),
+            session_id: None,
+            worktree: ctx.repo.main_root().to_path_buf(),
+            base_branch: ctx.repo.default_base().unwrap_or_else(|_| "HEAD".into()),
+        });
+    }
+    Ok(out)
+}
+
+/// A fully computed engine for the repository of `ctx`.
+pub fn compute(ctx: &Context) -> anyhow::Result<GuardEngine> {
+    let mut engine = GuardEngine::new(ctx.repo.main_root(), &ctx.config.config.guard.ignore)
+        .context("starting the conflict guard")?;
+    for participant in participants(ctx)? {
+        let name = participant.id.clone();
+        engine
+            .add_participant(participant)
+            .with_context(|| format!("opening the checkout of {name}"))?;
+    }
+    engine
+        .full_recompute()
+        .context("computing the conflict guard")?;
+    Ok(engine)
+}
+
+/// Records each session's guard fact and overlap count.
+pub fn record_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<()> {
+    for participant in engine.participants() {
+        let Some(session_id) = participant.session_id else {
+            continue;
+        };
+        if let Some(fact) = engine.guard_fact(&participant.id) {
+            store.record_fact(session_id, kind::GUARD, &fact)?;
+        }
+        let count = OverlapFact {
+            count: engine.overlap_count(&participant.id),
+        };
+        let stored = store
+            .fact::<OverlapFact>(session_id, status::kind::OVERLAPS)
+            .ok()
+            .flatten()
+            .map(|(f, _)| f);
+        if stored.as_ref() != Some(&count) {
+            store.record_fact(session_id, status::kind::OVERLAPS, &count)?;
+        }
+    }
+    Ok(())
+}
+
+/// `owt guard [NAME]`: computes, records facts, and reports every pair (or
+/// only the pairs of `name`).
+pub fn report(ctx: &Context, name: Option<&str>) -> anyhow::Result<GuardReport> {
+    if let Some(name) = name {
+        if name != YOU {
+            ctx.session(name)?;
+        }
+    }
+    let engine = compute(ctx)?;
+    record_facts(&ctx.store, &engine)?;
+    let mut report = engine.report(&ctx.repo.main_root().to_string_lossy());
+    if let Some(name) = name {
+        report.pairs.retain(|p| p.a == name || p.b == name);
+    }
+    Ok(report)
+}
+
+/// Refreshes the overlap facts `owt list` shows (best effort).
+pub fn refresh_overlaps(ctx: &Context) -> anyhow::Result<()> {
+    if ctx.store.sessions(ctx.repo_row.id)?.is_empty() {
+        return Ok(());
+    }
+    let engine = compute(ctx)?;
+    record_facts(&ctx.store, &engine)
+}
+
+/// `owt queue`: sessions ready to ship — commits ahead of their base and no
+/// unresolved merge in their worktree — in merge order. (Whether the agent
+/// is still working is the board's business: the queue is about the code.)
+pub fn queue_report(ctx: &Context) -> anyhow::Result<QueueReport> {
+    let views = crate::ops::list::session_views(ctx)?;
+    let candidates = views
+        .into_iter()
+        .filter(|v| v.ahead > 0 && v.status != Status::Conflict)
+        .map(|v| Candidate {
+            name: v.name,
+            branch: v.branch,
+            base: v.base,
+            ahead: v.ahead,
+        })
+        .collect();
+    let steps = queue::plan(ctx.repo.git2(), candidates).context("planning the merge queue")?;
+    Ok(QueueReport {
+        repository: ctx.repo.main_root().to_string_lossy().into_owned(),
+        steps,
+    })
+}

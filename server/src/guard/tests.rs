@@ -1,0 +1,807 @@
+//! Fixture tests of the guard: real temporary repositories with linked
+//! worktrees, hermetic git (no user or system config, fixed identity and
+//! dates), one `check`-style helper rendering a pair report as text.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, Once};
+use std::time::Duration;
+
+use expect_test::{expect, Expect};
+use owt_protocol::guard::{GuardPair, Level};
+
+use super::engine::{GuardEngine, Participant, YOU};
+use super::GuardWatcher;
+
+fn hermetic() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let empty = std::env::temp_dir().join("owt-guard-tests-empty-config");
+        std::fs::create_dir_all(&empty).unwrap();
+        // SAFETY: runs once, before any test thread reads these (every test
+        // calls `hermetic` first and git2 config reads happen after it).
+        unsafe {
+            for level in [
+                git2::ConfigLevel::System,
+                git2::ConfigLevel::Global,
+                git2::ConfigLevel::XDG,
+            ] {
+                git2::opts::set_search_path(level, &empty).unwrap();
+            }
+        }
+        for (k, v) in [
+            ("GIT_CONFIG_GLOBAL", "/dev/null"),
+            ("GIT_CONFIG_SYSTEM", "/dev/null"),
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_AUTHOR_NAME", "Test"),
+            ("GIT_AUTHOR_EMAIL", "test@example.com"),
+            ("GIT_COMMITTER_NAME", "Test"),
+            ("GIT_COMMITTER_EMAIL", "test@example.com"),
+            ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
+            ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
+        ] {
+            std::env::set_var(k, v);
+        }
+    });
+}
+
+pub(crate) fn git(cwd: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("running git");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}
+
+/// Ten numbered lines.
+fn lines() -> String {
+    (1..=10).map(|i| format!("line {i}\n")).collect()
+}
+
+/// `lines()` with line `n` (1-based) replaced.
+fn with_line(n: usize, text: &str) -> String {
+    (1..=10)
+        .map(|i| {
+            if i == n {
+                format!("{text}\n")
+            } else {
+                format!("line {i}\n")
+            }
+        })
+        .collect()
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    main: PathBuf,
+    root: PathBuf,
+}
+
+impl Fixture {
+    /// A repository on `main` with `files` committed.
+    fn new(files: &[(&str, &str)]) -> Fixture {
+        hermetic();
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let main = root.join("main");
+        std::fs::create_dir_all(&main).unwrap();
+        git(&main, &["init", "-q", "-b", "main"]);
+        for (path, text) in files {
+            write(&main, path, text);
+        }
+        git(&main, &["add", "-A"]);
+        git(&main, &["commit", "-q", "-m", "initial"]);
+        Fixture {
+            _dir: dir,
+            main,
+            root,
+        }
+    }
+
+    /// A linked worktree on a new branch `name` from `main`.
+    fn worktree(&self, name: &str) -> PathBuf {
+        let path = self.root.join(name);
+        git(
+            &self.main,
+            &["worktree", "add", "-q", "-b", name, path.to_str().unwrap(), "main"],
+        );
+        path
+    }
+
+    fn engine(&self, names: &[&str], ignore: &[&str]) -> GuardEngine {
+        let ignore: Vec<String> = ignore.iter().map(|s| s.to_string()).collect();
+        let mut engine = GuardEngine::new(&self.main, &ignore).unwrap();
+        for name in names {
+            let (worktree, id) = if *name == YOU {
+                (self.main.clone(), YOU)
+            } else {
+                (self.root.join(name), *name)
+            };
+            engine
+                .add_participant(Participant {
+                    id: id.to_string(),
+                    session_id: None,
+                    worktree,
+                    base_branch: "main".into(),
+                })
+                .unwrap();
+        }
+        engine.full_recompute().unwrap();
+        engine
+    }
+}
+
+fn write(root: &Path, path: &str, text: &str) {
+    let abs = root.join(path);
+    std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
+    std::fs::write(abs, text).unwrap();
+}
+
+fn render_pairs(pairs: &[&GuardPair]) -> String {
+    let mut out = String::new();
+    for pair in pairs {
+        out.push_str(&format!(
+            "{} ~ {}: {} (conflicting: {:?})\n",
+            pair.a,
+            pair.b,
+            pair.level.as_str(),
+            pair.conflicting_paths
+        ));
+        for p in &pair.paths {
+            let fmt = |r: &[owt_protocol::guard::LineRange]| {
+                r.iter()
+                    .map(|r| format!("{}+{}", r.start, r.lines))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            out.push_str(&format!(
+                "  {} {} a=[{}] b=[{}]{}{}\n",
+                p.path,
+                p.level.as_str(),
+                fmt(&p.a_ranges),
+                fmt(&p.b_ranges),
+                p.detail.as_ref().map(|d| format!(" ({d})")).unwrap_or_default(),
+                if p.ignored { " ignored" } else { "" }
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no overlaps\n");
+    }
+    out
+}
+
+/// Two agents `a` and `b` branch from a repository holding `files`;
+/// `edit_a` / `edit_b` change their worktrees; the pair report must read
+/// `expected`.
+fn check(
+    files: &[(&str, &str)],
+    edit_a: impl FnOnce(&Path),
+    edit_b: impl FnOnce(&Path),
+    expected: Expect,
+) {
+    let fx = Fixture::new(files);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    edit_a(&a);
+    edit_b(&b);
+    let engine = fx.engine(&["a", "b"], &[]);
+    expected.assert_eq(&render_pairs(&engine.pairs()));
+}
+
+#[test]
+fn same_change_on_both_sides_is_not_a_conflict() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(5, "same")),
+        |b| write(b, "f.txt", &with_line(5, "same")),
+        expect![[r#"
+            a ~ b: hunk-overlap (conflicting: [])
+              f.txt hunk-overlap a=[5+1] b=[5+1]
+        "#]],
+    );
+}
+
+#[test]
+fn hunks_one_line_apart_are_a_hunk_overlap_not_a_conflict() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(3, "a was here")),
+        |b| write(b, "f.txt", &with_line(5, "b was here")),
+        expect![[r#"
+            a ~ b: hunk-overlap (conflicting: [])
+              f.txt hunk-overlap a=[3+1] b=[5+1]
+        "#]],
+    );
+}
+
+#[test]
+fn touching_hunks_conflict_like_git() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(3, "a was here")),
+        |b| write(b, "f.txt", &with_line(4, "b was here")),
+        expect![[r#"
+            a ~ b: conflict (conflicting: ["f.txt"])
+              f.txt conflict a=[3+1] b=[4+1]
+        "#]],
+    );
+}
+
+#[test]
+fn far_apart_hunks_are_an_overlap() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(1, "top")),
+        |b| write(b, "f.txt", &with_line(9, "bottom")),
+        expect![[r#"
+            a ~ b: overlap (conflicting: [])
+              f.txt overlap a=[1+1] b=[9+1]
+        "#]],
+    );
+}
+
+#[test]
+fn different_files_do_not_overlap() {
+    check(
+        &[("f.txt", &lines()), ("g.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(1, "top")),
+        |b| write(b, "g.txt", &with_line(1, "top")),
+        expect![[r#"
+            no overlaps
+        "#]],
+    );
+}
+
+#[test]
+fn edit_vs_delete_conflicts() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "f.txt", &with_line(2, "edited")),
+        |b| std::fs::remove_file(b.join("f.txt")).unwrap(),
+        expect![[r#"
+            a ~ b: conflict (conflicting: ["f.txt"])
+              f.txt conflict a=[2+1] b=[1+10] (edit/delete)
+        "#]],
+    );
+}
+
+#[test]
+fn rename_vs_edit_merges_cleanly() {
+    check(
+        &[("f.txt", &lines())],
+        |a| std::fs::rename(a.join("f.txt"), a.join("renamed.txt")).unwrap(),
+        |b| write(b, "f.txt", &with_line(2, "edited")),
+        expect![[r#"
+            a ~ b: overlap (conflicting: [])
+              f.txt overlap a=[] b=[2+1] (rename)
+        "#]],
+    );
+}
+
+#[test]
+fn rename_vs_rename_conflicts() {
+    check(
+        &[("f.txt", &lines())],
+        |a| std::fs::rename(a.join("f.txt"), a.join("one.txt")).unwrap(),
+        |b| std::fs::rename(b.join("f.txt"), b.join("two.txt")).unwrap(),
+        expect![[r#"
+            a ~ b: conflict (conflicting: ["f.txt", "one.txt", "two.txt"])
+              f.txt conflict a=[] b=[] (rename/rename)
+              one.txt conflict a=[] b=[]
+              two.txt conflict a=[] b=[]
+        "#]],
+    );
+}
+
+#[test]
+fn file_vs_directory_conflicts() {
+    check(
+        &[("f.txt", &lines())],
+        |a| write(a, "lib", "a file\n"),
+        |b| write(b, "lib/mod.rs", "a folder\n"),
+        expect![[r#"
+            a ~ b: conflict (conflicting: ["lib"])
+              lib conflict a=[1+0] b=[] (file/directory)
+        "#]],
+    );
+}
+
+#[test]
+fn binary_files_changed_on_both_sides_conflict() {
+    let bin = |byte: u8| -> Vec<u8> { (0..64u8).map(|i| i ^ byte).chain([0, 0]).collect() };
+    let fx = Fixture::new(&[("f.txt", "x\n")]);
+    std::fs::write(fx.main.join("img.bin"), bin(0)).unwrap();
+    git(&fx.main, &["add", "img.bin"]);
+    git(&fx.main, &["commit", "-q", "-m", "binary"]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    std::fs::write(a.join("img.bin"), bin(1)).unwrap();
+    std::fs::write(b.join("img.bin"), bin(2)).unwrap();
+    let engine = fx.engine(&["a", "b"], &[]);
+    expect![[r#"
+        a ~ b: conflict (conflicting: ["img.bin"])
+          img.bin conflict a=[] b=[] (binary)
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+    assert!(engine.changes("a").unwrap()[0].binary);
+}
+
+#[test]
+fn untracked_new_file_on_both_sides() {
+    check(
+        &[("f.txt", "x\n")],
+        |a| write(a, "new.txt", "same\n"),
+        |b| write(b, "new.txt", "same\n"),
+        expect![[r#"
+            a ~ b: hunk-overlap (conflicting: [])
+              new.txt hunk-overlap a=[1+0] b=[1+0] (added on both sides)
+        "#]],
+    );
+    check(
+        &[("f.txt", "x\n")],
+        |a| write(a, "new.txt", "from a\n"),
+        |b| write(b, "new.txt", "from b\n"),
+        expect![[r#"
+            a ~ b: conflict (conflicting: ["new.txt"])
+              new.txt conflict a=[1+0] b=[1+0] (added on both sides)
+        "#]],
+    );
+}
+
+#[test]
+fn mode_change_vs_edit_merges_cleanly() {
+    use std::os::unix::fs::PermissionsExt;
+    check(
+        &[("run.sh", &lines())],
+        |a| {
+            std::fs::set_permissions(a.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+                .unwrap()
+        },
+        |b| write(b, "run.sh", &with_line(2, "edited")),
+        expect![[r#"
+            a ~ b: overlap (conflicting: [])
+              run.sh overlap a=[] b=[2+1] (mode)
+        "#]],
+    );
+}
+
+#[test]
+fn committed_staged_unstaged_and_untracked_all_count_and_ignored_does_not() {
+    let fx = Fixture::new(&[
+        ("c.txt", &lines()),
+        ("s.txt", &lines()),
+        ("u.txt", &lines()),
+        (".gitignore", "build/\n"),
+    ]);
+    let a = fx.worktree("a");
+    write(&a, "c.txt", &with_line(1, "committed"));
+    git(&a, &["commit", "-q", "-am", "c"]);
+    write(&a, "s.txt", &with_line(1, "staged"));
+    git(&a, &["add", "s.txt"]);
+    write(&a, "u.txt", &with_line(1, "unstaged"));
+    write(&a, "new/untracked.txt", "new\n");
+    write(&a, "build/out.o", "ignored\n");
+    let engine = fx.engine(&["a"], &[]);
+    let paths: Vec<&str> = engine
+        .changes("a")
+        .unwrap()
+        .iter()
+        .map(|c| c.path.as_str())
+        .collect();
+    assert_eq!(paths, ["c.txt", "new/untracked.txt", "s.txt", "u.txt"]);
+    // The index and the branch are untouched.
+    assert_eq!(git(&a, &["diff", "--cached", "--name-only"]), "s.txt");
+    assert_eq!(git(&a, &["status", "--porcelain"]).lines().count(), 3);
+}
+
+#[test]
+fn crlf_only_change_is_no_change_under_text_auto() {
+    let fx = Fixture::new(&[("f.txt", &lines()), (".gitattributes", "* text=auto\n")]);
+    let a = fx.worktree("a");
+    write(&a, "f.txt", &lines().replace('\n', "\r\n"));
+    let engine = fx.engine(&["a"], &[]);
+    assert_eq!(engine.changes("a").unwrap(), &[]);
+}
+
+#[test]
+fn a_branch_behind_its_base_owns_only_its_own_changes() {
+    let fx = Fixture::new(&[("f.txt", &lines()), ("g.txt", &lines())]);
+    let a = fx.worktree("a");
+    // main moves on after `a` branched: f.txt changes there.
+    write(&fx.main, "f.txt", &with_line(2, "main moved"));
+    git(&fx.main, &["commit", "-q", "-am", "main moves"]);
+    write(&a, "g.txt", &with_line(2, "a's work"));
+    // The human edits f.txt further, uncommitted.
+    write(&fx.main, "f.txt", &with_line(2, "human"));
+    let engine = fx.engine(&["a", YOU], &[]);
+    let paths: Vec<&str> = engine.changes("a").unwrap().iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["g.txt"], "main's newer commit is not a's change");
+    let you: Vec<&str> = engine.changes(YOU).unwrap().iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(you, ["f.txt"]);
+    expect![[r#"
+        no overlaps
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+}
+
+#[test]
+fn the_humans_unsaved_buffer_overlapping_an_agent() {
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    write(&a, "f.txt", &with_line(6, "agent"));
+    let mut engine = fx.engine(&["a", YOU], &[]);
+    expect![[r#"
+        no overlaps
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+    let rx = engine.subscribe();
+    let mut buffers = BTreeMap::new();
+    buffers.insert(fx.main.join("f.txt"), with_line(6, "human, unsaved"));
+    let update = engine.set_overrides(YOU, buffers).unwrap();
+    assert_eq!(update.participants, [YOU]);
+    assert_eq!(rx.try_recv().unwrap(), update);
+    expect![[r#"
+        a ~ you: conflict (conflicting: ["f.txt"])
+          f.txt conflict a=[6+1] b=[6+1]
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+    // Nothing on disk changed.
+    assert_eq!(std::fs::read_to_string(fx.main.join("f.txt")).unwrap(), lines());
+    engine.set_overrides(YOU, BTreeMap::new()).unwrap();
+    assert!(engine.pairs().is_empty());
+}
+
+#[test]
+fn ignore_globs_hide_overlaps_but_never_conflicts() {
+    let fx = Fixture::new(&[("Cargo.lock", &lines()), ("sub/x.lock", &lines())]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    write(&a, "Cargo.lock", &with_line(1, "a"));
+    write(&b, "Cargo.lock", &with_line(9, "b"));
+    write(&a, "sub/x.lock", &with_line(1, "a"));
+    write(&b, "sub/x.lock", &with_line(1, "b"));
+    let engine = fx.engine(&["a", "b"], &["*.lock"]);
+    expect![[r#"
+        a ~ b: conflict (conflicting: ["sub/x.lock"])
+          sub/x.lock conflict a=[1+1] b=[1+1] ignored
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+}
+
+#[test]
+fn incremental_updates_touch_only_the_changed_participant() {
+    let fx = Fixture::new(&[("f.txt", &lines()), ("d/g.txt", &lines())]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    fx.worktree("c");
+    let mut engine = fx.engine(&["a", "b", "c"], &[]);
+    assert!(engine.pairs().is_empty());
+    // Unchanged: nothing recomputed.
+    let update = engine.on_paths_changed("a", &[PathBuf::from("f.txt")]).unwrap();
+    assert!(update.participants.is_empty() && update.pairs.is_empty());
+    write(&a, "f.txt", &with_line(3, "a"));
+    write(&b, "f.txt", &with_line(3, "b"));
+    let update = engine.on_paths_changed("a", &[a.join("f.txt")]).unwrap();
+    assert_eq!(update.participants, ["a"]);
+    assert_eq!(update.pairs.len(), 2, "only a's pairs: {update:?}");
+    assert!(engine.pairs().is_empty(), "b not told yet");
+    engine.on_paths_changed("b", &[PathBuf::from("f.txt")]).unwrap();
+    assert_eq!(engine.pairs()[0].level, Level::Conflict);
+    // A folder removed: every file in it is deleted.
+    std::fs::remove_dir_all(b.join("d")).unwrap();
+    engine.on_paths_changed("b", &[PathBuf::from("d")]).unwrap();
+    let paths: Vec<&str> = engine.changes("b").unwrap().iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["d/g.txt", "f.txt"]);
+    // A commit in b moves HEAD: its state is the same, its changes too.
+    git(&b, &["add", "-A"]);
+    git(&b, &["commit", "-q", "-m", "b"]);
+    let before = engine.snapshot("b");
+    engine.on_refs_changed("b").unwrap();
+    assert_eq!(engine.snapshot("b"), before);
+    assert_eq!(engine.changes("b").unwrap().len(), 2);
+}
+
+#[test]
+fn watcher_updates_facts_after_a_write() {
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    write(&b, "f.txt", &with_line(4, "b"));
+    let engine = Arc::new(Mutex::new(fx.engine(&["a", "b"], &[])));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = GuardWatcher::start(engine.clone(), Duration::from_millis(30), move |engine, update| {
+        let _ = tx.send((update.participants.clone(), engine.overlap_count("a")));
+    })
+    .unwrap();
+    write(&a, "f.txt", &with_line(4, "a"));
+    let (participants, overlaps) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the watcher reported the write within 10 s");
+    assert_eq!(participants, ["a"]);
+    assert_eq!(overlaps, 1);
+    // An ignored file changes nothing; a real write does.
+    write(&b, ".gitignore", "*.log\n");
+    git(&b, &["add", ".gitignore"]);
+    git(&b, &["commit", "-q", "-m", "ignore logs"]);
+    let _ = rx.recv_timeout(Duration::from_secs(10)).expect("the commit");
+    write(&b, "debug.log", "noise\n");
+    write(&b, "f.txt", &with_line(4, "b2"));
+    let (participants, _) = rx.recv_timeout(Duration::from_secs(10)).expect("second write");
+    assert_eq!(participants, ["b"]);
+    let guard = engine.lock().unwrap();
+    let paths: Vec<&str> = guard.changes("b").unwrap().iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, [".gitignore", "f.txt"]);
+    drop(guard);
+    // A ref move alone (no file written): b's branch jumps to main's new
+    // tip, whose new file b's folder lacks.
+    write(&fx.main, "g.txt", "on main\n");
+    git(&fx.main, &["add", "g.txt"]);
+    git(&fx.main, &["commit", "-q", "-m", "g"]);
+    let _ = rx.try_iter().count();
+    git(&b, &["update-ref", "refs/heads/b", "main"]);
+    let (participants, _) = rx.recv_timeout(Duration::from_secs(10)).expect("the ref move");
+    assert!(participants.contains(&"b".to_string()), "{participants:?}");
+    let guard = engine.lock().unwrap();
+    let changes = guard.changes("b").unwrap();
+    assert!(changes.iter().any(|c| c.path == "g.txt" && c.kind == super::ChangeKind::Deleted), "{changes:?}");
+    drop(guard);
+    assert_eq!(engine.lock().unwrap().pairs()[0].level, Level::Conflict);
+}
+
+/// A tiny deterministic generator (xorshift64*), so a failure names its
+/// seed and replays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn files_in(root: &Path) -> Vec<String> {
+    let out = git(root, &["ls-files", "--cached", "--others", "--exclude-standard"]);
+    let mut files: Vec<String> = out
+        .lines()
+        .filter(|p| root.join(p).is_file())
+        .map(str::to_string)
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// One random edit of the checkout at `root`.
+fn random_edit(rng: &mut Rng, root: &Path, tag: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let files = files_in(root);
+    let pick = |rng: &mut Rng| files[rng.below(files.len())].clone();
+    let words = ["alpha", "beta", tag];
+    match rng.below(9) {
+        0..=2 => {
+            let path = pick(rng);
+            let text = std::fs::read_to_string(root.join(&path)).unwrap_or_default();
+            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+            if lines.is_empty() {
+                lines.push(String::new());
+            }
+            let at = rng.below(lines.len());
+            match rng.below(3) {
+                0 => lines[at] = words[rng.below(3)].to_string(),
+                1 => lines.insert(at, words[rng.below(3)].to_string()),
+                _ => {
+                    lines.remove(at);
+                }
+            }
+            write(root, &path, &(lines.join("\n") + "\n"));
+            format!("edit {path}:{at}")
+        }
+        3 => {
+            let path = pick(rng);
+            std::fs::remove_file(root.join(&path)).unwrap();
+            format!("delete {path}")
+        }
+        4 => {
+            let path = format!("new{}.txt", rng.below(2));
+            write(root, &path, &format!("{}\n", words[rng.below(3)]));
+            format!("add {path}")
+        }
+        5 => {
+            let from = pick(rng);
+            let to = format!("moved{}.txt", rng.below(2));
+            std::fs::rename(root.join(&from), root.join(&to)).unwrap();
+            format!("rename {from} {to}")
+        }
+        6 => {
+            let path = pick(rng);
+            std::fs::set_permissions(root.join(&path), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+            format!("chmod {path}")
+        }
+        7 => {
+            let path = format!("d/extra{}.txt", rng.below(2));
+            write(root, &path, &format!("{}\n", words[rng.below(3)]));
+            format!("add {path}")
+        }
+        _ => {
+            if root.join("d").is_dir() && !root.join("e").exists() {
+                std::fs::rename(root.join("d"), root.join("e")).unwrap();
+                "rename d e".into()
+            } else {
+                let path = format!("d{}", rng.below(2));
+                write(root, &path, "a file where a folder may be\n");
+                format!("add {path}")
+            }
+        }
+    }
+}
+
+/// The conflicting paths git reports when merging commits `a` and `b`.
+fn git_merge_tree_conflicts(repo: &Path, a: &str, b: &str) -> (bool, Vec<String>) {
+    let out = Command::new("git")
+        .args(["merge-tree", "--write-tree", "--name-only", "-z", a, b])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    let code = out.status.code();
+    assert!(code == Some(0) || code == Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let sides = [a.to_string(), b.to_string()];
+    let (clean, _, paths) = super::merge::parse_merge_tree(&out.stdout, code == Some(0), &sides);
+    (!clean, paths)
+}
+
+#[test]
+fn conflict_verdicts_match_git_merge_tree_on_random_edit_pairs() {
+    let seed: u64 = std::env::var("OWT_GUARD_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_0f_0a7);
+    let iterations: usize = std::env::var("OWT_GUARD_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let body: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+    let fx = Fixture::new(&[
+        ("f0.txt", &body),
+        ("f1.txt", &body),
+        ("f2.txt", &body),
+        ("d/x.txt", &body),
+        ("d/y.txt", &body),
+    ]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    let mut engine = fx.engine(&["a", "b"], &[]);
+    let mut rng = Rng(seed);
+    let mut conflicts_seen = 0;
+    for iteration in 0..iterations {
+        let mut log = Vec::new();
+        for (side, root) in [("a", &a), ("b", &b)] {
+            git(root, &["reset", "-q", "--hard", "main"]);
+            git(root, &["clean", "-q", "-fdx"]);
+            for _ in 0..1 + rng.below(3) {
+                log.push(format!("{side}: {}", random_edit(&mut rng, root, side)));
+            }
+            if rng.below(3) == 0 {
+                git(root, &["add", "-A"]);
+                git(root, &["commit", "-q", "--allow-empty", "-m", "work"]);
+                log.push(format!("{side}: commit"));
+                if rng.below(2) == 0 {
+                    log.push(format!("{side}: {}", random_edit(&mut rng, root, side)));
+                }
+            }
+        }
+        engine.rescan("a").unwrap();
+        engine.rescan("b").unwrap();
+        let pair = engine.pairs().first().map(|p| (*p).clone());
+        let ours_conflicted = pair.as_ref().is_some_and(|p| p.level == Level::Conflict);
+        let ours: Vec<String> = pair.map(|p| p.conflicting_paths).unwrap_or_default();
+        // Commit both snapshots and ask git.
+        let commit = |id: &str, root: &Path| {
+            let tree = engine.snapshot(id).unwrap().to_string();
+            let head = git(root, &["rev-parse", "HEAD"]);
+            git(&fx.main, &["commit-tree", &tree, "-p", &head, "-m", "snapshot"])
+        };
+        let (ca, cb) = (commit("a", &a), commit("b", &b));
+        let (conflicted, theirs) = git_merge_tree_conflicts(&fx.main, &ca, &cb);
+        assert_eq!(
+            (ours_conflicted, &ours),
+            (conflicted, &theirs),
+            "seed {seed}, iteration {iteration}: {log:#?}"
+        );
+        conflicts_seen += usize::from(conflicted);
+    }
+    assert!(
+        conflicts_seen > iterations / 10 && conflicts_seen < iterations,
+        "the generator should make both clean and conflicting pairs ({conflicts_seen}/{iterations})"
+    );
+}
+
+#[test]
+fn watcher_records_guard_facts_in_the_store() {
+    use crate::status::{self, OverlapFact};
+    use crate::store::{NewSession, Store};
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    write(&b, "f.txt", &with_line(2, "b"));
+    let home = fx.root.join("owt-home");
+    let mut store = Store::open(&home).unwrap();
+    let repo_row = store
+        .ensure_repo(&fx.main.join(".git"), &fx.main)
+        .unwrap();
+    let mut ids = Vec::new();
+    for (name, worktree) in [("a", &a), ("b", &b)] {
+        let row = store
+            .insert_session(
+                &NewSession {
+                    repo_id: repo_row.id,
+                    name,
+                    task: "t",
+                    branch_template: "{name}",
+                    base_branch: "main",
+                    worktree_template: worktree.to_str().unwrap(),
+                    provider: "fake",
+                    kind: "worktree",
+                },
+                |_| false,
+            )
+            .unwrap();
+        ids.push(row.id);
+    }
+    let mut engine = GuardEngine::new(&fx.main, &[]).unwrap();
+    for ((name, worktree), id) in [("a", &a), ("b", &b)].into_iter().zip(&ids) {
+        engine
+            .add_participant(Participant {
+                id: name.into(),
+                session_id: Some(*id),
+                worktree: worktree.clone(),
+                base_branch: "main".into(),
+            })
+            .unwrap();
+    }
+    engine.full_recompute().unwrap();
+    super::ops::record_facts(&store, &engine).unwrap();
+    let fact = |store: &Store| {
+        store
+            .fact::<super::GuardFact>(ids[0], super::kind::GUARD)
+            .unwrap()
+            .unwrap()
+            .0
+    };
+    assert!(fact(&store).changes.is_empty());
+    let engine = Arc::new(Mutex::new(engine));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = GuardWatcher::start(engine, Duration::from_millis(30), move |engine, _| {
+        super::ops::record_facts(&store, engine).unwrap();
+        let _ = tx.send(());
+    })
+    .unwrap();
+    write(&a, "f.txt", &with_line(9, "a"));
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("facts recorded within 10 s of the write");
+    let reader = Store::open(&home).unwrap();
+    let guard_fact = fact(&reader);
+    assert_eq!(guard_fact.changes.len(), 1);
+    assert_eq!(guard_fact.changes[0].path, "f.txt");
+    assert_eq!(guard_fact.changes[0].hunks[0].old_start, 9);
+    let overlaps = reader
+        .fact::<OverlapFact>(ids[0], status::kind::OVERLAPS)
+        .unwrap()
+        .unwrap()
+        .0;
+    assert_eq!(overlaps.count, 1);
+}

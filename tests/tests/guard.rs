@@ -1,0 +1,189 @@
+//! End-to-end tests of Conflict Guard's verbs with the real binary:
+//! `owt guard`, `owt queue`, and the overlaps column of `owt list`.
+//! Sessions come from `owt new` (the harness's fake agent); their work is
+//! written straight into their worktrees.
+
+use std::path::{Path, PathBuf};
+
+use owt_e2e::TestEnv;
+use owt_protocol::guard::{GuardReport, Level, QueueReport};
+use owt_protocol::{NewOutput, SessionList};
+
+fn numbered(changed: &[(usize, &str)]) -> String {
+    (1..=10)
+        .map(|i| match changed.iter().find(|(n, _)| *n == i) {
+            Some((_, text)) => format!("{text}\n"),
+            None => format!("line {i}\n"),
+        })
+        .collect()
+}
+
+fn new_session(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
+    let out: NewOutput = env.owt_json(repo, ["new", &format!("work on {name}"), "--name", name]);
+    assert_eq!(out.session.name, name);
+    PathBuf::from(out.session.worktree)
+}
+
+fn repo_with_numbered_file(env: &TestEnv) -> PathBuf {
+    let repo = env.repo("app");
+    std::fs::write(repo.join("f.txt"), numbered(&[])).unwrap();
+    std::fs::write(repo.join("other.txt"), "other\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "numbered file"]);
+    repo
+}
+
+#[test]
+fn guard_reports_every_pair_with_levels_paths_and_lines() {
+    let env = TestEnv::new();
+    let repo = repo_with_numbered_file(&env);
+    let one = new_session(&env, &repo, "one");
+    let two = new_session(&env, &repo, "two");
+    let three = new_session(&env, &repo, "three");
+    std::fs::write(one.join("f.txt"), numbered(&[(3, "one was here")])).unwrap();
+    std::fs::write(two.join("f.txt"), numbered(&[(4, "two was here")])).unwrap();
+    std::fs::write(three.join("other.txt"), "three\n").unwrap();
+    // The human edits the same file far below, uncommitted.
+    std::fs::write(repo.join("f.txt"), numbered(&[(9, "human")])).unwrap();
+
+    let report: GuardReport = env.owt_json(&repo, ["guard"]);
+    let names: Vec<&str> = report.participants.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["one", "three", "two", "you"]);
+    let summary: Vec<(String, String, Level, Vec<String>)> = report
+        .pairs
+        .iter()
+        .map(|p| {
+            (
+                p.a.clone(),
+                p.b.clone(),
+                p.level,
+                p.paths.iter().map(|x| x.path.clone()).collect(),
+            )
+        })
+        .collect();
+    let f = vec!["f.txt".to_string()];
+    assert_eq!(
+        summary,
+        [
+            ("one".into(), "two".into(), Level::Conflict, f.clone()),
+            ("one".into(), "you".into(), Level::Overlap, f.clone()),
+            ("two".into(), "you".into(), Level::Overlap, f.clone()),
+        ]
+    );
+    let conflict = &report.pairs[0];
+    assert_eq!(conflict.conflicting_paths, ["f.txt"]);
+    assert_eq!(conflict.paths[0].a_ranges[0].start, 3);
+    assert_eq!(conflict.paths[0].b_ranges[0].start, 4);
+
+    // One session's pairs only.
+    let only: GuardReport = env.owt_json(&repo, ["guard", "three"]);
+    assert!(only.pairs.is_empty());
+    let text = env.owt_ok(&repo, ["guard", "one"]);
+    assert!(text.contains("one and two would conflict:"), "{text}");
+    assert!(text.contains("f.txt (conflict): one lines 3; two lines 4."), "{text}");
+    assert_eq!(env.owt_ok(&repo, ["guard", "three"]).trim(), "three overlaps nobody.");
+
+    // `owt list` shows the overlap counts.
+    let list: SessionList = env.owt_json(&repo, ["list"]);
+    let overlaps: Vec<(String, u32)> =
+        list.sessions.iter().map(|s| (s.name.clone(), s.overlaps)).collect();
+    assert_eq!(
+        overlaps,
+        [("one".into(), 2), ("two".into(), 2), ("three".into(), 0)]
+    );
+    let table = env.owt_ok(&repo, ["list"]);
+    assert!(table.lines().next().unwrap().contains("OVERLAPS"), "{table}");
+
+    // Unknown names are refused with the list of sessions.
+    let err = env.owt_err(&repo, ["guard", "nobody"]);
+    assert!(err.contains("no session named `nobody`"), "{err}");
+}
+
+#[test]
+fn guard_honours_ignore_globs_but_shows_conflicts() {
+    let env = TestEnv::new();
+    let repo = repo_with_numbered_file(&env);
+    std::fs::write(repo.join("Cargo.lock"), numbered(&[])).unwrap();
+    let config = std::fs::read_to_string(repo.join(".owt.toml")).unwrap();
+    std::fs::write(
+        repo.join(".owt.toml"),
+        format!("{config}\n[guard]\nignore = [\"*.lock\"]\n"),
+    )
+    .unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "lock file"]);
+    let one = new_session(&env, &repo, "one");
+    let two = new_session(&env, &repo, "two");
+    std::fs::write(one.join("Cargo.lock"), numbered(&[(1, "one")])).unwrap();
+    std::fs::write(two.join("Cargo.lock"), numbered(&[(9, "two")])).unwrap();
+    let report: GuardReport = env.owt_json(&repo, ["guard"]);
+    assert!(report.pairs.is_empty(), "{report:#?}");
+    std::fs::write(two.join("Cargo.lock"), numbered(&[(1, "two")])).unwrap();
+    let report: GuardReport = env.owt_json(&repo, ["guard"]);
+    assert_eq!(report.pairs.len(), 1);
+    assert_eq!(report.pairs[0].level, Level::Conflict);
+    assert!(report.pairs[0].paths[0].ignored);
+}
+
+#[test]
+fn queue_orders_conflict_free_sessions_first_then_fewest_conflicts() {
+    let env = TestEnv::new();
+    let repo = repo_with_numbered_file(&env);
+    let commit = |wt: &Path, file: &str, text: String| {
+        std::fs::write(wt.join(file), text).unwrap();
+        env.git(wt, ["add", "."]);
+        env.git(wt, ["commit", "-q", "-m", "work"]);
+    };
+    let big = new_session(&env, &repo, "big");
+    let small = new_session(&env, &repo, "small");
+    let left = new_session(&env, &repo, "left");
+    let right = new_session(&env, &repo, "right");
+    new_session(&env, &repo, "idle");
+    commit(&big, "b1.txt", "b1\n".into());
+    commit(&big, "b2.txt", "b2\n".into());
+    commit(&small, "s.txt", "s\n".into());
+    commit(&left, "f.txt", numbered(&[(5, "left")]));
+    commit(&right, "f.txt", numbered(&[(5, "right")]));
+    commit(&right, "r.txt", "more\n".into());
+
+    let queue: QueueReport = env.owt_json(&repo, ["queue"]);
+    let order: Vec<(&str, bool, &[String])> = queue
+        .steps
+        .iter()
+        .map(|s| {
+            (
+                s.session.as_str(),
+                s.conflict_free,
+                s.predicted_conflicts.as_slice(),
+            )
+        })
+        .collect();
+    let none: &[String] = &[];
+    let f: &[String] = &["f.txt".to_string()];
+    assert_eq!(
+        order,
+        [
+            ("small", true, none),
+            ("big", true, none),
+            ("left", false, none),
+            ("right", false, f),
+        ]
+    );
+    let left_step = &queue.steps[2];
+    assert_eq!((left_step.ahead, left_step.changed_files, left_step.overlaps), (1, 1, 1));
+    let text = env.owt_ok(&repo, ["queue"]);
+    assert!(
+        text.contains("4. right (2 commits, 2 files) would conflict in f.txt into main; overlaps 1 other session."),
+        "{text}"
+    );
+}
+
+#[test]
+fn queue_with_nothing_ready_says_so() {
+    let env = TestEnv::new();
+    let repo = repo_with_numbered_file(&env);
+    new_session(&env, &repo, "fresh");
+    let queue: QueueReport = env.owt_json(&repo, ["queue"]);
+    assert!(queue.steps.is_empty());
+    assert!(env.owt_ok(&repo, ["queue"]).starts_with("No session is ready to ship"));
+}
