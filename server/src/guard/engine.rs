@@ -184,7 +184,8 @@ impl GuardEngine {
     /// in parallel) and recomputes every pair.
     pub fn full_recompute(&mut self) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
-        let mut works: Vec<&mut WorkState> = self.states.values_mut().map(|s| &mut s.work).collect();
+        let mut works: Vec<&mut WorkState> =
+            self.states.values_mut().map(|s| &mut s.work).collect();
         let threads = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, 8);
@@ -203,7 +204,10 @@ impl GuardEngine {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(GuardError::GitCli("scan panicked".into()))))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(GuardError::GitCli("scan panicked".into())))
+                })
                 .collect()
         });
         for result in results {
@@ -269,7 +273,10 @@ impl GuardEngine {
         let overrides = overrides
             .into_iter()
             .map(|(path, text)| {
-                let rel = path.strip_prefix(&root).map(Path::to_path_buf).unwrap_or(path);
+                let rel = path
+                    .strip_prefix(&root)
+                    .map(Path::to_path_buf)
+                    .unwrap_or(path);
                 (rel.to_string_lossy().into_owned(), text)
             })
             .collect();
@@ -371,7 +378,8 @@ impl GuardEngine {
     }
 
     fn publish(&mut self, update: &GuardUpdate) {
-        self.subscribers.retain(|tx| tx.send(update.clone()).is_ok());
+        self.subscribers
+            .retain(|tx| tx.send(update.clone()).is_ok());
     }
 
     /// Every overlapping pair, in id order.

@@ -50,10 +50,7 @@ fn touched<'a>(changes: &'a [Change]) -> BTreeMap<&'a str, &'a Change> {
 }
 
 /// Paths of `a` that are a folder of a path of `b`.
-fn folder_clashes<'a>(
-    a: &BTreeMap<&'a str, &Change>,
-    b: &BTreeMap<&str, &Change>,
-) -> Vec<&'a str> {
+fn folder_clashes<'a>(a: &BTreeMap<&'a str, &Change>, b: &BTreeMap<&str, &Change>) -> Vec<&'a str> {
     a.keys()
         .filter(|p| {
             let prefix = format!("{p}/");
@@ -212,13 +209,19 @@ pub fn compare(
         let (level, a_ranges, b_ranges) = if conflicting {
             let a_c = near(&a_all, &b_all, 0);
             let b_c = near(&b_all, &a_all, 0);
-            (Level::Conflict, if a_c.is_empty() { a_all } else { a_c }, if b_c.is_empty() { b_all } else { b_c })
+            (
+                Level::Conflict,
+                if a_c.is_empty() { a_all } else { a_c },
+                if b_c.is_empty() { b_all } else { b_c },
+            )
         } else if !a_near.is_empty() {
             (Level::HunkOverlap, a_near, b_near)
         } else {
             (Level::Overlap, a_all, b_all)
         };
-        let detail = clash.map(str::to_string).or_else(|| detail_of(&path, a_change, b_change));
+        let detail = clash
+            .map(str::to_string)
+            .or_else(|| detail_of(&path, a_change, b_change));
         paths.push(GuardPath {
             path,
             level,
@@ -231,7 +234,11 @@ pub fn compare(
     if paths.is_empty() {
         return Ok(None);
     }
-    let mut level = paths.iter().map(|p| p.level).max().unwrap_or(Level::Overlap);
+    let mut level = paths
+        .iter()
+        .map(|p| p.level)
+        .max()
+        .unwrap_or(Level::Overlap);
     if !clean {
         level = Level::Conflict;
     }

@@ -19,6 +19,7 @@ mod backend;
 mod code_action;
 mod commands;
 mod convert;
+mod diagnostics;
 pub mod framing;
 mod state;
 mod terminal;

@@ -14,7 +14,13 @@ use tower_lsp_server::jsonrpc::{self, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::Client;
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
 use super::convert::{apply_change, uri_to_path};
+use super::diagnostics;
+use crate::guard::engine::{GuardEngine, YOU};
+use crate::guard::watch::GuardWatcher;
 use crate::ops::{self, Context};
 
 pub type Reply<T> = oneshot::Sender<Result<T>>;
@@ -34,6 +40,8 @@ pub enum Event {
     Board(Reply<Board>),
     /// A worker finished something that changes sessions.
     Refresh,
+    /// The Conflict Guard's watcher applied a batch of file changes.
+    GuardChanged,
 }
 
 /// How often the board and statuses are re-read.
@@ -55,6 +63,8 @@ pub struct State {
     pub ctx: Option<Context>,
     pub options: InitializationOptions,
     pub progress_supported: bool,
+    /// The client shows `relatedInformation` (Helix does not).
+    pub related_supported: bool,
     pub docs: HashMap<Uri, Document>,
     pub sessions: Vec<SessionView>,
     last_board: Option<Board>,
@@ -64,6 +74,23 @@ pub struct State {
     initialized: bool,
     shut_down: bool,
     seen_once: bool,
+    guard: Option<Guard>,
+    /// Who "you" are: `you` (the main checkout) or the session whose
+    /// worktree the editor opened.
+    me: String,
+    /// The checkout the editor shows.
+    my_root: Option<PathBuf>,
+    /// What was last published, per document.
+    published: HashMap<Uri, Vec<Diagnostic>>,
+    /// When the unsaved buffers are next handed to the guard.
+    overrides_due: Option<Instant>,
+}
+
+/// The live Conflict Guard: engine, watcher, and who takes part.
+struct Guard {
+    engine: Arc<Mutex<GuardEngine>>,
+    _watcher: GuardWatcher,
+    members: Vec<(String, PathBuf)>,
 }
 
 /// Starts the owner thread.
@@ -79,6 +106,7 @@ pub fn spawn_owner(client: Client, rt: Handle, tx: Sender<Event>, rx: Receiver<E
                 ctx: None,
                 options: InitializationOptions::default(),
                 progress_supported: false,
+                related_supported: false,
                 docs: HashMap::new(),
                 sessions: Vec::new(),
                 last_board: None,
@@ -88,6 +116,11 @@ pub fn spawn_owner(client: Client, rt: Handle, tx: Sender<Event>, rx: Receiver<E
                 initialized: false,
                 shut_down: false,
                 seen_once: false,
+                guard: None,
+                me: YOU.to_string(),
+                my_root: None,
+                published: HashMap::new(),
+                overrides_due: None,
             };
             state.run(rx);
         });
@@ -100,7 +133,10 @@ impl State {
     fn run(&mut self, rx: Receiver<Event>) {
         let mut next_tick = Instant::now() + TICK;
         loop {
-            let timeout = next_tick.saturating_duration_since(Instant::now());
+            let wake = self
+                .overrides_due
+                .map_or(next_tick, |due| due.min(next_tick));
+            let timeout = wake.saturating_duration_since(Instant::now());
             match rx.recv_timeout(timeout) {
                 Ok(event) => {
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -112,6 +148,12 @@ impl State {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
+            }
+            if self.overrides_due.is_some_and(|due| Instant::now() >= due) {
+                self.overrides_due = None;
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.apply_overrides()
+                }));
             }
             if Instant::now() >= next_tick {
                 next_tick = Instant::now() + TICK;
@@ -130,11 +172,19 @@ impl State {
             Event::Initialized => {
                 self.initialized = true;
                 self.refresh(true);
+                self.publish_diagnostics();
             }
             Event::Shutdown(reply) => {
                 self.shut_down = true;
+                self.guard = None;
+                for (uri, _) in std::mem::take(&mut self.published) {
+                    let client = self.client.clone();
+                    self.rt
+                        .block_on(client.publish_diagnostics(uri, Vec::new(), None));
+                }
                 let _ = reply.send(Ok(()));
             }
+            Event::GuardChanged => self.publish_diagnostics(),
             Event::DidOpen(params) => {
                 let doc = params.text_document;
                 self.docs.insert(
@@ -144,6 +194,7 @@ impl State {
                         version: doc.version,
                     },
                 );
+                self.buffers_changed();
             }
             Event::DidChange(params) => {
                 if let Some(doc) = self.docs.get_mut(&params.text_document.uri) {
@@ -152,10 +203,12 @@ impl State {
                     }
                     doc.version = params.text_document.version;
                 }
+                self.buffers_changed();
             }
             Event::DidSave(_uri) => {}
             Event::DidClose(params) => {
                 self.docs.remove(&params.text_document.uri);
+                self.buffers_changed();
             }
             Event::CodeAction(params, reply) => {
                 let _ = reply.send(Ok(super::code_action::code_actions(self, &params)));
@@ -192,6 +245,13 @@ impl State {
             .window
             .as_ref()
             .and_then(|w| w.work_done_progress)
+            .unwrap_or(false);
+        self.related_supported = params
+            .capabilities
+            .text_document
+            .as_ref()
+            .and_then(|t| t.publish_diagnostics.as_ref())
+            .and_then(|p| p.related_information)
             .unwrap_or(false);
         if let Some(root) = &root {
             match Context::open(Some(root)) {
@@ -256,6 +316,7 @@ impl State {
         };
         self.notify_transitions(&views);
         self.sessions = views;
+        self.ensure_guard();
         if let Some(board) = self.board() {
             if self.last_board.as_ref() != Some(&board) {
                 self.last_board = Some(board.clone());
@@ -338,6 +399,164 @@ impl State {
             .max_by_key(|s| s.worktree.len())
     }
 }
+
+impl State {
+    /// Starts (or restarts, when sessions came or went) the Conflict Guard.
+    fn ensure_guard(&mut self) {
+        let Some(ctx) = &self.ctx else { return };
+        let members: Vec<(String, PathBuf)> = self
+            .sessions
+            .iter()
+            .filter(|s| Path::new(&s.worktree).is_dir())
+            .map(|s| (s.name.clone(), PathBuf::from(&s.worktree)))
+            .collect();
+        if self.guard.as_ref().is_some_and(|g| g.members == members) {
+            return;
+        }
+        // Who "you" are: the session whose worktree holds the workspace root.
+        let root = self
+            .root
+            .clone()
+            .map(|r| std::fs::canonicalize(&r).unwrap_or(r));
+        let mine = root.as_ref().and_then(|root| {
+            self.sessions
+                .iter()
+                .filter(|s| root.starts_with(&s.worktree))
+                .max_by_key(|s| s.worktree.len())
+        });
+        (self.me, self.my_root) = match mine {
+            Some(s) => (s.name.clone(), Some(PathBuf::from(&s.worktree))),
+            None => (YOU.to_string(), Some(ctx.repo.main_root().to_path_buf())),
+        };
+        self.guard = None;
+        let engine = match crate::guard::ops::compute(ctx) {
+            Ok(engine) => engine,
+            Err(e) => {
+                tracing::warn!("the conflict guard could not start: {e:#}");
+                return;
+            }
+        };
+        if let Err(e) = crate::guard::ops::record_facts(&ctx.store, &engine) {
+            tracing::warn!("recording guard facts failed: {e:#}");
+        }
+        let engine = Arc::new(Mutex::new(engine));
+        let tx = self.tx.clone();
+        let mut store = crate::store::Store::open(&ctx.home).ok();
+        let watcher =
+            GuardWatcher::start(engine.clone(), GUARD_DEBOUNCE, move |engine, _update| {
+                if let Some(store) = store.as_mut() {
+                    if let Err(e) = crate::guard::ops::record_facts(store, engine) {
+                        tracing::warn!("recording guard facts failed: {e:#}");
+                    }
+                }
+                let _ = tx.send(Event::GuardChanged);
+            });
+        match watcher {
+            Ok(watcher) => {
+                self.guard = Some(Guard {
+                    engine,
+                    _watcher: watcher,
+                    members,
+                });
+                self.apply_overrides();
+            }
+            Err(e) => tracing::warn!("watching the worktrees failed: {e}"),
+        }
+    }
+
+    /// A buffer opened, changed or closed: hand the unsaved text to the
+    /// guard soon (coalescing bursts of keystrokes).
+    fn buffers_changed(&mut self) {
+        if self.overrides_due.is_none() {
+            self.overrides_due = Some(Instant::now() + OVERRIDES_DELAY);
+        }
+    }
+
+    /// The open documents of my checkout, by path.
+    fn open_texts(&self) -> HashMap<PathBuf, String> {
+        let Some(root) = &self.my_root else {
+            return HashMap::new();
+        };
+        self.docs
+            .iter()
+            .filter_map(|(uri, doc)| {
+                let path = uri_to_path(uri)?;
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                path.starts_with(root).then(|| (path, doc.text.clone()))
+            })
+            .collect()
+    }
+
+    fn apply_overrides(&mut self) {
+        let Some(guard) = &self.guard else { return };
+        let overrides: BTreeMap<PathBuf, String> = self.open_texts().into_iter().collect();
+        let applied = guard
+            .engine
+            .lock()
+            .map_err(|_| "the guard engine lock is poisoned".to_string())
+            .and_then(|mut engine| {
+                engine
+                    .set_overrides(&self.me, overrides)
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = applied {
+            tracing::warn!("handing unsaved buffers to the guard failed: {e}");
+        }
+        self.publish_diagnostics();
+    }
+
+    /// Publishes what changed since the last publication (empty lists for
+    /// documents whose diagnostics went away).
+    fn publish_diagnostics(&mut self) {
+        let (Some(guard), Some(ctx), Some(my_root)) = (&self.guard, &self.ctx, &self.my_root)
+        else {
+            return;
+        };
+        let Ok(engine) = guard.engine.lock() else {
+            return;
+        };
+        let report = engine.report(&ctx.repo.main_root().to_string_lossy());
+        let open = self.open_texts();
+        let mut next = diagnostics::diagnostics(&diagnostics::Inputs {
+            engine: &engine,
+            report: &report,
+            me: &self.me,
+            my_root,
+            sessions: &self.sessions,
+            open: &open,
+            severities: self.options.severities.as_ref(),
+            related: self.related_supported,
+        });
+        drop(engine);
+        let mut to_send: Vec<(Uri, Vec<Diagnostic>)> = Vec::new();
+        for (uri, old) in &self.published {
+            if !next.contains_key(uri) && !old.is_empty() {
+                to_send.push((uri.clone(), Vec::new()));
+            }
+        }
+        for (uri, diags) in next.drain() {
+            if self.published.get(&uri) != Some(&diags) {
+                to_send.push((uri.clone(), diags.clone()));
+            }
+            self.published.insert(uri, diags);
+        }
+        self.published.retain(|_, d| !d.is_empty());
+        for (uri, diags) in to_send {
+            if diags.is_empty() {
+                self.published.remove(&uri);
+            }
+            let version = self.docs.get(&uri).map(|d| d.version);
+            let client = self.client.clone();
+            self.rt
+                .spawn(async move { client.publish_diagnostics(uri, diags, version).await });
+        }
+    }
+}
+
+/// How long the watcher collects file events before updating the guard.
+const GUARD_DEBOUNCE: Duration = Duration::from_millis(20);
+/// How long keystrokes are coalesced before the guard sees the buffers.
+const OVERRIDES_DELAY: Duration = Duration::from_millis(25);
 
 /// `owt/boardChanged`.
 pub enum BoardChanged {}

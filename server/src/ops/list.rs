@@ -12,19 +12,18 @@ use crate::store::{now_ms, SessionRow};
 /// Every session of the repository, reconciled with its host and git,
 /// oldest first.
 pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
+    // Conflict Guard's overlap counts (recorded as `overlaps` facts).
+    if let Err(e) = crate::guard::ops::refresh_overlaps(ctx) {
+        tracing::warn!("computing overlaps failed: {e:#}");
+    }
     session_views_with(ctx, true)
 }
 
 /// Every session, reconciled with its host; git facts re-read only when
-/// `refresh_git` (they cost a `git status` per worktree).
+/// `refresh_git` (they cost a `git status` per worktree). Overlap counts are
+/// read as stored (the LSP's live guard keeps them current).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
     let rows = ctx.store.sessions(ctx.repo_row.id)?;
-    // Conflict Guard's overlap counts (recorded as `overlaps` facts).
-    if refresh_git {
-        if let Err(e) = crate::guard::ops::refresh_overlaps(ctx) {
-            tracing::warn!("computing overlaps failed: {e:#}");
-        }
-    }
     rows.iter()
         .map(|row| session_view_with(ctx, row, refresh_git))
         .collect()

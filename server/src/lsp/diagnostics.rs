@@ -1,0 +1,367 @@
+//! Conflict Guard → `publishDiagnostics`: for every pair of participants
+//! that touched the same file, diagnostics on the lines the *other*
+//! participant changed, mapped into the document as the editor has it now.
+//!
+//! The guard reports ranges in merge-base coordinates; [`LineMap`] maps them
+//! through the line diff between the base version of the file and the
+//! current text (the unsaved buffer, or the file on disk), so a diagnostic
+//! follows the human's edits above it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use owt_protocol::guard::{GuardPair, GuardPath, GuardReport, Level, LineRange};
+use owt_protocol::lsp::{DiagnosticData, Severities};
+use owt_protocol::SessionView;
+use similar::{DiffOp, TextDiff};
+use tower_lsp_server::ls_types::*;
+
+use super::convert::path_to_uri;
+use crate::guard::engine::{GuardEngine, YOU};
+
+/// Maps 1-based base line numbers to 0-based current line numbers.
+pub struct LineMap {
+    /// For each base line (0-based), its 0-based line in the current text.
+    map: Vec<u32>,
+    current_lines: u32,
+}
+
+impl LineMap {
+    pub fn new(base: &str, current: &str) -> LineMap {
+        let diff = TextDiff::from_lines(base, current);
+        let mut map = vec![0u32; base.lines().count() + 1];
+        for op in diff.ops() {
+            match *op {
+                DiffOp::Equal {
+                    old_index,
+                    new_index,
+                    len,
+                } => {
+                    for i in 0..len {
+                        map[old_index + i] = (new_index + i) as u32;
+                    }
+                }
+                DiffOp::Delete {
+                    old_index,
+                    old_len,
+                    new_index,
+                } => {
+                    for i in 0..old_len {
+                        map[old_index + i] = new_index as u32;
+                    }
+                }
+                DiffOp::Replace {
+                    old_index,
+                    old_len,
+                    new_index,
+                    new_len,
+                } => {
+                    for i in 0..old_len {
+                        map[old_index + i] = (new_index + i.min(new_len.saturating_sub(1))) as u32;
+                    }
+                }
+                DiffOp::Insert { .. } => {}
+            }
+        }
+        let current_lines = current.lines().count() as u32;
+        let base_lines = base.lines().count();
+        map[base_lines] = current_lines;
+        LineMap { map, current_lines }
+    }
+
+    /// 0-based inclusive current lines covering a base range (an empty
+    /// range — a pure insertion — covers the line it sits before).
+    pub fn range(&self, range: LineRange) -> (u32, u32) {
+        let index = |line: u32| -> u32 {
+            let i = (line.saturating_sub(1) as usize).min(self.map.len() - 1);
+            self.map[i]
+        };
+        let first = index(range.start);
+        let last = if range.lines == 0 {
+            first
+        } else {
+            index(range.start + range.lines - 1).max(first)
+        };
+        let clamp = self.current_lines.saturating_sub(1);
+        (first.min(clamp), last.min(clamp))
+    }
+}
+
+/// Everything diagnostics are computed from.
+pub struct Inputs<'a> {
+    pub engine: &'a GuardEngine,
+    pub report: &'a GuardReport,
+    /// Who "you" are: [`YOU`] or the session whose worktree is open.
+    pub me: &'a str,
+    /// The checkout the editor shows.
+    pub my_root: &'a Path,
+    pub sessions: &'a [SessionView],
+    /// Text of open documents, by path.
+    pub open: &'a HashMap<PathBuf, String>,
+    pub severities: Option<&'a Severities>,
+    /// Attach `relatedInformation` (the agent's copy of the lines).
+    pub related: bool,
+}
+
+/// Diagnostics for every file of `my_root` that some pair touched.
+pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
+    let mut out: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
+    let merge_base = inputs
+        .report
+        .participants
+        .iter()
+        .find(|p| p.name == inputs.me)
+        .map(|p| p.merge_base.clone());
+    for pair in &inputs.report.pairs {
+        for path in &pair.paths {
+            let file = inputs.my_root.join(&path.path);
+            let Some(uri) = path_to_uri(&file) else {
+                continue;
+            };
+            let current = match inputs.open.get(&file) {
+                Some(text) => Some(text.clone()),
+                None => std::fs::read_to_string(&file).ok(),
+            };
+            let Some(current) = current else { continue };
+            let base = merge_base
+                .as_deref()
+                .and_then(|oid| base_text(inputs.engine, oid, &path.path))
+                .unwrap_or_else(|| current.clone());
+            let map = LineMap::new(&base, &current);
+            for (other, other_ranges, also) in sides(pair, path, inputs.me) {
+                for diagnostic in path_diagnostics(inputs, path, other, other_ranges, also, &map) {
+                    out.entry(uri.clone()).or_default().push(diagnostic);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `(other participant, its ranges, the pair's other member when neither is me)`.
+fn sides<'a>(
+    pair: &'a GuardPair,
+    path: &'a GuardPath,
+    me: &str,
+) -> Vec<(&'a str, &'a [LineRange], Option<&'a str>)> {
+    if pair.a == me {
+        vec![(pair.b.as_str(), path.b_ranges.as_slice(), None)]
+    } else if pair.b == me {
+        vec![(pair.a.as_str(), path.a_ranges.as_slice(), None)]
+    } else {
+        // Two others overlap: show the first's lines, naming both.
+        vec![(
+            pair.a.as_str(),
+            path.a_ranges.as_slice(),
+            Some(pair.b.as_str()),
+        )]
+    }
+}
+
+fn base_text(engine: &GuardEngine, merge_base: &str, path: &str) -> Option<String> {
+    let repo = engine.repo();
+    let oid = git2::Oid::from_str(merge_base).ok()?;
+    let tree = repo.find_commit(oid).ok()?.tree().ok()?;
+    let entry = tree.get_path(Path::new(path)).ok()?;
+    let blob = repo.find_blob(entry.id()).ok()?;
+    std::str::from_utf8(blob.content()).ok().map(str::to_string)
+}
+
+fn who(sessions: &[SessionView], name: &str) -> String {
+    if name == YOU {
+        return "you (the main checkout)".into();
+    }
+    match sessions.iter().find(|s| s.name == name) {
+        Some(s) => format!("{} ({}, {})", s.name, s.provider, s.status_text),
+        None => name.to_string(),
+    }
+}
+
+fn severity(level: Level, severities: Option<&Severities>) -> DiagnosticSeverity {
+    let configured = severities.and_then(|s| match level {
+        Level::Overlap => s.overlap.as_deref(),
+        Level::HunkOverlap => s.hunk_overlap.as_deref(),
+        Level::Conflict => s.conflict.as_deref(),
+    });
+    match configured.map(str::to_ascii_lowercase).as_deref() {
+        Some("error") => DiagnosticSeverity::ERROR,
+        Some("warning") | Some("warn") => DiagnosticSeverity::WARNING,
+        Some("information") | Some("info") => DiagnosticSeverity::INFORMATION,
+        Some("hint") => DiagnosticSeverity::HINT,
+        _ => match level {
+            Level::Overlap => DiagnosticSeverity::INFORMATION,
+            Level::HunkOverlap => DiagnosticSeverity::WARNING,
+            Level::Conflict => DiagnosticSeverity::ERROR,
+        },
+    }
+}
+
+/// `+added −removed` of `other`'s changes to `path` (from its hunks).
+fn churn(engine: &GuardEngine, other: &str, path: &str) -> Option<(u32, u32)> {
+    let change = engine.changes(other)?.iter().find(|c| c.path == path)?;
+    Some(change.hunks.iter().fold((0, 0), |(add, del), h| {
+        (add + h.new_lines, del + h.old_lines)
+    }))
+}
+
+/// Lines of `other`'s own copy that a base range became (for relatedInformation).
+fn other_copy_range(engine: &GuardEngine, other: &str, path: &str, range: LineRange) -> Range {
+    let hunk = engine
+        .changes(other)
+        .and_then(|changes| changes.iter().find(|c| c.path == path))
+        .and_then(|c| {
+            c.hunks.iter().find(|h| {
+                let start = h.old_start.max(1);
+                let end = start + h.old_lines.max(1);
+                range.start < end && start < range.start + range.lines.max(1)
+            })
+        });
+    let (first, last) = match hunk {
+        Some(h) if h.new_lines > 0 => {
+            (h.new_start.saturating_sub(1), h.new_start + h.new_lines - 2)
+        }
+        Some(h) => (h.new_start.saturating_sub(1), h.new_start.saturating_sub(1)),
+        None => (
+            range.start.saturating_sub(1),
+            (range.start + range.lines.max(1)).saturating_sub(2),
+        ),
+    };
+    Range {
+        start: Position {
+            line: first,
+            character: 0,
+        },
+        end: Position {
+            line: last.max(first) + 1,
+            character: 0,
+        },
+    }
+}
+
+fn path_diagnostics(
+    inputs: &Inputs<'_>,
+    path: &GuardPath,
+    other: &str,
+    ranges: &[LineRange],
+    also: Option<&str>,
+    map: &LineMap,
+) -> Vec<Diagnostic> {
+    let level = path.level;
+    let who_text = match also {
+        Some(second) => format!(
+            "{} and {}",
+            who(inputs.sessions, other),
+            who(inputs.sessions, second)
+        ),
+        None => who(inputs.sessions, other),
+    };
+    let churn = churn(inputs.engine, other, &path.path)
+        .map(|(add, del)| format!(" (+{add} −{del})"))
+        .unwrap_or_default();
+    let consequence = match (level, also) {
+        (Level::Conflict, None) => "; merging it with your changes will conflict".to_string(),
+        (Level::Conflict, Some(_)) => "; merging them will conflict".to_string(),
+        (Level::HunkOverlap, None) => ", on or next to lines you changed".to_string(),
+        (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes".to_string(),
+        (Level::Overlap, None) => "; you changed other lines of this file".to_string(),
+        (Level::Overlap, Some(_)) => "; both changed this file".to_string(),
+    };
+    let detail = path
+        .detail
+        .as_deref()
+        .map(|d| format!(" [{d}]"))
+        .unwrap_or_default();
+    let ranges: Vec<LineRange> = if ranges.is_empty() {
+        vec![LineRange { start: 1, lines: 1 }]
+    } else {
+        ranges.to_vec()
+    };
+    let other_root = inputs
+        .report
+        .participants
+        .iter()
+        .find(|p| p.name == other)
+        .map(|p| PathBuf::from(&p.worktree));
+    ranges
+        .iter()
+        .map(|range| {
+            let (first, last) = map.range(*range);
+            let lines = if first == last {
+                format!("line {}", first + 1)
+            } else {
+                format!("lines {}–{}", first + 1, last + 1)
+            };
+            let message = format!("{who_text} changed {lines} here{churn}{consequence}{detail}");
+            let related = other_root
+                .as_ref()
+                .filter(|_| inputs.related)
+                .and_then(|root| {
+                    let uri = path_to_uri(&root.join(&path.path))?;
+                    Some(vec![DiagnosticRelatedInformation {
+                        location: Location {
+                            uri,
+                            range: other_copy_range(inputs.engine, other, &path.path, *range),
+                        },
+                        message: format!("{other}'s copy"),
+                    }])
+                });
+            Diagnostic {
+                range: Range {
+                    start: Position {
+                        line: first,
+                        character: 0,
+                    },
+                    end: Position {
+                        line: last + 1,
+                        character: 0,
+                    },
+                },
+                severity: Some(severity(level, inputs.severities)),
+                code: Some(NumberOrString::String(level.as_str().to_string())),
+                code_description: None,
+                source: Some("owt".into()),
+                message,
+                related_information: related,
+                tags: None,
+                data: serde_json::to_value(DiagnosticData {
+                    session: other.to_string(),
+                    level: level.as_str().to_string(),
+                })
+                .ok(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(start: u32, lines: u32) -> LineRange {
+        LineRange { start, lines }
+    }
+
+    #[test]
+    fn ranges_follow_edits_above_them() {
+        let base = "a\nb\nc\nd\ne\n";
+        // Two lines inserted at the top, `c` edited.
+        let current = "new1\nnew2\na\nb\nC!\nd\ne\n";
+        let map = LineMap::new(base, current);
+        assert_eq!(map.range(r(4, 2)), (5, 6), "d..e moved down by two");
+        assert_eq!(
+            map.range(r(3, 1)),
+            (4, 4),
+            "an edited line maps to its replacement"
+        );
+        assert_eq!(map.range(r(1, 0)), (2, 2), "a pure insertion before line 1");
+    }
+
+    #[test]
+    fn deleted_lines_map_to_where_they_were() {
+        let base = "a\nb\nc\nd\n";
+        let current = "a\nd\n";
+        let map = LineMap::new(base, current);
+        assert_eq!(map.range(r(2, 2)), (1, 1));
+        assert_eq!(map.range(r(9, 3)), (1, 1), "clamped to the text");
+    }
+}

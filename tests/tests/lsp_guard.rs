@@ -1,0 +1,341 @@
+//! Conflict Guard in the editor: diagnostics from `owt lsp` over stdio,
+//! driven by real file writes in real worktrees and by unsaved buffers.
+
+use std::path::Path;
+use std::time::Duration;
+
+use owt_e2e::lsp::LspClient;
+use owt_e2e::{wait_until, TestEnv};
+use owt_protocol::{NewOutput, SessionList};
+use serde_json::{json, Value};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+fn ten_lines() -> String {
+    (1..=10).map(|i| format!("line {i}\n")).collect()
+}
+
+fn with_line(text: &str, line: usize, new: &str) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i + 1 == line {
+                format!("{new}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
+}
+
+fn setup(env: &TestEnv) -> (std::path::PathBuf, NewOutput) {
+    let repo = env.repo("app");
+    std::fs::write(repo.join("src.txt"), ten_lines()).unwrap();
+    env.git(&repo, ["add", "src.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "ten lines"]);
+    let session: NewOutput = env.owt_json(&repo, ["new", "edit src"]);
+    (repo.canonicalize().unwrap(), session)
+}
+
+fn open(client: &mut LspClient, path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri(path), "languageId": "text", "version": 1, "text": text}}),
+    );
+}
+
+fn codes(diags: &[Value]) -> Vec<(String, u64)> {
+    diags
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["range"]["start"]["line"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_agent_write_shows_on_the_lines_it_changed_and_clears_on_revert() {
+    let env = TestEnv::new();
+    let (repo, session) = setup(&env);
+    let wt = Path::new(&session.session.worktree);
+    // The human changed line 2 (on disk, not committed); the agent writes line 8.
+    std::fs::write(repo.join("src.txt"), with_line(&ten_lines(), 2, "human 2")).unwrap();
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({"openTerminal": true}),
+        LspClient::default_capabilities(),
+        true,
+    );
+    let file = repo.join("src.txt");
+    open(&mut client, &file);
+    std::fs::write(wt.join("src.txt"), with_line(&ten_lines(), 8, "agent 8")).unwrap();
+    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| !d.is_empty());
+    assert_eq!(codes(&diags), vec![("overlap".to_string(), 7)]);
+    let d = &diags[0];
+    assert_eq!(d["source"], "owt");
+    assert_eq!(d["severity"], 3, "overlap is Information");
+    assert_eq!(d["data"]["session"], session.session.name);
+    assert_eq!(d["data"]["level"], "overlap");
+    let message = d["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("{} (fake, ", session.session.name)),
+        "{message}"
+    );
+    assert!(message.contains("changed line 8 here (+1 −1)"), "{message}");
+    let related = &d["relatedInformation"][0]["location"];
+    assert_eq!(related["uri"], uri(&wt.join("src.txt")));
+
+    // The agent reverts: the diagnostics clear.
+    std::fs::write(wt.join("src.txt"), ten_lines()).unwrap();
+    client.await_diagnostics(&uri(&file), DEADLINE, |d| d.is_empty());
+}
+
+#[test]
+fn unsaved_edits_create_and_clear_a_hunk_overlap() {
+    let env = TestEnv::new();
+    let (repo, session) = setup(&env);
+    let wt = Path::new(&session.session.worktree);
+    std::fs::write(
+        wt.join("src.txt"),
+        with_line(&ten_lines(), 5, "same change"),
+    )
+    .unwrap();
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    let file = repo.join("src.txt");
+    open(&mut client, &file);
+    // The same change, typed but not saved: hunk-overlap, not a conflict.
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&file), "version": 2},
+               "contentChanges": [{"text": with_line(&ten_lines(), 5, "same change")}]}),
+    );
+    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| !d.is_empty());
+    assert_eq!(codes(&diags), vec![("hunk-overlap".to_string(), 4)]);
+    assert_eq!(diags[0]["severity"], 2, "hunk-overlap is Warning");
+    assert!(
+        std::fs::read_to_string(&file).unwrap() == ten_lines(),
+        "nothing was saved"
+    );
+    // Undo in the buffer: the overlap goes away.
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&file), "version": 3}, "contentChanges": [{"text": ten_lines()}]}),
+    );
+    client.await_diagnostics(&uri(&file), DEADLINE, |d| d.is_empty());
+}
+
+#[test]
+fn a_conflict_sits_on_the_conflicting_lines_and_follows_edits_above() {
+    let env = TestEnv::new();
+    let (repo, session) = setup(&env);
+    let wt = Path::new(&session.session.worktree);
+    std::fs::write(wt.join("src.txt"), with_line(&ten_lines(), 5, "AGENT")).unwrap();
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    let file = repo.join("src.txt");
+    open(&mut client, &file);
+    let human = with_line(&ten_lines(), 5, "HUMAN");
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&file), "version": 2}, "contentChanges": [{"text": human}]}),
+    );
+    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| {
+        d.iter().any(|x| x["code"] == "conflict")
+    });
+    assert_eq!(codes(&diags), vec![("conflict".to_string(), 4)]);
+    assert_eq!(diags[0]["severity"], 1, "conflict is Error");
+    assert!(diags[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("merging it with your changes will conflict"));
+    // Two lines typed at the top: the diagnostic moves down with its lines.
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&file), "version": 3},
+               "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "new a\nnew b\n"}]}),
+    );
+    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| {
+        d.iter()
+            .any(|x| x["code"] == "conflict" && x["range"]["start"]["line"] == 6)
+    });
+    assert_eq!(codes(&diags), vec![("conflict".to_string(), 6)]);
+}
+
+#[test]
+fn an_unopened_file_touched_by_two_agents_gets_diagnostics() {
+    let env = TestEnv::new();
+    let (repo, first) = setup(&env);
+    let second: NewOutput = env.owt_json(&repo, ["new", "also edit src"]);
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    std::fs::write(
+        Path::new(&first.session.worktree).join("src.txt"),
+        with_line(&ten_lines(), 2, "first"),
+    )
+    .unwrap();
+    std::fs::write(
+        Path::new(&second.session.worktree).join("src.txt"),
+        with_line(&ten_lines(), 9, "second"),
+    )
+    .unwrap();
+    let diags = client.await_diagnostics(&uri(&repo.join("src.txt")), DEADLINE, |d| !d.is_empty());
+    let message = diags[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&first.session.name) && message.contains(&second.session.name),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_new_server_after_kill_9_republishes_and_no_agent_died() {
+    let env = TestEnv::new();
+    let (repo, session) = setup(&env);
+    let wt = Path::new(&session.session.worktree);
+    std::fs::write(repo.join("src.txt"), with_line(&ten_lines(), 2, "human 2")).unwrap();
+    std::fs::write(wt.join("src.txt"), with_line(&ten_lines(), 8, "agent 8")).unwrap();
+    let file = repo.join("src.txt");
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    let before = client.await_diagnostics(&uri(&file), DEADLINE, |d| !d.is_empty());
+    client.kill();
+    let mut again = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    let after = again.await_diagnostics(&uri(&file), DEADLINE, |d| !d.is_empty());
+    assert_eq!(codes(&before), codes(&after));
+    assert_eq!(before[0]["message"], after[0]["message"]);
+    let list: SessionList = env.owt_json(&repo, ["list"]);
+    assert!(list.sessions[0].agent_pid.is_some());
+    assert_ne!(
+        list.sessions[0].status,
+        owt_protocol::Status::Exited,
+        "the agent survived"
+    );
+}
+
+/// What Helix sees: no relatedInformation, no custom requests, commands
+/// through workspace/executeCommand, attach through a tmux split.
+#[test]
+fn helix_capabilities_get_standalone_messages_and_commands() {
+    let mut env = TestEnv::new();
+    let (repo, session) = setup(&env);
+    let wt = Path::new(&session.session.worktree);
+    std::fs::write(repo.join("src.txt"), with_line(&ten_lines(), 2, "human 2")).unwrap();
+    std::fs::write(wt.join("src.txt"), with_line(&ten_lines(), 8, "agent 8")).unwrap();
+    let socket = env.path().join("tmux.sock");
+    let tmux = |args: &[&str]| {
+        let out = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    tmux(&[
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-s",
+        "hx",
+        "-x",
+        "200",
+        "-y",
+        "50",
+    ]);
+    let tmux_env = tmux(&[
+        "display-message",
+        "-p",
+        "#{socket_path},#{pid},#{session_id}",
+    ]);
+    env.extra_env.push(("TMUX".into(), tmux_env));
+    let helix_caps = json!({
+        "window": {"workDoneProgress": true, "showDocument": {"support": true}},
+        "textDocument": {"publishDiagnostics": {"versionSupport": true}, "codeAction": {}},
+    });
+    let mut client = LspClient::start(&env, &repo, Value::Null, helix_caps, false);
+    let file = repo.join("src.txt");
+    open(&mut client, &file);
+    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| !d.is_empty());
+    assert!(
+        diags[0]
+            .get("relatedInformation")
+            .is_none_or(Value::is_null),
+        "{}",
+        diags[0]
+    );
+    let message = diags[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&session.session.name) && message.contains("line 8"),
+        "a message that stands alone: {message}"
+    );
+    // A code action's command runs through workspace/executeCommand.
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri(&file)}, "range": diags[0]["range"], "context": {"diagnostics": [diags[0]]}}),
+    );
+    let attach = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["command"]["command"] == "owt.attach")
+        .expect("an attach action")
+        .clone();
+    let result = client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.attach", "arguments": attach["command"]["arguments"]}),
+    );
+    assert_eq!(result["opened"], "tmux");
+    wait_until("the attach split shows the agent", DEADLINE, || {
+        let panes = tmux(&["list-panes", "-t", "hx", "-F", "#{pane_id}"]);
+        let pane = panes.lines().last().unwrap().to_string();
+        panes.lines().count() == 2 && tmux(&["capture-pane", "-p", "-t", &pane]).contains("ready>")
+    });
+    drop(client);
+    let _ = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(&socket)
+        .arg("kill-server")
+        .status();
+}
