@@ -10,6 +10,7 @@ pub mod config;
 pub mod editor;
 pub mod git;
 pub mod lsp;
+pub mod mcp;
 pub mod names;
 pub mod ops;
 pub mod provider;
