@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-pub use peers::{Peers, PeerError, ReportKind, SummaryFact};
+pub use peers::{PeerError, Peers, ReportKind, SummaryFact};
 pub use register::{register_mcp, RegisterError};
 
 /// Fact kinds the MCP tools record (`facts.kind`), beside

@@ -30,7 +30,9 @@ pub enum PeerError {
     ToSelf { name: String },
     #[error("{tool} works only inside an owt session (OWT_SESSION is not set); agents started with `owt new` have it")]
     NeedsSession { tool: &'static str },
-    #[error("this session ({name}) no longer exists; it was deleted, so nothing can be recorded for it")]
+    #[error(
+        "this session ({name}) no longer exists; it was deleted, so nothing can be recorded for it"
+    )]
     SessionGone { name: String },
     #[error("`{field}` is empty; {hint}")]
     Empty {
@@ -318,7 +320,10 @@ impl Peers {
             if self.me.as_ref().is_some_and(|me| me.short_id == view.id) {
                 continue;
             }
-            let Some(row) = self.ctx.store.session_by_name(self.ctx.repo_row.id, &view.name)?
+            let Some(row) = self
+                .ctx
+                .store
+                .session_by_name(self.ctx.repo_row.id, &view.name)?
             else {
                 continue;
             };

@@ -130,8 +130,9 @@ fn update_json_file(
     };
     let mut root = match old.as_deref().map(str::trim) {
         None | Some("") => Value::Object(Map::new()),
-        Some(text) => serde_json::from_str(text)
-            .map_err(|e| shape(format!("it is not valid JSON ({e})")))?,
+        Some(text) => {
+            serde_json::from_str(text).map_err(|e| shape(format!("it is not valid JSON ({e})")))?
+        }
     };
     edit(&mut root).map_err(shape)?;
     let mut text = serde_json::to_string_pretty(&root).unwrap_or_default();
