@@ -11,6 +11,7 @@ pub mod editor;
 pub mod git;
 pub mod guard;
 pub mod lsp;
+pub mod mcp;
 pub mod names;
 pub mod ops;
 pub mod provider;

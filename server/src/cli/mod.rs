@@ -19,6 +19,7 @@ pub mod hook;
 pub mod host;
 mod list;
 mod lsp;
+mod mcp;
 mod merge;
 mod new;
 mod note;
@@ -123,6 +124,8 @@ pub enum Command {
     Db(db::Command),
     /// The LSP sidecar on stdio (started by editors).
     Lsp(lsp::Args),
+    /// Serve MCP peer tools to an agent on stdio.
+    Mcp(mcp::Args),
     /// Print or install editor configuration.
     #[command(subcommand)]
     Editor(editor::Command),
@@ -180,6 +183,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),
+        Some(Command::Mcp(args)) => mcp::run(dir, &out, args),
         Some(Command::Editor(cmd)) => editor::run(dir, &out, cmd),
         Some(Command::Version) => version::run(&out),
         Some(Command::Completions(args)) => completions::run(args),

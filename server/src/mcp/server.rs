@@ -1,0 +1,329 @@
+//! The `rmcp` edge of `owt mcp`: the tool list with descriptions and JSON
+//! schemas, argument parsing, and the mapping of every failure to an MCP
+//! *tool* error (`isError: true` with a message the agent can act on), so a
+//! bad call never ends the server.
+//!
+//! Invariants: handlers parse, call one [`Peers`] method on a blocking
+//! thread (the store is synchronous SQLite), and format; only an unknown
+//! tool name is a JSON-RPC protocol error (`-32602`), as the MCP
+//! specification asks.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::handler::server::tool::schema_for_type;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::peers::{PeerError, Peers, ReportKind};
+
+const INSTRUCTIONS: &str = "\
+You are one of several coding agents working on the same repository, each in its own git \
+worktree and branch, supervised by owt. Use these tools to coordinate with the others: \
+`list_peers` to see who else is working and on what, `get_peer_files` before editing a file \
+another agent may be changing, `send_message` / `check_messages` to talk, `set_summary` to say \
+what you are doing, and `report_status` when you are done, blocked or have a question for the \
+human.";
+
+/// Arguments of tools that take none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SendMessageArgs {
+    /// A peer's session name (from list_peers), or `*` for every other session.
+    to: String,
+    /// The message.
+    text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SetSummaryArgs {
+    /// One or two sentences: what you are working on and where.
+    summary: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GetPeerFilesArgs {
+    /// A peer's session name (from list_peers).
+    peer: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReportStatusArgs {
+    /// done: the task is finished; blocked: you cannot go on without help;
+    /// question: you need an answer from the human; note: information only.
+    kind: ReportKind,
+    /// What is done, what blocks you, your question, or your note.
+    #[serde(default)]
+    text: String,
+}
+
+/// One tool: its name, description, argument schema and hints.
+struct ToolSpec {
+    name: &'static str,
+    description: &'static str,
+    read_only: bool,
+    schema: fn() -> Arc<JsonObject>,
+}
+
+const TOOLS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "list_peers",
+        description: "List the other agent sessions of this repository: name, branch, task, \
+                      status (starting, working, idle, needs-input, blocked, done, exited, \
+                      conflict), their summary and their last reported status.",
+        read_only: true,
+        schema: schema_for_type::<NoArgs>,
+    },
+    ToolSpec {
+        name: "send_message",
+        description: "Send a message to one peer (by session name, see list_peers) or to every \
+                      other session with to=\"*\". They read it with check_messages.",
+        read_only: false,
+        schema: schema_for_type::<SendMessageArgs>,
+    },
+    ToolSpec {
+        name: "check_messages",
+        description: "Read your unread messages (sent to you, or broadcast by others), oldest \
+                      first. Each message is returned once.",
+        read_only: false,
+        schema: schema_for_type::<NoArgs>,
+    },
+    ToolSpec {
+        name: "set_summary",
+        description: "Publish a short summary of what you are working on; peers see it in \
+                      list_peers. Replaces your previous summary.",
+        read_only: false,
+        schema: schema_for_type::<SetSummaryArgs>,
+    },
+    ToolSpec {
+        name: "get_peer_files",
+        description: "The files a peer changed relative to its base branch, with the changed \
+                      line ranges (hunks: old_* in the base, new_* in the peer's copy) when the \
+                      Conflict Guard has computed them. Check before editing shared files.",
+        read_only: true,
+        schema: schema_for_type::<GetPeerFilesArgs>,
+    },
+    ToolSpec {
+        name: "report_status",
+        description: "Report your status to the human supervising you: done (work finished), \
+                      blocked (cannot continue), question (need an answer) or note. The report \
+                      shows in owt's board and editor; done/blocked/question set your status.",
+        read_only: false,
+        schema: schema_for_type::<ReportStatusArgs>,
+    },
+];
+
+fn tool(spec: &ToolSpec) -> Tool {
+    Tool::new(spec.name, spec.description, (spec.schema)())
+        .with_annotations(ToolAnnotations::new().read_only(spec.read_only))
+}
+
+/// The tools `owt mcp` serves.
+pub fn tools() -> Vec<Tool> {
+    TOOLS.iter().map(tool).collect()
+}
+
+/// Why a call failed, before it becomes an MCP result.
+enum Failure {
+    /// The agent can fix the call: a tool error.
+    Tool(String),
+    /// No such tool: a protocol error.
+    UnknownTool(String),
+}
+
+impl From<PeerError> for Failure {
+    fn from(e: PeerError) -> Failure {
+        Failure::Tool(e.to_string())
+    }
+}
+
+fn parse<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Result<T, Failure> {
+    serde_json::from_value(serde_json::Value::Object(args)).map_err(|e| {
+        Failure::Tool(format!(
+            "bad arguments for {tool}: {e}; see the tool's input schema"
+        ))
+    })
+}
+
+fn json<T: Serialize>(value: T) -> Result<serde_json::Value, Failure> {
+    serde_json::to_value(value).map_err(|e| Failure::Tool(format!("encoding the result: {e}")))
+}
+
+/// Runs one tool call against the store.
+fn dispatch(peers: &mut Peers, name: &str, args: JsonObject) -> Result<serde_json::Value, Failure> {
+    match name {
+        "list_peers" => {
+            parse::<NoArgs>(name, args)?;
+            json(peers.list_peers()?)
+        }
+        "send_message" => {
+            let a: SendMessageArgs = parse(name, args)?;
+            json(peers.send_message(&a.to, &a.text)?)
+        }
+        "check_messages" => {
+            parse::<NoArgs>(name, args)?;
+            json(peers.check_messages()?)
+        }
+        "set_summary" => {
+            let a: SetSummaryArgs = parse(name, args)?;
+            json(peers.set_summary(&a.summary)?)
+        }
+        "get_peer_files" => {
+            let a: GetPeerFilesArgs = parse(name, args)?;
+            json(peers.get_peer_files(&a.peer)?)
+        }
+        "report_status" => {
+            let a: ReportStatusArgs = parse(name, args)?;
+            json(peers.report_status(a.kind, &a.text)?)
+        }
+        other => Err(Failure::UnknownTool(format!(
+            "unknown tool `{other}`; tools: {}",
+            TOOLS.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// The MCP service: the caller's [`Peers`] behind a lock (one call at a
+/// time; each is a few SQLite statements).
+#[derive(Clone)]
+pub struct PeerServer {
+    peers: Arc<Mutex<Peers>>,
+}
+
+impl PeerServer {
+    pub fn new(peers: Peers) -> PeerServer {
+        PeerServer {
+            peers: Arc::new(Mutex::new(peers)),
+        }
+    }
+
+    /// Calls a tool; every failure but an unknown tool is a tool error.
+    pub async fn call(
+        &self,
+        name: String,
+        args: Option<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let peers = Arc::clone(&self.peers);
+        let tool_name = name.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let mut peers = peers
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            dispatch(&mut peers, &name, args.unwrap_or_default())
+        })
+        .await;
+        match joined {
+            Ok(Ok(value)) => Ok(CallToolResult::structured(value)),
+            Ok(Err(Failure::Tool(message))) => {
+                tracing::debug!(tool = %tool_name, "tool error: {message}");
+                Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
+            }
+            Ok(Err(Failure::UnknownTool(message))) => Err(ErrorData::invalid_params(message, None)),
+            Err(panic) => {
+                tracing::error!(tool = %tool_name, "tool call panicked: {panic}");
+                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "{tool_name} failed inside owt ({panic}); this is a bug in owt, please report it"
+                ))]))
+            }
+        }
+    }
+}
+
+impl ServerHandler for PeerServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("owt", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        TOOLS.iter().find(|t| t.name == name).map(tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let result = self
+            .call(request.name.into_owned(), request.arguments)
+            .await?;
+        Ok(result.into())
+    }
+}
+
+/// Serves `peers` over stdin/stdout until the client goes away.
+pub async fn serve(peers: Peers) -> anyhow::Result<()> {
+    let service = PeerServer::new(peers)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| anyhow::anyhow!("starting the MCP session: {e}"))?;
+    let reason = service
+        .waiting()
+        .await
+        .map_err(|e| anyhow::anyhow!("the MCP session ended abnormally: {e}"))?;
+    tracing::info!("MCP session ended: {reason:?}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_an_object_schema_with_its_fields() {
+        let tools = tools();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            [
+                "list_peers",
+                "send_message",
+                "check_messages",
+                "set_summary",
+                "get_peer_files",
+                "report_status"
+            ]
+        );
+        for t in &tools {
+            assert_eq!(
+                t.input_schema.get("type"),
+                Some(&"object".into()),
+                "{}",
+                t.name
+            );
+            assert!(t.description.as_deref().is_some_and(|d| d.len() > 40));
+        }
+        let report = &tools[5].input_schema;
+        let kind = serde_json::to_string(&report["properties"]["kind"]).unwrap();
+        for k in ["done", "blocked", "question", "note"] {
+            assert!(kind.contains(k), "{kind}");
+        }
+        assert_eq!(
+            tools[1].input_schema["required"],
+            serde_json::json!(["to", "text"])
+        );
+    }
+}
