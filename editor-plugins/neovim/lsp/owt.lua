@@ -9,7 +9,9 @@ return {
   -- Every filetype: no `filetypes` field. plugin/owt.lua also attaches
   -- buffers that have no filetype at all.
   root_markers = { ".git" },
-  -- Start only inside a git repository (or a worktree, whose .git is a file).
+  -- Start only inside a git repository (or a worktree, whose .git is a
+  -- file). Neovim itself declines to start a cmd that is not executable;
+  -- plugin/owt.lua says so once.
   root_dir = function(bufnr, on_dir)
     local root = vim.fs.root(bufnr, { ".git" })
     if root then

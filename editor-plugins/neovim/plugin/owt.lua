@@ -16,12 +16,13 @@ vim.lsp.enable("owt")
 local group = vim.api.nvim_create_augroup("owt", { clear = true })
 
 -- Neovim attaches servers on FileType only; buffers with no filetype (a
--- README without extension, a lockfile…) get owt too.
+-- README without extension, a lockfile…) get owt too. Also warns once when
+-- the owt binary is missing.
 vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
   group = group,
   callback = function(ev)
     vim.schedule(function()
-      require("owt.attach").attach_no_filetype(ev.buf)
+      require("owt.attach").on_buf_read(ev.buf)
     end)
   end,
 })

@@ -75,6 +75,9 @@ h.run({
     function()
       local row = line_of(board_buf, "^  " .. vim.pesc(session.name) .. " ")
       vim.api.nvim_win_set_cursor(0, { row, 0 })
+      -- The board acts through the server it was opened from, wherever the
+      -- current directory is.
+      vim.cmd.cd("/")
       vim.cmd("normal s")
       h.wait(60000, function()
         local _, code = h.sh({ "git", "cat-file", "-e", "main:shipped.txt" }, { cwd = h.repo, allow_fail = true })

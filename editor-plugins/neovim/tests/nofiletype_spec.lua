@@ -38,4 +38,27 @@ h.run({
       h.eq(0, #vim.lsp.get_clients({ name = "owt", bufnr = buf }), "owt clients on a file outside git")
     end,
   },
+  {
+    "without the binary nothing starts and one warning says so",
+    function()
+      for _, c in ipairs(vim.lsp.get_clients({ name = "owt" })) do
+        c:stop(true)
+      end
+      h.wait(10000, function()
+        return #vim.lsp.get_clients({ name = "owt" }) == 0
+      end, "the owt clients to stop")
+      vim.lsp.config("owt", { cmd = { h.tmp .. "/missing/owt", "lsp" } })
+      local before = #h.messages
+      for _, name in ipairs({ "a.lua", "b.lua" }) do
+        h.write(h.repo .. "/" .. name, "return 2\n")
+        vim.cmd.edit(h.repo .. "/" .. name)
+      end
+      vim.wait(1500, function() return false end)
+      h.eq(0, #vim.lsp.get_clients({ name = "owt" }), "owt clients without the binary")
+      local warnings = vim.tbl_filter(function(m)
+        return m.msg:find("not found", 1, true) ~= nil
+      end, vim.list_slice(h.messages, before + 1))
+      h.eq(1, #warnings, "warnings about the missing binary")
+    end,
+  },
 })

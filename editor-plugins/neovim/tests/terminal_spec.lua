@@ -42,6 +42,7 @@ h.run({
         end
       end, "a terminal buffer for " .. session.name)
       h.eq(wins + 1, #vim.api.nvim_tabpage_list_wins(0), "windows after attach (a vsplit)")
+      h.eq("owt://" .. session.name, vim.api.nvim_buf_get_name(term_buf), "terminal buffer name")
       h.wait(15000, function()
         return h.text(term_buf):find("ready>", 1, true)
       end, "`ready>` in the terminal; it shows:\n" .. h.text(term_buf))

@@ -2,14 +2,41 @@
 --- only reacts to FileType).
 local M = {}
 
---- Starts (or reuses) the owt client for `bufnr` if it is a file buffer
---- without a filetype inside a git repository.
+local warned = false
+
+--- Whether the server's command can run; warns once when it cannot.
+---@return boolean
+function M.binary_available()
+  local cmd = vim.lsp.config.owt and vim.lsp.config.owt.cmd
+  if type(cmd) ~= "table" or vim.fn.executable(cmd[1]) == 1 then
+    return true
+  end
+  if not warned then
+    warned = true
+    vim.notify(
+      ("owt: `%s` not found, so the owt language server is off (see :checkhealth owt)"):format(cmd[1]),
+      vim.log.levels.WARN,
+      { title = "owt" }
+    )
+  end
+  return false
+end
+
+--- After a file buffer is read: warns once if the server cannot start, and
+--- starts (or reuses) the owt client for a buffer without a filetype inside
+--- a git repository.
 ---@param bufnr integer
-function M.attach_no_filetype(bufnr)
-  if not vim.api.nvim_buf_is_valid(bufnr) or vim.bo[bufnr].buftype ~= "" or vim.bo[bufnr].filetype ~= "" then
+function M.on_buf_read(bufnr)
+  if not vim.api.nvim_buf_is_valid(bufnr) or vim.bo[bufnr].buftype ~= "" or not vim.lsp.is_enabled("owt") then
     return
   end
-  if not vim.lsp.is_enabled("owt") or #vim.lsp.get_clients({ name = "owt", bufnr = bufnr }) > 0 then
+  if #vim.lsp.get_clients({ name = "owt", bufnr = bufnr }) > 0 or not vim.fs.root(bufnr, { ".git" }) then
+    return
+  end
+  if not M.binary_available() then
+    return
+  end
+  if vim.bo[bufnr].filetype ~= "" then
     return
   end
   local resolved = vim.lsp.config.owt

@@ -166,8 +166,12 @@ function M.refresh(buf)
   for _, b in ipairs(bufs) do
     local view = M.views[b]
     if view and vim.api.nvim_buf_is_valid(b) then
-      client_mod.board(nil, function(board, err, client_id)
+      client_mod.board(b, function(board, err, client_id)
         view.client_id = client_id
+        vim.b[b].owt_client_id = client_id
+        if board and board.repository then
+          vim.b[b].owt_root = board.repository
+        end
         M.render(b, board, err)
       end)
     end
@@ -230,6 +234,9 @@ end
 --- Opens (or focuses) the board buffer.
 ---@return integer buf
 function M.open()
+  -- The server (and repository) of the buffer the board is opened from.
+  local origin = client_mod.get()
+  local origin_root = client_mod.root()
   local buf = vim.fn.bufnr(NAME)
   if buf ~= -1 and M.views[buf] and vim.api.nvim_buf_is_valid(buf) then
     local win = vim.fn.bufwinid(buf)
@@ -250,7 +257,9 @@ function M.open()
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = "owt-board"
   vim.wo[0][0].wrap = false
-  M.views[buf] = { rows = {}, footer = 1 }
+  M.views[buf] = { rows = {}, footer = 1, client_id = origin and origin.id or nil }
+  vim.b[buf].owt_client_id = origin and origin.id or nil
+  vim.b[buf].owt_root = origin_root
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "owt board — loading…" })
   vim.bo[buf].modifiable = false
   for _, k in ipairs(M.keys) do
@@ -273,6 +282,7 @@ function M.open()
       local view = M.views[buf]
       if view and (view.client_id == nil or view.client_id == ev.data.client_id) then
         view.client_id = ev.data.client_id
+        vim.b[buf].owt_client_id = ev.data.client_id
         M.render(buf, ev.data.board)
       end
     end,

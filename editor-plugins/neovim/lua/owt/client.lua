@@ -4,14 +4,21 @@ local config = require("owt.config")
 
 local M = {}
 
---- The owt LSP client for `bufnr` (or, failing that, any owt client whose
---- root holds the current directory, or any owt client at all).
+--- The owt LSP client for `bufnr`: the one attached to it, else the one an
+--- owt buffer (the board) was drawn from, else one whose root holds the
+--- current directory.
 ---@param bufnr integer|nil
 ---@return vim.lsp.Client|nil
 function M.get(bufnr)
-  local clients = vim.lsp.get_clients({ name = "owt", bufnr = bufnr or 0 })
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local clients = vim.lsp.get_clients({ name = "owt", bufnr = bufnr })
   if #clients > 0 then
     return clients[1]
+  end
+  local pinned = vim.b[bufnr].owt_client_id
+  local client = pinned and vim.lsp.get_client_by_id(pinned)
+  if client and not client:is_stopped() then
+    return client
   end
   clients = vim.lsp.get_clients({ name = "owt" })
   local cwd = vim.fs.normalize(vim.fn.getcwd())
@@ -21,18 +28,25 @@ function M.get(bufnr)
       return client
     end
   end
-  return clients[1]
+  return nil
 end
 
 --- The repository root owt works in, for CLI calls.
 ---@param bufnr integer|nil
 ---@return string
 function M.root(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local client = M.get(bufnr)
   if client and client.root_dir then
     return client.root_dir
   end
-  local name = vim.api.nvim_buf_get_name(bufnr or 0)
+  if vim.b[bufnr].owt_root then
+    return vim.b[bufnr].owt_root
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name:match("^%a[%w+.-]*://") then
+    name = ""
+  end
   return (name ~= "" and vim.fs.root(name, { ".git" })) or vim.fs.root(vim.fn.getcwd(), { ".git" }) or vim.fn.getcwd()
 end
 
