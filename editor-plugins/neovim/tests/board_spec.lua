@@ -71,6 +71,24 @@ h.run({
     end,
   },
   {
+    ":Owt list, :Owt queue and :Owt guard show the CLI's reports",
+    function()
+      local board_win = vim.api.nvim_get_current_win()
+      for verb, expected in pairs({ list = session.name, queue = session.name, guard = "" }) do
+        vim.cmd("Owt " .. verb)
+        local buf = h.wait(20000, function()
+          local b = vim.fn.bufnr("owt://" .. verb)
+          return b ~= -1 and vim.api.nvim_buf_line_count(b) > 0 and h.text(b) ~= "" and b or nil
+        end, "the owt://" .. verb .. " buffer")
+        h.truthy(h.text(buf):find(expected, 1, true), ("owt://%s names %s:\n%s"):format(verb, expected, h.text(buf)))
+        vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+        vim.cmd("normal q")
+      end
+      vim.api.nvim_set_current_win(board_win)
+      h.eq(board_buf, vim.api.nvim_get_current_buf(), "back on the board")
+    end,
+  },
+  {
     "`s` on the ready row ships it into main",
     function()
       local row = line_of(board_buf, "^  " .. vim.pesc(session.name) .. " ")
