@@ -450,3 +450,42 @@ pub fn changed_paths(repo: &Repo, worktree: &Path, base: &str) -> Result<Vec<Str
     paths.dedup();
     Ok(paths)
 }
+
+/// Adds root-anchored patterns for `paths` (relative to a checkout) to the
+/// repository's `info/exclude`, so files owt writes into agent worktrees
+/// (agent hooks, MCP registration) are neither committed by `owt ship` nor
+/// reported by Conflict Guard. Only untracked files are affected; existing
+/// lines are kept and nothing is added twice.
+pub fn exclude_paths(repo: &Repo, paths: &[String]) -> Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let file = repo.common_dir.join("info").join("exclude");
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let existing: std::collections::HashSet<&str> = text.lines().map(str::trim).collect();
+    let missing: Vec<String> = paths
+        .iter()
+        .map(|p| format!("/{}", p.trim_start_matches('/')))
+        .filter(|p| !existing.contains(p.as_str()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut out = text.clone();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if !text.contains("# owt: files owt writes into agent worktrees") {
+        out.push_str("# owt: files owt writes into agent worktrees\n");
+    }
+    for line in missing {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    let io = |source| GitError::Io {
+        path: file.clone(),
+        source,
+    };
+    std::fs::create_dir_all(file.parent().unwrap_or(&repo.common_dir)).map_err(io)?;
+    std::fs::write(&file, out).map_err(io)
+}

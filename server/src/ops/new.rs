@@ -179,10 +179,28 @@ pub fn new_session(
     )?;
 
     let mut warnings = setup::prepare_worktree(ctx, &session, progress);
-    if let Err(e) = session::install_hooks(resolved.provider.hooks, &session.worktree_path) {
-        warnings.push(format!(
+    let mut owt_files: Vec<String> = Vec::new();
+    match session::install_hooks(resolved.provider.hooks, &session.worktree_path) {
+        Ok(()) => owt_files.extend(hooks_file(resolved.provider.hooks)),
+        Err(e) => warnings.push(format!(
             "could not install {} hooks: {e}",
             resolved.provider.name
+        )),
+    }
+    match crate::mcp::register_mcp(&resolved.provider.name, &session.worktree_path) {
+        Ok(written) => owt_files.extend(written.iter().filter_map(|p| {
+            p.strip_prefix(&session.worktree_path)
+                .ok()
+                .map(|rel| rel.to_string_lossy().into_owned())
+        })),
+        Err(e) => warnings.push(format!(
+            "could not register the owt MCP server for {}: {e}",
+            resolved.provider.name
+        )),
+    }
+    if let Err(e) = crate::git::exclude_paths(&ctx.repo, &owt_files) {
+        warnings.push(format!(
+            "could not keep owt's own files out of commits: {e}"
         ));
     }
 
@@ -244,10 +262,10 @@ fn first_prompt(
         .map(|s| {
             let summary = ctx
                 .store
-                .fact::<String>(s.id, SUMMARY_FACT)
+                .fact::<serde_json::Value>(s.id, SUMMARY_FACT)
                 .ok()
                 .flatten()
-                .map(|(summary, _)| summary)
+                .and_then(|(v, _)| v["summary"].as_str().map(str::to_string))
                 .unwrap_or_else(|| s.task.lines().next().unwrap_or_default().to_string());
             (s.name, summary)
         })
@@ -265,6 +283,15 @@ fn first_prompt(
         budget: super::prompt::DEFAULT_BUDGET,
     };
     super::prompt::build(&input).map_err(|e| anyhow::anyhow!(e))
+}
+
+/// The file an agent's hooks live in, relative to its worktree.
+fn hooks_file(hooks: crate::provider::Hooks) -> Option<String> {
+    match hooks {
+        crate::provider::Hooks::None => None,
+        crate::provider::Hooks::Claude => Some(".claude/settings.local.json".into()),
+        crate::provider::Hooks::Droid => Some(".factory/settings.json".into()),
+    }
 }
 
 /// Fact kind of an agent's own summary of what it is doing (MCP `set_summary`).
