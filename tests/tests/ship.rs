@@ -437,3 +437,50 @@ fn doctor_fix_rolls_back_an_interrupted_merge() {
     let again: owt_protocol::DoctorReport = env.owt_json(&repo, ["doctor"]);
     assert!(again.findings.is_empty(), "{:?}", again.findings);
 }
+
+#[test]
+fn queue_ship_ships_the_compatible_ones_and_stops_at_the_conflict() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    commit(
+        &env,
+        &repo,
+        "shared.txt",
+        "one\ntwo\nthree\n",
+        "shared file",
+    );
+    let (a, a_wt) = new_session(&env, &repo, "alpha edits shared");
+    let (b, b_wt) = new_session(&env, &repo, "beta edits shared");
+    let (c, c_wt) = new_session(&env, &repo, "gamma is independent");
+    commit(&env, &a_wt, "shared.txt", "one\nALPHA\nthree\n", "alpha");
+    commit(&env, &b_wt, "shared.txt", "one\nBETA\nthree\n", "beta");
+    commit(&env, &c_wt, "gamma.txt", "gamma\n", "gamma");
+    write(&c_wt, "gamma-dirty.txt", "uncommitted\n");
+    let b_head = env.git(&b_wt, ["rev-parse", "HEAD"]);
+
+    let (out, ok): (owt_protocol::QueueShipOutput, bool) =
+        env.owt_json_status(&repo, ["queue", "--ship"]);
+    assert!(!ok, "a stopped queue is a failure");
+    let shipped: Vec<&str> = out.shipped.iter().map(|s| s.merge.name.as_str()).collect();
+    assert_eq!(shipped.len(), 2, "{out:?}");
+    assert_eq!(shipped[0], c, "the conflict-free one first");
+    let stopped = out.stopped_at.clone().unwrap();
+    assert!(stopped == a || stopped == b);
+    assert!(
+        out.reason.as_deref().unwrap().contains("would conflict"),
+        "{out:?}"
+    );
+    assert_eq!(read(&repo.join("gamma.txt")), "gamma\n");
+    assert_eq!(
+        read(&repo.join("gamma-dirty.txt")),
+        "uncommitted\n",
+        "dirty work was committed and shipped"
+    );
+    // The one that did not ship is intact, with its agent.
+    let list = sessions(&env, &repo);
+    assert_eq!(list.sessions.len(), 1);
+    assert_eq!(list.sessions[0].name, stopped);
+    if stopped == b {
+        assert_eq!(env.git(&b_wt, ["rev-parse", "HEAD"]), b_head);
+    }
+}

@@ -451,3 +451,42 @@ pub fn repair_interrupted(ctx: &mut Context, row: &SessionRow) -> anyhow::Result
         journal.op, row.name, journal.step
     )))
 }
+
+/// `owt queue --ship`: ships the ready sessions in the guard's queue order
+/// (committing dirty ones as ship does), and stops at the first that does
+/// not ship — leaving it and the rest exactly as they were.
+pub fn queue_ship(
+    ctx: &mut Context,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<owt_protocol::QueueShipOutput> {
+    let report = crate::guard::ops::queue_report(ctx)?;
+    let mut order: Vec<String> = report.steps.iter().map(|s| s.session.clone()).collect();
+    // Ready sessions whose work is not committed yet come last.
+    for view in super::list::session_views_with(ctx, false)? {
+        if view.lane == owt_protocol::Lane::ReadyToShip
+            && view.ahead == 0
+            && !order.contains(&view.name)
+        {
+            order.push(view.name);
+        }
+    }
+    let mut out = owt_protocol::QueueShipOutput {
+        shipped: Vec::new(),
+        stopped_at: None,
+        reason: None,
+        remaining: Vec::new(),
+    };
+    for (i, name) in order.iter().enumerate() {
+        progress(&format!("Shipping {name} ({}/{})", i + 1, order.len()));
+        match ship_session(ctx, name, None, MergeOptions::default(), progress) {
+            Ok(shipped) => out.shipped.push(shipped),
+            Err(e) => {
+                out.stopped_at = Some(name.clone());
+                out.reason = Some(format!("{e:#}"));
+                out.remaining = order[i + 1..].to_vec();
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
