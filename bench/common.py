@@ -1,0 +1,163 @@
+"""Shared helpers for the benchmarks: hermetic environments, process cleanup,
+generated repositories cached under /tmp, statistics.
+
+Imported by bench/run, bench/spawn.py and bench/lsp/bench.py (stdlib only).
+"""
+
+import fcntl
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CACHE = pathlib.Path(os.environ.get("OWT_BENCH_CACHE", "/tmp/owt-bench-cache"))
+IDLE_AGENT = ROOT / "tests" / "data" / "idle-agent.sh"
+
+
+def owt_binary():
+    return ROOT / "target" / "release" / "owt"
+
+
+def build_release():
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "owt"], cwd=ROOT, check=True)
+    return owt_binary()
+
+
+def hermetic_env(tmp):
+    """Temp HOME and OWT_HOME, no global or system git config."""
+    tmp = pathlib.Path(tmp)
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp / "home"),
+        "OWT_HOME": str(tmp / "owt"),
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_SYSTEM": "/dev/null",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "Bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.com",
+    }
+    (tmp / "home").mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def git(cwd, *args, env=None, check=True):
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=check,
+                          capture_output=True, text=True).stdout
+
+
+def kill_by_owt_home(owt_home):
+    """Kills the session hosts and agents started with this OWT_HOME."""
+    needle = f"OWT_HOME={owt_home}".encode()
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), 9)
+        except (OSError, ProcessLookupError):
+            pass
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def file_path(i):
+    # 100 files per folder, 100 folders per top folder (as bench/guard does).
+    return f"src/m{i // 10000:03d}/d{(i // 100) % 100:02d}/f{i:05d}.rs"
+
+
+def file_text(i, lines=30):
+    return "".join(f"fn item_{i}_{n}() -> u32 {{ {n} }}\n" for n in range(lines))
+
+
+def agent_config():
+    return f'[agent]\ndefault_tool = "fake"\n[tools.fake]\nbinary = "{IDLE_AGENT}"\n'
+
+
+def generated_repo(n_files, log=print):
+    """A repository of `n_files` committed files (one commit, one pack),
+    checked out, cached under CACHE keyed by size. The fake agent is
+    declared in an untracked, git-excluded `.owt.toml`. Returns the main
+    checkout, cleaned (no worktrees, no owt branches, no changes)."""
+    base = CACHE / f"repo-{n_files}"
+    repo = base / "main"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"repo-{n_files}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        env = hermetic_env(CACHE / "gen-home")
+        if not (base / "ready").exists():
+            shutil.rmtree(base, ignore_errors=True)
+            repo.mkdir(parents=True)
+            started = time.time()
+            log(f"generating a {n_files}-file repository in {repo} (cached for later runs)")
+            git(repo, "init", "-q", "-b", "main", env=env)
+            stream = bytearray()
+            for i in range(n_files):
+                data = file_text(i).encode()
+                stream += b"blob\nmark :%d\ndata %d\n" % (i + 1, len(data)) + data + b"\n"
+            stream += b"commit refs/heads/main\ncommitter Bench <bench@example.com> 1700000000 +0000\n"
+            msg = b"generated"
+            stream += b"data %d\n%s\n" % (len(msg), msg)
+            for i in range(n_files):
+                stream += b"M 100644 :%d %s\n" % (i + 1, file_path(i).encode())
+            gi = b".owt-bench-tmp\n"
+            stream += b"M 100644 inline .gitignore\ndata %d\n%s\n\n" % (len(gi), gi)
+            subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, env=env, input=bytes(stream), check=True)
+            git(repo, "reset", "-q", "--hard", "main", env=env)
+            (base / "ready").write_text("")
+            log(f"  generated in {time.time() - started:.1f} s")
+        clean_repo(repo, env)
+    return repo
+
+
+def clean_repo(repo, env):
+    """Back to the generated state: no worktrees, no owt branches, no changes."""
+    worktrees = pathlib.Path(str(repo) + ".worktrees")
+    shutil.rmtree(worktrees, ignore_errors=True)
+    for line in git(repo, "worktree", "list", "--porcelain", env=env).splitlines():
+        if line.startswith("worktree ") and pathlib.Path(line[9:]) != repo:
+            shutil.rmtree(line[9:], ignore_errors=True)
+    git(repo, "worktree", "prune", env=env)
+    for branch in git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads", env=env).split():
+        if branch != "main":
+            git(repo, "branch", "-q", "-D", branch, env=env)
+    git(repo, "checkout", "-q", "main", env=env)
+    git(repo, "reset", "-q", "--hard", "main", env=env)
+    git(repo, "clean", "-qfdx", "-e", ".owt.toml", env=env)
+    (repo / ".owt.toml").write_text(agent_config())
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text("/.owt.toml\n")
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def percentile(xs, p):
+    """Nearest-rank percentile (p in 0..100)."""
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = max(0, min(len(xs) - 1, int(round(p / 100 * len(xs) + 0.5)) - 1))
+    return xs[k]
+
+
+def spread(xs):
+    """(max - min) / median: how much the runs disagree."""
+    if len(xs) < 2:
+        return 0.0
+    m = statistics.median(xs)
+    return (max(xs) - min(xs)) / m if m else 0.0

@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""owt lsp: agent write -> publishDiagnostics latency, over stdio like an editor.
+
+Setup (hermetic: temp HOME and OWT_HOME, GIT_CONFIG_GLOBAL=/dev/null): a
+generated repository of --files files (cached under /tmp/owt-bench-cache,
+keyed by size), the fake agent tests/data/idle-agent.sh declared in the
+repository's .owt.toml, and --sessions sessions made with `owt new` (each a
+worktree of the whole repository, a session host and an idle agent). The
+`owt new` times and `git worktree add` on the same repository are reported
+too (the spawn row on a large repository).
+
+Each run starts the release `owt lsp` in the main checkout, initializes it
+(a Neovim-like client), waits until the Conflict Guard is up (the answer to
+`owt/board`), opens a file and changes lines 10-12 in the buffer without
+saving (the human's overlap), lets the server idle and reads its RSS. Then
+--writes agent writes, round-robin over the sessions, each into that
+session's copy of the file: an edit of line 11 (overlaps the human's
+change), then the revert, alternately. Latency: from just before the
+write to the first publishDiagnostics for the file that shows it (a
+diagnostic from that session appears; it disappears for the revert).
+Baseline, same run, same change: `git status --porcelain` in that worktree
+(the time git takes to notice it). After the writes the server idles again
+and its RSS is read (the idle RSS reported).
+
+    python3 bench/lsp/bench.py [--files 50000] [--sessions 16] [--writes 40]
+                               [--runs 3] [--json]
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import queue
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import common  # noqa: E402
+
+TARGET_FILE = 7  # src/m000/d00/f00007.rs
+HUMAN_LINES = (9, 10, 11)  # 0-based: lines 10-12
+AGENT_LINE = 10  # 0-based: line 11
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Client:
+    """A minimal LSP client: a reader thread timestamps every message on
+    arrival and answers the server's requests the way Neovim would."""
+
+    def __init__(self, owt, root, env, stderr):
+        self.proc = subprocess.Popen([str(owt), "lsp"], cwd=root, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=stderr)
+        self.lock = threading.Lock()
+        self.messages = queue.Queue()
+        self.next_id = 0
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _send(self, obj):
+        body = json.dumps(obj).encode()
+        with self.lock:
+            self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.proc.stdin.flush()
+
+    def _read(self):
+        out = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    self.messages.put((time.perf_counter(), None))
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            body = out.read(length)
+            now = time.perf_counter()
+            msg = json.loads(body)
+            if "method" in msg and "id" in msg:
+                result = {"success": True} if msg["method"] == "window/showDocument" else None
+                if msg["method"] in ("window/workDoneProgress/create", "window/showDocument",
+                                     "client/registerCapability"):
+                    self._send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+                else:
+                    self._send({"jsonrpc": "2.0", "id": msg["id"],
+                                "error": {"code": -32601, "message": "method not found"}})
+            self.messages.put((now, msg))
+
+    def notify(self, method, params):
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method, params, timeout=600):
+        self.next_id += 1
+        rid = self.next_id
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        msg = self.wait(lambda m: m.get("id") == rid and "method" not in m, timeout, f"response to {method}")[1]
+        if "error" in msg:
+            raise SystemExit(f"{method} failed: {msg['error']}")
+        return msg.get("result")
+
+    def wait(self, pred, timeout, what):
+        deadline = time.perf_counter() + timeout
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return None if what is None else self._timeout(what)
+            try:
+                at, msg = self.messages.get(timeout=left)
+            except queue.Empty:
+                continue
+            if msg is None:
+                raise SystemExit(f"owt lsp closed its output while waiting for {what}")
+            if pred(msg):
+                return at, msg
+
+    def _timeout(self, what):
+        raise SystemExit(f"timed out waiting for {what}")
+
+    def drain(self):
+        while True:
+            try:
+                self.messages.get_nowait()
+            except queue.Empty:
+                return
+
+    def shutdown(self):
+        try:
+            self.request("shutdown", None, timeout=30)
+            self.notify("exit", None)
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def uri(path):
+    return "file://" + str(path)
+
+
+def human_text(base):
+    lines = base.splitlines(keepends=True)
+    for i in HUMAN_LINES:
+        lines[i] = f"// the human's unsaved edit of line {i + 1}\n"
+    return "".join(lines)
+
+
+def agent_text(base, session, n):
+    lines = base.splitlines(keepends=True)
+    lines[AGENT_LINE] = f"// {session} write {n}\n"
+    return "".join(lines)
+
+
+def write_in_place(path, text):
+    # As an agent's file tool does: truncate and write the same inode.
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def session_diags(msg, file_uri, session):
+    if msg.get("method") != "textDocument/publishDiagnostics" or msg["params"]["uri"] != file_uri:
+        return None
+    return [d for d in msg["params"]["diagnostics"]
+            if d.get("source") == "owt" and (d.get("data") or {}).get("session") == session]
+
+
+def one_run(owt, repo, env, sessions, rel, writes, tmp, run_no):
+    file_path = repo / rel
+    file_uri = uri(file_path)
+    base = file_path.read_text()
+    stderr = open(tmp / f"lsp-stderr-{run_no}.log", "wb")
+    client = Client(owt, repo, env, stderr)
+    try:
+        started = time.perf_counter()
+        client.request("initialize", {
+            "processId": os.getpid(),
+            "rootUri": uri(repo),
+            "workspaceFolders": [{"uri": uri(repo), "name": "repo"}],
+            "capabilities": {
+                "window": {"workDoneProgress": True, "showDocument": {"support": True}},
+                "textDocument": {"publishDiagnostics": {"relatedInformation": True},
+                                 "synchronization": {"didSave": True}},
+            },
+            "initializationOptions": {},
+        })
+        client.notify("initialized", {})
+        # Handled after `initialized` on the server's owner thread: answered
+        # once the Conflict Guard has computed and watches every worktree.
+        board = client.request("owt/board", None)
+        ready_s = time.perf_counter() - started
+        live = [s for lane in board.get("lanes", []) for s in lane.get("sessions", [])] \
+            if isinstance(board, dict) else []
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": file_uri, "languageId": "rust", "version": 1, "text": base}})
+        client.notify("textDocument/didChange", {
+            "textDocument": {"uri": file_uri, "version": 2},
+            "contentChanges": [{"text": human_text(base)}]})
+        time.sleep(2.0)
+        rss_before = common.rss_kib(client.proc.pid)
+        client.drain()
+
+        lat, git_lat, misses = [], [], 0
+        rng = random.Random(run_no)
+        warmup = min(4, writes)
+        for n in range(warmup + writes):
+            s = sessions[(n // 2) % len(sessions)]
+            overlap = n % 2 == 0
+            wt_file = pathlib.Path(s["worktree"]) / rel
+            text = agent_text(base, s["name"], n) if overlap else base
+            client.drain()
+            t0 = time.perf_counter()
+            write_in_place(wt_file, text)
+
+            def shows_it(msg, name=s["name"], overlap=overlap):
+                d = session_diags(msg, file_uri, name)
+                if d is None:
+                    return False
+                if overlap:
+                    return any(x["range"]["start"]["line"] <= AGENT_LINE <= x["range"]["end"]["line"]
+                               for x in d)
+                return not d
+
+            got = client.wait(shows_it, 10.0, None)
+            latency = (got[0] - t0) * 1000 if got else 10_000.0
+            g0 = time.perf_counter()
+            status = subprocess.run(["git", "status", "--porcelain"], cwd=s["worktree"], env=env,
+                                    capture_output=True, text=True, check=True).stdout
+            git_ms = (time.perf_counter() - g0) * 1000
+            if overlap and rel not in status:
+                raise SystemExit(f"git status did not see the write: {status!r}")
+            if n >= warmup:
+                lat.append(latency)
+                git_lat.append(git_ms)
+                misses += got is None
+            time.sleep(rng.uniform(0.05, 0.25))
+        time.sleep(2.0)
+        rss_after = common.rss_kib(client.proc.pid)
+        return {
+            "ready_s": ready_s,
+            "sessions_on_board": len(live),
+            "rss_before_kib": rss_before,
+            "rss_after_kib": rss_after,
+            "latencies_ms": lat,
+            "git_status_ms": git_lat,
+            "misses": misses,
+        }
+    finally:
+        client.shutdown()
+        stderr.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--owt", default=str(common.owt_binary()))
+    ap.add_argument("--files", type=int, default=50_000)
+    ap.add_argument("--sessions", type=int, default=16)
+    ap.add_argument("--writes", type=int, default=40, help="measured writes per run (half edits, half reverts)")
+    ap.add_argument("--runs", type=int, default=3, help="owt lsp server starts, each with --writes writes")
+    ap.add_argument("--spawn-baseline", type=int, default=2, help="git worktree add rounds on the same repo")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    owt = pathlib.Path(args.owt).resolve()
+    if not os.access(owt, os.X_OK):
+        raise SystemExit(f"{owt} not found: cargo build --release --bin owt")
+
+    repo = common.generated_repo(args.files, log=log)
+    rel = common.file_path(TARGET_FILE)
+    with tempfile.TemporaryDirectory(prefix="owt-bench-lsp-") as tmpdir:
+        tmp = pathlib.Path(tmpdir)
+        env = common.hermetic_env(tmp)
+        try:
+            # Spawn on a large repository: git worktree add, then owt new.
+            git_add_s = []
+            for i in range(args.spawn_baseline):
+                wt = pathlib.Path(f"{repo}.worktrees") / f"git-baseline-{i}"
+                t0 = time.perf_counter()
+                common.git(repo, "worktree", "add", "-q", "-b", f"baseline-{i}", str(wt), "main", env=env)
+                git_add_s.append(time.perf_counter() - t0)
+                common.git(repo, "worktree", "remove", "--force", str(wt), env=env)
+                common.git(repo, "branch", "-q", "-D", f"baseline-{i}", env=env)
+            sessions, new_s = [], []
+            log(f"creating {args.sessions} sessions with owt new on {args.files} files")
+            for i in range(args.sessions):
+                t0 = time.perf_counter()
+                out = subprocess.run([str(owt), "--json", "new", f"bench agent {i}", "--name", f"agent-{i:02d}"],
+                                     cwd=repo, env=env, capture_output=True, text=True)
+                new_s.append(time.perf_counter() - t0)
+                if out.returncode != 0:
+                    raise SystemExit(f"owt new failed: {out.stderr}")
+                view = json.loads(out.stdout)["session"]
+                sessions.append({"name": view["name"], "worktree": view["worktree"]})
+            runs = []
+            for r in range(args.runs):
+                log(f"run {r + 1}/{args.runs}: owt lsp, {args.writes} writes")
+                runs.append(one_run(owt, repo, env, sessions, rel, args.writes, tmp, r))
+        finally:
+            common.kill_by_owt_home(env["OWT_HOME"])
+            with open(common.CACHE / f"repo-{args.files}.lock", "w") as lock:
+                import fcntl
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                common.clean_repo(repo, env)
+
+    p50s = [common.percentile(r["latencies_ms"], 50) for r in runs]
+    p95s = [common.percentile(r["latencies_ms"], 95) for r in runs]
+    g50s = [common.percentile(r["git_status_ms"], 50) for r in runs]
+    g95s = [common.percentile(r["git_status_ms"], 95) for r in runs]
+    rss = [r["rss_after_kib"] / 1024 for r in runs]
+    result = {
+        "files": args.files,
+        "sessions": args.sessions,
+        "writes_per_run": args.writes,
+        "runs": args.runs,
+        "p50_ms": common.median(p50s), "p50_runs": p50s,
+        "p95_ms": common.median(p95s), "p95_runs": p95s,
+        "git_status_p50_ms": common.median(g50s), "git_status_p50_runs": g50s,
+        "git_status_p95_ms": common.median(g95s), "git_status_p95_runs": g95s,
+        "idle_rss_mib": common.median(rss), "idle_rss_runs_mib": rss,
+        "idle_rss_before_writes_mib": [r["rss_before_kib"] / 1024 for r in runs],
+        "misses": sum(r["misses"] for r in runs),
+        "ready_s": [r["ready_s"] for r in runs],
+        "sessions_on_board": [r["sessions_on_board"] for r in runs],
+        "owt_new_s": new_s, "owt_new_median_s": common.median(new_s),
+        "git_worktree_add_s": git_add_s, "git_worktree_add_median_s": common.median(git_add_s),
+    }
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"owt lsp, {args.files} files, {args.sessions} sessions, {args.runs} runs x {args.writes} writes")
+    print(f"  write -> publishDiagnostics: p50 {result['p50_ms']:.1f} ms  p95 {result['p95_ms']:.1f} ms"
+          f"   (per run p50 {[round(x, 1) for x in p50s]}, p95 {[round(x, 1) for x in p95s]}; "
+          f"{result['misses']} missed in 10 s)")
+    print(f"  git status --porcelain (same change): p50 {result['git_status_p50_ms']:.1f} ms"
+          f"  p95 {result['git_status_p95_ms']:.1f} ms")
+    print(f"  idle RSS after the writes: {result['idle_rss_mib']:.1f} MiB (runs {[round(x, 1) for x in rss]});"
+          f" before: {[round(x, 1) for x in result['idle_rss_before_writes_mib']]}")
+    print(f"  guard ready after initialize: {[round(x, 2) for x in result['ready_s']]} s")
+    print(f"  owt new (median of {len(new_s)}): {result['owt_new_median_s']:.2f} s;"
+          f" git worktree add: {result['git_worktree_add_median_s']:.2f} s")
+    print("  targets: p95 <= 100 ms, idle RSS <= 20 MiB")
+
+
+if __name__ == "__main__":
+    main()
