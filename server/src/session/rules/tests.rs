@@ -95,7 +95,8 @@ fn real_recordings_give_the_right_signal() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/screens");
     let mut wrong = Vec::new();
     for (provider, name, allowed) in cases {
-        let bytes = std::fs::read(dir.join(format!("{name}.bin"))).unwrap_or_else(|e| panic!("{name}.bin: {e}"));
+        let bytes = std::fs::read(dir.join(format!("{name}.bin")))
+            .unwrap_or_else(|e| panic!("{name}.bin: {e}"));
         let got = check(provider, &bytes);
         if !allowed.contains(&got) {
             wrong.push(format!("{name}: got {got:?}, expected one of {allowed:?}"));
