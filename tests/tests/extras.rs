@@ -215,3 +215,86 @@ fn json_logs_carry_the_correlation_id_and_the_session() {
     );
     assert!(spans.iter().any(|s| s["session"] == "logged"), "{record}");
 }
+
+#[test]
+fn dependencies_install_for_node_and_python_projects() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let config = std::fs::read_to_string(repo.join(".owt.toml")).unwrap();
+    std::fs::write(
+        repo.join(".owt.toml"),
+        format!("{config}\n[environment]\nauto_install_deps = true\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("package.json"),
+        r#"{"name": "fixture", "version": "1.0.0", "private": true, "dependencies": {"is-number": "7.0.0"}}"#,
+    )
+    .unwrap();
+    std::fs::write(repo.join("requirements.txt"), "six==1.16.0\n").unwrap();
+    std::fs::write(repo.join(".gitignore"), "node_modules/\n.venv/\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "node and python project"]);
+    let out: NewOutput = env.owt_json(&repo, ["new", "with deps"]);
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    let wt = Path::new(&out.session.worktree);
+    assert!(
+        wt.join("node_modules/is-number/package.json").is_file(),
+        "npm installed the dependency"
+    );
+    let six = std::fs::read_dir(wt.join(".venv/lib"))
+        .unwrap()
+        .flatten()
+        .any(|d| d.path().join("site-packages/six.py").is_file());
+    assert!(six, "pip installed six into .venv");
+    assert_eq!(
+        env.git(wt, ["status", "--porcelain"]),
+        "",
+        "installed files are ignored, the worktree is clean"
+    );
+
+    // A failing install is a warning, and the session still starts.
+    std::fs::write(
+        repo.join("requirements.txt"),
+        "this-package-does-not-exist-owt-test==0.0.0\n",
+    )
+    .unwrap();
+    std::fs::remove_file(repo.join("package.json")).unwrap();
+    env.git(&repo, ["commit", "-qam", "broken requirements"]);
+    let out: NewOutput = env.owt_json(&repo, ["new", "broken deps"]);
+    assert!(
+        out.warnings.iter().any(|w| w.contains("python (pip)")),
+        "{:?}",
+        out.warnings
+    );
+    assert!(Path::new(&out.session.worktree).is_dir());
+}
+
+#[test]
+fn a_seed_worktreerc_is_read_when_there_is_no_owt_toml() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let agent = owt_e2e::data_file("idle-agent.sh");
+    std::fs::remove_file(repo.join(".owt.toml")).unwrap();
+    std::fs::write(
+        repo.join(".worktreerc.toml"),
+        format!(
+            "[worktree]\nbase_directory = \"../seed-worktrees\"\n\n[tmux]\nai_tool = \"seedtool\"\n\n[backend]\nmode = \"tmux\"\n\n[tools.seedtool]\nbinary = \"{}\"\n",
+            agent.display()
+        ),
+    )
+    .unwrap();
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "seed config"]);
+    let show: owt_protocol::ConfigShow = env.owt_json(&repo, ["config", "show"]);
+    assert!(show.sources[0].ends_with(".worktreerc.toml"));
+    assert!(show.origins["agent.default_tool"].ends_with(".worktreerc.toml"));
+    assert!(show.ignored.iter().any(|k| k.starts_with("backend")));
+    let out: NewOutput = env.owt_json(&repo, ["new", "seeded"]);
+    assert_eq!(out.session.provider, "seedtool");
+    assert!(
+        out.session.worktree.contains("/seed-worktrees/seeded"),
+        "{}",
+        out.session.worktree
+    );
+}
