@@ -298,3 +298,66 @@ fn a_seed_worktreerc_is_read_when_there_is_no_owt_toml() {
         out.session.worktree
     );
 }
+
+#[test]
+fn a_branch_session_goes_through_new_send_ship() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let out: NewOutput = env.owt_json(&repo, ["branch", "in place work"]);
+    assert_eq!(out.session.kind, owt_protocol::SessionKind::Branch);
+    assert_eq!(
+        Path::new(&out.session.worktree),
+        repo.canonicalize().unwrap()
+    );
+    assert_eq!(
+        env.git(&repo, ["rev-parse", "--abbrev-ref", "HEAD"]),
+        "owt/in-place-work"
+    );
+    assert!(!env.path().join("app.worktrees").exists(), "no worktree");
+    let err = env.owt_err(&repo, ["new", "second", "--in-place"]);
+    assert!(err.contains("already hosts the branch session"), "{err}");
+
+    env.owt_ok(&repo, ["send", &out.session.name, "hello in place"]);
+    wait_until("the agent got the text", DEADLINE, || {
+        screen(&env, &repo, &out.session.name).contains("got: hello in place")
+    });
+    let report: owt_protocol::DoctorReport = env.owt_json(&repo, ["doctor"]);
+    assert!(
+        report.findings.is_empty(),
+        "a healthy branch session is no orphan: {:?}",
+        report.findings
+    );
+
+    std::fs::write(repo.join("in-place.txt"), "agent work\n").unwrap();
+    let shipped: owt_protocol::ShipOutput = env.owt_json(&repo, ["ship", &out.session.name]);
+    assert!(shipped.merge.merged && shipped.merge.deleted, "{shipped:?}");
+    assert_eq!(
+        env.git(&repo, ["rev-parse", "--abbrev-ref", "HEAD"]),
+        "main",
+        "back on the base"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("in-place.txt")).unwrap(),
+        "agent work\n"
+    );
+    assert_eq!(env.git(&repo, ["status", "--porcelain"]), "");
+    assert_eq!(env.git(&repo, ["branch", "--list", "owt/*"]), "");
+
+    // Delete of a branch session switches the checkout back and keeps the commits.
+    let again: NewOutput = env.owt_json(&repo, ["new", "another in place", "--in-place"]);
+    commit(&env, &repo, "kept.txt", "kept\n");
+    let deleted: owt_protocol::DeleteOutput = env.owt_json(&repo, ["delete", &again.session.name]);
+    assert!(
+        !deleted.worktree_removed,
+        "the human's checkout is never removed"
+    );
+    assert_eq!(
+        deleted.backup_ref.as_deref(),
+        Some("refs/owt/backup/another-in-place")
+    );
+    assert_eq!(
+        env.git(&repo, ["rev-parse", "--abbrev-ref", "HEAD"]),
+        "main"
+    );
+    assert!(repo.is_dir() && repo.join("README.md").is_file());
+}
