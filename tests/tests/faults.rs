@@ -1,0 +1,388 @@
+//! The fault suite: what owt survives. Each test breaks something real —
+//! kill -9 of the LSP sidecar or of a session host, 50 processes writing
+//! the store at once, a full or read-only `OWT_HOME`, an agent flooding
+//! output under attach/detach churn — and states what must still hold.
+//! Figures (republish time, runtime, rates, RSS) are printed to stderr;
+//! `docs/faults.md` says how to read them.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use owt_e2e::lsp::LspClient;
+use owt_e2e::{data_file, pid_alive, vm_rss_kib, wait_until, TestEnv};
+use owt_protocol::host::{self as proto, FrameKind, Hello, Role};
+use owt_protocol::{DbHealth, NewOutput, NotesOutput, SessionList, SessionView, Status};
+use serde_json::{json, Value};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+fn ten_lines() -> String {
+    (1..=10).map(|i| format!("line {i}\n")).collect()
+}
+
+fn with_line(text: &str, line: usize, new: &str) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i + 1 == line {
+                format!("{new}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
+}
+
+/// A repository with `src.txt` (ten lines) committed.
+fn repo_with_src(env: &TestEnv) -> PathBuf {
+    let repo = env.repo("app");
+    std::fs::write(repo.join("src.txt"), ten_lines()).unwrap();
+    env.git(&repo, ["add", "src.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "ten lines"]);
+    repo.canonicalize().unwrap()
+}
+
+fn list(env: &TestEnv, repo: &Path) -> Vec<SessionView> {
+    env.owt_json::<SessionList, _, _>(repo, ["list"]).sessions
+}
+
+/// `(code, line)` of each diagnostic, sorted.
+fn codes(diags: &[Value]) -> Vec<(String, u64)> {
+    let mut out: Vec<_> = diags
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap_or_default().to_string(),
+                d["range"]["start"]["line"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Waits until every session has left its start-up statuses, so later
+/// comparisons see settled statuses.
+fn settled_statuses(env: &TestEnv, repo: &Path, n: usize) -> BTreeMap<String, String> {
+    let mut last = String::new();
+    let mut statuses = BTreeMap::new();
+    wait_until("every session to settle (needs-input)", DEADLINE, || {
+        let sessions = list(env, repo);
+        last = format!("{sessions:#?}");
+        statuses = sessions
+            .iter()
+            .map(|s| (s.name.clone(), s.status_text.clone()))
+            .collect();
+        sessions.len() == n && sessions.iter().all(|s| s.status == Status::NeedsInput)
+    });
+    statuses
+}
+
+// ---------------------------------------------------------------------------
+// kill -9 of `owt lsp` with 8 live sessions
+
+#[test]
+fn kill_9_of_the_lsp_with_8_sessions_loses_no_agent_and_republishes_fast() {
+    const N_SESSIONS: usize = 8;
+    let env = TestEnv::new();
+    let repo = repo_with_src(&env);
+    let sessions: Vec<NewOutput> = (0..N_SESSIONS)
+        .map(|i| env.owt_json(&repo, ["new", &format!("edit src part {i}")]))
+        .collect();
+    // The human changed line 1 (on disk, not committed); agent i writes
+    // line 3 + i (so every agent overlaps the human's file, some adjacent).
+    let file = repo.join("src.txt");
+    std::fs::write(&file, with_line(&ten_lines(), 1, "human 1")).unwrap();
+    for (i, s) in sessions.iter().enumerate() {
+        let wt = Path::new(&s.session.worktree);
+        std::fs::write(
+            wt.join("src.txt"),
+            with_line(&ten_lines(), 3 + i, &format!("agent {i}")),
+        )
+        .unwrap();
+    }
+    let agent_pids: Vec<u32> = list(&env, &repo)
+        .iter()
+        .map(|s| s.agent_pid.expect("a live agent has a pid"))
+        .collect();
+    assert_eq!(agent_pids.len(), N_SESSIONS);
+
+    let mut first = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    // Wait until the first server saw every agent's write.
+    let before = first.await_diagnostics(&uri(&file), DEADLINE, |d| {
+        let msgs: String = d.iter().map(|x| x["message"].to_string()).collect();
+        sessions.iter().all(|s| msgs.contains(&s.session.name))
+    });
+    let lsp_pid = first.pid();
+    first.kill();
+    assert!(!pid_alive(lsp_pid), "owt lsp is gone");
+
+    // 0 agents lost.
+    for pid in &agent_pids {
+        assert!(pid_alive(*pid), "agent {pid} died with the LSP server");
+    }
+    let after_kill = list(&env, &repo);
+    assert!(
+        after_kill.iter().all(|s| s.status != Status::Exited),
+        "{after_kill:#?}"
+    );
+
+    // A new server: initialize, then `initialized` starts the clock.
+    let started = Instant::now();
+    let mut second = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    let initialized_sent = Instant::now();
+    let after = second.await_diagnostics(&uri(&file), DEADLINE, |d| !d.is_empty());
+    let republished = initialized_sent.elapsed();
+    let since_spawn = started.elapsed();
+    eprintln!(
+        "FIGURE lsp republish after kill -9 with {N_SESSIONS} sessions: {:.0} ms after `initialized` ({:.0} ms after spawning the new server)",
+        republished.as_secs_f64() * 1e3,
+        since_spawn.as_secs_f64() * 1e3
+    );
+    assert_eq!(codes(&before), codes(&after), "the same diagnostics came back");
+    // Re-adopted: the new server's board shows all 8 agents, none exited.
+    let board = second.request(owt_protocol::lsp::METHOD_BOARD, Value::Null);
+    let on_board: Vec<&Value> = board["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["sessions"].as_array().unwrap())
+        .collect();
+    assert_eq!(on_board.len(), N_SESSIONS, "{board:#}");
+    assert!(
+        on_board.iter().all(|s| s["status"] != "exited"),
+        "{board:#}"
+    );
+    for pid in &agent_pids {
+        assert!(pid_alive(*pid), "agent {pid} died");
+    }
+    assert!(
+        republished < Duration::from_secs(1),
+        "diagnostics republished {republished:?} after `initialized` (target 1 s)"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// kill -9 of one session host
+
+/// Every file under `dir` (but `.git`), with its bytes.
+fn tree_snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// The session host of an agent: its parent process, which must be
+/// `owt __host`.
+fn host_of(agent_pid: u32) -> u32 {
+    let status = std::fs::read_to_string(format!("/proc/{agent_pid}/status")).unwrap();
+    let ppid: u32 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let argv = owt_e2e::cmdline(ppid);
+    assert!(
+        argv.iter().any(|a| a == "__host"),
+        "the agent's parent is the host: {argv:?}"
+    );
+    ppid
+}
+
+#[test]
+fn kill_9_of_one_host_ends_only_its_agent_and_keeps_its_worktree() {
+    let env = TestEnv::new();
+    let repo = repo_with_src(&env);
+    let sessions: Vec<NewOutput> = ["victim task", "bystander one", "bystander two"]
+        .iter()
+        .map(|task| env.owt_json(&repo, ["new", task]))
+        .collect();
+    let before = settled_statuses(&env, &repo, 3);
+    let views = list(&env, &repo);
+    let pid_of = |name: &str| {
+        views
+            .iter()
+            .find(|v| v.name == name)
+            .and_then(|v| v.agent_pid)
+            .unwrap()
+    };
+    let victim = &sessions[0].session;
+    let victim_agent = pid_of(&victim.name);
+    let victim_host = host_of(victim_agent);
+    let bystanders: Vec<(String, u32)> = sessions[1..]
+        .iter()
+        .map(|s| (s.session.name.clone(), pid_of(&s.session.name)))
+        .collect();
+    // Work in progress in the victim's worktree: a changed file, a new one.
+    let wt = Path::new(&victim.worktree);
+    std::fs::write(wt.join("src.txt"), with_line(&ten_lines(), 4, "unsaved agent work")).unwrap();
+    std::fs::create_dir_all(wt.join("new/dir")).unwrap();
+    std::fs::write(wt.join("new/dir/file.rs"), "fn main() {}\n").unwrap();
+    let files_before = tree_snapshot(wt);
+    let git_before = env.git(wt, ["status", "--porcelain", "--untracked-files=all"]);
+
+    // SAFETY: kill(2) of the host we found as the agent's parent.
+    unsafe { libc::kill(victim_host as i32, libc::SIGKILL) };
+    wait_until("the victim's agent to end (hung up)", DEADLINE, || {
+        !pid_alive(victim_agent)
+    });
+    assert!(!pid_alive(victim_host));
+
+    let mut after = BTreeMap::new();
+    wait_until("the victim to show `exited (host lost)`", DEADLINE, || {
+        after = list(&env, &repo)
+            .into_iter()
+            .map(|s| (s.name.clone(), s))
+            .collect();
+        after[&victim.name].status_text == "exited (host lost)"
+    });
+    assert!(after[&victim.name].host_lost);
+    assert_eq!(tree_snapshot(wt), files_before, "the worktree's files changed");
+    assert_eq!(
+        env.git(wt, ["status", "--porcelain", "--untracked-files=all"]),
+        git_before
+    );
+    for (name, agent) in &bystanders {
+        assert!(pid_alive(*agent), "{name}'s agent died");
+        assert_eq!(after[name].status_text, before[name], "{name}'s status changed");
+        assert_eq!(after[name].agent_pid, Some(*agent));
+    }
+    // The others still take input.
+    env.owt_ok(&repo, ["send", &bystanders[0].0, "still here"]);
+    wait_until("the bystander to echo", DEADLINE, || {
+        env.owt_ok(&repo, ["peek", &bystanders[0].0])
+            .contains("got: still here")
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 50 concurrent CLI processes × 100 store writes
+
+#[test]
+fn fifty_processes_writing_the_store_lose_no_row_and_never_see_locked() {
+    const N_WORKERS: usize = 50;
+    const N_CALLS: usize = 100;
+    let env = TestEnv::new();
+    let repo = repo_with_src(&env);
+    let session: NewOutput = env.owt_json(&repo, ["new", "receive sends"]);
+    let out_dir = env.path().join("writers");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let started = Instant::now();
+    let workers: Vec<_> = (0..N_WORKERS)
+        .map(|i| {
+            let mut cmd = Command::new("bash");
+            cmd.arg(data_file("store-writer.sh"))
+                .arg(i.to_string())
+                .arg(owt_e2e::owt_bin())
+                .arg(&session.session.name)
+                .arg(&session.session.id)
+                .arg(&out_dir)
+                .current_dir(&repo)
+                .stdin(Stdio::null());
+            // The hermetic environment of `env.owt_cmd`, for bash and its owt calls.
+            for (k, v) in env.owt_cmd(&repo, [] as [&str; 0]).get_envs() {
+                match v {
+                    Some(v) => cmd.env(k, v),
+                    None => cmd.env_remove(k),
+                };
+            }
+            cmd.spawn().expect("spawning a store writer")
+        })
+        .collect();
+    for mut w in workers {
+        assert!(w.wait().unwrap().success());
+    }
+    let runtime = started.elapsed();
+    eprintln!(
+        "FIGURE {N_WORKERS} processes x {N_CALLS} owt calls (note/send/hook): {:.1} s",
+        runtime.as_secs_f64()
+    );
+
+    // Every call succeeded and printed nothing on stderr (`owt hook` exits 0
+    // even when it fails, so stderr is where a lost write would show).
+    let mut problems = String::new();
+    for entry in std::fs::read_dir(&out_dir).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        if !text.is_empty() {
+            problems += &format!("{}:\n{text}\n", entry.path().display());
+        }
+    }
+    assert!(
+        !problems.contains("database is locked"),
+        "`database is locked` reached a user:\n{problems}"
+    );
+    assert!(problems.is_empty(), "calls failed:\n{problems}");
+
+    // No note lost: exactly the 50 × 34 texts, each once.
+    let notes: NotesOutput = env.owt_json(&repo, ["note"]);
+    let mut expected: Vec<String> = (0..N_WORKERS)
+        .flat_map(|i| {
+            (0..N_CALLS)
+                .filter(|k| k % 3 == 0)
+                .map(move |k| format!("w{i}-{k}"))
+        })
+        .collect();
+    expected.sort();
+    let mut got = notes.notes.clone();
+    got.sort();
+    assert_eq!(got.len(), expected.len());
+    assert_eq!(got, expected);
+    let health: DbHealth = env.owt_json(&repo, ["db", "health"]);
+    assert_eq!(health.integrity, "ok");
+    assert_eq!(health.notes, expected.len() as u64);
+    // The hook facts and the host's input facts (from the sends) are there.
+    let facts = sqlite_query(
+        &PathBuf::from(&health.path),
+        "SELECT kind, value FROM facts WHERE kind IN ('hook', 'input') ORDER BY kind",
+    );
+    assert_eq!(facts, "hook|\"working\"\ninput|null\n");
+}
+
+/// Runs one query with the `sqlite3` shell (read-only) and returns its output.
+fn sqlite_query(db: &Path, sql: &str) -> String {
+    let out = Command::new("sqlite3")
+        .arg("-readonly")
+        .arg(db)
+        .arg(sql)
+        .output()
+        .expect("running sqlite3");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
