@@ -386,3 +386,177 @@ fn sqlite_query(db: &Path, sql: &str) -> String {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
+
+// ---------------------------------------------------------------------------
+// disk-full and read-only OWT_HOME
+
+/// A tmpfs mounted on a folder (the tests run as root); unmounted on drop,
+/// also when the test fails.
+struct Tmpfs {
+    dir: PathBuf,
+}
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .expect("running mount");
+        assert!(
+            out.status.success(),
+            "mounting a tmpfs on {} failed (these tests need root and CAP_SYS_ADMIN): {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn remount(&self, mode: &str) {
+        let out = Command::new("mount")
+            .args(["-o", &format!("remount,{mode}")])
+            .arg(&self.dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// Writes a file until the file system says it is full.
+    fn fill(&self) -> PathBuf {
+        use std::io::Write;
+        let filler = self.dir.join("filler");
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 4096];
+        loop {
+            match f.write_all(&block) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
+                Err(e) => panic!("filling {}: {e}", self.dir.display()),
+            }
+        }
+        filler
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(&self.dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+        }
+    }
+}
+
+/// Checks a failed owt call: exit code 1 (not a panic's 101), an `Error:`
+/// line and a hint containing `hint_words`.
+fn assert_clear_error(out: &std::process::Output, hint_words: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.starts_with("Error: "), "{stderr}");
+    let hint = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("Hint: "))
+        .unwrap_or_else(|| panic!("no hint in:\n{stderr}"));
+    for word in hint_words {
+        assert!(hint.contains(word), "the hint should say {word:?}: {hint}");
+    }
+}
+
+/// `owt db health` of a writable copy of the store (database and WAL).
+fn health_of_a_copy(env: &TestEnv, repo: &Path, store_dir: &Path) -> DbHealth {
+    let copy = env.path().join(format!("copy-{}", std::process::id()));
+    std::fs::create_dir_all(&copy).unwrap();
+    for name in ["owt.db", "owt.db-wal"] {
+        if store_dir.join(name).exists() {
+            std::fs::copy(store_dir.join(name), copy.join(name)).unwrap();
+        }
+    }
+    let out = env
+        .owt_cmd(repo, ["--json", "db", "health"])
+        .env("OWT_HOME", &copy)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&copy).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn a_store_with_notes(env: &mut TestEnv, mount_dir: &Path) -> (PathBuf, Vec<String>) {
+    env.owt_home = mount_dir.join("owt");
+    let repo = env.repo("app");
+    let notes: Vec<String> = (1..=5).map(|i| format!("note {i} before the fault")).collect();
+    for note in &notes {
+        env.owt_ok(&repo, ["note", note]);
+    }
+    (repo, notes)
+}
+
+#[test]
+fn a_full_disk_under_owt_home_is_a_clear_error_and_the_store_survives() {
+    let mut env = TestEnv::new();
+    let mount_dir = env.path().join("small-disk");
+    let disk = Tmpfs::mount(&mount_dir, "512k");
+    let (repo, notes) = a_store_with_notes(&mut env, &mount_dir);
+    let filler = disk.fill();
+
+    let out = env.owt(&repo, ["note", "a note that does not fit"]);
+    assert_clear_error(&out, &["is full", &env.owt_home.display().to_string()]);
+    // The same in --json: the hint is a field.
+    let out = env.owt(&repo, ["--json", "note", "another one"]);
+    let doc: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert!(doc["hint"].as_str().unwrap().contains("is full"), "{doc}");
+    // Reading fails the same clear way (every command opens the store).
+    assert_clear_error(&env.owt(&repo, ["list"]), &["is full"]);
+
+    // Not corrupted: a copy checks ok and holds exactly the notes before.
+    let health = health_of_a_copy(&env, &repo, &env.owt_home);
+    assert_eq!(health.integrity, "ok");
+    assert_eq!(health.notes, notes.len() as u64);
+    // Space back: the store takes writes again, nothing lost.
+    std::fs::remove_file(filler).unwrap();
+    env.owt_ok(&repo, ["note", "after the fault"]);
+    let after: NotesOutput = env.owt_json(&repo, ["note"]);
+    let mut expected = notes.clone();
+    expected.push("after the fault".into());
+    assert_eq!(after.notes, expected);
+    let health: DbHealth = env.owt_json(&repo, ["db", "health"]);
+    assert_eq!(health.integrity, "ok");
+    drop(disk);
+}
+
+#[test]
+fn a_read_only_owt_home_is_a_clear_error_and_the_store_survives() {
+    let mut env = TestEnv::new();
+    let mount_dir = env.path().join("ro-disk");
+    let disk = Tmpfs::mount(&mount_dir, "4m");
+    let (repo, notes) = a_store_with_notes(&mut env, &mount_dir);
+    disk.remount("ro");
+
+    for args in [&["note", "cannot be written"][..], &["list"], &["db", "health"]] {
+        let out = env.owt(&repo, args);
+        assert_clear_error(&out, &["read-only file system"]);
+    }
+    // `owt hook` never fails an agent, but still says why on stderr.
+    let out = env
+        .owt_cmd(&repo, ["hook", "--event", "working"])
+        .env("OWT_SESSION", "deadbeef")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+
+    let health = health_of_a_copy(&env, &repo, &env.owt_home);
+    assert_eq!(health.integrity, "ok");
+    assert_eq!(health.notes, notes.len() as u64);
+    disk.remount("rw");
+    let after: NotesOutput = env.owt_json(&repo, ["note"]);
+    assert_eq!(after.notes, notes);
+    drop(disk);
+}
