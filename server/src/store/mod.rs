@@ -95,6 +95,8 @@ pub fn storage_diagnosis(dir: &Path) -> Option<String> {
             "{dir} is on a read-only file system; remount it read-write, or set OWT_HOME to a writable folder"
         ));
     }
+    // fsblkcnt_t and c_ulong are 32-bit on some targets.
+    #[allow(clippy::useless_conversion)]
     let free = u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize));
     if free < NEARLY_FULL_BYTES {
         return Some(format!(
