@@ -380,7 +380,12 @@ pub fn inet_sockets(pid: u32) -> Vec<(String, String, String, u64)> {
             let cols: Vec<&str> = line.split_whitespace().collect();
             if cols.len() > 9 {
                 if let Ok(inode) = cols[9].parse() {
-                    out.push((table.to_string(), cols[1].to_string(), cols[3].to_string(), inode));
+                    out.push((
+                        table.to_string(),
+                        cols[1].to_string(),
+                        cols[3].to_string(),
+                        inode,
+                    ));
                 }
             }
         }

@@ -47,7 +47,11 @@ fn host_pid(agent: u32) -> u32 {
         .trim()
         .parse()
         .unwrap();
-    assert!(cmdline(ppid).iter().any(|a| a == "__host"), "{:?}", cmdline(ppid));
+    assert!(
+        cmdline(ppid).iter().any(|a| a == "__host"),
+        "{:?}",
+        cmdline(ppid)
+    );
     ppid
 }
 
@@ -213,10 +217,17 @@ fn no_owt_process_opens_a_tcp_or_udp_socket() {
         assert!(line.contains(&format!("\"id\":{id}")), "{line}");
     }
 
-    for (what, pid) in [("owt lsp", lsp.pid()), ("the session host", host), ("owt mcp", mcp.id())] {
+    for (what, pid) in [
+        ("owt lsp", lsp.pid()),
+        ("the session host", host),
+        ("owt mcp", mcp.id()),
+    ] {
         assert!(pid_alive(pid), "{what} is running");
         let inet = inet_sockets_of(pid);
-        assert!(inet.is_empty(), "{what} (pid {pid}) has inet sockets: {inet:?}");
+        assert!(
+            inet.is_empty(),
+            "{what} (pid {pid}) has inet sockets: {inet:?}"
+        );
     }
     drop(mcp_in);
     let _ = mcp.wait();
@@ -242,7 +253,8 @@ fn task_text_and_session_names_never_go_through_a_shell() {
     let session: NewOutput = env.owt_json(&repo, ["new", &task, "--name", &name_wish]);
     let name = session.session.name.clone();
     assert!(
-        name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+        name.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
         "the session name is a slug: {name}"
     );
     let agent = agent_pid(&env, &repo, &name);
