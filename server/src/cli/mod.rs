@@ -261,11 +261,17 @@ fn report_error(err: &anyhow::Error, json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let message = format!("{err:#}");
-    let hint = hint_for(&message);
+    let hint = hint_for(&message).map(str::to_string).or_else(|| {
+        // The store failed on its file system (full, read-only): say which.
+        crate::store::is_storage_failure(err.as_ref())
+            .then(|| crate::ops::owt_home().ok())
+            .flatten()
+            .and_then(|home| crate::store::storage_diagnosis(&home))
+    });
     if json {
         let doc = owt_protocol::ErrorOutput {
             error: message,
-            hint: hint.map(str::to_string),
+            hint: hint.clone(),
         };
         eprintln!("{}", serde_json::to_string(&doc).unwrap_or_default());
     } else {
