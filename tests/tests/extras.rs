@@ -361,3 +361,36 @@ fn a_branch_session_goes_through_new_send_ship() {
     );
     assert!(repo.is_dir() && repo.join("README.md").is_file());
 }
+
+/// Regression: two sends at the same moment used to interleave as
+/// `textAtextB⏎⏎`; each send's text and Enter now go together.
+#[test]
+fn concurrent_sends_arrive_as_whole_lines() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let s: NewOutput = env.owt_json(&repo, ["new", "many senders"]);
+    wait_until("the agent's prompt", DEADLINE, || {
+        screen(&env, &repo, &s.session.name).contains("ready>")
+    });
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            env.owt_cmd(
+                &repo,
+                ["send", &s.session.name, &format!("message-{i}-end")],
+            )
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    wait_until("every message on a line of its own", DEADLINE, || {
+        let out = env.owt(&repo, ["peek", &s.session.name, "--scrollback"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (0..8).all(|i| {
+            text.lines()
+                .any(|l| l.trim_end().ends_with(&format!("got: message-{i}-end")))
+        })
+    });
+}
