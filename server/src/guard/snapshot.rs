@@ -66,6 +66,8 @@ pub struct WorkState {
     /// The snapshot tree.
     pub snapshot: Option<Oid>,
     stat_cache: HashMap<String, (StatKey, Entry)>,
+    /// `core.autocrlf` or `info/attributes` (looked up once).
+    global_filters: Option<bool>,
     repo: Repository,
 }
 
@@ -100,6 +102,7 @@ impl WorkState {
             overrides: BTreeMap::new(),
             snapshot: None,
             stat_cache: HashMap::new(),
+            global_filters: None,
             repo,
         })
     }
@@ -328,11 +331,19 @@ impl WorkState {
             let id = self.repo.blob(target.as_os_str().as_encoded_bytes())?;
             (id, MODE_LINK)
         } else if meta.is_file() {
-            let id = match self.repo.blob_path(&abs) {
-                Ok(id) => id,
-                // Vanished between the stat and the read.
-                Err(_) if !abs.exists() => return Ok(None),
-                Err(e) => return Err(e.into()),
+            let id = if self.needs_filters(rel) {
+                match self.repo.blob_path(&abs) {
+                    Ok(id) => id,
+                    // Vanished between the stat and the read.
+                    Err(_) if !abs.exists() => return Ok(None),
+                    Err(e) => return Err(e.into()),
+                }
+            } else {
+                match std::fs::read(&abs) {
+                    Ok(bytes) => self.repo.blob(&bytes)?,
+                    Err(_) if !abs.exists() => return Ok(None),
+                    Err(source) => return Err(GuardError::Io { path: abs, source }),
+                }
             };
             let mode = if meta.permissions().mode() & 0o111 != 0 {
                 MODE_EXEC
@@ -345,6 +356,36 @@ impl WorkState {
         };
         self.stat_cache.insert(rel.to_string(), (key, entry));
         Ok(Some(entry))
+    }
+
+    /// Whether git's filters (CRLF, `.gitattributes`) may change this
+    /// file's content on the way in. Asking libgit2 to filter loads the
+    /// index for attributes, which costs with the repository's size, so it
+    /// is done only when a filter may apply: `core.autocrlf` set, an
+    /// `info/attributes` file, or a `.gitattributes` in the file's folder or
+    /// any folder above it.
+    fn needs_filters(&mut self, rel: &str) -> bool {
+        if self.global_filters.is_none() {
+            let autocrlf = self
+                .repo
+                .config()
+                .ok()
+                .and_then(|c| c.get_string("core.autocrlf").ok())
+                .is_some_and(|v| v != "false");
+            let info = self.repo.commondir().join("info/attributes").exists();
+            self.global_filters = Some(autocrlf || info);
+        }
+        if self.global_filters == Some(true) {
+            return true;
+        }
+        let mut dir = Path::new(rel).parent();
+        while let Some(d) = dir {
+            if self.worktree.join(d).join(".gitattributes").exists() {
+                return true;
+            }
+            dir = d.parent();
+        }
+        false
     }
 
     /// Writes the snapshot tree; returns whether it changed.
