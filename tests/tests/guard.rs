@@ -47,7 +47,11 @@ fn guard_reports_every_pair_with_levels_paths_and_lines() {
     std::fs::write(repo.join("f.txt"), numbered(&[(9, "human")])).unwrap();
 
     let report: GuardReport = env.owt_json(&repo, ["guard"]);
-    let names: Vec<&str> = report.participants.iter().map(|p| p.name.as_str()).collect();
+    let names: Vec<&str> = report
+        .participants
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
     assert_eq!(names, ["one", "three", "two", "you"]);
     let summary: Vec<(String, String, Level, Vec<String>)> = report
         .pairs
@@ -80,19 +84,31 @@ fn guard_reports_every_pair_with_levels_paths_and_lines() {
     assert!(only.pairs.is_empty());
     let text = env.owt_ok(&repo, ["guard", "one"]);
     assert!(text.contains("one and two would conflict:"), "{text}");
-    assert!(text.contains("f.txt (conflict): one lines 3; two lines 4."), "{text}");
-    assert_eq!(env.owt_ok(&repo, ["guard", "three"]).trim(), "three overlaps nobody.");
+    assert!(
+        text.contains("f.txt (conflict): one lines 3; two lines 4."),
+        "{text}"
+    );
+    assert_eq!(
+        env.owt_ok(&repo, ["guard", "three"]).trim(),
+        "three overlaps nobody."
+    );
 
     // `owt list` shows the overlap counts.
     let list: SessionList = env.owt_json(&repo, ["list"]);
-    let overlaps: Vec<(String, u32)> =
-        list.sessions.iter().map(|s| (s.name.clone(), s.overlaps)).collect();
+    let overlaps: Vec<(String, u32)> = list
+        .sessions
+        .iter()
+        .map(|s| (s.name.clone(), s.overlaps))
+        .collect();
     assert_eq!(
         overlaps,
         [("one".into(), 2), ("two".into(), 2), ("three".into(), 0)]
     );
     let table = env.owt_ok(&repo, ["list"]);
-    assert!(table.lines().next().unwrap().contains("OVERLAPS"), "{table}");
+    assert!(
+        table.lines().next().unwrap().contains("OVERLAPS"),
+        "{table}"
+    );
 
     // Unknown names are refused with the list of sessions.
     let err = env.owt_err(&repo, ["guard", "nobody"]);
@@ -170,7 +186,10 @@ fn queue_orders_conflict_free_sessions_first_then_fewest_conflicts() {
         ]
     );
     let left_step = &queue.steps[2];
-    assert_eq!((left_step.ahead, left_step.changed_files, left_step.overlaps), (1, 1, 1));
+    assert_eq!(
+        (left_step.ahead, left_step.changed_files, left_step.overlaps),
+        (1, 1, 1)
+    );
     let text = env.owt_ok(&repo, ["queue"]);
     assert!(
         text.contains("4. right (2 commits, 2 files) would conflict in f.txt into main; overlaps 1 other session."),
@@ -185,5 +204,7 @@ fn queue_with_nothing_ready_says_so() {
     new_session(&env, &repo, "fresh");
     let queue: QueueReport = env.owt_json(&repo, ["queue"]);
     assert!(queue.steps.is_empty());
-    assert!(env.owt_ok(&repo, ["queue"]).starts_with("No session is ready to ship"));
+    assert!(env
+        .owt_ok(&repo, ["queue"])
+        .starts_with("No session is ready to ship"));
 }

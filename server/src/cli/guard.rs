@@ -67,7 +67,9 @@ fn sentence(pair: &GuardPair) -> String {
         ));
     }
     if pair.level == Level::Conflict && pair.paths.iter().all(|p| p.level != Level::Conflict) {
-        out.push_str("  A merge of the two reports a conflict (a file moved by a folder rename).\n");
+        out.push_str(
+            "  A merge of the two reports a conflict (a file moved by a folder rename).\n",
+        );
     }
     out
 }
@@ -84,5 +86,10 @@ pub fn render(report: &GuardReport, name: Option<&str>) -> String {
             ),
         };
     }
-    report.pairs.iter().map(sentence).collect::<Vec<_>>().join("\n")
+    report
+        .pairs
+        .iter()
+        .map(sentence)
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -26,8 +26,7 @@ fn plural(n: u32, word: &str) -> String {
 /// The text report.
 pub fn render(report: &QueueReport) -> String {
     if report.steps.is_empty() {
-        return "No session is ready to ship (ready: commits ahead of its base)."
-            .into();
+        return "No session is ready to ship (ready: commits ahead of its base).".into();
     }
     report
         .steps

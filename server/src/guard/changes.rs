@@ -219,8 +219,10 @@ pub fn changes_from_raw(
             .iter()
             .filter(|d| !used_old.contains(d.0.as_str()))
             .collect();
-        let left_added: Vec<&&RawChange> =
-            added.iter().filter(|a| !renamed.contains_key(&a.0)).collect();
+        let left_added: Vec<&&RawChange> = added
+            .iter()
+            .filter(|a| !renamed.contains_key(&a.0))
+            .collect();
         if !left_deleted.is_empty()
             && !left_added.is_empty()
             && left_deleted.len() * left_added.len() <= MAX_SIMILARITY_PAIRS
@@ -236,7 +238,10 @@ pub fn changes_from_raw(
                 }
                 Some(map)
             };
-            let old_lines: Vec<_> = left_deleted.iter().map(|d| lines_of(d.1.unwrap().0)).collect();
+            let old_lines: Vec<_> = left_deleted
+                .iter()
+                .map(|d| lines_of(d.1.unwrap().0))
+                .collect();
             for a in left_added {
                 let Some(new_lines) = lines_of(a.2.unwrap().0) else {
                     continue;

@@ -192,7 +192,8 @@ impl GuardEngine {
     /// in parallel) and recomputes every pair.
     pub fn full_recompute(&mut self) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
-        let mut works: Vec<&mut WorkState> = self.states.values_mut().map(|s| &mut s.work).collect();
+        let mut works: Vec<&mut WorkState> =
+            self.states.values_mut().map(|s| &mut s.work).collect();
         let threads = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, 8);
@@ -211,11 +212,42 @@ impl GuardEngine {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(GuardError::GitCli("scan panicked".into()))))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(GuardError::GitCli("scan panicked".into())))
+                })
                 .collect()
         });
         for result in results {
             result?;
+        }
+        let ids: Vec<String> = self.states.keys().cloned().collect();
+        let mut update = GuardUpdate::default();
+        for id in &ids {
+            if self.recompute_changes(id)? {
+                update.participants.push(id.clone());
+            }
+        }
+        self.pairs.clear();
+        for (i, a) in ids.iter().enumerate() {
+            for b in &ids[i + 1..] {
+                self.recompute_pair(a, b, &mut update)?;
+            }
+        }
+        update.elapsed = started.elapsed();
+        self.publish(&update);
+        Ok(update)
+    }
+
+    /// Recomputes every participant's changes and every pair from the
+    /// current snapshots, with no file-system scan and no cached merge
+    /// verdicts (what a moved base branch or new `[guard]` settings need).
+    pub fn recompute_pairs(&mut self) -> Result<GuardUpdate, GuardError> {
+        let started = Instant::now();
+        self.merges.clear();
+        self.hunks = HunkCache::default();
+        for state in self.states.values_mut() {
+            state.computed_for = None;
         }
         let ids: Vec<String> = self.states.keys().cloned().collect();
         let mut update = GuardUpdate::default();
@@ -277,7 +309,10 @@ impl GuardEngine {
         let overrides = overrides
             .into_iter()
             .map(|(path, text)| {
-                let rel = path.strip_prefix(&root).map(Path::to_path_buf).unwrap_or(path);
+                let rel = path
+                    .strip_prefix(&root)
+                    .map(Path::to_path_buf)
+                    .unwrap_or(path);
                 (rel.to_string_lossy().into_owned(), text)
             })
             .collect();
@@ -376,7 +411,8 @@ impl GuardEngine {
     }
 
     fn publish(&mut self, update: &GuardUpdate) {
-        self.subscribers.retain(|tx| tx.send(update.clone()).is_ok());
+        self.subscribers
+            .retain(|tx| tx.send(update.clone()).is_ok());
     }
 
     /// Every overlapping pair, in id order.

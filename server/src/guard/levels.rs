@@ -41,7 +41,7 @@ pub struct Side<'a> {
 /// Merge verdicts by `(base tree, ours, theirs)`.
 pub type MergeCache = HashMap<(Oid, Oid, Oid), MergeOutcome>;
 
-fn touched<'a>(changes: &'a [Change]) -> BTreeMap<&'a str, &'a Change> {
+fn touched(changes: &[Change]) -> BTreeMap<&str, &Change> {
     let mut map = BTreeMap::new();
     for change in changes {
         for path in change.paths() {
@@ -52,10 +52,7 @@ fn touched<'a>(changes: &'a [Change]) -> BTreeMap<&'a str, &'a Change> {
 }
 
 /// Paths of `a` that are a folder of a path of `b`.
-fn folder_clashes<'a>(
-    a: &BTreeMap<&'a str, &Change>,
-    b: &BTreeMap<&str, &Change>,
-) -> Vec<&'a str> {
+fn folder_clashes<'a>(a: &BTreeMap<&'a str, &Change>, b: &BTreeMap<&str, &Change>) -> Vec<&'a str> {
     a.keys()
         .filter(|p| {
             let prefix = format!("{p}/");
@@ -166,14 +163,17 @@ pub fn compare(
         }
         cache.hunks(repo, old, new)
     };
-    let (first, second) = if a.snapshot <= b.snapshot { (a, b) } else { (b, a) };
+    let (first, second) = if a.snapshot <= b.snapshot {
+        (a, b)
+    } else {
+        (b, a)
+    };
     let key = (base_tree, first.snapshot, second.snapshot);
     let outcome = match merges.get(&key) {
         Some(found) => found.clone(),
         None => {
             let diffs = same_base.then_some((first.raw, second.raw));
-            let outcome =
-                merge::merge_trees_with_diffs(repo, key.0, key.1, key.2, diffs, false)?;
+            let outcome = merge::merge_trees_with_diffs(repo, key.0, key.1, key.2, diffs, false)?;
             if merges.len() > 10_000 {
                 merges.clear();
             }
@@ -213,13 +213,19 @@ pub fn compare(
         let (level, a_ranges, b_ranges) = if conflicting {
             let a_c = near(&a_all, &b_all, 0);
             let b_c = near(&b_all, &a_all, 0);
-            (Level::Conflict, if a_c.is_empty() { a_all } else { a_c }, if b_c.is_empty() { b_all } else { b_c })
+            (
+                Level::Conflict,
+                if a_c.is_empty() { a_all } else { a_c },
+                if b_c.is_empty() { b_all } else { b_c },
+            )
         } else if !a_near.is_empty() {
             (Level::HunkOverlap, a_near, b_near)
         } else {
             (Level::Overlap, a_all, b_all)
         };
-        let detail = clash.map(str::to_string).or_else(|| detail_of(&path, a_change, b_change));
+        let detail = clash
+            .map(str::to_string)
+            .or_else(|| detail_of(&path, a_change, b_change));
         paths.push(GuardPath {
             path,
             level,
@@ -232,7 +238,11 @@ pub fn compare(
     if paths.is_empty() {
         return Ok(None);
     }
-    let mut level = paths.iter().map(|p| p.level).max().unwrap_or(Level::Overlap);
+    let mut level = paths
+        .iter()
+        .map(|p| p.level)
+        .max()
+        .unwrap_or(Level::Overlap);
     if !clean {
         level = Level::Conflict;
     }

@@ -145,10 +145,7 @@ pub fn merge_trees_with_diffs(
             if let Some(entry) = side {
                 let path = String::from_utf8_lossy(&entry.path).into_owned();
                 conflicts.insert(path.clone());
-                let keep = conflict
-                    .their
-                    .as_ref()
-                    .map(|e| (e.id, e.mode as i32));
+                let keep = conflict.their.as_ref().map(|e| (e.id, e.mode as i32));
                 resolved.insert(path, keep);
             }
         }

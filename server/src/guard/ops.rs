@@ -11,8 +11,8 @@ use owt_protocol::guard::{GuardReport, QueueReport};
 use owt_protocol::Status;
 
 use super::engine::{GuardEngine, Participant, YOU};
-use super::queue::{self, Candidate};
 use super::kind;
+use super::queue::{self, Candidate};
 use crate::git;
 use crate::ops::Context;
 use crate::status::{self, OverlapFact};

@@ -296,7 +296,9 @@ impl WorkState {
 
     /// Sets `rel`'s dirty entry from what is on disk now.
     fn evaluate(&mut self, rel: &str) -> Result<(), GuardError> {
-        let head_entry = self.head_tree.and_then(|t| tree::entry_at(&self.repo, t, rel));
+        let head_entry = self
+            .head_tree
+            .and_then(|t| tree::entry_at(&self.repo, t, rel));
         let working = self.working_entry(rel, head_entry.is_some())?;
         if working == head_entry {
             self.dirty.remove(rel);
@@ -396,7 +398,10 @@ impl WorkState {
                 .get(path)
                 .copied()
                 .flatten()
-                .or_else(|| self.head_tree.and_then(|t| tree::entry_at(&self.repo, t, path)))
+                .or_else(|| {
+                    self.head_tree
+                        .and_then(|t| tree::entry_at(&self.repo, t, path))
+                })
                 .map_or(MODE_FILE, |e| e.1);
             let id = self.repo.blob(text.as_bytes())?;
             changes.insert(path.clone(), Some((id, mode)));

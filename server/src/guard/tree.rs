@@ -198,10 +198,8 @@ fn overlay_write(
     }
     for (name, (direct, nested)) in groups {
         let existing = builder.get(name)?.map(|e| (e.id(), e.filemode()));
-        if direct == Some(None) {
-            if existing.is_some_and(|e| e.1 != MODE_TREE) {
-                builder.remove(name)?;
-            }
+        if direct == Some(None) && existing.is_some_and(|e| e.1 != MODE_TREE) {
+            builder.remove(name)?;
         }
         if !nested.is_empty() {
             let existing_tree = builder

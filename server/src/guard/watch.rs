@@ -92,7 +92,9 @@ impl GuardWatcher {
         mut on_update: impl FnMut(&GuardEngine, &GuardUpdate) + Send + 'static,
     ) -> Result<GuardWatcher, GuardError> {
         let roots = {
-            let engine = engine.lock().map_err(|_| GuardError::GitCli("engine lock poisoned".into()))?;
+            let engine = engine
+                .lock()
+                .map_err(|_| GuardError::GitCli("engine lock poisoned".into()))?;
             let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
             Roots {
                 common_dir: canon(&engine.common_dir()),
@@ -160,7 +162,9 @@ impl GuardWatcher {
                     if paths.is_empty() && refs.is_empty() {
                         continue;
                     }
-                    let Ok(mut engine) = engine.lock() else { return };
+                    let Ok(mut engine) = engine.lock() else {
+                        return;
+                    };
                     let mut batch = GuardUpdate::default();
                     let everyone = refs.contains(&None);
                     let ref_ids: Vec<String> = if everyone {
