@@ -214,7 +214,7 @@ impl GuardEngine {
                 .into_iter()
                 .map(|h| {
                     h.join()
-                        .unwrap_or_else(|_| Err(GuardError::GitCli("scan panicked".into())))
+                        .unwrap_or_else(|_| Err(GuardError::Internal("a scan thread panicked".into())))
                 })
                 .collect()
         });

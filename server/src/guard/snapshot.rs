@@ -118,10 +118,57 @@ impl WorkState {
     }
 
     /// Re-reads HEAD and the base tip, asks git for the status of the whole
-    /// checkout and re-evaluates every path it lists. Returns whether the
+    /// checkout (the `git` CLI, else libgit2) and re-evaluates every path it
+    /// lists. Returns whether the
     /// snapshot changed.
     pub fn scan_full(&mut self) -> Result<bool, GuardError> {
         self.read_refs()?;
+        let paths = match self.status_with_git() {
+            Some(paths) => paths,
+            None => self.status_with_libgit2()?,
+        };
+        self.dirty.clear();
+        for path in paths {
+            self.evaluate(&path)?;
+        }
+        self.rebuild()
+    }
+
+    /// Paths `git status` lists (git's own status is several times faster
+    /// than libgit2's on big checkouts: preloaded index, untracked cache).
+    /// `GIT_OPTIONAL_LOCKS=0` keeps it from refreshing the index. `None`
+    /// when git cannot be run.
+    fn status_with_git(&self) -> Option<Vec<String>> {
+        let output = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&self.worktree)
+            .args([
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignore-submodules=all",
+            ])
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        if !output.status.success() {
+            return None;
+        }
+        Some(
+            output
+                .stdout
+                .split(|b| *b == 0)
+                .filter(|entry| entry.len() > 3)
+                .map(|entry| String::from_utf8_lossy(&entry[3..]).into_owned())
+                .collect(),
+        )
+    }
+
+    fn status_with_libgit2(&self) -> Result<Vec<String>, GuardError> {
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -130,19 +177,12 @@ impl WorkState {
             .exclude_submodules(true)
             .renames_head_to_index(false)
             .renames_index_to_workdir(false);
-        let paths: Vec<String> = {
-            let statuses = self.repo.statuses(Some(&mut opts))?;
-            statuses
-                .iter()
-                .filter(|e| !e.status().contains(git2::Status::IGNORED))
-                .filter_map(|e| e.path().map(str::to_string))
-                .collect()
-        };
-        self.dirty.clear();
-        for path in paths {
-            self.evaluate(&path)?;
-        }
-        self.rebuild()
+        let statuses = self.repo.statuses(Some(&mut opts))?;
+        Ok(statuses
+            .iter()
+            .filter(|e| !e.status().contains(git2::Status::IGNORED))
+            .filter_map(|e| e.path().map(str::to_string))
+            .collect())
     }
 
     /// Re-evaluates `paths` (relative to the worktree, or absolute inside

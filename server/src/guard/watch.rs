@@ -94,7 +94,7 @@ impl GuardWatcher {
         let roots = {
             let engine = engine
                 .lock()
-                .map_err(|_| GuardError::GitCli("engine lock poisoned".into()))?;
+                .map_err(|_| GuardError::Internal("the engine lock is poisoned".into()))?;
             let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
             Roots {
                 common_dir: canon(&engine.common_dir()),
