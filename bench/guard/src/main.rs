@@ -48,13 +48,20 @@ impl Rng {
 
 fn file_path(i: usize) -> String {
     // 100 files per folder, 100 folders per top folder.
-    format!("src/m{:03}/d{:02}/f{:05}.rs", i / 10_000, (i / 100) % 100, i)
+    format!(
+        "src/m{:03}/d{:02}/f{:05}.rs",
+        i / 10_000,
+        (i / 100) % 100,
+        i
+    )
 }
 
 fn file_text(i: usize, tag: &str) -> String {
     let mut s = String::with_capacity(1200);
     for line in 0..30 {
-        s.push_str(&format!("fn item_{i}_{line}() -> u32 {{ {line} }} // {tag}\n"));
+        s.push_str(&format!(
+            "fn item_{i}_{line}() -> u32 {{ {line} }} // {tag}\n"
+        ));
     }
     s
 }
@@ -96,7 +103,11 @@ fn setup(dir: &Path, n_files: usize, participants: usize) -> Setup {
         eprintln!("reusing {}", root.display());
         reset_changes(&main, &worktrees);
         apply_changes(&main, &worktrees, n_files);
-        return Setup { main, worktrees, n_files };
+        return Setup {
+            main,
+            worktrees,
+            n_files,
+        };
     }
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&main).unwrap();
@@ -118,12 +129,24 @@ fn setup(dir: &Path, n_files: usize, participants: usize) -> Setup {
         eprintln!("  worktree {p}");
         git(
             &main,
-            &["worktree", "add", "-q", "-b", &format!("agent-{p:02}"), wt.to_str().unwrap(), "main"],
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &format!("agent-{p:02}"),
+                wt.to_str().unwrap(),
+                "main",
+            ],
         );
     }
     std::fs::write(&marker, "").unwrap();
     apply_changes(&main, &worktrees, n_files);
-    Setup { main, worktrees, n_files }
+    Setup {
+        main,
+        worktrees,
+        n_files,
+    }
 }
 
 fn reset_changes(main: &Path, worktrees: &[PathBuf]) {
@@ -144,14 +167,24 @@ fn apply_changes(main: &Path, worktrees: &[PathBuf], n_files: usize) {
     for (p, wt) in worktrees.iter().enumerate() {
         for k in 0..8 {
             let i = (p * 997 + k * 131) % n_files;
-            edit_line(wt, &file_path(i), rng.below(30), &format!("agent {p} own {k}"));
+            edit_line(
+                wt,
+                &file_path(i),
+                rng.below(30),
+                &format!("agent {p} own {k}"),
+            );
         }
         if p % 2 == 0 {
             git(wt, &["commit", "-q", "-am", "agent work"]);
         }
         for _ in 0..2 {
             let hot = rng.below(16) * 7;
-            edit_line(wt, &file_path(hot), rng.below(30), &format!("agent {p} hot"));
+            edit_line(
+                wt,
+                &file_path(hot),
+                rng.below(30),
+                &format!("agent {p} hot"),
+            );
         }
         write_file(wt, &format!("src/new/agent_{p}.rs"), "fn new() {}\n");
     }
@@ -228,14 +261,19 @@ fn run(dir: &Path, n_files: usize, n_participants: usize, rounds: usize) -> Figu
         let p = rng.below(setup.worktrees.len());
         let wt = &setup.worktrees[p];
         let (rel, bucket) = if round % 2 == 0 {
-            (file_path((p * 997 + 5 * 131 + round) % setup.n_files), &mut own)
+            (
+                file_path((p * 997 + 5 * 131 + round) % setup.n_files),
+                &mut own,
+            )
         } else {
             (file_path(rng.below(16) * 7), &mut hot)
         };
         edit_line(wt, &rel, rng.below(30), &format!("round {round}"));
         let id = format!("agent-{p:02}");
         let started = Instant::now();
-        let update = engine.on_paths_changed(&id, &[PathBuf::from(&rel)]).unwrap();
+        let update = engine
+            .on_paths_changed(&id, &[PathBuf::from(&rel)])
+            .unwrap();
         bucket.push(started.elapsed());
         assert!(update.participants.contains(&id), "the write was seen");
     }
@@ -249,7 +287,9 @@ fn run(dir: &Path, n_files: usize, n_participants: usize, rounds: usize) -> Figu
     }
     let git_status_all = started.elapsed();
     let snaps = engine.snapshots();
-    let base = git(&setup.main, &["rev-parse", "main^{tree}"]).trim().to_string();
+    let base = git(&setup.main, &["rev-parse", "main^{tree}"])
+        .trim()
+        .to_string();
     let ids: Vec<&String> = snaps.keys().take(8).collect();
     let mut n = 0u32;
     let started = Instant::now();
@@ -297,14 +337,26 @@ fn main() {
     let n_participants: usize = arg("--participants").map_or(32, |s| s.parse().unwrap());
     let rounds: usize = arg("--rounds").map_or(40, |s| s.parse().unwrap());
     let dir = PathBuf::from(arg("--dir").unwrap_or_else(|| "/tmp/owt-guard-bench".into()));
-    let figures: Vec<Figures> = sizes.iter().map(|n| run(&dir, *n, n_participants, rounds)).collect();
+    let figures: Vec<Figures> = sizes
+        .iter()
+        .map(|n| run(&dir, *n, n_participants, rounds))
+        .collect();
     println!(
         "Conflict Guard benchmark: {n_participants} agents + you, {} cores",
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     println!(
         "{:>8} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} | {:>13} {:>15}",
-        "files", "pairs", "full cold", "full warm", "full pairs", "incr med", "incr hot", "incr max", "git status×33", "merge-tree/pair"
+        "files",
+        "pairs",
+        "full cold",
+        "full warm",
+        "full pairs",
+        "incr med",
+        "incr hot",
+        "incr max",
+        "git status×33",
+        "merge-tree/pair"
     );
     for f in &figures {
         println!(

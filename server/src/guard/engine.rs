@@ -213,8 +213,9 @@ impl GuardEngine {
             handles
                 .into_iter()
                 .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(GuardError::Internal("a scan thread panicked".into())))
+                    h.join().unwrap_or_else(|_| {
+                        Err(GuardError::Internal("a scan thread panicked".into()))
+                    })
                 })
                 .collect()
         });
