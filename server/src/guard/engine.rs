@@ -106,7 +106,8 @@ impl GuardEngine {
     pub fn new(dir: &Path, ignore_globs: &[String]) -> Result<GuardEngine, GuardError> {
         // Every entry the guard puts in a tree comes from the object
         // database or was just written: skip libgit2's per-entry existence
-        // check (a read per entry on every tree write).
+        // check (a read per entry on every tree write). This is a
+        // process-wide libgit2 option; it only drops a validation.
         git2::opts::strict_object_creation(false);
         let found = Repository::discover(dir)?;
         let repo = Repository::open(found.commondir())?;

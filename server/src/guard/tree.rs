@@ -153,7 +153,7 @@ thread_local! {
     static MEMO: RefCell<HashMap<MemoKey, Option<Oid>>> = RefCell::new(HashMap::new());
 }
 
-const MEMO_LIMIT: usize = 200_000;
+const MEMO_LIMIT: usize = 50_000;
 
 fn overlay_rec(
     repo: &Repository,
