@@ -160,8 +160,9 @@ pub fn new_session(
             kind,
         },
         |candidate| {
-            (!in_place && names::worktree_path(&base_dir, candidate).exists())
-                || (!in_place && repo.worktree_admin_exists(candidate))
+            (!in_place
+                && (names::worktree_path(&base_dir, candidate).exists()
+                    || repo.worktree_admin_exists(candidate)))
                 || (explicit_branch.is_none()
                     && repo.branch_exists(&names::default_branch(candidate)))
         },
