@@ -196,6 +196,12 @@ pub struct ConfigShow {
     pub sources: Vec<String>,
     /// The effective configuration.
     pub config: serde_json::Value,
+    /// Where each value that is set came from: dotted key → file.
+    #[serde(default)]
+    pub origins: std::collections::BTreeMap<String, String>,
+    /// Keys of a seed-format `.worktreerc` that owt does not use.
+    #[serde(default)]
+    pub ignored: Vec<String>,
 }
 
 /// `owt version --json`.

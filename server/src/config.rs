@@ -169,6 +169,10 @@ pub struct Loaded {
     pub config: Config,
     /// Files read, highest priority first.
     pub sources: Vec<PathBuf>,
+    /// Where each set value came from: dotted key → file.
+    pub origins: BTreeMap<String, PathBuf>,
+    /// Keys of a seed-format file that owt does not use (e.g. `backend.mode`).
+    pub ignored: Vec<String>,
 }
 
 /// The user's config file path.
@@ -186,11 +190,26 @@ pub fn repo_config_path(repo_root: &Path) -> PathBuf {
     repo_root.join(".owt.toml")
 }
 
-/// Loads and merges the repository's and the user's configuration.
+/// The seed's (open-orchestrator's) repository config files, read when the
+/// repository has no `.owt.toml`.
+pub const SEED_FILES: &[&str] = &[".worktreerc", ".worktreerc.toml"];
+
+/// Loads and merges the repository's and the user's configuration. A
+/// repository without `.owt.toml` but with the seed's `.worktreerc` /
+/// `.worktreerc.toml` has that read instead (translated).
 pub fn load(repo_root: Option<&Path>) -> Result<Loaded, ConfigError> {
     let mut files = Vec::new();
     if let Some(root) = repo_root {
-        files.push(repo_config_path(root));
+        let owt = repo_config_path(root);
+        if owt.exists() {
+            files.push(owt);
+        } else if let Some(seed) = SEED_FILES
+            .iter()
+            .map(|f| root.join(f))
+            .find(|p| p.is_file())
+        {
+            files.push(seed);
+        }
     }
     if let Some(user) = user_config_path() {
         files.push(user);
@@ -198,10 +217,74 @@ pub fn load(repo_root: Option<&Path>) -> Result<Loaded, ConfigError> {
     load_files(&files)
 }
 
+/// Whether `path` is in the seed's format.
+fn is_seed_file(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| SEED_FILES.contains(&n))
+}
+
+/// Translates a seed-format table (`[worktree]`, `[tmux] ai_tool`,
+/// `[environment]`, `[tools.*]`) into owt's; returns the keys it dropped.
+pub fn translate_seed(seed: toml::Table) -> (toml::Table, Vec<String>) {
+    let mut out = toml::Table::new();
+    let mut ignored = Vec::new();
+    for (section, value) in seed {
+        let toml::Value::Table(table) = value else {
+            ignored.push(section);
+            continue;
+        };
+        match section.as_str() {
+            "worktree" => {
+                let mut worktree = toml::Table::new();
+                for (k, v) in table {
+                    match k.as_str() {
+                        "base_directory" | "auto_cleanup_days" => {
+                            worktree.insert(k, v);
+                        }
+                        _ => ignored.push(format!("worktree.{k}")),
+                    }
+                }
+                out.insert("worktree".into(), toml::Value::Table(worktree));
+            }
+            "tmux" => {
+                for (k, v) in table {
+                    if k == "ai_tool" {
+                        let mut agent = toml::Table::new();
+                        agent.insert("default_tool".into(), v);
+                        out.insert("agent".into(), toml::Value::Table(agent));
+                    } else {
+                        ignored.push(format!("tmux.{k}"));
+                    }
+                }
+            }
+            "environment" => {
+                let mut env = toml::Table::new();
+                for (k, v) in table {
+                    match k.as_str() {
+                        "auto_install_deps" | "copy_env_file" => {
+                            env.insert(k, v);
+                        }
+                        _ => ignored.push(format!("environment.{k}")),
+                    }
+                }
+                out.insert("environment".into(), toml::Value::Table(env));
+            }
+            "tools" => {
+                out.insert("tools".into(), toml::Value::Table(table));
+            }
+            other => ignored.push(other.to_string()),
+        }
+    }
+    (out, ignored)
+}
+
 /// Loads `files` (highest priority first), skipping missing ones.
 pub fn load_files(files: &[PathBuf]) -> Result<Loaded, ConfigError> {
     let mut merged = toml::Table::new();
     let mut sources = Vec::new();
+    let mut origins = BTreeMap::new();
+    let mut ignored = Vec::new();
     // Lowest priority first, so later files override.
     for path in files.iter().rev() {
         let text = match std::fs::read_to_string(path) {
@@ -214,12 +297,40 @@ pub fn load_files(files: &[PathBuf]) -> Result<Loaded, ConfigError> {
                 })
             }
         };
-        let table = parse_file(path, &text)?;
+        let table = if is_seed_file(path) {
+            let raw: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+                path: path.clone(),
+                line: e.span().map_or(1, |s| locate(&text, s.start).0),
+                key: None,
+                message: e.message().to_string(),
+            })?;
+            let (table, dropped) = translate_seed(raw);
+            ignored.extend(
+                dropped
+                    .into_iter()
+                    .map(|k| format!("{k} ({})", path.display())),
+            );
+            Config::deserialize(table.clone()).map_err(|e| ConfigError::Invalid {
+                path: path.clone(),
+                line: 1,
+                key: None,
+                message: e.to_string(),
+            })?;
+            table
+        } else {
+            parse_file(path, &text)?
+        };
+        record_origins(&table, "", path, &mut origins);
         merge(&mut merged, table);
         sources.insert(0, path.clone());
     }
     let config = Config::deserialize(merged).map_err(|e| ConfigError::Merged(e.to_string()))?;
-    Ok(Loaded { config, sources })
+    Ok(Loaded {
+        config,
+        sources,
+        origins,
+        ignored,
+    })
 }
 
 /// Parses and validates one file on its own, so errors point into it.
@@ -276,6 +387,27 @@ fn locate(text: &str, offset: usize) -> (usize, Option<String>) {
         }
     }
     (line, key)
+}
+
+fn record_origins(
+    table: &toml::Table,
+    prefix: &str,
+    path: &Path,
+    out: &mut BTreeMap<String, PathBuf>,
+) {
+    for (key, value) in table {
+        let dotted = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match value {
+            toml::Value::Table(inner) => record_origins(inner, &dotted, path, out),
+            _ => {
+                out.insert(dotted, path.to_path_buf());
+            }
+        }
+    }
 }
 
 fn merge(into: &mut toml::Table, from: toml::Table) {
@@ -404,6 +536,34 @@ mod tests {
         );
         assert_eq!(loaded.config.agent.default_tool.as_deref(), Some("codex"));
         assert_eq!(loaded.sources, vec![repo, user]);
+    }
+
+    #[test]
+    fn seed_worktreerc_is_translated() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(".worktreerc.toml"),
+            "[worktree]\nbase_directory = \"../wt\"\nauto_cleanup_days = 7\n\n[tmux]\nai_tool = \"codex\"\nauto_start_ai = true\n\n[environment]\nauto_install_deps = true\ncopy_env_file = false\n\n[backend]\nmode = \"tmux\"\n\n[tools.mytool]\nbinary = \"my-ai\"\nprompt_flag = \"-p\"\nsupports_hooks = false\n",
+        )
+        .unwrap();
+        let files = [dir.path().join(".worktreerc.toml")];
+        let loaded = load_files(&files).unwrap();
+        let c = &loaded.config;
+        assert_eq!(c.worktree.base_directory.as_deref(), Some("../wt"));
+        assert_eq!(c.worktree.auto_cleanup_days, 7);
+        assert_eq!(c.agent.default_tool.as_deref(), Some("codex"));
+        assert!(c.environment.auto_install_deps && !c.environment.copy_env_file);
+        assert_eq!(c.tools["mytool"].prompt_flag.as_deref(), Some("-p"));
+        assert_eq!(loaded.origins["agent.default_tool"], files[0]);
+        assert!(
+            loaded.ignored.iter().any(|k| k.starts_with("backend")),
+            "{:?}",
+            loaded.ignored
+        );
+        assert!(loaded
+            .ignored
+            .iter()
+            .any(|k| k.starts_with("tmux.auto_start_ai")));
     }
 
     #[test]

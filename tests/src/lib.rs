@@ -314,3 +314,81 @@ impl Drop for TestEnv {
         }
     }
 }
+
+/// Whether `pid` is a running process (not a zombie).
+pub fn pid_alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks existence.
+    if unsafe { libc::kill(pid as i32, 0) } != 0 {
+        return false;
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with(['Z', 'X']))
+        })
+        .unwrap_or(false)
+}
+
+/// Resident memory of `pid` in KiB (`VmRSS` of `/proc/<pid>/status`).
+pub fn vm_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// The argv of `pid` (`/proc/<pid>/cmdline`).
+pub fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// Inodes of the sockets `pid` holds open (`socket:[N]` links in
+/// `/proc/<pid>/fd`).
+pub fn socket_inodes(pid: u32) -> Vec<u64> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|target| {
+            target
+                .to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// Inet sockets (TCP and UDP, v4 and v6) of `pid`'s network namespace:
+/// `(table, local address, state, inode)` from `/proc/<pid>/net/*`.
+pub fn inet_sockets(pid: u32) -> Vec<(String, String, String, u64)> {
+    let mut out = Vec::new();
+    for table in ["tcp", "tcp6", "udp", "udp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() > 9 {
+                if let Ok(inode) = cols[9].parse() {
+                    out.push((
+                        table.to_string(),
+                        cols[1].to_string(),
+                        cols[3].to_string(),
+                        inode,
+                    ));
+                }
+            }
+        }
+    }
+    out
+}

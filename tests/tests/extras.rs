@@ -215,3 +215,182 @@ fn json_logs_carry_the_correlation_id_and_the_session() {
     );
     assert!(spans.iter().any(|s| s["session"] == "logged"), "{record}");
 }
+
+#[test]
+fn dependencies_install_for_node_and_python_projects() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let config = std::fs::read_to_string(repo.join(".owt.toml")).unwrap();
+    std::fs::write(
+        repo.join(".owt.toml"),
+        format!("{config}\n[environment]\nauto_install_deps = true\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("package.json"),
+        r#"{"name": "fixture", "version": "1.0.0", "private": true, "dependencies": {"is-number": "7.0.0"}}"#,
+    )
+    .unwrap();
+    std::fs::write(repo.join("requirements.txt"), "six==1.16.0\n").unwrap();
+    std::fs::write(repo.join(".gitignore"), "node_modules/\n.venv/\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "node and python project"]);
+    let out: NewOutput = env.owt_json(&repo, ["new", "with deps"]);
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    let wt = Path::new(&out.session.worktree);
+    assert!(
+        wt.join("node_modules/is-number/package.json").is_file(),
+        "npm installed the dependency"
+    );
+    let six = std::fs::read_dir(wt.join(".venv/lib"))
+        .unwrap()
+        .flatten()
+        .any(|d| d.path().join("site-packages/six.py").is_file());
+    assert!(six, "pip installed six into .venv");
+    assert_eq!(
+        env.git(wt, ["status", "--porcelain"]),
+        "",
+        "installed files are ignored, the worktree is clean"
+    );
+
+    // A failing install is a warning, and the session still starts.
+    std::fs::write(
+        repo.join("requirements.txt"),
+        "this-package-does-not-exist-owt-test==0.0.0\n",
+    )
+    .unwrap();
+    std::fs::remove_file(repo.join("package.json")).unwrap();
+    env.git(&repo, ["commit", "-qam", "broken requirements"]);
+    let out: NewOutput = env.owt_json(&repo, ["new", "broken deps"]);
+    assert!(
+        out.warnings.iter().any(|w| w.contains("python (pip)")),
+        "{:?}",
+        out.warnings
+    );
+    assert!(Path::new(&out.session.worktree).is_dir());
+}
+
+#[test]
+fn a_seed_worktreerc_is_read_when_there_is_no_owt_toml() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let agent = owt_e2e::data_file("idle-agent.sh");
+    std::fs::remove_file(repo.join(".owt.toml")).unwrap();
+    std::fs::write(
+        repo.join(".worktreerc.toml"),
+        format!(
+            "[worktree]\nbase_directory = \"../seed-worktrees\"\n\n[tmux]\nai_tool = \"seedtool\"\n\n[backend]\nmode = \"tmux\"\n\n[tools.seedtool]\nbinary = \"{}\"\n",
+            agent.display()
+        ),
+    )
+    .unwrap();
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "seed config"]);
+    let show: owt_protocol::ConfigShow = env.owt_json(&repo, ["config", "show"]);
+    assert!(show.sources[0].ends_with(".worktreerc.toml"));
+    assert!(show.origins["agent.default_tool"].ends_with(".worktreerc.toml"));
+    assert!(show.ignored.iter().any(|k| k.starts_with("backend")));
+    let out: NewOutput = env.owt_json(&repo, ["new", "seeded"]);
+    assert_eq!(out.session.provider, "seedtool");
+    assert!(
+        out.session.worktree.contains("/seed-worktrees/seeded"),
+        "{}",
+        out.session.worktree
+    );
+}
+
+#[test]
+fn a_branch_session_goes_through_new_send_ship() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let out: NewOutput = env.owt_json(&repo, ["branch", "in place work"]);
+    assert_eq!(out.session.kind, owt_protocol::SessionKind::Branch);
+    assert_eq!(
+        Path::new(&out.session.worktree),
+        repo.canonicalize().unwrap()
+    );
+    assert_eq!(
+        env.git(&repo, ["rev-parse", "--abbrev-ref", "HEAD"]),
+        "owt/in-place-work"
+    );
+    assert!(!env.path().join("app.worktrees").exists(), "no worktree");
+    let err = env.owt_err(&repo, ["new", "second", "--in-place"]);
+    assert!(err.contains("already hosts the branch session"), "{err}");
+
+    env.owt_ok(&repo, ["send", &out.session.name, "hello in place"]);
+    wait_until("the agent got the text", DEADLINE, || {
+        screen(&env, &repo, &out.session.name).contains("got: hello in place")
+    });
+    let report: owt_protocol::DoctorReport = env.owt_json(&repo, ["doctor"]);
+    assert!(
+        report.findings.is_empty(),
+        "a healthy branch session is no orphan: {:?}",
+        report.findings
+    );
+
+    std::fs::write(repo.join("in-place.txt"), "agent work\n").unwrap();
+    let shipped: owt_protocol::ShipOutput = env.owt_json(&repo, ["ship", &out.session.name]);
+    assert!(shipped.merge.merged && shipped.merge.deleted, "{shipped:?}");
+    assert_eq!(
+        env.git(&repo, ["rev-parse", "--abbrev-ref", "HEAD"]),
+        "main",
+        "back on the base"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("in-place.txt")).unwrap(),
+        "agent work\n"
+    );
+    assert_eq!(env.git(&repo, ["status", "--porcelain"]), "");
+    assert_eq!(env.git(&repo, ["branch", "--list", "owt/*"]), "");
+
+    // Delete of a branch session switches the checkout back and keeps the commits.
+    let again: NewOutput = env.owt_json(&repo, ["new", "another in place", "--in-place"]);
+    commit(&env, &repo, "kept.txt", "kept\n");
+    let deleted: owt_protocol::DeleteOutput = env.owt_json(&repo, ["delete", &again.session.name]);
+    assert!(
+        !deleted.worktree_removed,
+        "the human's checkout is never removed"
+    );
+    assert_eq!(
+        deleted.backup_ref.as_deref(),
+        Some("refs/owt/backup/another-in-place")
+    );
+    assert_eq!(
+        env.git(&repo, ["rev-parse", "--abbrev-ref", "HEAD"]),
+        "main"
+    );
+    assert!(repo.is_dir() && repo.join("README.md").is_file());
+}
+
+/// Regression: two sends at the same moment used to interleave as
+/// `textAtextB⏎⏎`; each send's text and Enter now go together.
+#[test]
+fn concurrent_sends_arrive_as_whole_lines() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let s: NewOutput = env.owt_json(&repo, ["new", "many senders"]);
+    wait_until("the agent's prompt", DEADLINE, || {
+        screen(&env, &repo, &s.session.name).contains("ready>")
+    });
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            env.owt_cmd(
+                &repo,
+                ["send", &s.session.name, &format!("message-{i}-end")],
+            )
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    wait_until("every message on a line of its own", DEADLINE, || {
+        let out = env.owt(&repo, ["peek", &s.session.name, "--scrollback"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (0..8).all(|i| {
+            text.lines()
+                .any(|l| l.trim_end().ends_with(&format!("got: message-{i}-end")))
+        })
+    });
+}

@@ -85,7 +85,7 @@ fn guard_reports_every_pair_with_levels_paths_and_lines() {
     let text = env.owt_ok(&repo, ["guard", "one"]);
     assert!(text.contains("one and two would conflict:"), "{text}");
     assert!(
-        text.contains("f.txt (conflict): one lines 3; two lines 4."),
+        text.contains("f.txt (conflict): one: lines 3; two: lines 4."),
         "{text}"
     );
     assert_eq!(

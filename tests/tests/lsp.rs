@@ -435,3 +435,57 @@ fn rapid_changes_end_in_the_final_state() {
     let task = result["session"]["task"].as_str().unwrap();
     assert!(task.contains("```\nline 998\nline 999\n```"), "{task}");
 }
+
+/// An agent's MCP `report_status` reaches the editor as a message.
+#[test]
+fn agent_reports_become_editor_messages() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let created: NewOutput = env.owt_json(&repo, ["new", "report back"]);
+    let mut client = start(&env, &repo, true);
+    client.request("owt/board", Value::Null);
+
+    let mut mcp = env
+        .owt_cmd(&repo, ["mcp"])
+        .env("OWT_SESSION", &created.session.id)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = mcp.stdin.take().unwrap();
+    let stdout = mcp.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "report_status", "arguments": {"kind": "blocked", "text": "need the staging DB password"}}}),
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let reply = rx.recv_timeout(left).expect("the report_status reply");
+        if reply["id"] == 2 {
+            assert!(reply["result"]["isError"] != true, "{reply}");
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = mcp.wait();
+    client.await_notification("window/showMessage", DEADLINE, |p| {
+        p["message"]
+            == format!(
+                "owt: {} reports blocked: need the staging DB password",
+                created.session.name
+            )
+    });
+}

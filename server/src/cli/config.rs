@@ -38,22 +38,37 @@ pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result
             let doc = ConfigShow {
                 sources: sources.clone(),
                 config: serde_json::to_value(&loaded.config)?,
+                origins: loaded
+                    .origins
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.display().to_string()))
+                    .collect(),
+                ignored: loaded.ignored.clone(),
             };
             let toml =
                 toml::to_string_pretty(&loaded.config).context("formatting the configuration")?;
             out.emit(&doc, || {
-                let from = if sources.is_empty() {
-                    "# no configuration files found; these are the defaults".to_string()
+                let mut text = if sources.is_empty() {
+                    "# no configuration files found; these are the defaults\n".to_string()
                 } else {
-                    format!("# from (highest priority first): {}", sources.join(", "))
+                    format!("# from (highest priority first): {}\n", sources.join(", "))
                 };
-                format!("{from}\n{toml}")
+                for (key, file) in &doc.origins {
+                    text.push_str(&format!("# {key} ← {file}\n"));
+                }
+                for key in &doc.ignored {
+                    text.push_str(&format!("# ignored (not used by owt): {key}\n"));
+                }
+                text.push_str(&toml);
+                text
             })?;
         }
         Command::Validate => {
             let doc = ConfigShow {
                 sources: sources.clone(),
                 config: serde_json::to_value(&loaded.config)?,
+                origins: Default::default(),
+                ignored: loaded.ignored.clone(),
             };
             out.emit(&doc, || {
                 if sources.is_empty() {

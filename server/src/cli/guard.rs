@@ -32,9 +32,9 @@ fn lines(ranges: &[LineRange]) -> String {
         })
         .collect();
     if parts.is_empty() {
-        "the whole file".into()
+        "whole file".into()
     } else {
-        parts.join(", ")
+        format!("lines {}", parts.join(", "))
     }
 }
 
@@ -58,7 +58,7 @@ fn sentence(pair: &GuardPair) -> String {
             .map(|d| format!(", {d}"))
             .unwrap_or_default();
         out.push_str(&format!(
-            "  {} ({what}{detail}): {} lines {}; {} lines {}.\n",
+            "  {} ({what}{detail}): {}: {}; {}: {}.\n",
             path.path,
             pair.a,
             lines(&path.a_ranges),

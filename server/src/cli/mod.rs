@@ -7,6 +7,7 @@
 
 pub mod attach;
 mod board;
+mod branch;
 mod cleanup;
 mod completions;
 mod config;
@@ -21,7 +22,7 @@ mod list;
 mod lsp;
 mod mcp;
 mod merge;
-mod new;
+pub(crate) mod new;
 mod note;
 pub mod peek;
 mod queue;
@@ -80,6 +81,8 @@ pub enum Command {
     /// Start an agent on a task in a new worktree and branch.
     #[command(visible_alias = "n")]
     New(new::Args),
+    /// Start an agent on a new branch in your own checkout (no worktree).
+    Branch(branch::Args),
     /// List sessions with their status, branch, worktree and changes.
     #[command(visible_alias = "ls")]
     List(list::Args),
@@ -161,6 +164,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         None => board::run(dir, &out),
         Some(Command::New(args)) => new::run(dir, &out, args),
+        Some(Command::Branch(args)) => branch::run(dir, &out, args),
         Some(Command::List(args)) => list::run(dir, &out, args),
         Some(Command::Delete(args)) => delete::run(dir, &out, args),
         Some(Command::Attach(args)) | Some(Command::Switch(args)) => {
@@ -257,11 +261,17 @@ fn report_error(err: &anyhow::Error, json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let message = format!("{err:#}");
-    let hint = hint_for(&message);
+    let hint = hint_for(&message).map(str::to_string).or_else(|| {
+        // The store failed on its file system (full, read-only): say which.
+        crate::store::is_storage_failure(err.as_ref())
+            .then(|| crate::ops::owt_home().ok())
+            .flatten()
+            .and_then(|home| crate::store::storage_diagnosis(&home))
+    });
     if json {
         let doc = owt_protocol::ErrorOutput {
             error: message,
-            hint: hint.map(str::to_string),
+            hint: hint.clone(),
         };
         eprintln!("{}", serde_json::to_string(&doc).unwrap_or_default());
     } else {

@@ -22,6 +22,7 @@ use owt_protocol::guard::{GuardPair, GuardParticipant, GuardReport};
 use super::changes::{self, Change, HunkCache};
 use super::levels::{self, MergeCache, Side};
 use super::snapshot::WorkState;
+use super::tree::{self, RawChange};
 use super::{GuardError, GuardFact};
 use crate::store::now_ms;
 
@@ -56,6 +57,8 @@ struct State {
     participant: Participant,
     work: WorkState,
     changes: Vec<Change>,
+    /// The tree diff the changes came from.
+    raw: Vec<RawChange>,
     /// `(snapshot, merge base)` the changes were computed for.
     computed_for: Option<(Oid, Option<Oid>)>,
     computed_at: i64,
@@ -101,6 +104,11 @@ pub fn ignore_set(globs: &[String]) -> Result<GlobSet, GuardError> {
 impl GuardEngine {
     /// An engine for the repository containing `dir`, with no participants.
     pub fn new(dir: &Path, ignore_globs: &[String]) -> Result<GuardEngine, GuardError> {
+        // Every entry the guard puts in a tree comes from the object
+        // database or was just written: skip libgit2's per-entry existence
+        // check (a read per entry on every tree write). This is a
+        // process-wide libgit2 option; it only drops a validation.
+        git2::opts::strict_object_creation(false);
         let found = Repository::discover(dir)?;
         let repo = Repository::open(found.commondir())?;
         Ok(GuardEngine {
@@ -129,6 +137,7 @@ impl GuardEngine {
                 participant,
                 work,
                 changes: Vec::new(),
+                raw: Vec::new(),
                 computed_for: None,
                 computed_at: 0,
             },
@@ -205,13 +214,42 @@ impl GuardEngine {
             handles
                 .into_iter()
                 .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(GuardError::GitCli("scan panicked".into())))
+                    h.join().unwrap_or_else(|_| {
+                        Err(GuardError::Internal("a scan thread panicked".into()))
+                    })
                 })
                 .collect()
         });
         for result in results {
             result?;
+        }
+        let ids: Vec<String> = self.states.keys().cloned().collect();
+        let mut update = GuardUpdate::default();
+        for id in &ids {
+            if self.recompute_changes(id)? {
+                update.participants.push(id.clone());
+            }
+        }
+        self.pairs.clear();
+        for (i, a) in ids.iter().enumerate() {
+            for b in &ids[i + 1..] {
+                self.recompute_pair(a, b, &mut update)?;
+            }
+        }
+        update.elapsed = started.elapsed();
+        self.publish(&update);
+        Ok(update)
+    }
+
+    /// Recomputes every participant's changes and every pair from the
+    /// current snapshots, with no file-system scan and no cached merge
+    /// verdicts (what a moved base branch or new `[guard]` settings need).
+    pub fn recompute_pairs(&mut self) -> Result<GuardUpdate, GuardError> {
+        let started = Instant::now();
+        self.merges.clear();
+        self.hunks = HunkCache::default();
+        for state in self.states.values_mut() {
+            state.computed_for = None;
         }
         let ids: Vec<String> = self.states.keys().cloned().collect();
         let mut update = GuardUpdate::default();
@@ -327,12 +365,8 @@ impl GuardEngine {
         if state.computed_for == Some(key) {
             return Ok(false);
         }
-        state.changes = changes::changes(
-            &self.repo,
-            state.work.merge_base_tree,
-            snapshot,
-            &mut self.hunks,
-        )?;
+        state.raw = tree::diff_trees(&self.repo, state.work.merge_base_tree, Some(snapshot))?;
+        state.changes = changes::changes_from_raw(&self.repo, state.raw.clone(), &mut self.hunks)?;
         state.computed_for = Some(key);
         state.computed_at = now_ms();
         Ok(true)
@@ -358,6 +392,7 @@ impl GuardEngine {
                 merge_base_tree: s.work.merge_base_tree,
                 snapshot,
                 changes: &s.changes,
+                raw: &s.raw,
             }
         }
         let result = levels::compare(

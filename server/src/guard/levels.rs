@@ -17,7 +17,7 @@ use owt_protocol::guard::{GuardPair, GuardPath, Level, LineRange};
 
 use super::changes::{ranges_near, Change, ChangeKind, Hunk, HunkCache};
 use super::merge::{self, MergeOutcome};
-use super::tree;
+use super::tree::{self, RawChange};
 use super::GuardError;
 
 /// Ranges this close (in unchanged lines between them) are a hunk-overlap.
@@ -34,12 +34,14 @@ pub struct Side<'a> {
     pub merge_base_tree: Option<Oid>,
     pub snapshot: Oid,
     pub changes: &'a [Change],
+    /// The tree diff from `merge_base_tree` to `snapshot`.
+    pub raw: &'a [RawChange],
 }
 
 /// Merge verdicts by `(base tree, ours, theirs)`.
 pub type MergeCache = HashMap<(Oid, Oid, Oid), MergeOutcome>;
 
-fn touched<'a>(changes: &'a [Change]) -> BTreeMap<&'a str, &'a Change> {
+fn touched(changes: &[Change]) -> BTreeMap<&str, &Change> {
     let mut map = BTreeMap::new();
     for change in changes {
         for path in change.paths() {
@@ -161,15 +163,17 @@ pub fn compare(
         }
         cache.hunks(repo, old, new)
     };
-    let key = if a.snapshot <= b.snapshot {
-        (base_tree, a.snapshot, b.snapshot)
+    let (first, second) = if a.snapshot <= b.snapshot {
+        (a, b)
     } else {
-        (base_tree, b.snapshot, a.snapshot)
+        (b, a)
     };
+    let key = (base_tree, first.snapshot, second.snapshot);
     let outcome = match merges.get(&key) {
         Some(found) => found.clone(),
         None => {
-            let outcome = merge::merge_trees(repo, key.0, key.1, key.2, false)?;
+            let diffs = same_base.then_some((first.raw, second.raw));
+            let outcome = merge::merge_trees_with_diffs(repo, key.0, key.1, key.2, diffs, false)?;
             if merges.len() > 10_000 {
                 merges.clear();
             }

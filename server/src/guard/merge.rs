@@ -64,8 +64,26 @@ pub fn merge_trees(
     theirs: Oid,
     want_tree: bool,
 ) -> Result<MergeOutcome, GuardError> {
-    let ours_diff = tree::diff_trees(repo, Some(base), Some(ours))?;
-    let theirs_diff = tree::diff_trees(repo, Some(base), Some(theirs))?;
+    merge_trees_with_diffs(repo, base, ours, theirs, None, want_tree)
+}
+
+/// [`merge_trees`], given the two tree diffs from `base` when the caller
+/// has them already.
+pub fn merge_trees_with_diffs(
+    repo: &Repository,
+    base: Oid,
+    ours: Oid,
+    theirs: Oid,
+    diffs: Option<(&[RawChange], &[RawChange])>,
+    want_tree: bool,
+) -> Result<MergeOutcome, GuardError> {
+    let (ours_diff, theirs_diff) = match diffs {
+        Some((o, t)) => (o.to_vec(), t.to_vec()),
+        None => (
+            tree::diff_trees(repo, Some(base), Some(ours))?,
+            tree::diff_trees(repo, Some(base), Some(theirs))?,
+        ),
+    };
     if ours_diff.is_empty() || theirs_diff.is_empty() || ours == theirs {
         let tree = if ours_diff.is_empty() { theirs } else { ours };
         return Ok(MergeOutcome {
@@ -102,8 +120,10 @@ pub fn merge_trees(
             backend: Backend::Libgit2,
         });
     }
+    // Without deletions (so without renames) only paths both sides changed
+    // can conflict: merge just those.
     let paths: BTreeSet<String> = ours_paths
-        .union(&theirs_paths)
+        .intersection(&theirs_paths)
         .map(|p| p.to_string())
         .collect();
     let base_r = repo.find_tree(tree::restrict(repo, base, &paths)?)?;
@@ -131,7 +151,11 @@ pub fn merge_trees(
         }
     }
     let tree = if want_tree {
-        let mut changes: BTreeMap<String, Option<tree::Entry>> = BTreeMap::new();
+        let mut changes: BTreeMap<String, Option<tree::Entry>> = theirs_diff
+            .iter()
+            .filter(|(p, _, _)| !paths.contains(p))
+            .map(|(p, _, n)| (p.clone(), *n))
+            .collect();
         for path in &paths {
             changes.insert(path.clone(), None);
         }

@@ -76,6 +76,8 @@ pub enum GuardError {
     Glob(#[from] globset::Error),
     #[error("no participant `{0}`")]
     NoParticipant(String),
+    #[error("conflict guard: {0}")]
+    Internal(String),
     #[error("file watcher: {0}")]
     Watch(#[from] notify::Error),
 }

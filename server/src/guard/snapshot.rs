@@ -66,6 +66,8 @@ pub struct WorkState {
     /// The snapshot tree.
     pub snapshot: Option<Oid>,
     stat_cache: HashMap<String, (StatKey, Entry)>,
+    /// `core.autocrlf` or `info/attributes` (looked up once).
+    global_filters: Option<bool>,
     repo: Repository,
 }
 
@@ -100,6 +102,7 @@ impl WorkState {
             overrides: BTreeMap::new(),
             snapshot: None,
             stat_cache: HashMap::new(),
+            global_filters: None,
             repo,
         })
     }
@@ -115,10 +118,57 @@ impl WorkState {
     }
 
     /// Re-reads HEAD and the base tip, asks git for the status of the whole
-    /// checkout and re-evaluates every path it lists. Returns whether the
+    /// checkout (the `git` CLI, else libgit2) and re-evaluates every path it
+    /// lists. Returns whether the
     /// snapshot changed.
     pub fn scan_full(&mut self) -> Result<bool, GuardError> {
         self.read_refs()?;
+        let paths = match self.status_with_git() {
+            Some(paths) => paths,
+            None => self.status_with_libgit2()?,
+        };
+        self.dirty.clear();
+        for path in paths {
+            self.evaluate(&path)?;
+        }
+        self.rebuild()
+    }
+
+    /// Paths `git status` lists (git's own status is several times faster
+    /// than libgit2's on big checkouts: preloaded index, untracked cache).
+    /// `GIT_OPTIONAL_LOCKS=0` keeps it from refreshing the index. `None`
+    /// when git cannot be run.
+    fn status_with_git(&self) -> Option<Vec<String>> {
+        let output = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&self.worktree)
+            .args([
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignore-submodules=all",
+            ])
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        if !output.status.success() {
+            return None;
+        }
+        Some(
+            output
+                .stdout
+                .split(|b| *b == 0)
+                .filter(|entry| entry.len() > 3)
+                .map(|entry| String::from_utf8_lossy(&entry[3..]).into_owned())
+                .collect(),
+        )
+    }
+
+    fn status_with_libgit2(&self) -> Result<Vec<String>, GuardError> {
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -127,19 +177,12 @@ impl WorkState {
             .exclude_submodules(true)
             .renames_head_to_index(false)
             .renames_index_to_workdir(false);
-        let paths: Vec<String> = {
-            let statuses = self.repo.statuses(Some(&mut opts))?;
-            statuses
-                .iter()
-                .filter(|e| !e.status().contains(git2::Status::IGNORED))
-                .filter_map(|e| e.path().map(str::to_string))
-                .collect()
-        };
-        self.dirty.clear();
-        for path in paths {
-            self.evaluate(&path)?;
-        }
-        self.rebuild()
+        let statuses = self.repo.statuses(Some(&mut opts))?;
+        Ok(statuses
+            .iter()
+            .filter(|e| !e.status().contains(git2::Status::IGNORED))
+            .filter_map(|e| e.path().map(str::to_string))
+            .collect())
     }
 
     /// Re-evaluates `paths` (relative to the worktree, or absolute inside
@@ -330,11 +373,19 @@ impl WorkState {
             let id = self.repo.blob(target.as_os_str().as_encoded_bytes())?;
             (id, MODE_LINK)
         } else if meta.is_file() {
-            let id = match self.repo.blob_path(&abs) {
-                Ok(id) => id,
-                // Vanished between the stat and the read.
-                Err(_) if !abs.exists() => return Ok(None),
-                Err(e) => return Err(e.into()),
+            let id = if self.needs_filters(rel) {
+                match self.repo.blob_path(&abs) {
+                    Ok(id) => id,
+                    // Vanished between the stat and the read.
+                    Err(_) if !abs.exists() => return Ok(None),
+                    Err(e) => return Err(e.into()),
+                }
+            } else {
+                match std::fs::read(&abs) {
+                    Ok(bytes) => self.repo.blob(&bytes)?,
+                    Err(_) if !abs.exists() => return Ok(None),
+                    Err(source) => return Err(GuardError::Io { path: abs, source }),
+                }
             };
             let mode = if meta.permissions().mode() & 0o111 != 0 {
                 MODE_EXEC
@@ -347,6 +398,36 @@ impl WorkState {
         };
         self.stat_cache.insert(rel.to_string(), (key, entry));
         Ok(Some(entry))
+    }
+
+    /// Whether git's filters (CRLF, `.gitattributes`) may change this
+    /// file's content on the way in. Asking libgit2 to filter loads the
+    /// index for attributes, which costs with the repository's size, so it
+    /// is done only when a filter may apply: `core.autocrlf` set, an
+    /// `info/attributes` file, or a `.gitattributes` in the file's folder or
+    /// any folder above it.
+    fn needs_filters(&mut self, rel: &str) -> bool {
+        if self.global_filters.is_none() {
+            let autocrlf = self
+                .repo
+                .config()
+                .ok()
+                .and_then(|c| c.get_string("core.autocrlf").ok())
+                .is_some_and(|v| v != "false");
+            let info = self.repo.commondir().join("info/attributes").exists();
+            self.global_filters = Some(autocrlf || info);
+        }
+        if self.global_filters == Some(true) {
+            return true;
+        }
+        let mut dir = Path::new(rel).parent();
+        while let Some(d) = dir {
+            if self.worktree.join(d).join(".gitattributes").exists() {
+                return true;
+            }
+            dir = d.parent();
+        }
+        false
     }
 
     /// Writes the snapshot tree; returns whether it changed.

@@ -729,7 +729,7 @@ fn conflict_verdicts_match_git_merge_tree_on_random_edit_pairs() {
     let seed: u64 = std::env::var("OWT_GUARD_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_0f_0a7);
+        .unwrap_or(0x0005_eed0_f0a7);
     let iterations: usize = std::env::var("OWT_GUARD_ITERATIONS")
         .ok()
         .and_then(|s| s.parse().ok())

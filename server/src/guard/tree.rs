@@ -7,8 +7,9 @@
 //! Invariants: pure over the object database — reads trees, writes trees;
 //! never touches an index, a working file or a ref.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository};
 
@@ -41,18 +42,6 @@ pub fn diff_trees(
     Ok(out)
 }
 
-fn children(repo: &Repository, tree: Option<Oid>) -> Result<BTreeMap<String, Entry>, git2::Error> {
-    let mut map = BTreeMap::new();
-    if let Some(id) = tree {
-        let tree = repo.find_tree(id)?;
-        for entry in tree.iter() {
-            let name = String::from_utf8_lossy(entry.name_bytes()).into_owned();
-            map.insert(name, (entry.id(), entry.filemode()));
-        }
-    }
-    Ok(map)
-}
-
 fn diff_rec(
     repo: &Repository,
     old: Option<Oid>,
@@ -63,18 +52,18 @@ fn diff_rec(
     if old == new {
         return Ok(());
     }
-    let old_children = children(repo, old)?;
-    let new_children = children(repo, new)?;
-    let mut names: Vec<&String> = old_children.keys().chain(new_children.keys()).collect();
-    names.sort();
-    names.dedup();
-    for name in names {
-        let path = format!("{prefix}{name}");
-        let o = old_children.get(name).copied();
-        let n = new_children.get(name).copied();
+    let old_tree = old.map(|id| repo.find_tree(id)).transpose()?;
+    let new_tree = new.map(|id| repo.find_tree(id)).transpose()?;
+    let mut old_entries: HashMap<Vec<u8>, Entry> = old_tree
+        .iter()
+        .flat_map(|t| t.iter())
+        .map(|e| (e.name_bytes().to_vec(), (e.id(), e.filemode())))
+        .collect();
+    let visit = |name: &[u8], o: Option<Entry>, n: Option<Entry>, out: &mut Vec<RawChange>| {
         if o == n {
-            continue;
+            return Ok::<(), git2::Error>(());
         }
+        let path = format!("{prefix}{}", String::from_utf8_lossy(name));
         let o_tree = o.filter(|e| e.1 == MODE_TREE).map(|e| e.0);
         let n_tree = n.filter(|e| e.1 == MODE_TREE).map(|e| e.0);
         let o_leaf = o.filter(|e| e.1 != MODE_TREE);
@@ -82,9 +71,22 @@ fn diff_rec(
         if o_tree.is_some() || n_tree.is_some() {
             diff_rec(repo, o_tree, n_tree, &format!("{path}/"), out)?;
         }
-        if o_leaf != n_leaf && (o_leaf.is_some() || n_leaf.is_some()) {
+        if o_leaf != n_leaf {
             out.push((path, o_leaf, n_leaf));
         }
+        Ok(())
+    };
+    if let Some(tree) = &new_tree {
+        for e in tree.iter() {
+            let name = e.name_bytes();
+            let o = old_entries.remove(name);
+            visit(name, o, Some((e.id(), e.filemode())), out)?;
+        }
+    }
+    let mut gone: Vec<(Vec<u8>, Entry)> = old_entries.into_iter().collect();
+    gone.sort();
+    for (name, e) in gone {
+        visit(&name, Some(e), None, out)?;
     }
     Ok(())
 }
@@ -142,7 +144,42 @@ pub fn overlay(
 
 type Group<'a> = (Option<Option<Entry>>, Vec<(&'a str, Option<Entry>)>);
 
+/// Trees written by [`overlay_rec`], by (object database, base tree, change
+/// list), so rewriting an unchanged subtree costs a lookup, not a write
+/// (libgit2 re-touches an existing loose object on every write).
+type MemoKey = (PathBuf, Option<Oid>, Vec<(String, Option<Entry>)>);
+
+thread_local! {
+    static MEMO: RefCell<HashMap<MemoKey, Option<Oid>>> = RefCell::new(HashMap::new());
+}
+
+const MEMO_LIMIT: usize = 50_000;
+
 fn overlay_rec(
+    repo: &Repository,
+    base: Option<Oid>,
+    changes: &[(&str, Option<Entry>)],
+) -> Result<Option<Oid>, git2::Error> {
+    let key: MemoKey = (
+        repo.commondir().to_path_buf(),
+        base,
+        changes.iter().map(|(p, e)| (p.to_string(), *e)).collect(),
+    );
+    if let Some(found) = MEMO.with(|m| m.borrow().get(&key).copied()) {
+        return Ok(found);
+    }
+    let result = overlay_write(repo, base, changes)?;
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= MEMO_LIMIT {
+            m.clear();
+        }
+        m.insert(key, result);
+    });
+    Ok(result)
+}
+
+fn overlay_write(
     repo: &Repository,
     base: Option<Oid>,
     changes: &[(&str, Option<Entry>)],
@@ -161,10 +198,8 @@ fn overlay_rec(
     }
     for (name, (direct, nested)) in groups {
         let existing = builder.get(name)?.map(|e| (e.id(), e.filemode()));
-        if direct == Some(None) {
-            if existing.is_some_and(|e| e.1 != MODE_TREE) {
-                builder.remove(name)?;
-            }
+        if direct == Some(None) && existing.is_some_and(|e| e.1 != MODE_TREE) {
+            builder.remove(name)?;
         }
         if !nested.is_empty() {
             let existing_tree = builder

@@ -24,6 +24,10 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use super::engine::{GuardEngine, GuardUpdate};
 use super::GuardError;
 
+/// A good debounce for editors and agents: a save or a burst of tool
+/// writes lands in one batch.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(50);
+
 /// The longest a burst of events is held back.
 const MAX_BATCH_WAIT: Duration = Duration::from_millis(500);
 
@@ -94,7 +98,7 @@ impl GuardWatcher {
         let roots = {
             let engine = engine
                 .lock()
-                .map_err(|_| GuardError::GitCli("engine lock poisoned".into()))?;
+                .map_err(|_| GuardError::Internal("the engine lock is poisoned".into()))?;
             let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
             Roots {
                 common_dir: canon(&engine.common_dir()),

@@ -84,6 +84,10 @@ pub struct State {
     published: HashMap<Uri, Vec<Diagnostic>>,
     /// When the unsaved buffers are next handed to the guard.
     overrides_due: Option<Instant>,
+    /// Time of the last agent report seen, per session.
+    last_report: HashMap<String, i64>,
+    /// Pairs known to conflict (`None` until the first computation).
+    known_conflicts: Option<std::collections::BTreeSet<(String, String)>>,
 }
 
 /// The live Conflict Guard: engine, watcher, and who takes part.
@@ -121,6 +125,8 @@ pub fn spawn_owner(client: Client, rt: Handle, tx: Sender<Event>, rx: Receiver<E
                 my_root: None,
                 published: HashMap::new(),
                 overrides_due: None,
+                last_report: HashMap::new(),
+                known_conflicts: None,
             };
             state.run(rx);
         });
@@ -377,7 +383,43 @@ impl State {
         }
         self.last_status
             .retain(|name, _| views.iter().any(|v| &v.name == name));
+        self.notify_reports(views, first_read);
         self.seen_once = true;
+    }
+
+    /// One message per new agent report (MCP `report_status`).
+    fn notify_reports(&mut self, views: &[SessionView], first_read: bool) {
+        let Some(ctx) = &self.ctx else { return };
+        let mut messages = Vec::new();
+        for view in views {
+            let Ok(row) = ctx.session(&view.name) else {
+                continue;
+            };
+            let Ok(Some((report, at))) = ctx
+                .store
+                .fact::<crate::status::ReportFact>(row.id, crate::status::kind::REPORT)
+            else {
+                continue;
+            };
+            let before = self.last_report.insert(view.name.clone(), at);
+            if first_read || before == Some(at) {
+                continue;
+            }
+            let typ = match report.kind.as_str() {
+                "blocked" => MessageType::WARNING,
+                _ => MessageType::INFO,
+            };
+            messages.push((
+                typ,
+                format!(
+                    "owt: {} reports {}: {}",
+                    view.name, report.kind, report.text
+                ),
+            ));
+        }
+        for (typ, text) in messages {
+            self.show_message(typ, text);
+        }
     }
 
     pub fn show_message(&self, typ: MessageType, text: String) {
@@ -516,6 +558,32 @@ impl State {
             return;
         };
         let report = engine.report(&ctx.repo.main_root().to_string_lossy());
+        let conflicts: std::collections::BTreeSet<(String, String)> = report
+            .pairs
+            .iter()
+            .filter(|p| p.level == owt_protocol::guard::Level::Conflict)
+            .map(|p| (p.a.clone(), p.b.clone()))
+            .collect();
+        let new_conflicts: Vec<String> = match &self.known_conflicts {
+            None => Vec::new(),
+            Some(known) => report
+                .pairs
+                .iter()
+                .filter(|p| {
+                    p.level == owt_protocol::guard::Level::Conflict
+                        && !known.contains(&(p.a.clone(), p.b.clone()))
+                })
+                .map(|p| {
+                    format!(
+                        "owt: {} and {} now conflict in {}",
+                        p.a,
+                        p.b,
+                        p.conflicting_paths.join(", ")
+                    )
+                })
+                .collect(),
+        };
+        self.known_conflicts = Some(conflicts);
         let open = self.open_texts();
         let mut next = diagnostics::diagnostics(&diagnostics::Inputs {
             engine: &engine,
@@ -528,6 +596,9 @@ impl State {
             related: self.related_supported,
         });
         drop(engine);
+        for text in new_conflicts {
+            self.show_message(MessageType::WARNING, text);
+        }
         let mut to_send: Vec<(Uri, Vec<Diagnostic>)> = Vec::new();
         for (uri, old) in &self.published {
             if !next.contains_key(uri) && !old.is_empty() {

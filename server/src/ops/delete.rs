@@ -21,7 +21,7 @@ pub fn delete_session(
     let _span = tracing::info_span!("session", session = %row.name).entered();
     tracing::info!(worktree = %row.worktree_path.display(), "deleting the session");
     let worktree_exists = row.worktree_path.exists();
-    if worktree_exists && row.kind == "worktree" && !force {
+    if worktree_exists && !force {
         let dirt = git::dirt(&row.worktree_path).with_context(|| {
             format!(
                 "checking {} for uncommitted work",
@@ -58,6 +58,23 @@ pub fn delete_session(
         }
     }
 
+    if row.kind == "branch" && worktree_exists {
+        // The session's branch is checked out in the human's checkout: put
+        // it back on the base (uncommitted changes come along, or git
+        // refuses and nothing is deleted).
+        let git = crate::ship::git_cli::GitCli::new(&row.worktree_path);
+        let current = git
+            .run(["symbolic-ref", "--quiet", "--short", "HEAD"])
+            .unwrap_or_default();
+        if current.trim() == row.branch {
+            progress(&format!(
+                "Switching your checkout back to {}",
+                row.base_branch
+            ));
+            git.run(["switch", "--quiet", &row.base_branch])
+                .with_context(|| format!("switching your checkout back to {}", row.base_branch))?;
+        }
+    }
     let created = ctx
         .store
         .fact::<BranchFact>(row.id, BRANCH_FACT)?

@@ -68,6 +68,30 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
         findings.push(finding);
     }
 
+    // Branch sessions whose branch is gone (a healthy one is never an orphan).
+    for row in ctx.store.sessions(ctx.repo_row.id)? {
+        if row.kind != "branch" || ctx.repo.branch_exists(&row.branch) {
+            continue;
+        }
+        let mut finding = DoctorFinding {
+            kind: "missing-branch".into(),
+            detail: format!(
+                "branch session `{}` points at branch {}, which no longer exists",
+                row.name, row.branch
+            ),
+            path: None,
+            session: Some(row.name.clone()),
+            fixed: false,
+            skipped_reason: None,
+        };
+        if fix {
+            crate::session::stop(&ctx.home, &row)?;
+            ctx.store.remove_session(&row, "doctor")?;
+            finding.fixed = true;
+        }
+        findings.push(finding);
+    }
+
     // Git worktrees whose folder is gone.
     for wt in ctx.repo.worktrees()? {
         if !wt.prunable {

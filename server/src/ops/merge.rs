@@ -96,9 +96,6 @@ fn merge_row(
     let name = row.name.as_str();
     let _span = tracing::info_span!("session", session = %name).entered();
     tracing::info!(op, "merging into {}", row.base_branch);
-    if row.kind != "worktree" {
-        bail!("session `{name}` is a branch session; merging branch sessions is not supported yet");
-    }
     if let Some(done) = finish_if_merged(ctx, row, progress)? {
         return Ok(done);
     }
@@ -288,11 +285,6 @@ pub fn ship_session(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<ShipOutput> {
     let row = ctx.session(name)?;
-    if row.kind != "worktree" {
-        bail!(
-            "session `{name}` is a branch session; shipping branch sessions is not supported yet"
-        );
-    }
     if !row.worktree_path.exists() && ctx.store.fact::<Journal>(row.id, JOURNAL)?.is_none() {
         bail!(
             "the worktree of `{name}` ({}) is gone; run `owt doctor --fix`",

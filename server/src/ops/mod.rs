@@ -7,6 +7,7 @@
 
 pub mod cleanup;
 pub mod delete;
+pub mod deps;
 pub mod doctor;
 pub mod list;
 pub mod merge;

@@ -54,11 +54,6 @@ pub fn new_session(
     req: &NewRequest,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<NewResult> {
-    if req.in_place {
-        bail!(
-            "--in-place (branch sessions) is not available yet; run without it to get a worktree"
-        );
-    }
     let task = req.task.trim();
     let wanted_name = req.name.as_deref().unwrap_or(task);
     if wanted_name.trim().is_empty() {
@@ -103,7 +98,11 @@ pub fn new_session(
             if !Repo::is_valid_branch_name(branch) {
                 bail!("`{branch}` is not a valid branch name");
             }
-            if let Some(path) = ctx.repo.checked_out_at(branch)? {
+            let here = ctx.repo.checked_out_at(branch)?;
+            let in_main = here
+                .as_deref()
+                .is_some_and(|p| crate::git::same_path(p, ctx.repo.main_root()));
+            if let Some(path) = here.filter(|_| !(req.in_place && in_main)) {
                 bail!(
                     "branch `{branch}` is already checked out at {}; pick another branch or remove that checkout first",
                     path.display()
@@ -127,7 +126,27 @@ pub fn new_session(
         Some(branch) => branch.clone(),
         None => names::default_branch("{name}"),
     };
-    let worktree_template = base_dir.join("{name}").to_string_lossy().into_owned();
+    let main_root = ctx.repo.main_root().to_path_buf();
+    let (kind, worktree_template) = if req.in_place {
+        if let Some(other) = ctx
+            .store
+            .sessions(ctx.repo_row.id)?
+            .into_iter()
+            .find(|s| s.kind == "branch")
+        {
+            bail!(
+                "the main checkout already hosts the branch session `{}`; ship or delete it first, or start this one in a worktree (without --in-place)",
+                other.name
+            );
+        }
+        ("branch", main_root.to_string_lossy().into_owned())
+    } else {
+        (
+            "worktree",
+            base_dir.join("{name}").to_string_lossy().into_owned(),
+        )
+    };
+    let in_place = req.in_place;
     let repo = &ctx.repo;
     let session = ctx.store.insert_session(
         &NewSession {
@@ -138,11 +157,12 @@ pub fn new_session(
             base_branch: &base,
             worktree_template: &worktree_template,
             provider: &resolved.provider.name,
-            kind: "worktree",
+            kind,
         },
         |candidate| {
-            names::worktree_path(&base_dir, candidate).exists()
-                || repo.worktree_admin_exists(candidate)
+            (!in_place
+                && (names::worktree_path(&base_dir, candidate).exists()
+                    || repo.worktree_admin_exists(candidate)))
                 || (explicit_branch.is_none()
                     && repo.branch_exists(&names::default_branch(candidate)))
         },
@@ -150,22 +170,31 @@ pub fn new_session(
 
     let _span = tracing::info_span!("session", session = %session.name).entered();
     tracing::info!(branch = %session.branch, provider = %resolved.provider.name, "creating the session");
-    progress(&format!(
-        "Creating worktree {} on branch {}",
-        session.worktree_path.display(),
-        session.branch
-    ));
     let create_branch = !ctx.repo.branch_exists(&session.branch);
-    let added = ctx
-        .repo
-        .add_worktree(
-            &session.name,
-            &session.worktree_path,
-            &session.branch,
-            &base,
-            create_branch,
-        )
-        .with_context(|| format!("creating the worktree for {}", session.name));
+    let added = if in_place {
+        progress(&format!(
+            "Switching your checkout {} to branch {}",
+            main_root.display(),
+            session.branch
+        ));
+        switch_in_place(&main_root, &session.branch, &base, create_branch)
+            .with_context(|| format!("switching your checkout to {}", session.branch))
+    } else {
+        progress(&format!(
+            "Creating worktree {} on branch {}",
+            session.worktree_path.display(),
+            session.branch
+        ));
+        ctx.repo
+            .add_worktree(
+                &session.name,
+                &session.worktree_path,
+                &session.branch,
+                &base,
+                create_branch,
+            )
+            .with_context(|| format!("creating the worktree for {}", session.name))
+    };
     if let Err(e) = added {
         ctx.store.remove_session(&session, "failed")?;
         return Err(e);
@@ -180,14 +209,26 @@ pub fn new_session(
 
     let mut warnings = setup::prepare_worktree(ctx, &session, progress);
     let mut owt_files: Vec<String> = Vec::new();
-    match session::install_hooks(resolved.provider.hooks, &session.worktree_path) {
-        Ok(()) => owt_files.extend(hooks_file(resolved.provider.hooks)),
+    // A branch session works in the human's own checkout: owt writes no
+    // files there (no hooks, no MCP registration; status comes from the screen).
+    let hooks = if in_place {
+        crate::provider::Hooks::None
+    } else {
+        resolved.provider.hooks
+    };
+    match session::install_hooks(hooks, &session.worktree_path) {
+        Ok(()) => owt_files.extend(hooks_file(hooks)),
         Err(e) => warnings.push(format!(
             "could not install {} hooks: {e}",
             resolved.provider.name
         )),
     }
-    match crate::mcp::register_mcp(&resolved.provider.name, &session.worktree_path) {
+    let register = if in_place {
+        Ok(Vec::new())
+    } else {
+        crate::mcp::register_mcp(&resolved.provider.name, &session.worktree_path)
+    };
+    match register {
         Ok(written) => owt_files.extend(written.iter().filter_map(|p| {
             p.strip_prefix(&session.worktree_path)
                 .ok()
@@ -283,6 +324,30 @@ fn first_prompt(
         budget: super::prompt::DEFAULT_BUDGET,
     };
     super::prompt::build(&input).map_err(|e| anyhow::anyhow!(e))
+}
+
+/// Puts the human's checkout on `branch` (created at `base` when
+/// `create`), the way `git switch` does: uncommitted changes come along,
+/// and git refuses (changing nothing) when they would be overwritten.
+fn switch_in_place(
+    main_root: &std::path::Path,
+    branch: &str,
+    base: &str,
+    create: bool,
+) -> anyhow::Result<()> {
+    let git = crate::ship::git_cli::GitCli::new(main_root);
+    let current = git
+        .run(["symbolic-ref", "--quiet", "--short", "HEAD"])
+        .unwrap_or_default();
+    if current.trim() == branch {
+        return Ok(());
+    }
+    if create {
+        git.run(["switch", "--quiet", "-c", branch, base])?;
+    } else {
+        git.run(["switch", "--quiet", branch])?;
+    }
+    Ok(())
 }
 
 /// The file an agent's hooks live in, relative to its worktree.

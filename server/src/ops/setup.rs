@@ -44,6 +44,9 @@ pub fn prepare_worktree(
             }
         }
     }
+    if config.environment.auto_install_deps {
+        warnings.extend(super::deps::install(&session.worktree_path, progress));
+    }
     if let Some(script) = setup_script(ctx) {
         progress(&format!("Running setup script {}", script.display()));
         let status = Command::new("sh")

@@ -222,6 +222,9 @@ struct Shared {
     /// The PTY writer; input from clients is written directly.
     pty_writer: Mutex<Box<dyn Write + Send>>,
     to_agent: mpsc::Sender<ToAgent>,
+    /// Held while one `send` queues its text, pause and Enter, so two
+    /// concurrent sends never interleave (`textAtextB⏎⏎`).
+    typing: Mutex<()>,
     next_client: AtomicU64,
     exiting: AtomicBool,
 }
@@ -348,6 +351,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         parser_done: AtomicBool::new(false),
         pty_writer: Mutex::new(writer),
         to_agent,
+        typing: Mutex::new(()),
         next_client: AtomicU64::new(1),
         exiting: AtomicBool::new(false),
     });
@@ -634,6 +638,7 @@ fn type_input(shared: &Shared, bytes: Vec<u8>) {
 /// Types `text` (as a bracketed paste when it spans lines and the agent
 /// enabled paste mode), then Enter after a short pause.
 fn type_text(shared: &Shared, text: &str, enter: bool) {
+    let _typing = lock(&shared.typing);
     let paste_mode = lock(&shared.state).parser.screen().bracketed_paste();
     let mut bytes = Vec::with_capacity(text.len() + 12);
     if text.contains('\n') && paste_mode {

@@ -103,9 +103,13 @@ fn opencode(_screen: &str, lower: &str) -> Option<AgentSignal> {
     if common_blocked(lower) || lower.contains("allow always") {
         return Some(AgentSignal::Blocked);
     }
+    // Its busy bar (`⬝■■■■⬝`), also while it retries the API.
     if lower.contains("esc interrupt")
         || lower.contains("esc to interrupt")
         || lower.contains("working...")
+        || lower.contains("[retrying in")
+        || lower.contains("■⬝")
+        || lower.contains("⬝■")
     {
         return Some(AgentSignal::Working);
     }
@@ -129,7 +133,10 @@ fn gemini(_screen: &str, lower: &str) -> Option<AgentSignal> {
     if lower.contains("esc to cancel") {
         return Some(AgentSignal::Working);
     }
-    if lower.contains("type your message") {
+    if lower.contains("type your message")
+        || lower.contains("do you trust the files")
+        || lower.contains("how would you like to authenticate")
+    {
         return Some(AgentSignal::Waiting);
     }
     None
@@ -148,6 +155,15 @@ fn generic(screen: &str, lower: &str) -> Option<AgentSignal> {
     const SPINNER: &[char] = &['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
     if lower.contains("esc to interrupt") || screen.contains(SPINNER) {
         return Some(AgentSignal::Working);
+    }
+    // Menus and sign-in screens that wait for a person to pick.
+    if lower.contains("(use enter to select)")
+        || lower.contains("please login")
+        || lower.contains("please log in")
+        || lower.contains("would you like to log in")
+        || lower.contains("do you trust")
+    {
+        return Some(AgentSignal::Waiting);
     }
     let last = screen.lines().rev().find(|l| !l.trim().is_empty())?;
     let last = last.trim_end();

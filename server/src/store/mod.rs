@@ -49,6 +49,70 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// Whether `err` (or one of its causes) is SQLite failing on the file
+/// system under the store — full, read-only, an I/O error, unopenable —
+/// rather than on the data. [`storage_diagnosis`] then says why.
+pub fn is_storage_failure(err: &(dyn std::error::Error + 'static)) -> bool {
+    use rusqlite::ErrorCode;
+    let mut cause = Some(err);
+    while let Some(e) = cause {
+        if let Some(sql) = e.downcast_ref::<rusqlite::Error>() {
+            if matches!(
+                sql.sqlite_error_code(),
+                Some(
+                    ErrorCode::DiskFull
+                        | ErrorCode::SystemIoFailure
+                        | ErrorCode::ReadOnly
+                        | ErrorCode::CannotOpen
+                )
+            ) {
+                return true;
+            }
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// Below this much free space, a failed write is blamed on a full disk.
+const NEARLY_FULL_BYTES: u64 = 1024 * 1024;
+
+/// What the file system says about `dir` (the folder holding the store)
+/// when a write failed: read-only, full, or not writable; `None` when it
+/// looks fine.
+pub fn storage_diagnosis(dir: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: zeroed statvfs is a valid out-parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated; `st` is valid for writes.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let dir = dir.display();
+    if st.f_flag & libc::ST_RDONLY != 0 {
+        return Some(format!(
+            "{dir} is on a read-only file system; remount it read-write, or set OWT_HOME to a writable folder"
+        ));
+    }
+    // fsblkcnt_t and c_ulong are 32-bit on some targets.
+    #[allow(clippy::useless_conversion)]
+    let free = u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize));
+    if free < NEARLY_FULL_BYTES {
+        return Some(format!(
+            "the disk holding {dir} is full ({} KiB free); free some space, or set OWT_HOME to a folder on another disk",
+            free / 1024
+        ));
+    }
+    // SAFETY: `path` is NUL-terminated.
+    if unsafe { libc::access(path.as_ptr(), libc::W_OK) } != 0 {
+        return Some(format!(
+            "{dir} is not writable by you; fix its permissions, or set OWT_HOME to a writable folder"
+        ));
+    }
+    None
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

@@ -64,26 +64,43 @@ fn a_dialog_beats_a_spinner_and_a_spinner_beats_an_input_box() {
     );
 }
 
-/// Recordings of the real CLIs (`tests/fixtures/screens/*.bin`) must run
-/// through the screen model and the rules without trouble; their expected
-/// signals are pinned where the recordings are described.
+/// Recordings of the real CLIs (`tests/fixtures/screens/*.bin`, described
+/// in `tests/fixtures/README-screens.md`), run through the screen model: the
+/// state a supervisor must derive from each real screen is pinned here.
+/// Dialogs that stop the agent until a person answers (trust this folder,
+/// sign in, yes/no questions) must read as waiting or blocked: both put the
+/// session in NEEDS YOU.
 #[test]
-fn recorded_fixtures_are_judged_without_panicking() {
+fn real_recordings_give_the_right_signal() {
+    let needs_you = [Waiting, Blocked];
+    let cases: &[(&str, &str, &[AgentSignal])] = &[
+        ("claude", "claude-trust-dialog", &needs_you),
+        ("claude", "claude-api-key-dialog", &needs_you),
+        ("claude", "claude-idle", &[Waiting]),
+        ("claude", "claude-prompt-plan-retrying", &[Working]),
+        ("codex", "codex-signin", &needs_you),
+        ("codex", "codex-trust-dialog", &needs_you),
+        ("codex", "codex-idle", &[Waiting]),
+        ("codex", "codex-working", &[Working]),
+        ("opencode", "opencode-idle", &[Waiting]),
+        ("opencode", "opencode-prompt-plan-retrying", &[Working]),
+        ("gemini", "gemini-trust-dialog", &needs_you),
+        ("gemini", "gemini-auth-menu", &needs_you),
+        ("gemini", "gemini-idle-plan", &[Waiting]),
+        ("gemini", "gemini-prompt-api-error", &[Waiting]),
+        ("droid", "droid-login", &needs_you),
+        ("amp", "amp-login-prompt", &needs_you),
+        ("aider", "aider-gitignore-prompt", &needs_you),
+    ];
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/screens");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "bin") {
-            let bytes = std::fs::read(&path).unwrap();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let provider = name
-                .split(['-', '.', '_'])
-                .next()
-                .unwrap_or("generic")
-                .to_string();
-            let _ = check(&provider, &bytes);
+    let mut wrong = Vec::new();
+    for (provider, name, allowed) in cases {
+        let bytes = std::fs::read(dir.join(format!("{name}.bin")))
+            .unwrap_or_else(|e| panic!("{name}.bin: {e}"));
+        let got = check(provider, &bytes);
+        if !allowed.contains(&got) {
+            wrong.push(format!("{name}: got {got:?}, expected one of {allowed:?}"));
         }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
