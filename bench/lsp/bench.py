@@ -27,11 +27,13 @@ and its RSS is read (the idle RSS reported).
 """
 
 import argparse
+import fcntl
 import json
 import os
 import pathlib
 import queue
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -258,6 +260,48 @@ def one_run(owt, repo, env, sessions, rel, writes, tmp, run_no):
         stderr.close()
 
 
+def setup(owt, repo, env, args):
+    """Spawn on a large repository: git worktree add (baseline), then the
+    sessions with owt new."""
+    git_add_s = []
+    for i in range(args.spawn_baseline):
+        wt = pathlib.Path(f"{repo}.worktrees") / f"git-baseline-{i}"
+        t0 = time.perf_counter()
+        common.git(repo, "worktree", "add", "-q", "-b", f"baseline-{i}", str(wt), "main", env=env)
+        git_add_s.append(time.perf_counter() - t0)
+        common.git(repo, "worktree", "remove", "--force", str(wt), env=env)
+        common.git(repo, "branch", "-q", "-D", f"baseline-{i}", env=env)
+    sessions, new_s = [], []
+    log(f"creating {args.sessions} sessions with owt new on {args.files} files")
+    for i in range(args.sessions):
+        t0 = time.perf_counter()
+        out = subprocess.run([str(owt), "--json", "new", f"bench agent {i}", "--name", f"agent-{i:02d}"],
+                             cwd=repo, env=env, capture_output=True, text=True)
+        new_s.append(time.perf_counter() - t0)
+        if out.returncode != 0:
+            raise SystemExit(f"owt new failed: {out.stderr}")
+        view = json.loads(out.stdout)["session"]
+        sessions.append({"name": view["name"], "worktree": view["worktree"]})
+    return git_add_s, new_s, sessions
+
+
+def teardown(repo, env, files, trash):
+    """Stops the hosts and agents; the session worktrees (files x sessions
+    files) go to `trash` when given (deleted later, out of the measured
+    time), else are deleted now; the repository is cleaned for reuse."""
+    common.kill_by_owt_home(env["OWT_HOME"])
+    with open(common.CACHE / f"repo-{files}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        worktrees = pathlib.Path(f"{repo}.worktrees")
+        if worktrees.exists():
+            if trash:
+                pathlib.Path(trash).mkdir(parents=True, exist_ok=True)
+                worktrees.rename(pathlib.Path(trash) / f"lsp-{os.getpid()}-{time.time_ns()}")
+            else:
+                subprocess.run(["rm", "-rf", str(worktrees)], check=False)
+        common.clean_repo(repo, env)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--owt", default=str(common.owt_binary()))
@@ -267,48 +311,51 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="owt lsp server starts, each with --writes writes")
     ap.add_argument("--spawn-baseline", type=int, default=2, help="git worktree add rounds on the same repo")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--trash", help="move the session worktrees here instead of deleting them")
+    ap.add_argument("--keep", metavar="STATE", help="leave the sessions running; write their description here")
+    ap.add_argument("--reuse", metavar="STATE", help="measure with the sessions of an earlier --keep")
+    ap.add_argument("--teardown", metavar="STATE", help="stop and remove the sessions of an earlier --keep")
+    ap.add_argument("--verbose", action="store_true", help="print every latency")
     args = ap.parse_args()
     owt = pathlib.Path(args.owt).resolve()
     if not os.access(owt, os.X_OK):
         raise SystemExit(f"{owt} not found: cargo build --release --bin owt")
 
-    repo = common.generated_repo(args.files, log=log)
     rel = common.file_path(TARGET_FILE)
-    with tempfile.TemporaryDirectory(prefix="owt-bench-lsp-") as tmpdir:
-        tmp = pathlib.Path(tmpdir)
+    if args.teardown:
+        state = json.loads(pathlib.Path(args.teardown).read_text())
+        teardown(pathlib.Path(state["repo"]), state["env"], state["files"], args.trash)
+        shutil.rmtree(state["tmp"], ignore_errors=True)
+        pathlib.Path(args.teardown).unlink()
+        return
+    if args.reuse:
+        state = json.loads(pathlib.Path(args.reuse).read_text())
+        repo, env, sessions = pathlib.Path(state["repo"]), state["env"], state["sessions"]
+        new_s, git_add_s = state["owt_new_s"], state["git_worktree_add_s"]
+        runs = [one_run(owt, repo, env, sessions, rel, args.writes, pathlib.Path(state["tmp"]), r)
+                for r in range(args.runs)]
+    else:
+        repo = common.generated_repo(args.files, log=log)
+        tmp = pathlib.Path(tempfile.mkdtemp(prefix="owt-bench-lsp-"))
         env = common.hermetic_env(tmp)
+        keep = False
         try:
-            # Spawn on a large repository: git worktree add, then owt new.
-            git_add_s = []
-            for i in range(args.spawn_baseline):
-                wt = pathlib.Path(f"{repo}.worktrees") / f"git-baseline-{i}"
-                t0 = time.perf_counter()
-                common.git(repo, "worktree", "add", "-q", "-b", f"baseline-{i}", str(wt), "main", env=env)
-                git_add_s.append(time.perf_counter() - t0)
-                common.git(repo, "worktree", "remove", "--force", str(wt), env=env)
-                common.git(repo, "branch", "-q", "-D", f"baseline-{i}", env=env)
-            sessions, new_s = [], []
-            log(f"creating {args.sessions} sessions with owt new on {args.files} files")
-            for i in range(args.sessions):
-                t0 = time.perf_counter()
-                out = subprocess.run([str(owt), "--json", "new", f"bench agent {i}", "--name", f"agent-{i:02d}"],
-                                     cwd=repo, env=env, capture_output=True, text=True)
-                new_s.append(time.perf_counter() - t0)
-                if out.returncode != 0:
-                    raise SystemExit(f"owt new failed: {out.stderr}")
-                view = json.loads(out.stdout)["session"]
-                sessions.append({"name": view["name"], "worktree": view["worktree"]})
+            git_add_s, new_s, sessions = setup(owt, repo, env, args)
+            if args.keep:
+                pathlib.Path(args.keep).write_text(json.dumps({
+                    "repo": str(repo), "files": args.files, "env": env, "sessions": sessions, "tmp": str(tmp),
+                    "owt_new_s": new_s, "git_worktree_add_s": git_add_s}))
+                keep = True
             runs = []
             for r in range(args.runs):
                 log(f"run {r + 1}/{args.runs}: owt lsp, {args.writes} writes")
                 runs.append(one_run(owt, repo, env, sessions, rel, args.writes, tmp, r))
         finally:
-            common.kill_by_owt_home(env["OWT_HOME"])
-            with open(common.CACHE / f"repo-{args.files}.lock", "w") as lock:
-                import fcntl
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                common.clean_repo(repo, env)
-
+            if not keep:
+                teardown(repo, env, args.files, args.trash)
+                shutil.rmtree(tmp, ignore_errors=True)
+        if not runs:
+            return
     p50s = [common.percentile(r["latencies_ms"], 50) for r in runs]
     p95s = [common.percentile(r["latencies_ms"], 95) for r in runs]
     g50s = [common.percentile(r["git_status_ms"], 50) for r in runs]
@@ -346,6 +393,10 @@ def main():
     print(f"  owt new (median of {len(new_s)}): {result['owt_new_median_s']:.2f} s;"
           f" git worktree add: {result['git_worktree_add_median_s']:.2f} s")
     print("  targets: p95 <= 100 ms, idle RSS <= 20 MiB")
+    if args.verbose:
+        for i, r in enumerate(runs):
+            print(f"  run {i + 1} latencies (ms): {[round(x) for x in r['latencies_ms']]}")
+            print(f"  run {i + 1} git status (ms): {[round(x) for x in r['git_status_ms']]}")
 
 
 if __name__ == "__main__":

@@ -42,11 +42,16 @@ pub enum Event {
     Refresh,
     /// The Conflict Guard's watcher applied a batch of file changes.
     GuardChanged,
+    /// The git refresher recorded fresh git facts (commits ahead, changed
+    /// files) in the store.
+    GitRefreshed,
 }
 
 /// How often the board and statuses are re-read.
 const TICK: Duration = Duration::from_millis(500);
-/// How often commits ahead and changed files are re-read from git.
+/// How often commits ahead and changed files are re-read from git (on the
+/// git refresher thread: a workdir diff of every session's worktree takes
+/// seconds on large repositories and must not hold up diagnostics).
 const GIT_REFRESH: Duration = Duration::from_secs(5);
 
 /// An open document, as the editor has it.
@@ -69,7 +74,8 @@ pub struct State {
     pub sessions: Vec<SessionView>,
     last_board: Option<Board>,
     last_status: HashMap<String, (Status, Option<i32>)>,
-    last_git_refresh: Instant,
+    /// Wakes the git refresher thread (started with the first refresh).
+    git_refresher: Option<Sender<()>>,
     next_token: u64,
     initialized: bool,
     shut_down: bool,
@@ -115,7 +121,7 @@ pub fn spawn_owner(client: Client, rt: Handle, tx: Sender<Event>, rx: Receiver<E
                 sessions: Vec::new(),
                 last_board: None,
                 last_status: HashMap::new(),
-                last_git_refresh: Instant::now(),
+                git_refresher: None,
                 next_token: 0,
                 initialized: false,
                 shut_down: false,
@@ -228,6 +234,7 @@ impl State {
                 }));
             }
             Event::Refresh => self.refresh(true),
+            Event::GitRefreshed => self.refresh(false),
         }
     }
 
@@ -306,14 +313,22 @@ impl State {
     }
 
     /// Re-reads sessions; sends `owt/boardChanged` and one message per
-    /// status transition when something changed.
+    /// status transition when something changed. Git facts are re-read on
+    /// the git refresher thread (every [`GIT_REFRESH`], or now when
+    /// `force_git`), which sends [`Event::GitRefreshed`] when done.
     pub fn refresh(&mut self, force_git: bool) {
         let Some(ctx) = &self.ctx else { return };
-        let refresh_git = force_git || self.last_git_refresh.elapsed() >= GIT_REFRESH;
-        if refresh_git {
-            self.last_git_refresh = Instant::now();
+        match &self.git_refresher {
+            Some(poke) if force_git => {
+                let _ = poke.send(());
+            }
+            Some(_) => {}
+            None => {
+                self.git_refresher =
+                    spawn_git_refresher(ctx.repo.main_root().to_path_buf(), self.tx.clone());
+            }
         }
-        let views = match ops::list::session_views_with(ctx, refresh_git) {
+        let views = match ops::list::session_views_with(ctx, false) {
             Ok(views) => views,
             Err(e) => {
                 tracing::warn!("reading sessions failed: {e:#}");
@@ -620,6 +635,43 @@ impl State {
             let client = self.client.clone();
             self.rt
                 .spawn(async move { client.publish_diagnostics(uri, diags, version).await });
+        }
+    }
+}
+
+/// Starts the thread that records git facts for every session (its own
+/// store connection), right away and then every [`GIT_REFRESH`] or when
+/// poked; it ends with the owner.
+fn spawn_git_refresher(root: PathBuf, tx: Sender<Event>) -> Option<Sender<()>> {
+    let (poke, poked) = std::sync::mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("owt-lsp-git".into())
+        .spawn(move || {
+            let ctx = match Context::open(Some(&root)) {
+                Ok(ctx) => ctx,
+                Err(e) => {
+                    tracing::warn!("the git refresher could not start: {e:#}");
+                    return;
+                }
+            };
+            loop {
+                if let Err(e) = ops::list::session_views_with(&ctx, true) {
+                    tracing::warn!("refreshing git facts failed: {e:#}");
+                }
+                if tx.send(Event::GitRefreshed).is_err() {
+                    return;
+                }
+                match poked.recv_timeout(GIT_REFRESH) {
+                    Ok(()) | Err(RecvTimeoutError::Timeout) => while poked.try_recv().is_ok() {},
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        });
+    match spawned {
+        Ok(_) => Some(poke),
+        Err(e) => {
+            tracing::warn!("cannot start the git refresher: {e}");
+            None
         }
     }
 }
