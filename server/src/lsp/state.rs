@@ -49,10 +49,27 @@ pub enum Event {
 
 /// How often the board and statuses are re-read.
 const TICK: Duration = Duration::from_millis(500);
-/// How often commits ahead and changed files are re-read from git (on the
-/// git refresher thread: a workdir diff of every session's worktree takes
-/// seconds on large repositories and must not hold up diagnostics).
+/// How often commits ahead and changed files of every session are re-read
+/// from git while no Conflict Guard watches the worktrees (on the git
+/// refresher thread: a workdir diff of every worktree takes seconds on large
+/// repositories and must not hold up diagnostics).
 const GIT_REFRESH: Duration = Duration::from_secs(5);
+/// While the guard watches, only the sessions it saw change are re-read;
+/// every session is re-read this often all the same.
+const GIT_FULL_REFRESH: Duration = Duration::from_secs(60);
+/// How long the refresher collects sessions that changed before re-reading.
+const GIT_COALESCE: Duration = Duration::from_millis(500);
+
+/// What the git refresher is told.
+enum GitPoke {
+    /// Re-read every session now.
+    All,
+    /// These sessions' worktrees or refs changed (seen by the guard).
+    Changed(Vec<String>),
+    /// Whether a guard watches the worktrees (then only changed sessions
+    /// are re-read, and everything every [`GIT_FULL_REFRESH`]).
+    Watched(bool),
+}
 
 /// An open document, as the editor has it.
 pub struct Document {
@@ -75,7 +92,7 @@ pub struct State {
     last_board: Option<Board>,
     last_status: HashMap<String, (Status, Option<i32>)>,
     /// Wakes the git refresher thread (started with the first refresh).
-    git_refresher: Option<Sender<()>>,
+    git_refresher: Option<Sender<GitPoke>>,
     next_token: u64,
     initialized: bool,
     shut_down: bool,
@@ -320,7 +337,7 @@ impl State {
         let Some(ctx) = &self.ctx else { return };
         match &self.git_refresher {
             Some(poke) if force_git => {
-                let _ = poke.send(());
+                let _ = poke.send(GitPoke::All);
             }
             Some(_) => {}
             None => {
@@ -486,6 +503,13 @@ impl State {
             None => (YOU.to_string(), Some(ctx.repo.main_root().to_path_buf())),
         };
         self.guard = None;
+        let poke = self.git_refresher.clone();
+        let watched = |on: bool| {
+            if let Some(poke) = &poke {
+                let _ = poke.send(GitPoke::Watched(on));
+            }
+        };
+        watched(false);
         let engine = match crate::guard::ops::compute(ctx) {
             Ok(engine) => engine,
             Err(e) => {
@@ -499,17 +523,22 @@ impl State {
         let engine = Arc::new(Mutex::new(engine));
         let tx = self.tx.clone();
         let mut store = crate::store::Store::open(&ctx.home).ok();
-        let watcher =
-            GuardWatcher::start(engine.clone(), GUARD_DEBOUNCE, move |engine, _update| {
-                if let Some(store) = store.as_mut() {
-                    if let Err(e) = crate::guard::ops::record_facts(store, engine) {
-                        tracing::warn!("recording guard facts failed: {e:#}");
-                    }
+        let changed = self.git_refresher.clone();
+        let watcher = GuardWatcher::start(engine.clone(), GUARD_DEBOUNCE, move |engine, update| {
+            if let Some(changed) = &changed {
+                let names = update.participants.iter().filter(|p| *p != YOU).cloned();
+                let _ = changed.send(GitPoke::Changed(names.collect()));
+            }
+            if let Some(store) = store.as_mut() {
+                if let Err(e) = crate::guard::ops::record_facts(store, engine) {
+                    tracing::warn!("recording guard facts failed: {e:#}");
                 }
-                let _ = tx.send(Event::GuardChanged);
-            });
+            }
+            let _ = tx.send(Event::GuardChanged);
+        });
         match watcher {
             Ok(watcher) => {
+                watched(true);
                 self.guard = Some(Guard {
                     engine,
                     _watcher: watcher,
@@ -639,11 +668,14 @@ impl State {
     }
 }
 
-/// Starts the thread that records git facts for every session (its own
-/// store connection), right away and then every [`GIT_REFRESH`] or when
-/// poked; it ends with the owner.
-fn spawn_git_refresher(root: PathBuf, tx: Sender<Event>) -> Option<Sender<()>> {
-    let (poke, poked) = std::sync::mpsc::channel::<()>();
+/// Starts the thread that records git facts (its own store connection):
+/// every session right away, then every [`GIT_REFRESH`] — or, while a guard
+/// watches the worktrees, only the sessions it saw change (and every session
+/// every [`GIT_FULL_REFRESH`]) — and every session when poked with
+/// [`GitPoke::All`]. Sends [`Event::GitRefreshed`] after each pass; ends
+/// with the owner.
+fn spawn_git_refresher(root: PathBuf, tx: Sender<Event>) -> Option<Sender<GitPoke>> {
+    let (poke, poked) = std::sync::mpsc::channel::<GitPoke>();
     let spawned = std::thread::Builder::new()
         .name("owt-lsp-git".into())
         .spawn(move || {
@@ -654,15 +686,45 @@ fn spawn_git_refresher(root: PathBuf, tx: Sender<Event>) -> Option<Sender<()>> {
                     return;
                 }
             };
+            let mut watched = false;
+            let mut all = true;
+            let mut changed: std::collections::BTreeSet<String> = Default::default();
+            let mut last_full = Instant::now();
             loop {
-                if let Err(e) = ops::list::session_views_with(&ctx, true) {
-                    tracing::warn!("refreshing git facts failed: {e:#}");
+                let only = (!all).then_some(&changed);
+                if all || !changed.is_empty() {
+                    if let Err(e) = ops::list::refresh_git_facts(&ctx, only) {
+                        tracing::warn!("refreshing git facts failed: {e:#}");
+                    }
+                    if all {
+                        last_full = Instant::now();
+                    }
+                    if tx.send(Event::GitRefreshed).is_err() {
+                        return;
+                    }
                 }
-                if tx.send(Event::GitRefreshed).is_err() {
-                    return;
-                }
-                match poked.recv_timeout(GIT_REFRESH) {
-                    Ok(()) | Err(RecvTimeoutError::Timeout) => while poked.try_recv().is_ok() {},
+                all = false;
+                changed.clear();
+                let period = if watched {
+                    GIT_FULL_REFRESH
+                } else {
+                    GIT_REFRESH
+                };
+                let wait = (last_full + period).saturating_duration_since(Instant::now());
+                let mut apply = |poke: GitPoke, all: &mut bool| match poke {
+                    GitPoke::All => *all = true,
+                    GitPoke::Changed(names) => changed.extend(names),
+                    GitPoke::Watched(on) => watched = on,
+                };
+                match poked.recv_timeout(wait) {
+                    Ok(first) => {
+                        apply(first, &mut all);
+                        std::thread::sleep(GIT_COALESCE);
+                        while let Ok(next) = poked.try_recv() {
+                            apply(next, &mut all);
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => all = true,
                     Err(RecvTimeoutError::Disconnected) => return,
                 }
             }

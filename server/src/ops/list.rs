@@ -29,6 +29,20 @@ pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Ve
         .collect()
 }
 
+/// Re-reads and records the git facts (commits ahead, changed files) of
+/// every session, or of the sessions named in `only`.
+pub fn refresh_git_facts(
+    ctx: &Context,
+    only: Option<&std::collections::BTreeSet<String>>,
+) -> anyhow::Result<()> {
+    for row in ctx.store.sessions(ctx.repo_row.id)? {
+        if only.is_none_or(|names| names.contains(&row.name)) {
+            refresh_git_fact(ctx, &row);
+        }
+    }
+    Ok(())
+}
+
 /// One session, reconciled.
 pub fn session_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
     session_view_with(ctx, row, true)
