@@ -285,6 +285,63 @@ def setup(owt, repo, env, args):
     return git_add_s, new_s, sessions
 
 
+def idle_hosts(env, n):
+    time.sleep(2.0)
+    return hosts_memory(env, n)
+
+
+def pss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def hosts_memory(env, n):
+    """Memory to keep the sessions' idle agents in terminals: the owt
+    session hosts (one process per session) vs one tmux server with as many
+    windows running the same agent. PSS, so shared pages count once."""
+    needle = f"OWT_HOME={env['OWT_HOME']}".encode()
+    hosts = []
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if b"__host" in argv and needle in (entry / "environ").read_bytes().split(b"\0"):
+                hosts.append(int(entry.name))
+        except OSError:
+            pass
+    hosts = [pid for pid in hosts if not any(
+        str(other) == open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1] for other in hosts)]
+    rss = sorted(common.rss_kib(pid) for pid in hosts)
+    owt_pss = sum(pss_kib(pid) for pid in hosts)
+    sock = f"owt-bench-lsp-{os.getpid()}"
+    tmux = ["tmux", "-L", sock, "-f", "/dev/null"]
+    try:
+        subprocess.run(tmux + ["new-session", "-d", "-x", "120", "-y", "40", str(common.IDLE_AGENT)],
+                       env=env, check=True)
+        for _ in range(n - 1):
+            subprocess.run(tmux + ["new-window", "-d", str(common.IDLE_AGENT)], env=env, check=True)
+        time.sleep(1.0)
+        pid = int(subprocess.run(tmux + ["display-message", "-p", "#{pid}"], env=env, check=True,
+                                 capture_output=True, text=True).stdout.strip())
+        tmux_pss, tmux_rss = pss_kib(pid), common.rss_kib(pid)
+    finally:
+        subprocess.run(tmux + ["kill-server"], env=env, capture_output=True)
+    return {
+        "hosts": len(hosts),
+        "host_rss_median_mib": common.median(rss) / 1024 if rss else float("nan"),
+        "hosts_pss_total_mib": owt_pss / 1024,
+        "tmux_server_pss_mib": tmux_pss / 1024,
+        "tmux_server_rss_mib": tmux_rss / 1024,
+    }
+
+
 def teardown(repo, env, files, trash):
     """Stops the hosts and agents; the session worktrees (files x sessions
     files) go to `trash` when given (deleted later, out of the measured
@@ -332,6 +389,7 @@ def main():
         state = json.loads(pathlib.Path(args.reuse).read_text())
         repo, env, sessions = pathlib.Path(state["repo"]), state["env"], state["sessions"]
         new_s, git_add_s = state["owt_new_s"], state["git_worktree_add_s"]
+        hosts = idle_hosts(env, len(sessions))
         runs = [one_run(owt, repo, env, sessions, rel, args.writes, pathlib.Path(state["tmp"]), r)
                 for r in range(args.runs)]
     else:
@@ -341,6 +399,7 @@ def main():
         keep = False
         try:
             git_add_s, new_s, sessions = setup(owt, repo, env, args)
+            hosts = idle_hosts(env, args.sessions)
             if args.keep:
                 pathlib.Path(args.keep).write_text(json.dumps({
                     "repo": str(repo), "files": args.files, "env": env, "sessions": sessions, "tmp": str(tmp),
@@ -376,7 +435,7 @@ def main():
         "ready_s": [r["ready_s"] for r in runs],
         "sessions_on_board": [r["sessions_on_board"] for r in runs],
         "owt_new_s": new_s, "owt_new_median_s": common.median(new_s),
-        "git_worktree_add_s": git_add_s, "git_worktree_add_median_s": common.median(git_add_s),
+        "git_worktree_add_s": git_add_s, "hosts": hosts, "git_worktree_add_median_s": common.median(git_add_s),
     }
     if args.json:
         print(json.dumps(result))
@@ -392,6 +451,9 @@ def main():
     print(f"  guard ready after initialize: {[round(x, 2) for x in result['ready_s']]} s")
     print(f"  owt new (median of {len(new_s)}): {result['owt_new_median_s']:.2f} s;"
           f" git worktree add: {result['git_worktree_add_median_s']:.2f} s")
+    print(f"  {hosts['hosts']} idle session hosts: RSS median {hosts['host_rss_median_mib']:.1f} MiB each,"
+          f" PSS total {hosts['hosts_pss_total_mib']:.1f} MiB; tmux server with {args.sessions} windows of the"
+          f" same agent: PSS {hosts['tmux_server_pss_mib']:.1f} MiB (RSS {hosts['tmux_server_rss_mib']:.1f})")
     print("  targets: p95 <= 100 ms, idle RSS <= 20 MiB")
     if args.verbose:
         for i, r in enumerate(runs):

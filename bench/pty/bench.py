@@ -8,7 +8,7 @@ Pushes N MB of text through (a) an owt session host to an attached
 in real PTYs of 50x200, in one run; prints both times and the ratio. Then
 measures keystroke echo round trips (type one byte into the attached
 client, wait until the agent's echo comes back out of it) and the host's
-resident memory. Needs python3, tmux, git and a release owt
+resident memory (and the tmux server's, at the same point). Needs python3, tmux, git and a release owt
 (`cargo build --release --bin owt`).
 """
 import argparse
@@ -113,6 +113,7 @@ def main():
     ap.add_argument("--owt", default=os.path.join(os.path.dirname(__file__), "../../target/release/owt"))
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--echo-rounds", type=int, default=200)
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args()
     owt = os.path.abspath(args.owt)
     if not os.access(owt, os.X_OK):
@@ -175,12 +176,28 @@ def main():
     read_until(tfd, MARK, 600)
     tmux_s = time.perf_counter() - t0
     drain(tfd)
+    tmux_pid = int(subprocess.run(tmux + ["display-message", "-p", "#{pid}"], env=env, check=True,
+                                  capture_output=True, text=True).stdout.strip())
+    tmux_rss = rss_kb(tmux_pid)
     tmux_echo = echo_rtts(tfd, args.echo_rounds)
     kill(tpid)
     subprocess.run(tmux + ["kill-server"], env=env, capture_output=True)
     shutil.rmtree(tmp, ignore_errors=True)
 
     mb = size / 1e6
+    if args.json:
+        import json as _json
+        print(_json.dumps({
+            "mb": mb, "owt_s": owt_s, "tmux_s": tmux_s,
+            "owt_mb_s": mb / owt_s, "tmux_mb_s": mb / tmux_s,
+            "owt_echo_median_ms": statistics.median(owt_echo),
+            "tmux_echo_median_ms": statistics.median(tmux_echo),
+            "owt_echo_p99_ms": sorted(owt_echo)[int(len(owt_echo) * 0.99) - 1],
+            "tmux_echo_p99_ms": sorted(tmux_echo)[int(len(tmux_echo) * 0.99) - 1],
+            "host_rss_mib": rss.get("VmRSS", 0) / 1024, "host_peak_mib": rss.get("VmHWM", 0) / 1024,
+            "tmux_rss_mib": tmux_rss.get("VmRSS", 0) / 1024, "tmux_peak_mib": tmux_rss.get("VmHWM", 0) / 1024,
+        }))
+        return
     print(f"throughput ({mb:.0f} MB, {COLS}x{ROWS}):")
     print(f"  owt host -> owt attach : {owt_s:7.2f} s  {mb / owt_s:8.1f} MB/s")
     print(f"  tmux     -> tmux attach: {tmux_s:7.2f} s  {mb / tmux_s:8.1f} MB/s")
@@ -190,6 +207,8 @@ def main():
         print(f"echo round trip via {name:11}: median {statistics.median(rtts):.3f} ms"
               f"  p99 {rtts[int(len(rtts) * 0.99) - 1]:.3f} ms  ({len(rtts)} keys)")
     print(f"owt host memory: RSS {rss.get('VmRSS', 0) / 1024:.1f} MiB, peak {rss.get('VmHWM', 0) / 1024:.1f} MiB")
+    print(f"tmux server memory: RSS {tmux_rss.get('VmRSS', 0) / 1024:.1f} MiB, "
+          f"peak {tmux_rss.get('VmHWM', 0) / 1024:.1f} MiB (same point: after the throughput run)")
 
 
 if __name__ == "__main__":
