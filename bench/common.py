@@ -5,6 +5,7 @@ Imported by bench/run, bench/spawn.py and bench/lsp/bench.py (stdlib only).
 """
 
 import fcntl
+import math
 import os
 import pathlib
 import shutil
@@ -151,7 +152,7 @@ def percentile(xs, p):
     xs = sorted(xs)
     if not xs:
         return float("nan")
-    k = max(0, min(len(xs) - 1, int(round(p / 100 * len(xs) + 0.5)) - 1))
+    k = max(0, min(len(xs) - 1, math.ceil(p / 100 * len(xs)) - 1))
     return xs[k]
 
 
