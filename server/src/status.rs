@@ -8,7 +8,8 @@
 //! 2. an unresolved merge conflict in the worktree is `conflict`;
 //! 3. *sticky* states — `blocked`, `needs-input`, `done` — hold until newer
 //!    input reaches the agent or a hook reports a new turn (`working`); tool
-//!    output alone does not clear them;
+//!    output alone does not clear them; what the agent said itself (hook,
+//!    MCP report) outranks what its screen shows;
 //! 4. a hook's `working` holds while fresh; once older than
 //!    [`HOOK_STALE_MS`] the screen (re-checked by the host) decides, so no
 //!    session stays `working` forever;
@@ -241,13 +242,19 @@ fn agent_status(facts: &SessionFacts, now: i64) -> Status {
         .report
         .as_ref()
         .and_then(|(r, at)| r.signal().map(|s| (s, *at)));
-    // Rule 3: the newest sticky signal newer than the last input, unless a
-    // hook reported a new turn after it.
-    let sticky = [facts.hook, facts.screen, report]
-        .into_iter()
-        .flatten()
-        .filter(|(signal, at)| signal.is_sticky() && *at > input_at)
-        .max_by_key(|(_, at)| *at);
+    // Rule 3: a sticky signal newer than the last input holds, unless a
+    // hook reported a new turn after it. What the agent said itself (hooks,
+    // reports) outranks what its screen looks like; among equals the newest
+    // wins.
+    let newest_sticky = |signals: &[Option<(AgentSignal, i64)>]| {
+        signals
+            .iter()
+            .flatten()
+            .filter(|(signal, at)| signal.is_sticky() && *at > input_at)
+            .max_by_key(|(_, at)| *at)
+            .copied()
+    };
+    let sticky = newest_sticky(&[facts.hook, report]).or_else(|| newest_sticky(&[facts.screen]));
     if let Some((signal, at)) = sticky {
         let new_turn = matches!(facts.hook, Some((AgentSignal::Working, hook_at)) if hook_at > at);
         if !new_turn {

@@ -237,7 +237,19 @@ fn a_new_server_after_kill_9_republishes_and_no_agent_died() {
     );
     let after = again.await_diagnostics(&uri(&file), DEADLINE, |d| !d.is_empty());
     assert_eq!(codes(&before), codes(&after));
-    assert_eq!(before[0]["message"], after[0]["message"]);
+    assert_eq!(before[0]["range"], after[0]["range"]);
+    assert_eq!(before[0]["data"], after[0]["data"]);
+    // The message names the agent's status, which may have moved on.
+    let line = |d: &Value| {
+        d["message"]
+            .as_str()
+            .unwrap()
+            .split(") ")
+            .nth(1)
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(line(&before[0]), line(&after[0]));
     let list: SessionList = env.owt_json(&repo, ["list"]);
     assert!(list.sessions[0].agent_pid.is_some());
     assert_ne!(

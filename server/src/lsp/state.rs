@@ -353,8 +353,18 @@ impl State {
             }
         };
         self.notify_transitions(&views);
+        let statuses_changed = self.sessions.len() != views.len()
+            || self
+                .sessions
+                .iter()
+                .zip(&views)
+                .any(|(a, b)| a.name != b.name || a.status_text != b.status_text);
         self.sessions = views;
         self.ensure_guard();
+        if statuses_changed {
+            // Diagnostics name each agent's status.
+            self.publish_diagnostics();
+        }
         if let Some(board) = self.board() {
             if self.last_board.as_ref() != Some(&board) {
                 self.last_board = Some(board.clone());

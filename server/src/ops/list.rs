@@ -11,11 +11,12 @@ use crate::store::{now_ms, SessionRow};
 
 /// Every session of the repository, reconciled with its host and git,
 /// oldest first.
+///
+/// Overlap counts are read from the Conflict Guard's stored facts (kept
+/// current by `owt lsp`'s watcher, and by every `owt guard` / `owt queue`),
+/// never recomputed here: a guard computation costs about a `git status` of
+/// every checkout.
 pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
-    // Conflict Guard's overlap counts (recorded as `overlaps` facts).
-    if let Err(e) = crate::guard::ops::refresh_overlaps(ctx) {
-        tracing::warn!("computing overlaps failed: {e:#}");
-    }
     session_views_with(ctx, true)
 }
 

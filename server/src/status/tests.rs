@@ -284,6 +284,22 @@ fn derive_status_table() {
             lane: Lane::InFlight,
         },
         Case {
+            name: "an explicit report outranks a newer waiting screen",
+            facts: with(|f| {
+                f.report = Some((
+                    ReportFact {
+                        kind: "blocked".into(),
+                        text: "need a password".into(),
+                    },
+                    at(10_000),
+                ));
+                f.screen = Some((Waiting, at(5_000)));
+            }),
+            status: Status::Blocked,
+            text: "blocked",
+            lane: Lane::NeedsYou,
+        },
+        Case {
             name: "newest sticky signal wins",
             facts: with(|f| {
                 f.screen = Some((Blocked, at(30_000)));
