@@ -71,6 +71,20 @@ pub fn record_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<()> {
             continue;
         };
         if let Some(fact) = engine.guard_fact(&participant.id) {
+            // Commits ahead and changed paths fall out of the snapshot: no
+            // second scan of the worktree for `owt list` and the board.
+            let git_fact = status::GitFact {
+                ahead: commits_ahead(engine, fact.head.as_deref(), &participant.base_branch),
+                changed_files: fact.changes.len() as u32,
+            };
+            let stored = store
+                .fact::<status::GitFact>(session_id, status::kind::GIT)
+                .ok()
+                .flatten()
+                .map(|(f, _)| f);
+            if stored.as_ref() != Some(&git_fact) {
+                store.record_fact(session_id, status::kind::GIT, &git_fact)?;
+            }
             store.record_fact(session_id, kind::GUARD, &fact)?;
         }
         let count = OverlapFact {
@@ -86,6 +100,23 @@ pub fn record_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Commits on `head` that `base` does not have.
+fn commits_ahead(engine: &GuardEngine, head: Option<&str>, base: &str) -> u32 {
+    let repo = engine.repo();
+    let Some(head) = head.and_then(|h| git2::Oid::from_str(h).ok()) else {
+        return 0;
+    };
+    let Some(base_tip) = repo
+        .find_branch(base, git2::BranchType::Local)
+        .ok()
+        .and_then(|b| b.get().target())
+    else {
+        return 0;
+    };
+    repo.graph_ahead_behind(head, base_tip)
+        .map_or(0, |(ahead, _)| ahead as u32)
 }
 
 /// `owt guard [NAME]`: computes, records facts, and reports every pair (or

@@ -64,10 +64,8 @@ const GIT_COALESCE: Duration = Duration::from_millis(500);
 enum GitPoke {
     /// Re-read every session now.
     All,
-    /// These sessions' worktrees or refs changed (seen by the guard).
-    Changed(Vec<String>),
-    /// Whether a guard watches the worktrees (then only changed sessions
-    /// are re-read, and everything every [`GIT_FULL_REFRESH`]).
+    /// Whether a guard watches the worktrees (it then records git facts
+    /// itself; everything is re-read only every [`GIT_FULL_REFRESH`]).
     Watched(bool),
 }
 
@@ -533,19 +531,18 @@ impl State {
         let engine = Arc::new(Mutex::new(engine));
         let tx = self.tx.clone();
         let mut store = crate::store::Store::open(&ctx.home).ok();
-        let changed = self.git_refresher.clone();
-        let watcher = GuardWatcher::start(engine.clone(), GUARD_DEBOUNCE, move |engine, update| {
-            if let Some(changed) = &changed {
-                let names = update.participants.iter().filter(|p| *p != YOU).cloned();
-                let _ = changed.send(GitPoke::Changed(names.collect()));
-            }
-            if let Some(store) = store.as_mut() {
-                if let Err(e) = crate::guard::ops::record_facts(store, engine) {
-                    tracing::warn!("recording guard facts failed: {e:#}");
+        // While the guard watches, it records commits ahead and changed
+        // files with its facts (from the snapshot it just took); the git
+        // refresher only does a slow full pass now and then.
+        let watcher =
+            GuardWatcher::start(engine.clone(), GUARD_DEBOUNCE, move |engine, _update| {
+                if let Some(store) = store.as_mut() {
+                    if let Err(e) = crate::guard::ops::record_facts(store, engine) {
+                        tracing::warn!("recording guard facts failed: {e:#}");
+                    }
                 }
-            }
-            let _ = tx.send(Event::GuardChanged);
-        });
+                let _ = tx.send(Event::GuardChanged);
+            });
         match watcher {
             Ok(watcher) => {
                 watched(true);
@@ -723,7 +720,6 @@ fn spawn_git_refresher(root: PathBuf, tx: Sender<Event>) -> Option<Sender<GitPok
                 let wait = (last_full + period).saturating_duration_since(Instant::now());
                 let mut apply = |poke: GitPoke, all: &mut bool| match poke {
                     GitPoke::All => *all = true,
-                    GitPoke::Changed(names) => changed.extend(names),
                     GitPoke::Watched(on) => watched = on,
                 };
                 match poked.recv_timeout(wait) {
