@@ -18,7 +18,7 @@
 mod backend;
 mod code_action;
 mod commands;
-mod convert;
+pub(crate) mod convert;
 mod diagnostics;
 pub mod framing;
 mod state;
