@@ -18,9 +18,10 @@
 mod backend;
 mod code_action;
 mod commands;
-pub(crate) mod convert;
+mod convert;
 mod diagnostics;
 pub mod framing;
+pub(crate) mod fuzzing;
 mod state;
 mod terminal;
 
