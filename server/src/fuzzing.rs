@@ -20,8 +20,9 @@ use crate::names::{self, MAX_SLUG};
 use crate::session::host::{self, Request};
 
 /// Target `lsp_framing`: the guard in front of the LSP transport
-/// ([`crate::lsp::framing::FrameScanner`]), then what the server does with the frames it lets
-/// through: JSON-RPC decoding, params decoding, position conversion.
+/// ([`crate::lsp::framing::FrameScanner`]), then what the server does with
+/// the frames it lets through: JSON-RPC decoding, params decoding, position
+/// conversion.
 ///
 /// The first byte chooses how the rest is split into reads (0: one read).
 /// Invariants: nothing panics; every call either waits for more input or

@@ -50,8 +50,10 @@ impl FrameScanner {
         if self.buf.is_empty() {
             return Scanned::NeedMore;
         }
-        // Resynchronise: the buffer must start with a header.
-        let start = find(&self.buf, HEADER).or_else(|| find_ci(&self.buf, HEADER));
+        // Resynchronise: the buffer must start with a header (the first
+        // one, in any case: preferring an exact match further on would drop
+        // a frame whose header is in another case).
+        let start = find_ci(&self.buf, HEADER);
         match start {
             None => {
                 // Keep a tail that may be the start of a header.
@@ -235,6 +237,18 @@ mod tests {
             out[0],
             Scanned::Dropped(_, "a header without a usable Content-Length")
         ));
+    }
+
+    /// Found by the `lsp_framing` fuzz target (corpus file
+    /// `crash-lowercase-header-then-exact-one`): with a `content-length:`
+    /// frame and a later `Content-Length:` header in the same read, the
+    /// scanner resynchronised on the exact-case one and dropped the frame
+    /// before it; read in two parts, the same input kept it.
+    #[test]
+    fn regression_a_lowercase_header_frame_was_dropped_when_an_exact_one_followed() {
+        let mut input = format!("content-length: {}\r\n\r\n{EXIT}", EXIT.len()).into_bytes();
+        input.extend(frame(INITIALIZED));
+        assert_eq!(forwarded(&input), vec![frame(EXIT), frame(INITIALIZED)]);
     }
 
     /// Found by the `lsp_framing` fuzz target (corpus files
