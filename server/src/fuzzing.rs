@@ -81,6 +81,7 @@ pub fn host_frames(data: &[u8]) {
     let mut frames_iter = frames.iter();
     if let Some(Ok(hello)) = frames_iter.next().map(host::decode_hello) {
         assert_eq!(hello.version, HOST_PROTOCOL_VERSION);
+        assert!(hello.rows <= host::MAX_ROWS && hello.cols <= host::MAX_COLS);
         let mut parser = vt100::Parser::new(24, 80, host::SCROLLBACK_LINES);
         if hello.role == proto::Role::Attach && hello.rows > 0 && hello.cols > 0 {
             parser.screen_mut().set_size(hello.rows, hello.cols);
@@ -88,7 +89,11 @@ pub fn host_frames(data: &[u8]) {
         for frame in frames_iter {
             match host::decode_request(frame) {
                 Request::Resize { rows, cols } => {
-                    assert!(rows > 0 && cols > 0, "resize to {cols}x{rows}");
+                    assert!(
+                        (1..=host::MAX_ROWS).contains(&rows)
+                            && (1..=host::MAX_COLS).contains(&cols),
+                        "resize to {cols}x{rows}"
+                    );
                     parser.screen_mut().set_size(rows, cols);
                 }
                 Request::Peek(peek) => {

@@ -40,6 +40,10 @@ use crate::store::{now_ms, Store};
 
 /// Lines of scrollback kept by the screen model.
 pub const SCROLLBACK_LINES: usize = 5_000;
+/// Largest screen the host models; a client asking for more gets this (the
+/// screen model allocates every cell, and its scrollback every line).
+pub const MAX_ROWS: u16 = 500;
+pub const MAX_COLS: u16 = 1_000;
 /// Queued output bytes after which a client is considered behind.
 const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
 /// At most one `output` fact per this interval.
@@ -941,8 +945,9 @@ fn error_reply(message: String) -> Reply {
     Reply::Frame(proto::encode_json(FrameKind::Error, &HostError { message }))
 }
 
-/// The first frame of a connection, checked (pure: no I/O). `Err` is the
-/// message of the `Error` frame the host answers before hanging up.
+/// The first frame of a connection, checked (pure: no I/O), its size
+/// clamped like a resize. `Err` is the message of the `Error` frame the
+/// host answers before hanging up.
 pub(crate) fn decode_hello(frame: &proto::Frame) -> Result<proto::Hello, String> {
     if frame.kind != FrameKind::Hello {
         return Err(format!(
@@ -962,11 +967,17 @@ pub(crate) fn decode_hello(frame: &proto::Frame) -> Result<proto::Hello, String>
              the client speaks {theirs}; use the owt that started the session (or restart the session)"
         ));
     }
-    frame.json().map_err(|e| format!("bad hello: {e}"))
+    let hello: proto::Hello = frame.json().map_err(|e| format!("bad hello: {e}"))?;
+    Ok(proto::Hello {
+        rows: hello.rows.min(MAX_ROWS),
+        cols: hello.cols.min(MAX_COLS),
+        ..hello
+    })
 }
 
 /// What a client asked for, decoded from one frame after the hello (pure:
-/// no I/O; [`handle_request`] carries it out).
+/// no I/O; [`handle_request`] carries it out). Sizes are clamped to
+/// [`MAX_ROWS`] × [`MAX_COLS`].
 #[derive(Debug, PartialEq)]
 pub(crate) enum Request<'a> {
     /// Keys for the PTY.
@@ -990,8 +1001,8 @@ pub(crate) fn decode_request(frame: &proto::Frame) -> Request<'_> {
         FrameKind::Input => Request::Input(&frame.payload),
         FrameKind::Resize => match frame.json::<Resize>() {
             Ok(r) if r.rows > 0 && r.cols > 0 => Request::Resize {
-                rows: r.rows,
-                cols: r.cols,
+                rows: r.rows.min(MAX_ROWS),
+                cols: r.cols.min(MAX_COLS),
             },
             Ok(r) => Request::Invalid(format!("bad size {}x{}", r.cols, r.rows)),
             Err(e) => Request::Invalid(e.to_string()),
