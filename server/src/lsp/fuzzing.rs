@@ -11,6 +11,7 @@ use tower_lsp_server::ls_types::{
     DidOpenTextDocumentParams, InitializeParams, Position, Uri,
 };
 
+use super::code_action;
 use super::convert;
 use super::framing::{FrameScanner, Scanned};
 
@@ -161,6 +162,12 @@ fn apply_request(request: &jsonrpc::Request, docs: &mut HashMap<Uri, String>) {
                 if let Some(text) = docs.get(&p.text_document.uri) {
                     check_offset(text, p.range.start);
                     check_offset(text, p.range.end);
+                }
+                if let Some((first, last)) = code_action::selection_lines(p.range) {
+                    let (start, end) = (p.range.start, p.range.end);
+                    if (start.line, start.character) <= (end.line, end.character) {
+                        assert!(first <= last, "{:?} → lines {first}..={last}", p.range);
+                    }
                 }
             }
         }
