@@ -8,6 +8,8 @@
 pub mod cli;
 pub mod config;
 pub mod editor;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod git;
 pub mod guard;
 pub mod lsp;

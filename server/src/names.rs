@@ -43,6 +43,25 @@ pub fn default_branch(slug: &str) -> String {
     format!("owt/{slug}")
 }
 
+/// The `n`-th name tried for a session whose wanted name is `name`:
+/// `name`, `name-2`, `name-3`, … (the store takes the first one free). The
+/// name is shortened before the suffix so a slug stays a slug: at most
+/// [`MAX_SLUG`] bytes, no `-` before the suffix.
+pub fn candidate_name(name: &str, n: u32) -> String {
+    if n <= 1 {
+        return name.to_string();
+    }
+    let suffix = format!("-{n}");
+    let mut keep = name.len();
+    if keep + suffix.len() > MAX_SLUG {
+        keep = MAX_SLUG.saturating_sub(suffix.len());
+        while !name.is_char_boundary(keep) {
+            keep -= 1;
+        }
+    }
+    format!("{}{suffix}", name[..keep].trim_end_matches('-'))
+}
+
 /// `<base>/<slug>`, checked to stay inside `base`.
 pub fn worktree_path(base: &Path, slug: &str) -> PathBuf {
     debug_assert_eq!(slug, slugify(slug), "worktree names must be slugs");
@@ -82,6 +101,32 @@ mod tests {
         let slug = slugify(&long);
         assert!(slug.len() <= MAX_SLUG, "{slug}");
         assert!(!slug.ends_with('-'));
+    }
+
+    #[test]
+    fn numbered_names() {
+        assert_eq!(candidate_name("fix-login", 1), "fix-login");
+        assert_eq!(candidate_name("fix-login", 2), "fix-login-2");
+        assert_eq!(candidate_name("fix-login", 12), "fix-login-12");
+    }
+
+    /// Found by the `slug` fuzz target (corpus file `seed-digits`): the
+    /// store numbered a 40-byte slug `…-2`, a 42-byte name that is not its
+    /// own slug, so `worktree_path` hit its debug assertion.
+    #[test]
+    fn regression_numbered_name_of_a_max_length_slug_exceeded_max_slug() {
+        let slug = slugify(&"1234567890 ".repeat(5));
+        assert_eq!(slug.len(), MAX_SLUG);
+        let name = candidate_name(&slug, 2);
+        assert_eq!(name, "1234567890-1234567890-1234567890-12345-2");
+        assert_eq!(slugify(&name), name);
+        // The cut lands after a `-`: no `--` before the number.
+        let name = candidate_name(&slug, 123_456);
+        assert_eq!(name, "1234567890-1234567890-1234567890-123456");
+        assert_eq!(
+            candidate_name(&slug, u32::MAX),
+            "1234567890-1234567890-1234567-4294967295"
+        );
     }
 
     #[test]

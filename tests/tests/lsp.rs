@@ -397,6 +397,41 @@ fn bad_input_gets_errors_never_a_crash() {
     assert!(client.is_running());
 }
 
+/// Found by the `lsp_framing` fuzz target: frames that passed the input
+/// guard but that tower-lsp-server's decoder refuses (a header name in
+/// another case, more than two headers, a non-UTF-8 charset, JSON that is
+/// not a message, a body that is not UTF-8) ended the server.
+#[test]
+fn regression_frames_the_decoder_refuses_no_longer_end_the_server() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let mut client = start(&env, &repo, false);
+    let body = r#"{"jsonrpc":"2.0","method":"$/owt-test"}"#;
+    let n = body.len();
+    for header in [
+        format!("content-length: {n}"),
+        format!("Content-Length: {n}\r\nX-One: 1\r\nX-Two: 2"),
+        format!("Content-Length: {n}\r\nContent-Type: text/plain; charset=latin1"),
+    ] {
+        client.send_raw(format!("{header}\r\n\r\n{body}").as_bytes());
+        client.request("owt/board", Value::Null);
+    }
+    for body in [
+        &b"[]"[..],
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"$/owt-test\",\"x\":\"\xff\"}",
+    ] {
+        client.send_raw(
+            &[
+                format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes(),
+                body,
+            ]
+            .concat(),
+        );
+        client.request("owt/board", Value::Null);
+    }
+    assert!(client.is_running());
+}
+
 #[test]
 fn rapid_changes_end_in_the_final_state() {
     let env = TestEnv::new();

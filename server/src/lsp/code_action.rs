@@ -29,6 +29,22 @@ fn action(
     })
 }
 
+/// The 1-based first and last lines of a non-empty selection (one that ends
+/// at the start of a line leaves that line out). Saturating: a client may
+/// send any `u32` line.
+pub(super) fn selection_lines(range: Range) -> Option<(u32, u32)> {
+    if range.start == range.end {
+        return None;
+    }
+    let start = range.start.line.saturating_add(1);
+    let end = if range.end.character == 0 && range.end.line > range.start.line {
+        range.end.line
+    } else {
+        range.end.line.saturating_add(1)
+    };
+    Some((start, end))
+}
+
 pub fn code_actions(state: &State, params: &CodeActionParams) -> Option<CodeActionResponse> {
     let uri = &params.text_document.uri;
     let path = uri_to_path(uri);
@@ -48,12 +64,8 @@ pub fn code_actions(state: &State, params: &CodeActionParams) -> Option<CodeActi
             continue;
         };
         let name = &data.session;
-        let first = diagnostic.range.start.line + 1;
-        let last = diagnostic
-            .range
-            .end
-            .line
-            .max(diagnostic.range.start.line + 1);
+        let first = diagnostic.range.start.line.saturating_add(1);
+        let last = diagnostic.range.end.line.max(first);
         let linked = Some(vec![diagnostic.clone()]);
         let quickfix = CodeActionKind::QUICKFIX;
         if let Some(rel) = &relative {
@@ -99,14 +111,7 @@ pub fn code_actions(state: &State, params: &CodeActionParams) -> Option<CodeActi
     }
 
     // On a selection.
-    let range = params.range;
-    if range.start != range.end {
-        let start = range.start.line + 1;
-        let end = if range.end.character == 0 && range.end.line > range.start.line {
-            range.end.line
-        } else {
-            range.end.line + 1
-        };
+    if let Some((start, end)) = selection_lines(params.range) {
         actions.push(action(
             "owt: spawn an agent on this selection".into(),
             commands::SPAWN,
@@ -138,4 +143,47 @@ pub fn code_actions(state: &State, params: &CodeActionParams) -> Option<CodeActi
         }
     }
     Some(actions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(start: (u32, u32), end: (u32, u32)) -> Range {
+        Range {
+            start: Position {
+                line: start.0,
+                character: start.1,
+            },
+            end: Position {
+                line: end.0,
+                character: end.1,
+            },
+        }
+    }
+
+    #[test]
+    fn selections_cover_the_lines_they_touch() {
+        assert_eq!(selection_lines(range((2, 4), (2, 4))), None);
+        assert_eq!(selection_lines(range((2, 0), (4, 3))), Some((3, 5)));
+        assert_eq!(
+            selection_lines(range((2, 0), (4, 0))),
+            Some((3, 4)),
+            "a selection ending at a line start leaves that line out"
+        );
+    }
+
+    /// Found while writing the `lsp_framing` fuzz target's code-action
+    /// check: a selection or an owt diagnostic on line `u32::MAX` overflowed
+    /// `line + 1`, which panicked in debug builds (the client got an
+    /// internal error).
+    #[test]
+    fn regression_a_selection_on_the_last_u32_line_overflowed() {
+        let last = u32::MAX;
+        assert_eq!(selection_lines(range((0, 0), (last, 5))), Some((1, last)));
+        assert_eq!(
+            selection_lines(range((last, 0), (last, 5))),
+            Some((last, last))
+        );
+    }
 }

@@ -21,6 +21,7 @@ mod commands;
 mod convert;
 mod diagnostics;
 pub mod framing;
+pub(crate) mod fuzzing;
 mod state;
 mod terminal;
 

@@ -40,6 +40,10 @@ use crate::store::{now_ms, Store};
 
 /// Lines of scrollback kept by the screen model.
 pub const SCROLLBACK_LINES: usize = 5_000;
+/// Largest screen the host models; a client asking for more gets this (the
+/// screen model allocates every cell, and its scrollback every line).
+pub const MAX_ROWS: u16 = 500;
+pub const MAX_COLS: u16 = 1_000;
 /// Queued output bytes after which a client is considered behind.
 const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
 /// At most one `output` fact per this interval.
@@ -759,7 +763,7 @@ mod erased {
 }
 
 /// The screen as text; with `scrollback`, the lines above it too.
-pub(super) fn screen_view(parser: &mut vt100::Parser, scrollback: bool) -> ScreenView {
+pub(crate) fn screen_view(parser: &mut vt100::Parser, scrollback: bool) -> ScreenView {
     let screen = parser.screen();
     let (rows, cols) = screen.size();
     let cursor = screen.cursor_position();
@@ -843,35 +847,14 @@ fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
     }
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let hello = match proto::read_frame(&mut stream) {
-        Ok(Some(frame)) if frame.kind == FrameKind::Hello => frame,
-        Ok(Some(frame)) => {
-            let message = format!("expected a hello frame first, got {:?}", frame.kind);
-            let _ = proto::write_json(&mut stream, FrameKind::Error, &HostError { message });
-            return;
-        }
+        Ok(Some(frame)) => match decode_hello(&frame) {
+            Ok(hello) => hello,
+            Err(message) => {
+                let _ = proto::write_json(&mut stream, FrameKind::Error, &HostError { message });
+                return;
+            }
+        },
         Ok(None) | Err(_) => return,
-    };
-    // Check the version before the rest of the hello: another version may
-    // shape it differently.
-    let version = serde_json::from_slice::<serde_json::Value>(&hello.payload)
-        .ok()
-        .and_then(|v| v.get("version").and_then(|v| v.as_u64()));
-    if version != Some(u64::from(HOST_PROTOCOL_VERSION)) {
-        let theirs = version.map_or("an unknown version".to_string(), |v| format!("version {v}"));
-        let message = format!(
-            "protocol mismatch: this session host speaks owt host protocol version {HOST_PROTOCOL_VERSION}, \
-             the client speaks {theirs}; use the owt that started the session (or restart the session)"
-        );
-        let _ = proto::write_json(&mut stream, FrameKind::Error, &HostError { message });
-        return;
-    }
-    let hello: proto::Hello = match hello.json() {
-        Ok(h) => h,
-        Err(e) => {
-            let message = format!("bad hello: {e}");
-            let _ = proto::write_json(&mut stream, FrameKind::Error, &HostError { message });
-            return;
-        }
     };
     let _ = stream.set_read_timeout(None);
     let write_half = match stream.try_clone() {
@@ -962,46 +945,112 @@ fn error_reply(message: String) -> Reply {
     Reply::Frame(proto::encode_json(FrameKind::Error, &HostError { message }))
 }
 
-fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Reply {
+/// The first frame of a connection, checked (pure: no I/O), its size
+/// clamped like a resize. `Err` is the message of the `Error` frame the
+/// host answers before hanging up.
+pub(crate) fn decode_hello(frame: &proto::Frame) -> Result<proto::Hello, String> {
+    if frame.kind != FrameKind::Hello {
+        return Err(format!(
+            "expected a hello frame first, got {:?}",
+            frame.kind
+        ));
+    }
+    // Check the version before the rest of the hello: another version may
+    // shape it differently.
+    let version = serde_json::from_slice::<serde_json::Value>(&frame.payload)
+        .ok()
+        .and_then(|v| v.get("version").and_then(|v| v.as_u64()));
+    if version != Some(u64::from(HOST_PROTOCOL_VERSION)) {
+        let theirs = version.map_or("an unknown version".to_string(), |v| format!("version {v}"));
+        return Err(format!(
+            "protocol mismatch: this session host speaks owt host protocol version {HOST_PROTOCOL_VERSION}, \
+             the client speaks {theirs}; use the owt that started the session (or restart the session)"
+        ));
+    }
+    let hello: proto::Hello = frame.json().map_err(|e| format!("bad hello: {e}"))?;
+    Ok(proto::Hello {
+        rows: hello.rows.min(MAX_ROWS),
+        cols: hello.cols.min(MAX_COLS),
+        ..hello
+    })
+}
+
+/// What a client asked for, decoded from one frame after the hello (pure:
+/// no I/O; [`handle_request`] carries it out). Sizes are clamped to
+/// [`MAX_ROWS`] × [`MAX_COLS`].
+#[derive(Debug, PartialEq)]
+pub(crate) enum Request<'a> {
+    /// Keys for the PTY.
+    Input(&'a [u8]),
+    Resize {
+        rows: u16,
+        cols: u16,
+    },
+    Send(SendText),
+    Peek(PeekRequest),
+    Status,
+    /// Hang up the agent; kill it after the grace time.
+    Terminate(Duration),
+    Detach,
+    /// Answered with an `Error` frame carrying this message.
+    Invalid(String),
+}
+
+pub(crate) fn decode_request(frame: &proto::Frame) -> Request<'_> {
     match frame.kind {
-        FrameKind::Input => {
+        FrameKind::Input => Request::Input(&frame.payload),
+        FrameKind::Resize => match frame.json::<Resize>() {
+            Ok(r) if r.rows > 0 && r.cols > 0 => Request::Resize {
+                rows: r.rows.min(MAX_ROWS),
+                cols: r.cols.min(MAX_COLS),
+            },
+            Ok(r) => Request::Invalid(format!("bad size {}x{}", r.cols, r.rows)),
+            Err(e) => Request::Invalid(e.to_string()),
+        },
+        FrameKind::Send => match frame.json::<SendText>() {
+            Ok(send) => Request::Send(send),
+            Err(e) => Request::Invalid(e.to_string()),
+        },
+        FrameKind::Peek => Request::Peek(frame.json::<PeekRequest>().unwrap_or_default()),
+        FrameKind::StatusRequest => Request::Status,
+        FrameKind::Terminate => {
+            let grace = frame.json::<Terminate>().map_or(3_000, |t| t.grace_ms);
+            Request::Terminate(Duration::from_millis(grace))
+        }
+        FrameKind::Detach => Request::Detach,
+        other => Request::Invalid(format!("unexpected {other:?} frame from a client")),
+    }
+}
+
+fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Reply {
+    match decode_request(frame) {
+        Request::Input(bytes) => {
             // Keys go straight to the PTY: the shortest echo path.
             lock(&shared.state).last_input_at = Some(now_ms());
-            if let Err(e) = write_pty(shared, &frame.payload) {
+            if let Err(e) = write_pty(shared, bytes) {
                 tracing::debug!("pty write failed: {e}");
             }
             Reply::None
         }
-        FrameKind::Resize => match frame.json::<Resize>() {
-            Ok(r) if r.rows > 0 && r.cols > 0 => {
-                resize(shared, r.rows, r.cols);
-                Reply::None
-            }
-            Ok(r) => error_reply(format!("bad size {}x{}", r.cols, r.rows)),
-            Err(e) => error_reply(e.to_string()),
-        },
-        FrameKind::Send => match frame.json::<SendText>() {
-            Ok(send) => {
-                type_text(shared, &send.text, send.enter);
-                Reply::Frame(proto::encode(FrameKind::Ok, b""))
-            }
-            Err(e) => error_reply(e.to_string()),
-        },
-        FrameKind::Peek => {
-            let req = frame.json::<PeekRequest>().unwrap_or_default();
+        Request::Resize { rows, cols } => {
+            resize(shared, rows, cols);
+            Reply::None
+        }
+        Request::Send(send) => {
+            type_text(shared, &send.text, send.enter);
+            Reply::Frame(proto::encode(FrameKind::Ok, b""))
+        }
+        Request::Peek(req) => {
             let view = screen_view(&mut lock(&shared.state).parser, req.scrollback);
             Reply::Frame(proto::encode_json(FrameKind::Screen, &view))
         }
-        FrameKind::StatusRequest => {
-            Reply::Frame(proto::encode_json(FrameKind::Status, &status(shared)))
-        }
-        FrameKind::Terminate => {
-            let grace = frame.json::<Terminate>().map_or(3_000, |t| t.grace_ms);
-            terminate(shared, Duration::from_millis(grace));
+        Request::Status => Reply::Frame(proto::encode_json(FrameKind::Status, &status(shared))),
+        Request::Terminate(grace) => {
+            terminate(shared, grace);
             Reply::Frame(proto::encode(FrameKind::Ok, b""))
         }
-        FrameKind::Detach => Reply::Close,
-        other => error_reply(format!("unexpected {other:?} frame from a client")),
+        Request::Detach => Reply::Close,
+        Request::Invalid(message) => error_reply(message),
     }
 }
 

@@ -26,6 +26,33 @@ fn screen_view_includes_scrollback_oldest_first() {
     assert!(plain.scrollback.is_empty());
 }
 
+/// Found while seeding the `host_frames` fuzz target (corpus file
+/// `crash-resize-65535x65535`): a client asking for a 65535×65535 screen
+/// made the screen model allocate every cell (over 100 GB) and killed the
+/// host with its agent.
+#[test]
+fn regression_a_huge_resize_exhausted_the_hosts_memory() {
+    use owt_protocol::host::{Frame, FrameKind};
+    let frame = |kind, json: &str| Frame {
+        kind,
+        payload: json.as_bytes().to_vec(),
+    };
+    let resize = frame(FrameKind::Resize, r#"{"rows":65535,"cols":65535}"#);
+    assert_eq!(
+        host::decode_request(&resize),
+        host::Request::Resize {
+            rows: host::MAX_ROWS,
+            cols: host::MAX_COLS
+        }
+    );
+    let hello = frame(
+        FrameKind::Hello,
+        r#"{"version":1,"role":"attach","rows":65535,"cols":300}"#,
+    );
+    let hello = host::decode_hello(&hello).unwrap();
+    assert_eq!((hello.rows, hello.cols), (host::MAX_ROWS, 300));
+}
+
 #[test]
 fn pid_alive_tells_live_from_gone() {
     assert!(pid_alive(std::process::id()));

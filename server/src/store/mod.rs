@@ -279,11 +279,7 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut n = 1u32;
         let name = loop {
-            let candidate = if n == 1 {
-                new.name.to_string()
-            } else {
-                format!("{}-{n}", new.name)
-            };
+            let candidate = crate::names::candidate_name(new.name, n);
             let exists: bool = tx.query_row(
                 "SELECT EXISTS(SELECT 1 FROM sessions WHERE repo_id = ?1 AND name = ?2)",
                 params![new.repo_id, candidate],
