@@ -273,11 +273,14 @@ fn rejecting_pre_commit_hook_stops_ship_and_keeps_everything() {
         "index and files as they were"
     );
     assert_eq!(read(&wt.join("todo.txt")), "TODO\n");
-    assert_eq!(
-        sessions(&env, &repo).sessions.len(),
-        1,
-        "the session (and its agent) is kept"
+    let list = sessions(&env, &repo);
+    assert_eq!(list.sessions.len(), 1, "the session is kept");
+    let agent = list.sessions[0].agent_pid.expect("the agent's pid");
+    assert!(
+        Path::new(&format!("/proc/{agent}")).exists(),
+        "the agent is alive"
     );
+    assert_ne!(list.sessions[0].status, Status::Exited);
 }
 
 #[test]
