@@ -392,3 +392,84 @@ pub fn inet_sockets(pid: u32) -> Vec<(String, String, String, u64)> {
     }
     out
 }
+
+/// A real tmux server on its own socket (for attach-in-a-split tests);
+/// killed on drop.
+pub struct TmuxServer {
+    socket: PathBuf,
+    home: PathBuf,
+    pub session: String,
+}
+
+impl TmuxServer {
+    /// Starts a detached 200×50 session `session` under `env`'s folder.
+    pub fn start(env: &TestEnv, session: &str) -> TmuxServer {
+        let server = TmuxServer {
+            socket: env.path().join(format!("tmux-{session}.sock")),
+            home: env.home.clone(),
+            session: session.to_string(),
+        };
+        server.run(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "200",
+            "-y",
+            "50",
+        ]);
+        server
+    }
+
+    /// Runs a tmux command against this server; returns stdout (trimmed).
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .env("HOME", &self.home)
+            .env_remove("TMUX")
+            .output()
+            .expect("tmux is installed");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The value of `$TMUX` inside this server (what a client would see).
+    pub fn tmux_env(&self) -> String {
+        self.run(&[
+            "display-message",
+            "-p",
+            "#{socket_path},#{pid},#{session_id}",
+        ])
+    }
+
+    /// Pane ids of the session, oldest first.
+    pub fn panes(&self) -> Vec<String> {
+        self.run(&["list-panes", "-t", &self.session, "-F", "#{pane_id}"])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    pub fn capture(&self, pane: &str) -> String {
+        self.run(&["capture-pane", "-p", "-t", pane])
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}

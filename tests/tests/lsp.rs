@@ -2,7 +2,6 @@
 //! actions, the board, attach, bad input.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use owt_e2e::lsp::LspClient;
@@ -178,41 +177,8 @@ fn attach_without_editor_support_opens_a_tmux_split() {
     let mut env = TestEnv::new();
     let repo = env.repo("app");
     let created: NewOutput = env.owt_json(&repo, ["new", "attach in tmux"]);
-    let socket = env.path().join("tmux.sock");
-    let tmux = |args: &[&str]| {
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args(args)
-            .env("HOME", &env.home)
-            .env_remove("TMUX")
-            .output()
-            .expect("tmux is installed");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    tmux(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "owt-test",
-        "-x",
-        "200",
-        "-y",
-        "50",
-    ]);
-    let tmux_env = tmux(&[
-        "display-message",
-        "-p",
-        "#{socket_path},#{pid},#{session_id}",
-    ]);
-    env.extra_env.push(("TMUX".into(), tmux_env));
+    let tmux = owt_e2e::TmuxServer::start(&env, "owt-test");
+    env.extra_env.push(("TMUX".into(), tmux.tmux_env()));
     env.extra_env.push(("TMUX_PANE".into(), "%0".into()));
     let mut client = start(&env, &repo, false);
     let result = client.request(
@@ -220,18 +186,12 @@ fn attach_without_editor_support_opens_a_tmux_split() {
         json!({"command": "owt.attach", "arguments": [{"session": created.session.name}]}),
     );
     assert_eq!(result["opened"], "tmux", "{result}");
-    assert_eq!(tmux(&["list-panes", "-t", "owt-test"]).lines().count(), 2);
+    assert_eq!(tmux.panes().len(), 2);
     wait_until("the agent's screen in the tmux split", DEADLINE, || {
-        let panes = tmux(&["list-panes", "-t", "owt-test", "-F", "#{pane_id}"]);
-        let new_pane = panes.lines().last().unwrap().to_string();
-        tmux(&["capture-pane", "-p", "-t", &new_pane]).contains("ready>")
+        let new_pane = tmux.panes().last().unwrap().clone();
+        tmux.capture(&new_pane).contains("ready>")
     });
     drop(client);
-    let _ = Command::new("tmux")
-        .arg("-S")
-        .arg(&socket)
-        .arg("kill-server")
-        .status();
 }
 
 #[test]

@@ -268,40 +268,8 @@ fn helix_capabilities_get_standalone_messages_and_commands() {
     let wt = Path::new(&session.session.worktree);
     std::fs::write(repo.join("src.txt"), with_line(&ten_lines(), 2, "human 2")).unwrap();
     std::fs::write(wt.join("src.txt"), with_line(&ten_lines(), 8, "agent 8")).unwrap();
-    let socket = env.path().join("tmux.sock");
-    let tmux = |args: &[&str]| {
-        let out = std::process::Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args(args)
-            .env_remove("TMUX")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    tmux(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "hx",
-        "-x",
-        "200",
-        "-y",
-        "50",
-    ]);
-    let tmux_env = tmux(&[
-        "display-message",
-        "-p",
-        "#{socket_path},#{pid},#{session_id}",
-    ]);
-    env.extra_env.push(("TMUX".into(), tmux_env));
+    let tmux = owt_e2e::TmuxServer::start(&env, "hx");
+    env.extra_env.push(("TMUX".into(), tmux.tmux_env()));
     let helix_caps = json!({
         "window": {"workDoneProgress": true, "showDocument": {"support": true}},
         "textDocument": {"publishDiagnostics": {"versionSupport": true}, "codeAction": {}},
@@ -340,14 +308,8 @@ fn helix_capabilities_get_standalone_messages_and_commands() {
     );
     assert_eq!(result["opened"], "tmux");
     wait_until("the attach split shows the agent", DEADLINE, || {
-        let panes = tmux(&["list-panes", "-t", "hx", "-F", "#{pane_id}"]);
-        let pane = panes.lines().last().unwrap().to_string();
-        panes.lines().count() == 2 && tmux(&["capture-pane", "-p", "-t", &pane]).contains("ready>")
+        let panes = tmux.panes();
+        panes.len() == 2 && tmux.capture(panes.last().unwrap()).contains("ready>")
     });
     drop(client);
-    let _ = std::process::Command::new("tmux")
-        .arg("-S")
-        .arg(&socket)
-        .arg("kill-server")
-        .status();
 }
