@@ -62,6 +62,17 @@ pub fn data_file(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// `--json` followed by `args`.
+fn json_args<I, S>(args: I) -> Vec<std::ffi::OsString>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut all = vec![std::ffi::OsString::from("--json")];
+    all.extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+    all
+}
+
 /// Polls `condition` until it holds or `timeout` passes; then panics naming
 /// `what`.
 pub fn wait_until(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
@@ -183,8 +194,7 @@ impl TestEnv {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut all = vec![std::ffi::OsString::from("--json")];
-        all.extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        let all = json_args(args);
         let stdout = self.owt_ok(cwd, &all);
         serde_json::from_str(&stdout)
             .unwrap_or_else(|e| panic!("parsing {all:?} output: {e}\n{stdout}"))
@@ -197,8 +207,7 @@ impl TestEnv {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut all = vec![std::ffi::OsString::from("--json")];
-        all.extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        let all = json_args(args);
         let out = self.owt(cwd, &all);
         let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
