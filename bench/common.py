@@ -8,6 +8,7 @@ import fcntl
 import math
 import os
 import pathlib
+import re
 import shutil
 import statistics
 import subprocess
@@ -72,6 +73,28 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def rss_breakdown(pid):
+    """VmRSS split (RssAnon, RssFile, RssShmem, in KiB) and the largest
+    resident mappings (KiB, name), for telling heap from mapped files."""
+    parts = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key = line.split(":")[0]
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "Threads"):
+                parts[key] = int(line.split()[1])
+    maps, current = [], None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            fields = line.split()
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                current = fields[5] if len(fields) > 5 else "[anon]"
+            elif fields and fields[0] == "Rss:" and int(fields[1]) > 0:
+                maps.append((int(fields[1]), current))
+    maps.sort(reverse=True)
+    parts["top"] = maps[:8]
+    return parts
 
 
 def file_path(i):

@@ -175,7 +175,7 @@ def session_diags(msg, file_uri, session):
             if d.get("source") == "owt" and (d.get("data") or {}).get("session") == session]
 
 
-def one_run(owt, repo, env, sessions, rel, writes, tmp, run_no):
+def one_run(owt, repo, env, sessions, rel, writes, tmp, run_no, hold=0):
     file_path = repo / rel
     file_uri = uri(file_path)
     base = file_path.read_text()
@@ -246,6 +246,10 @@ def one_run(owt, repo, env, sessions, rel, writes, tmp, run_no):
             time.sleep(rng.uniform(0.05, 0.25))
         time.sleep(2.0)
         rss_after = common.rss_kib(client.proc.pid)
+        log(f"  idle RSS breakdown (KiB): {common.rss_breakdown(client.proc.pid)}")
+        if hold:
+            log(f"  holding owt lsp (pid {client.proc.pid}) idle for {hold} s")
+            time.sleep(hold)
         return {
             "ready_s": ready_s,
             "sessions_on_board": len(live),
@@ -368,6 +372,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="owt lsp server starts, each with --writes writes")
     ap.add_argument("--spawn-baseline", type=int, default=2, help="git worktree add rounds on the same repo")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--hold", type=float, default=0,
+                    help="keep the idle server running this many seconds after the last run (to inspect it)")
     ap.add_argument("--trash", help="move the session worktrees here instead of deleting them")
     ap.add_argument("--keep", metavar="STATE", help="leave the sessions running; write their description here")
     ap.add_argument("--reuse", metavar="STATE", help="measure with the sessions of an earlier --keep")
@@ -390,7 +396,8 @@ def main():
         repo, env, sessions = pathlib.Path(state["repo"]), state["env"], state["sessions"]
         new_s, git_add_s = state["owt_new_s"], state["git_worktree_add_s"]
         hosts = idle_hosts(env, len(sessions))
-        runs = [one_run(owt, repo, env, sessions, rel, args.writes, pathlib.Path(state["tmp"]), r)
+        runs = [one_run(owt, repo, env, sessions, rel, args.writes, pathlib.Path(state["tmp"]), r,
+                        args.hold if r == args.runs - 1 else 0)
                 for r in range(args.runs)]
     else:
         repo = common.generated_repo(args.files, log=log)
@@ -408,7 +415,8 @@ def main():
             runs = []
             for r in range(args.runs):
                 log(f"run {r + 1}/{args.runs}: owt lsp, {args.writes} writes")
-                runs.append(one_run(owt, repo, env, sessions, rel, args.writes, tmp, r))
+                runs.append(one_run(owt, repo, env, sessions, rel, args.writes, tmp, r,
+                                    args.hold if r == args.runs - 1 else 0))
         finally:
             if not keep:
                 teardown(repo, env, args.files, args.trash)
