@@ -52,6 +52,23 @@ impl Cell {
         self.attrs = a;
     }
 
+    /// owt: [`Cell::set`] for one printable ASCII byte, unless this cell
+    /// is half of a wide character (then false, and unchanged).
+    #[inline]
+    pub(crate) fn set_ascii(
+        &mut self,
+        b: u8,
+        a: crate::attrs::Attrs,
+    ) -> bool {
+        if self.len & (IS_WIDE | IS_WIDE_CONTINUATION) != 0 {
+            return false;
+        }
+        self.contents[0] = b;
+        self.len = 1;
+        self.attrs = a;
+        true
+    }
+
     pub(crate) fn append(&mut self, c: char) {
         let len = self.len();
         if len >= CONTENT_BYTES - 4 {

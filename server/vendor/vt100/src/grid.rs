@@ -651,6 +651,30 @@ impl Grid {
         self.row_clamp();
     }
 
+    /// owt: draws one printable ASCII character at the cursor and moves
+    /// it right, when that needs no wrap and touches no wide character —
+    /// what `Screen::text` would do then. Returns false, having changed
+    /// nothing, otherwise.
+    #[inline]
+    pub fn put_ascii(&mut self, b: u8, attrs: crate::attrs::Attrs) -> bool {
+        let pos = self.pos;
+        if pos.col >= self.size.cols {
+            return false;
+        }
+        let Some(cell) = self
+            .rows
+            .get_mut(usize::from(pos.row))
+            .and_then(|row| row.get_mut(pos.col))
+        else {
+            return false;
+        };
+        if !cell.set_ascii(b, attrs) {
+            return false;
+        }
+        self.pos.col = pos.col + 1;
+        true
+    }
+
     pub fn col_inc(&mut self, count: u16) {
         self.pos.col = self.pos.col.saturating_add(count);
     }

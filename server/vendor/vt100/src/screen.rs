@@ -703,6 +703,17 @@ impl Screen {
 
 impl Screen {
     pub(crate) fn text(&mut self, c: char) {
+        // owt: printable ASCII that needs no wrap and lands on no half of a
+        // wide character (nearly all text) takes a short path; everything
+        // else goes the long way below.
+        if c.is_ascii_graphic() || c == ' ' {
+            let attrs = self.attrs;
+            // `c` is ASCII, so the cast keeps it whole.
+            #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
+            if self.grid_mut().put_ascii(c as u8, attrs) {
+                return;
+            }
+        }
         let pos = self.grid().pos();
         let size = self.grid().size();
         let attrs = self.attrs;
