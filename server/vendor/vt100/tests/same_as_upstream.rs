@@ -1,0 +1,435 @@
+//! This crate against upstream vt100 0.16.2: the same bytes, cut into the
+//! same chunks, must leave the same screen — contents, attributes, wide
+//! characters, cursor, modes, scrollback and the redraw bytes — after every
+//! chunk. owt's changes are speed only; any difference here is a bug.
+
+/// A small deterministic generator (xorshift64*), so a failure names its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// Everything observable about a screen, as comparable text.
+fn observe_ours(screen: &mut vt100::Screen) -> String {
+    let (rows, cols) = screen.size();
+    let mut out = format!(
+        "size {rows}x{cols} cursor {:?} alt {} keypad {} appcursor {} hide {} paste {} mouse {:?} {:?} \
+         fg {:?} bg {:?} bold {} dim {} italic {} underline {} inverse {}\n",
+        screen.cursor_position(),
+        screen.alternate_screen(),
+        screen.application_keypad(),
+        screen.application_cursor(),
+        screen.hide_cursor(),
+        screen.bracketed_paste(),
+        screen.mouse_protocol_mode(),
+        screen.mouse_protocol_encoding(),
+        screen.fgcolor(),
+        screen.bgcolor(),
+        screen.bold(),
+        screen.dim(),
+        screen.italic(),
+        screen.underline(),
+        screen.inverse(),
+    );
+    out += &format!("contents {:?}\n", screen.contents());
+    out += &format!("formatted {:?}\n", screen.contents_formatted());
+    out += &format!("state {:?}\n", screen.state_formatted());
+    for row in 0..rows {
+        out += &format!("wrapped {row} {}\n", screen.row_wrapped(row));
+        for col in 0..cols {
+            if let Some(c) = screen.cell(row, col) {
+                out += &format!(
+                    "{row},{col} {:?} w{} c{} {:?} {:?} {}{}{}{}{}\n",
+                    c.contents(),
+                    c.is_wide(),
+                    c.is_wide_continuation(),
+                    c.fgcolor(),
+                    c.bgcolor(),
+                    c.bold(),
+                    c.dim(),
+                    c.italic(),
+                    c.underline(),
+                    c.inverse()
+                );
+            }
+        }
+    }
+    screen.set_scrollback(usize::MAX);
+    let total = screen.scrollback();
+    out += &format!("scrollback {total}\n");
+    for offset in (1..=total).rev() {
+        screen.set_scrollback(offset);
+        out += &format!("{offset}: {:?}\n", screen.rows(0, cols).next());
+    }
+    screen.set_scrollback(0);
+    out
+}
+
+/// The same observation of an upstream screen (the types differ, so the
+/// body is the same text over the other crate).
+fn observe_upstream(screen: &mut upstream::Screen) -> String {
+    let (rows, cols) = screen.size();
+    let mut out = format!(
+        "size {rows}x{cols} cursor {:?} alt {} keypad {} appcursor {} hide {} paste {} mouse {:?} {:?} \
+         fg {:?} bg {:?} bold {} dim {} italic {} underline {} inverse {}\n",
+        screen.cursor_position(),
+        screen.alternate_screen(),
+        screen.application_keypad(),
+        screen.application_cursor(),
+        screen.hide_cursor(),
+        screen.bracketed_paste(),
+        screen.mouse_protocol_mode(),
+        screen.mouse_protocol_encoding(),
+        screen.fgcolor(),
+        screen.bgcolor(),
+        screen.bold(),
+        screen.dim(),
+        screen.italic(),
+        screen.underline(),
+        screen.inverse(),
+    );
+    out += &format!("contents {:?}\n", screen.contents());
+    out += &format!("formatted {:?}\n", screen.contents_formatted());
+    out += &format!("state {:?}\n", screen.state_formatted());
+    for row in 0..rows {
+        out += &format!("wrapped {row} {}\n", screen.row_wrapped(row));
+        for col in 0..cols {
+            if let Some(c) = screen.cell(row, col) {
+                out += &format!(
+                    "{row},{col} {:?} w{} c{} {:?} {:?} {}{}{}{}{}\n",
+                    c.contents(),
+                    c.is_wide(),
+                    c.is_wide_continuation(),
+                    c.fgcolor(),
+                    c.bgcolor(),
+                    c.bold(),
+                    c.dim(),
+                    c.italic(),
+                    c.underline(),
+                    c.inverse()
+                );
+            }
+        }
+    }
+    screen.set_scrollback(usize::MAX);
+    let total = screen.scrollback();
+    out += &format!("scrollback {total}\n");
+    for offset in (1..=total).rev() {
+        screen.set_scrollback(offset);
+        out += &format!("{offset}: {:?}\n", screen.rows(0, cols).next());
+    }
+    screen.set_scrollback(0);
+    out
+}
+
+/// What happens to both parsers between two observations.
+enum Step<'a> {
+    Bytes(&'a [u8]),
+    Resize(u16, u16),
+}
+
+/// Runs `steps` through both crates, comparing after each step. Upstream
+/// has arithmetic that overflows on degenerate screens (a wide character
+/// on a one-column screen) and panics in debug builds; both crates must then
+/// panic at the same step, and the comparison ends there.
+fn check(
+    name: &str,
+    rows: u16,
+    cols: u16,
+    scrollback: usize,
+    steps: &[Step],
+) {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let mut ours = vt100::Parser::new(rows, cols, scrollback);
+    let mut theirs = upstream::Parser::new(rows, cols, scrollback);
+    for (i, step) in steps.iter().enumerate() {
+        let (a, b) = match step {
+            Step::Bytes(bytes) => (
+                catch_unwind(AssertUnwindSafe(|| ours.process(bytes))),
+                catch_unwind(AssertUnwindSafe(|| theirs.process(bytes))),
+            ),
+            Step::Resize(rows, cols) => (
+                catch_unwind(AssertUnwindSafe(|| {
+                    ours.screen_mut().set_size(*rows, *cols)
+                })),
+                catch_unwind(AssertUnwindSafe(|| {
+                    theirs.screen_mut().set_size(*rows, *cols)
+                })),
+            ),
+        };
+        match (a.is_ok(), b.is_ok()) {
+            (true, true) => {}
+            (false, false) => return,
+            (ours_ok, _) => panic!(
+                "{name}: at step {i} only {} panicked",
+                if ours_ok { "upstream" } else { "ours" }
+            ),
+        }
+        let observed = catch_unwind(AssertUnwindSafe(|| {
+            (
+                observe_ours(ours.screen_mut()),
+                observe_upstream(theirs.screen_mut()),
+            )
+        }));
+        let Ok((a, b)) = observed else {
+            panic!("{name}: observing the screens panicked after step {i}");
+        };
+        if a != b {
+            let line = a
+                .lines()
+                .zip(b.lines())
+                .find(|(x, y)| x != y)
+                .map(|(x, y)| format!("ours:     {x}\nupstream: {y}"))
+                .unwrap_or_else(|| "(one observation is longer)".into());
+            panic!("{name}: screens differ after step {i}\n{line}");
+        }
+    }
+}
+
+/// `bytes` in chunks of random sizes (cuts land inside escape sequences
+/// and UTF-8 characters too).
+fn chunked(bytes: &[u8], rng: &mut Rng) -> Vec<Step<'static>> {
+    let mut steps = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let n = (1 + rng.below(300) as usize).min(bytes.len() - at);
+        steps.push(Step::Bytes(bytes[at..at + n].to_vec().leak()));
+        at += n;
+    }
+    steps
+}
+
+/// A random terminal stream: text of every width, controls and the escape
+/// sequences agents use, in proportions that make wrapping, scrolling and
+/// overwriting wide characters common.
+fn stream(rng: &mut Rng, tokens: usize) -> Vec<u8> {
+    const TEXT: &[&str] = &[
+        "a",
+        "hello",
+        "the quick brown fox ",
+        "0123456789",
+        " ",
+        "~!@#",
+        "é",
+        "你好",
+        "世",
+        "😀",
+        "e\u{301}",
+        "\u{301}",
+        "\u{200b}",
+        "\u{fffd}",
+        "ab\u{85}c",
+        "\u{ff41}",
+    ];
+    const CONTROLS: &[&str] = &[
+        "\r\n", "\n", "\r", "\t", "\x08", "\x07", "\x0b", "\x0c", "\x0e",
+        "\x0f", "\x00",
+    ];
+    const ESCAPES: &[&str] = &[
+        "\x1b[m",
+        "\x1b[1m",
+        "\x1b[2;3;4;7m",
+        "\x1b[22;23;24;27m",
+        "\x1b[31m",
+        "\x1b[42m",
+        "\x1b[38;5;200m",
+        "\x1b[48;2;1;2;3m",
+        "\x1b[39;49m",
+        "\x1b[K",
+        "\x1b[1K",
+        "\x1b[2K",
+        "\x1b[J",
+        "\x1b[1J",
+        "\x1b[2J",
+        "\x1b[H",
+        "\x1b[3@",
+        "\x1b[2P",
+        "\x1b[2X",
+        "\x1b[L",
+        "\x1b[2M",
+        "\x1b[S",
+        "\x1b[2T",
+        "\x1b7",
+        "\x1b8",
+        "\x1bM",
+        "\x1bD",
+        "\x1bc",
+        "\x1b[?1049h",
+        "\x1b[?1049l",
+        "\x1b[?47h",
+        "\x1b[?47l",
+        "\x1b[?6h",
+        "\x1b[?6l",
+        "\x1b[?25l",
+        "\x1b[?25h",
+        "\x1b[?2004h",
+        "\x1b[?1h",
+        "\x1b=",
+        "\x1b>",
+        "\x1b[?1000h",
+        "\x1b[?1006h",
+        "\x1b[r",
+        "\x1b]0;title\x07",
+        "\x1b]8;;http://x\x1b\\",
+        "\x1bP1$r\x1b\\",
+        "\x1b[?u",
+        "\x1b[6n",
+        "\x1b[s",
+        "\x1b[u",
+        "\x1b[4h",
+        "\x1b[4l",
+        "\x1b(0",
+        "\x1b(B",
+        "\x1b[",
+        "\x1b",
+        "\u{9b}2J",
+        "\x1b[99999999C",
+    ];
+    let mut out = Vec::new();
+    for _ in 0..tokens {
+        match rng.below(20) {
+            0..=8 => {
+                let text = rng.pick(TEXT);
+                for _ in 0..=rng.below(4) {
+                    out.extend_from_slice(text.as_bytes());
+                }
+            }
+            9 => {
+                // A long line: wraps, often more than once.
+                for _ in 0..rng.below(200) {
+                    out.push(b'a' + rng.below(26) as u8);
+                }
+            }
+            10..=12 => out.extend_from_slice(rng.pick(CONTROLS).as_bytes()),
+            13..=16 => out.extend_from_slice(rng.pick(ESCAPES).as_bytes()),
+            17 => out.extend_from_slice(
+                format!("\x1b[{};{}H", rng.below(30), rng.below(90))
+                    .as_bytes(),
+            ),
+            18 => out.extend_from_slice(
+                format!(
+                    "\x1b[{}{}",
+                    rng.below(12),
+                    *rng.pick(&['A', 'B', 'C', 'D', 'G', 'd', 'E', 'F'])
+                )
+                .as_bytes(),
+            ),
+            _ => out.extend_from_slice(
+                format!("\x1b[{};{}r", rng.below(12), rng.below(30))
+                    .as_bytes(),
+            ),
+        }
+        if rng.below(50) == 0 {
+            // Invalid UTF-8 and a cut character.
+            let bad: &[&[u8]] = &[b"\xff", b"\xe4\xbd", b"\xc3"];
+            let cut: &&[u8] = rng.pick(bad);
+            out.extend_from_slice(cut);
+        }
+    }
+    out
+}
+
+#[test]
+fn plain_text_lines_scroll_into_the_scrollback() {
+    let line = "the quick brown fox jumps over the lazy dog 0123456789\r\n";
+    let bytes = line.repeat(300).into_bytes();
+    let mut rng = Rng::new(1);
+    check("plain text", 10, 40, 100, &chunked(&bytes, &mut rng));
+}
+
+#[test]
+fn text_at_the_last_column_wraps_like_upstream() {
+    let steps = [
+        Step::Bytes(b"0123456789abcdefghij"),
+        Step::Bytes(b"k"),
+        Step::Bytes(b"\x1b[1;20Hxy"),
+        Step::Bytes(b"\x1b[2;19H\xe4\xbd\xa0z"),
+        Step::Bytes(b"\x1b[3;20H\xe4\xbd\xa0"),
+    ];
+    check("last column", 5, 20, 10, &steps);
+}
+
+#[test]
+fn ascii_over_wide_characters_clears_both_halves() {
+    let steps = [
+        Step::Bytes("你好世界".as_bytes()),
+        Step::Bytes(b"\x1b[1;2Ha"),
+        Step::Bytes(b"\x1b[1;5Hb"),
+        Step::Bytes(b"\x1b[1;1H\x1b[31mcdef"),
+        Step::Bytes("\x1b[2;1H😀😀\x1b[2;2Hx\x1b[2;3Hy".as_bytes()),
+    ];
+    check("wide", 4, 10, 0, &steps);
+}
+
+#[test]
+fn scroll_regions_and_the_alternate_screen() {
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"\x1b[2;4r");
+    for i in 0..20 {
+        bytes.extend_from_slice(format!("line {i}\r\n").as_bytes());
+    }
+    bytes.extend_from_slice(b"\x1b[r\x1b[?1049h");
+    for i in 0..20 {
+        bytes.extend_from_slice(format!("alt {i}\r\n").as_bytes());
+    }
+    bytes.extend_from_slice(b"\x1b[?1049l");
+    for i in 0..20 {
+        bytes.extend_from_slice(format!("main {i}\r\n").as_bytes());
+    }
+    let mut rng = Rng::new(2);
+    check("regions", 6, 12, 8, &chunked(&bytes, &mut rng));
+}
+
+#[test]
+fn resizes_between_output() {
+    let text = "wrap me around the edge of a small screen ".repeat(8);
+    let wide = "你好 wide 😀 ".repeat(6);
+    let steps = [
+        Step::Bytes(text.as_bytes()),
+        Step::Resize(4, 7),
+        Step::Bytes(text.as_bytes()),
+        Step::Resize(9, 31),
+        Step::Bytes(wide.as_bytes()),
+        Step::Resize(3, 2),
+        Step::Bytes(text.as_bytes()),
+        Step::Resize(1, 1),
+        Step::Bytes(b"x\xe4\xbd\xa0y\r\nz"),
+    ];
+    check("resizes", 5, 20, 20, &steps);
+}
+
+#[test]
+fn random_streams() {
+    for seed in 0..400 {
+        let mut rng = Rng::new(seed);
+        let rows = 1 + rng.below(30) as u16;
+        let cols = 1 + rng.below(90) as u16;
+        let scrollback = *rng.pick(&[0, 3, 50, 1000]);
+        let bytes = stream(&mut rng, 200);
+        let mut steps = chunked(&bytes, &mut rng);
+        if seed % 4 == 0 {
+            let at = rng.below(steps.len() as u64 + 1) as usize;
+            let size = (1 + rng.below(30) as u16, 1 + rng.below(90) as u16);
+            steps.insert(at, Step::Resize(size.0, size.1));
+        }
+        check(&format!("seed {seed}"), rows, cols, scrollback, &steps);
+    }
+}
