@@ -257,10 +257,9 @@ pub fn encode_json<T: Serialize>(kind: FrameKind, value: &T) -> Vec<u8> {
     encode(kind, &payload)
 }
 
-/// Writes one frame.
+/// Writes one frame, in one write: a reader never wakes for half of it.
 pub fn write_frame(w: &mut impl Write, kind: FrameKind, payload: &[u8]) -> io::Result<()> {
-    w.write_all(&header(kind, payload.len()))?;
-    w.write_all(payload)?;
+    w.write_all(&encode(kind, payload))?;
     w.flush()
 }
 

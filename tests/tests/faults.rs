@@ -648,6 +648,72 @@ fn attach_raw(socket: &Path) -> UnixStream {
     stream
 }
 
+/// The host writes output to an idle client's socket straight from its PTY
+/// reader and hands what the socket does not take to the client's writer
+/// thread: a slow reader must still get every byte, in order, in whole
+/// frames.
+#[test]
+fn a_slow_attached_client_gets_every_byte_in_order() {
+    const LINES: usize = 200_000;
+    let env = TestEnv::new();
+    let repo = repo_with_src(&env);
+    let spawned: Value = serde_json::from_str(
+        env.owt_ok(
+            &repo,
+            [
+                "__host",
+                "spawn",
+                "--name",
+                "slow-reader",
+                "--",
+                "sh",
+                "-c",
+                &format!("read go; seq 1 {LINES}; echo THE-END; exec cat"),
+            ],
+        )
+        .trim(),
+    )
+    .unwrap();
+    let socket = env
+        .owt_home
+        .join("run")
+        .join(format!("{}.sock", spawned["short_id"].as_str().unwrap()));
+    let mut stream = attach_raw(&socket);
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    proto::write_frame(&mut stream, FrameKind::Input, b"\r").unwrap();
+    let mut output = Vec::new();
+    let mut frames = 0u32;
+    while !output.windows(7).any(|w| w == b"THE-END") {
+        let frame = proto::read_frame(&mut stream)
+            .unwrap_or_else(|e| panic!("frame {frames} after {} bytes: {e}", output.len()))
+            .expect("the host closed the stream");
+        match frame.kind {
+            FrameKind::Output => output.extend_from_slice(&frame.payload),
+            FrameKind::Redraw => assert!(
+                output.is_empty(),
+                "a redraw in the middle of the stream (after {} bytes)",
+                output.len()
+            ),
+            _ => {}
+        }
+        frames += 1;
+        // A slow reader: the host's socket fills and its writes fall short.
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    let text = String::from_utf8(output).expect("seq prints ASCII");
+    let numbers: Vec<usize> = text
+        .split("\r\n")
+        .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(numbers.len(), LINES, "every line arrived once");
+    assert!(
+        numbers.iter().enumerate().all(|(i, n)| *n == i + 1),
+        "lines arrived in order"
+    );
+    env.owt_ok(&repo, ["__host", "stop", "slow-reader"]);
+}
+
 #[test]
 fn a_flooding_agent_is_not_blocked_by_attach_churn_or_a_stuck_client() {
     let _one_at_a_time = measured();

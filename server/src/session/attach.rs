@@ -229,7 +229,9 @@ pub fn attach(socket: &Path, prefix: u8) -> Result<AttachEnd, SessionError> {
 
 /// Copies the host's output and redraws to the terminal until the stream
 /// ends or the agent exits.
-fn pump_output(mut from_host: UnixStream) -> AttachEnd {
+fn pump_output(from_host: UnixStream) -> AttachEnd {
+    // Buffered: a small frame (an echoed key) costs one read, not two.
+    let mut from_host = std::io::BufReader::with_capacity(64 * 1024, from_host);
     let mut out = stdout_file();
     loop {
         match proto::read_frame(&mut from_host) {

@@ -110,8 +110,14 @@ enum ToMonitor {
 }
 
 struct ClientQueue {
+    /// The unwritten rest of a frame a direct write cut short: it goes out
+    /// before anything else and is never dropped (the stream would tear).
+    head: Vec<u8>,
     frames: VecDeque<Arc<[u8]>>,
     bytes: usize,
+    /// Someone (the writer thread, or the reader with a direct write) is
+    /// writing to the socket; nobody else may.
+    writing: bool,
     /// A redraw is coming from the parser; hold everything until then.
     awaiting_redraw: bool,
     /// Where that redraw goes in `frames`.
@@ -123,20 +129,26 @@ struct Client {
     id: u64,
     queue: Mutex<ClientQueue>,
     ready: Condvar,
+    /// The client's socket, written by the writer thread or, when its queue
+    /// is empty, directly by the PTY reader (one thread hop less per echo).
+    stream: UnixStream,
 }
 
 impl Client {
-    fn new(id: u64) -> Arc<Client> {
+    fn new(id: u64, stream: UnixStream) -> Arc<Client> {
         Arc::new(Client {
             id,
             queue: Mutex::new(ClientQueue {
+                head: Vec::new(),
                 frames: VecDeque::new(),
                 bytes: 0,
+                writing: false,
                 awaiting_redraw: false,
                 redraw_at: 0,
                 closed: false,
             }),
             ready: Condvar::new(),
+            stream,
         })
     }
 
@@ -154,9 +166,38 @@ impl Client {
     /// ask the parser for that redraw.
     fn push_output(&self, frame: &Arc<[u8]>) -> bool {
         let mut q = lock(&self.queue);
+        if q.closed {
+            return false;
+        }
+        if !q.awaiting_redraw && !q.writing && q.head.is_empty() && q.frames.is_empty() {
+            // Nothing is ahead of this frame: try the socket right away.
+            q.writing = true;
+            drop(q);
+            let sent = send_now(&self.stream, frame);
+            let mut q = lock(&self.queue);
+            q.writing = false;
+            match sent {
+                Ok(n) if n < frame.len() => {
+                    q.head.extend_from_slice(&frame[n..]);
+                    q.bytes += frame.len() - n;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!("client write: {e}");
+                    q.closed = true;
+                    let _ = self.stream.shutdown(std::net::Shutdown::Both);
+                }
+            }
+            let wake = q.closed || !q.head.is_empty() || !q.frames.is_empty();
+            drop(q);
+            if wake {
+                self.ready.notify_one();
+            }
+            return false;
+        }
         if !q.awaiting_redraw && q.bytes + frame.len() > CLIENT_QUEUE_LIMIT {
             q.frames.clear();
-            q.bytes = 0;
+            q.bytes = q.head.len();
             q.awaiting_redraw = true;
             q.redraw_at = 0;
             return true;
@@ -864,7 +905,10 @@ fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
             return;
         }
     };
-    let client = Client::new(shared.next_client.fetch_add(1, Ordering::Relaxed));
+    let client = Client::new(
+        shared.next_client.fetch_add(1, Ordering::Relaxed),
+        write_half,
+    );
     client.push(proto::encode_json(
         FrameKind::Welcome,
         &Welcome {
@@ -877,7 +921,7 @@ fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
     ));
     let writer = {
         let client = client.clone();
-        spawn_guarded("client-writer", move || write_client(&client, write_half))
+        spawn_guarded("client-writer", move || write_client(&client))
     };
     if hello.role == Role::Attach {
         if hello.rows > 0 && hello.cols > 0 {
@@ -905,8 +949,10 @@ fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
             client.push(proto::encode_json(FrameKind::Exited, exit));
         }
     }
+    // Buffered: a frame costs one read, not two (header, then payload).
+    let mut incoming = std::io::BufReader::with_capacity(16 * 1024, &stream);
     loop {
-        let frame = match proto::read_frame(&mut stream) {
+        let frame = match proto::read_frame(&mut incoming) {
             Ok(Some(frame)) => frame,
             Ok(None) => break,
             Err(e) => {
@@ -1118,28 +1164,72 @@ fn terminate(shared: &Arc<Shared>, grace: Duration) {
     });
 }
 
-fn write_client(client: &Client, mut stream: UnixStream) {
+fn write_client(client: &Client) {
+    let mut stream = &client.stream;
     let mut batch: Vec<Arc<[u8]>> = Vec::new();
+    let mut head = Vec::new();
     loop {
         {
             let mut q = lock(&client.queue);
-            while (q.frames.is_empty() || q.awaiting_redraw) && !q.closed {
+            // What a direct write left unfinished goes first, even past an
+            // awaited redraw (it is the end of a frame already begun).
+            let idle = |q: &ClientQueue| {
+                q.writing || (q.head.is_empty() && (q.frames.is_empty() || q.awaiting_redraw))
+            };
+            while idle(&q) && !q.closed {
                 q = client.ready.wait(q).unwrap_or_else(|e| e.into_inner());
             }
-            if q.closed && (q.frames.is_empty() || q.awaiting_redraw) {
+            if q.closed && idle(&q) {
                 return;
             }
-            batch.extend(q.frames.drain(..));
-            q.bytes = 0;
+            std::mem::swap(&mut head, &mut q.head);
+            if !q.awaiting_redraw {
+                batch.extend(q.frames.drain(..));
+            }
+            q.bytes = q.frames.iter().map(|f| f.len()).sum();
+            q.writing = true;
         }
+        let mut result = stream.write_all(&head);
+        head.clear();
         for frame in batch.drain(..) {
-            if let Err(e) = stream.write_all(&frame) {
-                tracing::debug!("client write: {e}");
-                client.close();
-                let _ = stream.shutdown(std::net::Shutdown::Both);
-                return;
+            if result.is_err() {
+                break;
             }
+            result = stream.write_all(&frame);
         }
+        let mut q = lock(&client.queue);
+        q.writing = false;
+        if let Err(e) = result {
+            tracing::debug!("client write: {e}");
+            q.closed = true;
+            drop(q);
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+    }
+}
+
+/// Writes what the socket takes right now (never blocks); how much.
+fn send_now(stream: &UnixStream, bytes: &[u8]) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket and buffer; MSG_DONTWAIT keeps it from
+    // blocking, MSG_NOSIGNAL turns a gone peer into EPIPE, not SIGPIPE.
+    let n = unsafe {
+        libc::send(
+            stream.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n >= 0 {
+        return Ok(n as usize);
+    }
+    let e = std::io::Error::last_os_error();
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock => Ok(0),
+        std::io::ErrorKind::Interrupted => send_now(stream, bytes),
+        _ => Err(e),
     }
 }
 
