@@ -3,8 +3,9 @@
 //! (a few files each, some hot files shared, new untracked files, some
 //! commits), then prints, in one run: full recompute time (cold and warm),
 //! incremental update time after one file write, the 100k/10k ratio of the
-//! incremental time, and git baselines (`git status` per checkout,
-//! `git merge-tree` per pair).
+//! incremental time, git baselines (`git status` per checkout,
+//! `git merge-tree` per pair) and the stat floor (listing and lstat-ing
+//! every checkout, the least any full scan does).
 //!
 //! Usage: cargo run --release --manifest-path bench/guard/Cargo.toml --
 //!        [--sizes 10000,100000] [--participants 32] [--rounds 40]
@@ -228,6 +229,7 @@ struct Figures {
     incr_hot_median: Duration,
     pairs: usize,
     git_status_all: Duration,
+    stat_floor: Duration,
     git_merge_tree_per_pair: Duration,
 }
 
@@ -286,6 +288,13 @@ fn run(dir: &Path, n_files: usize, n_participants: usize, rounds: usize) -> Figu
         git(wt, &["status", "--porcelain", "-uall"]);
     }
     let git_status_all = started.elapsed();
+    let checkouts: Vec<&Path> = setup
+        .worktrees
+        .iter()
+        .chain([&setup.main])
+        .map(PathBuf::as_path)
+        .collect();
+    let stat_floor = stat_walk(&checkouts);
     let snaps = engine.snapshots();
     let base = git(&setup.main, &["rev-parse", "main^{tree}"])
         .trim()
@@ -318,8 +327,54 @@ fn run(dir: &Path, n_files: usize, n_participants: usize, rounds: usize) -> Figu
         incr_hot_median: median(hot),
         pairs,
         git_status_all,
+        stat_floor,
         git_merge_tree_per_pair,
     }
+}
+
+/// The floor of any full scan: list every folder and lstat every entry of
+/// every checkout (`.git` left out), on as many threads as the engine
+/// scans with, and nothing else: no index, no hashing, no ignore rules.
+fn stat_walk(checkouts: &[&Path]) -> Duration {
+    fn walk(dir: &Path, entries: &mut u64) {
+        let Ok(read) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in read.flatten() {
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            // DirEntry::metadata is an lstat (fstatat, no follow).
+            let Ok(meta) = entry.metadata() else { continue };
+            *entries += 1;
+            if meta.is_dir() {
+                walk(&entry.path(), entries);
+            }
+        }
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 8);
+    let chunk = checkouts.len().div_ceil(threads).max(1);
+    let started = Instant::now();
+    let entries: u64 = std::thread::scope(|scope| {
+        let handles: Vec<_> = checkouts
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut entries = 0;
+                    for checkout in part {
+                        walk(checkout, &mut entries);
+                    }
+                    entries
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    let elapsed = started.elapsed();
+    assert!(entries > 0, "the stat walk saw no files");
+    elapsed
 }
 
 fn main() {
@@ -346,7 +401,7 @@ fn main() {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     println!(
-        "{:>8} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} | {:>13} {:>15}",
+        "{:>8} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} | {:>13} {:>11} {:>15}",
         "files",
         "pairs",
         "full cold",
@@ -355,12 +410,13 @@ fn main() {
         "incr med",
         "incr hot",
         "incr max",
-        "git status×33",
+        format!("git status×{}", n_participants + 1),
+        "stat floor",
         "merge-tree/pair"
     );
     for f in &figures {
         println!(
-            "{:>8} {:>6} {:>9.1}ms {:>9.1}ms {:>9.1}ms {:>9.2}ms {:>9.2}ms {:>9.2}ms | {:>11.1}ms {:>13.2}ms",
+            "{:>8} {:>6} {:>9.1}ms {:>9.1}ms {:>9.1}ms {:>9.2}ms {:>9.2}ms {:>9.2}ms | {:>11.1}ms {:>9.1}ms {:>13.2}ms",
             f.n_files,
             f.pairs,
             ms(f.cold_full),
@@ -370,11 +426,15 @@ fn main() {
             ms(f.incr_hot_median),
             ms(f.incr_max),
             ms(f.git_status_all),
+            ms(f.stat_floor),
             ms(f.git_merge_tree_per_pair),
         );
     }
     println!(
         "full cold/warm: git status of every checkout + all pairs; full pairs: every change and pair recomputed from snapshots, no scan, no cache"
+    );
+    println!(
+        "stat floor: every folder listed and every entry lstat-ed in every checkout on the engine's threads, nothing else: no full scan can be faster"
     );
     if figures.len() >= 2 {
         let (small, big) = (&figures[0], &figures[figures.len() - 1]);
