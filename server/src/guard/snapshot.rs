@@ -9,14 +9,15 @@
 //! tree with the dirty set (and overrides) laid over it
 //! ([`super::tree::overlay`]).
 //!
-//! Invariants: a full scan asks git for the status once; afterwards only
+//! Invariants: a full scan walks the checkout once (or asks `git status`
+//! where the walk does not apply); afterwards only
 //! the paths reported changed (or HEAD's own diff when HEAD moves) are
 //! looked at again, and a file whose size, mtime and inode are unchanged is
 //! never re-hashed. Blobs go through git's filters (`blob_path` inside the
 //! work tree), so CRLF conversion and `.gitattributes` hold. The only
 //! writes are new objects in the object database.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -117,21 +118,120 @@ impl WorkState {
         self.repo.path().to_path_buf()
     }
 
-    /// Re-reads HEAD and the base tip, asks git for the status of the whole
-    /// checkout (the `git` CLI, else libgit2) and re-evaluates every path it
-    /// lists. Returns whether the
-    /// snapshot changed.
+    /// Re-reads HEAD and the base tip, finds the paths that may differ
+    /// from HEAD (the in-process walk; else the `git` CLI; else libgit2's
+    /// status) and re-evaluates each. Returns whether the snapshot changed.
     pub fn scan_full(&mut self) -> Result<bool, GuardError> {
         self.read_refs()?;
-        let paths = match self.status_with_git() {
+        let paths = match self.status_in_process() {
             Some(paths) => paths,
-            None => self.status_with_libgit2()?,
+            None => match self.status_with_git() {
+                Some(paths) => paths,
+                None => self.status_with_libgit2()?,
+            },
         };
+        self.apply_scan(paths)
+    }
+
+    /// A full scan with `git status` as the source of paths (what the
+    /// in-process walk is checked against).
+    #[cfg(test)]
+    pub(crate) fn scan_full_with_git(&mut self) -> Result<bool, GuardError> {
+        self.read_refs()?;
+        let paths = self.status_with_git().expect("git runs");
+        self.apply_scan(paths)
+    }
+
+    fn apply_scan(&mut self, paths: Vec<String>) -> Result<bool, GuardError> {
         self.dirty.clear();
         for path in paths {
             self.evaluate(&path)?;
         }
         self.rebuild()
+    }
+
+    /// The paths whose working state may differ from HEAD, found in this
+    /// process: one walk of the checkout (every folder listed, every file
+    /// lstat-ed, compared with its index entry as git does), untracked
+    /// files that are not ignored, and HEAD's diff against the index. It
+    /// may name more than `git status` does (racily clean files, touched
+    /// files): `evaluate` settles each by content, and its stat cache keeps
+    /// that cheap the next time. Nothing is written. `None` when the
+    /// checkout holds what this walk does not model (an index libgit2
+    /// cannot read, a path that is not UTF-8): then git is asked.
+    pub(crate) fn status_in_process(&self) -> Option<Vec<String>> {
+        const SKIP_WORKTREE: u16 = 1 << 14;
+        const INTENT_TO_ADD: u16 = 1 << 13;
+        const MODE_GITLINK: u32 = 0o160_000;
+        let mut index = self.repo.index().ok()?;
+        index.read(false).ok()?;
+        let index_mtime = std::fs::metadata(self.repo.path().join("index"))
+            .ok()
+            .map_or(i64::MAX, |m| m.mtime());
+        let mut candidates = BTreeSet::new();
+        let mut tracked: HashMap<String, (IndexStat, bool)> = HashMap::with_capacity(index.len());
+        let mut tracked_dirs: HashSet<String> = HashSet::new();
+        for mut entry in index.iter() {
+            let path = String::from_utf8(std::mem::take(&mut entry.path)).ok()?;
+            let mut dir = path.as_str();
+            while let Some(slash) = dir.rfind('/') {
+                dir = &dir[..slash];
+                if !tracked_dirs.insert(dir.to_string()) {
+                    break;
+                }
+            }
+            let stage = (entry.flags >> 12) & 3;
+            if stage != 0 || entry.flags_extended & INTENT_TO_ADD != 0 {
+                candidates.insert(path.clone());
+            }
+            // Skipped (sparse) entries and submodules are never looked at,
+            // as `git status --ignore-submodules=all` does not.
+            let skip = entry.flags_extended & SKIP_WORKTREE != 0 || entry.mode == MODE_GITLINK;
+            tracked.insert(path, (IndexStat::of(&entry), skip));
+        }
+        let mut walk = Walk {
+            state: self,
+            tracked: &mut tracked,
+            tracked_dirs: &tracked_dirs,
+            index_mtime,
+            candidates: &mut candidates,
+        };
+        walk.folder(&self.worktree, "")?;
+        // Tracked files the walk did not meet: deleted, or now a folder.
+        for (path, (_, seen)) in &tracked {
+            if !seen {
+                candidates.insert(path.clone());
+            }
+        }
+        // Staged changes: HEAD's tree against the index. The index's tree
+        // comes from its cache of trees when that is valid (nearly always:
+        // git keeps it on checkout and commit), so an index that matches
+        // HEAD costs nothing to compare. Writing it adds tree objects to
+        // the object database at most; the index file is not written.
+        let index_tree = index.write_tree().ok();
+        match self.head_tree {
+            Some(head_tree) if index_tree != Some(head_tree) => {
+                let head_tree = self.repo.find_tree(head_tree).ok()?;
+                let mut opts = git2::DiffOptions::new();
+                opts.ignore_submodules(true).include_typechange(true);
+                let diff = self
+                    .repo
+                    .diff_tree_to_index(Some(&head_tree), Some(&index), Some(&mut opts))
+                    .ok()?;
+                for delta in diff.deltas() {
+                    for file in [delta.old_file(), delta.new_file()] {
+                        if let Some(path) = file.path().and_then(Path::to_str) {
+                            candidates.insert(path.to_string());
+                        }
+                    }
+                }
+            }
+            // The index is HEAD's tree: nothing staged.
+            Some(_) => {}
+            // No commit yet: everything in the index is new.
+            None => candidates.extend(tracked.keys().cloned()),
+        }
+        Some(candidates.into_iter().collect())
     }
 
     /// Paths `git status` lists (git's own status is several times faster
@@ -458,4 +558,119 @@ impl WorkState {
         self.snapshot = Some(snapshot);
         Ok(changed)
     }
+}
+
+/// One walk of a checkout for [`WorkState::status_in_process`]. `tracked`
+/// maps each index path to its entry and whether the walk has met it (or
+/// must never look at it).
+struct Walk<'a> {
+    state: &'a WorkState,
+    tracked: &'a mut HashMap<String, (IndexStat, bool)>,
+    tracked_dirs: &'a HashSet<String>,
+    index_mtime: i64,
+    candidates: &'a mut BTreeSet<String>,
+}
+
+impl Walk<'_> {
+    /// Walks the folder `abs` (`rel` from the worktree root, "" for the
+    /// root). `None` on a name that is not UTF-8.
+    fn folder(&mut self, abs: &Path, rel: &str) -> Option<()> {
+        let Ok(entries) = std::fs::read_dir(abs) else {
+            return Some(());
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().into_string().ok()?;
+            if name == ".git" {
+                continue;
+            }
+            let child = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            if file_type.is_dir() {
+                if self.tracked.get(&child).is_some_and(|(_, skip)| *skip) {
+                    // A submodule's checkout.
+                    continue;
+                }
+                if self.tracked_dirs.contains(&child) {
+                    self.folder(&entry.path(), &child)?;
+                } else if !entry.path().join(".git").exists() && !self.state.ignored(&child, true) {
+                    // An untracked folder that is neither ignored nor a
+                    // repository of its own (`git status` lists those as
+                    // one entry, which names no file).
+                    self.folder(&entry.path(), &child)?;
+                }
+                continue;
+            }
+            match self.tracked.get_mut(&child) {
+                Some((_, true)) => {}
+                Some((index_entry, seen)) => {
+                    *seen = true;
+                    let changed = match entry.metadata() {
+                        Ok(meta) => stat_differs(index_entry, &meta, self.index_mtime),
+                        Err(_) => true,
+                    };
+                    if changed {
+                        self.candidates.insert(child);
+                    }
+                }
+                None => {
+                    if !self.state.ignored(&child, false) {
+                        self.candidates.insert(child);
+                    }
+                }
+            }
+        }
+        Some(())
+    }
+}
+
+/// What of an index entry the walk compares with a file's lstat.
+struct IndexStat {
+    mode: u32,
+    size: u32,
+    ino: u32,
+    mtime: (i32, u32),
+    ctime: (i32, u32),
+}
+
+impl IndexStat {
+    fn of(entry: &git2::IndexEntry) -> IndexStat {
+        IndexStat {
+            mode: entry.mode,
+            size: entry.file_size,
+            ino: entry.ino,
+            mtime: (entry.mtime.seconds(), entry.mtime.nanoseconds()),
+            ctime: (entry.ctime.seconds(), entry.ctime.nanoseconds()),
+        }
+    }
+}
+
+/// Whether a file's lstat no longer matches its index entry, as git judges
+/// it (size, times, inode, type and executable bit; an entry written in the
+/// same second as the index, or later, is "racily clean" and always looked
+/// at). Nanoseconds count only when the index recorded them.
+fn stat_differs(entry: &IndexStat, meta: &std::fs::Metadata, index_mtime: i64) -> bool {
+    let same_time = |(secs, nanos): (i32, u32), meta_secs: i64, meta_nanos: i64| {
+        i64::from(secs) == meta_secs && (nanos == 0 || i64::from(nanos) == meta_nanos)
+    };
+    let kind = entry.mode & 0o170_000;
+    let kind_matches = if meta.file_type().is_symlink() {
+        kind == 0o120_000
+    } else if meta.is_file() {
+        kind == 0o100_000 && ((entry.mode & 0o111 != 0) == (meta.mode() & 0o111 != 0))
+    } else {
+        false
+    };
+    !kind_matches
+        // The index keeps the low 32 bits of sizes and inodes.
+        || entry.size != meta.len() as u32
+        || entry.ino != meta.ino() as u32
+        || !same_time(entry.mtime, meta.mtime(), meta.mtime_nsec())
+        || !same_time(entry.ctime, meta.ctime(), meta.ctime_nsec())
+        || i64::from(entry.mtime.0) >= index_mtime
 }

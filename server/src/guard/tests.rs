@@ -413,6 +413,104 @@ fn committed_staged_unstaged_and_untracked_all_count_and_ignored_does_not() {
     assert_eq!(git(&a, &["status", "--porcelain"]).lines().count(), 3);
 }
 
+/// The in-process walk finds the same working state as `git status` on a
+/// checkout holding every kind of change it must tell apart, and writes
+/// nothing.
+#[test]
+fn the_in_process_scan_agrees_with_git_status() {
+    use super::snapshot::WorkState;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let fx = Fixture::new(&[
+        ("edit.txt", &lines()),
+        ("staged.txt", &lines()),
+        ("both.txt", &lines()),
+        ("gone.txt", &lines()),
+        ("rm-cached.txt", &lines()),
+        ("touched.txt", &lines()),
+        ("chmod.sh", "echo hi\n"),
+        ("becomes-dir", "file\n"),
+        ("dir-becomes-file/inner.txt", "inner\n"),
+        ("skip.txt", &lines()),
+        ("link", "target"),
+        ("src/a.rs", &lines()),
+        ("src/deep/b.rs", &lines()),
+        ("with space é.txt", &lines()),
+        (".gitignore", "build/\n*.log\n"),
+    ]);
+    let a = fx.worktree("a");
+    std::fs::remove_file(a.join("link")).unwrap();
+    symlink("elsewhere", a.join("link")).unwrap();
+    write(&a, "edit.txt", &with_line(2, "edited"));
+    write(&a, "staged.txt", &with_line(3, "staged"));
+    git(&a, &["add", "staged.txt"]);
+    write(&a, "both.txt", &with_line(4, "staged"));
+    git(&a, &["add", "both.txt"]);
+    write(&a, "both.txt", &with_line(4, "then edited"));
+    std::fs::remove_file(a.join("gone.txt")).unwrap();
+    git(&a, &["rm", "-q", "--cached", "rm-cached.txt"]);
+    let touched = a.join("touched.txt");
+    std::fs::write(&touched, lines()).unwrap();
+    std::fs::set_permissions(a.join("chmod.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_file(a.join("becomes-dir")).unwrap();
+    write(&a, "becomes-dir/x.txt", "x\n");
+    std::fs::remove_dir_all(a.join("dir-becomes-file")).unwrap();
+    write(&a, "dir-becomes-file", "now a file\n");
+    git(&a, &["update-index", "--skip-worktree", "skip.txt"]);
+    write(&a, "skip.txt", &with_line(5, "hidden by skip-worktree"));
+    write(&a, "src/new.rs", "new\n");
+    write(&a, "src/debug.log", "ignored by pattern\n");
+    write(&a, "untracked/dir/deep.txt", "deep\n");
+    write(&a, "build/out.o", "ignored folder\n");
+    std::fs::create_dir_all(a.join("empty/folder")).unwrap();
+    write(&a, "intent.txt", "intent to add\n");
+    git(&a, &["add", "-N", "intent.txt"]);
+    git(&a.join("untracked"), &["init", "-q", "nested"]);
+    write(
+        &a,
+        "untracked/nested/inside.txt",
+        "in a repository of its own\n",
+    );
+    write(&a, "src/deep/b.rs", &with_line(6, "deep edit"));
+    // Racily clean: same size, same second as the index write.
+    write(&a, "src/a.rs", &with_line(7, "racy"));
+    git(&a, &["add", "src/a.rs"]);
+    write(&a, "src/a.rs", &with_line(7, "RACY"));
+
+    let index_before =
+        std::fs::read(PathBuf::from(git(&a, &["rev-parse", "--absolute-git-dir"])).join("index"))
+            .unwrap();
+    let mut walked = WorkState::open(&a, "main").unwrap();
+    walked.scan_full().unwrap();
+    let mut by_git = WorkState::open(&a, "main").unwrap();
+    by_git.scan_full_with_git().unwrap();
+    let names = |ws: &WorkState| ws.dirty.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(names(&walked), names(&by_git));
+    assert_eq!(walked.dirty, by_git.dirty);
+    assert_eq!(walked.snapshot, by_git.snapshot);
+    expect![[r#"
+        becomes-dir
+        becomes-dir/x.txt
+        both.txt
+        chmod.sh
+        dir-becomes-file
+        dir-becomes-file/inner.txt
+        edit.txt
+        gone.txt
+        intent.txt
+        link
+        src/a.rs
+        src/deep/b.rs
+        src/new.rs
+        staged.txt
+        untracked/dir/deep.txt"#]]
+    .assert_eq(&names(&walked).join("\n"));
+    assert!(walked.status_in_process().is_some(), "the walk handled it");
+    let index_after =
+        std::fs::read(PathBuf::from(git(&a, &["rev-parse", "--absolute-git-dir"])).join("index"))
+            .unwrap();
+    assert!(index_before == index_after, "the index is untouched");
+}
+
 #[test]
 fn crlf_only_change_is_no_change_under_text_auto() {
     let fx = Fixture::new(&[("f.txt", &lines()), (".gitattributes", "* text=auto\n")]);
