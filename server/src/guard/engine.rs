@@ -189,7 +189,7 @@ impl GuardEngine {
         rx
     }
 
-    /// Scans every participant from scratch (git status of each checkout,
+    /// Scans every participant from scratch (a walk of each checkout,
     /// in parallel) and recomputes every pair.
     pub fn full_recompute(&mut self) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
@@ -269,7 +269,7 @@ impl GuardEngine {
         Ok(update)
     }
 
-    /// Re-scans one participant with git status (after it was added, or
+    /// Re-scans one participant's whole checkout (after it was added, or
     /// when events may have been lost).
     pub fn rescan(&mut self, id: &str) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
