@@ -6,8 +6,9 @@
 //! several threads (owner, watcher, git refresher, tokio workers). glibc
 //! gives each thread that allocates its own arena (up to 8 per core) and
 //! keeps what was freed in it for reuse, so after a burst the process keeps
-//! megabytes of free heap resident in several arenas. Capping the arenas
-//! and calling `malloc_trim` when the server goes quiet returns it.
+//! megabytes of free heap resident in several arenas. Capping the arenas,
+//! pinning the trim threshold and calling `malloc_trim` when the server goes
+//! quiet returns it.
 //!
 //! Invariants: only glibc-specific calls live here (no-ops elsewhere); they
 //! change how much memory stays resident, never what the server computes.
@@ -30,6 +31,13 @@ pub fn configure_allocator() {
         // the same time rarely contend here (the owner thread does nearly
         // all of the work), and each extra arena keeps its own free memory.
         libc::mallopt(libc::M_ARENA_MAX, 2);
+        // glibc raises its trim threshold (up to 64 MB) each time a large
+        // buffer is freed, and `malloc_trim` never shrinks the top of a
+        // thread's arena: after the buffers of a guard burst (git output,
+        // tree diffs of 50,000 files) megabytes stayed resident at the top
+        // of an arena. Setting the threshold pins it (and the mmap
+        // threshold) at glibc's defaults, so freed tops are returned.
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 * 1024);
     }
 }
 
