@@ -111,6 +111,13 @@ impl GuardEngine {
         git2::opts::strict_object_creation(false);
         let found = Repository::discover(dir)?;
         let repo = Repository::open(found.commondir())?;
+        // The engine never uses an index, but libgit2 reads one to look up
+        // attributes (the merge driver of each path a content merge
+        // touches): the main checkout's index, read once and kept for the
+        // engine's lifetime (about 130 bytes per file: 6.6 MB on 50,000
+        // files). An empty in-memory index leaves the checked-out
+        // `.gitattributes` files and `info/attributes` as the sources.
+        repo.set_index(&mut git2::Index::new()?)?;
         Ok(GuardEngine {
             repo,
             ignore: ignore_set(ignore_globs)?,

@@ -159,10 +159,15 @@ pub fn spawn_owner(client: Client, rt: Handle, tx: Sender<Event>, rx: Receiver<E
 impl State {
     fn run(&mut self, rx: Receiver<Event>) {
         let mut next_tick = Instant::now() + TICK;
+        // Every event but the tick is work (the watcher's and the git
+        // refresher's work ends in an event too); the heap is trimmed once
+        // it is over.
+        let mut trimmer = super::memory::Trimmer::new();
         loop {
-            let wake = self
-                .overrides_due
-                .map_or(next_tick, |due| due.min(next_tick));
+            let wake = [self.overrides_due, trimmer.due()]
+                .into_iter()
+                .flatten()
+                .fold(next_tick, Instant::min);
             let timeout = wake.saturating_duration_since(Instant::now());
             match rx.recv_timeout(timeout) {
                 Ok(event) => {
@@ -172,6 +177,7 @@ impl State {
                     if outcome.is_err() {
                         tracing::error!("an LSP event handler panicked; the server keeps running");
                     }
+                    trimmer.activity();
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
@@ -181,7 +187,9 @@ impl State {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     self.apply_overrides()
                 }));
+                trimmer.activity();
             }
+            trimmer.poll();
             if Instant::now() >= next_tick {
                 next_tick = Instant::now() + TICK;
                 if self.initialized && !self.shut_down {
