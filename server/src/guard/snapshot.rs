@@ -163,11 +163,14 @@ impl WorkState {
         const SKIP_WORKTREE: u16 = 1 << 14;
         const INTENT_TO_ADD: u16 = 1 << 13;
         const MODE_GITLINK: u32 = 0o160_000;
-        let mut index = self.repo.index().ok()?;
-        index.read(false).ok()?;
-        let index_mtime = std::fs::metadata(self.repo.path().join("index"))
+        // A standalone copy of the index, dropped after the walk: the
+        // repository's own would stay loaded (megabytes on a big checkout,
+        // for every participant of a long-lived `owt lsp`).
+        let index_path = self.repo.path().join("index");
+        let index_mtime = std::fs::metadata(&index_path)
             .ok()
             .map_or(i64::MAX, |m| m.mtime());
+        let mut index = git2::Index::open(&index_path).ok()?;
         let mut candidates = BTreeSet::new();
         let mut tracked: HashMap<String, (IndexStat, bool)> = HashMap::with_capacity(index.len());
         let mut tracked_dirs: HashSet<String> = HashSet::new();
@@ -208,7 +211,7 @@ impl WorkState {
         // git keeps it on checkout and commit), so an index that matches
         // HEAD costs nothing to compare. Writing it adds tree objects to
         // the object database at most; the index file is not written.
-        let index_tree = index.write_tree().ok();
+        let index_tree = index.write_tree_to(&self.repo).ok();
         match self.head_tree {
             Some(head_tree) if index_tree != Some(head_tree) => {
                 let head_tree = self.repo.find_tree(head_tree).ok()?;
