@@ -10,7 +10,7 @@
 //! - [`levels`]: `overlap` / `hunk-overlap` / `conflict` for one pair;
 //! - [`engine`]: [`GuardEngine`], the incremental owner of all of the above
 //!   (the API the LSP drives);
-//! - [`watch`]: the `notify` watcher feeding the engine;
+//! - [`watch`]: the inotify watcher feeding the engine;
 //! - [`queue`]: the merge order of sessions ready to ship;
 //! - [`ops`]: glue to the store and the repository context (facts, reports).
 //!
@@ -78,8 +78,6 @@ pub enum GuardError {
     NoParticipant(String),
     #[error("conflict guard: {0}")]
     Internal(String),
-    #[error("file watcher: {0}")]
-    Watch(#[from] notify::Error),
 }
 
 #[cfg(test)]

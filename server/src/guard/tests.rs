@@ -707,6 +707,47 @@ fn watcher_updates_facts_after_a_write() {
     assert_eq!(engine.lock().unwrap().pairs()[0].level, Level::Conflict);
 }
 
+/// Folders made after the watcher started are watched too: a file written
+/// deep in a new tree at once (before any watch on it could exist) is seen,
+/// and so is a later write inside it, and a tree moved in.
+#[test]
+fn watcher_sees_files_in_folders_made_after_it_started() {
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    let engine = Arc::new(Mutex::new(fx.engine(&["a"], &[])));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = GuardWatcher::start(engine.clone(), Duration::from_millis(30), move |_, u| {
+        let _ = tx.send(u.participants.clone());
+    })
+    .unwrap();
+    let changed = |engine: &Arc<Mutex<GuardEngine>>| -> Vec<String> {
+        let guard = engine.lock().unwrap();
+        let changes = guard.changes("a").unwrap();
+        changes.iter().map(|c| c.path.clone()).collect()
+    };
+    let wait_for = |path: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !changed(&engine).iter().any(|p| p == path) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(
+                rx.recv_timeout(left).is_ok(),
+                "the watcher never reported {path}; changes: {:?}",
+                changed(&engine)
+            );
+        }
+    };
+    write(&a, "new/deep/er/x.rs", "x\n");
+    wait_for("new/deep/er/x.rs");
+    write(&a, "new/deep/er/y.rs", "y\n");
+    wait_for("new/deep/er/y.rs");
+    let outside = fx.root.join("outside-tree");
+    write(&outside, "sub/z.rs", "z\n");
+    std::fs::rename(&outside, a.join("moved")).unwrap();
+    wait_for("moved/sub/z.rs");
+    write(&a, "moved/sub/w.rs", "w\n");
+    wait_for("moved/sub/w.rs");
+}
+
 /// A tiny deterministic generator (xorshift64*), so a failure names its
 /// seed and replays.
 struct Rng(u64);

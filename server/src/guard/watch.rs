@@ -1,6 +1,14 @@
-//! The file-system watcher: `notify` (inotify on Linux) on every
-//! participant's checkout and on the repository's git dir, debounced, feeding
+//! The file-system watcher: inotify on every folder of every participant's
+//! checkout and of the repository's git dir, debounced, feeding
 //! [`GuardEngine`] with the paths that changed, per participant.
+//!
+//! One thread and one table: each watch descriptor maps to the root it
+//! belongs to and its folder relative to that root (a few dozen bytes a
+//! folder, where a general watcher keeps two absolute paths and two hash
+//! entries; a long-lived `owt lsp` watches thousands of folders). A folder
+//! created or moved in is watched at once and reported as changed, so the
+//! engine looks at whatever landed in it before its watch existed; a lost
+//! event queue (`IN_Q_OVERFLOW`) re-scans every participant.
 //!
 //! Routing: a path inside a checkout goes to that participant (ignored
 //! untracked paths change nothing and cost a lookup); `HEAD` of a checkout's
@@ -15,11 +23,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use std::collections::HashMap;
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 
 use super::engine::{GuardEngine, GuardUpdate};
 use super::GuardError;
@@ -33,7 +44,8 @@ const MAX_BATCH_WAIT: Duration = Duration::from_millis(500);
 
 /// Watches every participant of an engine; see the module doc.
 pub struct GuardWatcher {
-    watcher: Option<RecommendedWatcher>,
+    /// Written to on drop: the thread's signal to stop.
+    stop: Option<OwnedFd>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -86,10 +98,197 @@ impl Roots {
     }
 }
 
+/// What a watch reports: changes to a folder's entries and to the files in
+/// it (as `notify`'s inotify backend watched).
+const MASK: u32 = libc::IN_ATTRIB
+    | libc::IN_CREATE
+    | libc::IN_DELETE
+    | libc::IN_CLOSE_WRITE
+    | libc::IN_MODIFY
+    | libc::IN_MOVED_FROM
+    | libc::IN_MOVED_TO
+    | libc::IN_DELETE_SELF
+    | libc::IN_MOVE_SELF
+    | libc::IN_ONLYDIR;
+
+/// The inotify instance and its table.
+struct Inotify {
+    fd: OwnedFd,
+    /// Watched roots: the folder and whether its subfolders are watched.
+    roots: Vec<(PathBuf, bool)>,
+    /// Watch descriptor → (index into `roots`, folder relative to it).
+    watches: HashMap<i32, (u16, Box<OsStr>)>,
+}
+
+/// One event, resolved to a path.
+enum Seen {
+    Path(PathBuf),
+    /// The kernel dropped events: nothing can be trusted but a re-scan.
+    Overflow,
+}
+
+impl Inotify {
+    fn new() -> Result<Inotify, GuardError> {
+        // SAFETY: no pointers; the result is checked.
+        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
+        if fd < 0 {
+            return Err(watch_error("starting inotify"));
+        }
+        Ok(Inotify {
+            // SAFETY: a fresh descriptor nobody else owns.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            roots: Vec::new(),
+            watches: HashMap::new(),
+        })
+    }
+
+    /// Watches `root` (and, when `recursive`, every folder below it).
+    fn add_root(&mut self, root: &Path, recursive: bool) -> Result<(), GuardError> {
+        let index = u16::try_from(self.roots.len())
+            .map_err(|_| GuardError::Internal("too many watched roots".into()))?;
+        self.roots.push((root.to_path_buf(), recursive));
+        if !self.add_folder(index, Path::new(""))? {
+            return Err(GuardError::Io {
+                path: root.to_path_buf(),
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Watches the folder `rel` of root `index` and, for a recursive root,
+    /// its subfolders. False when the folder itself could not be watched
+    /// (gone already). Running out of watches is an error.
+    fn add_folder(&mut self, index: u16, rel: &Path) -> Result<bool, GuardError> {
+        let (root, recursive) = &self.roots[usize::from(index)];
+        let abs = if rel.as_os_str().is_empty() {
+            root.clone()
+        } else {
+            root.join(rel)
+        };
+        let recursive = *recursive;
+        let Ok(c_path) = CString::new(abs.as_os_str().as_bytes()) else {
+            return Ok(false);
+        };
+        // SAFETY: a valid descriptor and a NUL-terminated path.
+        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c_path.as_ptr(), MASK) };
+        if wd < 0 {
+            let e = std::io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENOSPC) | Some(libc::ENOMEM) => Err(GuardError::Io {
+                    path: abs,
+                    source: std::io::Error::new(
+                        e.kind(),
+                        format!("{e} (raise fs.inotify.max_user_watches to watch more folders)"),
+                    ),
+                }),
+                _ => Ok(false),
+            };
+        }
+        self.watches.insert(wd, (index, rel.as_os_str().into()));
+        if recursive {
+            if let Ok(entries) = std::fs::read_dir(&abs) {
+                for entry in entries.flatten() {
+                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                        self.add_folder(index, &rel.join(entry.file_name()))?;
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads every event queued now (never blocks) into `out`, watching
+    /// folders that appeared under recursive roots.
+    fn read(&mut self, out: &mut Vec<Seen>) {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            // SAFETY: a valid descriptor and buffer; non-blocking.
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                return;
+            }
+            let n = n as usize;
+            let head = std::mem::size_of::<libc::inotify_event>();
+            let mut at = 0;
+            while at + head <= n {
+                // SAFETY: the kernel wrote a whole event header here; read
+                // unaligned since the buffer is bytes.
+                let event: libc::inotify_event =
+                    unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
+                let name_len = event.len as usize;
+                let name_bytes = &buf[(at + head).min(n)..(at + head + name_len).min(n)];
+                at += head + name_len;
+                let name = OsStr::from_bytes(
+                    &name_bytes[..name_bytes
+                        .iter()
+                        .position(|b| *b == 0)
+                        .unwrap_or(name_bytes.len())],
+                );
+                self.one(&event, name, out);
+            }
+        }
+    }
+
+    fn one(&mut self, event: &libc::inotify_event, name: &OsStr, out: &mut Vec<Seen>) {
+        if event.mask & libc::IN_Q_OVERFLOW != 0 {
+            out.push(Seen::Overflow);
+            return;
+        }
+        if event.mask & libc::IN_IGNORED != 0 {
+            self.watches.remove(&event.wd);
+            return;
+        }
+        let Some((index, rel)) = self.watches.get(&event.wd) else {
+            return;
+        };
+        let (index, rel) = (*index, PathBuf::from(rel));
+        let rel = if name.is_empty() { rel } else { rel.join(name) };
+        let is_new_folder = event.mask & libc::IN_ISDIR != 0
+            && event.mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0;
+        if is_new_folder && self.roots[usize::from(index)].1 {
+            if let Err(e) = self.add_folder(index, &rel) {
+                tracing::warn!("conflict guard: {e}");
+            }
+        }
+        out.push(Seen::Path(self.roots[usize::from(index)].0.join(rel)));
+    }
+}
+
+fn watch_error(context: &str) -> GuardError {
+    GuardError::Io {
+        path: PathBuf::from(context),
+        source: std::io::Error::last_os_error(),
+    }
+}
+
+/// Waits until `fd` or `stop` is readable, or `timeout` passes (`None`:
+/// forever). Returns (events ready, stop asked).
+fn wait(fd: i32, stop: i32, timeout: Option<Duration>) -> (bool, bool) {
+    let mut fds = [
+        libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: stop,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ms = timeout.map_or(-1, |t| {
+        i32::try_from(t.as_millis()).unwrap_or(i32::MAX).max(1)
+    });
+    // SAFETY: two valid pollfds.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    if rc <= 0 {
+        return (false, false);
+    }
+    (fds[0].revents != 0, fds[1].revents != 0)
+}
+
 impl GuardWatcher {
-    /// Starts watching every participant of `engine` (as it is now). After
-    /// each debounced batch the engine is updated and `on_update` is called
-    /// with it, still locked (record facts there, or notify an editor).
     pub fn start(
         engine: Arc<Mutex<GuardEngine>>,
         debounce: Duration,
@@ -109,95 +308,62 @@ impl GuardWatcher {
                     .collect(),
             }
         };
-        let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
-        let mut watcher = notify::recommended_watcher(move |event| {
-            let _ = tx.send(event);
-        })?;
+        let mut inotify = Inotify::new()?;
         for (_, root, _) in &roots.checkouts {
-            watcher.watch(root, RecursiveMode::Recursive)?;
+            inotify.add_root(root, true)?;
         }
         let covered = roots
             .checkouts
             .iter()
             .any(|(_, root, _)| roots.common_dir.starts_with(root));
         if !covered {
-            watcher.watch(&roots.common_dir, RecursiveMode::Recursive)?;
+            inotify.add_root(&roots.common_dir, true)?;
         }
         for (_, _, git_dir) in &roots.checkouts {
             if !git_dir.starts_with(&roots.common_dir) {
-                watcher.watch(git_dir, RecursiveMode::NonRecursive)?;
+                inotify.add_root(git_dir, false)?;
             }
         }
+        let mut pipe = [0; 2];
+        // SAFETY: a valid array of two descriptors; the result is checked.
+        if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(watch_error("creating the watcher's stop pipe"));
+        }
+        // SAFETY: fresh descriptors nobody else owns.
+        let (stop_rx, stop_tx) =
+            unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
         let thread = std::thread::Builder::new()
             .name("owt-guard-watch".into())
             .spawn(move || {
-                while let Ok(first) = rx.recv() {
-                    let mut paths: BTreeMap<String, BTreeSet<PathBuf>> = BTreeMap::new();
-                    let mut refs: BTreeSet<Option<String>> = BTreeSet::new();
-                    let mut add = |event: notify::Result<notify::Event>| {
-                        let Ok(event) = event else { return };
-                        if matches!(event.kind, notify::EventKind::Access(_)) {
-                            return;
-                        }
-                        for path in event.paths {
-                            match roots.route(&path) {
-                                Some(Target::Paths(id, rel)) => {
-                                    paths.entry(id).or_default().insert(rel);
-                                }
-                                Some(Target::Refs(id)) => {
-                                    refs.insert(id);
-                                }
-                                None => {}
-                            }
-                        }
-                    };
-                    add(first);
+                let mut seen = Vec::new();
+                loop {
+                    let (ready, stop) = wait(inotify.fd.as_raw_fd(), stop_rx.as_raw_fd(), None);
+                    if stop {
+                        return;
+                    }
+                    if !ready {
+                        continue;
+                    }
+                    // A batch: until `debounce` passes with no event, or
+                    // MAX_BATCH_WAIT in all.
+                    seen.clear();
+                    inotify.read(&mut seen);
                     let started = Instant::now();
                     loop {
-                        match rx.recv_timeout(debounce) {
-                            Ok(event) => add(event),
-                            Err(mpsc::RecvTimeoutError::Timeout) => break,
-                            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                        let (ready, stop) =
+                            wait(inotify.fd.as_raw_fd(), stop_rx.as_raw_fd(), Some(debounce));
+                        if stop {
+                            return;
                         }
+                        if !ready {
+                            break;
+                        }
+                        inotify.read(&mut seen);
                         if started.elapsed() > MAX_BATCH_WAIT {
                             break;
                         }
                     }
-                    if paths.is_empty() && refs.is_empty() {
-                        continue;
-                    }
-                    let Ok(mut engine) = engine.lock() else {
-                        return;
-                    };
-                    let mut batch = GuardUpdate::default();
-                    let everyone = refs.contains(&None);
-                    let ref_ids: Vec<String> = if everyone {
-                        engine.participants().map(|p| p.id.clone()).collect()
-                    } else {
-                        refs.into_iter().flatten().collect()
-                    };
-                    let mut results = Vec::new();
-                    for id in &ref_ids {
-                        results.push(engine.on_refs_changed(id));
-                    }
-                    for (id, set) in &paths {
-                        let list: Vec<PathBuf> = set.iter().cloned().collect();
-                        results.push(engine.on_paths_changed(id, &list));
-                    }
-                    for result in results {
-                        match result {
-                            Ok(update) => {
-                                batch.participants.extend(update.participants);
-                                batch.pairs.extend(update.pairs);
-                                batch.changed_pairs.extend(update.changed_pairs);
-                                batch.elapsed += update.elapsed;
-                            }
-                            Err(e) => tracing::warn!("conflict guard update failed: {e}"),
-                        }
-                    }
-                    if !batch.participants.is_empty() {
-                        on_update(&engine, &batch);
-                    }
+                    apply(&engine, &roots, seen.drain(..), &mut on_update);
                 }
             })
             .map_err(|source| GuardError::Io {
@@ -205,17 +371,89 @@ impl GuardWatcher {
                 source,
             })?;
         Ok(GuardWatcher {
-            watcher: Some(watcher),
+            stop: Some(stop_tx),
             thread: Some(thread),
         })
     }
 }
 
+/// Routes one debounced batch and applies it to the engine.
+fn apply(
+    engine: &Mutex<GuardEngine>,
+    roots: &Roots,
+    seen: impl Iterator<Item = Seen>,
+    on_update: &mut impl FnMut(&GuardEngine, &GuardUpdate),
+) {
+    let mut paths: BTreeMap<String, BTreeSet<PathBuf>> = BTreeMap::new();
+    let mut refs: BTreeSet<Option<String>> = BTreeSet::new();
+    let mut overflow = false;
+    for event in seen {
+        match event {
+            Seen::Overflow => overflow = true,
+            Seen::Path(path) => match roots.route(&path) {
+                Some(Target::Paths(id, rel)) => {
+                    paths.entry(id).or_default().insert(rel);
+                }
+                Some(Target::Refs(id)) => {
+                    refs.insert(id);
+                }
+                None => {}
+            },
+        }
+    }
+    if paths.is_empty() && refs.is_empty() && !overflow {
+        return;
+    }
+    let Ok(mut engine) = engine.lock() else {
+        return;
+    };
+    let mut batch = GuardUpdate::default();
+    let mut results = Vec::new();
+    if overflow {
+        tracing::warn!(
+            "conflict guard: the kernel dropped file events; re-scanning every checkout"
+        );
+        let ids: Vec<String> = engine.participants().map(|p| p.id.clone()).collect();
+        for id in &ids {
+            results.push(engine.rescan(id));
+        }
+    } else {
+        let everyone = refs.contains(&None);
+        let ref_ids: Vec<String> = if everyone {
+            engine.participants().map(|p| p.id.clone()).collect()
+        } else {
+            refs.into_iter().flatten().collect()
+        };
+        for id in &ref_ids {
+            results.push(engine.on_refs_changed(id));
+        }
+        for (id, set) in &paths {
+            let list: Vec<PathBuf> = set.iter().cloned().collect();
+            results.push(engine.on_paths_changed(id, &list));
+        }
+    }
+    for result in results {
+        match result {
+            Ok(update) => {
+                batch.participants.extend(update.participants);
+                batch.pairs.extend(update.pairs);
+                batch.changed_pairs.extend(update.changed_pairs);
+                batch.elapsed += update.elapsed;
+            }
+            Err(e) => tracing::warn!("conflict guard update failed: {e}"),
+        }
+    }
+    if !batch.participants.is_empty() {
+        on_update(&engine, &batch);
+    }
+}
+
 impl Drop for GuardWatcher {
     fn drop(&mut self) {
-        // Dropping the notify watcher drops the event sender, which ends
-        // the thread's loop.
-        self.watcher.take();
+        if let Some(stop) = self.stop.take() {
+            // SAFETY: a valid descriptor and one byte.
+            unsafe { libc::write(stop.as_raw_fd(), b"x".as_ptr().cast(), 1) };
+        }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
