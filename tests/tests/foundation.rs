@@ -37,6 +37,17 @@ fn new_list_delete_round_trip() {
         env.git(&expected_worktree, ["rev-parse", "--abbrev-ref", "HEAD"]),
         "owt/add-jwt-auth"
     );
+    // Its index carries the cache of trees (as `git worktree add` writes
+    // it) and is otherwise what a checkout leaves: nothing staged or dirty.
+    let index = std::fs::read(
+        Path::new(&env.git(&expected_worktree, ["rev-parse", "--absolute-git-dir"])).join("index"),
+    )
+    .unwrap();
+    assert!(
+        index.windows(4).any(|w| w == b"TREE"),
+        "the index has a tree-cache extension"
+    );
+    assert_eq!(env.git(&expected_worktree, ["status", "--porcelain"]), "");
 
     let list = sessions(&env, &repo);
     assert_eq!(list.sessions.len(), 1);

@@ -251,6 +251,7 @@ impl Repo {
             }
             return Err(e.into());
         }
+        prime_cache_tree(path);
         Ok(())
     }
 
@@ -488,4 +489,21 @@ pub fn exclude_paths(repo: &Repo, paths: &[String]) -> Result<()> {
     };
     std::fs::create_dir_all(file.parent().unwrap_or(&repo.common_dir)).map_err(io)?;
     std::fs::write(&file, out).map_err(io)
+}
+
+/// Gives a new worktree's index the cache of trees that `git worktree add`
+/// writes and libgit2's checkout does not: with it, "is anything staged?"
+/// costs one comparison of tree ids (the guard asks on every full scan)
+/// instead of building and reading every tree of the checkout. Only the
+/// index's tree-cache extension changes; entries and their stat data stay.
+/// Best effort: a failure only leaves the index as libgit2 wrote it.
+fn prime_cache_tree(worktree: &Path) {
+    let primed = Repository::open(worktree).and_then(|repo| {
+        let mut index = repo.index()?;
+        index.write_tree()?;
+        index.write()
+    });
+    if let Err(e) = primed {
+        tracing::debug!("priming the cache tree of {}: {e}", worktree.display());
+    }
 }

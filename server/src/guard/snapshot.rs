@@ -206,19 +206,21 @@ impl WorkState {
                 candidates.insert(path.clone());
             }
         }
-        // Staged changes: HEAD's tree against the index. The index's tree
+        // Staged changes: HEAD's tree against the index, through a
+        // repository handle of its own, so the trees this may read are not
+        // kept in the long-lived handle's object cache. The index's tree
         // comes from its cache of trees when that is valid (nearly always:
         // git keeps it on checkout and commit), so an index that matches
         // HEAD costs nothing to compare. Writing it adds tree objects to
         // the object database at most; the index file is not written.
-        let index_tree = index.write_tree_to(&self.repo).ok();
+        let scratch = Repository::open(self.repo.path()).ok()?;
+        let index_tree = index.write_tree_to(&scratch).ok();
         match self.head_tree {
             Some(head_tree) if index_tree != Some(head_tree) => {
-                let head_tree = self.repo.find_tree(head_tree).ok()?;
+                let head_tree = scratch.find_tree(head_tree).ok()?;
                 let mut opts = git2::DiffOptions::new();
                 opts.ignore_submodules(true).include_typechange(true);
-                let diff = self
-                    .repo
+                let diff = scratch
                     .diff_tree_to_index(Some(&head_tree), Some(&index), Some(&mut opts))
                     .ok()?;
                 for delta in diff.deltas() {
