@@ -171,39 +171,54 @@ impl WorkState {
             .ok()
             .map_or(i64::MAX, |m| m.mtime());
         let mut index = git2::Index::open(&index_path).ok()?;
+        // Few, large allocations (every path in one buffer, tables of
+        // slices into it): the walk's working set is freed whole after it
+        // and leaves no small objects scattered over the heap.
+        let mut names = String::new();
+        let mut entries: Vec<(std::ops::Range<usize>, IndexStat, bool)> =
+            Vec::with_capacity(index.len());
         let mut candidates = BTreeSet::new();
-        let mut tracked: HashMap<String, (IndexStat, bool)> = HashMap::with_capacity(index.len());
-        let mut tracked_dirs: HashSet<String> = HashSet::new();
-        for mut entry in index.iter() {
-            let path = String::from_utf8(std::mem::take(&mut entry.path)).ok()?;
-            let mut dir = path.as_str();
-            while let Some(slash) = dir.rfind('/') {
-                dir = &dir[..slash];
-                if !tracked_dirs.insert(dir.to_string()) {
-                    break;
-                }
-            }
+        for entry in index.iter() {
+            let path = std::str::from_utf8(&entry.path).ok()?;
             let stage = (entry.flags >> 12) & 3;
             if stage != 0 || entry.flags_extended & INTENT_TO_ADD != 0 {
-                candidates.insert(path.clone());
+                candidates.insert(path.to_string());
             }
             // Skipped (sparse) entries and submodules are never looked at,
             // as `git status --ignore-submodules=all` does not.
             let skip = entry.flags_extended & SKIP_WORKTREE != 0 || entry.mode == MODE_GITLINK;
-            tracked.insert(path, (IndexStat::of(&entry), skip));
+            let start = names.len();
+            names.push_str(path);
+            entries.push((start..names.len(), IndexStat::of(&entry), skip));
         }
+        let mut tracked: HashMap<&str, usize> = HashMap::with_capacity(entries.len());
+        let mut tracked_dirs: HashSet<&str> = HashSet::new();
+        for (i, (range, _, _)) in entries.iter().enumerate() {
+            let path = &names[range.clone()];
+            tracked.insert(path, i);
+            let mut dir = path;
+            while let Some(slash) = dir.rfind('/') {
+                dir = &dir[..slash];
+                if !tracked_dirs.insert(dir) {
+                    break;
+                }
+            }
+        }
+        let mut seen = vec![false; entries.len()];
         let mut walk = Walk {
             state: self,
-            tracked: &mut tracked,
+            tracked: &tracked,
+            entries: &entries,
+            seen: &mut seen,
             tracked_dirs: &tracked_dirs,
             index_mtime,
             candidates: &mut candidates,
         };
         walk.folder(&self.worktree, "")?;
         // Tracked files the walk did not meet: deleted, or now a folder.
-        for (path, (_, seen)) in &tracked {
-            if !seen {
-                candidates.insert(path.clone());
+        for (i, (range, _, skip)) in entries.iter().enumerate() {
+            if !seen[i] && !skip {
+                candidates.insert(names[range.clone()].to_string());
             }
         }
         // Staged changes: HEAD's tree against the index, through a
@@ -234,7 +249,7 @@ impl WorkState {
             // The index is HEAD's tree: nothing staged.
             Some(_) => {}
             // No commit yet: everything in the index is new.
-            None => candidates.extend(tracked.keys().cloned()),
+            None => candidates.extend(tracked.keys().map(|p| p.to_string())),
         }
         Some(candidates.into_iter().collect())
     }
@@ -566,12 +581,14 @@ impl WorkState {
 }
 
 /// One walk of a checkout for [`WorkState::status_in_process`]. `tracked`
-/// maps each index path to its entry and whether the walk has met it (or
-/// must never look at it).
+/// maps each index path to its place in `entries` (its stat data and
+/// whether it is never looked at) and in `seen` (whether the walk met it).
 struct Walk<'a> {
     state: &'a WorkState,
-    tracked: &'a mut HashMap<String, (IndexStat, bool)>,
-    tracked_dirs: &'a HashSet<String>,
+    tracked: &'a HashMap<&'a str, usize>,
+    entries: &'a [(std::ops::Range<usize>, IndexStat, bool)],
+    seen: &'a mut [bool],
+    tracked_dirs: &'a HashSet<&'a str>,
     index_mtime: i64,
     candidates: &'a mut BTreeSet<String>,
 }
@@ -597,11 +614,15 @@ impl Walk<'_> {
                 continue;
             };
             if file_type.is_dir() {
-                if self.tracked.get(&child).is_some_and(|(_, skip)| *skip) {
+                if self
+                    .tracked
+                    .get(child.as_str())
+                    .is_some_and(|i| self.entries[*i].2)
+                {
                     // A submodule's checkout.
                     continue;
                 }
-                if self.tracked_dirs.contains(&child) {
+                if self.tracked_dirs.contains(child.as_str()) {
                     self.folder(&entry.path(), &child)?;
                 } else if !entry.path().join(".git").exists() && !self.state.ignored(&child, true) {
                     // An untracked folder that is neither ignored nor a
@@ -611,12 +632,12 @@ impl Walk<'_> {
                 }
                 continue;
             }
-            match self.tracked.get_mut(&child) {
-                Some((_, true)) => {}
-                Some((index_entry, seen)) => {
-                    *seen = true;
+            match self.tracked.get(child.as_str()).copied() {
+                Some(i) if self.entries[i].2 => {}
+                Some(i) => {
+                    self.seen[i] = true;
                     let changed = match entry.metadata() {
-                        Ok(meta) => stat_differs(index_entry, &meta, self.index_mtime),
+                        Ok(meta) => stat_differs(&self.entries[i].1, &meta, self.index_mtime),
                         Err(_) => true,
                     };
                     if changed {

@@ -116,8 +116,14 @@ struct Inotify {
     fd: OwnedFd,
     /// Watched roots: the folder and whether its subfolders are watched.
     roots: Vec<(PathBuf, bool)>,
-    /// Watch descriptor → (index into `roots`, folder relative to it).
-    watches: HashMap<i32, (u16, Box<OsStr>)>,
+    /// Watch descriptor → (index into `roots`, folder relative to it, as a
+    /// range of `names`).
+    watches: HashMap<i32, (u16, std::ops::Range<u32>)>,
+    /// Every watched folder's relative path, one after another (one
+    /// allocation, not one a folder; rebuilt when removed folders leave
+    /// more than half of it unused).
+    names: Vec<u8>,
+    live_bytes: usize,
 }
 
 /// One event, resolved to a path.
@@ -139,6 +145,8 @@ impl Inotify {
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
             roots: Vec::new(),
             watches: HashMap::new(),
+            names: Vec::new(),
+            live_bytes: 0,
         })
     }
 
@@ -185,7 +193,16 @@ impl Inotify {
                 _ => Ok(false),
             };
         }
-        self.watches.insert(wd, (index, rel.as_os_str().into()));
+        let bytes = rel.as_os_str().as_bytes();
+        let start = self.names.len();
+        self.names.extend_from_slice(bytes);
+        // Paths are far shorter than 4 GiB in all; saturate rather than wrap.
+        let range = u32::try_from(start).unwrap_or(u32::MAX)
+            ..u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.live_bytes += bytes.len();
+        if let Some((_, old)) = self.watches.insert(wd, (index, range)) {
+            self.live_bytes -= old.len();
+        }
         if recursive {
             if let Ok(entries) = std::fs::read_dir(&abs) {
                 for entry in entries.flatten() {
@@ -236,13 +253,17 @@ impl Inotify {
             return;
         }
         if event.mask & libc::IN_IGNORED != 0 {
-            self.watches.remove(&event.wd);
+            if let Some((_, range)) = self.watches.remove(&event.wd) {
+                self.live_bytes -= range.len();
+                self.compact();
+            }
             return;
         }
-        let Some((index, rel)) = self.watches.get(&event.wd) else {
+        let Some((index, range)) = self.watches.get(&event.wd) else {
             return;
         };
-        let (index, rel) = (*index, PathBuf::from(rel));
+        let rel = &self.names[range.start as usize..range.end as usize];
+        let (index, rel) = (*index, PathBuf::from(OsStr::from_bytes(rel)));
         let rel = if name.is_empty() { rel } else { rel.join(name) };
         let is_new_folder = event.mask & libc::IN_ISDIR != 0
             && event.mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0;
@@ -252,6 +273,23 @@ impl Inotify {
             }
         }
         out.push(Seen::Path(self.roots[usize::from(index)].0.join(rel)));
+    }
+}
+
+impl Inotify {
+    /// Drops the names of removed watches once they are most of `names`.
+    fn compact(&mut self) {
+        if self.names.len() < 4096 || self.live_bytes * 2 > self.names.len() {
+            return;
+        }
+        let mut names = Vec::with_capacity(self.live_bytes);
+        for (_, range) in self.watches.values_mut() {
+            let start = names.len();
+            names.extend_from_slice(&self.names[range.start as usize..range.end as usize]);
+            *range = u32::try_from(start).unwrap_or(u32::MAX)
+                ..u32::try_from(names.len()).unwrap_or(u32::MAX);
+        }
+        self.names = names;
     }
 }
 
