@@ -169,7 +169,7 @@ impl WorkState {
         let index_path = self.repo.path().join("index");
         let index_mtime = std::fs::metadata(&index_path)
             .ok()
-            .map_or(i64::MAX, |m| m.mtime());
+            .map_or((i64::MAX, 0), |m| (m.mtime(), m.mtime_nsec()));
         let mut index = git2::Index::open(&index_path).ok()?;
         // Few, large allocations (every path in one buffer, tables of
         // slices into it): the walk's working set is freed whole after it
@@ -589,7 +589,8 @@ struct Walk<'a> {
     entries: &'a [(std::ops::Range<usize>, IndexStat, bool)],
     seen: &'a mut [bool],
     tracked_dirs: &'a HashSet<&'a str>,
-    index_mtime: i64,
+    /// The index file's mtime (seconds, nanoseconds).
+    index_mtime: (i64, i64),
     candidates: &'a mut BTreeSet<String>,
 }
 
@@ -677,10 +678,12 @@ impl IndexStat {
 }
 
 /// Whether a file's lstat no longer matches its index entry, as git judges
-/// it (size, times, inode, type and executable bit; an entry written in the
-/// same second as the index, or later, is "racily clean" and always looked
-/// at). Nanoseconds count only when the index recorded them.
-fn stat_differs(entry: &IndexStat, meta: &std::fs::Metadata, index_mtime: i64) -> bool {
+/// it (size, times, inode, type and executable bit; an entry whose mtime is
+/// not older than the index file's is "racily clean" and always looked at:
+/// the file may have changed within the same clock tick). Nanoseconds count
+/// only when the index recorded them; without them, the same second counts
+/// as racy.
+fn stat_differs(entry: &IndexStat, meta: &std::fs::Metadata, index_mtime: (i64, i64)) -> bool {
     let same_time = |(secs, nanos): (i32, u32), meta_secs: i64, meta_nanos: i64| {
         i64::from(secs) == meta_secs && (nanos == 0 || i64::from(nanos) == meta_nanos)
     };
@@ -698,5 +701,30 @@ fn stat_differs(entry: &IndexStat, meta: &std::fs::Metadata, index_mtime: i64) -
         || entry.ino != meta.ino() as u32
         || !same_time(entry.mtime, meta.mtime(), meta.mtime_nsec())
         || !same_time(entry.ctime, meta.ctime(), meta.ctime_nsec())
-        || i64::from(entry.mtime.0) >= index_mtime
+        || racy(entry.mtime, index_mtime)
+}
+
+fn racy((secs, nanos): (i32, u32), (index_secs, index_nanos): (i64, i64)) -> bool {
+    if nanos == 0 {
+        i64::from(secs) >= index_secs
+    } else {
+        (i64::from(secs), i64::from(nanos)) >= (index_secs, index_nanos)
+    }
+}
+
+#[cfg(test)]
+mod racy_tests {
+    use super::racy;
+
+    #[test]
+    fn an_entry_not_older_than_the_index_is_racy() {
+        // With nanoseconds: only an entry at or after the index's instant.
+        assert!(!racy((100, 5), (100, 6)));
+        assert!(racy((100, 6), (100, 6)));
+        assert!(racy((100, 7), (100, 6)));
+        assert!(!racy((99, 999_999_999), (100, 0)));
+        // Without (an index written without them): the whole second.
+        assert!(racy((100, 0), (100, 900_000_000)));
+        assert!(!racy((99, 0), (100, 0)));
+    }
 }
