@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// Tests that measure time or rates, and the one that loads the machine
-/// with 50 writers, run one at a time: with the writers beside it the new
+/// Tests that measure time or rates, and the ones that load the machine
+/// (50 store writers; a host flooding a slow reader), run one at a time: with the writers beside it the new
 /// `owt lsp` republished after 3.3 s instead of < 0.1 s (two cores shared
 /// with ~50 processes), which measures the machine, not owt.
 static MEASURED: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -654,6 +654,9 @@ fn attach_raw(socket: &Path) -> UnixStream {
 /// frames.
 #[test]
 fn a_slow_attached_client_gets_every_byte_in_order() {
+    // It keeps a host busy (200k lines through a PTY into the screen
+    // model) for a few seconds: not beside the rate measurements.
+    let _one_at_a_time = measured();
     const LINES: usize = 200_000;
     let env = TestEnv::new();
     let repo = repo_with_src(&env);
