@@ -100,6 +100,9 @@ enum ToParser {
     End,
 }
 
+/// Output chunks up to this size are parsed by the reader itself when the
+/// parser has nothing queued.
+const INLINE_PARSE_MAX: usize = 512;
 /// Chunks the reader may run ahead of the parser.
 const PARSER_BACKLOG: usize = 64;
 
@@ -264,6 +267,9 @@ struct Shared {
     /// Output chunks and redraw requests, in stream order, to the parser.
     to_parser: mpsc::SyncSender<ToParser>,
     parser_done: AtomicBool,
+    /// Messages sent to the parser and not yet handled: while there are
+    /// none, the reader may parse a small chunk itself (in stream order).
+    parser_pending: AtomicUsize,
     /// The PTY writer; input from clients is written directly.
     pty_writer: Mutex<Box<dyn Write + Send>>,
     to_agent: mpsc::Sender<ToAgent>,
@@ -394,6 +400,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         n_attached: AtomicUsize::new(0),
         to_parser,
         parser_done: AtomicBool::new(false),
+        parser_pending: AtomicUsize::new(0),
         pty_writer: Mutex::new(writer),
         to_agent,
         typing: Mutex::new(()),
@@ -555,6 +562,7 @@ fn read_agent(
 ) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut lagging = Vec::new();
+    let mut found = Vec::new();
     loop {
         let n = match reader.read(&mut buf) {
             Ok(0) => break,
@@ -586,16 +594,27 @@ fn read_agent(
                 lagging.push(client.clone());
             }
         }
-        let sent = shared.to_parser.send(ToParser::Chunk(frame)).is_ok()
-            && lagging
-                .drain(..)
-                .all(|c| shared.to_parser.send(ToParser::Redraw(c)).is_ok());
+        // A small chunk with nothing queued ahead of it (a key's echo, a
+        // status line) is parsed right here: no parser thread woken for it.
+        // Under the clients lock no redraw request can slip in between.
+        let sent = if n <= INLINE_PARSE_MAX
+            && lagging.is_empty()
+            && shared.parser_pending.load(Ordering::SeqCst) == 0
+        {
+            parse_chunk(shared, &frame[proto::HEADER_LEN..], &mut found);
+            true
+        } else {
+            send_to_parser(shared, ToParser::Chunk(frame))
+                && lagging
+                    .drain(..)
+                    .all(|c| send_to_parser(shared, ToParser::Redraw(c)))
+        };
         drop(clients);
         if !sent {
             break;
         }
     }
-    let _ = shared.to_parser.send(ToParser::End);
+    let _ = send_to_parser(shared, ToParser::End);
 }
 
 /// Whether `fd` has input ready right now.
@@ -615,32 +634,7 @@ fn parse_output(shared: &Arc<Shared>, rx: mpsc::Receiver<ToParser>) {
     let mut found = Vec::new();
     for msg in rx {
         match msg {
-            ToParser::Chunk(frame) => {
-                let chunk = &frame[proto::HEADER_LEN..];
-                let mut replies = Vec::new();
-                let mut state = lock(&shared.state);
-                found.clear();
-                state.scanner.scan(chunk, &mut found);
-                if found.is_empty() || shared.n_attached.load(Ordering::SeqCst) > 0 {
-                    state.parser.process(chunk);
-                } else {
-                    // Answer each query from the screen as it was when asked.
-                    let mut at = 0;
-                    for &(end, query) in &found {
-                        state.parser.process(&chunk[at..end]);
-                        at = end;
-                        replies.extend(queries::answer(query, state.parser.screen()));
-                    }
-                    state.parser.process(&chunk[at..]);
-                }
-                state.output_seq += 1;
-                state.last_output = Some(Instant::now());
-                state.last_output_at = Some(now_ms());
-                drop(state);
-                if !replies.is_empty() {
-                    let _ = shared.to_agent.send(ToAgent::Bytes(replies));
-                }
-            }
+            ToParser::Chunk(frame) => parse_chunk(shared, &frame[proto::HEADER_LEN..], &mut found),
             ToParser::Redraw(client) => {
                 let bytes = proto::encode(
                     FrameKind::Redraw,
@@ -650,6 +644,45 @@ fn parse_output(shared: &Arc<Shared>, rx: mpsc::Receiver<ToParser>) {
             }
             ToParser::End => break,
         }
+        shared.parser_pending.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Queues `msg` for the parser; false once the parser is gone.
+fn send_to_parser(shared: &Shared, msg: ToParser) -> bool {
+    shared.parser_pending.fetch_add(1, Ordering::SeqCst);
+    let sent = shared.to_parser.send(msg).is_ok();
+    if !sent {
+        shared.parser_pending.fetch_sub(1, Ordering::SeqCst);
+    }
+    sent
+}
+
+/// Feeds one chunk of output to the screen model and answers the terminal
+/// queries in it when nobody attached will.
+fn parse_chunk(shared: &Shared, chunk: &[u8], found: &mut Vec<(usize, queries::Query)>) {
+    let mut replies = Vec::new();
+    let mut state = lock(&shared.state);
+    found.clear();
+    state.scanner.scan(chunk, found);
+    if found.is_empty() || shared.n_attached.load(Ordering::SeqCst) > 0 {
+        state.parser.process(chunk);
+    } else {
+        // Answer each query from the screen as it was when asked.
+        let mut at = 0;
+        for &(end, query) in found.iter() {
+            state.parser.process(&chunk[at..end]);
+            at = end;
+            replies.extend(queries::answer(query, state.parser.screen()));
+        }
+        state.parser.process(&chunk[at..]);
+    }
+    state.output_seq += 1;
+    state.last_output = Some(Instant::now());
+    state.last_output_at = Some(now_ms());
+    drop(state);
+    if !replies.is_empty() {
+        let _ = shared.to_agent.send(ToAgent::Bytes(replies));
     }
 }
 
@@ -932,10 +965,7 @@ fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
         clients.push(client.clone());
         shared.n_attached.fetch_add(1, Ordering::SeqCst);
         let queued = !shared.parser_done.load(Ordering::SeqCst)
-            && shared
-                .to_parser
-                .send(ToParser::Redraw(client.clone()))
-                .is_ok();
+            && send_to_parser(shared, ToParser::Redraw(client.clone()));
         drop(clients);
         if !queued {
             // The agent is gone and the parser with it: the screen is final.
