@@ -50,6 +50,11 @@ pub struct GuardParticipant {
     /// The merge base of its HEAD with its base branch.
     pub merge_base: String,
     pub changed_paths: Vec<String>,
+    /// How its last full scan found what changed: `journal` (its session
+    /// host's record of writes, no walk), `walk` (every file looked at) or
+    /// `git` (`git status`). Absent when it was never fully scanned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan: Option<String>,
 }
 
 /// One path both participants of a pair changed.

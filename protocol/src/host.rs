@@ -40,6 +40,8 @@ pub enum FrameKind {
     Terminate = 0x07,
     /// Empty: an attached client leaves; the host closes the connection.
     Detach = 0x08,
+    /// Empty → `Journal`: what may have changed in the agent's worktree.
+    JournalRequest = 0x09,
 
     // host → client
     /// [`Welcome`]: the answer to a compatible `Hello`.
@@ -57,6 +59,8 @@ pub enum FrameKind {
     Ok = 0x86,
     /// [`AgentExit`]: the agent ended; the host closes soon after.
     Exited = 0x87,
+    /// [`JournalView`].
+    Journal = 0x88,
     /// [`HostError`]: the request failed (or the versions differ); for a
     /// `Hello`, the host closes the connection after it.
     Error = 0x8F,
@@ -74,6 +78,7 @@ impl FrameKind {
             0x06 => StatusRequest,
             0x07 => Terminate,
             0x08 => Detach,
+            0x09 => JournalRequest,
             0x81 => Welcome,
             0x82 => Output,
             0x83 => Redraw,
@@ -81,6 +86,7 @@ impl FrameKind {
             0x85 => Status,
             0x86 => Ok,
             0x87 => Exited,
+            0x88 => Journal,
             0x8F => Error,
             _ => return None,
         })
@@ -182,6 +188,23 @@ impl ScreenView {
 pub struct AgentExit {
     pub code: Option<i32>,
     pub signal: Option<String>,
+}
+
+/// A host's work journal of its agent's worktree (see owt's
+/// `guard::journal`): every path that may differ from HEAD, valid while the
+/// index and HEAD are still the ones named here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalView {
+    /// False while the host has no trustworthy journal (starting, just
+    /// after a commit, no repository, events lost): walk the worktree.
+    pub ready: bool,
+    /// The index file the journal holds for (inode, size, mtime, ctime).
+    pub index: String,
+    /// HEAD's tree the journal holds for (`None`: unborn).
+    pub head_tree: Option<String>,
+    /// Paths relative to the worktree (files or folders) that may differ
+    /// from HEAD; every other path matches it.
+    pub paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -104,7 +104,11 @@ pub fn host_frames(data: &[u8]) {
                 }
                 Request::Invalid(message) => assert!(!message.is_empty()),
                 Request::Detach => break,
-                Request::Input(_) | Request::Send(_) | Request::Status | Request::Terminate(_) => {}
+                Request::Input(_)
+                | Request::Send(_)
+                | Request::Status
+                | Request::Terminate(_)
+                | Request::Journal => {}
             }
         }
     }
@@ -113,6 +117,7 @@ pub fn host_frames(data: &[u8]) {
     for frame in &frames {
         match frame.kind {
             FrameKind::Welcome => drop(frame.json::<proto::Welcome>()),
+            FrameKind::Journal => drop(frame.json::<proto::JournalView>()),
             FrameKind::Screen => {
                 if let Ok(view) = frame.json::<proto::ScreenView>() {
                     let _ = view.text();

@@ -208,3 +208,108 @@ fn queue_with_nothing_ready_says_so() {
         .owt_ok(&repo, ["queue"])
         .starts_with("No session is ready to ship"));
 }
+
+/// `owt guard --json` for one participant, polled until `done` holds for
+/// it (the host's journal needs a walk of its own before it answers).
+fn guard_until(
+    env: &TestEnv,
+    repo: &Path,
+    name: &str,
+    what: &str,
+    done: impl Fn(&owt_protocol::guard::GuardParticipant) -> bool,
+) -> owt_protocol::guard::GuardParticipant {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let report: GuardReport = env.owt_json(repo, ["guard"]);
+        let participant = report
+            .participants
+            .into_iter()
+            .find(|p| p.name == name)
+            .expect("the session takes part");
+        if done(&participant) {
+            return participant;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within 30 s; last: {participant:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn guard_reads_a_live_agents_journal_and_still_sees_every_change() {
+    let env = TestEnv::new();
+    let repo = repo_with_numbered_file(&env);
+    let one = new_session(&env, &repo, "one");
+    let from_journal =
+        |p: &owt_protocol::guard::GuardParticipant| p.scan.as_deref() == Some("journal");
+    guard_until(
+        &env,
+        &repo,
+        "one",
+        "the host's journal is used",
+        from_journal,
+    );
+
+    std::fs::write(one.join("f.txt"), numbered(&[(3, "one was here")])).unwrap();
+    std::fs::create_dir_all(one.join("new/deep")).unwrap();
+    std::fs::write(one.join("new/deep/x.txt"), "x\n").unwrap();
+    std::fs::remove_file(one.join("other.txt")).unwrap();
+    let expected = ["f.txt", "new/deep/x.txt", "other.txt"];
+    // Asked right after the writes: the journal already has them.
+    let report: GuardReport = env.owt_json(&repo, ["guard"]);
+    let p = report
+        .participants
+        .iter()
+        .find(|p| p.name == "one")
+        .unwrap();
+    assert_eq!(p.scan.as_deref(), Some("journal"));
+    assert_eq!(p.changed_paths, expected);
+
+    // A commit moves HEAD and the index: the answer stays right, whether
+    // owt walks or the journal (after a walk of its own) answers.
+    env.git(&one, ["add", "-A"]);
+    env.git(&one, ["commit", "-q", "-m", "work"]);
+    let report: GuardReport = env.owt_json(&repo, ["guard"]);
+    let p = report
+        .participants
+        .iter()
+        .find(|p| p.name == "one")
+        .unwrap();
+    assert_eq!(p.changed_paths, expected, "right after the commit");
+    let p = guard_until(
+        &env,
+        &repo,
+        "one",
+        "the journal after the commit",
+        from_journal,
+    );
+    assert_eq!(p.changed_paths, expected);
+    // The deleted file is back as it was on main (untracked now).
+    std::fs::write(one.join("other.txt"), "other\n").unwrap();
+    let report: GuardReport = env.owt_json(&repo, ["guard"]);
+    let p = report
+        .participants
+        .iter()
+        .find(|p| p.name == "one")
+        .unwrap();
+    assert_eq!(p.scan.as_deref(), Some("journal"));
+    assert_eq!(p.changed_paths, ["f.txt", "new/deep/x.txt"]);
+
+    // No host, no journal: owt walks the worktree.
+    let out = env.owt(&repo, ["__host", "stop", "one"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: GuardReport = env.owt_json(&repo, ["guard"]);
+    let p = report
+        .participants
+        .iter()
+        .find(|p| p.name == "one")
+        .unwrap();
+    assert_eq!(p.scan.as_deref(), Some("walk"));
+    assert_eq!(p.changed_paths, ["f.txt", "new/deep/x.txt"]);
+}

@@ -5,11 +5,15 @@
 //! incremental update time after one file write, the 100k/10k ratio of the
 //! incremental time, git baselines (`git status` per checkout,
 //! `git merge-tree` per pair) and the stat floor (listing and lstat-ing
-//! every checkout, the least any full scan does).
+//! every checkout, the least any full scan does). Then it starts a real
+//! session host (`owt __host run`, agent `cat`) in every agent worktree and
+//! measures the full recompute again, with each host's work journal
+//! answering for its worktree instead of a walk (the human's checkout,
+//! which has no host, is still walked).
 //!
 //! Usage: cargo run --release --manifest-path bench/guard/Cargo.toml --
 //!        [--sizes 10000,100000] [--participants 32] [--rounds 40]
-//!        [--dir /tmp/owt-guard-bench]
+//!        [--dir /tmp/owt-guard-bench] [--owt target/release/owt]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -204,6 +208,7 @@ fn participants(setup: &Setup) -> Vec<Participant> {
             session_id: None,
             worktree: wt.clone(),
             base_branch: "main".into(),
+            journal: None,
         })
         .collect();
     out.push(Participant {
@@ -211,6 +216,7 @@ fn participants(setup: &Setup) -> Vec<Participant> {
         session_id: None,
         worktree: setup.main.clone(),
         base_branch: "main".into(),
+        journal: None,
     });
     out
 }
@@ -231,6 +237,20 @@ struct Figures {
     git_status_all: Duration,
     stat_floor: Duration,
     git_merge_tree_per_pair: Duration,
+    journal_cold: Duration,
+    journal_warm: Duration,
+    /// Median resident memory of a session host holding its journal (MiB).
+    host_rss_mib: f64,
+}
+
+/// Resident memory of process `pid` in MiB (`VmRSS`).
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -238,7 +258,95 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn run(dir: &Path, n_files: usize, n_participants: usize, rounds: usize) -> Figures {
+/// Real session hosts, one per agent worktree; killed on drop (the agent,
+/// `cat`, then gets its hang-up).
+struct Hosts {
+    children: Vec<std::process::Child>,
+    sockets: Vec<PathBuf>,
+    home: PathBuf,
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+fn start_hosts(owt: &Path, dir: &Path, worktrees: &[PathBuf]) -> Hosts {
+    use std::io::Write as _;
+    let home = dir.join("owt-home");
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    let mut hosts = Hosts {
+        children: Vec::new(),
+        sockets: Vec::new(),
+        home: home.clone(),
+    };
+    for (p, wt) in worktrees.iter().enumerate() {
+        let spec = owt::session::HostSpec {
+            session_id: 0,
+            session_name: format!("agent-{p:02}"),
+            short_id: format!("bench{p:02}"),
+            provider: "generic".into(),
+            argv: vec!["cat".into()],
+            cwd: wt.clone(),
+            env: Default::default(),
+            typed_prompt: None,
+            headless: false,
+            home: home.clone(),
+            rows: 24,
+            cols: 80,
+        };
+        let mut child = Command::new(owt)
+            .args(["__host", "run", "--spec", "-"])
+            .env("OWT_HOME", &home)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", owt.display()));
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(serde_json::to_string(&spec).unwrap().as_bytes())
+            .unwrap();
+        drop(stdin);
+        hosts.children.push(child);
+        hosts
+            .sockets
+            .push(owt::session::socket_path(&home, &spec.short_id));
+    }
+    // Each host walks its worktree once when it starts; wait for all.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    for socket in &hosts.sockets {
+        loop {
+            let ready = owt::session::HostConn::connect_quick(socket, Duration::from_secs(5))
+                .and_then(|mut conn| conn.journal(Duration::from_secs(5)))
+                .is_ok_and(|view| view.ready);
+            if ready {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no journal from {} within 600 s",
+                socket.display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    hosts
+}
+
+fn run(
+    dir: &Path,
+    owt_bin: &Path,
+    n_files: usize,
+    n_participants: usize,
+    rounds: usize,
+) -> Figures {
     let setup = setup(dir, n_files, n_participants);
     let mut engine = GuardEngine::new(&setup.main, &[]).unwrap();
     for p in participants(&setup) {
@@ -317,6 +425,46 @@ fn run(dir: &Path, n_files: usize, n_participants: usize, rounds: usize) -> Figu
         }
     }
     let git_merge_tree_per_pair = started.elapsed() / n.max(1);
+    drop(engine);
+
+    // The same, with a live host (and its journal) in every agent worktree.
+    let hosts = start_hosts(owt_bin, dir, &setup.worktrees);
+    let mut engine = GuardEngine::new(&setup.main, &[]).unwrap();
+    for (mut p, socket) in participants(&setup).into_iter().zip(
+        hosts
+            .sockets
+            .iter()
+            .map(|s| Some(s.clone()))
+            .chain(std::iter::repeat(None)),
+    ) {
+        p.journal = socket;
+        engine.add_participant(p).unwrap();
+    }
+    let started = Instant::now();
+    engine.full_recompute().unwrap();
+    let journal_cold = started.elapsed();
+    let journal_snaps = engine.snapshots();
+    let started = Instant::now();
+    engine.full_recompute().unwrap();
+    let journal_warm = started.elapsed();
+    let sources = engine.scan_sources();
+    let from_journals = sources
+        .values()
+        .filter(|s| s.is_some_and(|s| s.name() == "journal"))
+        .count();
+    assert_eq!(
+        from_journals,
+        setup.worktrees.len(),
+        "every agent's journal answered: {sources:?}"
+    );
+    assert_eq!(
+        journal_snaps, snaps,
+        "the journals give the same snapshots as the walks"
+    );
+    let mut rss: Vec<f64> = hosts.children.iter().map(|c| rss_mib(c.id())).collect();
+    rss.sort_by(f64::total_cmp);
+    let host_rss_mib = rss[rss.len() / 2];
+    drop(hosts);
     Figures {
         n_files,
         cold_full,
@@ -329,6 +477,9 @@ fn run(dir: &Path, n_files: usize, n_participants: usize, rounds: usize) -> Figu
         git_status_all,
         stat_floor,
         git_merge_tree_per_pair,
+        journal_cold,
+        journal_warm,
+        host_rss_mib,
     }
 }
 
@@ -392,16 +543,19 @@ fn main() {
     let n_participants: usize = arg("--participants").map_or(32, |s| s.parse().unwrap());
     let rounds: usize = arg("--rounds").map_or(40, |s| s.parse().unwrap());
     let dir = PathBuf::from(arg("--dir").unwrap_or_else(|| "/tmp/owt-guard-bench".into()));
+    let owt_bin =
+        std::fs::canonicalize(arg("--owt").unwrap_or_else(|| "target/release/owt".into()))
+            .expect("the owt binary (build it: cargo build --release -p owt; or pass --owt PATH)");
     let figures: Vec<Figures> = sizes
         .iter()
-        .map(|n| run(&dir, *n, n_participants, rounds))
+        .map(|n| run(&dir, &owt_bin, *n, n_participants, rounds))
         .collect();
     println!(
         "Conflict Guard benchmark: {n_participants} agents + you, {} cores",
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     println!(
-        "{:>8} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} | {:>13} {:>11} {:>15}",
+        "{:>8} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} | {:>13} {:>11} {:>15} | {:>12} {:>12}",
         "files",
         "pairs",
         "full cold",
@@ -412,11 +566,13 @@ fn main() {
         "incr max",
         format!("git status×{}", n_participants + 1),
         "stat floor",
-        "merge-tree/pair"
+        "merge-tree/pair",
+        "journal cold",
+        "journal warm"
     );
     for f in &figures {
         println!(
-            "{:>8} {:>6} {:>9.1}ms {:>9.1}ms {:>9.1}ms {:>9.2}ms {:>9.2}ms {:>9.2}ms | {:>11.1}ms {:>9.1}ms {:>13.2}ms",
+            "{:>8} {:>6} {:>9.1}ms {:>9.1}ms {:>9.1}ms {:>9.2}ms {:>9.2}ms {:>9.2}ms | {:>11.1}ms {:>9.1}ms {:>13.2}ms | {:>10.1}ms {:>10.1}ms",
             f.n_files,
             f.pairs,
             ms(f.cold_full),
@@ -428,14 +584,26 @@ fn main() {
             ms(f.git_status_all),
             ms(f.stat_floor),
             ms(f.git_merge_tree_per_pair),
+            ms(f.journal_cold),
+            ms(f.journal_warm),
         );
     }
     println!(
         "full cold/warm: git status of every checkout + all pairs; full pairs: every change and pair recomputed from snapshots, no scan, no cache"
     );
     println!(
+        "journal cold/warm: the full recompute with a live session host in every agent worktree, whose journal answers for it (the human's checkout is walked)"
+    );
+    println!(
         "stat floor: every folder listed and every entry lstat-ed in every checkout on the engine's threads, nothing else: no full scan can be faster"
     );
+    for f in &figures {
+        println!(
+            "session host RSS with its journal, {}k files: {:.1} MiB (median of {n_participants})",
+            f.n_files / 1000,
+            f.host_rss_mib
+        );
+    }
     if figures.len() >= 2 {
         let (small, big) = (&figures[0], &figures[figures.len() - 1]);
         println!(

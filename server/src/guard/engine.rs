@@ -39,6 +39,9 @@ pub struct Participant {
     pub session_id: Option<i64>,
     pub worktree: PathBuf,
     pub base_branch: String,
+    /// The socket of the session host whose work journal a full scan asks
+    /// before walking the checkout (see [`super::journal`]).
+    pub journal: Option<PathBuf>,
 }
 
 /// What one engine call changed.
@@ -136,7 +139,8 @@ impl GuardEngine {
     /// Adds (or replaces) a participant; it is scanned by the next
     /// [`GuardEngine::full_recompute`] or [`GuardEngine::rescan`].
     pub fn add_participant(&mut self, participant: Participant) -> Result<(), GuardError> {
-        let work = WorkState::open(&participant.worktree, &participant.base_branch)?;
+        let mut work = WorkState::open(&participant.worktree, &participant.base_branch)?;
+        work.journal = participant.journal.clone();
         self.remove_participant(&participant.id);
         self.states.insert(
             participant.id.clone(),
@@ -485,6 +489,7 @@ impl GuardEngine {
                     let set: BTreeSet<&str> = s.changes.iter().flat_map(Change::paths).collect();
                     set.into_iter().map(str::to_string).collect()
                 },
+                scan: s.work.last_scan.map(|source| source.name().to_string()),
             })
             .collect();
         GuardReport {
@@ -498,6 +503,14 @@ impl GuardEngine {
     /// Merge verdicts cached so far (for diagnostics and benchmarks).
     pub fn cached_merges(&self) -> usize {
         self.merges.len()
+    }
+
+    /// How each participant's last full scan found its paths.
+    pub fn scan_sources(&self) -> BTreeMap<String, Option<super::snapshot::ScanSource>> {
+        self.states
+            .iter()
+            .map(|(k, s)| (k.clone(), s.work.last_scan))
+            .collect()
     }
 
     #[doc(hidden)]

@@ -11,16 +11,19 @@
 //! - [`engine`]: [`GuardEngine`], the incremental owner of all of the above
 //!   (the API the LSP drives);
 //! - [`watch`]: the inotify watcher feeding the engine;
+//! - [`journal`]: what a session host keeps of its worktree's changes, so
+//!   a full scan of a live agent's checkout looks only at those;
 //! - [`queue`]: the merge order of sessions ready to ship;
 //! - [`ops`]: glue to the store and the repository context (facts, reports).
 //!
 //! Invariants: guard computation is pure given snapshots (it reads and
 //! writes git objects only, never an index, a working file or a ref); only
-//! [`watch`] subscribes to file-system events; only [`ops`] touches the
-//! store.
+//! [`watch`] (for the LSP's engine) and [`journal`] (in a session host)
+//! subscribe to file-system events; only [`ops`] touches the store.
 
 pub mod changes;
 pub mod engine;
+pub mod journal;
 pub mod levels;
 pub mod merge;
 pub mod ops;

@@ -35,6 +35,7 @@ pub fn participants(ctx: &Context) -> anyhow::Result<Vec<Participant>> {
             session_id: Some(row.id),
             worktree: row.worktree_path.clone(),
             base_branch: row.base_branch.clone(),
+            journal: Some(crate::session::socket_path(&ctx.home, &row.short_id)),
         });
     }
     if !main_taken {
@@ -43,6 +44,7 @@ pub fn participants(ctx: &Context) -> anyhow::Result<Vec<Participant>> {
             session_id: None,
             worktree: ctx.repo.main_root().to_path_buf(),
             base_branch: ctx.repo.default_base().unwrap_or_else(|_| "HEAD".into()),
+            journal: None,
         });
     }
     Ok(out)

@@ -66,10 +66,52 @@ pub struct WorkState {
     pub overrides: BTreeMap<String, String>,
     /// The snapshot tree.
     pub snapshot: Option<Oid>,
+    /// The session host socket whose journal a full scan asks first.
+    pub journal: Option<PathBuf>,
+    /// How the last full scan found its paths.
+    pub last_scan: Option<ScanSource>,
     stat_cache: HashMap<String, (StatKey, Entry)>,
     /// `core.autocrlf` or `info/attributes` (looked up once).
     global_filters: Option<bool>,
     repo: Repository,
+}
+
+/// Where a full scan found the paths that may differ from HEAD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanSource {
+    /// The session host's journal (no walk).
+    Journal,
+    /// A walk of the checkout in this process.
+    Walk,
+    /// `git status` (or libgit2's), where the walk does not apply.
+    Git,
+}
+
+impl ScanSource {
+    /// As `owt guard --json` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanSource::Journal => "journal",
+            ScanSource::Walk => "walk",
+            ScanSource::Git => "git",
+        }
+    }
+}
+
+/// How long a full scan waits for a host's journal before walking.
+const JOURNAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The journal of the host at `socket`, when it has a trustworthy one.
+fn ask_journal(socket: &Path) -> Option<owt_protocol::host::JournalView> {
+    let mut conn = crate::session::client::HostConn::connect_quick(socket, JOURNAL_TIMEOUT).ok()?;
+    match conn.journal(JOURNAL_TIMEOUT) {
+        Ok(view) if view.ready => Some(view),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::debug!("no journal from {}: {e}", socket.display());
+            None
+        }
+    }
 }
 
 impl std::fmt::Debug for WorkState {
@@ -102,6 +144,8 @@ impl WorkState {
             dirty: BTreeMap::new(),
             overrides: BTreeMap::new(),
             snapshot: None,
+            journal: None,
+            last_scan: None,
             stat_cache: HashMap::new(),
             global_filters: None,
             repo,
@@ -119,18 +163,64 @@ impl WorkState {
     }
 
     /// Re-reads HEAD and the base tip, finds the paths that may differ
-    /// from HEAD (the in-process walk; else the `git` CLI; else libgit2's
-    /// status) and re-evaluates each. Returns whether the snapshot changed.
+    /// from HEAD (the session host's journal when it holds for the index
+    /// and HEAD seen now; else the in-process walk; else the `git` CLI;
+    /// else libgit2's status) and re-evaluates each. Returns whether the
+    /// snapshot changed.
     pub fn scan_full(&mut self) -> Result<bool, GuardError> {
+        // Asked before HEAD and the index are read: whatever moves after
+        // the answer shows up as a mismatch below.
+        let view = self.journal.as_deref().and_then(ask_journal);
+        self.scan_from(view)
+    }
+
+    /// A full scan that trusts `view` (a journal's answer) when it holds
+    /// for the index and HEAD read now, and walks otherwise.
+    pub(crate) fn scan_from(
+        &mut self,
+        view: Option<owt_protocol::host::JournalView>,
+    ) -> Result<bool, GuardError> {
         self.read_refs()?;
-        let paths = match self.status_in_process() {
-            Some(paths) => paths,
-            None => match self.status_with_git() {
-                Some(paths) => paths,
-                None => self.status_with_libgit2()?,
-            },
-        };
+        if let Some(view) = view.filter(|v| v.ready) {
+            let head_tree = self.head_tree.map(|t| t.to_string());
+            if view.head_tree == head_tree
+                && view.index == super::journal::index_id(&self.git_dir())
+            {
+                self.last_scan = Some(ScanSource::Journal);
+                return self.apply_journal(&view.paths);
+            }
+        }
+        let paths = self.candidates_for_refs()?;
         self.apply_scan(paths)
+    }
+
+    /// Reads HEAD and returns every path that may differ from it, found by
+    /// a walk of the checkout (what a journal starts from).
+    pub(crate) fn candidates(&mut self) -> Result<Vec<String>, GuardError> {
+        self.read_refs()?;
+        self.candidates_for_refs()
+    }
+
+    fn candidates_for_refs(&mut self) -> Result<Vec<String>, GuardError> {
+        if let Some(paths) = self.status_in_process() {
+            self.last_scan = Some(ScanSource::Walk);
+            return Ok(paths);
+        }
+        self.last_scan = Some(ScanSource::Git);
+        match self.status_with_git() {
+            Some(paths) => Ok(paths),
+            None => self.status_with_libgit2(),
+        }
+    }
+
+    /// A full scan from a journal's paths (files or folders; every other
+    /// path matches HEAD).
+    fn apply_journal(&mut self, paths: &[String]) -> Result<bool, GuardError> {
+        self.dirty.clear();
+        for path in paths {
+            self.evaluate_any(path)?;
+        }
+        self.rebuild()
     }
 
     /// A full scan with `git status` as the source of paths (what the

@@ -138,6 +138,7 @@ impl Fixture {
                     session_id: None,
                     worktree,
                     base_branch: "main".into(),
+                    journal: None,
                 })
                 .unwrap();
         }
@@ -985,6 +986,7 @@ fn watcher_records_guard_facts_in_the_store() {
                 session_id: Some(*id),
                 worktree: worktree.clone(),
                 base_branch: "main".into(),
+                journal: None,
             })
             .unwrap();
     }
@@ -1019,4 +1021,130 @@ fn watcher_records_guard_facts_in_the_store() {
         .unwrap()
         .0;
     assert_eq!(overlaps.count, 1);
+}
+
+/// The journal's view once it offers one (a walk may be under way).
+fn ready_view(journal: &super::journal::Journal, after: &str) -> owt_protocol::host::JournalView {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let view = journal.view();
+        if view.ready {
+            return view;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the journal offered nothing within 30 s after {after}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_scan_from_the_journal_agrees_with_a_walk() {
+    use super::journal::Journal;
+    use super::snapshot::{ScanSource, WorkState};
+    let fx = Fixture::new(&[
+        ("a.txt", &lines()),
+        ("b.txt", &lines()),
+        ("d/one.txt", &lines()),
+        ("d/two.txt", &lines()),
+        ("src/deep/c.rs", &lines()),
+        (".gitignore", "build/\n*.log\n"),
+    ]);
+    let wt = fx.worktree("a");
+    let journal = Journal::start(&wt).unwrap();
+    ready_view(&journal, "the start");
+    let mut rng = Rng(0x5eed);
+    let mut commits = 0;
+    for step in 0..60 {
+        let walks_before = journal.walks();
+        let (what, moves_index) = match step {
+            7 | 23 | 41 => {
+                git(&wt, &["add", "-A"]);
+                ("git add -A".to_string(), true)
+            }
+            11 | 29 | 47 => {
+                git(&wt, &["add", "-A"]);
+                git(&wt, &["commit", "-q", "--allow-empty", "-m", "step"]);
+                commits += 1;
+                ("commit".to_string(), true)
+            }
+            15 => {
+                write(&wt, "build/out.o", "ignored folder\n");
+                write(&wt, "debug.log", "ignored file\n");
+                ("ignored writes".to_string(), false)
+            }
+            19 => {
+                write(&wt, ".gitignore", "*.log\n");
+                ("build/ no longer ignored".to_string(), true)
+            }
+            25 => {
+                write(&wt, "fresh/a/b/c.txt", "deep\n");
+                write(&wt, "fresh/a/d.txt", "less deep\n");
+                ("a new folder tree".to_string(), false)
+            }
+            33 if commits > 0 => {
+                // HEAD moves, the index does not.
+                git(&wt, &["reset", "-q", "--soft", "HEAD~1"]);
+                ("reset --soft".to_string(), true)
+            }
+            37 => {
+                let gone = wt.join("src");
+                if gone.exists() {
+                    std::fs::remove_dir_all(gone).unwrap();
+                }
+                ("a folder removed".to_string(), false)
+            }
+            _ => (random_edit(&mut rng, &wt, &format!("s{step}")), false),
+        };
+        let view = ready_view(&journal, &what);
+        let mut from_journal = WorkState::open(&wt, "main").unwrap();
+        from_journal.scan_from(Some(view)).unwrap();
+        assert_eq!(
+            from_journal.last_scan,
+            Some(ScanSource::Journal),
+            "step {step} ({what}): the journal's view was not taken"
+        );
+        let mut walked = WorkState::open(&wt, "main").unwrap();
+        walked.scan_full().unwrap();
+        assert_eq!(walked.last_scan, Some(ScanSource::Walk));
+        assert_eq!(
+            from_journal.dirty, walked.dirty,
+            "step {step} ({what}): the journal and a walk disagree"
+        );
+        assert_eq!(
+            from_journal.snapshot, walked.snapshot,
+            "step {step} ({what})"
+        );
+        // (A `.gitignore` touched by a random edit also calls for a walk.)
+        if !moves_index && !what.contains(".gitignore") {
+            assert_eq!(
+                journal.walks(),
+                walks_before,
+                "step {step} ({what}) made the journal walk the checkout again"
+            );
+        }
+    }
+    // Each index or HEAD change made a walk; nothing else did.
+    assert!(journal.walks() >= 4, "walks: {}", journal.walks());
+}
+
+#[test]
+fn a_journal_that_no_longer_holds_is_not_taken() {
+    use super::journal::Journal;
+    use super::snapshot::{ScanSource, WorkState};
+    let fx = Fixture::new(&[("a.txt", &lines())]);
+    let wt = fx.worktree("a");
+    let journal = Journal::start(&wt).unwrap();
+    let view = ready_view(&journal, "the start");
+    // The agent stages a change after the answer: the index differs.
+    write(&wt, "a.txt", &with_line(2, "staged"));
+    git(&wt, &["add", "a.txt"]);
+    let mut work = WorkState::open(&wt, "main").unwrap();
+    work.scan_from(Some(view)).unwrap();
+    assert_eq!(work.last_scan, Some(ScanSource::Walk));
+    assert!(work.dirty.contains_key("a.txt"));
+    // Outside a repository there is no journal at all.
+    let plain = tempfile::tempdir().unwrap();
+    assert!(Journal::start(plain.path()).is_err());
 }

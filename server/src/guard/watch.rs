@@ -17,7 +17,8 @@
 //! objects, index and lock files are not looked at (the working state is
 //! the files; the guard itself writes objects).
 //!
-//! Invariants: this is the only module that receives file-system events;
+//! Invariants: this is the only module that feeds file-system events to an
+//! engine ([`super::journal`] keeps them for a host, sharing [`Inotify`]);
 //! the engine lock is held only while applying one debounced batch; dropping
 //! the [`GuardWatcher`] stops the watcher and joins its thread.
 
@@ -111,11 +112,22 @@ const MASK: u32 = libc::IN_ATTRIB
     | libc::IN_MOVE_SELF
     | libc::IN_ONLYDIR;
 
+/// Which subfolders of a recursive root are left unwatched (relative to
+/// the root).
+pub(super) type SkipFolder = Box<dyn Fn(&Path) -> bool + Send>;
+
+/// A watched root.
+struct Root {
+    path: PathBuf,
+    /// Whether its subfolders are watched.
+    recursive: bool,
+    skip: Option<SkipFolder>,
+}
+
 /// The inotify instance and its table.
-struct Inotify {
-    fd: OwnedFd,
-    /// Watched roots: the folder and whether its subfolders are watched.
-    roots: Vec<(PathBuf, bool)>,
+pub(super) struct Inotify {
+    pub(super) fd: OwnedFd,
+    roots: Vec<Root>,
     /// Watch descriptor → (index into `roots`, folder relative to it, as a
     /// range of `names`).
     watches: HashMap<i32, (u16, std::ops::Range<u32>)>,
@@ -127,14 +139,14 @@ struct Inotify {
 }
 
 /// One event, resolved to a path.
-enum Seen {
+pub(super) enum Seen {
     Path(PathBuf),
     /// The kernel dropped events: nothing can be trusted but a re-scan.
     Overflow,
 }
 
 impl Inotify {
-    fn new() -> Result<Inotify, GuardError> {
+    pub(super) fn new() -> Result<Inotify, GuardError> {
         // SAFETY: no pointers; the result is checked.
         let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
         if fd < 0 {
@@ -151,10 +163,25 @@ impl Inotify {
     }
 
     /// Watches `root` (and, when `recursive`, every folder below it).
-    fn add_root(&mut self, root: &Path, recursive: bool) -> Result<(), GuardError> {
+    pub(super) fn add_root(&mut self, root: &Path, recursive: bool) -> Result<(), GuardError> {
+        self.add_root_skipping(root, recursive, None)
+    }
+
+    /// As [`Inotify::add_root`], leaving the subfolders `skip` names (and
+    /// everything below them) unwatched, now and when they appear later.
+    pub(super) fn add_root_skipping(
+        &mut self,
+        root: &Path,
+        recursive: bool,
+        skip: Option<SkipFolder>,
+    ) -> Result<(), GuardError> {
         let index = u16::try_from(self.roots.len())
             .map_err(|_| GuardError::Internal("too many watched roots".into()))?;
-        self.roots.push((root.to_path_buf(), recursive));
+        self.roots.push(Root {
+            path: root.to_path_buf(),
+            recursive,
+            skip,
+        });
         if !self.add_folder(index, Path::new(""))? {
             return Err(GuardError::Io {
                 path: root.to_path_buf(),
@@ -168,13 +195,16 @@ impl Inotify {
     /// its subfolders. False when the folder itself could not be watched
     /// (gone already). Running out of watches is an error.
     fn add_folder(&mut self, index: u16, rel: &Path) -> Result<bool, GuardError> {
-        let (root, recursive) = &self.roots[usize::from(index)];
+        let root = &self.roots[usize::from(index)];
+        if !rel.as_os_str().is_empty() && root.skip.as_ref().is_some_and(|skip| skip(rel)) {
+            return Ok(false);
+        }
         let abs = if rel.as_os_str().is_empty() {
-            root.clone()
+            root.path.clone()
         } else {
-            root.join(rel)
+            root.path.join(rel)
         };
-        let recursive = *recursive;
+        let recursive = root.recursive;
         let Ok(c_path) = CString::new(abs.as_os_str().as_bytes()) else {
             return Ok(false);
         };
@@ -217,7 +247,7 @@ impl Inotify {
 
     /// Reads every event queued now (never blocks) into `out`, watching
     /// folders that appeared under recursive roots.
-    fn read(&mut self, out: &mut Vec<Seen>) {
+    pub(super) fn read(&mut self, out: &mut Vec<Seen>) {
         let mut buf = [0u8; 16 * 1024];
         loop {
             // SAFETY: a valid descriptor and buffer; non-blocking.
@@ -267,12 +297,12 @@ impl Inotify {
         let rel = if name.is_empty() { rel } else { rel.join(name) };
         let is_new_folder = event.mask & libc::IN_ISDIR != 0
             && event.mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0;
-        if is_new_folder && self.roots[usize::from(index)].1 {
+        if is_new_folder && self.roots[usize::from(index)].recursive {
             if let Err(e) = self.add_folder(index, &rel) {
                 tracing::warn!("conflict guard: {e}");
             }
         }
-        out.push(Seen::Path(self.roots[usize::from(index)].0.join(rel)));
+        out.push(Seen::Path(self.roots[usize::from(index)].path.join(rel)));
     }
 }
 
@@ -293,7 +323,7 @@ impl Inotify {
     }
 }
 
-fn watch_error(context: &str) -> GuardError {
+pub(super) fn watch_error(context: &str) -> GuardError {
     GuardError::Io {
         path: PathBuf::from(context),
         source: std::io::Error::last_os_error(),
@@ -302,7 +332,7 @@ fn watch_error(context: &str) -> GuardError {
 
 /// Waits until `fd` or `stop` is readable, or `timeout` passes (`None`:
 /// forever). Returns (events ready, stop asked).
-fn wait(fd: i32, stop: i32, timeout: Option<Duration>) -> (bool, bool) {
+pub(super) fn wait(fd: i32, stop: i32, timeout: Option<Duration>) -> (bool, bool) {
     let mut fds = [
         libc::pollfd {
             fd,

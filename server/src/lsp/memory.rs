@@ -87,7 +87,7 @@ impl Trimmer {
 }
 
 /// Returns free heap memory of every arena to the kernel.
-fn trim() {
+pub(crate) fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim is thread-safe (it locks each arena in turn).
     unsafe {

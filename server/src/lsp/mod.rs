@@ -22,7 +22,7 @@ mod convert;
 mod diagnostics;
 pub mod framing;
 pub(crate) mod fuzzing;
-mod memory;
+pub(crate) mod memory;
 mod state;
 mod terminal;
 

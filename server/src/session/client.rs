@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use owt_protocol::host::{
-    self as proto, Frame, FrameKind, Hello, HostError, HostStatus, PeekRequest, Role, ScreenView,
-    SendText, Terminate, Welcome, HOST_PROTOCOL_VERSION,
+    self as proto, Frame, FrameKind, Hello, HostError, HostStatus, JournalView, PeekRequest, Role,
+    ScreenView, SendText, Terminate, Welcome, HOST_PROTOCOL_VERSION,
 };
 
 use super::SessionError;
@@ -43,13 +43,31 @@ impl HostConn {
         cols: u16,
         version: u32,
     ) -> Result<HostConn, SessionError> {
+        HostConn::open(socket, role, rows, cols, version, Duration::from_secs(10))
+    }
+
+    /// As [`HostConn::connect`] for a control connection that gives up
+    /// after `timeout` without an answer (a question that has a fallback).
+    pub fn connect_quick(socket: &Path, timeout: Duration) -> Result<HostConn, SessionError> {
+        HostConn::open(socket, Role::Control, 0, 0, HOST_PROTOCOL_VERSION, timeout)
+    }
+
+    fn open(
+        socket: &Path,
+        role: Role,
+        rows: u16,
+        cols: u16,
+        version: u32,
+        timeout: Duration,
+    ) -> Result<HostConn, SessionError> {
         let mut stream = UnixStream::connect(socket).map_err(|e| {
             SessionError::NotRunning(format!(
                 "no session host answers at {}: {e}",
                 socket.display()
             ))
         })?;
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+        let _ = stream.set_read_timeout(Some(timeout));
+        let _ = stream.set_write_timeout(Some(timeout));
         let hello = Hello {
             version,
             role,
@@ -77,6 +95,7 @@ impl HostConn {
             )));
         }
         let _ = stream.set_read_timeout(None);
+        let _ = stream.set_write_timeout(None);
         Ok(HostConn { stream, welcome })
     }
 
@@ -119,6 +138,24 @@ impl HostConn {
         frame
             .json()
             .map_err(|e| io_err("reading the host status", e))
+    }
+
+    /// The host's work journal of the agent's worktree, waiting at most
+    /// `timeout` for it.
+    pub fn journal(&mut self, timeout: Duration) -> Result<JournalView, SessionError> {
+        let _ = self.stream.set_read_timeout(Some(timeout));
+        proto::write_frame(&mut self.stream, FrameKind::JournalRequest, b"")
+            .map_err(|e| io_err("asking for the journal", e))?;
+        let frame = read(&mut self.stream, "the journal")?;
+        if frame.kind != FrameKind::Journal {
+            return Err(match frame.kind {
+                FrameKind::Error => host_error(&frame),
+                other => SessionError::Host(format!(
+                    "the session host answered a journal request with {other:?}"
+                )),
+            });
+        }
+        frame.json().map_err(|e| io_err("reading the journal", e))
     }
 
     /// Asks the host to hang up the agent (and kill it after `grace`).

@@ -28,8 +28,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use owt_protocol::host::{
-    self as proto, AgentExit, FrameKind, HostError, HostStatus, PeekRequest, Resize, Role,
-    ScreenView, SendText, Terminate, Welcome, HOST_PROTOCOL_VERSION,
+    self as proto, AgentExit, FrameKind, HostError, HostStatus, JournalView, PeekRequest, Resize,
+    Role, ScreenView, SendText, Terminate, Welcome, HOST_PROTOCOL_VERSION,
 };
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 
@@ -278,6 +278,9 @@ struct Shared {
     typing: Mutex<()>,
     next_client: AtomicU64,
     exiting: AtomicBool,
+    /// The work journal of the agent's checkout (`None` outside a
+    /// repository, or when inotify refused).
+    journal: Option<crate::guard::journal::Journal>,
 }
 
 struct Started {
@@ -378,6 +381,13 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
             None
         }
     };
+    let journal = match crate::guard::journal::Journal::start(&spec.cwd) {
+        Ok(journal) => Some(journal),
+        Err(e) => {
+            tracing::info!("no work journal for {}: {e}", spec.cwd.display());
+            None
+        }
+    };
     let (to_agent, to_agent_rx) = mpsc::channel();
     let (to_parser, parser_rx) = mpsc::sync_channel(PARSER_BACKLOG);
     let shared = Arc::new(Shared {
@@ -406,6 +416,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         typing: Mutex::new(()),
         next_client: AtomicU64::new(1),
         exiting: AtomicBool::new(false),
+        journal,
     });
     tracing::info!(session = %spec.session_name, agent_pid = ?agent_pid, "host started");
     Ok(Started {
@@ -1068,6 +1079,7 @@ pub(crate) enum Request<'a> {
     /// Hang up the agent; kill it after the grace time.
     Terminate(Duration),
     Detach,
+    Journal,
     /// Answered with an `Error` frame carrying this message.
     Invalid(String),
 }
@@ -1094,6 +1106,7 @@ pub(crate) fn decode_request(frame: &proto::Frame) -> Request<'_> {
             Request::Terminate(Duration::from_millis(grace))
         }
         FrameKind::Detach => Request::Detach,
+        FrameKind::JournalRequest => Request::Journal,
         other => Request::Invalid(format!("unexpected {other:?} frame from a client")),
     }
 }
@@ -1126,6 +1139,18 @@ fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Reply {
             Reply::Frame(proto::encode(FrameKind::Ok, b""))
         }
         Request::Detach => Reply::Close,
+        Request::Journal => {
+            let view = shared.journal.as_ref().map_or_else(
+                || JournalView {
+                    ready: false,
+                    index: String::new(),
+                    head_tree: None,
+                    paths: Vec::new(),
+                },
+                |journal| journal.view(),
+            );
+            Reply::Frame(proto::encode_json(FrameKind::Journal, &view))
+        }
         Request::Invalid(message) => error_reply(message),
     }
 }

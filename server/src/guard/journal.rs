@@ -1,0 +1,436 @@
+//! The work journal: what a session host keeps so that a full guard scan of
+//! its worktree need not look at every file (what git's fsmonitor does for
+//! `git status`).
+//!
+//! A journal lives as long as its session host. It holds a *baseline* — the
+//! paths that may differ from HEAD when it last walked the worktree (the
+//! same walk as [`WorkState::scan_full`]), with the index and HEAD that walk
+//! was made against — and every path written, created, moved or deleted in
+//! the worktree since that walk began (inotify). Asked, it answers both;
+//! every path named in neither still matches its index entry, and so HEAD.
+//! The guard then evaluates only those paths instead of walking the
+//! checkout: the cost of a full recompute for a live agent grows with what
+//! the agent changed, not with the size of the repository.
+//!
+//! The baseline is only offered while it can be trusted, and is walked
+//! anew (once things are quiet for [`SETTLE`]) when that is lost:
+//! - the index or HEAD changed (a commit, `git add`, a reset, a checkout);
+//! - a `.gitignore` changed (a file ignored before may count now);
+//! - the kernel dropped events (`IN_Q_OVERFLOW`), or more than
+//!   [`MAX_TOUCHED`] paths were touched.
+//!
+//! Before answering, the journal reads every event the kernel has queued:
+//! a write that returned before the question is in the answer. The asker
+//! still checks the index and HEAD it sees against the answer's (a commit
+//! may land between the two) and walks the checkout itself on any doubt.
+//!
+//! Folders that are ignored and hold nothing tracked (`target/`,
+//! `node_modules/`) are not watched: what happens in them never counts,
+//! and they would use up the user's inotify watches.
+//!
+//! Not seen (as with git's fsmonitor): writes through a shared `mmap`, and
+//! changes to ignore rules outside the worktree (`info/exclude`,
+//! `core.excludesFile`) until the next walk.
+//!
+//! Invariants: the journal reads the worktree and its git dir and writes
+//! nothing; its lock is never held during a walk.
+//!
+//! [`WorkState::scan_full`]: super::snapshot::WorkState::scan_full
+
+use std::collections::BTreeSet;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use owt_protocol::host::JournalView;
+
+use super::snapshot::WorkState;
+use super::watch::{self, Inotify, Seen, SkipFolder};
+use super::GuardError;
+
+/// Quiet time after the index or HEAD changed before the worktree is
+/// walked again (a `git add` and a `git commit` in a row make one walk).
+pub const SETTLE: Duration = Duration::from_millis(100);
+
+/// Wait before trying again after a walk failed.
+const RETRY: Duration = Duration::from_secs(5);
+
+/// Touched paths kept at most; past this a walk is cheaper than the list.
+pub const MAX_TOUCHED: usize = 20_000;
+
+/// A worktree's journal; see the module doc. Dropping it stops its thread.
+pub struct Journal {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal")
+            .field("worktree", &self.shared.worktree)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    worktree: PathBuf,
+    git_dir: PathBuf,
+    state: Mutex<State>,
+    /// The thread's control pipe: [`WAKE`] (look at the state again) or
+    /// [`STOP`].
+    control: OwnedFd,
+}
+
+const WAKE: u8 = b'w';
+const STOP: u8 = b'x';
+
+fn signal(shared: &Shared, byte: u8) {
+    // SAFETY: a valid descriptor and one byte. A full pipe already holds
+    // a byte the thread will read.
+    unsafe { libc::write(shared.control.as_raw_fd(), [byte].as_ptr().cast(), 1) };
+}
+
+struct Baseline {
+    index: String,
+    head_tree: Option<String>,
+    paths: Vec<String>,
+}
+
+struct State {
+    inotify: Inotify,
+    baseline: Option<Baseline>,
+    /// Paths (relative to the worktree) touched since the current
+    /// inotify instance began, which is before the baseline's walk.
+    touched: BTreeSet<String>,
+    /// The baseline cannot be trusted; a walk is due at this time.
+    due: Option<Instant>,
+    /// Walks made (tests and logs).
+    walks: u64,
+}
+
+fn lock(shared: &Shared) -> MutexGuard<'_, State> {
+    shared
+        .state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What identifies the index file's content without reading it: git
+/// replaces the index by renaming a new file over it, so any rewrite
+/// changes the inode and the change time.
+pub fn index_id(git_dir: &Path) -> String {
+    match std::fs::metadata(git_dir.join("index")) {
+        Ok(m) => format!(
+            "{}:{}:{}.{:09}:{}.{:09}",
+            m.ino(),
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec()
+        ),
+        Err(_) => "none".to_string(),
+    }
+}
+
+impl Journal {
+    /// Starts the journal of the checkout containing `dir`: watches it,
+    /// then walks it once in the background. Fails when `dir` is not in a
+    /// non-bare repository or inotify refuses.
+    pub fn start(dir: &Path) -> Result<Journal, GuardError> {
+        let repo = git2::Repository::discover(dir)?;
+        let worktree = repo
+            .workdir()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| GuardError::Bare(dir.to_path_buf()))?;
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let worktree = canon(&worktree);
+        let git_dir = canon(repo.path());
+        drop(repo);
+        let inotify = watch_checkout(&worktree, &git_dir)?;
+        let mut pipe = [0; 2];
+        // SAFETY: a valid array of two descriptors; the result is checked.
+        if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(watch::watch_error("creating the journal's control pipe"));
+        }
+        // SAFETY: fresh descriptors nobody else owns.
+        let (control_rx, control_tx) =
+            unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+        let shared = Arc::new(Shared {
+            worktree,
+            git_dir,
+            state: Mutex::new(State {
+                inotify,
+                baseline: None,
+                touched: BTreeSet::new(),
+                // Walk at once.
+                due: Some(Instant::now()),
+                walks: 0,
+            }),
+            control: control_tx,
+        });
+        let thread_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("owt-journal".into())
+            .spawn(move || run(&thread_shared, &control_rx))
+            .map_err(|source| GuardError::Io {
+                path: PathBuf::from("owt-journal"),
+                source,
+            })?;
+        Ok(Journal {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The paths that may differ from HEAD, with the index and HEAD they
+    /// hold for; `ready: false` (and no paths) while a walk is due or
+    /// under way.
+    pub fn view(&self) -> JournalView {
+        let head_tree = head_tree(&self.shared.git_dir);
+        let mut state = lock(&self.shared);
+        // Events read here are gone from the descriptor the thread polls:
+        // if they call for a walk, the thread must be told.
+        drain(&self.shared, &mut state);
+        let mut view = JournalView {
+            ready: false,
+            index: String::new(),
+            head_tree: None,
+            paths: Vec::new(),
+        };
+        if let Some(base) = state.baseline.as_ref().filter(|_| state.due.is_none()) {
+            if base.head_tree == head_tree && base.index == index_id(&self.shared.git_dir) {
+                let mut paths: BTreeSet<&String> = base.paths.iter().collect();
+                paths.extend(state.touched.iter());
+                view = JournalView {
+                    ready: true,
+                    index: base.index.clone(),
+                    head_tree: base.head_tree.clone(),
+                    paths: paths.into_iter().cloned().collect(),
+                };
+            } else {
+                // HEAD moved without an index write (`git reset --soft`, a
+                // branch ref moved by hand; refs are not watched).
+                mark_stale(&mut state);
+            }
+        }
+        let wake = state.due.is_some();
+        drop(state);
+        if wake {
+            signal(&self.shared, WAKE);
+        }
+        view
+    }
+
+    /// Walks made so far (the first one included).
+    pub fn walks(&self) -> u64 {
+        lock(&self.shared).walks
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        signal(&self.shared, STOP);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// HEAD's tree, read from the files (`None` while unborn or unreadable).
+fn head_tree(git_dir: &Path) -> Option<String> {
+    let repo = git2::Repository::open(git_dir).ok()?;
+    let tree = repo.head().ok()?.peel_to_tree().ok()?.id();
+    Some(tree.to_string())
+}
+
+/// A fresh inotify instance on the worktree (ignored folders holding
+/// nothing tracked left out) and, for the index and HEAD, its git dir.
+fn watch_checkout(worktree: &Path, git_dir: &Path) -> Result<Inotify, GuardError> {
+    let mut inotify = Inotify::new()?;
+    inotify.add_root_skipping(worktree, true, Some(skip_folder(worktree)?))?;
+    inotify.add_root(git_dir, false)?;
+    Ok(inotify)
+}
+
+/// `.git`, and folders the ignore rules exclude that hold no tracked file
+/// (in HEAD or in the index, as of now; a `.gitignore` change re-makes the
+/// watches).
+fn skip_folder(worktree: &Path) -> Result<SkipFolder, GuardError> {
+    let repo = git2::Repository::open(worktree)?;
+    // A standalone copy, dropped here: the repository's own would stay
+    // loaded for the journal's life.
+    let index = git2::Index::open(&repo.path().join("index")).ok();
+    let mut tracked: BTreeSet<String> = BTreeSet::new();
+    if let Some(index) = &index {
+        for entry in index.iter() {
+            let Ok(path) = std::str::from_utf8(&entry.path) else {
+                continue;
+            };
+            let mut dir = path;
+            while let Some(slash) = dir.rfind('/') {
+                dir = &dir[..slash];
+                if !tracked.insert(dir.to_string()) {
+                    break;
+                }
+            }
+        }
+    }
+    drop(index);
+    let repo = Mutex::new(repo);
+    Ok(Box::new(move |rel: &Path| {
+        if rel.file_name().is_some_and(|n| n == ".git") {
+            return true;
+        }
+        let Some(text) = rel.to_str() else {
+            return false;
+        };
+        if tracked.contains(text) {
+            return false;
+        }
+        let repo = repo.lock().unwrap_or_else(|p| p.into_inner());
+        if !repo
+            .is_path_ignored(Path::new(&format!("{text}/")))
+            .unwrap_or(false)
+        {
+            return false;
+        }
+        // Anything tracked below it? (HEAD can hold what the index no
+        // longer does: a staged deletion.)
+        let in_head = repo
+            .head()
+            .ok()
+            .and_then(|h| h.peel_to_tree().ok())
+            .is_some_and(|t| t.get_path(rel).is_ok());
+        !in_head
+    }))
+}
+
+/// The baseline is lost; walk once nothing more happened for [`SETTLE`].
+fn mark_stale(state: &mut State) {
+    state.due = Some(Instant::now() + SETTLE);
+}
+
+/// Reads every queued event into the journal.
+fn drain(shared: &Shared, state: &mut State) {
+    let mut seen = Vec::new();
+    state.inotify.read(&mut seen);
+    for event in seen {
+        match event {
+            Seen::Overflow => {
+                tracing::warn!("journal: the kernel dropped file events; walking again");
+                mark_stale(state);
+            }
+            Seen::Path(path) => {
+                if let Ok(rel) = path.strip_prefix(&shared.git_dir) {
+                    if rel == Path::new("index") || rel == Path::new("HEAD") {
+                        mark_stale(state);
+                    }
+                    continue;
+                }
+                let Ok(rel) = path.strip_prefix(&shared.worktree) else {
+                    continue;
+                };
+                if rel
+                    .components()
+                    .next()
+                    .is_none_or(|c| c.as_os_str() == ".git")
+                {
+                    continue;
+                }
+                if rel.file_name().is_some_and(|n| n == ".gitignore") {
+                    mark_stale(state);
+                }
+                if state.touched.len() >= MAX_TOUCHED {
+                    mark_stale(state);
+                    continue;
+                }
+                state.touched.insert(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+}
+
+/// The journal's thread: applies events as they come and walks again when
+/// the baseline is lost and things have settled.
+fn run(shared: &Shared, control: &OwnedFd) {
+    loop {
+        let (fd, due) = {
+            let state = lock(shared);
+            let due = state
+                .due
+                .map(|at| at.saturating_duration_since(Instant::now()));
+            (state.inotify.fd.as_raw_fd(), due)
+        };
+        if due == Some(Duration::ZERO) {
+            walk(shared);
+            continue;
+        }
+        let (_, signalled) = watch::wait(fd, control.as_raw_fd(), due);
+        if signalled {
+            let mut bytes = [0u8; 64];
+            // SAFETY: a valid descriptor and buffer; non-blocking.
+            let n =
+                unsafe { libc::read(control.as_raw_fd(), bytes.as_mut_ptr().cast(), bytes.len()) };
+            if n > 0 && bytes[..n as usize].contains(&STOP) {
+                return;
+            }
+        }
+        drain(shared, &mut lock(shared));
+    }
+}
+
+/// Makes a new baseline: a fresh inotify instance first (so every write
+/// from now on is either seen by the walk or in `touched`), then the walk.
+fn walk(shared: &Shared) {
+    let inotify = match watch_checkout(&shared.worktree, &shared.git_dir) {
+        Ok(inotify) => inotify,
+        Err(e) => {
+            tracing::warn!("journal: watching {}: {e}", shared.worktree.display());
+            // Try again later; meanwhile nobody is offered a baseline.
+            lock(shared).due = Some(Instant::now() + RETRY);
+            return;
+        }
+    };
+    {
+        let mut state = lock(shared);
+        state.inotify = inotify;
+        state.touched.clear();
+        state.baseline = None;
+        state.due = None;
+        state.walks += 1;
+    }
+    let head = head_tree(&shared.git_dir);
+    let index = index_id(&shared.git_dir);
+    let started = Instant::now();
+    let paths = WorkState::open(&shared.worktree, "HEAD").and_then(|mut work| work.candidates());
+    // The walk's index copy and tables are freed now; give the pages back
+    // (a host lives as long as its agent).
+    crate::lsp::memory::trim();
+    let mut state = lock(shared);
+    drain(shared, &mut state);
+    match paths {
+        Ok(paths) if state.due.is_none() => {
+            tracing::debug!(
+                "journal: walked {} in {:?}: {} paths",
+                shared.worktree.display(),
+                started.elapsed(),
+                paths.len()
+            );
+            state.baseline = Some(Baseline {
+                index,
+                head_tree: head,
+                paths,
+            });
+        }
+        // The index or HEAD moved during the walk: the next one is due.
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!("journal: walking {}: {e}", shared.worktree.display());
+            state.due = Some(Instant::now() + RETRY);
+        }
+    }
+}
