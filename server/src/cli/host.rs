@@ -59,6 +59,9 @@ pub enum HostCommand {
 pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         HostCommand::Run { spec, ready_fd } => {
+            // Before any thread: the journal's walks allocate megabytes
+            // now and then in a process that otherwise idles.
+            crate::lsp::memory::pin_trim_threshold();
             init_host_logs();
             let text = if spec.as_os_str() == "-" {
                 let mut s = String::new();

@@ -114,6 +114,15 @@ pub enum Command {
     /// Local usage counts.
     Usage(usage::Args),
     /// Conflict Guard: which agents (and you) touch the same code, down to the lines.
+    ///
+    /// Every pair of sessions and your checkout, at three levels, cheapest
+    /// first: `overlap` (both changed a path), `hunk-overlap` (their changed
+    /// lines meet), `conflict` (a real three-way merge of their working
+    /// states fails; with the conflicting lines on each side). Committed,
+    /// staged, unstaged and untracked work all count. A live agent's
+    /// checkout is read from its session host's journal of writes; any
+    /// other checkout is walked (`--json` names which per participant:
+    /// `scan`). Results are recorded for `owt list` and editors.
     Guard(guard::Args),
     /// Sessions ready to ship, in the merge order with the fewest conflicts.
     Queue(queue::Args),

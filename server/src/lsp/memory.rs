@@ -31,6 +31,19 @@ pub fn configure_allocator() {
         // the same time rarely contend here (the owner thread does nearly
         // all of the work), and each extra arena keeps its own free memory.
         libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+    pin_trim_threshold();
+}
+
+/// Keeps freed memory at the top of an arena returnable (what a process
+/// that now and then allocates a lot and then idles needs; a session host
+/// walking its checkout for the journal is one). Call before any thread
+/// is started.
+pub fn pin_trim_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator parameters; it is called
+    // before any other thread exists.
+    unsafe {
         // glibc raises its trim threshold (up to 64 MB) each time a large
         // buffer is freed, and `malloc_trim` never shrinks the top of a
         // thread's arena: after the buffers of a guard burst (git output,
