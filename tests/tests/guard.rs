@@ -209,8 +209,18 @@ fn queue_with_nothing_ready_says_so() {
         .starts_with("No session is ready to ship"));
 }
 
-/// `owt guard --json` for one participant, polled until `done` holds for
-/// it (the host's journal needs a walk of its own before it answers).
+/// `owt guard --json`'s entry for participant `name`.
+fn guard_of(env: &TestEnv, repo: &Path, name: &str) -> owt_protocol::guard::GuardParticipant {
+    let report: GuardReport = env.owt_json(repo, ["guard"]);
+    report
+        .participants
+        .into_iter()
+        .find(|p| p.name == name)
+        .expect("the session takes part")
+}
+
+/// [`guard_of`], polled until `done` holds for it (the host's journal
+/// needs a walk of its own before it answers).
 fn guard_until(
     env: &TestEnv,
     repo: &Path,
@@ -220,12 +230,7 @@ fn guard_until(
 ) -> owt_protocol::guard::GuardParticipant {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let report: GuardReport = env.owt_json(repo, ["guard"]);
-        let participant = report
-            .participants
-            .into_iter()
-            .find(|p| p.name == name)
-            .expect("the session takes part");
+        let participant = guard_of(env, repo, name);
         if done(&participant) {
             return participant;
         }
@@ -258,12 +263,7 @@ fn guard_reads_a_live_agents_journal_and_still_sees_every_change() {
     std::fs::remove_file(one.join("other.txt")).unwrap();
     let expected = ["f.txt", "new/deep/x.txt", "other.txt"];
     // Asked right after the writes: the journal already has them.
-    let report: GuardReport = env.owt_json(&repo, ["guard"]);
-    let p = report
-        .participants
-        .iter()
-        .find(|p| p.name == "one")
-        .unwrap();
+    let p = guard_of(&env, &repo, "one");
     assert_eq!(p.scan.as_deref(), Some("journal"));
     assert_eq!(p.changed_paths, expected);
 
@@ -271,12 +271,7 @@ fn guard_reads_a_live_agents_journal_and_still_sees_every_change() {
     // owt walks or the journal (after a walk of its own) answers.
     env.git(&one, ["add", "-A"]);
     env.git(&one, ["commit", "-q", "-m", "work"]);
-    let report: GuardReport = env.owt_json(&repo, ["guard"]);
-    let p = report
-        .participants
-        .iter()
-        .find(|p| p.name == "one")
-        .unwrap();
+    let p = guard_of(&env, &repo, "one");
     assert_eq!(p.changed_paths, expected, "right after the commit");
     let p = guard_until(
         &env,
@@ -288,12 +283,7 @@ fn guard_reads_a_live_agents_journal_and_still_sees_every_change() {
     assert_eq!(p.changed_paths, expected);
     // The deleted file is back as it was on main (untracked now).
     std::fs::write(one.join("other.txt"), "other\n").unwrap();
-    let report: GuardReport = env.owt_json(&repo, ["guard"]);
-    let p = report
-        .participants
-        .iter()
-        .find(|p| p.name == "one")
-        .unwrap();
+    let p = guard_of(&env, &repo, "one");
     assert_eq!(p.scan.as_deref(), Some("journal"));
     assert_eq!(p.changed_paths, ["f.txt", "new/deep/x.txt"]);
 
@@ -304,12 +294,7 @@ fn guard_reads_a_live_agents_journal_and_still_sees_every_change() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: GuardReport = env.owt_json(&repo, ["guard"]);
-    let p = report
-        .participants
-        .iter()
-        .find(|p| p.name == "one")
-        .unwrap();
+    let p = guard_of(&env, &repo, "one");
     assert_eq!(p.scan.as_deref(), Some("walk"));
     assert_eq!(p.changed_paths, ["f.txt", "new/deep/x.txt"]);
 }
