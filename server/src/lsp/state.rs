@@ -561,7 +561,13 @@ impl State {
                 });
                 self.apply_overrides();
             }
-            Err(e) => tracing::warn!("watching the worktrees failed: {e}"),
+            Err(e) => {
+                tracing::warn!("watching the worktrees failed: {e}");
+                self.show_message(
+                    MessageType::WARNING,
+                    format!("owt: Conflict Guard is not live (watching the worktrees failed: {e}); `owt guard` still works"),
+                );
+            }
         }
     }
 
