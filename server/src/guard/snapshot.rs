@@ -218,7 +218,14 @@ impl WorkState {
     fn apply_journal(&mut self, paths: &[String]) -> Result<bool, GuardError> {
         self.dirty.clear();
         for path in paths {
-            self.evaluate_any(path)?;
+            // Only plain relative paths inside the checkout: never `..`, an
+            // absolute path or the git dir, whatever a host sent.
+            let inside = Path::new(path)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(name) if name != ".git"));
+            if inside {
+                self.evaluate_any(path)?;
+            }
         }
         self.rebuild()
     }

@@ -1148,3 +1148,30 @@ fn a_journal_that_no_longer_holds_is_not_taken() {
     let plain = tempfile::tempdir().unwrap();
     assert!(Journal::start(plain.path()).is_err());
 }
+
+#[test]
+fn a_journal_answer_naming_paths_outside_the_checkout_is_not_followed() {
+    use super::snapshot::{ScanSource, WorkState};
+    let fx = Fixture::new(&[("a.txt", &lines())]);
+    let wt = fx.worktree("a");
+    write(&fx.root, "outside.txt", "not the agent's\n");
+    write(&wt, "a.txt", &with_line(1, "mine"));
+    let mut work = WorkState::open(&wt, "main").unwrap();
+    work.scan_full().unwrap();
+    let view = owt_protocol::host::JournalView {
+        ready: true,
+        index: super::journal::index_id(&work.git_dir()),
+        head_tree: work.head_tree.map(|t| t.to_string()),
+        paths: vec![
+            "a.txt".into(),
+            "../outside.txt".into(),
+            fx.root.join("outside.txt").to_string_lossy().into_owned(),
+            ".git".into(),
+        ],
+    };
+    let mut from_view = WorkState::open(&wt, "main").unwrap();
+    from_view.scan_from(Some(view)).unwrap();
+    assert_eq!(from_view.last_scan, Some(ScanSource::Journal));
+    assert_eq!(from_view.dirty.keys().collect::<Vec<_>>(), ["a.txt"]);
+    assert_eq!(from_view.snapshot, work.snapshot);
+}
