@@ -1175,3 +1175,29 @@ fn a_journal_answer_naming_paths_outside_the_checkout_is_not_followed() {
     assert_eq!(from_view.dirty.keys().collect::<Vec<_>>(), ["a.txt"]);
     assert_eq!(from_view.snapshot, work.snapshot);
 }
+
+#[test]
+fn a_journal_past_its_touched_limit_walks_again_and_still_agrees() {
+    use super::journal::{Journal, MAX_TOUCHED};
+    use super::snapshot::{ScanSource, WorkState};
+    let fx = Fixture::new(&[("a.txt", &lines())]);
+    let wt = fx.worktree("a");
+    let journal = Journal::start(&wt).unwrap();
+    ready_view(&journal, "the start");
+    let walks = journal.walks();
+    for i in 0..MAX_TOUCHED + 10 {
+        write(&wt, &format!("gen/file{i}.txt"), &format!("{i}\n"));
+    }
+    let view = ready_view(&journal, "many writes");
+    assert!(
+        journal.walks() > walks,
+        "more than {MAX_TOUCHED} touched paths made no walk"
+    );
+    let mut from_journal = WorkState::open(&wt, "main").unwrap();
+    from_journal.scan_from(Some(view)).unwrap();
+    assert_eq!(from_journal.last_scan, Some(ScanSource::Journal));
+    let mut walked = WorkState::open(&wt, "main").unwrap();
+    walked.scan_full().unwrap();
+    assert_eq!(from_journal.dirty.len(), MAX_TOUCHED + 10);
+    assert_eq!(from_journal.dirty, walked.dirty);
+}
