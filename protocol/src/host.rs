@@ -207,6 +207,18 @@ pub struct JournalView {
     pub paths: Vec<String>,
 }
 
+impl JournalView {
+    /// The answer of a host with no journal it can vouch for.
+    pub fn not_ready() -> JournalView {
+        JournalView {
+            ready: false,
+            index: String::new(),
+            head_tree: None,
+            paths: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostStatus {
     pub host_pid: u32,

@@ -196,12 +196,7 @@ impl Journal {
         // Events read here are gone from the descriptor the thread polls:
         // if they call for a walk, the thread must be told.
         drain(&self.shared, &mut state);
-        let mut view = JournalView {
-            ready: false,
-            index: String::new(),
-            head_tree: None,
-            paths: Vec::new(),
-        };
+        let mut view = JournalView::not_ready();
         if let Some(base) = state.baseline.as_ref().filter(|_| state.due.is_none()) {
             if base.head_tree == head_tree && base.index == index_id(&self.shared.git_dir) {
                 let mut paths: BTreeSet<&String> = base.paths.iter().collect();
@@ -274,9 +269,10 @@ fn skip_folder(worktree: &Path) -> Result<SkipFolder, GuardError> {
             let mut dir = path;
             while let Some(slash) = dir.rfind('/') {
                 dir = &dir[..slash];
-                if !tracked.insert(dir.to_string()) {
+                if tracked.contains(dir) {
                     break;
                 }
+                tracked.insert(dir.to_string());
             }
         }
     }

@@ -1140,15 +1140,10 @@ fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Reply {
         }
         Request::Detach => Reply::Close,
         Request::Journal => {
-            let view = shared.journal.as_ref().map_or_else(
-                || JournalView {
-                    ready: false,
-                    index: String::new(),
-                    head_tree: None,
-                    paths: Vec::new(),
-                },
-                |journal| journal.view(),
-            );
+            let view = shared
+                .journal
+                .as_ref()
+                .map_or_else(JournalView::not_ready, |journal| journal.view());
             Reply::Frame(proto::encode_json(FrameKind::Journal, &view))
         }
         Request::Invalid(message) => error_reply(message),
