@@ -595,7 +595,7 @@ fn main() {
         "journal cold/warm: the full recompute with a live session host in every agent worktree, whose journal answers for it (the human's checkout is walked)"
     );
     println!(
-        "stat floor: every folder listed and every entry lstat-ed in every checkout on the engine's threads, nothing else: no full scan can be faster"
+        "stat floor: every folder listed and every entry lstat-ed in every checkout on the engine's threads, nothing else: no walk of every checkout can be faster"
     );
     for f in &figures {
         println!(
