@@ -14,6 +14,7 @@ pub mod git;
 pub mod guard;
 pub mod lsp;
 pub mod mcp;
+pub mod memory;
 pub mod names;
 pub mod ops;
 pub mod provider;

@@ -61,7 +61,7 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
         HostCommand::Run { spec, ready_fd } => {
             // Before any thread: the journal's walks allocate megabytes
             // now and then in a process that otherwise idles.
-            crate::lsp::memory::pin_trim_threshold();
+            crate::memory::pin_trim_threshold();
             init_host_logs();
             let text = if spec.as_os_str() == "-" {
                 let mut s = String::new();

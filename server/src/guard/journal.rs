@@ -236,6 +236,22 @@ impl Drop for Journal {
     }
 }
 
+/// How long a full scan waits for a host's journal before walking.
+const ASK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The journal of the session host at `socket`, when it has one it can
+/// vouch for (`None`: no host, an older host, a walk under way).
+pub fn ask(socket: &Path) -> Option<JournalView> {
+    let mut conn = crate::session::HostConn::connect_quick(socket, ASK_TIMEOUT).ok()?;
+    match conn.journal(ASK_TIMEOUT) {
+        Ok(view) => view.ready.then_some(view),
+        Err(e) => {
+            tracing::debug!("no journal from {}: {e}", socket.display());
+            None
+        }
+    }
+}
+
 /// HEAD's tree, read from the files (`None` while unborn or unreadable).
 fn head_tree(git_dir: &Path) -> Option<String> {
     let repo = git2::Repository::open(git_dir).ok()?;
@@ -406,7 +422,7 @@ fn walk(shared: &Shared) {
     let paths = WorkState::open(&shared.worktree, "HEAD").and_then(|mut work| work.candidates());
     // The walk's index copy and tables are freed now; give the pages back
     // (a host lives as long as its agent).
-    crate::lsp::memory::trim();
+    crate::memory::trim();
     let mut state = lock(shared);
     drain(shared, &mut state);
     match paths {

@@ -98,22 +98,6 @@ impl ScanSource {
     }
 }
 
-/// How long a full scan waits for a host's journal before walking.
-const JOURNAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The journal of the host at `socket`, when it has a trustworthy one.
-fn ask_journal(socket: &Path) -> Option<owt_protocol::host::JournalView> {
-    let mut conn = crate::session::client::HostConn::connect_quick(socket, JOURNAL_TIMEOUT).ok()?;
-    match conn.journal(JOURNAL_TIMEOUT) {
-        Ok(view) if view.ready => Some(view),
-        Ok(_) => None,
-        Err(e) => {
-            tracing::debug!("no journal from {}: {e}", socket.display());
-            None
-        }
-    }
-}
-
 impl std::fmt::Debug for WorkState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WorkState")
@@ -170,7 +154,7 @@ impl WorkState {
     pub fn scan_full(&mut self) -> Result<bool, GuardError> {
         // Asked before HEAD and the index are read: whatever moves after
         // the answer shows up as a mismatch below.
-        let view = self.journal.as_deref().and_then(ask_journal);
+        let view = self.journal.as_deref().and_then(super::journal::ask);
         self.scan_from(view)
     }
 

@@ -22,7 +22,6 @@ mod convert;
 mod diagnostics;
 pub mod framing;
 pub(crate) mod fuzzing;
-pub(crate) mod memory;
 mod state;
 mod terminal;
 
@@ -31,7 +30,7 @@ use tower_lsp_server::{LspService, Server};
 
 /// Runs the server on stdin/stdout until the client exits.
 pub fn run() -> anyhow::Result<()> {
-    memory::configure_allocator();
+    crate::memory::configure_allocator();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("owt-lsp")

@@ -162,7 +162,7 @@ impl State {
         // Every event but the tick is work (the watcher's and the git
         // refresher's work ends in an event too); the heap is trimmed once
         // it is over.
-        let mut trimmer = super::memory::Trimmer::new();
+        let mut trimmer = crate::memory::Trimmer::new();
         loop {
             let wake = [self.overrides_due, trimmer.due()]
                 .into_iter()

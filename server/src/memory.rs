@@ -1,5 +1,6 @@
-//! Keeping the idle sidecar small: glibc allocator settings, and handing
-//! freed heap back to the kernel once a burst of work is over.
+//! Keeping long-lived, mostly idle processes small (`owt lsp`, session
+//! hosts): glibc allocator settings, and handing freed heap back to the
+//! kernel once a burst of work is over.
 //!
 //! `owt lsp` runs for as long as the editor does, mostly idle. Its work
 //! comes in bursts (a guard recompute, a batch of file events), spread over
@@ -8,7 +9,9 @@
 //! keeps what was freed in it for reuse, so after a burst the process keeps
 //! megabytes of free heap resident in several arenas. Capping the arenas,
 //! pinning the trim threshold and calling `malloc_trim` when the server goes
-//! quiet returns it.
+//! quiet returns it. A session host has the same shape on a smaller scale:
+//! its work journal walks the checkout now and then (see
+//! [`pin_trim_threshold`]).
 //!
 //! Invariants: only glibc-specific calls live here (no-ops elsewhere); they
 //! change how much memory stays resident, never what the server computes.
@@ -100,7 +103,7 @@ impl Trimmer {
 }
 
 /// Returns free heap memory of every arena to the kernel.
-pub(crate) fn trim() {
+pub fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim is thread-safe (it locks each arena in turn).
     unsafe {
