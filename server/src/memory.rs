@@ -60,7 +60,7 @@ pub fn pin_trim_threshold() {
 /// Trims the heap when work happened and the server has since been quiet:
 /// call [`Trimmer::activity`] after each piece of work and
 /// [`Trimmer::poll`] whenever the loop wakes.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Trimmer {
     /// When the last work ended, if the heap was not trimmed since.
     dirty_since: Option<Instant>,
@@ -69,10 +69,7 @@ pub struct Trimmer {
 
 impl Trimmer {
     pub fn new() -> Trimmer {
-        Trimmer {
-            dirty_since: None,
-            last_trim: None,
-        }
+        Trimmer::default()
     }
 
     /// Some work just ended.
