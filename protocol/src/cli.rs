@@ -71,6 +71,61 @@ pub enum SessionKind {
     Branch,
 }
 
+/// Something a person can do to a session (every surface offers the same
+/// ones, from [`SessionView::actions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionAction {
+    /// Open a terminal on the agent.
+    Attach,
+    /// Show the agent's screen.
+    Peek,
+    /// Type text into the agent.
+    Send,
+    /// Merge the branch into its base.
+    Merge,
+    /// Commit, merge and delete.
+    Ship,
+    /// Stop the agent, remove its worktree and branch.
+    Delete,
+    /// Open the files a merge or rebase left conflicted.
+    Conflicts,
+}
+
+impl SessionAction {
+    /// Every action, in menu order.
+    pub const ALL: [SessionAction; 7] = [
+        SessionAction::Attach,
+        SessionAction::Peek,
+        SessionAction::Send,
+        SessionAction::Merge,
+        SessionAction::Ship,
+        SessionAction::Delete,
+        SessionAction::Conflicts,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionAction::Attach => "attach",
+            SessionAction::Peek => "peek",
+            SessionAction::Send => "send",
+            SessionAction::Merge => "merge",
+            SessionAction::Ship => "ship",
+            SessionAction::Delete => "delete",
+            SessionAction::Conflicts => "conflicts",
+        }
+    }
+}
+
+/// Whether an action can be done now, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionState {
+    pub action: SessionAction,
+    pub available: bool,
+    /// Why it is not available (a fragment: `the agent exited`).
+    pub reason: Option<String>,
+}
+
 /// One session as every surface shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionView {
@@ -100,6 +155,19 @@ pub struct SessionView {
     /// Files with unresolved merge conflicts in the worktree.
     pub conflicted_files: Vec<String>,
     pub agent_pid: Option<u32>,
+    /// Every [`SessionAction`], in menu order, with whether it can be done
+    /// now (computed by the server; plugins show exactly these).
+    #[serde(default)]
+    pub actions: Vec<ActionState>,
+}
+
+impl SessionView {
+    /// Whether `action` can be done now.
+    pub fn can(&self, action: SessionAction) -> bool {
+        self.actions
+            .iter()
+            .any(|a| a.action == action && a.available)
+    }
 }
 
 /// `owt list --json`.
@@ -115,13 +183,50 @@ pub struct Board {
     pub repository: String,
     /// Non-empty lanes only, in priority order.
     pub lanes: Vec<BoardLane>,
+    /// Every lane in priority order, empty ones too, with its title and
+    /// count (for a board that always shows each section).
+    #[serde(default)]
+    pub all_lanes: Vec<LaneCount>,
+    /// What a status line shows.
+    #[serde(default)]
+    pub counts: BoardCounts,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BoardLane {
     pub lane: Lane,
+    /// `NEEDS YOU`, as the CLI board prints it.
     pub title: String,
+    /// How many sessions are in it.
+    #[serde(default)]
+    pub count: u32,
     pub sessions: Vec<SessionView>,
+}
+
+/// A lane's title and how many sessions are in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaneCount {
+    pub lane: Lane,
+    pub title: String,
+    pub count: u32,
+}
+
+/// Sessions counted for a status line: each session is in exactly one of
+/// `working`, `needs_you`, `ready` and `idle`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoardCounts {
+    pub total: u32,
+    /// In flight, with the agent starting or busy.
+    pub working: u32,
+    /// In the NEEDS YOU lane.
+    pub needs_you: u32,
+    /// In the READY TO SHIP lane.
+    pub ready: u32,
+    /// Everything else (idle, done, exited outside the lanes above).
+    pub idle: u32,
+    /// The non-zero counts in words, e.g. `3 working · 1 needs you`
+    /// (empty when there is no session).
+    pub summary: String,
 }
 
 /// `owt new --json`.

@@ -234,9 +234,44 @@ fn code_actions_on_a_selection_and_in_a_session_worktree() {
         .collect();
     assert_eq!(
         commands,
-        vec!["owt.ship", "owt.merge", "owt.attach", "owt.peek"]
+        vec!["owt.attach", "owt.peek"],
+        "nothing to merge or ship yet (the session's actions say so)"
     );
     assert!(actions[0]["command"]["arguments"][0]["session"] == created.session.name.as_str());
+
+    // A commit in the worktree: the board announces it, and merge and ship
+    // are offered.
+    let worktree = Path::new(&created.session.worktree);
+    std::fs::write(worktree.join("work.txt"), "done\n").unwrap();
+    env.git(worktree, ["add", "work.txt"]);
+    env.git(worktree, ["commit", "-q", "-m", "work"]);
+    client.await_notification("owt/boardChanged", DEADLINE, |board| {
+        board["lanes"].as_array().into_iter().flatten().any(|lane| {
+            lane["sessions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|s| s["ahead"] == 1)
+        })
+    });
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": {"uri": uri(&wt_file)},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": []}
+        }),
+    );
+    let commands: Vec<&str> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["command"]["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        commands,
+        vec!["owt.ship", "owt.merge", "owt.attach", "owt.peek"]
+    );
 
     // An owt diagnostic offers open / tell / attach / merge / ship for its session.
     let diagnostic = json!({

@@ -7,7 +7,7 @@
 //! part of are recomputed. Subscribers get a [`GuardUpdate`] per change.
 //!
 //! Invariants: the engine never watches anything itself (that is
-//! [`super::watch`]) and never touches the store (that is [`super::ops`]);
+//! [`super::watch`]) and never touches the store (that is `ops::guard`);
 //! results are a function of the snapshots.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -433,6 +433,13 @@ impl GuardEngine {
         self.pairs.values().flatten().collect()
     }
 
+    /// The pair of `a` and `b` (ids in order), when they overlap.
+    pub fn pair(&self, a: &str, b: &str) -> Option<&GuardPair> {
+        self.pairs
+            .get(&(a.to_string(), b.to_string()))
+            .and_then(Option::as_ref)
+    }
+
     /// The pairs `id` is part of.
     pub fn pairs_of(&self, id: &str) -> Vec<&GuardPair> {
         self.pairs
@@ -450,6 +457,16 @@ impl GuardEngine {
     /// A participant's changes from its merge base.
     pub fn changes(&self, id: &str) -> Option<&[Change]> {
         self.states.get(id).map(|s| s.changes.as_slice())
+    }
+
+    /// A participant's checkout, as git names it.
+    pub fn worktree(&self, id: &str) -> Option<&Path> {
+        self.states.get(id).map(|s| s.work.worktree.as_path())
+    }
+
+    /// The commit a participant's changes are counted from.
+    pub fn merge_base(&self, id: &str) -> Option<Oid> {
+        self.states.get(id).and_then(|s| s.work.merge_base)
     }
 
     /// A participant's snapshot tree.

@@ -991,7 +991,7 @@ fn watcher_records_guard_facts_in_the_store() {
             .unwrap();
     }
     engine.full_recompute().unwrap();
-    super::ops::record_facts(&store, &engine).unwrap();
+    crate::ops::guard::record_all_facts(&store, &engine).unwrap();
     let fact = |store: &Store| {
         store
             .fact::<super::GuardFact>(ids[0], super::kind::GUARD)
@@ -1003,7 +1003,7 @@ fn watcher_records_guard_facts_in_the_store() {
     let engine = Arc::new(Mutex::new(engine));
     let (tx, rx) = std::sync::mpsc::channel();
     let _watcher = GuardWatcher::start(engine, Duration::from_millis(30), move |engine, _| {
-        super::ops::record_facts(&store, engine).unwrap();
+        crate::ops::guard::record_all_facts(&store, engine).unwrap();
         let _ = tx.send(());
     })
     .unwrap();

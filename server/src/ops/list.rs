@@ -1,13 +1,13 @@
 //! `owt list` and the board: every session with its derived status.
 
-use owt_protocol::{Board, BoardLane, Lane, SessionKind, SessionView};
+use owt_protocol::{Board, SessionKind, SessionView};
 
 use super::Context;
 use crate::git;
 use crate::session;
 use crate::ship;
 use crate::status::{self, derive_status, ConflictFact, GitFact, SessionFacts};
-use crate::store::{now_ms, SessionRow};
+use crate::store::{now_ms, SessionRow, Store};
 
 /// Every session of the repository, reconciled with its host and git,
 /// oldest first.
@@ -31,15 +31,10 @@ pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Ve
 }
 
 /// Re-reads and records the git facts (commits ahead, changed files) of
-/// every session, or of the sessions named in `only`.
-pub fn refresh_git_facts(
-    ctx: &Context,
-    only: Option<&std::collections::BTreeSet<String>>,
-) -> anyhow::Result<()> {
+/// every session.
+pub fn refresh_git_facts(ctx: &Context) -> anyhow::Result<()> {
     for row in ctx.store.sessions(ctx.repo_row.id)? {
-        if only.is_none_or(|names| names.contains(&row.name)) {
-            refresh_git_fact(ctx, &row);
-        }
+        refresh_git_fact(ctx, &row);
     }
     Ok(())
 }
@@ -81,17 +76,26 @@ fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
         changed_files: changed,
     };
     refresh_conflict_fact(ctx, row);
-    let stored = ctx
-        .store
-        .fact::<GitFact>(row.id, status::kind::GIT)
+    if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
+        tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+    }
+}
+
+/// Records a session's git fact (commits ahead, changed files) when it
+/// changed; whether it did. The one writer of that fact: read from git by
+/// [`refresh_git_facts`], or from the guard's snapshot
+/// ([`super::guard::record_facts`]).
+pub fn record_git_fact(store: &Store, session_id: i64, fact: &GitFact) -> anyhow::Result<bool> {
+    let stored = store
+        .fact::<GitFact>(session_id, status::kind::GIT)
         .ok()
         .flatten()
         .map(|(f, _)| f);
-    if stored.as_ref() != Some(&fact) {
-        if let Err(e) = ctx.store.record_fact(row.id, status::kind::GIT, &fact) {
-            tracing::warn!(session = %row.name, "recording git facts failed: {e}");
-        }
+    if stored.as_ref() == Some(fact) {
+        return Ok(false);
     }
+    store.record_fact(session_id, status::kind::GIT, fact)?;
+    Ok(true)
 }
 
 /// Records (or clears) the files of a merge or rebase stopped on conflicts
@@ -124,7 +128,7 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
 /// The protocol view of a session (pure).
 pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
     let derived = derive_status(facts, now);
-    SessionView {
+    let mut view = SessionView {
         name: row.name.clone(),
         id: row.short_id.clone(),
         task: row.task.clone(),
@@ -152,26 +156,20 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .map(|c| c.files.clone())
             .unwrap_or_default(),
         agent_pid: facts.host.as_ref().and_then(|(h, _)| h.agent_pid),
-    }
+        actions: Vec::new(),
+    };
+    view.actions = crate::actions::session_actions(&view);
+    view
 }
 
 /// Groups sessions into the board's lanes (non-empty lanes, in priority
-/// order).
+/// order) with every lane's count and the status line's counts.
 pub fn board(repository: String, sessions: Vec<SessionView>) -> Board {
-    let lanes = Lane::ALL
-        .iter()
-        .filter_map(|lane| {
-            let in_lane: Vec<SessionView> = sessions
-                .iter()
-                .filter(|s| s.lane == *lane)
-                .cloned()
-                .collect();
-            (!in_lane.is_empty()).then(|| BoardLane {
-                lane: *lane,
-                title: lane.title().to_string(),
-                sessions: in_lane,
-            })
-        })
-        .collect();
-    Board { repository, lanes }
+    let (lanes, all_lanes, counts) = crate::actions::lanes(sessions);
+    Board {
+        repository,
+        lanes,
+        all_lanes,
+        counts,
+    }
 }

@@ -1,0 +1,153 @@
+//! Sessions as the editor sees them: re-read from the store (every tick,
+//! and when a worker, the guard or the git refresher changed something),
+//! `owt/boardChanged` when the board differs, one message per status
+//! transition and per agent report.
+
+use std::collections::HashMap;
+
+use owt_protocol::{Board, SessionView, Status};
+use tower_lsp_server::ls_types::MessageType;
+
+use super::git_refresher::{GitPoke, GitRefresher};
+use super::guard_live;
+use super::outbox::Outgoing;
+use super::state::State;
+use crate::ops;
+use crate::status::{kind, ReportFact};
+
+/// What was last told to the editor about sessions.
+#[derive(Default)]
+pub struct SessionWatch {
+    last_board: Option<Board>,
+    last_status: HashMap<String, (Status, Option<i32>)>,
+    /// Time of the last agent report seen, per session.
+    last_report: HashMap<String, i64>,
+    seen_once: bool,
+}
+
+/// Re-reads sessions; sends `owt/boardChanged` and one message per status
+/// transition when something changed. Git facts are re-read on the git
+/// refresher thread (now, when `force_git`), which sends
+/// `Event::GitRefreshed` when done.
+pub fn refresh(state: &mut State, force_git: bool) {
+    let Some(ctx) = &state.ctx else { return };
+    match &state.git {
+        Some(git) if force_git => git.poke(GitPoke::All),
+        Some(_) => {}
+        None => {
+            state.git = GitRefresher::start(
+                ctx.repo.main_root().to_path_buf(),
+                ctx.home.clone(),
+                state.tx.clone(),
+            );
+        }
+    }
+    let views = match ops::list::session_views_with(ctx, false) {
+        Ok(views) => views,
+        Err(e) => {
+            tracing::warn!("reading sessions failed: {e:#}");
+            return;
+        }
+    };
+    notify_transitions(state, &views);
+    let statuses_changed = state.sessions.len() != views.len()
+        || state
+            .sessions
+            .iter()
+            .zip(&views)
+            .any(|(a, b)| a.name != b.name || a.status_text != b.status_text);
+    state.sessions = views;
+    guard_live::ensure(state);
+    if statuses_changed {
+        // Diagnostics name each agent's status.
+        guard_live::republish_all(state);
+    }
+    if let Some(board) = board(state) {
+        if state.watch.last_board.as_ref() != Some(&board) {
+            state.watch.last_board = Some(board.clone());
+            state.outbox.send(Outgoing::BoardChanged(board));
+        }
+    }
+}
+
+/// The board from the sessions last read.
+pub fn board(state: &State) -> Option<Board> {
+    let ctx = state.ctx.as_ref()?;
+    Some(ops::list::board(
+        ctx.repo.main_root().to_string_lossy().into_owned(),
+        state.sessions.clone(),
+    ))
+}
+
+/// The message a status transition deserves, if any.
+fn transition_message(view: &SessionView) -> Option<(MessageType, String)> {
+    let name = &view.name;
+    match view.status {
+        Status::NeedsInput => Some((
+            MessageType::INFO,
+            format!("owt: {name} is waiting for your input"),
+        )),
+        Status::Blocked => Some((
+            MessageType::WARNING,
+            format!("owt: {name} is blocked on a permission prompt"),
+        )),
+        Status::Done => Some((MessageType::INFO, format!("owt: {name} is done"))),
+        Status::Exited if view.host_lost || view.exit_code.is_some_and(|c| c != 0) => Some((
+            MessageType::ERROR,
+            format!("owt: {name} {}", view.status_text),
+        )),
+        Status::Conflict => Some((
+            MessageType::WARNING,
+            format!("owt: {name} stopped on a merge conflict"),
+        )),
+        _ => None,
+    }
+}
+
+fn notify_transitions(state: &mut State, views: &[SessionView]) {
+    let first_read = !state.watch.seen_once;
+    for view in views {
+        let now = (view.status, view.exit_code);
+        let before = state.watch.last_status.insert(view.name.clone(), now);
+        if first_read || before == Some(now) {
+            continue;
+        }
+        if let Some((typ, text)) = transition_message(view) {
+            state.outbox.show_message(typ, text);
+        }
+    }
+    state
+        .watch
+        .last_status
+        .retain(|name, _| views.iter().any(|v| &v.name == name));
+    notify_reports(state, views, first_read);
+    state.watch.seen_once = true;
+}
+
+/// One message per new agent report (MCP `report_status`).
+fn notify_reports(state: &mut State, views: &[SessionView], first_read: bool) {
+    let Some(ctx) = &state.ctx else { return };
+    for view in views {
+        let Ok(row) = ctx.session(&view.name) else {
+            continue;
+        };
+        let Ok(Some((report, at))) = ctx.store.fact::<ReportFact>(row.id, kind::REPORT) else {
+            continue;
+        };
+        let before = state.watch.last_report.insert(view.name.clone(), at);
+        if first_read || before == Some(at) {
+            continue;
+        }
+        let typ = match report.kind.as_str() {
+            "blocked" => MessageType::WARNING,
+            _ => MessageType::INFO,
+        };
+        state.outbox.show_message(
+            typ,
+            format!(
+                "owt: {} reports {}: {}",
+                view.name, report.kind, report.text
+            ),
+        );
+    }
+}
