@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// function (`owt::status::derive_status`). Never stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Status {
     /// Created; the agent has not shown any output yet.
     Starting,
@@ -43,6 +44,7 @@ impl Status {
 /// The board lane a session is shown in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Lane {
     NeedsYou,
     ReadyToShip,
@@ -64,6 +66,7 @@ impl Lane {
 /// How a session holds its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum SessionKind {
     /// Its own git worktree and branch (the default).
     Worktree,
@@ -75,6 +78,7 @@ pub enum SessionKind {
 /// ones, from [`SessionView::actions`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum SessionAction {
     /// Open a terminal on the agent.
     Attach,
@@ -119,6 +123,7 @@ impl SessionAction {
 
 /// Whether an action can be done now, and if not, why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ActionState {
     pub action: SessionAction,
     pub available: bool,
@@ -128,6 +133,7 @@ pub struct ActionState {
 
 /// One session as every surface shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionView {
     pub name: String,
     /// Short stable id (names the host socket).
@@ -143,6 +149,7 @@ pub struct SessionView {
     pub status_text: String,
     pub lane: Lane,
     /// Unix time in milliseconds.
+    #[cfg_attr(test, ts(type = "number"))]
     pub created_at: i64,
     pub exit_code: Option<i32>,
     pub host_lost: bool,
@@ -179,6 +186,7 @@ pub struct SessionList {
 
 /// `owt --json` (the board).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Board {
     pub repository: String,
     /// Non-empty lanes only, in priority order.
@@ -193,6 +201,7 @@ pub struct Board {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BoardLane {
     pub lane: Lane,
     /// `NEEDS YOU`, as the CLI board prints it.
@@ -205,6 +214,7 @@ pub struct BoardLane {
 
 /// A lane's title and how many sessions are in it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LaneCount {
     pub lane: Lane,
     pub title: String,
@@ -214,6 +224,7 @@ pub struct LaneCount {
 /// Sessions counted for a status line: each session is in exactly one of
 /// `working`, `needs_you`, `ready` and `idle`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BoardCounts {
     pub total: u32,
     /// In flight, with the agent starting or busy.
@@ -231,6 +242,7 @@ pub struct BoardCounts {
 
 /// `owt new --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct NewOutput {
     pub session: SessionView,
     /// Warnings that did not stop the session (failed setup script, …).
@@ -239,6 +251,7 @@ pub struct NewOutput {
 
 /// `owt delete --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DeleteOutput {
     pub name: String,
     pub worktree_removed: bool,
@@ -318,6 +331,7 @@ pub struct VersionOutput {
 
 /// Error document printed on stderr by `owt --json` when a verb fails.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ErrorOutput {
     pub error: String,
     pub hint: Option<String>,
@@ -326,6 +340,7 @@ pub struct ErrorOutput {
 /// A file the merge would conflict on (or did), with the conflicting line
 /// ranges of the merged result (1-based, inclusive).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ConflictFile {
     pub path: String,
     pub lines: Vec<(u32, u32)>,
@@ -333,6 +348,7 @@ pub struct ConflictFile {
 
 /// `owt merge --json` (and the merge part of `owt ship --json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MergeOutput {
     pub name: String,
     pub branch: String,
@@ -357,6 +373,7 @@ pub struct MergeOutput {
 
 /// `owt ship --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ShipOutput {
     /// The commit made of the worktree's uncommitted work, if there was any.
     pub committed: Option<String>,
