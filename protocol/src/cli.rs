@@ -74,6 +74,24 @@ pub enum SessionKind {
     Branch,
 }
 
+impl SessionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionKind::Worktree => "worktree",
+            SessionKind::Branch => "branch",
+        }
+    }
+
+    /// The kind named `text` (`worktree`, `branch`).
+    pub fn parse(text: &str) -> Option<SessionKind> {
+        match text {
+            "worktree" => Some(SessionKind::Worktree),
+            "branch" => Some(SessionKind::Branch),
+            _ => None,
+        }
+    }
+}
+
 /// Something a person can do to a session (every surface offers the same
 /// ones, from [`SessionView::actions`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}:{line}: {message}")]
     Invalid {
@@ -293,7 +293,7 @@ pub fn load_files(files: &[PathBuf]) -> Result<Loaded, ConfigError> {
             Err(source) => {
                 return Err(ConfigError::Read {
                     path: path.clone(),
-                    source,
+                    error: source,
                 })
             }
         };

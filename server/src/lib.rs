@@ -10,6 +10,7 @@ pub mod actions;
 pub mod cli;
 pub mod config;
 pub mod editor;
+pub mod errors;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod git;

@@ -30,12 +30,12 @@ pub enum GitError {
     CheckedOutElsewhere { branch: String, path: PathBuf },
     #[error("{path} already exists")]
     PathExists { path: PathBuf },
-    #[error("git: {0}")]
+    #[error(transparent)]
     Git(#[from] git2::Error),
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -220,7 +220,7 @@ impl Repo {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|source| GitError::Io {
                 path: parent.to_path_buf(),
-                source,
+                error: source,
             })?;
         }
         // libgit2 reads every worktree's HEAD while adding one; a worktree
@@ -294,7 +294,7 @@ impl Repo {
         if path.exists() {
             std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
                 path: path.to_path_buf(),
-                source,
+                error: source,
             })?;
         }
         if let Some(admin) = admin {
@@ -363,7 +363,7 @@ impl FileLock {
             .open(path)
             .map_err(|source| GitError::Io {
                 path: path.to_path_buf(),
-                source,
+                error: source,
             })?;
         use std::os::fd::AsRawFd;
         // SAFETY: flock on a descriptor we own.
@@ -371,7 +371,7 @@ impl FileLock {
         if rc != 0 {
             return Err(GitError::Io {
                 path: path.to_path_buf(),
-                source: std::io::Error::last_os_error(),
+                error: std::io::Error::last_os_error(),
             });
         }
         Ok(FileLock { file })
@@ -418,7 +418,7 @@ fn head_ref(head_file: &Path) -> Option<String> {
 fn canonical(path: &Path) -> Result<PathBuf> {
     std::fs::canonicalize(path).map_err(|source| GitError::Io {
         path: path.to_path_buf(),
-        source,
+        error: source,
     })
 }
 
@@ -485,7 +485,7 @@ pub fn exclude_paths(repo: &Repo, paths: &[String]) -> Result<()> {
     }
     let io = |source| GitError::Io {
         path: file.clone(),
-        source,
+        error: source,
     };
     std::fs::create_dir_all(file.parent().unwrap_or(&repo.common_dir)).map_err(io)?;
     std::fs::write(&file, out).map_err(io)

@@ -179,7 +179,7 @@ impl Journal {
             .spawn(move || run(&thread_shared, &control_rx))
             .map_err(|source| GuardError::Io {
                 path: PathBuf::from("owt-journal"),
-                source,
+                error: source,
             })?;
         Ok(Journal {
             shared,

@@ -66,23 +66,29 @@ pub struct GuardFact {
 
 #[derive(Debug, thiserror::Error)]
 pub enum GuardError {
-    #[error("git: {0}")]
+    #[error(transparent)]
     Git(#[from] git2::Error),
     #[error("{0} is a bare repository")]
     Bare(PathBuf),
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("git merge-tree failed: {0}")]
     GitCli(String),
     #[error("bad [guard] ignore glob: {0}")]
-    Glob(#[from] globset::Error),
+    Glob(globset::Error),
     #[error("no participant `{0}`")]
     NoParticipant(String),
     #[error("conflict guard: {0}")]
     Internal(String),
+}
+
+impl From<globset::Error> for GuardError {
+    fn from(e: globset::Error) -> Self {
+        GuardError::Glob(e)
+    }
 }
 
 #[cfg(test)]

@@ -569,7 +569,7 @@ impl WorkState {
         let entry = if meta.file_type().is_symlink() {
             let target = std::fs::read_link(&abs).map_err(|source| GuardError::Io {
                 path: abs.clone(),
-                source,
+                error: source,
             })?;
             let id = self.repo.blob(target.as_os_str().as_encoded_bytes())?;
             (id, MODE_LINK)
@@ -585,7 +585,12 @@ impl WorkState {
                 match std::fs::read(&abs) {
                     Ok(bytes) => self.repo.blob(&bytes)?,
                     Err(_) if !abs.exists() => return Ok(None),
-                    Err(source) => return Err(GuardError::Io { path: abs, source }),
+                    Err(source) => {
+                        return Err(GuardError::Io {
+                            path: abs,
+                            error: source,
+                        })
+                    }
                 }
             };
             let mode = if meta.permissions().mode() & 0o111 != 0 {

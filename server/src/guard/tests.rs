@@ -971,7 +971,7 @@ fn watcher_records_guard_facts_in_the_store() {
                     base_branch: "main",
                     worktree_template: worktree.to_str().unwrap(),
                     provider: "fake",
-                    kind: "worktree",
+                    kind: owt_protocol::SessionKind::Worktree,
                 },
                 |_| false,
             )

@@ -185,7 +185,7 @@ impl Inotify {
         if !self.add_folder(index, Path::new(""))? {
             return Err(GuardError::Io {
                 path: root.to_path_buf(),
-                source: std::io::Error::last_os_error(),
+                error: std::io::Error::last_os_error(),
             });
         }
         Ok(())
@@ -215,7 +215,7 @@ impl Inotify {
             return match e.raw_os_error() {
                 Some(libc::ENOSPC) | Some(libc::ENOMEM) => Err(GuardError::Io {
                     path: abs,
-                    source: std::io::Error::new(
+                    error: std::io::Error::new(
                         e.kind(),
                         format!("{e} (raise fs.inotify.max_user_watches to watch more folders)"),
                     ),
@@ -326,7 +326,7 @@ impl Inotify {
 pub(super) fn watch_error(context: &str) -> GuardError {
     GuardError::Io {
         path: PathBuf::from(context),
-        source: std::io::Error::last_os_error(),
+        error: std::io::Error::last_os_error(),
     }
 }
 
@@ -436,7 +436,7 @@ impl GuardWatcher {
             })
             .map_err(|source| GuardError::Io {
                 path: PathBuf::from("owt-guard-watch"),
-                source,
+                error: source,
             })?;
         Ok(GuardWatcher {
             stop: Some(stop_tx),

@@ -93,7 +93,7 @@ impl Fixture {
                         base_branch: "main",
                         worktree_template: &worktree_text,
                         provider: "fake",
-                        kind: "worktree",
+                        kind: owt_protocol::SessionKind::Worktree,
                     },
                     |_| false,
                 )

@@ -3,7 +3,7 @@
 //! ref of unmerged commits.
 
 use anyhow::{bail, Context as _};
-use owt_protocol::DeleteOutput;
+use owt_protocol::{DeleteOutput, SessionKind};
 
 use super::new::{BranchFact, BRANCH_FACT};
 use super::Context;
@@ -42,7 +42,7 @@ pub fn delete_session(
     session::stop(&ctx.home, &row).with_context(|| format!("stopping the agent of {name}"))?;
 
     let mut worktree_removed = false;
-    if row.kind == "worktree" && worktree_exists {
+    if row.kind == SessionKind::Worktree && worktree_exists {
         progress(&format!(
             "Removing worktree {}",
             row.worktree_path.display()
@@ -51,14 +51,14 @@ pub fn delete_session(
             .remove_worktree(&row.worktree_path)
             .with_context(|| format!("removing worktree {}", row.worktree_path.display()))?;
         worktree_removed = true;
-    } else if row.kind == "worktree" {
+    } else if row.kind == SessionKind::Worktree {
         // Folder already gone: forget git's entry for it.
         if ctx.repo.worktree_admin_exists(&row.name) {
             let _ = ctx.repo.prune_worktree(&row.name);
         }
     }
 
-    if row.kind == "branch" && worktree_exists {
+    if row.kind == SessionKind::Branch && worktree_exists {
         // The session's branch is checked out in the human's checkout: put
         // it back on the base (uncommitted changes come along, or git
         // refuses and nothing is deleted).

@@ -2,7 +2,7 @@
 //! whose worktree is gone, git worktrees whose folder is gone) and, with
 //! `fix`, repair them — never deleting a folder that holds uncommitted work.
 
-use owt_protocol::{DoctorFinding, DoctorReport};
+use owt_protocol::{DoctorFinding, DoctorReport, SessionKind};
 
 use super::Context;
 use crate::git;
@@ -42,7 +42,7 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
 
     // Sessions whose worktree folder is gone.
     for row in &sessions {
-        if row.kind != "worktree" || row.worktree_path.exists() {
+        if row.kind != SessionKind::Worktree || row.worktree_path.exists() {
             continue;
         }
         let mut finding = DoctorFinding {
@@ -70,7 +70,7 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
 
     // Branch sessions whose branch is gone (a healthy one is never an orphan).
     for row in ctx.store.sessions(ctx.repo_row.id)? {
-        if row.kind != "branch" || ctx.repo.branch_exists(&row.branch) {
+        if row.kind != SessionKind::Branch || ctx.repo.branch_exists(&row.branch) {
             continue;
         }
         let mut finding = DoctorFinding {

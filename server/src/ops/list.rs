@@ -1,6 +1,6 @@
 //! `owt list` and the board: every session with its derived status.
 
-use owt_protocol::{Board, SessionKind, SessionView};
+use owt_protocol::{Board, SessionView};
 
 use super::Context;
 use crate::git;
@@ -136,11 +136,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         base: row.base_branch.clone(),
         worktree: row.worktree_path.to_string_lossy().into_owned(),
         provider: row.provider.clone(),
-        kind: if row.kind == "branch" {
-            SessionKind::Branch
-        } else {
-            SessionKind::Worktree
-        },
+        kind: row.kind,
         status: derived.status,
         status_text: derived.text,
         lane: derived.lane,

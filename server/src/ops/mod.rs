@@ -5,11 +5,15 @@
 //! `session` and `status`; they print nothing (they return values and
 //! report progress through a callback) and know nothing of clap or LSP.
 
+pub mod agent;
 pub mod cleanup;
+pub mod db;
 pub mod delete;
 pub mod deps;
 pub mod doctor;
+pub mod editor;
 pub mod guard;
+pub mod host;
 pub mod list;
 pub mod merge;
 pub mod new;

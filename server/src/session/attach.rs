@@ -43,7 +43,7 @@ extern "C" fn on_signal(signo: libc::c_int) {
 }
 
 fn os_err(context: &str) -> SessionError {
-    SessionError::Host(format!("{context}: {}", std::io::Error::last_os_error()))
+    SessionError::io(context, std::io::Error::last_os_error())
 }
 
 /// The size of the terminal on `fd`, if it is one.
@@ -161,16 +161,14 @@ pub fn attach(socket: &Path, prefix: u8) -> Result<AttachEnd, SessionError> {
     let stdin_fd = std::io::stdin().as_raw_fd();
     // SAFETY: isatty has no preconditions.
     if unsafe { libc::isatty(stdin_fd) } != 1 {
-        return Err(SessionError::Host(
-            "owt attach needs a terminal on standard input (use `owt send` / `owt peek` in scripts)".into(),
-        ));
+        return Err(SessionError::NotATerminal);
     }
     let (rows, cols) = terminal_size(stdin_fd).unwrap_or((24, 80));
     let conn = HostConn::connect(socket, Role::Attach, rows, cols)?;
     let mut to_host = conn.stream;
     let from_host = to_host
         .try_clone()
-        .map_err(|e| SessionError::Host(format!("cloning the host socket: {e}")))?;
+        .map_err(|e| SessionError::io("cloning the host socket", e))?;
 
     // Signals arrive as bytes on a pipe the main loop polls.
     let mut sig_fds = [0; 2];
@@ -202,7 +200,7 @@ pub fn attach(socket: &Path, prefix: u8) -> Result<AttachEnd, SessionError> {
             unsafe { libc::write(done_write, b"x".as_ptr().cast(), 1) };
             end
         })
-        .map_err(|e| SessionError::Host(format!("spawning the output thread: {e}")))?;
+        .map_err(|e| SessionError::io("spawning the output thread", e))?;
 
     let end = input_loop(stdin_fd, sig_fds[0], done_fds[0], prefix, &mut to_host);
     let end = match end {

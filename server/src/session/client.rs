@@ -21,7 +21,7 @@ pub struct HostConn {
 }
 
 fn io_err(context: &str, e: io::Error) -> SessionError {
-    SessionError::Host(format!("{context}: {e}"))
+    SessionError::io(context, e)
 }
 
 impl HostConn {
@@ -83,13 +83,13 @@ impl HostConn {
                 .map_err(|e| io_err("reading the welcome", e))?,
             FrameKind::Error => return Err(host_error(&frame)),
             other => {
-                return Err(SessionError::Host(format!(
+                return Err(SessionError::Protocol(format!(
                     "the session host answered hello with {other:?}"
                 )))
             }
         };
         if welcome.version != HOST_PROTOCOL_VERSION {
-            return Err(SessionError::Host(format!(
+            return Err(SessionError::Protocol(format!(
                 "protocol mismatch: the session host speaks version {}, this owt speaks {HOST_PROTOCOL_VERSION}",
                 welcome.version
             )));
@@ -150,7 +150,7 @@ impl HostConn {
         if frame.kind != FrameKind::Journal {
             return Err(match frame.kind {
                 FrameKind::Error => host_error(&frame),
-                other => SessionError::Host(format!(
+                other => SessionError::Protocol(format!(
                     "the session host answered a journal request with {other:?}"
                 )),
             });
@@ -182,6 +182,6 @@ fn read(stream: &mut UnixStream, what: &str) -> Result<Frame, SessionError> {
 fn host_error(frame: &Frame) -> SessionError {
     match frame.json::<HostError>() {
         Ok(e) => SessionError::Host(e.message),
-        Err(e) => SessionError::Host(format!("the session host sent an unreadable error: {e}")),
+        Err(e) => SessionError::Protocol(format!("the session host sent an unreadable error: {e}")),
     }
 }

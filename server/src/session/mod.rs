@@ -38,15 +38,73 @@ use crate::store::{now_ms, SessionRow, Store};
 pub use client::HostConn;
 pub use hooks::{install_hooks, record_hook};
 
+/// What went wrong with a session host. Each variant prints its cause in
+/// its own message (none is also a `source`: `{:#}` says it once).
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
+    /// What went wrong inside a session host, or what it reported.
     #[error("session host: {0}")]
     Host(String),
     /// The host does not answer (exited, lost or never started).
     #[error("session host: {0}")]
     NotRunning(String),
+    /// The host speaks another protocol version, or answered out of turn.
+    #[error("session host: {0}")]
+    Protocol(String),
+    /// The host did not say it was ready in time.
+    #[error("the session host did not become ready within {seconds}s; see {}", log.display())]
+    NotReady { seconds: u64, log: PathBuf },
+    /// The host ended before it was ready (`tail`: the end of its log).
+    #[error("the session host exited before it was ready; see {}{}", log.display(), if tail.is_empty() { String::new() } else { format!(":\n{tail}") })]
+    ExitedEarly { log: PathBuf, tail: String },
+    /// A file, pipe, socket or process operation failed while `doing` it.
+    #[error("{doing}: {error}")]
+    Io {
+        doing: String,
+        error: std::io::Error,
+    },
+    /// An agent settings file owt leaves alone.
+    #[error("{}: {problem}; not touching it", path.display())]
+    Settings { path: PathBuf, problem: String },
+    /// No session has this short id (a hook of a deleted session).
+    #[error("no session with id {short_id} in {}", home.display())]
+    UnknownSession { short_id: String, home: PathBuf },
+    /// `owt attach` needs a terminal on standard input.
+    #[error(
+        "owt attach needs a terminal on standard input (use `owt send` / `owt peek` in scripts)"
+    )]
+    NotATerminal,
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+}
+
+impl SessionError {
+    /// An I/O failure while `doing` something.
+    pub fn io(doing: impl Into<String>, error: std::io::Error) -> SessionError {
+        SessionError::Io {
+            doing: doing.into(),
+            error,
+        }
+    }
+
+    /// What a person can do about it, when something helps.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            SessionError::NotRunning(_) => Some(
+                "`owt list` shows whether the agent is still running; `owt peek NAME` shows its last screen"
+                    .into(),
+            ),
+            SessionError::Settings { path, .. } => Some(format!(
+                "fix {} (or move it away) and run the command again",
+                path.display()
+            )),
+            SessionError::Protocol(_) => Some(
+                "the session was started by another version of owt; finish it with that version, or `owt delete` it"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// Everything a session host needs to start an agent.
@@ -101,38 +159,39 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 pub fn start_host(spec: &HostSpec) -> Result<Started, SessionError> {
     let exe = match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
         Some(bin) => PathBuf::from(bin),
-        None => std::env::current_exe()
-            .map_err(|e| SessionError::Host(format!("finding the owt binary: {e}")))?,
+        None => {
+            std::env::current_exe().map_err(|e| SessionError::io("finding the owt binary", e))?
+        }
     };
     start_host_with(spec, &exe)
 }
 
 /// As [`start_host`], running the host from the owt binary `exe`.
 pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionError> {
-    let err =
-        |context: &str, e: &dyn std::fmt::Display| SessionError::Host(format!("{context}: {e}"));
+    let err = |doing: &str, e: std::io::Error| SessionError::io(doing, e);
     let logs = spec.home.join("logs");
     host::ensure_private_dir(&logs)?;
     let spec_file = logs.join(format!("{}.spec.json", spec.short_id));
-    let json = serde_json::to_vec_pretty(spec).map_err(|e| err("encoding the host spec", &e))?;
+    let json = serde_json::to_vec_pretty(spec)
+        .map_err(|e| err("encoding the host spec", std::io::Error::other(e)))?;
     std::fs::write(&spec_file, json)
-        .map_err(|e| err(&format!("writing {}", spec_file.display()), &e))?;
+        .map_err(|e| err(&format!("writing {}", spec_file.display()), e))?;
     let log_file = log_path(&spec.home, &spec.short_id);
     let log = File::options()
         .create(true)
         .append(true)
         .open(&log_file)
-        .map_err(|e| err(&format!("opening {}", log_file.display()), &e))?;
+        .map_err(|e| err(&format!("opening {}", log_file.display()), e))?;
     let log2 = log
         .try_clone()
-        .map_err(|e| err("duplicating the log file", &e))?;
+        .map_err(|e| err("duplicating the log file", e))?;
 
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(err(
             "creating the readiness pipe",
-            &std::io::Error::last_os_error(),
+            std::io::Error::last_os_error(),
         ));
     }
     // SAFETY: pipe2 just returned these descriptors; we own them.
@@ -167,7 +226,7 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
     }
     let mut child = cmd
         .spawn()
-        .map_err(|e| err(&format!("starting the session host {}", exe.display()), &e))?;
+        .map_err(|e| err(&format!("starting the session host {}", exe.display()), e))?;
     drop(write_end);
     let host_pid = child.id();
 
@@ -184,11 +243,10 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
             // SAFETY: kill has no memory preconditions.
             unsafe { libc::kill(host_pid as i32, libc::SIGKILL) };
             let _ = child.wait();
-            return Err(SessionError::Host(format!(
-                "the session host did not become ready within {}s; see {}",
-                START_TIMEOUT.as_secs(),
-                log_file.display()
-            )));
+            return Err(SessionError::NotReady {
+                seconds: START_TIMEOUT.as_secs(),
+                log: log_file,
+            });
         }
         // SAFETY: one valid pollfd.
         let rc = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(1_000) as i32) };
@@ -226,12 +284,10 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
                 .join("\n")
         })
         .unwrap_or_default();
-    Err(SessionError::Host(format!(
-        "the session host exited before it was ready; see {}{}{}",
-        log_file.display(),
-        if tail.is_empty() { "" } else { ":\n" },
-        tail
-    )))
+    Err(SessionError::ExitedEarly {
+        log: log_file,
+        tail,
+    })
 }
 
 /// Runs the host in this process (the `__host run` subcommand).

@@ -23,9 +23,9 @@ use git_cli::GitCli;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShipError {
-    #[error("git: {0}")]
+    #[error(transparent)]
     Git(#[from] git2::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Cli(#[from] git_cli::GitCliError),
     #[error("{0}")]
     Refused(String),

@@ -18,6 +18,7 @@ mod migrations;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use owt_protocol::SessionKind;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{de::DeserializeOwned, Serialize};
 
@@ -25,15 +26,15 @@ pub use migrations::SCHEMA_VERSION;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot create the owt state folder {path}: {source}")]
+    #[error("cannot create the owt state folder {path}: {error}")]
     CreateHome {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("cannot open the status store {path}: {source}")]
+    #[error("cannot open the status store {path}: {error}")]
     Open {
         path: PathBuf,
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
     #[error("the status store {path} has schema version {found}, newer than this owt ({supported}); upgrade owt")]
     TooNew {
@@ -42,36 +43,59 @@ pub enum StoreError {
         supported: u32,
     },
     #[error("status store: {0}")]
-    Sql(#[from] rusqlite::Error),
+    Sql(rusqlite::Error),
     #[error("status store: bad stored value: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
+}
+
+// Each variant prints its cause in its own message, so none is also a
+// `source` (that would print it twice under `{:#}`).
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sql(e)
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Json(e)
+    }
+}
+
+impl StoreError {
+    /// The SQLite error underneath, if any.
+    pub fn sqlite(&self) -> Option<&rusqlite::Error> {
+        match self {
+            StoreError::Open { error, .. } | StoreError::Sql(error) => Some(error),
+            _ => None,
+        }
+    }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Whether `err` (or one of its causes) is SQLite failing on the file
-/// system under the store — full, read-only, an I/O error, unopenable —
-/// rather than on the data. [`storage_diagnosis`] then says why.
-pub fn is_storage_failure(err: &(dyn std::error::Error + 'static)) -> bool {
-    use rusqlite::ErrorCode;
-    let mut cause = Some(err);
-    while let Some(e) = cause {
-        if let Some(sql) = e.downcast_ref::<rusqlite::Error>() {
-            if matches!(
-                sql.sqlite_error_code(),
-                Some(
-                    ErrorCode::DiskFull
-                        | ErrorCode::SystemIoFailure
-                        | ErrorCode::ReadOnly
-                        | ErrorCode::CannotOpen
-                )
-            ) {
-                return true;
-            }
-        }
-        cause = e.source();
+impl StoreError {
+    /// Whether this is SQLite failing on the file system under the store —
+    /// full, read-only, an I/O error, unopenable — rather than on the data.
+    /// [`storage_diagnosis`] then says why.
+    pub fn is_storage_failure(&self) -> bool {
+        self.sqlite().is_some_and(is_storage_failure)
     }
-    false
+}
+
+/// Whether `sql` is SQLite failing on the file system (see
+/// [`StoreError::is_storage_failure`]).
+pub fn is_storage_failure(sql: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode;
+    matches!(
+        sql.sqlite_error_code(),
+        Some(
+            ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::ReadOnly
+                | ErrorCode::CannotOpen
+        )
+    )
 }
 
 /// Below this much free space, a failed write is blamed on a full disk.
@@ -133,8 +157,7 @@ pub struct SessionRow {
     pub base_branch: String,
     pub worktree_path: PathBuf,
     pub provider: String,
-    /// `worktree` or `branch`.
-    pub kind: String,
+    pub kind: SessionKind,
     pub created_at: i64,
 }
 
@@ -151,7 +174,7 @@ pub struct NewSession<'a> {
     /// `{name}` is replaced by the chosen name.
     pub worktree_template: &'a str,
     pub provider: &'a str,
-    pub kind: &'a str,
+    pub kind: SessionKind,
 }
 
 /// A repository known to the store.
@@ -208,7 +231,7 @@ impl Store {
     pub fn open(home: &Path) -> Result<Store> {
         std::fs::create_dir_all(home).map_err(|source| StoreError::CreateHome {
             path: home.to_path_buf(),
-            source,
+            error: source,
         })?;
         Store::open_file(&home.join("owt.db"))
     }
@@ -216,7 +239,7 @@ impl Store {
     pub fn open_file(path: &Path) -> Result<Store> {
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
-            source,
+            error: source,
         };
         let conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
@@ -307,7 +330,7 @@ impl Store {
                 new.base_branch,
                 worktree,
                 new.provider,
-                new.kind,
+                new.kind.as_str(),
                 created_at
             ],
         )?;
@@ -327,7 +350,7 @@ impl Store {
             base_branch: new.base_branch.to_string(),
             worktree_path: PathBuf::from(worktree),
             provider: new.provider.to_string(),
-            kind: new.kind.to_string(),
+            kind: new.kind,
             created_at,
         })
     }
@@ -637,6 +660,18 @@ impl Store {
 
 const SESSION_COLUMNS: &str = "id, repo_id, name, short_id, task, branch, base_branch, worktree_path, provider, kind, created_at";
 
+/// The stored `kind` column; anything but `worktree` or `branch` is an
+/// error (nothing acts on a session it cannot classify).
+fn session_kind(text: &str) -> rusqlite::Result<SessionKind> {
+    SessionKind::parse(text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            9,
+            rusqlite::types::Type::Text,
+            format!("unknown session kind `{text}`").into(),
+        )
+    })
+}
+
 fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
         id: row.get(0)?,
@@ -648,7 +683,7 @@ fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
         base_branch: row.get(6)?,
         worktree_path: PathBuf::from(row.get::<_, String>(7)?),
         provider: row.get(8)?,
-        kind: row.get(9)?,
+        kind: session_kind(row.get_ref(9)?.as_str()?)?,
         created_at: row.get(10)?,
     })
 }
