@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository};
@@ -20,6 +20,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use owt_protocol::guard::{GuardPair, GuardParticipant, GuardReport};
 
 use super::changes::{self, Change, HunkCache};
+use super::journal::JournalSource;
 use super::levels::{self, MergeCache, Side};
 use super::snapshot::WorkState;
 use super::tree::{self, RawChange};
@@ -31,7 +32,7 @@ pub const YOU: &str = "you";
 
 /// Someone whose working state the guard compares: a session's worktree, or
 /// the human's checkout.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Participant {
     /// Unique among participants: the session name, or [`YOU`].
     pub id: String,
@@ -39,9 +40,9 @@ pub struct Participant {
     pub session_id: Option<i64>,
     pub worktree: PathBuf,
     pub base_branch: String,
-    /// The socket of the session host whose work journal a full scan asks
-    /// before walking the checkout (see [`super::journal`]).
-    pub journal: Option<PathBuf>,
+    /// Where a full scan asks for the checkout's work journal before
+    /// walking it (a session host; see [`super::journal`]).
+    pub journal: Option<Arc<dyn JournalSource>>,
 }
 
 /// What one engine call changed.

@@ -236,20 +236,13 @@ impl Drop for Journal {
     }
 }
 
-/// How long a full scan waits for a host's journal before walking.
-const ASK_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The journal of the session host at `socket`, when it has one it can
-/// vouch for (`None`: no host, an older host, a walk under way).
-pub fn ask(socket: &Path) -> Option<JournalView> {
-    let mut conn = crate::session::HostConn::connect_quick(socket, ASK_TIMEOUT).ok()?;
-    match conn.journal(ASK_TIMEOUT) {
-        Ok(view) => view.ready.then_some(view),
-        Err(e) => {
-            tracing::debug!("no journal from {}: {e}", socket.display());
-            None
-        }
-    }
+/// Where a full scan asks for a checkout's journal before walking it. The
+/// session client implements it for a host's socket
+/// (`session::HostJournal`): the guard asks, and knows nothing of hosts.
+pub trait JournalSource: Send + Sync + std::fmt::Debug {
+    /// The journal, when there is one it can vouch for (`None`: no host,
+    /// an older host, a walk under way).
+    fn ask(&self) -> Option<JournalView>;
 }
 
 /// HEAD's tree, read from the files (`None` while unborn or unreadable).

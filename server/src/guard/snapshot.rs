@@ -66,8 +66,8 @@ pub struct WorkState {
     pub overrides: BTreeMap<String, String>,
     /// The snapshot tree.
     pub snapshot: Option<Oid>,
-    /// The session host socket whose journal a full scan asks first.
-    pub journal: Option<PathBuf>,
+    /// Where a full scan asks for the journal first.
+    pub journal: Option<std::sync::Arc<dyn super::journal::JournalSource>>,
     /// How the last full scan found its paths.
     pub last_scan: Option<ScanSource>,
     stat_cache: HashMap<String, (StatKey, Entry)>,
@@ -154,7 +154,7 @@ impl WorkState {
     pub fn scan_full(&mut self) -> Result<bool, GuardError> {
         // Asked before HEAD and the index are read: whatever moves after
         // the answer shows up as a mismatch below.
-        let view = self.journal.as_deref().and_then(super::journal::ask);
+        let view = self.journal.as_ref().and_then(|journal| journal.ask());
         self.scan_from(view)
     }
 

@@ -9,6 +9,7 @@
 //! (the LSP keeps a live [`GuardEngine`] instead).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use owt_protocol::guard::{GuardReport, QueueReport};
@@ -19,6 +20,7 @@ use crate::git;
 use crate::guard::kind;
 use crate::guard::queue::{self, Candidate};
 use crate::guard::{GuardEngine, Participant, YOU};
+use crate::session;
 use crate::status::{self, GitFact, OverlapFact};
 use crate::store::Store;
 
@@ -39,7 +41,10 @@ pub fn participants(ctx: &Context) -> anyhow::Result<Vec<Participant>> {
             session_id: Some(row.id),
             worktree: row.worktree_path.clone(),
             base_branch: row.base_branch.clone(),
-            journal: Some(crate::session::socket_path(&ctx.home, &row.short_id)),
+            journal: Some(Arc::new(session::HostJournal::new(session::socket_path(
+                &ctx.home,
+                &row.short_id,
+            )))),
         });
     }
     if !main_taken {

@@ -3,7 +3,7 @@
 
 use std::io;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use owt_protocol::host::{
@@ -12,6 +12,7 @@ use owt_protocol::host::{
 };
 
 use super::SessionError;
+use crate::guard::journal::JournalSource;
 
 /// An open, greeted connection to a session host.
 #[derive(Debug)]
@@ -183,5 +184,35 @@ fn host_error(frame: &Frame) -> SessionError {
     match frame.json::<HostError>() {
         Ok(e) => SessionError::Host(e.message),
         Err(e) => SessionError::Protocol(format!("the session host sent an unreadable error: {e}")),
+    }
+}
+
+/// A session host's work journal, as the Conflict Guard asks for it
+/// ([`JournalSource`]) before walking the agent's checkout.
+#[derive(Debug, Clone)]
+pub struct HostJournal {
+    socket: PathBuf,
+}
+
+/// How long a full scan waits for a host's journal before walking.
+const ASK_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl HostJournal {
+    /// The journal of the host at `socket`.
+    pub fn new(socket: PathBuf) -> HostJournal {
+        HostJournal { socket }
+    }
+}
+
+impl JournalSource for HostJournal {
+    fn ask(&self) -> Option<JournalView> {
+        let mut conn = HostConn::connect_quick(&self.socket, ASK_TIMEOUT).ok()?;
+        match conn.journal(ASK_TIMEOUT) {
+            Ok(view) => view.ready.then_some(view),
+            Err(e) => {
+                tracing::debug!("no journal from {}: {e}", self.socket.display());
+                None
+            }
+        }
     }
 }

@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use crate::status::{self, kind, Derived, ExitFact, HostFact, SessionFacts};
 use crate::store::{now_ms, SessionRow, Store};
 
-pub use client::HostConn;
+pub use client::{HostConn, HostJournal};
 pub use hooks::{install_hooks, record_hook};
 
 /// What went wrong with a session host. Each variant prints its cause in
