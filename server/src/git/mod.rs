@@ -365,26 +365,19 @@ impl FileLock {
                 path: path.to_path_buf(),
                 error: source,
             })?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: flock on a descriptor we own.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(GitError::Io {
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
+            GitError::Io {
                 path: path.to_path_buf(),
-                error: std::io::Error::last_os_error(),
-            });
-        }
+                error: e.into(),
+            }
+        })?;
         Ok(FileLock { file })
     }
 }
 
 impl Drop for FileLock {
     fn drop(&mut self) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: unlocking our own descriptor.
-        unsafe {
-            libc::flock(self.file.as_raw_fd(), libc::LOCK_UN);
-        }
+        let _ = rustix::fs::flock(&self.file, rustix::fs::FlockOperation::Unlock);
     }
 }
 

@@ -367,10 +367,8 @@ fn refuse_overwrites(repo: &Repository, path: &Path, old: Oid, new: Oid) -> Resu
 /// tests inject SIGKILL between the steps of merge and ship this way).
 pub fn failpoint(point: &str) {
     if std::env::var("OWT_FAILPOINT").is_ok_and(|v| v == point) {
-        // SAFETY: raise SIGKILL on ourselves.
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     }
 }
 

@@ -105,31 +105,23 @@ const NEARLY_FULL_BYTES: u64 = 1024 * 1024;
 /// when a write failed: read-only, full, or not writable; `None` when it
 /// looks fine.
 pub fn storage_diagnosis(dir: &Path) -> Option<String> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: zeroed statvfs is a valid out-parameter.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is NUL-terminated; `st` is valid for writes.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
+    use rustix::fs::{Access, StatVfsMountFlags};
+    let st = rustix::fs::statvfs(dir).ok()?;
+    let path = dir;
     let dir = dir.display();
-    if st.f_flag & libc::ST_RDONLY != 0 {
+    if st.f_flag.contains(StatVfsMountFlags::RDONLY) {
         return Some(format!(
             "{dir} is on a read-only file system; remount it read-write, or set OWT_HOME to a writable folder"
         ));
     }
-    // fsblkcnt_t and c_ulong are 32-bit on some targets.
-    #[allow(clippy::useless_conversion)]
-    let free = u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize));
+    let free = st.f_bavail.saturating_mul(st.f_frsize);
     if free < NEARLY_FULL_BYTES {
         return Some(format!(
             "the disk holding {dir} is full ({} KiB free); free some space, or set OWT_HOME to a folder on another disk",
             free / 1024
         ));
     }
-    // SAFETY: `path` is NUL-terminated.
-    if unsafe { libc::access(path.as_ptr(), libc::W_OK) } != 0 {
+    if rustix::fs::access(path, Access::WRITE_OK).is_err() {
         return Some(format!(
             "{dir} is not writable by you; fix its permissions, or set OWT_HOME to a writable folder"
         ));
