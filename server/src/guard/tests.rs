@@ -47,35 +47,14 @@ fn hermetic() {
 }
 
 pub(crate) fn git(cwd: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("running git");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    owt_e2e::git(cwd, args)
 }
 
-/// Ten numbered lines.
-fn lines() -> String {
-    (1..=10).map(|i| format!("line {i}\n")).collect()
-}
+use owt_e2e::ten_lines as lines;
 
 /// `lines()` with line `n` (1-based) replaced.
 fn with_line(n: usize, text: &str) -> String {
-    (1..=10)
-        .map(|i| {
-            if i == n {
-                format!("{text}\n")
-            } else {
-                format!("line {i}\n")
-            }
-        })
-        .collect()
+    owt_e2e::with_line(&lines(), n, text)
 }
 
 struct Fixture {

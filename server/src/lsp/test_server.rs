@@ -294,10 +294,7 @@ impl Drop for TestServer {
     }
 }
 
-/// The `file://` URI of `path`.
-pub fn uri(path: &Path) -> String {
-    format!("file://{}", path.display())
-}
+pub use owt_e2e::uri;
 
 /// The path of a `file://` URI.
 pub fn path_of(uri: &str) -> PathBuf {

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use expect_test::{expect, Expect};
-use owt_e2e::TestEnv;
+use owt_e2e::{ten_lines, with_line, TestEnv};
 use serde_json::{json, Value};
 
 use super::test_server::{path_of, TestServer};
@@ -212,23 +212,6 @@ fn check(fixture: &str, edits: &[(&str, &str)], expect: Expect) {
         actual.push_str(&render_sent(&root, &mut server));
     }
     expect.assert_eq(&actual);
-}
-
-fn ten_lines() -> String {
-    (1..=10).map(|i| format!("line {i}\n")).collect()
-}
-
-fn with_line(text: &str, line: usize, new: &str) -> String {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| {
-            if i + 1 == line {
-                format!("{new}\n")
-            } else {
-                format!("{l}\n")
-            }
-        })
-        .collect()
 }
 
 #[test]
