@@ -143,27 +143,30 @@ fn run_helix(dir: Option<&Path>, out: &super::Out, args: HelixArgs) -> anyhow::R
     }
     doc.backup = ops_editor::write_helix(&plan)?;
     doc.written = true;
-    out.emit(&doc, || {
-        let report = &doc.report;
-        let mut text = format!(
-            "Added owt to {} languages in {}",
-            report.listed.len() + report.appended.len(),
-            target.display()
-        );
-        if !report.appended.is_empty() {
-            text.push_str(&format!(
-                " ({} of them keep your own servers)",
-                report.appended.len()
-            ));
-        }
-        text.push_str(".\n");
-        if let Some(backup) = &doc.backup {
-            text.push_str(&format!("The old file is kept as {}.\n", backup.display()));
-        }
-        text.push_str("Restart Helix to start owt; see docs/helix.md for key bindings.");
-        text
-    })?;
+    out.emit(&doc, || written_text(&doc))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `--write` says once it wrote the file.
+fn written_text(doc: &HelixOutput) -> String {
+    let report = &doc.report;
+    let mut text = format!(
+        "Added owt to {} languages in {}",
+        report.listed.len() + report.appended.len(),
+        doc.path.display()
+    );
+    if !report.appended.is_empty() {
+        text.push_str(&format!(
+            " ({} of them keep your own servers)",
+            report.appended.len()
+        ));
+    }
+    text.push_str(".\n");
+    if let Some(backup) = &doc.backup {
+        text.push_str(&format!("The old file is kept as {}.\n", backup.display()));
+    }
+    text.push_str("Restart Helix to start owt; see docs/helix.md for key bindings.");
+    text
 }
 
 #[cfg(test)]

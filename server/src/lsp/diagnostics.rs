@@ -16,7 +16,7 @@ use owt_protocol::SessionView;
 use similar::{DiffOp, TextDiff};
 use tower_lsp_server::ls_types::*;
 
-use super::convert::path_to_uri;
+use super::convert::{line_range, path_to_uri};
 use super::guard_view::{GuardView, LivePair};
 use crate::guard::YOU;
 
@@ -258,14 +258,10 @@ fn other_copy_range(side: &Side<'_>, range: LineRange) -> Range {
     }
 }
 
-fn path_diagnostics(
-    inputs: &Inputs<'_>,
-    side: &Side<'_>,
-    ranges: &[LineRange],
-    map: &LineMap,
-) -> Vec<Diagnostic> {
+/// What every diagnostic of `side` says after its lines: who changed them
+/// (`{who} changed `) and the rest (`{churn}{consequence}{detail}`).
+fn message_parts(inputs: &Inputs<'_>, side: &Side<'_>) -> (String, String) {
     let (path, other, also) = (side.path, side.other, side.also);
-    let level = path.level;
     let who_text = match also {
         Some(second) => format!(
             "{} and {}",
@@ -277,25 +273,57 @@ fn path_diagnostics(
     let churn = churn(side)
         .map(|(add, del)| format!(" (+{add} −{del})"))
         .unwrap_or_default();
-    let consequence = match (level, also) {
-        (Level::Conflict, None) => "; merging it with your changes will conflict".to_string(),
-        (Level::Conflict, Some(_)) => "; merging them will conflict".to_string(),
-        (Level::HunkOverlap, None) => ", on or next to lines you changed".to_string(),
-        (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes".to_string(),
-        (Level::Overlap, None) => "; you changed other lines of this file".to_string(),
-        (Level::Overlap, Some(_)) => "; both changed this file".to_string(),
+    let consequence = match (path.level, also) {
+        (Level::Conflict, None) => "; merging it with your changes will conflict",
+        (Level::Conflict, Some(_)) => "; merging them will conflict",
+        (Level::HunkOverlap, None) => ", on or next to lines you changed",
+        (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes",
+        (Level::Overlap, None) => "; you changed other lines of this file",
+        (Level::Overlap, Some(_)) => "; both changed this file",
     };
     let detail = path
         .detail
         .as_deref()
         .map(|d| format!(" [{d}]"))
         .unwrap_or_default();
-    let ranges: Vec<LineRange> = if ranges.is_empty() {
-        vec![LineRange { start: 1, lines: 1 }]
+    (who_text, format!("{churn}{consequence}{detail}"))
+}
+
+/// `other`'s copy of the lines of `range` (when the client shows related
+/// information).
+fn related(
+    inputs: &Inputs<'_>,
+    side: &Side<'_>,
+    range: LineRange,
+) -> Option<Vec<DiagnosticRelatedInformation>> {
+    if !inputs.related {
+        return None;
+    }
+    let root = &inputs.guard.participant(side.other)?.worktree;
+    let uri = path_to_uri(&root.join(&side.path.path))?;
+    Some(vec![DiagnosticRelatedInformation {
+        location: Location {
+            uri,
+            range: other_copy_range(side, range),
+        },
+        message: format!("{}'s copy", side.other),
+    }])
+}
+
+fn path_diagnostics(
+    inputs: &Inputs<'_>,
+    side: &Side<'_>,
+    ranges: &[LineRange],
+    map: &LineMap,
+) -> Vec<Diagnostic> {
+    let level = side.path.level;
+    let (who_text, rest) = message_parts(inputs, side);
+    let whole_file = [LineRange { start: 1, lines: 1 }];
+    let ranges = if ranges.is_empty() {
+        &whole_file[..]
     } else {
-        ranges.to_vec()
+        ranges
     };
-    let other_root = inputs.guard.participant(other).map(|p| &p.worktree);
     ranges
         .iter()
         .map(|range| {
@@ -305,40 +333,17 @@ fn path_diagnostics(
             } else {
                 format!("lines {}–{}", first + 1, last + 1)
             };
-            let message = format!("{who_text} changed {lines} here{churn}{consequence}{detail}");
-            let related = other_root
-                .as_ref()
-                .filter(|_| inputs.related)
-                .and_then(|root| {
-                    let uri = path_to_uri(&root.join(&path.path))?;
-                    Some(vec![DiagnosticRelatedInformation {
-                        location: Location {
-                            uri,
-                            range: other_copy_range(side, *range),
-                        },
-                        message: format!("{other}'s copy"),
-                    }])
-                });
             Diagnostic {
-                range: Range {
-                    start: Position {
-                        line: first,
-                        character: 0,
-                    },
-                    end: Position {
-                        line: last + 1,
-                        character: 0,
-                    },
-                },
+                range: line_range(first, last),
                 severity: Some(severity(level, inputs.severities)),
                 code: Some(NumberOrString::String(level.as_str().to_string())),
                 code_description: None,
                 source: Some("owt".into()),
-                message,
-                related_information: related,
+                message: format!("{who_text} changed {lines} here{rest}"),
+                related_information: related(inputs, side, *range),
                 tags: None,
                 data: serde_json::to_value(DiagnosticData {
-                    session: other.to_string(),
+                    session: side.other.to_string(),
                     level: level.as_str().to_string(),
                 })
                 .ok(),

@@ -39,7 +39,9 @@ fn best(a: &mut dyn FnMut(), b: &mut dyn FnMut()) -> (Duration, Duration) {
 }
 
 fn main() {
-    for (name, bytes) in [("plain ASCII", plain()), ("colour + wide", mixed())] {
+    for (name, bytes) in
+        [("plain ASCII", plain()), ("colour + wide", mixed())]
+    {
         let mb = bytes.len() as f64 / 1e6;
         let (ours, theirs) = best(
             &mut || {
