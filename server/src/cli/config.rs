@@ -27,7 +27,18 @@ fn repo_root(dir: Option<&Path>) -> Option<PathBuf> {
 
 pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
     let root = repo_root(dir);
-    let loaded = config::load(root.as_deref())?;
+    let loaded = match &root {
+        Some(root) => {
+            let store = crate::store::Store::open(&crate::ops::owt_home()?)?;
+            config::load(Some(root), &crate::ops::trust::StoreTrust(&store))?
+        }
+        None => config::load(None, &config::TrustNothing)?,
+    };
+    let (untrusted, refused) = loaded
+        .withheld
+        .as_ref()
+        .map(|w| (w.untrusted.clone(), w.refused.clone()))
+        .unwrap_or_default();
     let sources: Vec<String> = loaded
         .sources
         .iter()
@@ -44,6 +55,8 @@ pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result
                     .map(|(k, v)| (k.clone(), v.display().to_string()))
                     .collect(),
                 ignored: loaded.ignored.clone(),
+                untrusted: untrusted.clone(),
+                refused: refused.clone(),
             };
             let toml =
                 toml::to_string_pretty(&loaded.config).context("formatting the configuration")?;
@@ -59,6 +72,16 @@ pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result
                 for key in &doc.ignored {
                     text.push_str(&format!("# ignored (not used by owt): {key}\n"));
                 }
+                for key in &doc.untrusted {
+                    text.push_str(&format!(
+                        "# ignored until you trust the repository's file (owt trust --show): {key}\n"
+                    ));
+                }
+                for key in &doc.refused {
+                    text.push_str(&format!(
+                        "# ignored (a repository may not redefine a built-in agent): {key}\n"
+                    ));
+                }
                 text.push_str(&toml);
                 text
             })?;
@@ -69,6 +92,8 @@ pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result
                 config: serde_json::to_value(&loaded.config)?,
                 origins: Default::default(),
                 ignored: loaded.ignored.clone(),
+                untrusted,
+                refused,
             };
             out.emit(&doc, || {
                 if sources.is_empty() {

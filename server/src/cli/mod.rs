@@ -29,6 +29,7 @@ mod queue;
 pub mod send;
 mod ship;
 mod sync;
+mod trust;
 mod usage;
 mod version;
 pub mod wait;
@@ -128,6 +129,8 @@ pub enum Command {
     Queue(queue::Args),
     /// Find and repair orphaned worktrees and sessions.
     Doctor(doctor::Args),
+    /// Trust this repository's own files that make owt run programs (.owt.toml, .owt/setup.sh).
+    Trust(trust::Args),
     /// Show or validate the configuration.
     #[command(subcommand)]
     Config(config::Command),
@@ -193,6 +196,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Guard(args)) => guard::run(dir, &out, args),
         Some(Command::Queue(args)) => queue::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
+        Some(Command::Trust(args)) => trust::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),

@@ -12,6 +12,9 @@
 //! Invariants: WAL journal, a busy timeout on every connection, foreign keys
 //! on; every write that must be atomic across processes runs in a
 //! `BEGIN IMMEDIATE` transaction; this module never touches git or a PTY.
+//! The state folder is private: `$OWT_HOME` and its folders 0700, every
+//! file owt writes there 0600 ([`write_private`]); an install made before
+//! that is fixed the first time the store is opened, with a log line.
 
 mod migrations;
 
@@ -203,14 +206,88 @@ impl std::fmt::Debug for Store {
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Writes `bytes` to `path` readable by its owner only (0600).
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(bytes)
+}
+
+/// Makes `home` 0700 and every folder and file owt keeps in it private
+/// (folders 0700, files 0600): its top level, `logs/` and `run/`. The
+/// trash's folders are 0700 and its files keep their own modes. Logs what
+/// it changed.
+fn make_private(home: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut fixed = Vec::new();
+    let mut fix = |path: &Path, meta: &std::fs::Metadata| {
+        let mode = meta.permissions().mode() & 0o7777;
+        let want = if meta.is_dir() { 0o700 } else { 0o600 };
+        if mode & 0o077 != 0
+            && std::fs::set_permissions(path, std::fs::Permissions::from_mode(want)).is_ok()
+        {
+            fixed.push(format!("{} ({mode:o} → {want:o})", path.display()));
+        }
+    };
+    let Ok(meta) = std::fs::symlink_metadata(home) else {
+        return;
+    };
+    fix(home, &meta);
+    for dir in [home.to_path_buf(), home.join("logs"), home.join("run"), home.join("trash")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            // The trash's entries are folders; the files inside keep their modes.
+            if dir.ends_with("trash") && !meta.is_dir() {
+                continue;
+            }
+            fix(&entry.path(), &meta);
+        }
+    }
+    if !fixed.is_empty() {
+        tracing::warn!(
+            "made owt's state folder private (it held tasks, notes and messages readable by other users): {}",
+            fixed.join(", ")
+        );
+    }
+}
+
 impl Store {
-    /// Opens (creating if needed) `$home/owt.db` and migrates it.
+    /// Opens (creating if needed) `$home/owt.db` and migrates it. The
+    /// folder and the database files are made private first.
     pub fn open(home: &Path) -> Result<Store> {
-        std::fs::create_dir_all(home).map_err(|source| StoreError::CreateHome {
-            path: home.to_path_buf(),
-            source,
-        })?;
-        Store::open_file(&home.join("owt.db"))
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(home)
+            .map_err(|source| StoreError::CreateHome {
+                path: home.to_path_buf(),
+                source,
+            })?;
+        make_private(home);
+        let db = home.join("owt.db");
+        // SQLite gives the -wal and -shm files the database file's mode.
+        if !db.exists() {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&db);
+        }
+        Store::open_file(&db)
     }
 
     pub fn open_file(path: &Path) -> Result<Store> {
@@ -330,6 +407,47 @@ impl Store {
             kind: new.kind.to_string(),
             created_at,
         })
+    }
+
+    /// Inserts a session the store had lost (re-adopted by `owt doctor
+    /// --fix` from its worktree's metadata or its live host), keeping its
+    /// id and short id — the host records facts under them — when they are
+    /// free. Fails when the short id or the name is taken.
+    pub fn adopt_session(&mut self, row: &SessionRow) -> Result<SessionRow> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let id_free: bool = tx.query_row(
+            "SELECT NOT EXISTS(SELECT 1 FROM sessions WHERE id = ?1)",
+            params![row.id],
+            |r| r.get(0),
+        )?;
+        let id: Option<i64> = id_free.then_some(row.id);
+        tx.execute(
+            "INSERT INTO sessions (id, repo_id, name, short_id, task, branch, base_branch,
+                                   worktree_path, provider, kind, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                id,
+                row.repo_id,
+                row.name,
+                row.short_id,
+                row.task,
+                row.branch,
+                row.base_branch,
+                row.worktree_path.to_string_lossy(),
+                row.provider,
+                row.kind,
+                row.created_at
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.execute(
+            "INSERT INTO events (repo_id, session_name, kind, detail, at) VALUES (?1, ?2, 'adopted', ?3, ?4)",
+            params![row.repo_id, row.name, row.provider, now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(SessionRow { id, ..row.clone() })
     }
 
     /// Sessions of a repository, oldest first.
@@ -584,6 +702,37 @@ impl Store {
         }
         tx.commit()?;
         Ok(rows)
+    }
+
+    /// The hash and time of the trusted content of the file at `path`.
+    pub fn trusted_file(&self, path: &Path) -> Result<Option<(String, i64)>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT sha256, trusted_at FROM trusted_files WHERE path = ?1",
+                params![path.to_string_lossy()],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// Trusts the file at `path` with content hashing to `sha256` (and no
+    /// other content).
+    pub fn trust_file(&self, path: &Path, sha256: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO trusted_files (path, sha256, trusted_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT(path) DO UPDATE SET sha256 = excluded.sha256, trusted_at = excluded.trusted_at",
+            params![path.to_string_lossy(), sha256, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets the trust in the file at `path`; returns whether it was trusted.
+    pub fn revoke_file(&self, path: &Path) -> Result<bool> {
+        Ok(self.conn.execute(
+            "DELETE FROM trusted_files WHERE path = ?1",
+            params![path.to_string_lossy()],
+        )? > 0)
     }
 
     /// Deletes messages and events older than `days`.
