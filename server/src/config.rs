@@ -250,11 +250,11 @@ pub fn dotted(path: &[String]) -> String {
 
 /// Which keys of a repository's (translated) configuration table run
 /// programs, set an agent's environment, or choose where owt writes
-/// outside the parent folder of the repository at `repo_root`:
-/// `[tools.*]`, `agent.default_tool`, `agent.env.*`,
-/// `environment.auto_install_deps = true`, and a `worktree.base_directory`
-/// outside `repo_root`'s parent. `[tools.NAME]` of a built-in agent is
-/// refused outright.
+/// outside the repository's parent folder: `[tools.*]`,
+/// `agent.default_tool`, `agent.env.*`, `environment.auto_install_deps =
+/// true`, and a `worktree.base_directory` that is not a plain
+/// (non-hidden) folder beside the repository at `repo_root`.
+/// `[tools.NAME]` of a built-in agent is refused outright.
 pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     let mut gated = Gated::default();
     let key = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
@@ -280,9 +280,15 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     }
     if let Some(toml::Value::Table(worktree)) = table.get("worktree") {
         if let Some(toml::Value::String(dir)) = worktree.get("base_directory") {
+            // Without trust: only a plain folder beside the repository.
             let parent = normalize(repo_root.parent().unwrap_or(repo_root));
             let resolved = normalize(&resolve_base_directory(dir, repo_root));
-            if !resolved.starts_with(&parent) || resolved == parent {
+            let sibling = resolved.parent() == Some(parent.as_path())
+                && resolved
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| !n.starts_with('.'));
+            if !sibling {
                 gated.need_trust.push(key(&["worktree", "base_directory"]));
             }
         }
@@ -652,16 +658,10 @@ impl Config {
     pub fn base_directory(&self, repo_root: &Path) -> PathBuf {
         match &self.worktree.base_directory {
             Some(dir) => resolve_base_directory(dir, repo_root),
-            None => {
-                let name = repo_root
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "repo".into());
-                repo_root
-                    .parent()
-                    .unwrap_or(repo_root)
-                    .join(format!("{name}.worktrees"))
-            }
+            None => crate::names::worktrees_folder(
+                repo_root,
+                crate::git::outermost_enclosing_checkout(repo_root).as_deref(),
+            ),
         }
     }
 
@@ -809,6 +809,88 @@ mod tests {
             .ignored
             .iter()
             .any(|k| k.starts_with("tmux.auto_start_ai")));
+    }
+
+    fn gated(text: &str) -> (Vec<String>, Vec<String>) {
+        let table: toml::Table = toml::from_str(text).unwrap();
+        let g = gated_keys(&table, Path::new("/home/u/src/app"));
+        (
+            g.need_trust.iter().map(|k| dotted(k)).collect(),
+            g.refused.iter().map(|k| dotted(k)).collect(),
+        )
+    }
+
+    #[test]
+    fn keys_that_run_programs_or_write_elsewhere_need_trust() {
+        let (need, refused) = gated(
+            "[agent]\ndefault_tool = \"x\"\nenv = { NODE_OPTIONS = \"--require ./evil.js\" }\n\n[tools.x]\nbinary = \"./evil.sh\"\n\n[tools.claude]\nbinary = \"/bin/sh\"\n\n[worktree]\nbase_directory = \"~/.config/autostart\"\ncopy_files = [\".env\"]\n\n[environment]\nauto_install_deps = true\n\n[guard]\nignore = [\"*.lock\"]\n",
+        );
+        assert_eq!(
+            need,
+            vec![
+                "tools.x",
+                "agent.default_tool",
+                "agent.env.NODE_OPTIONS",
+                "worktree.base_directory",
+                "environment.auto_install_deps"
+            ]
+        );
+        assert_eq!(refused, vec!["tools.claude"]);
+        // A plain folder beside the repository needs no trust; anything else does.
+        for (dir, needs) in [
+            ("../app-wt", false),
+            ("/home/u/src/wt", false),
+            ("../.config", true),
+            ("../other/deeper", true),
+            ("../..", true),
+            ("/tmp/x", true),
+        ] {
+            let (need, _) = gated(&format!("[worktree]\nbase_directory = {dir:?}\n"));
+            assert_eq!(!need.is_empty(), needs, "{dir}");
+        }
+        let (need, _) = gated("[environment]\nauto_install_deps = false\n");
+        assert!(need.is_empty());
+    }
+
+    #[test]
+    fn untrusted_repository_keys_are_withheld_and_builtins_never_redefined() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("app");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join(".owt.toml"),
+            "[agent]\ndefault_tool = \"x\"\n[tools.x]\nbinary = \"./evil.sh\"\n[tools.claude]\nbinary = \"/bin/sh\"\n[guard]\nignore = [\"*.lock\"]\n",
+        )
+        .unwrap();
+        let untrusted = load(Some(&root), &TrustNothing).unwrap();
+        assert!(untrusted.config.tools.is_empty());
+        assert_eq!(untrusted.config.agent.default_tool, None);
+        assert_eq!(untrusted.config.guard.ignore, vec!["*.lock"], "safe keys apply");
+        let withheld = untrusted.withheld.unwrap();
+        assert_eq!(withheld.untrusted, vec!["tools.x", "agent.default_tool"]);
+        assert_eq!(withheld.refused, vec!["tools.claude"]);
+        let trusted = load(Some(&root), &|_: &Path, _: &[u8]| true).unwrap();
+        assert_eq!(trusted.config.agent.default_tool.as_deref(), Some("x"));
+        assert!(trusted.config.tools.contains_key("x"));
+        assert!(!trusted.config.tools.contains_key("claude"), "never a built-in");
+    }
+
+    #[test]
+    fn disposable_globs_match_names_at_any_depth_and_paths_from_the_root() {
+        let mut config = Config::default();
+        config.worktree.disposable = vec!["node_modules".into(), "target/".into(), "web/dist".into(), "*.tmp".into()];
+        for (rel, disposable) in [
+            ("node_modules/", true),
+            ("pkg/node_modules/", true),
+            ("target/", true),
+            ("web/dist/", true),
+            ("dist/", false),
+            ("a.tmp", true),
+            ("build/", false),
+            (".env", false),
+        ] {
+            assert_eq!(config.is_disposable(rel), disposable, "{rel}");
+        }
     }
 
     #[test]

@@ -506,6 +506,21 @@ fn canonical(path: &Path) -> Result<PathBuf> {
     })
 }
 
+/// The outermost checkout that encloses the checkout at `root` (a
+/// superproject of a submodule, a repository holding a nested clone), if
+/// any: the highest ancestor folder with a `.git` entry — not counting
+/// the home folder and its ancestors (a dotfiles repository in `~` holds
+/// everything).
+pub fn outermost_enclosing_checkout(root: &Path) -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    root.ancestors()
+        .skip(1)
+        .filter(|dir| !home.as_deref().is_some_and(|h| h.starts_with(dir)))
+        .filter(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .last()
+        .map(Path::to_path_buf)
+}
+
 /// Whether two paths name the same folder (after resolving links).
 pub fn same_path(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {

@@ -291,7 +291,13 @@ impl State {
             .unwrap_or(false);
         if let Some(root) = &root {
             match Context::open(Some(root)) {
-                Ok(ctx) => self.ctx = Some(ctx),
+                Ok(ctx) => {
+                    // What a cloned repository's own files were not allowed to do.
+                    if let Some(notice) = crate::ops::trust::notice(&ctx) {
+                        self.show_message(MessageType::WARNING, format!("owt: {notice}"));
+                    }
+                    self.ctx = Some(ctx)
+                }
                 Err(e) => tracing::warn!("{}: not an owt workspace: {e:#}", root.display()),
             }
         }

@@ -143,6 +143,15 @@ pub fn new_session(
             base_dir.display()
         );
     }
+    if let Some(outer) = crate::git::outermost_enclosing_checkout(ctx.repo.main_root())
+        .filter(|outer| base_dir.starts_with(outer))
+    {
+        bail!(
+            "worktree base_directory {} is inside {}, a checkout that encloses this repository; set [worktree] base_directory to a folder outside it",
+            base_dir.display(),
+            outer.display()
+        );
+    }
     let slug = names::slugify(wanted_name);
     let branch_template = match &explicit_branch {
         Some(branch) => branch.clone(),
