@@ -268,6 +268,9 @@ pub struct DbPurge {
     pub days: u32,
     pub messages_deleted: u64,
     pub events_deleted: u64,
+    /// Trash folders (`$OWT_HOME/trash/…`) older than `days`, deleted.
+    #[serde(default)]
+    pub trash_deleted: Vec<String>,
 }
 
 /// `owt config show --json`.

@@ -65,14 +65,20 @@ pub fn describe(procs: &[Proc]) -> String {
         .join(", ")
 }
 
-/// When the oldest live `git` process started (Unix ms), if any runs.
-pub fn oldest_git_start_ms() -> Option<i64> {
+/// When the oldest live `git` process working in one of `dirs` (its
+/// working directory inside one of them) started (Unix ms), if any runs.
+/// Git processes of other repositories cannot hold this one's locks.
+pub fn oldest_git_start_ms(dirs: &[PathBuf]) -> Option<i64> {
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as i64;
     let boot_ms = boot_time_ms()?;
     pids()
         .into_iter()
         .filter(|pid| comm(*pid) == "git" || comm(*pid).starts_with("git-"))
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd"))
+                .is_ok_and(|cwd| dirs.iter().any(|d| cwd.starts_with(d)))
+        })
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             // Field 22 (starttime), counted after the `)` that ends the name.

@@ -98,7 +98,7 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
     }
 
     // Lock files left by a killed git (first: the repairs below need git).
-    let oldest_git = crate::procs::oldest_git_start_ms();
+    let oldest_git = crate::procs::oldest_git_start_ms(&super::merge::repo_dirs(ctx));
     for lock in ctx.repo.lock_files() {
         let age = age_text(crate::store::now_ms() - lock.modified_ms);
         if super::merge::is_stale_lock(&lock, oldest_git) {

@@ -169,7 +169,7 @@ fn refuse_git_locks(ctx: &Context, row: &SessionRow) -> anyhow::Result<()> {
     if in_the_way.is_empty() {
         return Ok(());
     }
-    let oldest_git = crate::procs::oldest_git_start_ms();
+    let oldest_git = crate::procs::oldest_git_start_ms(&repo_dirs(ctx));
     let stale = in_the_way
         .iter()
         .all(|lock| is_stale_lock(lock, oldest_git));
@@ -190,8 +190,25 @@ fn refuse_git_locks(ctx: &Context, row: &SessionRow) -> anyhow::Result<()> {
     )
 }
 
-/// A lock is stale when it is older than every running git process (or
-/// none runs): no live git can be holding it.
+/// The folders a git process of this repository works in: the common dir,
+/// the main checkout and every linked worktree.
+pub fn repo_dirs(ctx: &Context) -> Vec<std::path::PathBuf> {
+    let mut dirs = vec![
+        ctx.repo.common_dir().to_path_buf(),
+        ctx.repo.main_root().to_path_buf(),
+    ];
+    if let Ok(worktrees) = ctx.repo.worktrees() {
+        dirs.extend(
+            worktrees
+                .into_iter()
+                .map(|wt| std::fs::canonicalize(&wt.path).unwrap_or(wt.path)),
+        );
+    }
+    dirs
+}
+
+/// A lock is stale when it is older than every running git process of the
+/// repository (or none runs): no live git can be holding it.
 pub fn is_stale_lock(lock: &crate::git::LockFile, oldest_git_start_ms: Option<i64>) -> bool {
     match oldest_git_start_ms {
         None => true,

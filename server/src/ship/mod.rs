@@ -196,29 +196,29 @@ pub fn commit_all(worktree: &Path, message: &str, never: &[String]) -> Result<Op
     let index_path = repo.path().join("index");
     let saved_index = std::fs::read(&index_path).ok();
     let git = GitCli::new(worktree);
-    let mut add: Vec<String> = vec!["add".into(), "-A".into(), "--".into(), ".".into()];
-    add.extend(
-        never
+    // `git add -A` skips them (they are in info/exclude) unless something
+    // staged them already (`git add -f`): those new to the branch are
+    // unstaged again.
+    let prepared = git.run(["add", "-A"]).and_then(|_| {
+        let index = Repository::open(worktree)
+            .and_then(|r| r.index())
+            .map_err(|e| git_cli::GitCliError {
+                args: "index".into(),
+                dir: worktree.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        let staged: Vec<&str> = never
             .iter()
-            .map(|p| format!(":(exclude,top,literal){}", p.trim_start_matches('/'))),
-    );
-    // Staged by someone else (`git add -f`) and new in this branch: unstage.
-    let staged: Vec<&String> = {
-        let index = repo.index()?;
-        never
-            .iter()
+            .map(|p| p.trim_start_matches('/'))
             .filter(|p| {
-                let p = Path::new(p.trim_start_matches('/'));
-                index.get_path(p, 0).is_some() && head_tree.get_path(p).is_err()
+                index.get_path(Path::new(p), 0).is_some() && head_tree.get_path(Path::new(p)).is_err()
             })
-            .collect()
-    };
-    let prepared = git.run(&add).and_then(|_| {
+            .collect();
         if staged.is_empty() {
             return Ok(String::new());
         }
         let mut reset: Vec<&str> = vec!["reset", "-q", "--"];
-        reset.extend(staged.iter().map(|p| p.trim_start_matches('/')));
+        reset.extend(staged);
         git.run(&reset)
     });
     let restore = |git: &GitCli| match &saved_index {

@@ -44,6 +44,8 @@ pub enum StoreError {
         found: u32,
         supported: u32,
     },
+    #[error("the status store {path} is empty (0 bytes) beside its write-ahead log: it was truncated while owt processes had it open{holders}, and owt cannot read it any more; move it aside with `mkdir {path}.broken && mv {path} {path}-* {path}.broken/` (owt then starts a new store), and run `owt doctor --fix` in each repository to re-adopt the sessions that still run")]
+    Truncated { path: String, holders: String },
     #[error("status store: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("status store: bad stored value: {0}")]
@@ -114,6 +116,61 @@ pub fn storage_diagnosis(dir: &Path) -> Option<String> {
         ));
     }
     None
+}
+
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The error for a store file emptied under its write-ahead log (`: >
+/// owt.db` while hosts run): every open would wait out the busy timeout and
+/// fail with "database is locked".
+fn truncated(path: &Path) -> Option<StoreError> {
+    let db = std::fs::metadata(path).ok()?;
+    let beside = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name).exists()
+    };
+    // A new store gets its header before its -wal and -shm files exist.
+    if db.len() != 0 || !(beside("-wal") || beside("-shm")) {
+        return None;
+    }
+    let holders = holders_of(path);
+    Some(StoreError::Truncated {
+        path: path.display().to_string(),
+        holders: if holders.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", holders.join(", "))
+        },
+    })
+}
+
+/// `pid N (name)` of the processes that hold `path` open.
+fn holders_of(path: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in procs.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .any(|target| target == path);
+        if holds {
+            let name = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            out.push(format!("pid {pid} ({})", name.trim()));
+        }
+    }
+    out
 }
 
 /// Milliseconds since the Unix epoch.
@@ -195,6 +252,8 @@ pub struct FactRow {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Device and inode of the file opened, to notice when it is replaced.
+    identity: Option<(u64, u64)>,
 }
 
 impl std::fmt::Debug for Store {
@@ -291,6 +350,9 @@ impl Store {
     }
 
     pub fn open_file(path: &Path) -> Result<Store> {
+        if let Some(err) = truncated(path) {
+            return Err(err);
+        }
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
             source,
@@ -308,6 +370,7 @@ impl Store {
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
+            identity: file_identity(path),
         };
         migrations::migrate(&mut store.conn, path)?;
         Ok(store)
@@ -315,6 +378,20 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How the file this store was opened on changed since (`deleted`,
+    /// `replaced`, `truncated`), if it did: a long-lived process (`owt
+    /// lsp`) then still reads the old file and should open the store again.
+    pub fn replaced(&self) -> Option<&'static str> {
+        match (file_identity(&self.path), self.identity) {
+            (None, _) => Some("was deleted"),
+            (Some(now), Some(then)) if now != then => Some("was replaced"),
+            _ if std::fs::metadata(&self.path).is_ok_and(|m| m.len() == 0) => {
+                Some("was truncated")
+            }
+            _ => None,
+        }
     }
 
     pub fn conn(&self) -> &Connection {
