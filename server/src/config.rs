@@ -235,8 +235,7 @@ pub fn dotted(path: &[String]) -> String {
     path.iter()
         .map(|k| {
             if !k.is_empty()
-                && k
-                    .chars()
+                && k.chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             {
                 k.clone()
@@ -295,7 +294,9 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     }
     if let Some(toml::Value::Table(environment)) = table.get("environment") {
         if environment.get("auto_install_deps") == Some(&toml::Value::Boolean(true)) {
-            gated.need_trust.push(key(&["environment", "auto_install_deps"]));
+            gated
+                .need_trust
+                .push(key(&["environment", "auto_install_deps"]));
         }
     }
     gated
@@ -341,12 +342,13 @@ pub fn repo_config_file(repo_root: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// One configuration file as read: its bytes, its table (translated from
+/// the seed's format if need be) and the seed keys it dropped.
+pub type ConfigFile = (Vec<u8>, toml::Table, Vec<String>);
+
 /// Reads and parses one file (translating the seed's format); `None` when
-/// it does not exist. Returns its bytes, its table and the seed keys
-/// dropped.
-pub fn read_config_file(
-    path: &Path,
-) -> Result<Option<(Vec<u8>, toml::Table, Vec<String>)>, ConfigError> {
+/// it does not exist.
+pub fn read_config_file(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -865,20 +867,32 @@ mod tests {
         let untrusted = load(Some(&root), &TrustNothing).unwrap();
         assert!(untrusted.config.tools.is_empty());
         assert_eq!(untrusted.config.agent.default_tool, None);
-        assert_eq!(untrusted.config.guard.ignore, vec!["*.lock"], "safe keys apply");
+        assert_eq!(
+            untrusted.config.guard.ignore,
+            vec!["*.lock"],
+            "safe keys apply"
+        );
         let withheld = untrusted.withheld.unwrap();
         assert_eq!(withheld.untrusted, vec!["tools.x", "agent.default_tool"]);
         assert_eq!(withheld.refused, vec!["tools.claude"]);
         let trusted = load(Some(&root), &|_: &Path, _: &[u8]| true).unwrap();
         assert_eq!(trusted.config.agent.default_tool.as_deref(), Some("x"));
         assert!(trusted.config.tools.contains_key("x"));
-        assert!(!trusted.config.tools.contains_key("claude"), "never a built-in");
+        assert!(
+            !trusted.config.tools.contains_key("claude"),
+            "never a built-in"
+        );
     }
 
     #[test]
     fn disposable_globs_match_names_at_any_depth_and_paths_from_the_root() {
         let mut config = Config::default();
-        config.worktree.disposable = vec!["node_modules".into(), "target/".into(), "web/dist".into(), "*.tmp".into()];
+        config.worktree.disposable = vec![
+            "node_modules".into(),
+            "target/".into(),
+            "web/dist".into(),
+            "*.tmp".into(),
+        ];
         for (rel, disposable) in [
             ("node_modules/", true),
             ("pkg/node_modules/", true),

@@ -118,7 +118,9 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert!(
-            found.iter().any(|p| p.pid == child.id() && p.name == "sleep"),
+            found
+                .iter()
+                .any(|p| p.pid == child.id() && p.name == "sleep"),
             "{found:?}"
         );
     }

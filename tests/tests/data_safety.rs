@@ -83,7 +83,11 @@ fn regression_a_copied_env_is_never_committed_or_shipped() {
         "no commit holds .env"
     );
     assert_eq!(read(&repo.join("feature.txt")), "the work\n");
-    assert_eq!(read(&repo.join(".env")), "SECRET=hunter2\n", "yours, untouched");
+    assert_eq!(
+        read(&repo.join(".env")),
+        "SECRET=hunter2\n",
+        "yours, untouched"
+    );
 
     // A branch that committed the copy itself is not merged.
     let (name, wt) = new_session(&env, &repo, "commits the secret");
@@ -187,7 +191,10 @@ fn regression_delete_and_ship_keep_ignored_files_in_the_trash() {
     assert!(purged.trash_deleted.is_empty(), "younger than a day");
     let purged: DbPurge = env.owt_json(&repo, ["db", "purge", "--days", "0"]);
     assert_eq!(purged.trash_deleted.len(), 4);
-    assert!(env.owt_json::<DoctorReport, _, _>(&repo, ["doctor"]).trash.is_empty());
+    assert!(env
+        .owt_json::<DoctorReport, _, _>(&repo, ["doctor"])
+        .trash
+        .is_empty());
 }
 
 // ---------------------------------------------------------------------------
@@ -198,7 +205,9 @@ fn regression_doctor_from_another_state_folder_never_removes_a_live_worktree() {
     let env = TestEnv::new();
     let repo = env.repo("app");
     let (name, wt) = new_session(&env, &repo, "live agent");
-    let agent = sessions(&env, &repo).sessions[0].agent_pid.expect("a live agent");
+    let agent = sessions(&env, &repo).sessions[0]
+        .agent_pid
+        .expect("a live agent");
     write(&wt, "work.txt", "in progress\n");
     env.git(&wt, ["add", "work.txt"]);
     env.git(&wt, ["commit", "-q", "-m", "committed work"]);
@@ -209,7 +218,11 @@ fn regression_doctor_from_another_state_folder_never_removes_a_live_worktree() {
     let mut cmd = env.owt_cmd(&repo, ["--json", "doctor", "--fix"]);
     cmd.env("OWT_HOME", &other);
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: DoctorReport = serde_json::from_slice(&out.stdout).unwrap();
     let finding = report
         .findings
@@ -254,7 +267,10 @@ fn regression_doctor_from_another_state_folder_never_removes_a_live_worktree() {
     // A second run finds nothing to do about it.
     let again: DoctorReport = env.owt_json(&repo, ["doctor"]);
     assert!(
-        again.findings.iter().all(|f| f.path.as_deref() != Some(wt.to_str().unwrap())),
+        again
+            .findings
+            .iter()
+            .all(|f| f.path.as_deref() != Some(wt.to_str().unwrap())),
         "{again:#?}"
     );
 }
@@ -268,7 +284,14 @@ fn doctor_removes_an_orphan_worktree_only_when_nothing_needs_it() {
     let orphan = env.path().join("app.worktrees/by-hand");
     env.git(
         &repo,
-        ["worktree", "add", "-q", "-b", "by-hand", orphan.to_str().unwrap()],
+        [
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "by-hand",
+            orphan.to_str().unwrap(),
+        ],
     );
     let fix = |env: &TestEnv| -> owt_protocol::DoctorFinding {
         let report: DoctorReport = env.owt_json(&repo, ["doctor", "--fix"]);
@@ -286,7 +309,10 @@ fn doctor_removes_an_orphan_worktree_only_when_nothing_needs_it() {
         .spawn()
         .unwrap();
     let f = fix(&env);
-    assert!(!f.fixed && f.skipped_reason.as_deref().unwrap().contains("sleep"), "{f:#?}");
+    assert!(
+        !f.fixed && f.skipped_reason.as_deref().unwrap().contains("sleep"),
+        "{f:#?}"
+    );
     let _ = shell.kill();
     let _ = shell.wait();
     // An ignored build in it.
@@ -298,10 +324,23 @@ fn doctor_removes_an_orphan_worktree_only_when_nothing_needs_it() {
     );
     std::fs::remove_dir_all(orphan.join("build")).unwrap();
     // git's own worktree lock.
-    env.git(&repo, ["worktree", "lock", "--reason", "on a USB disk", orphan.to_str().unwrap()]);
+    env.git(
+        &repo,
+        [
+            "worktree",
+            "lock",
+            "--reason",
+            "on a USB disk",
+            orphan.to_str().unwrap(),
+        ],
+    );
     let f = fix(&env);
     assert!(
-        !f.fixed && f.skipped_reason.as_deref().unwrap().contains("on a USB disk"),
+        !f.fixed
+            && f.skipped_reason
+                .as_deref()
+                .unwrap()
+                .contains("on a USB disk"),
         "{f:#?}"
     );
     env.git(&repo, ["worktree", "unlock", orphan.to_str().unwrap()]);
@@ -330,19 +369,24 @@ fn regression_a_stale_git_lock_stops_a_merge_before_anything_changes() {
             err.contains("HEAD.lock") && err.contains("owt doctor --fix"),
             "{verb}: {err}"
         );
-        assert_eq!(snapshot(&env, &repo, &wt), before, "{verb} changed something");
+        assert_eq!(
+            snapshot(&env, &repo, &wt),
+            before,
+            "{verb} changed something"
+        );
     }
     assert!(!repo.join("feature.txt").exists());
     let report: DoctorReport = env.owt_json(&repo, ["doctor"]);
     assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.kind == "stale-git-lock" && f.path.as_deref().is_some_and(|p| p.ends_with("HEAD.lock"))),
+        report.findings.iter().any(|f| f.kind == "stale-git-lock"
+            && f.path.as_deref().is_some_and(|p| p.ends_with("HEAD.lock"))),
         "{report:#?}"
     );
     let fixed: DoctorReport = env.owt_json(&repo, ["doctor", "--fix"]);
-    assert!(fixed.findings.iter().any(|f| f.kind == "stale-git-lock" && f.fixed));
+    assert!(fixed
+        .findings
+        .iter()
+        .any(|f| f.kind == "stale-git-lock" && f.fixed));
     assert!(!lock.exists());
     let merged: MergeOutput = env.owt_json(&repo, ["merge", &name]);
     assert!(merged.merged);
@@ -402,14 +446,26 @@ fn regression_an_agent_that_cannot_start_is_an_error_that_leaves_nothing() {
     );
     // A task too long for exec (one argument is limited to 128 KiB), as
     // an editor sends it (a command line could not hold it).
-    let mut lsp = LspClient::start(&env, &repo, json!({}), LspClient::default_capabilities(), false);
+    let mut lsp = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
     let err = lsp
         .request_result(
             "workspace/executeCommand",
             json!({"command": "owt.spawn", "arguments": [{"task": "y".repeat(200_000)}]}),
         )
         .expect_err("a task exec cannot pass");
-    assert!(err["message"].as_str().unwrap_or("").contains("MAX_ARG_STRLEN"), "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("MAX_ARG_STRLEN"),
+        "{err}"
+    );
     assert!(sessions(&env, &repo).sessions.is_empty());
     assert!(
         !env.path().join("app.worktrees").exists()
@@ -446,10 +502,17 @@ fn regression_worktrees_of_a_submodule_go_outside_the_superproject() {
     let out: NewOutput = env.owt_json(&sm, ["new", "in the submodule"]);
     let wt = PathBuf::from(&out.session.worktree);
     let sup_real = sup.canonicalize().unwrap();
-    assert!(!wt.starts_with(&sup_real), "{} is inside the superproject", wt.display());
+    assert!(
+        !wt.starts_with(&sup_real),
+        "{} is inside the superproject",
+        wt.display()
+    );
     assert_eq!(
         wt.parent().unwrap(),
-        env.path().canonicalize().unwrap().join("sup.libs.sm.worktrees")
+        env.path()
+            .canonicalize()
+            .unwrap()
+            .join("sup.libs.sm.worktrees")
     );
     assert_eq!(env.git(&sup, ["status", "--porcelain"]), "");
 }
@@ -483,7 +546,13 @@ fn regression_a_truncated_store_is_a_clear_error_and_a_replaced_one_is_reopened(
     let repo = env.repo("app");
     let (name, _) = new_session(&env, &repo, "keeps the store open");
     let db = env.owt_home.join("owt.db");
-    let mut lsp = LspClient::start(&env, &repo, json!({}), LspClient::default_capabilities(), false);
+    let mut lsp = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
     lsp.request(owt_protocol::lsp::METHOD_BOARD, serde_json::Value::Null);
 
     // `: > owt.db` while the host holds it open.
@@ -511,11 +580,17 @@ fn regression_a_truncated_store_is_a_clear_error_and_a_replaced_one_is_reopened(
         let _ = std::fs::rename(env.owt_home.join(file), broken.join(file));
     }
     lsp.await_notification("window/showMessage", DEADLINE, |p| {
-        p["message"].as_str().unwrap_or("").contains("now reads the store")
+        p["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("now reads the store")
     });
     let report: DoctorReport = env.owt_json(&repo, ["doctor", "--fix"]);
     assert!(
-        report.findings.iter().any(|f| f.kind == "lost-session" && f.fixed),
+        report
+            .findings
+            .iter()
+            .any(|f| f.kind == "lost-session" && f.fixed),
         "{report:#?}"
     );
     // Trust lives in the store too: a new store trusts nothing yet.

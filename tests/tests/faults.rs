@@ -517,7 +517,9 @@ fn regression_a_merge_that_fills_the_disk_restores_the_worktree_and_ship_commits
     env.git(&wt, ["commit", "-q", "-m", "agent work"]);
     let branch_before = env.git(&wt, ["rev-parse", "HEAD"]);
     // Meanwhile the base gained a 2 MiB file.
-    let data: String = (0..40_000).map(|i| format!("line {i:08} of the data file\n")).collect();
+    let data: String = (0..40_000)
+        .map(|i| format!("line {i:08} of the data file\n"))
+        .collect();
     assert!(data.len() > 1_000_000);
     std::fs::write(repo.join("data.txt"), &data).unwrap();
     env.git(&repo, ["add", "data.txt"]);
@@ -541,13 +543,19 @@ fn regression_a_merge_that_fills_the_disk_restores_the_worktree_and_ship_commits
         "{stderr}"
     );
     // Exactly as before: no cut-short data.txt, same HEAD, no journal open.
-    assert_eq!(env.git(&wt, ["status", "--porcelain", "--untracked-files=all"]), "");
+    assert_eq!(
+        env.git(&wt, ["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
     assert!(!wt.join("data.txt").exists());
     assert_eq!(env.git(&wt, ["rev-parse", "HEAD"]), branch_before);
     assert_eq!(env.git(&repo, ["rev-parse", "main"]), main_before);
     let report: owt_protocol::DoctorReport = env.owt_json(&repo, ["doctor"]);
     assert!(
-        report.findings.iter().all(|f| f.kind != "interrupted-merge"),
+        report
+            .findings
+            .iter()
+            .all(|f| f.kind != "interrupted-merge"),
         "{report:#?}"
     );
 
@@ -556,13 +564,19 @@ fn regression_a_merge_that_fills_the_disk_restores_the_worktree_and_ship_commits
     let out = env.owt(&repo, ["ship", &name]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(env.git(&wt, ["rev-parse", "HEAD"]), branch_before);
-    assert_eq!(env.git(&wt, ["status", "--porcelain", "--untracked-files=all"]), "");
+    assert_eq!(
+        env.git(&wt, ["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
 
     // Space back: the ship goes through, with the whole file.
     std::fs::remove_file(&filler).unwrap();
     let shipped: owt_protocol::ShipOutput = env.owt_json(&repo, ["ship", &name]);
     assert!(shipped.merge.merged && shipped.merge.deleted);
-    assert_eq!(std::fs::read_to_string(repo.join("data.txt")).unwrap(), data);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("data.txt")).unwrap(),
+        data
+    );
     assert_eq!(
         std::fs::read_to_string(repo.join("agent.txt")).unwrap(),
         "the agent's work\n"

@@ -391,11 +391,16 @@ fn regression_a_cloned_repository_runs_nothing_until_the_user_trusts_it() {
         "owt trust --show".into(),
         "tools.claude".into(),
     ] {
-        assert!(warning.contains(&needle), "{needle:?} missing from: {warning}");
+        assert!(
+            warning.contains(&needle),
+            "{needle:?} missing from: {warning}"
+        );
     }
     let agent = agent_pid(&env, &repo, &out.session.name);
     assert!(
-        !environ(agent).iter().any(|kv| kv.starts_with("NODE_OPTIONS=")),
+        !environ(agent)
+            .iter()
+            .any(|kv| kv.starts_with("NODE_OPTIONS=")),
         "the repository's env reached the agent"
     );
 
@@ -407,10 +412,17 @@ fn regression_a_cloned_repository_runs_nothing_until_the_user_trusts_it() {
     std::fs::copy(owt_e2e::data_file("idle-agent.sh"), &fake_claude).unwrap();
     chmod(&fake_claude, 0o755);
     let path = format!("{}:/usr/bin:/bin", bin.display());
-    let mut cmd = env.owt_cmd(&repo, ["--json", "new", "explicit claude", "--ai-tool", "claude"]);
+    let mut cmd = env.owt_cmd(
+        &repo,
+        ["--json", "new", "explicit claude", "--ai-tool", "claude"],
+    );
     cmd.env("PATH", &path);
     let created = cmd.output().unwrap();
-    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
     let claude: NewOutput = serde_json::from_slice(&created.stdout).unwrap();
     let argv = cmdline(agent_pid(&env, &repo, &claude.session.name));
     assert!(
@@ -440,7 +452,10 @@ fn regression_a_cloned_repository_runs_nothing_until_the_user_trusts_it() {
         assert!(show.contains(needle), "{needle:?} missing from:\n{show}");
     }
     let shown: owt_protocol::TrustOutput = env.owt_json(&repo, ["trust", "--show"]);
-    assert!(shown.files.iter().all(|f| f.state == "untrusted"), "{shown:#?}");
+    assert!(
+        shown.files.iter().all(|f| f.state == "untrusted"),
+        "{shown:#?}"
+    );
     let again: NewOutput = env.owt_json(&repo, ["new", "still untrusted"]);
     assert_eq!(again.session.provider, "fake");
     assert_eq!(ran(), Vec::<String>::new());
@@ -448,18 +463,29 @@ fn regression_a_cloned_repository_runs_nothing_until_the_user_trusts_it() {
     // Trusted: the repository's agent, environment, folder and setup apply
     // — but a built-in agent is still never redefined.
     let trusted: owt_protocol::TrustOutput = env.owt_json(&repo, ["trust"]);
-    assert!(trusted.files.iter().all(|f| f.state == "trusted"), "{trusted:#?}");
+    assert!(
+        trusted.files.iter().all(|f| f.state == "trusted"),
+        "{trusted:#?}"
+    );
     let x: NewOutput = env.owt_json(&repo, ["new", "now x"]);
     assert_eq!(x.session.provider, "x");
-    assert!(x.session.worktree.starts_with(&autostart.display().to_string()));
+    assert!(x
+        .session
+        .worktree
+        .starts_with(&autostart.display().to_string()));
     assert_eq!(ran(), vec!["setup-ran", "tool-ran"]);
+    assert!(environ(agent_pid(&env, &repo, &x.session.name))
+        .iter()
+        .any(|kv| kv == "NODE_OPTIONS=--require ./evil.js"));
     assert!(
-        environ(agent_pid(&env, &repo, &x.session.name))
-            .iter()
-            .any(|kv| kv == "NODE_OPTIONS=--require ./evil.js")
+        x.warnings.iter().any(|w| w.contains("tools.claude")),
+        "{:?}",
+        x.warnings
     );
-    assert!(x.warnings.iter().any(|w| w.contains("tools.claude")), "{:?}", x.warnings);
-    let mut cmd = env.owt_cmd(&repo, ["--json", "new", "claude again", "--ai-tool", "claude"]);
+    let mut cmd = env.owt_cmd(
+        &repo,
+        ["--json", "new", "claude again", "--ai-tool", "claude"],
+    );
     cmd.env("PATH", &path);
     assert!(cmd.output().unwrap().status.success());
     assert!(!traps.join("claude-hijacked").exists());
@@ -470,7 +496,10 @@ fn regression_a_cloned_repository_runs_nothing_until_the_user_trusts_it() {
     let changed: NewOutput = env.owt_json(&repo, ["new", "after a change"]);
     assert_eq!(changed.session.provider, "fake");
     assert!(
-        changed.warnings.join("\n").contains("changed since you trusted it"),
+        changed
+            .warnings
+            .join("\n")
+            .contains("changed since you trusted it"),
         "{:?}",
         changed.warnings
     );
@@ -528,7 +557,13 @@ fn regression_the_editor_is_told_what_an_untrusted_repository_may_not_do() {
     let env = TestEnv::new();
     user_config_with_fake_agent(&env);
     let repo = env.untrusted_repo("app");
-    let mut lsp = LspClient::start(&env, &repo, json!({}), LspClient::default_capabilities(), false);
+    let mut lsp = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
     let message = lsp.await_notification("window/showMessage", DEADLINE, |p| {
         p["message"].as_str().unwrap_or("").contains("not trusted")
     });
@@ -581,7 +616,10 @@ fn regression_the_state_folder_is_private_and_old_installs_are_fixed() {
     let out = env.owt(&repo, ["list"]);
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("made owt's state folder private"), "{stderr}");
+    assert!(
+        stderr.contains("made owt's state folder private"),
+        "{stderr}"
+    );
     assert_eq!(mode(home), 0o700);
     for file in ["owt.db", "owt.db-wal", "owt.db-shm"] {
         assert_eq!(mode(&home.join(file)), 0o600, "{file}");
@@ -604,7 +642,13 @@ fn regression_owt_spawn_reads_no_file_outside_the_workspace() {
     std::fs::write(&secret, "TOPSECRET-LINE\n").unwrap();
     std::os::unix::fs::symlink(&secret, repo.join("link-to-secret.txt")).unwrap();
     std::fs::write(repo.join("lib.rs"), "fn inside() {}\n").unwrap();
-    let mut lsp = LspClient::start(&env, &repo, json!({}), LspClient::default_capabilities(), false);
+    let mut lsp = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
     let spawn = |lsp: &mut LspClient, path: &Path| {
         lsp.request_result(
             "workspace/executeCommand",
@@ -619,7 +663,10 @@ fn regression_owt_spawn_reads_no_file_outside_the_workspace() {
     ] {
         let err = spawn(&mut lsp, &path).expect_err("a file outside the workspace");
         assert!(
-            err["message"].as_str().unwrap_or("").contains("outside the workspace"),
+            err["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("outside the workspace"),
             "{}: {err}",
             path.display()
         );
@@ -646,7 +693,10 @@ fn regression_owt_spawn_reads_no_file_outside_the_workspace() {
 fn regression_the_board_and_list_escape_control_characters_from_tasks() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    env.owt_ok(&repo, ["new", "esc \u{1b}]0;PWNED\u{7} title", "--name", "esc"]);
+    env.owt_ok(
+        &repo,
+        ["new", "esc \u{1b}]0;PWNED\u{7} title", "--name", "esc"],
+    );
     env.owt_ok(&repo, ["note", "note \u{1b}[2J cleared"]);
     for args in [vec![], vec!["list"], vec!["note"]] {
         let out = env.owt_ok(&repo, &args);
@@ -655,7 +705,10 @@ fn regression_the_board_and_list_escape_control_characters_from_tasks() {
             "`owt {args:?}` printed raw control characters: {out:?}"
         );
         if args != ["list"] {
-            assert!(out.contains("\\x1b"), "`owt {args:?}` shows them escaped: {out}");
+            assert!(
+                out.contains("\\x1b"),
+                "`owt {args:?}` shows them escaped: {out}"
+            );
         }
     }
     // --json keeps the text as it was (JSON escapes it).
@@ -667,14 +720,23 @@ fn regression_the_board_and_list_escape_control_characters_from_tasks() {
 fn regression_a_task_holding_nul_is_refused_by_the_editor_command() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    let mut lsp = LspClient::start(&env, &repo, json!({}), LspClient::default_capabilities(), false);
+    let mut lsp = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
     let err = lsp
         .request_result(
             "workspace/executeCommand",
             json!({"command": "owt.spawn", "arguments": [{"task": "before\u{0}after"}]}),
         )
         .expect_err("a NUL in the task");
-    assert!(err["message"].as_str().unwrap_or("").contains("NUL"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap_or("").contains("NUL"),
+        "{err}"
+    );
     let list: SessionList = env.owt_json(&repo, ["list"]);
     assert!(list.sessions.is_empty(), "nothing was created: {list:#?}");
 }

@@ -399,7 +399,9 @@ impl State {
         let Some(how) = self.ctx.as_ref().and_then(|c| c.store.replaced()) else {
             return;
         };
-        let Some(root) = self.root.clone() else { return };
+        let Some(root) = self.root.clone() else {
+            return;
+        };
         let path = self.ctx.as_ref().map(|c| c.store.path().to_path_buf());
         let path = path.unwrap_or_default();
         match Context::open(Some(&root)) {

@@ -288,7 +288,13 @@ mod tests {
         let sorted = sort_ignored(wt, &ignored, &owned, &config);
         assert_eq!(
             sorted.keep,
-            vec![".claude/notes.md", ".env.local", "build/", "run.log", "dist/"]
+            vec![
+                ".claude/notes.md",
+                ".env.local",
+                "build/",
+                "run.log",
+                "dist/"
+            ]
         );
         assert_eq!(
             sorted.drop,

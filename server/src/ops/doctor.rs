@@ -47,7 +47,10 @@ pub struct WorktreeMetadata {
 /// Writes the metadata of a new worktree session.
 pub fn write_metadata(ctx: &Context, row: &SessionRow) -> anyhow::Result<()> {
     let Some(admin) = ctx.repo.admin_dir_of(&row.worktree_path) else {
-        anyhow::bail!("{} is not a worktree git knows", row.worktree_path.display());
+        anyhow::bail!(
+            "{} is not a worktree git knows",
+            row.worktree_path.display()
+        );
     };
     let meta = WorktreeMetadata {
         session_id: row.id,
@@ -79,7 +82,12 @@ fn read_metadata(admin: &Path) -> Option<WorktreeMetadata> {
     serde_json::from_slice(&std::fs::read(admin.join(METADATA_FILE)).ok()?).ok()
 }
 
-fn finding(kind: &str, detail: String, path: Option<&Path>, session: Option<&str>) -> DoctorFinding {
+fn finding(
+    kind: &str,
+    detail: String,
+    path: Option<&Path>,
+    session: Option<&str>,
+) -> DoctorFinding {
     DoctorFinding {
         kind: kind.into(),
         detail,
@@ -131,7 +139,8 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
                 Some(&lock.path),
                 None,
             );
-            f.skipped_reason = Some("a running git may be using it; run doctor again when it is done".into());
+            f.skipped_reason =
+                Some("a running git may be using it; run doctor again when it is done".into());
             findings.push(f);
         }
     }
@@ -401,7 +410,10 @@ fn session_from(
         .and_then(|r| r.head().ok()?.shorthand().map(str::to_string));
     let is_main = git::same_path(path, ctx.repo.main_root());
     SessionRow {
-        id: meta.map(|m| m.session_id).or(spec.map(|s| s.session_id)).unwrap_or(0),
+        id: meta
+            .map(|m| m.session_id)
+            .or(spec.map(|s| s.session_id))
+            .unwrap_or(0),
         repo_id: ctx.repo_row.id,
         name: meta
             .map(|m| m.name.clone())

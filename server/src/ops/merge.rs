@@ -282,9 +282,8 @@ fn phase1_failed(
 ) -> anyhow::Error {
     let message = error.to_string();
     let cause = if ship::is_disk_full(&message) {
-        let diagnosis = crate::store::storage_diagnosis(&row.worktree_path).unwrap_or_else(|| {
-            format!("the disk holding {} is full", row.worktree_path.display())
-        });
+        let diagnosis = crate::store::storage_diagnosis(&row.worktree_path)
+            .unwrap_or_else(|| format!("the disk holding {} is full", row.worktree_path.display()));
         format!("{diagnosis}: {message}")
     } else {
         message
@@ -622,15 +621,15 @@ fn finish_if_merged(
     } else {
         "merged"
     };
-    let (deleted, trash) =
-        match super::delete::delete_session(ctx, &row.name, false, how, progress) {
-            Ok(deleted) => (true, deleted.trash),
-            Err(e) => {
-                progress(&format!("Merged, but the session was kept: {e:#}"));
-                ctx.store.clear_fact(row.id, JOURNAL)?;
-                (false, None)
-            }
-        };
+    let (deleted, trash) = match super::delete::delete_session(ctx, &row.name, false, how, progress)
+    {
+        Ok(deleted) => (true, deleted.trash),
+        Err(e) => {
+            progress(&format!("Merged, but the session was kept: {e:#}"));
+            ctx.store.clear_fact(row.id, JOURNAL)?;
+            (false, None)
+        }
+    };
     Ok(Some(MergeOutput {
         name: row.name.clone(),
         branch: row.branch.clone(),

@@ -437,7 +437,10 @@ fn check_exec(
     let mut total = 0usize;
     for (text, what) in strings {
         if text.contains('\0') {
-            bail!("{what} of the agent contains a NUL character, which exec cannot pass: `{}`", crate::printable::line(&text.chars().take(80).collect::<String>()));
+            bail!(
+                "{what} of the agent contains a NUL character, which exec cannot pass: `{}`",
+                crate::printable::line(&text.chars().take(80).collect::<String>())
+            );
         }
         if text.len() >= MAX_ARG_STRLEN {
             bail!(

@@ -311,7 +311,11 @@ mod tests {
         assert_eq!(listed.len(), 1);
         let about = listed[0].about.as_ref().unwrap();
         assert_eq!(about.files, vec!["build", ".env"]);
-        assert_eq!(purge(&home, 1).unwrap(), Vec::<PathBuf>::new(), "a day old at least");
+        assert_eq!(
+            purge(&home, 1).unwrap(),
+            Vec::<PathBuf>::new(),
+            "a day old at least"
+        );
         // Aged by two days: purged, and only the trash is touched.
         let about_file = entry.join(ABOUT_FILE);
         let mut aged: About = serde_json::from_slice(&std::fs::read(&about_file).unwrap()).unwrap();

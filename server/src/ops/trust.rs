@@ -135,7 +135,13 @@ fn show_value(value: &toml::Value) -> String {
         toml::Value::Table(table) => {
             let fields: Vec<String> = table
                 .iter()
-                .map(|(k, v)| format!("{} = {}", config::dotted(&[k.clone()]), show_value(v)))
+                .map(|(k, v)| {
+                    format!(
+                        "{} = {}",
+                        config::dotted(std::slice::from_ref(k)),
+                        show_value(v)
+                    )
+                })
                 .collect();
             format!("{{ {} }}", fields.join(", "))
         }
@@ -189,7 +195,10 @@ fn runs_of(ctx: &Context, table: &toml::Table, gated: &config::Gated) -> Vec<Str
                 if let Some(value) = config::value_at(table, key) {
                     runs.push(format!(
                         "every agent with {name}={}",
-                        value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string())
+                        value
+                            .as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| value.to_string())
                     ));
                 }
             }

@@ -211,7 +211,8 @@ pub fn commit_all(worktree: &Path, message: &str, never: &[String]) -> Result<Op
             .iter()
             .map(|p| p.trim_start_matches('/'))
             .filter(|p| {
-                index.get_path(Path::new(p), 0).is_some() && head_tree.get_path(Path::new(p)).is_err()
+                index.get_path(Path::new(p), 0).is_some()
+                    && head_tree.get_path(Path::new(p)).is_err()
             })
             .collect();
         if staged.is_empty() {
@@ -477,7 +478,11 @@ pub fn restore_phase1(worktree: &Path, head: Oid, base_tip: Oid) -> Result<Resto
     let base_tree = wt.find_commit(base_tip)?.tree()?;
     let mut opts = MergeOptions::new();
     opts.find_renames(true);
-    let merged = wt.merge_commits(&wt.find_commit(head)?, &wt.find_commit(base_tip)?, Some(&opts))?;
+    let merged = wt.merge_commits(
+        &wt.find_commit(head)?,
+        &wt.find_commit(base_tip)?,
+        Some(&opts),
+    )?;
     let diff = wt.diff_tree_to_tree(Some(&head_tree), Some(&base_tree), None)?;
     let mut paths: Vec<PathBuf> = Vec::new();
     for delta in diff.deltas() {
@@ -503,9 +508,10 @@ pub fn restore_phase1(worktree: &Path, head: Oid, base_tip: Oid) -> Result<Resto
         };
         let full = worktree.join(rel);
         let current = match std::fs::symlink_metadata(&full) {
-            Ok(meta) if meta.is_file() => Some(std::fs::read(&full).map_err(|e| {
-                ShipError::Refused(format!("reading {}: {e}", full.display()))
-            })?),
+            Ok(meta) if meta.is_file() => Some(
+                std::fs::read(&full)
+                    .map_err(|e| ShipError::Refused(format!("reading {}: {e}", full.display())))?,
+            ),
             Ok(_) => {
                 // A folder or link where phase 1 writes a file: not ours to judge.
                 out.left.push(shown);
@@ -545,12 +551,22 @@ pub fn restore_phase1(worktree: &Path, head: Oid, base_tip: Oid) -> Result<Resto
     }
     let git = GitCli::new(worktree);
     if !unstage_paths.is_empty() {
-        let mut args = vec!["reset".to_string(), "-q".into(), head.to_string(), "--".into()];
+        let mut args = vec![
+            "reset".to_string(),
+            "-q".into(),
+            head.to_string(),
+            "--".into(),
+        ];
         args.extend(unstage_paths.iter().cloned());
         git.run(&args)?;
     }
     if !checkout_paths.is_empty() {
-        let mut args = vec!["checkout".to_string(), "-q".into(), head.to_string(), "--".into()];
+        let mut args = vec![
+            "checkout".to_string(),
+            "-q".into(),
+            head.to_string(),
+            "--".into(),
+        ];
         args.extend(checkout_paths.iter().cloned());
         git.run(&args)?;
         out.restored = checkout_paths;

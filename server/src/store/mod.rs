@@ -155,7 +155,11 @@ fn holders_of(path: &Path) -> Vec<String> {
         return out;
     };
     for entry in procs.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
@@ -299,7 +303,12 @@ fn make_private(home: &Path) {
         return;
     };
     fix(home, &meta);
-    for dir in [home.to_path_buf(), home.join("logs"), home.join("run"), home.join("trash")] {
+    for dir in [
+        home.to_path_buf(),
+        home.join("logs"),
+        home.join("run"),
+        home.join("trash"),
+    ] {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -387,9 +396,7 @@ impl Store {
         match (file_identity(&self.path), self.identity) {
             (None, _) => Some("was deleted"),
             (Some(now), Some(then)) if now != then => Some("was replaced"),
-            _ if std::fs::metadata(&self.path).is_ok_and(|m| m.len() == 0) => {
-                Some("was truncated")
-            }
+            _ if std::fs::metadata(&self.path).is_ok_and(|m| m.len() == 0) => Some("was truncated"),
             _ => None,
         }
     }
