@@ -258,7 +258,7 @@ fn hint_for(message: &str) -> Option<&'static str> {
         Some("run owt inside a git repository, or point at one with -C DIR")
     } else if message.contains("no agent CLI is installed") || message.contains("is not installed")
     {
-        Some("or declare your own agent in .owt.toml under [tools.NAME] (see `owt config show`)")
+        Some("or declare your own agent under [tools.NAME] in ~/.config/owt/config.toml, or in .owt.toml and then `owt trust` (see `owt config show`)")
     } else {
         None
     }
