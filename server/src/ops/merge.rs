@@ -468,6 +468,11 @@ fn merge_row(
             ));
             return Ok(output);
         }
+        // `--abort` put back what git tracked; anything the merge wrote
+        // beside that goes too (restore_worktree clears the journal).
+        if let Some((journal, _)) = ctx.store.fact::<Journal>(row.id, JOURNAL)? {
+            restore_worktree(ctx, row, &journal, progress)?;
+        }
         ctx.store.clear_fact(row.id, JOURNAL)?;
         bail!(
             "merging {base} into `{name}` stopped on conflicts in {}; the worktree was restored as it was",

@@ -37,6 +37,9 @@ pub struct NewRequest {
 pub struct NewResult {
     pub session: SessionRow,
     pub warnings: Vec<String>,
+    /// Whether the session host started the agent (the CLI exits non-zero
+    /// when it did not).
+    pub agent_started: bool,
 }
 
 /// Fact: how the session's branch came to be (so delete only deletes
@@ -324,13 +327,21 @@ pub fn new_session(
         rows: req.size.0,
         cols: req.size.1,
     };
-    if let Err(e) = session::start_host(&spec) {
-        warnings.push(format!(
-            "the agent did not start: {e}; the worktree is kept (remove it with `owt delete {}`)",
-            session.name
-        ));
-    }
-    Ok(NewResult { session, warnings })
+    let agent_started = match session::start_host(&spec) {
+        Ok(_) => true,
+        Err(e) => {
+            warnings.push(format!(
+                "the agent did not start: {e}; the worktree is kept (remove it with `owt delete {}`)",
+                session.name
+            ));
+            false
+        }
+    };
+    Ok(NewResult {
+        session,
+        warnings,
+        agent_started,
+    })
 }
 
 /// The agent's first prompt: the task with its protocol, the session, the

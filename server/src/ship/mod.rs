@@ -297,6 +297,14 @@ pub fn bring_base_in(
                     "bringing {base} into the branch failed: {e}"
                 )));
             }
+            if files.is_empty() {
+                // Started, then failed on something else (a full disk):
+                // not a conflict to leave for anyone.
+                abort(worktree)?;
+                return Err(ShipError::Refused(format!(
+                    "bringing {base} into the branch failed: {e}"
+                )));
+            }
             if leave_conflicts {
                 return Ok(Phase1::Conflicts { files, left: true });
             }
