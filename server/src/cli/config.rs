@@ -27,12 +27,14 @@ fn repo_root(dir: Option<&Path>) -> Option<PathBuf> {
 
 pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
     let root = repo_root(dir);
-    let loaded = match &root {
-        Some(root) => {
-            let store = crate::store::Store::open(&crate::ops::owt_home()?)?;
-            config::load(Some(root), &crate::ops::trust::StoreTrust(&store))?
-        }
-        None => config::load(None, &config::TrustNothing)?,
+    // Without a readable store nothing is trusted (and that is shown).
+    let store = root
+        .as_ref()
+        .and_then(|_| crate::ops::owt_home().ok())
+        .and_then(|home| crate::store::Store::open(&home).ok());
+    let loaded = match &store {
+        Some(store) => config::load(root.as_deref(), &crate::ops::trust::StoreTrust(store))?,
+        None => config::load(root.as_deref(), &config::TrustNothing)?,
     };
     let (untrusted, refused) = loaded
         .withheld

@@ -102,7 +102,14 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
     let mut findings = Vec::new();
 
     if let Some(notice) = super::trust::notice(ctx) {
-        findings.push(finding("untrusted-config", notice, None, None));
+        let mut f = finding("untrusted-config", notice, None, None);
+        f.skipped_reason = Some(if super::trust::needs_trust(ctx) {
+            "trusting a repository is yours to decide: `owt trust --show`, then `owt trust`".into()
+        } else {
+            "a repository may not redefine a built-in agent; remove those tables from its file"
+                .into()
+        });
+        findings.push(f);
     }
 
     // Lock files left by a killed git (first: the repairs below need git).

@@ -300,6 +300,16 @@ fn changed_note(store: &Store, path: &Path) -> String {
     }
 }
 
+/// Whether some of the repository's files are ignored until trusted.
+pub fn needs_trust(ctx: &Context) -> bool {
+    ctx.config
+        .withheld
+        .as_ref()
+        .is_some_and(|w| !w.untrusted.is_empty())
+        || (setup_script_path(ctx.repo.main_root()).is_file()
+            && trusted_setup_script(ctx).is_none())
+}
+
 /// The error for an agent that only an untrusted repository file declares.
 pub fn untrusted_agent(ctx: &Context, name: &str) -> Option<String> {
     let withheld = ctx.config.withheld.as_ref()?;
