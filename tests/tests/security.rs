@@ -473,6 +473,9 @@ fn regression_a_cloned_repository_runs_nothing_until_the_user_trusts_it() {
         .session
         .worktree
         .starts_with(&autostart.display().to_string()));
+    wait_until("the repository's agent to run", DEADLINE, || {
+        traps.join("tool-ran").exists()
+    });
     assert_eq!(ran(), vec!["setup-ran", "tool-ran"]);
     assert!(environ(agent_pid(&env, &repo, &x.session.name))
         .iter()
@@ -487,7 +490,11 @@ fn regression_a_cloned_repository_runs_nothing_until_the_user_trusts_it() {
         ["--json", "new", "claude again", "--ai-tool", "claude"],
     );
     cmd.env("PATH", &path);
-    assert!(cmd.output().unwrap().status.success());
+    let again = cmd.output().unwrap();
+    assert!(again.status.success());
+    let again: NewOutput = serde_json::from_slice(&again.stdout).unwrap();
+    let argv = cmdline(agent_pid(&env, &repo, &again.session.name));
+    assert!(argv.iter().any(|a| a.ends_with("/bin/claude")), "{argv:?}");
     assert!(!traps.join("claude-hijacked").exists());
 
     // A changed file needs trust again.
