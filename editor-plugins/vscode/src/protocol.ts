@@ -181,6 +181,30 @@ export type DeleteOutput = {
    * Set when the branch had commits not in the base: `refs/owt/backup/<name>`.
    */
   backup_ref: string | null,
+  /**
+   * Where the worktree's files that git does not commit (ignored files;
+   * with `--force` also the uncommitted ones) were moved:
+   * `$OWT_HOME/trash/<repo>/<session>-<time>/`.
+   */
+  trash: string | null,
+  /**
+   * The paths moved to `trash` (relative to the worktree).
+   */
+  trashed: Array<string>,
+  /**
+   * Paths removed without a copy: owt's own files, files the setup
+   * copied that are unchanged, and `[worktree] disposable` caches.
+   */
+  dropped: Array<string>,
+  /**
+   * Uncommitted changes `--force` discarded (a copy of each file is in
+   * `trash`).
+   */
+  discarded: Array<string>,
+  /**
+   * Things the user should know (e.g. a shell still inside the worktree).
+   */
+  warnings: Array<string>,
 };
 
 /**
@@ -229,6 +253,10 @@ export type MergeOutput = {
    * The session was deleted after the merge (not with `--keep`).
    */
   deleted: boolean,
+  /**
+   * Where the deletion moved the worktree's ignored files, if any.
+   */
+  trash: string | null,
 };
 
 /**

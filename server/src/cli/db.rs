@@ -12,7 +12,7 @@ pub enum Command {
         #[arg(long)]
         check: bool,
     },
-    /// Delete messages and history older than N days.
+    /// Delete messages, history and trash (files `owt delete` kept) older than N days.
     Purge {
         #[arg(long, default_value_t = 30)]
         days: u32,
@@ -57,10 +57,13 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Purge { days } => {
             let doc = db::purge(days)?;
+            let trash = doc.trash_deleted.len();
             out.emit(&doc, || {
                 format!(
-                    "Deleted {} messages and {} history events older than {days} days.",
-                    doc.messages_deleted, doc.events_deleted
+                    "Deleted {} messages, {} history events and {trash} trash folder{} older than {days} days.",
+                    doc.messages_deleted,
+                    doc.events_deleted,
+                    if trash == 1 { "" } else { "s" }
                 )
             })?;
             Ok(ExitCode::SUCCESS)

@@ -29,6 +29,7 @@ mod queue;
 pub mod send;
 mod ship;
 mod sync;
+mod trust;
 mod usage;
 mod version;
 pub mod wait;
@@ -128,6 +129,8 @@ pub enum Command {
     Queue(queue::Args),
     /// Find and repair orphaned worktrees and sessions.
     Doctor(doctor::Args),
+    /// Trust this repository's own files that make owt run programs (.owt.toml, .owt/setup.sh).
+    Trust(trust::Args),
     /// Show or validate the configuration.
     #[command(subcommand)]
     Config(config::Command),
@@ -191,6 +194,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Guard(args)) => guard::run(dir, &out, args),
         Some(Command::Queue(args)) => queue::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
+        Some(Command::Trust(args)) => trust::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),
@@ -280,7 +284,7 @@ fn hint_for(err: &anyhow::Error) -> Option<String> {
                 e,
                 ProviderError::NotInstalled { .. } | ProviderError::NoneInstalled { .. }
             ) {
-                return Some("or declare your own agent in .owt.toml under [tools.NAME] (see `owt config show`)".into());
+                return Some("or declare your own agent under [tools.NAME] in ~/.config/owt/config.toml, or in .owt.toml and then `owt trust` (see `owt config show`)".into());
             }
         } else if let Some(e) = cause.downcast_ref::<StoreError>() {
             // The store failed on its file system (full, read-only): say which.

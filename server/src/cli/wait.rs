@@ -38,10 +38,11 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
         "timed_out": timed_out,
     });
     out.emit(&doc, || {
+        let text = crate::printable::line(&derived.text);
         if timed_out {
-            format!("{name} is still {} (timed out).", derived.text)
+            format!("{name} is still {text} (timed out).")
         } else {
-            format!("{name} is {}.", derived.text)
+            format!("{name} is {text}.")
         }
     })?;
     Ok(ExitCode::from(code))

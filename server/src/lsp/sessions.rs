@@ -12,7 +12,7 @@ use super::git_refresher::{GitPoke, GitRefresher};
 use super::guard_live;
 use super::outbox::Outgoing;
 use super::state::State;
-use crate::ops;
+use crate::ops::{self, Context};
 use crate::status::{kind, ReportFact};
 
 /// What was last told to the editor about sessions.
@@ -30,6 +30,7 @@ pub struct SessionWatch {
 /// refresher thread (now, when `force_git`), which sends
 /// `Event::GitRefreshed` when done.
 pub fn refresh(state: &mut State, force_git: bool) {
+    reopen_replaced_store(state);
     let Some(ctx) = &state.ctx else { return };
     match &state.git {
         Some(git) if force_git => git.poke(GitPoke::All),
@@ -66,6 +67,47 @@ pub fn refresh(state: &mut State, force_git: bool) {
         if state.watch.last_board.as_ref() != Some(&board) {
             state.watch.last_board = Some(board.clone());
             state.outbox.send(Outgoing::BoardChanged(board));
+        }
+    }
+}
+
+/// When the store's file was deleted, replaced or truncated under this
+/// server, opens the store at its path again (the git refresher too) and
+/// tells the user.
+fn reopen_replaced_store(state: &mut State) {
+    let Some(ctx) = &state.ctx else { return };
+    let Some(how) = ctx.store.replaced() else {
+        return;
+    };
+    let Some(root) = state.root.clone() else {
+        return;
+    };
+    let path = ctx.store.path().to_path_buf();
+    match Context::open_in(Some(&root), &ctx.home) {
+        Ok(ctx) => {
+            state.ctx = Some(ctx);
+            state.git = None;
+            state.store_trouble = None;
+            state.outbox.show_message(
+                MessageType::WARNING,
+                format!(
+                    "owt: the status store {} {how} while this editor's owt was running; owt now reads the store at that path (sessions it does not know yet: run `owt doctor --fix` in a terminal to re-adopt the ones still running)",
+                    path.display()
+                ),
+            );
+        }
+        Err(e) => {
+            // Keep the old store until the new one opens; say so once.
+            let message = format!(
+                "owt: the status store {} {how} while this editor's owt was running, and opening it again failed: {e:#}",
+                path.display()
+            );
+            if state.store_trouble.as_ref() != Some(&message) {
+                state
+                    .outbox
+                    .show_message(MessageType::ERROR, message.clone());
+                state.store_trouble = Some(message);
+            }
         }
     }
 }

@@ -49,6 +49,11 @@ pub struct State {
     pub guard: GuardLive,
     pub initialized: bool,
     pub shut_down: bool,
+    /// The last error about the store's file shown to the user (shown once).
+    pub store_trouble: Option<String>,
+    /// What the repository's own files were not allowed to do (trust),
+    /// said once the client is initialized.
+    pub trust_notice: Option<String>,
     next_token: u64,
 }
 
@@ -78,6 +83,8 @@ impl State {
             guard: GuardLive::default(),
             initialized: false,
             shut_down: false,
+            store_trouble: None,
+            trust_notice: None,
             next_token: 0,
         }
     }

@@ -1,6 +1,7 @@
 //! `owt db health|purge|vacuum`: the store's size, counts and integrity,
 //! and its upkeep.
 
+use anyhow::Context as _;
 use owt_protocol::{DbHealth, DbPurge};
 
 use super::owt_home;
@@ -72,13 +73,21 @@ fn problems(health: &DbHealth) -> Vec<String> {
     problems
 }
 
-/// Deletes messages and history older than `days`.
+/// Deletes messages, history and trash folders (what `owt delete` kept)
+/// older than `days`.
 pub fn purge(days: u32) -> anyhow::Result<DbPurge> {
     let (messages, events) = open()?.purge(days)?;
+    let home = owt_home()?;
+    let trash = super::trash::purge(&home, days)
+        .with_context(|| format!("emptying the trash under {}", home.display()))?
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .collect();
     Ok(DbPurge {
         days,
         messages_deleted: messages,
         events_deleted: events,
+        trash_deleted: trash,
     })
 }
 

@@ -43,7 +43,13 @@ pub fn handle(state: &mut State, params: InitializeParams, reply: Reply<Initiali
             Err(why) => Err(anyhow::anyhow!("{why}")),
         };
         match opened {
-            Ok(ctx) => state.ctx = Some(ctx),
+            Ok(ctx) => {
+                // What a cloned repository's own files were not allowed to
+                // do: said after `initialized` (the client takes messages
+                // only then).
+                state.trust_notice = crate::ops::trust::notice(&ctx);
+                state.ctx = Some(ctx)
+            }
             Err(e) => tracing::warn!("{}: not an owt workspace: {e:#}", root.display()),
         }
     }
