@@ -50,6 +50,10 @@ pub struct Participant {
 pub struct GuardUpdate {
     /// Participants whose snapshot or merge base changed.
     pub participants: Vec<String>,
+    /// Participants whose HEAD moved (a commit of what was already in the
+    /// working state moves HEAD and nothing else: no pair changes, but the
+    /// commits ahead of the base do).
+    pub heads_moved: Vec<String>,
     /// Pairs recomputed (`(a, b)` ids), whether or not their level changed.
     pub pairs: Vec<(String, String)>,
     /// Pairs whose report changed.
@@ -305,8 +309,15 @@ impl GuardEngine {
     /// reset, its base branch moved).
     pub fn on_refs_changed(&mut self, id: &str) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
-        self.state_mut(id)?.work.refresh_refs()?;
-        self.settle(id, started)
+        let work = &mut self.state_mut(id)?.work;
+        let head_before = work.head;
+        work.refresh_refs()?;
+        let moved = work.head != head_before;
+        let mut update = self.settle(id, started)?;
+        if moved {
+            update.heads_moved.push(id.to_string());
+        }
+        Ok(update)
     }
 
     /// Replaces a participant's unsaved editor buffers (path relative to its

@@ -578,6 +578,27 @@ fn ignore_globs_hide_overlaps_but_never_conflicts() {
     .assert_eq(&render_pairs(&engine.pairs()));
 }
 
+/// Regression (found by the LSP's code-action test under load): committing
+/// what was already in the working state moves HEAD and nothing else, so no
+/// update named the participant and the commits ahead the LSP shows stayed
+/// stale until the next full git pass (a minute).
+#[test]
+fn a_commit_of_the_working_state_reports_the_moved_head() {
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    write(&a, "f.txt", &with_line(3, "a"));
+    let mut engine = fx.engine(&["a"], &[]);
+    git(&a, &["commit", "-q", "-am", "work"]);
+    let update = engine.on_refs_changed("a").unwrap();
+    assert!(
+        update.participants.is_empty(),
+        "the working state is the same"
+    );
+    assert_eq!(update.heads_moved, ["a"]);
+    let unchanged = engine.on_refs_changed("a").unwrap();
+    assert!(unchanged.heads_moved.is_empty());
+}
+
 #[test]
 fn incremental_updates_touch_only_the_changed_participant() {
     let fx = Fixture::new(&[("f.txt", &lines()), ("d/g.txt", &lines())]);

@@ -505,6 +505,7 @@ fn apply(
         match result {
             Ok(update) => {
                 batch.participants.extend(update.participants);
+                batch.heads_moved.extend(update.heads_moved);
                 batch.pairs.extend(update.pairs);
                 batch.changed_pairs.extend(update.changed_pairs);
                 batch.elapsed += update.elapsed;
@@ -512,7 +513,7 @@ fn apply(
             Err(e) => tracing::warn!("conflict guard update failed: {e}"),
         }
     }
-    if !batch.participants.is_empty() {
+    if !batch.participants.is_empty() || !batch.heads_moved.is_empty() {
         on_update(&engine, &batch);
     }
 }

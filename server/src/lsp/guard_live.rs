@@ -174,7 +174,14 @@ fn watcher_callback(
     move |engine, update| {
         let generation = generation.fetch_add(1, Ordering::SeqCst) + 1;
         if let Some(store) = store.as_mut() {
-            let changed: BTreeSet<String> = update.participants.iter().cloned().collect();
+            // A moved HEAD changes the commits ahead even when the working
+            // state (and so every pair) stayed the same.
+            let changed: BTreeSet<String> = update
+                .participants
+                .iter()
+                .chain(&update.heads_moved)
+                .cloned()
+                .collect();
             match ops::guard::record_facts(store, engine, Some(&changed)) {
                 Ok(git_facts) => {
                     if let Some(git) = &git {
