@@ -12,8 +12,8 @@ use std::sync::mpsc::{RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use super::event::Event;
+use crate::ops::guard::SnapshotGitFact;
 use crate::ops::{self, Context};
-use crate::status::GitFact;
 
 /// How often every session's git facts are re-read while no Conflict
 /// Guard watches the worktrees.
@@ -31,8 +31,8 @@ pub enum GitPoke {
     /// Whether a guard watches the worktrees (everything is then re-read
     /// only every [`GIT_FULL_REFRESH`]).
     Watched(bool),
-    /// Git facts the live guard read from its snapshots (session id, fact).
-    Facts(Vec<(i64, GitFact)>),
+    /// Git facts the live guard read from its snapshots.
+    Facts(Vec<SnapshotGitFact>),
 }
 
 /// The handle the owner keeps; dropping it ends the thread.
@@ -76,6 +76,10 @@ impl GitRefresher {
                     };
                     let wait = (pass.last_full + period).saturating_duration_since(Instant::now());
                     match poked.recv_timeout(wait) {
+                        // The guard's facts are recorded at once (the
+                        // editor already shows them); other pokes are
+                        // collected a while first.
+                        Ok(first @ GitPoke::Facts(_)) => pass.take(first),
                         Ok(first) => {
                             pass.take(first);
                             std::thread::sleep(GIT_COALESCE);
@@ -115,7 +119,7 @@ struct Pass {
     /// Re-read every session on the next pass.
     all: bool,
     /// Facts handed over since the last pass.
-    facts: Vec<(i64, GitFact)>,
+    facts: Vec<SnapshotGitFact>,
     last_full: Instant,
 }
 
@@ -131,8 +135,8 @@ impl Pass {
     /// One pass; false once the owner is gone.
     fn run(&mut self) -> bool {
         let mut changed = false;
-        for (session_id, fact) in std::mem::take(&mut self.facts) {
-            match ops::list::record_git_fact(&self.ctx.store, session_id, &fact) {
+        for git in std::mem::take(&mut self.facts) {
+            match ops::list::record_git_fact(&self.ctx.store, git.session_id, &git.fact) {
                 Ok(recorded) => changed |= recorded,
                 Err(e) => tracing::warn!("recording git facts failed: {e:#}"),
             }

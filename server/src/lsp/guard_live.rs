@@ -30,6 +30,7 @@ use super::event::Event;
 use super::git_refresher::GitPoke;
 use super::guard_view::{Applied, GuardDelta, GuardView};
 use super::outbox::Outgoing;
+use super::sessions;
 use super::state::State;
 use crate::guard::{GuardEngine, GuardUpdate, GuardWatcher, YOU};
 use crate::ops;
@@ -123,14 +124,21 @@ pub fn ensure(state: &mut State) {
             return;
         }
     };
-    match ops::guard::record_facts(&ctx.store, &engine, None) {
-        Ok(git_facts) => poke(GitPoke::Facts(git_facts)),
-        Err(e) => tracing::warn!("recording guard facts failed: {e:#}"),
-    }
+    let git_facts = match ops::guard::record_facts(&ctx.store, &engine, None) {
+        Ok(git_facts) => {
+            poke(GitPoke::Facts(git_facts.clone()));
+            git_facts
+        }
+        Err(e) => {
+            tracing::warn!("recording guard facts failed: {e:#}");
+            Vec::new()
+        }
+    };
     guard.epochs += 1;
     let epoch = guard.epochs;
     let generation = Arc::new(AtomicU64::new(1));
-    let full = GuardDelta::full(&engine, epoch, 1);
+    let mut full = GuardDelta::full(&engine, epoch, 1);
+    full.git = git_facts;
     let engine = Arc::new(Mutex::new(engine));
     let on_update = watcher_callback(state, &ctx.home, epoch, generation.clone());
     match GuardWatcher::start(engine.clone(), GUARD_DEBOUNCE, on_update) {
@@ -146,8 +154,10 @@ pub fn ensure(state: &mut State) {
                 members,
             });
             let me = state.guard.me.clone();
+            let git = std::mem::take(&mut full.git);
             let applied = state.guard.view.apply(full, &me);
             publish(state, applied);
+            sessions::apply_guard_git(state, &git);
             apply_overrides(state);
         }
         Err(e) => {
@@ -173,6 +183,7 @@ fn watcher_callback(
     let mut store = crate::store::Store::open(home).ok();
     move |engine, update| {
         let generation = generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut git_facts = Vec::new();
         if let Some(store) = store.as_mut() {
             // A moved HEAD changes the commits ahead even when the working
             // state (and so every pair) stayed the same.
@@ -183,28 +194,34 @@ fn watcher_callback(
                 .cloned()
                 .collect();
             match ops::guard::record_facts(store, engine, Some(&changed)) {
-                Ok(git_facts) => {
+                Ok(facts) => {
                     if let Some(git) = &git {
-                        let _ = git.send(GitPoke::Facts(git_facts));
+                        let _ = git.send(GitPoke::Facts(facts.clone()));
                     }
+                    git_facts = facts;
                 }
                 Err(e) => tracing::warn!("recording guard facts failed: {e:#}"),
             }
         }
-        let delta = GuardDelta::of(engine, update, epoch, generation);
+        let mut delta = GuardDelta::of(engine, update, epoch, generation);
+        delta.git = git_facts;
         let _ = tx.send(Event::GuardChanged(Box::new(delta)));
     }
 }
 
 /// A delta from the watcher.
-pub fn on_delta(state: &mut State, delta: GuardDelta) {
+pub fn on_delta(state: &mut State, mut delta: GuardDelta) {
     let current = state.guard.running.as_ref().map(|r| r.epoch);
     if current != Some(delta.epoch) {
         return;
     }
     let me = state.guard.me.clone();
+    let git = std::mem::take(&mut delta.git);
     let applied = state.guard.view.apply(delta, &me);
     publish(state, applied);
+    // After the diagnostics (they go out first), before the next request:
+    // what the editor asks next (code actions) sees these facts.
+    sessions::apply_guard_git(state, &git);
 }
 
 /// A buffer opened, changed or closed: hand the unsaved text to the guard

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use owt_protocol::guard::{GuardPair, Level};
 
 use crate::guard::{GuardEngine, GuardUpdate, Hunk};
+use crate::ops::guard::SnapshotGitFact;
 
 /// A participant, as diagnostics need it.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +60,9 @@ pub struct GuardDelta {
     pub participants: Vec<(String, SideInfo)>,
     /// Recomputed pairs; `None`: the pair no longer overlaps.
     pub pairs: Vec<((String, String), Option<LivePair>)>,
+    /// The git facts (commits ahead, changed files) of the sessions whose
+    /// snapshot or HEAD changed, as the snapshots show them.
+    pub git: Vec<SnapshotGitFact>,
 }
 
 fn side_info(engine: &GuardEngine, id: &str) -> Option<SideInfo> {
@@ -113,6 +117,7 @@ impl GuardDelta {
             full: false,
             participants,
             pairs,
+            git: Vec::new(),
         }
     }
 
@@ -138,6 +143,7 @@ impl GuardDelta {
             full: true,
             participants,
             pairs,
+            git: Vec::new(),
         }
     }
 }
@@ -280,6 +286,7 @@ mod tests {
             full,
             participants: Vec::new(),
             pairs: vec![(("a".into(), "b".into()), pair)],
+            git: Vec::new(),
         }
     }
 

@@ -4,6 +4,7 @@
 //! transition and per agent report.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use owt_protocol::{Board, SessionView, Status};
 use tower_lsp_server::ls_types::MessageType;
@@ -12,8 +13,9 @@ use super::git_refresher::{GitPoke, GitRefresher};
 use super::guard_live;
 use super::outbox::Outgoing;
 use super::state::State;
+use crate::ops::guard::SnapshotGitFact;
 use crate::ops::{self, Context};
-use crate::status::{kind, ReportFact};
+use crate::status::{kind, GitFact, ReportFact};
 
 /// What was last told to the editor about sessions.
 #[derive(Default)]
@@ -23,7 +25,15 @@ pub struct SessionWatch {
     /// Time of the last agent report seen, per session.
     last_report: HashMap<String, i64>,
     seen_once: bool,
+    /// Git facts the live guard's snapshots showed that the store does not
+    /// hold yet (its one writer, the git refresher, records them at once):
+    /// views use these meanwhile, so nothing shown goes back and forth. An
+    /// entry lapses after [`PENDING_GIT`] whatever the store says.
+    pending_git: HashMap<String, (GitFact, Instant)>,
 }
+
+/// How long a git fact from the guard stands in for the stored one.
+const PENDING_GIT: Duration = Duration::from_secs(5);
 
 /// Re-reads sessions; sends `owt/boardChanged` and one message per status
 /// transition when something changed. Git facts are re-read on the git
@@ -43,7 +53,16 @@ pub fn refresh(state: &mut State, force_git: bool) {
             );
         }
     }
-    let views = match ops::list::session_views_with(ctx, false) {
+    state.watch.pending_git.retain(|name, (git, since)| {
+        since.elapsed() < PENDING_GIT && !ops::list::git_fact_recorded(ctx, name, git)
+    });
+    let newer: HashMap<String, GitFact> = state
+        .watch
+        .pending_git
+        .iter()
+        .map(|(name, (git, _))| (name.clone(), git.clone()))
+        .collect();
+    let views = match ops::list::session_views_newer_git(ctx, &newer) {
         Ok(views) => views,
         Err(e) => {
             tracing::warn!("reading sessions failed: {e:#}");
@@ -63,11 +82,48 @@ pub fn refresh(state: &mut State, force_git: bool) {
         // Diagnostics name each agent's status.
         guard_live::republish_all(state);
     }
+    notify_board(state);
+}
+
+/// Sends `owt/boardChanged` when the board differs from the last one sent.
+fn notify_board(state: &mut State) {
     if let Some(board) = board(state) {
         if state.watch.last_board.as_ref() != Some(&board) {
             state.watch.last_board = Some(board.clone());
             state.outbox.send(Outgoing::BoardChanged(board));
         }
+    }
+}
+
+/// The git facts the live guard's snapshots show: the views of those
+/// sessions are derived again with them at once (the store gets them from
+/// the git refresher), so the board and code actions match the
+/// diagnostics just published.
+pub fn apply_guard_git(state: &mut State, facts: &[SnapshotGitFact]) {
+    let Some(ctx) = &state.ctx else { return };
+    let mut changed = false;
+    for git in facts {
+        state
+            .watch
+            .pending_git
+            .insert(git.session.clone(), (git.fact.clone(), Instant::now()));
+        let Some(i) = state.sessions.iter().position(|s| s.name == git.session) else {
+            continue;
+        };
+        let shown = &state.sessions[i];
+        if shown.ahead == git.fact.ahead && shown.changed_files == git.fact.changed_files {
+            continue;
+        }
+        match ops::list::session_view_newer_git(ctx, &git.session, &git.fact) {
+            Ok(view) => {
+                state.sessions[i] = view;
+                changed = true;
+            }
+            Err(e) => tracing::warn!("reading session {} failed: {e:#}", git.session),
+        }
+    }
+    if changed {
+        notify_board(state);
     }
 }
 

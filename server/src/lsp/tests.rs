@@ -287,3 +287,52 @@ fn an_agent_write_after_start_arrives_through_the_watcher() {
     write(&fixture.worktree("agent-1").join("a.txt"), &base);
     server.await_notification("textDocument/publishDiagnostics", has(0));
 }
+
+/// Regression (the Neovim diagnostics test under load): code actions asked
+/// right after a diagnostic appeared saw the session as the store last had
+/// it — no changed files yet, so no ship — because the git facts reached
+/// the views only after the git refresher's next pass. The facts the guard
+/// read come with its update now.
+#[test]
+fn code_actions_on_a_fresh_diagnostic_see_the_agents_changes() {
+    let base = ten_lines();
+    // A session with nothing changed yet when the server starts.
+    let fixture = Fixture::new(&format!("//- a.txt\n{base}//- @agent-1 a.txt\n{base}"));
+    let mut server = fixture.server();
+    let file = fixture.repo.join("a.txt");
+    server.open(&file, &with_line(&base, 5, "mine"));
+    server.flush();
+    write(
+        &fixture.worktree("agent-1").join("a.txt"),
+        &with_line(&base, 5, "agent"),
+    );
+    let uri = super::test_server::uri(&std::fs::canonicalize(&file).unwrap());
+    let published = server.await_notification("textDocument/publishDiagnostics", |params| {
+        params["uri"] == uri.as_str()
+            && params["diagnostics"]
+                .as_array()
+                .is_some_and(|d| !d.is_empty())
+    });
+    let diagnostic = published["diagnostics"][0].clone();
+    let actions = server
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": uri},
+                "range": diagnostic["range"],
+                "context": {"diagnostics": [diagnostic]},
+            }),
+        )
+        .expect("code actions");
+    let commands: Vec<&str> = actions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["command"]["command"].as_str())
+        .collect();
+    assert!(commands.contains(&"owt.ship"), "{commands:?}");
+    assert!(
+        !commands.contains(&"owt.merge"),
+        "no commits yet: {commands:?}"
+    );
+}

@@ -75,31 +75,41 @@ pub fn compute(ctx: &Context) -> anyhow::Result<GuardEngine> {
     Ok(engine)
 }
 
-/// Records the guard fact and overlap count of every session (of those
-/// in `only`, when given) and returns each one's git fact as the snapshot
-/// shows it (commits ahead, changed files: no second scan of the worktree
-/// for `owt list` and the board), for [`super::list::record_git_fact`].
+/// A session's git fact as the guard's snapshot shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotGitFact {
+    /// The session's name (its participant id).
+    pub session: String,
+    pub session_id: i64,
+    pub fact: GitFact,
+}
+
+/// Records the guard fact of every session (of those in `changed`, when
+/// given) and every session's overlap count (when it changed: a pair's
+/// other member counts differently too), and returns the git fact each
+/// recorded session's snapshot shows (commits ahead, changed files: no
+/// second scan of the worktree for `owt list` and the board), for
+/// [`super::list::record_git_fact`].
 pub fn record_facts(
     store: &Store,
     engine: &GuardEngine,
-    only: Option<&BTreeSet<String>>,
-) -> anyhow::Result<Vec<(i64, GitFact)>> {
+    changed: Option<&BTreeSet<String>>,
+) -> anyhow::Result<Vec<SnapshotGitFact>> {
     let mut git_facts = Vec::new();
     for participant in engine.participants() {
         let Some(session_id) = participant.session_id else {
             continue;
         };
-        if only.is_some_and(|only| !only.contains(&participant.id)) {
-            continue;
-        }
-        if let Some(fact) = engine.guard_fact(&participant.id) {
-            git_facts.push((
+        let wanted = changed.is_none_or(|changed| changed.contains(&participant.id));
+        if let Some(fact) = engine.guard_fact(&participant.id).filter(|_| wanted) {
+            git_facts.push(SnapshotGitFact {
+                session: participant.id.clone(),
                 session_id,
-                GitFact {
+                fact: GitFact {
                     ahead: commits_ahead(engine, fact.head.as_deref(), &participant.base_branch),
                     changed_files: fact.changes.len() as u32,
                 },
-            ));
+            });
             store.record_fact(session_id, kind::GUARD, &fact)?;
         }
         let count = OverlapFact {
@@ -119,8 +129,8 @@ pub fn record_facts(
 
 /// [`record_facts`] of every session, and their git facts.
 pub fn record_all_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<()> {
-    for (session_id, git_fact) in record_facts(store, engine, None)? {
-        super::list::record_git_fact(store, session_id, &git_fact)?;
+    for git in record_facts(store, engine, None)? {
+        super::list::record_git_fact(store, git.session_id, &git.fact)?;
     }
     Ok(())
 }

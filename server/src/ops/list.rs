@@ -30,6 +30,41 @@ pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Ve
         .collect()
 }
 
+/// Every session as [`session_views_with`] (no git re-read), with the git
+/// facts in `newer` — fresher than the stored ones, e.g. what the live
+/// guard's snapshots show before their one writer recorded them — by name.
+pub fn session_views_newer_git(
+    ctx: &Context,
+    newer: &std::collections::HashMap<String, GitFact>,
+) -> anyhow::Result<Vec<SessionView>> {
+    let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    rows.iter()
+        .map(|row| view_of(ctx, row, false, newer.get(&row.name)))
+        .collect()
+}
+
+/// The session `name`, reconciled, with the git fact `git` in place of the
+/// stored one (see [`session_views_newer_git`]).
+pub fn session_view_newer_git(
+    ctx: &Context,
+    name: &str,
+    git: &GitFact,
+) -> anyhow::Result<SessionView> {
+    view_of(ctx, &ctx.session(name)?, false, Some(git))
+}
+
+/// Whether the store holds `git` as `name`'s git fact already.
+pub fn git_fact_recorded(ctx: &Context, name: &str, git: &GitFact) -> bool {
+    let Ok(row) = ctx.session(name) else {
+        return true;
+    };
+    ctx.store
+        .fact::<GitFact>(row.id, status::kind::GIT)
+        .ok()
+        .flatten()
+        .is_some_and(|(stored, _)| &stored == git)
+}
+
 /// Re-reads and records the git facts (commits ahead, changed files) of
 /// every session.
 pub fn refresh_git_facts(ctx: &Context) -> anyhow::Result<()> {
@@ -49,13 +84,25 @@ fn session_view_with(
     row: &SessionRow,
     refresh_git: bool,
 ) -> anyhow::Result<SessionView> {
+    view_of(ctx, row, refresh_git, None)
+}
+
+fn view_of(
+    ctx: &Context,
+    row: &SessionRow,
+    refresh_git: bool,
+    newer_git: Option<&GitFact>,
+) -> anyhow::Result<SessionView> {
     if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
         tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
     }
     if refresh_git {
         refresh_git_fact(ctx, row);
     }
-    let facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
+    let mut facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
+    if let Some(git) = newer_git {
+        facts.git = git.clone();
+    }
     Ok(view(row, &facts, now_ms()))
 }
 
