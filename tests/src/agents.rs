@@ -390,7 +390,6 @@ pub fn setup_offline(
                 ("AIDER_SHOW_MODEL_WARNINGS", "false".into()),
                 ("AIDER_SHOW_RELEASE_NOTES", "false".into()),
                 ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
-                ("AIDER_GITIGNORE", "false".into()),
             ]);
             if !ask {
                 vars.push(("AIDER_YES_ALWAYS", "true".into()));
