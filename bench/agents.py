@@ -17,7 +17,7 @@ agent's screen); the model's request log is the rest of the truth:
   reply → waiting         the final answer is complete at the model (Aider:
                           its commit message request, after the approval)
 
-    bench/agents.py [--runs N] [--agents claude,codex,opencode,aider] [--json]
+    bench/agents.py [--runs N] [--agents claude,codex,opencode,aider,gemini,pi] [--json]
 
 Prints a table, or with --json one JSON object on its last line (bench/run).
 """
@@ -39,14 +39,16 @@ import common  # noqa: E402
 sys.path.insert(0, str(common.ROOT / "tests" / "model"))
 import offline  # noqa: E402
 
-AGENTS = ["claude", "codex", "opencode", "aider"]
+AGENTS = ["claude", "codex", "opencode", "aider", "gemini", "pi"]
+# The words of each agent's permission dialog (Pi has none).
 DIALOG = {
     "claude": "Do you want to create hello.txt?",
     "codex": "Would you like to run the following command?",
     "opencode": "Permission required",
     "aider": "Create new file?",
+    "gemini": "Apply this change?",
 }
-APPROVE = {"claude": "1", "codex": "y", "opencode": "", "aider": "y"}
+APPROVE = {"claude": "1", "codex": "y", "opencode": "", "aider": "y", "gemini": ""}
 DEADLINE = 180
 
 
@@ -92,6 +94,8 @@ def one_run(agent, owt, tmp):
     common.git(repo, "commit", "-qm", "initial", env=env)
     name = f"{agent}-bench"
     worktree = tmp / "app.worktrees" / name
+    # The first step needs the human's approval (Codex is asked to run a
+    # command with escalated permissions; Pi asks nothing).
     ask = ({"run": {"command": "printf 'hello\\n' > hello.txt", "ask": True}} if agent == "codex"
            else {"write": {"path": "hello.txt", "content": "hello\n"}})
     ask.update({"stall": 2, "stream_secs": 1})
@@ -137,16 +141,20 @@ def one_run(agent, owt, tmp):
             working_at = wait_until("working", lambda: status_at_or_after(first["begin"] - 60, {"working"}))
             start_latency = 0.0 if status_before(first["begin"]) == "working" else max(
                 0.0, working_at - first["begin"])
-            asked = wait_until("the dialog's request", lambda: main_request(0))
-            shown = wait_until("the dialog on screen", lambda: next(
-                (t for t, out in list(peeks.seen) if t >= asked["begin"] and DIALOG[agent] in out), None))
-            blocked = wait_until("blocked", lambda: status_at_or_after(asked["begin"], {"blocked"}))
-            dialog_latency = max(0.0, blocked - shown)
-            subprocess.run([str(owt), "send", name, APPROVE[agent]], cwd=repo, env=env, check=True,
-                           capture_output=True)
             approved = time.time()
-            back = wait_until("working after the approval", lambda: status_at_or_after(approved, {"working"}))
-            approve_latency = back - approved
+            dialog_latency = approve_latency = None
+            if agent in DIALOG:
+                asked = wait_until("the dialog's request", lambda: main_request(0))
+                shown = wait_until("the dialog on screen", lambda: next(
+                    (t for t, out in list(peeks.seen) if t >= asked["begin"] and DIALOG[agent] in out), None))
+                blocked = wait_until("blocked", lambda: status_at_or_after(asked["begin"], {"blocked"}))
+                dialog_latency = max(0.0, blocked - shown)
+                subprocess.run([str(owt), "send", name, APPROVE[agent]], cwd=repo, env=env, check=True,
+                               capture_output=True)
+                approved = time.time()
+                back = wait_until("working after the approval",
+                                  lambda: status_at_or_after(approved, {"working"}))
+                approve_latency = back - approved
             if agent == "aider":
                 done = wait_until("the commit message", lambda: next(
                     (r["end"] for r in model.requests() if r.get("kind") == "aux" and r["end"]
@@ -160,7 +168,8 @@ def one_run(agent, owt, tmp):
             peeks.close()
             subprocess.run([str(owt), "delete", name, "--force"], cwd=repo, env=env, capture_output=True)
             common.kill_by_owt_home(env["OWT_HOME"])
-    return {"start": start_latency, "dialog": dialog_latency, "approve": approve_latency, "reply": reply_latency}
+    out = {"start": start_latency, "dialog": dialog_latency, "approve": approve_latency, "reply": reply_latency}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def main():
@@ -188,7 +197,7 @@ def main():
         print("| agent | turn start → working | dialog → blocked | approval → working | reply → waiting |")
         print("|---|---|---|---|---|")
         for agent, r in results.items():
-            print(f"| {agent} | " + " | ".join(f"{statistics.median(r[k]):.2f} s"
+            print(f"| {agent} | " + " | ".join(f"{statistics.median(r[k]):.2f} s" if k in r else "—"
                                               for k in ("start", "dialog", "approve", "reply")) + " |")
 
 

@@ -84,6 +84,21 @@ def setup(agent, home, url, trusted=(), ask=True):
                     "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
         if not ask:
             env["AIDER_YES_ALWAYS"] = "true"
+    elif agent == "pi":
+        _write(home / ".pi/agent/models.json", json.dumps({"providers": {"mock": {
+            "baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "scripted",
+            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+            "models": [{"id": "mock-model"}]}}}))
+        _write(home / ".pi/agent/settings.json", json.dumps({"defaultProvider": "mock", "defaultModel": "mock-model"}))
+        env["PI_OFFLINE"] = "1"  # no downloads of fd and ripgrep
+    elif agent == "gemini":
+        _write(home / ".gemini/settings.json", json.dumps({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+            "tools": {"autoAccept": not ask}}))
+        _write(home / ".gemini/trustedFolders.json", json.dumps({str(p): "TRUST_FOLDER" for p in trusted}))
+        env.update({"GEMINI_API_KEY": "scripted", "GOOGLE_GEMINI_BASE_URL": url})
     else:
         raise ValueError(f"no offline setup for {agent}")
     return env

@@ -31,10 +31,13 @@ fn dialog_text(agent: Agent) -> &'static str {
         Agent::Codex => "Would you like to run the following command?",
         Agent::OpenCode => "Permission required",
         Agent::Aider => "Create new file?",
+        Agent::Pi => "",
+        Agent::Gemini => "Apply this change?",
     }
 }
 
-/// One whole turn of `agent` with a permission dialog, checked end to end.
+/// One whole turn of `agent` (with its permission dialog, when it has
+/// one), checked end to end.
 fn full_turn(agent: Agent) {
     let mut env = TestEnv::new();
     let repo = env.repo("app");
@@ -50,6 +53,7 @@ fn full_turn(agent: Agent) {
         json!({"write": {"path": "hello.txt", "content": "hello from the scripted model\n"},
                "stall": 2, "stream_secs": 1})
     };
+    // (Pi asks nothing: the same write goes through at once.)
     // Aider has no tools: its whole turn is one reply, then the dialog, then
     // its commit message (an aux request, made to take 2 s of work).
     let model = Model::start(
@@ -86,46 +90,26 @@ fn full_turn(agent: Agent) {
         })
     };
 
-    // The dialog appears on the agent's screen: owt says blocked.
-    let asked = model.wait_step_answered(0, AGENT);
-    let shown = status.wait_for("the permission dialog on screen", asked.begin, AGENT, |o| {
-        o.screen
-            .as_deref()
-            .is_some_and(|s| s.contains(dialog_text(agent)))
-    });
-    let blocked = status.wait_for("blocked", shown.t - 1.0, NOTICE, |o| {
-        o.status == Status::Blocked
-    });
-    eprintln!(
-        "{}: dialog on screen at +{:.2}s after the model's answer, blocked {:.2}s after the dialog",
-        agent.name(),
-        shown.t - asked.end.unwrap(),
-        blocked.t - shown.t
-    );
-    let (waited_at, waited) = waited.join().unwrap();
-    let waited: serde_json::Value = serde_json::from_str(&waited).unwrap();
-    // (Aider's own signal says only "it waits for you", just before the
-    // dialog that the screen then reads as blocked.)
-    assert!(
-        waited["status"] == "blocked" || waited["status"] == "needs-input",
-        "{}: owt wait returned {waited}",
-        agent.name()
-    );
-    assert!(
-        waited_at >= asked.end.unwrap(),
-        "{}: owt wait returned {waited} at +{:.2}s, before the model asked for anything \
-         (its first request began at +{:.2}s, since the dialog showed)",
-        agent.name(),
-        waited_at - shown.t,
-        asked.begin - shown.t
-    );
-
-    // Approve with the agent's own key: working again, then the final reply.
-    let approved_at = agents::now_s();
-    env.owt_ok(&repo, ["send", &name, agent.approve_text()]);
-    status.wait_for("working after the approval", approved_at, NOTICE, |o| {
-        o.status == Status::Working
-    });
+    let approved_at = if agent.has_permission_dialog() {
+        approve_at_the_dialog(&env, &repo, &name, agent, &model, &status, waited)
+    } else {
+        // No dialog (Pi): `owt wait` returns at the end of the turn.
+        let last = model.wait_step_answered(1, AGENT);
+        let (waited_at, waited) = waited.join().unwrap();
+        let waited: serde_json::Value = serde_json::from_str(&waited).unwrap();
+        assert_eq!(
+            waited["status"],
+            "needs-input",
+            "{}: {waited}",
+            agent.name()
+        );
+        assert!(
+            waited_at >= last.end.unwrap(),
+            "{}: owt wait returned early",
+            agent.name()
+        );
+        0.0
+    };
     // The end of the turn: the final reply (for Aider, its commit message
     // after the approval).
     let turn_over = if agent == Agent::Aider {
@@ -248,6 +232,61 @@ fn full_turn(agent: Agent) {
     );
 }
 
+/// The agent's permission dialog: owt says blocked (and `owt wait`, started
+/// with the session, returned then, not before); `owt send` of the agent's
+/// approve key makes it working. Returns when the approval was sent.
+fn approve_at_the_dialog(
+    env: &TestEnv,
+    repo: &std::path::Path,
+    name: &str,
+    agent: Agent,
+    model: &Model,
+    status: &StatusLog,
+    waited: std::thread::JoinHandle<(f64, String)>,
+) -> f64 {
+    // The dialog appears on the agent's screen: owt says blocked.
+    let asked = model.wait_step_answered(0, AGENT);
+    let shown = status.wait_for("the permission dialog on screen", asked.begin, AGENT, |o| {
+        o.screen
+            .as_deref()
+            .is_some_and(|s| s.contains(dialog_text(agent)))
+    });
+    let blocked = status.wait_for("blocked", shown.t - 1.0, NOTICE, |o| {
+        o.status == Status::Blocked
+    });
+    eprintln!(
+        "{}: dialog on screen at +{:.2}s after the model's answer, blocked {:.2}s after the dialog",
+        agent.name(),
+        shown.t - asked.end.unwrap(),
+        blocked.t - shown.t
+    );
+    let (waited_at, waited) = waited.join().unwrap();
+    let waited: serde_json::Value = serde_json::from_str(&waited).unwrap();
+    // (Aider's own signal says only "it waits for you", just before the
+    // dialog that the screen then reads as blocked.)
+    assert!(
+        waited["status"] == "blocked" || waited["status"] == "needs-input",
+        "{}: owt wait returned {waited}",
+        agent.name()
+    );
+    assert!(
+        waited_at >= asked.end.unwrap(),
+        "{}: owt wait returned {waited} at +{:.2}s, before the model asked for anything \
+         (its first request began at +{:.2}s, since the dialog showed)",
+        agent.name(),
+        waited_at - shown.t,
+        asked.begin - shown.t
+    );
+
+    // Approve with the agent's own key: working again.
+    let approved_at = agents::now_s();
+    env.owt_ok(repo, ["send", name, agent.approve_text()]);
+    status.wait_for("working after the approval", approved_at, NOTICE, |o| {
+        o.status == Status::Working
+    });
+    approved_at
+}
+
 #[test]
 fn claude_code_whole_turn() {
     full_turn(Agent::Claude);
@@ -266,6 +305,16 @@ fn opencode_whole_turn() {
 #[test]
 fn aider_whole_turn() {
     full_turn(Agent::Aider);
+}
+
+#[test]
+fn pi_whole_turn() {
+    full_turn(Agent::Pi);
+}
+
+#[test]
+fn gemini_whole_turn() {
+    full_turn(Agent::Gemini);
 }
 
 /// Regression (issue 16): owt typed Aider's first prompt during its slow
