@@ -215,7 +215,7 @@ describe('owt in a real VS Code', () => {
     await w.gotoLine(5, 11);
     await w.press('Shift', 'End');
     await w.type('amount * 0.25');
-    const message = /^tax-fix \(scripted, [a-z ]+\) changed line 5 here \(\+1 −1\); merging it with your changes will conflict$/;
+    const message = /^tax-fix \(scripted, [a-z -]+\) changed line 5 here \(\+1 −1\); merging it with your changes will conflict$/;
     await w.until('an error squiggle', T.server, () => document.querySelector('.monaco-editor .view-overlays .squiggly-error') !== null);
     assert.deepEqual(await squiggleLines(w, 'error'), [5], 'the squiggle is on the agent\'s line, and only there');
 
@@ -225,8 +225,9 @@ describe('owt in a real VS Code', () => {
       const h = document.querySelector('.monaco-hover:not(.hidden) .hover-contents, .monaco-hover .marker');
       return h && /tax-fix/.test(h.textContent ?? '') ? (h.closest('.monaco-hover')?.textContent ?? '') : null;
     });
-    assert.match(hover, /tax-fix \(scripted, [a-z ]+\) changed line 5 here/);
+    assert.match(hover, /tax-fix \(scripted, [a-z -]+\) changed line 5 here/);
     assert.match(hover, /owt\(conflict\)/, 'the hover names the source and the level');
+    assert.match(hover, /tax-fix's copy/, "the hover links the agent's copy of the lines");
     await w.screenshot('diagnostics-hover');
     await w.press('Escape');
 
@@ -264,13 +265,12 @@ describe('owt in a real VS Code', () => {
     }
     await w.screenshot('code-actions');
     await w.click("“open tax-fix's copy”", '.action-widget .monaco-list-row', /open tax-fix's copy/);
-    const worktreeFile = path.join(path.dirname(repo), 'store.worktrees', 'tax-fix', 'src', 'cart.py');
-    await w.until("the agent's copy in the editor", T.server, (file: string) => {
-      const tab = document.querySelector('.tabs-container .tab.active');
-      const title = `${tab?.getAttribute('aria-label') ?? ''} ${tab?.getAttribute('title') ?? ''} ${document.title}`;
-      const text = document.querySelector('.editor-group-container.active .view-lines')?.textContent ?? '';
-      return tab !== null && title.includes('cart.py') && text.includes('vat_rate(region)') && (title.includes(file) || title.includes('tax-fix'));
-    }, worktreeFile);
+    await w.until("the agent's copy in the editor", T.server, () => {
+      const group = document.querySelector('.editor-group-container.active');
+      const crumbs = [...(group?.querySelectorAll('.breadcrumbs-control .monaco-breadcrumb-item') ?? [])].map((c) => (c.textContent ?? '').trim());
+      const text = [...(group?.querySelectorAll('.view-lines .view-line') ?? [])].map((l) => l.textContent ?? '').join('\n');
+      return crumbs.join('/').endsWith('store.worktrees/tax-fix/src/cart.py') && text.includes('vat_rate(region)');
+    });
     await w.screenshot('code-actions-agent-copy');
 
     // The agent reverts: the squiggle and the Problems entry go away.
@@ -302,7 +302,7 @@ describe('owt in a real VS Code', () => {
     await w.screenshot('attach-terminal');
 
     // Close the terminal tab: the agent keeps running.
-    await w.command('Terminal: Kill the Active Terminal Instance');
+    await w.click("the terminal tab's close button", '.tabs-container .tab.active .tab-actions .action-label', /Close/);
     await w.until('the terminal tab to close', T.ui, () =>
       ![...document.querySelectorAll('.tabs-container .tab')].some((t) => (t.textContent ?? '').includes('api-docs')),
     );

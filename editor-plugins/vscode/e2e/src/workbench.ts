@@ -73,6 +73,7 @@ const USER_SETTINGS = {
   'files.hotExit': 'off',
   'problems.autoReveal': false,
   'breadcrumbs.enabled': true,
+  'remote.autoForwardPorts': false,
 };
 
 function get(url: string): Promise<number> {
@@ -314,12 +315,23 @@ export class Window {
 
   /** What a person would read on screen: status bar, notifications, view rows, editors. */
   async describe(): Promise<string> {
-    const [status, notes, rows, tabs] = await Promise.all([this.statusBar(), this.notifications(), this.rows(), this.tabs()]);
+    const [status, notes, rows, tabs, editor] = await Promise.all([
+      this.statusBar(),
+      this.notifications(),
+      this.rows(),
+      this.tabs(),
+      this.page.evaluate(() => {
+        const tab = document.querySelector('.editor-group-container.active .tab.active');
+        const lines = [...document.querySelectorAll('.editor-group-container.active .view-lines .view-line')].map((l) => l.textContent ?? '');
+        return `${tab?.getAttribute('title') ?? tab?.textContent ?? '(none)'}\n    ${lines.slice(0, 12).join('\n    ')}`;
+      }),
+    ]);
     return [
       `status bar: ${status.join(' | ')}`,
       `notifications: ${notes.map((n) => `${n.message} [${n.buttons.join(', ')}]`).join(' / ') || '(none)'}`,
       `agents view: ${rows.map((r) => `${'  '.repeat(r.level - 1)}${r.name} — ${r.description}`).join('\n  ') || '(no rows)'}`,
       `editor tabs: ${tabs.join(', ') || '(none)'}`,
+      `active editor: ${editor}`,
     ].join('\n');
   }
 
