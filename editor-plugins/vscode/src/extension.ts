@@ -145,10 +145,17 @@ class Terminals implements vscode.Disposable {
       shellPath,
       shellArgs,
       cwd: params.cwd || undefined,
-      location: { viewColumn: vscode.ViewColumn.Beside },
+      // Beside the file being edited; with no editor open, in the editor
+      // area itself (Beside would leave an empty, focused group next to it).
+      location: {
+        viewColumn: vscode.window.activeTextEditor ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active,
+        preserveFocus: false,
+      },
     });
     this.bySession.set(session, terminal);
-    terminal.show(false);
+    // Focus it once its process runs: focusing a terminal editor whose
+    // view is not drawn yet does nothing, and keys would go nowhere.
+    void Promise.resolve(terminal.processId).then(() => terminal.show(false));
     return { opened: true };
   }
 
