@@ -5,9 +5,13 @@
 // language client registers them itself; this file registers only `owt.ui.*`
 // commands, which call `workspace/executeCommand` through the client.
 
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
+  CloseAction,
+  ErrorAction,
   ExecuteCommandRequest,
   LanguageClient,
   NotificationType,
@@ -54,7 +58,45 @@ const OpenTerminal = new RequestType<OpenTerminalParams, OpenTerminalResult, voi
 
 function owtPath(): string {
   const configured = vscode.workspace.getConfiguration('owt').get<string>('path', 'owt').trim();
-  return configured.length > 0 ? configured : 'owt';
+  if (configured.length === 0) return 'owt';
+  // `~/.cargo/bin/owt`, as people write it: spawn() does not expand `~`.
+  return configured.startsWith('~/') ? path.join(os.homedir(), configured.slice(2)) : configured;
+}
+
+/**
+ * The Settings editor at `owt.path`. In a remote window (SSH, containers,
+ * code-server) the binary is looked up on the remote machine, and the User
+ * tab does not list machine settings: open the Remote tab there.
+ */
+async function openPathSetting(): Promise<void> {
+  if (vscode.env.remoteName !== undefined) {
+    await vscode.commands.executeCommand('workbench.action.openRemoteSettings', { query: 'owt.path' });
+  } else {
+    await vscode.commands.executeCommand('workbench.action.openSettings', 'owt.path');
+  }
+}
+
+/**
+ * The file `command` runs, as spawn() finds it (a path, relative to `cwd`,
+ * or a bare name on PATH); undefined when there is none.
+ */
+function findExecutable(command: string, cwd: string | undefined): string | undefined {
+  const runnable = (file: string): boolean => {
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return fs.statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes('/')) {
+    const file = path.resolve(cwd ?? process.cwd(), command);
+    return runnable(file) ? file : undefined;
+  }
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (dir.length > 0 && runnable(path.join(dir, command))) return path.join(dir, command);
+  }
+  return undefined;
 }
 
 function severities(): Severities {
@@ -206,16 +248,36 @@ class Owt implements vscode.Disposable {
       this.render(false);
       return;
     }
+    const command = owtPath();
+    const cwd = folder.uri.scheme === 'file' ? folder.uri.fsPath : undefined;
+    if (findExecutable(command, cwd) === undefined) {
+      this.render(false);
+      void this.binaryMissing(command);
+      return;
+    }
     const serverOptions: ServerOptions = {
       // No `transport`: TransportKind.stdio would append `--stdio` to the args.
-      command: owtPath(),
+      command,
       args: ['lsp'],
-      options: { cwd: folder.uri.scheme === 'file' ? folder.uri.fsPath : undefined },
+      options: { cwd },
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }],
       initializationOptions: initializationOptions(),
       outputChannel: this.output,
+      errorHandler: {
+        error: (_error, _message, count) => ({
+          action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown,
+        }),
+        // A server that dies is not restarted behind the person's back (a
+        // crash loop would hide itself): the board empties, the status bar
+        // says so, and a restart is one click away.
+        closed: () => {
+          this.tree.setBoard(undefined);
+          void this.serverStopped();
+          return { action: CloseAction.DoNotRestart, handled: true };
+        },
+      },
     };
     const client = new LanguageClient('owt', 'owt', serverOptions, clientOptions);
     this.client = client;
@@ -232,9 +294,27 @@ class Owt implements vscode.Disposable {
         'Open Settings',
         'Show Output',
       );
-      if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'owt.path');
+      if (choice === 'Open Settings') await openPathSetting();
       if (choice === 'Show Output') this.output.show();
     }
+  }
+
+  private async binaryMissing(command: string): Promise<void> {
+    const message = command.includes('/')
+      ? `owt: \`${command}\` (the \`owt.path\` setting) is not an executable file. Point \`owt.path\` at the owt binary.`
+      : `owt: \`${command}\` was not found on PATH. Install owt, or set \`owt.path\` to the owt binary (e.g. ~/.cargo/bin/owt).`;
+    const choice = await vscode.window.showErrorMessage(message, 'Open Settings');
+    if (choice === 'Open Settings') await openPathSetting();
+  }
+
+  private async serverStopped(): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(
+      'owt: `owt lsp` stopped unexpectedly; the agents keep running. The owt output shows why.',
+      'Restart',
+      'Show Output',
+    );
+    if (choice === 'Restart') await this.restart();
+    if (choice === 'Show Output') this.output.show();
   }
 
   async stop(): Promise<void> {
