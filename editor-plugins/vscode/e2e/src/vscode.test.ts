@@ -313,4 +313,155 @@ describe('owt in a real VS Code', () => {
     assert.ok(rows.some((r) => r.name === 'api-docs' && !/exited/.test(r.description)), JSON.stringify(rows));
     await w.close();
   });
+
+  it('spawn from a selection: the input box is prefilled with the file, lines and text; the new agent appears', async () => {
+    const { env } = world();
+    const repo = env.repo('shop2', { 'src/cart.py': CART });
+    const w = await openBoard('spawn', repo, { status: /^owt: no agents$/ });
+
+    await w.openFile('src/cart.py');
+    await w.gotoLine(2);
+    await w.press('Shift', 'ArrowDown');
+    await w.press('Shift', 'End');
+    await w.command('owt: New agent…');
+    const prefilled = await w.until('the New agent input box', T.ui, () => {
+      const box = document.querySelector('.quick-input-widget') as HTMLElement | null;
+      const input = box?.querySelector('.quick-input-box input') as HTMLInputElement | null;
+      const title = (box?.querySelector('.quick-input-title')?.textContent ?? '').trim();
+      return box && input && box.offsetParent !== null && title === 'owt: New agent' ? input.value : null;
+    });
+    assert.equal(prefilled, 'amount = 0 for item in items: (src/cart.py:2-3)');
+    await w.screenshot('spawn-input');
+
+    await w.type('Explain the loop: ');
+    await w.press('Enter');
+    const spawned = await poll('the CLI to list the new agent', T.server, () =>
+      env.sessions(repo).find((s) => s.task.startsWith('Explain the loop: amount = 0 for item in items: (src/cart.py:2-3)')),
+    );
+    const rows = await w.rowsUntil(`the new agent ${spawned.name}`, (r) => r.some((x) => x.level === 2 && x.name === spawned.name));
+    assert.match(rows.find((r) => r.name === spawned.name)?.aria ?? '', /Explain the loop/);
+    await w.until('the notification that the agent started', T.server, (name: string) =>
+      [...document.querySelectorAll('.notification-list-item-message')].some((m) => (m.textContent ?? '').includes(`owt: started ${name} (scripted)`)),
+      spawned.name,
+    );
+    await w.screenshot('spawn-started');
+    await w.close();
+  });
+
+  it('ship from the tree: confirmation, progress, the session gone, the base advanced', async () => {
+    const { env } = world();
+    const repo = env.repo('site', { VERSION: '1.0.0\n', 'index.html': '<h1>site</h1>\n' });
+    await env.newAgent(repo, 'bump-version', 'Bump the version to 1.1.0');
+    await env.tell(repo, 'bump-version', 'edit VERSION 1 1.1.0');
+    await env.tell(repo, 'bump-version', 'signal done');
+    // Commits wait at a gate the test opens, so the progress can be seen.
+    const gate = path.join(env.root, 'site-gate');
+    const hook = path.join(repo, '.git', 'hooks', 'pre-commit');
+    fs.writeFileSync(hook, `#!/bin/sh\n# e2e: hold the commit until the test opens the gate (at most 60 s)\ni=0\nwhile [ ! -e ${JSON.stringify(gate)} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n[ -e ${JSON.stringify(gate)} ]\n`);
+    fs.chmodSync(hook, 0o755);
+    const baseBefore = env.git(repo, 'rev-parse', 'main');
+
+    const w = await openBoard('ship', repo, { session: 'bump-version' });
+    await w.rowsUntil('bump-version with 1 file changed', (r) => r.some((x) => x.name === 'bump-version' && /1 file changed/.test(x.aria)));
+    await rowAction(w, 'bump-version', 'Ship');
+    const dialog = await w.until('the confirmation dialog', T.ui, () => {
+      const box = document.querySelector('.monaco-dialog-box') as HTMLElement | null;
+      return box && box.offsetParent !== null ? (box.textContent ?? '') : null;
+    });
+    assert.match(dialog, /Ship bump-version\?/);
+    assert.match(dialog, /merges owt\/bump-version into main, then deletes the session/);
+    await w.screenshot('ship-confirm');
+    await w.click('the Ship button', '.monaco-dialog-box .dialog-buttons .monaco-button', /^\s*Ship\s*$/);
+
+    const progress = await w.until('the progress of the ship in the status bar', T.server, () =>
+      [...document.querySelectorAll('.part.statusbar .statusbar-item')].map((i) => (i.textContent ?? '').trim()).find((t) => /shipping bump-version/.test(t)) ?? null,
+    );
+    assert.match(progress, /owt: shipping bump-version/);
+    await w.screenshot('ship-progress');
+    fs.writeFileSync(gate, '');
+
+    await w.until('the notification that it shipped', T.server, () =>
+      [...document.querySelectorAll('.notification-list-item-message')].some((m) => (m.textContent ?? '').includes('owt: shipped bump-version into main')),
+    );
+    await w.rowsUntil('bump-version gone', (r) => !r.some((x) => x.name === 'bump-version'));
+    assert.equal(await w.owtStatus(), 'owt: no agents');
+    assert.notEqual(env.git(repo, 'rev-parse', 'main'), baseBefore, 'main did not advance');
+    assert.equal(env.git(repo, 'show', 'main:VERSION'), '1.1.0');
+    assert.equal(fs.readFileSync(path.join(repo, 'VERSION'), 'utf8'), '1.1.0\n', 'the checkout of main was updated');
+    await w.screenshot('ship-done');
+    await w.close();
+  });
+
+  it('error path: owt missing from PATH gives a clear message naming the setting', async () => {
+    const { env } = world();
+    const repo = env.repo('nobin', { 'README.md': '# nobin\n' });
+    env.unlinkOwt();
+    let w: Window | undefined;
+    try {
+      w = await world().workbench.open(repo, 'missing');
+      const note = await w.until('an error about the missing binary', T.activate, () =>
+        [...document.querySelectorAll('.notifications-toasts .notification-list-item')]
+          .map((n) => ({
+            message: (n.querySelector('.notification-list-item-message')?.textContent ?? '').trim(),
+            buttons: [...n.querySelectorAll('.monaco-button')].map((b) => (b.textContent ?? '').trim()),
+          }))
+          .find((n) => /owt\.path/.test(n.message)) ?? null,
+      );
+      assert.match(note.message, /`?owt`? was not found on PATH/);
+      assert.ok(note.buttons.includes('Open Settings'), JSON.stringify(note));
+      assert.equal(await w.owtStatus(), 'owt: not running');
+      await w.screenshot('error-missing-binary');
+      await w.click('Open Settings', '.notifications-toasts .notification-list-item .monaco-button', /Open Settings/);
+      await w.until('the owt.path setting in the Settings editor', T.ui, () =>
+        [...document.querySelectorAll('.settings-editor .setting-item-title')].some((t) => /^Owt: Path$/.test((t.textContent ?? '').trim())),
+      );
+      await w.screenshot('error-missing-binary-settings');
+      await w.press('Escape');
+    } finally {
+      env.linkOwt();
+    }
+    // Installed now: restarting from the palette brings the board.
+    await w.command('owt: Restart owt lsp');
+    await w.until('the board after the restart', T.activate, () =>
+      [...document.querySelectorAll('.part.statusbar .statusbar-item')].some((i) => (i.textContent ?? '').trim() === 'owt: no agents'),
+    );
+    await w.close();
+  });
+
+  it('error path: owt lsp crashing offers a restart, and the board comes back', async () => {
+    const { env } = world();
+    const repo = env.repo('crash', { 'README.md': '# crash\n' });
+    await env.newAgent(repo, 'survivor', 'Keep working through a crash');
+    const w = await openBoard('crash', repo, { session: 'survivor' });
+    const server = await poll('the window\'s owt lsp process', T.server, () =>
+      env.ourProcesses().find((pid) => {
+        try {
+          const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+          return argv[1] === 'lsp' && fs.readlinkSync(`/proc/${pid}/cwd`) === repo;
+        } catch {
+          return false;
+        }
+      }),
+    );
+    process.kill(server, 'SIGKILL');
+    const note = await w.until('a notification offering a restart', T.server, () =>
+      [...document.querySelectorAll('.notifications-toasts .notification-list-item')]
+        .map((n) => ({
+          message: (n.querySelector('.notification-list-item-message')?.textContent ?? '').trim(),
+          buttons: [...n.querySelectorAll('.monaco-button')].map((b) => (b.textContent ?? '').trim()),
+        }))
+        .find((n) => n.buttons.includes('Restart')) ?? null,
+    );
+    assert.match(note.message, /owt lsp/);
+    assert.equal(await w.owtStatus(), 'owt: not running');
+    await w.screenshot('error-crash');
+    await w.click('Restart', '.notifications-toasts .notification-list-item .monaco-button', /^\s*Restart\s*$/);
+    await w.until('the board after the restart', T.activate, () =>
+      [...document.querySelectorAll('.part.statusbar .statusbar-item')].some((i) => /^owt: 1 /.test((i.textContent ?? '').trim())),
+    );
+    await w.rowsUntil('survivor back in the view', (r) => r.some((x) => x.level === 2 && x.name === 'survivor'));
+    const survivor = env.session(repo, 'survivor');
+    assert.ok(survivor && survivor.status !== 'exited', 'the agent outlived its server');
+    await w.close();
+  });
 });
