@@ -216,6 +216,9 @@ class Owt implements vscode.Disposable {
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   private readonly output = vscode.window.createOutputChannel('owt');
   readonly view: vscode.TreeView<TreeNode>;
+  /** `owt.server` context key: which welcome the empty Agents view shows. */
+  private serverState: 'starting' | 'running' | 'stopped' | undefined;
+  private starting = false;
 
   constructor() {
     this.view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: this.tree, showCollapseAll: false });
@@ -233,21 +236,39 @@ class Owt implements vscode.Disposable {
     this.status.backgroundColor = m.attention ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     const needsYou = boardToTree(board).find((l) => l.lane === 'needs-you')?.sessions.length ?? 0;
     this.view.badge = needsYou > 0 ? { value: needsYou, tooltip: `${needsYou} need you` } : undefined;
-    this.view.message = connected ? undefined : 'owt lsp is not running (see the owt output).';
+    const state = connected ? 'running' : this.starting ? 'starting' : 'stopped';
+    if (state !== this.serverState) {
+      this.serverState = state;
+      void vscode.commands.executeCommand('setContext', 'owt.server', state);
+    }
+  }
+
+  private connected(): boolean {
+    return this.client?.state === State.Running;
   }
 
   private setBoard(board: Board | undefined): void {
     this.tree.setBoard(board);
-    this.render(this.client?.state === State.Running);
+    this.render(this.connected());
   }
 
   async start(): Promise<void> {
-    if (this.client) return;
+    if (this.client || this.starting) return;
     const folder = vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
       this.render(false);
       return;
     }
+    this.starting = true;
+    try {
+      await this.startIn(folder);
+    } finally {
+      this.starting = false;
+      this.render(this.connected());
+    }
+  }
+
+  private async startIn(folder: vscode.WorkspaceFolder): Promise<void> {
     const command = owtPath();
     const cwd = folder.uri.scheme === 'file' ? folder.uri.fsPath : undefined;
     if (findExecutable(command, cwd) === undefined) {
