@@ -454,6 +454,12 @@ describe('owt in a real VS Code', () => {
     );
     assert.match(note.message, /owt lsp/);
     assert.equal(await w.owtStatus(), 'owt: not running');
+    const welcome = await w.until('the Agents view to say the server is not running', T.ui, () => {
+      const pane = document.querySelector('[id="workbench.view.extension.owt"] .welcome-view-content');
+      return pane && /is not running/.test(pane.textContent ?? '') ? (pane.textContent ?? '') : null;
+    });
+    assert.match(welcome, /Restart owt lsp/);
+    assert.equal((await w.rows()).length, 0, "the dead server's board is not shown as if it were live");
     await w.screenshot('error-crash');
     await w.click('Restart', '.notifications-toasts .notification-list-item .monaco-button', /^\s*Restart\s*$/);
     await w.until('the board after the restart', T.activate, () =>
