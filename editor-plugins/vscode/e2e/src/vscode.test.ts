@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { E2eEnv, owtBin, poll, REPO_ROOT } from './env';
-import { T, toolsFromEnv, Window, Workbench, type Row } from './workbench';
+import { satisfiesCaret, T, toolsFromEnv, vscodeVersion, Window, Workbench, type Row } from './workbench';
 
 const ARTIFACTS = process.env.OWT_E2E_ARTIFACTS ?? path.join(REPO_ROOT, 'target', 'vscode-e2e');
 
@@ -155,6 +155,16 @@ const CART = [
 ].join('\n');
 
 describe('owt in a real VS Code', () => {
+  it("the VS Code under test is inside the extension's engines.vscode range", () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'editor-plugins', 'vscode', 'package.json'), 'utf8')) as {
+      engines: { vscode: string };
+    };
+    const version = vscodeVersion(world().workbench.tools);
+    assert.ok(satisfiesCaret(version, manifest.engines.vscode), `VS Code ${version} is outside engines.vscode ${manifest.engines.vscode}`);
+    // The comparison itself: inside and outside a caret range.
+    assert.deepEqual(['1.82.0', '1.139.1', '1.81.9', '2.0.0', '0.82.0'].map((v) => satisfiesCaret(v, '^1.82.0')), [true, true, false, false, false]);
+  });
+
   it('activation: the view, badge and status bar show the board; a status change moves a session', async () => {
     const { env } = world();
     const repo = env.repo('shop', { 'src/cart.py': CART, 'src/auth.py': 'def login(user):\n    return user\n' });

@@ -31,6 +31,26 @@ export function toolsFromEnv(): Tools {
   return { codeServer: get('CODE_SERVER'), node: get('OWT_E2E_NODE'), chromium: get('CHROMIUM'), vsix: get('OWT_VSIX') };
 }
 
+/** The version of the VS Code inside code-server (its `lib/vscode/package.json`). */
+export function vscodeVersion(tools: Tools): string {
+  const entry = fs.realpathSync(tools.codeServer); // …/code-server/out/node/entry.js
+  const root = path.resolve(path.dirname(entry), '..', '..');
+  return (JSON.parse(fs.readFileSync(path.join(root, 'lib', 'vscode', 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** Whether `version` (x.y.z) is in a caret range `^a.b.c` (the only form engines.vscode uses here). */
+export function satisfiesCaret(version: string, range: string): boolean {
+  const m = /^\^(\d+)\.(\d+)\.(\d+)$/.exec(range);
+  const v = /^(\d+)\.(\d+)\.(\d+)/.exec(version);
+  if (!m || !v) throw new Error(`cannot compare ${version} with ${range}`);
+  const [want, have] = [m.slice(1).map(Number), v.slice(1).map(Number)];
+  if (have[0] !== want[0]) return false;
+  for (let i = 1; i < 3; i++) {
+    if ((have[i] ?? 0) !== (want[i] ?? 0)) return (have[i] ?? 0) > (want[i] ?? 0);
+  }
+  return true;
+}
+
 /** Wait budgets (ms). Generous: CI has 2 loaded cores. */
 export const T = {
   /** The workbench of a new window appears. */
