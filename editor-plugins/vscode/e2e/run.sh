@@ -43,4 +43,13 @@ export OWT_E2E_ARTIFACTS="${OWT_E2E_ARTIFACTS:-$root/target/vscode-e2e}"
 node -e "require('fs').rmSync('e2e/out',{recursive:true,force:true})"
 node_modules/.bin/tsc -p e2e
 echo "vscode-e2e: VS Code $(node -p "require('$(dirname "$(dirname "$(readlink -f "$CODE_SERVER")")")/lib/vscode/package.json').version" 2>/dev/null || echo '?'), owt $("$OWT_BIN" --version), screenshots in $OWT_E2E_ARTIFACTS" >&2
-exec node --test --test-concurrency=1 "$@" e2e/out/e2e/src/*.test.js
+# Neovim (scripts/test installs 0.11 into .venv-nvim) always; Helix only
+# when $OWT_HELIX names a binary (nothing here installs Helix 25.07+).
+export NVIM="${NVIM:-$root/.venv-nvim/bin/nvim}"
+suites=(e2e/out/e2e/src/vscode.test.js e2e/out/e2e/src/neovim.test.js)
+if [ -n "${OWT_HELIX:-}" ]; then
+  suites+=(e2e/out/e2e/src/helix.test.js)
+else
+  echo "vscode-e2e: no \$OWT_HELIX: the Helix suite does not run" >&2
+fi
+exec node --test --test-concurrency=1 "$@" "${suites[@]}"

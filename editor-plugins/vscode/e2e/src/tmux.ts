@@ -55,7 +55,7 @@ export class Tmux {
 
   /** The screen with SGR colour escapes. */
   coloured(): string {
-    return this.tmux('capture-pane', '-p', '-e', '-t', 'e2e');
+    return this.tmux('capture-pane', '-p', '-e', '-N', '-t', 'e2e');
   }
 
   cursor(): { x: number; y: number } {
@@ -268,6 +268,8 @@ export function toHtml(capture: string, cols: number, rows: number, cursor: { x:
   #frame { display: inline-block; margin: 0; background: ${DEFAULT_BG}; border-radius: 6px; overflow: hidden; }
   #title { font: 12px "DejaVu Sans", sans-serif; color: #cccccc; background: #323233; padding: 5px 12px; }
   pre { margin: 0; padding: 8px 10px; font: 13px/17px "DejaVu Sans Mono", monospace; color: ${DEFAULT_FG}; white-space: pre; }
+  pre div { height: 17px; }
+  pre span { display: inline-block; height: 17px; vertical-align: top; }
   .cursor { background: #cccccc; color: ${DEFAULT_BG}; }
-  </style></head><body><div id="frame"><div id="title">${escapeHtml(title)}</div><pre>${body.join('\n')}</pre></div></body></html>`;
+  </style></head><body><div id="frame"><div id="title">${escapeHtml(title)}</div><pre>${body.map((l) => `<div>${l}</div>`).join('')}</pre></div></body></html>`;
 }
