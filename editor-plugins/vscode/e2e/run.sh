@@ -39,6 +39,8 @@ if [ -z "${OWT_VSIX:-}" ]; then
 fi
 export OWT_VSIX
 export OWT_E2E_ARTIFACTS="${OWT_E2E_ARTIFACTS:-$root/target/vscode-e2e}"
+# This run's pictures only (every suite adds to the folder).
+rm -rf "$OWT_E2E_ARTIFACTS" && mkdir -p "$OWT_E2E_ARTIFACTS"
 
 node -e "require('fs').rmSync('e2e/out',{recursive:true,force:true})"
 node_modules/.bin/tsc -p e2e

@@ -43,7 +43,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 before(async () => {
   try {
-    fs.rmSync(ARTIFACTS, { recursive: true, force: true });
     env = new E2eEnv(owtBin());
     workbench = new Workbench(env, toolsFromEnv(), ARTIFACTS);
     await workbench.start();
@@ -193,7 +192,7 @@ describe('owt in a real VS Code', () => {
     assert.match(byName['refactor-billing']?.description ?? '', /^working · scripted$/);
     assert.match(byName['add-jwt']?.aria ?? '', /Add JWT refresh tokens/, 'the tooltip (aria label) carries the task');
     assert.equal(await owtBadge(w), '1', 'the badge counts the sessions that need you');
-    await w.screenshot('activation-board');
+    await w.screenshot('activation-board', { x: 0, y: 0, width: 560, height: 800 });
 
     // The agent asks a question: it moves to NEEDS YOU, the badge and status bar follow.
     await env.tell(repo, 'refactor-billing', 'signal waiting');
@@ -209,7 +208,7 @@ describe('owt in a real VS Code', () => {
       return false;
     });
     assert.equal(await w.owtStatus(), 'owt: 2 needs you · 1 ready');
-    await w.screenshot('activation-status-change');
+    await w.screenshot('activation-status-change', { x: 0, y: 0, width: 560, height: 800 });
     await w.close();
   });
 
@@ -238,7 +237,7 @@ describe('owt in a real VS Code', () => {
     assert.match(hover, /tax-fix \(scripted, [a-z -]+\) changed line 5 here/);
     assert.match(hover, /owt\(conflict\)/, 'the hover names the source and the level');
     assert.match(hover, /tax-fix's copy/, "the hover links the agent's copy of the lines");
-    await w.screenshot('diagnostics-hover');
+    await w.screenshot('diagnostics-hover', { x: 350, y: 0, width: 930, height: 300 });
     await w.press('Escape');
 
     // The Problems panel lists it with the owt message.
@@ -255,7 +254,7 @@ describe('owt in a real VS Code', () => {
     assert.match(problem.text, /\[Ln 5, Col 1\]/);
     const messageText = problem.text.slice(problem.text.indexOf('tax-fix'), problem.text.indexOf('conflict') + 'conflict'.length);
     assert.match(messageText, message);
-    await w.screenshot('diagnostics-problems');
+    await w.screenshot('diagnostics-problems', { x: 350, y: 500, width: 930, height: 120 });
 
     // Quick Fix on the line: attach, ship, tell the agent, open the agent's copy.
     await w.openFile('src/cart.py');
@@ -273,7 +272,7 @@ describe('owt in a real VS Code', () => {
     ]) {
       assert.ok(items.some((t) => t.includes(expected)), `Quick Fix lacks “${expected}”: ${JSON.stringify(items)}`);
     }
-    await w.screenshot('code-actions');
+    await w.screenshot('code-actions', { x: 350, y: 0, width: 930, height: 320 });
     await w.click("“open tax-fix's copy”", '.action-widget .monaco-list-row', /open tax-fix's copy/);
     await w.until("the agent's copy in the editor", T.server, () => {
       const group = document.querySelector('.editor-group-container.active');
@@ -309,7 +308,7 @@ describe('owt in a real VS Code', () => {
     await w.press('Enter');
     await w.terminalUntil('the agent to answer in the terminal', /got: hello from VS Code/);
     await env.waitForScreen(repo, 'api-docs', /got: hello from VS Code/, 'the typed line (seen by the agent)');
-    await w.screenshot('attach-terminal');
+    await w.screenshot('attach-terminal', { x: 0, y: 0, width: 900, height: 220 });
 
     // Close the terminal tab: the agent keeps running.
     await w.click("the terminal tab's close button", '.tabs-container .tab.active .tab-actions .action-label', /Close/);
@@ -341,7 +340,7 @@ describe('owt in a real VS Code', () => {
       return box && input && box.offsetParent !== null && title === 'owt: New agent' ? input.value : null;
     });
     assert.equal(prefilled, 'amount = 0 for item in items: (src/cart.py:2-3)');
-    await w.screenshot('spawn-input');
+    await w.screenshot('spawn-input', { x: 0, y: 0, width: 1280, height: 300 });
 
     await w.type('Explain the loop: ');
     await w.press('Enter');
@@ -380,14 +379,14 @@ describe('owt in a real VS Code', () => {
     });
     assert.match(dialog, /Ship bump-version\?/);
     assert.match(dialog, /merges owt\/bump-version into main, then deletes the session/);
-    await w.screenshot('ship-confirm');
+    await w.screenshot('ship-confirm', { x: 0, y: 0, width: 900, height: 520 });
     await w.click('the Ship button', '.monaco-dialog-box .dialog-buttons .monaco-button', /^\s*Ship\s*$/);
 
     const progress = await w.until('the progress of the ship in the status bar', T.server, () =>
       [...document.querySelectorAll('.part.statusbar .statusbar-item')].map((i) => (i.textContent ?? '').trim()).find((t) => /shipping bump-version/.test(t)) ?? null,
     );
     assert.match(progress, /owt: shipping bump-version/);
-    await w.screenshot('ship-progress');
+    await w.screenshot('ship-progress', { x: 0, y: 760, width: 900, height: 40 });
     fs.writeFileSync(gate, '');
 
     await w.until('the notification that it shipped', T.server, () =>
@@ -420,7 +419,7 @@ describe('owt in a real VS Code', () => {
       assert.match(note.message, /`?owt`? was not found on PATH/);
       assert.ok(note.buttons.includes('Open Settings'), JSON.stringify(note));
       assert.equal(await w.owtStatus(), 'owt: not running');
-      await w.screenshot('error-missing-binary');
+      await w.screenshot('error-missing-binary', { x: 800, y: 680, width: 480, height: 120 });
       await w.click('Open Settings', '.notifications-toasts .notification-list-item .monaco-button', /Open Settings/);
       await w.until('the owt.path setting in the Settings editor', T.ui, () =>
         [...document.querySelectorAll('.settings-editor .setting-item-title')].some((t) => /^Owt: Path$/.test((t.textContent ?? '').trim())),
