@@ -15,6 +15,22 @@ import type { SessionView } from '../../src/protocol';
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..', '..', '..', '..');
 export const EDITOR_AGENT = path.join(REPO_ROOT, 'tests', 'data', 'editor-agent.sh');
 
+/** The file every suite's repository starts with: a conflict on line 5 is the running example. */
+export const CART = [
+  'def total(items):',
+  '    amount = 0',
+  '    for item in items:',
+  '        amount += item.price * item.quantity',
+  '    tax = amount * 0.20',
+  '    return amount + tax',
+  '',
+  'def discount(amount, code):',
+  '    if code == "WELCOME":',
+  '        return amount * 0.9',
+  '    return amount',
+  '',
+].join('\n');
+
 /** Name of the scripted agent in every test repository's `.owt.toml`. */
 export const AGENT_TOOL = 'scripted';
 

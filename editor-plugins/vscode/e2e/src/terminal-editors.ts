@@ -6,23 +6,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import puppeteer, { type Browser } from 'puppeteer-core';
 
-import { E2eEnv } from './env';
+import { CART, E2eEnv } from './env';
+
 import { Tmux } from './tmux';
 
-export const CART = [
-  'def total(items):',
-  '    amount = 0',
-  '    for item in items:',
-  '        amount += item.price * item.quantity',
-  '    tax = amount * 0.20',
-  '    return amount + tax',
-  '',
-  'def discount(amount, code):',
-  '    if code == "WELCOME":',
-  '        return amount * 0.9',
-  '    return amount',
-  '',
-].join('\n');
 
 export interface Scene {
   env: E2eEnv;

@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { E2eEnv, owtBin, poll, REPO_ROOT } from './env';
+import { CART, E2eEnv, owtBin, poll, REPO_ROOT } from './env';
 import { satisfiesCaret, T, toolsFromEnv, vscodeVersion, Window, Workbench, type Row } from './workbench';
 
 const ARTIFACTS = process.env.OWT_E2E_ARTIFACTS ?? path.join(REPO_ROOT, 'target', 'vscode-e2e');
@@ -138,20 +138,6 @@ function squiggleLines(w: Window, kind: string): Promise<number[]> {
   }, kind);
 }
 
-const CART = [
-  'def total(items):',
-  '    amount = 0',
-  '    for item in items:',
-  '        amount += item.price * item.quantity',
-  '    tax = amount * 0.20',
-  '    return amount + tax',
-  '',
-  'def discount(amount, code):',
-  '    if code == "WELCOME":',
-  '        return amount * 0.9',
-  '    return amount',
-  '',
-].join('\n');
 
 describe('owt in a real VS Code', () => {
   it("the VS Code under test is inside the extension's engines.vscode range", () => {
