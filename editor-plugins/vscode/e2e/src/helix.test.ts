@@ -9,13 +9,13 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { owtBin, REPO_ROOT } from './env';
-import { scene, teardown, type Scene } from './terminal-editors';
+import { killOnExit, scene, teardown, type Scene } from './terminal-editors';
 
 const ARTIFACTS = process.env.OWT_E2E_ARTIFACTS ?? path.join(REPO_ROOT, 'target', 'vscode-e2e');
 
 let s: Scene | undefined;
 let setupError: unknown;
-process.on('exit', () => s?.tmux.kill());
+killOnExit(() => s);
 
 before(async () => {
   try {

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { owtBin, REPO_ROOT } from './env';
-import { scene, teardown, type Scene } from './terminal-editors';
+import { killOnExit, scene, teardown, type Scene } from './terminal-editors';
 
 const ARTIFACTS = process.env.OWT_E2E_ARTIFACTS ?? path.join(REPO_ROOT, 'target', 'vscode-e2e');
 const PLUGIN = path.join(REPO_ROOT, 'editor-plugins', 'neovim');
@@ -21,7 +21,7 @@ function nvimBin(): string {
 
 let s: Scene | undefined;
 let setupError: unknown;
-process.on('exit', () => s?.tmux.kill());
+killOnExit(() => s);
 
 before(async () => {
   try {

@@ -45,6 +45,22 @@ export async function scene(owt: string, artifacts: string): Promise<Scene> {
   return { env, repo, tmux, browser, artifacts };
 }
 
+/** Nothing a scene started outlives the test process, even when it is interrupted. */
+export function killOnExit(scene: () => Scene | undefined): void {
+  const kill = (): void => {
+    const s = scene();
+    s?.tmux.kill();
+    s?.env.cleanup(true);
+  };
+  process.on('exit', kill);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      kill();
+      process.exit(130);
+    });
+  }
+}
+
 export async function teardown(s: Scene | undefined): Promise<void> {
   if (!s) return;
   s.tmux.kill();
