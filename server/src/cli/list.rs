@@ -36,14 +36,14 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
         .map(|s| {
             [
                 s.name.clone(),
-                s.status_text.clone(),
-                s.provider.clone(),
-                s.branch.clone(),
+                crate::printable::line(&s.status_text).into_owned(),
+                crate::printable::line(&s.provider).into_owned(),
+                crate::printable::line(&s.branch).into_owned(),
                 s.ahead.to_string(),
                 s.changed_files.to_string(),
                 s.overlaps.to_string(),
                 super::age(s.created_at, now),
-                s.worktree.clone(),
+                crate::printable::line(&s.worktree).into_owned(),
             ]
         })
         .collect();

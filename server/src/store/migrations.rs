@@ -65,6 +65,13 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX events_at ON events(at);
     CREATE INDEX messages_repo ON messages(repo_id, id);",
+    // 2: repository files the user trusts (`owt trust`): a file's canonical
+    // path and the SHA-256 of the content trusted; any other content is not.
+    "CREATE TABLE trusted_files (
+        path TEXT PRIMARY KEY,
+        sha256 TEXT NOT NULL,
+        trusted_at INTEGER NOT NULL
+    );",
 ];
 
 /// The schema version this build writes.
