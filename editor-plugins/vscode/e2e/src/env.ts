@@ -159,7 +159,7 @@ export class E2eEnv {
 
   /**
    * A repository (one commit on `main`) holding `files`, whose default
-   * agent is the scripted one. `name` is also the VS Code window's title.
+   * agent is the scripted one, trusted (`owt trust`). `name` is also the VS Code window's title.
    */
   repo(name: string, files: Record<string, string>): string {
     const dir = path.join(this.root, name);
@@ -175,6 +175,8 @@ export class E2eEnv {
     );
     this.git(dir, 'add', '.');
     this.git(dir, 'commit', '-q', '-m', 'initial');
+    // A repository's own agents run only once the user trusts its files.
+    this.cli(dir, 'trust');
     return dir;
   }
 
