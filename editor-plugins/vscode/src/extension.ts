@@ -310,14 +310,20 @@ class Owt implements vscode.Disposable {
       this.setBoard(await client.sendRequest(BoardRequest));
     } catch (err) {
       this.render(false);
-      const choice = await vscode.window.showErrorMessage(
-        `owt: could not start \`${owtPath()} lsp\`: ${messageOf(err)}`,
-        'Open Settings',
-        'Show Output',
-      );
-      if (choice === 'Open Settings') await openPathSetting();
-      if (choice === 'Show Output') this.output.show();
+      // Not awaited: a restart (say, after fixing owt.path) must not wait
+      // for this message to be dismissed.
+      void this.startFailed(command, err);
     }
+  }
+
+  private async startFailed(command: string, err: unknown): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(
+      `owt: could not start \`${command} lsp\`: ${messageOf(err)}`,
+      'Open Settings',
+      'Show Output',
+    );
+    if (choice === 'Open Settings') await openPathSetting();
+    if (choice === 'Show Output') this.output.show();
   }
 
   private async binaryMissing(command: string): Promise<void> {
