@@ -63,6 +63,11 @@ mod tests {
             }
             .into(),
             SessionError::io("writing /x/y", cause()).into(),
+            crate::provider::integration::IntegrationError::Io {
+                context: "writing /x/y".into(),
+                error: cause(),
+            }
+            .into(),
             SessionError::Store(StoreError::CreateHome {
                 path: path.clone(),
                 error: cause(),

@@ -41,6 +41,13 @@ pub enum HostCommand {
         /// Typed into the agent once it is ready.
         #[arg(long)]
         typed_prompt: Option<String>,
+        /// ARGV carries the agent's first prompt (an idle input box means
+        /// it has not started on it yet).
+        #[arg(long)]
+        prompt_in_argv: bool,
+        /// Run as a `--headless` session.
+        #[arg(long)]
+        headless: bool,
         #[arg(long, default_value_t = 24)]
         rows: u16,
         #[arg(long, default_value_t = 80)]
@@ -88,6 +95,8 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
             name,
             provider,
             typed_prompt,
+            prompt_in_argv,
+            headless,
             rows,
             cols,
             env,
@@ -107,6 +116,8 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
                 name,
                 provider,
                 typed_prompt,
+                prompt_in_argv,
+                headless,
                 rows,
                 cols,
                 env: env_map,

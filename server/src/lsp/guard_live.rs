@@ -49,8 +49,9 @@ pub struct GuardLive {
     /// The checkout the editor shows.
     my_root: Option<PathBuf>,
     view: GuardView,
-    /// What was last published, per document.
-    published: HashMap<Uri, Vec<Diagnostic>>,
+    /// What was last published, per document, with the document version
+    /// it was published for.
+    published: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
     /// When the unsaved buffers are next handed to the guard.
     pub overrides_due: Option<Instant>,
     /// Engines started so far.
@@ -259,7 +260,8 @@ pub fn apply_overrides(state: &mut State) {
             let applied = state.guard.view.apply(delta, &me);
             publish(state, applied);
         }
-        Ok(None) => {}
+        // Nothing moved for the guard, but a buffer's version may have.
+        Ok(None) => republish_versions(state),
         Err(e) => tracing::warn!("handing unsaved buffers to the guard failed: {e}"),
     }
 }
@@ -273,6 +275,46 @@ pub fn republish_all(state: &mut State) {
             new_conflicts: Vec::new(),
         },
     );
+}
+
+/// Publishes again, for their current version, the open documents whose
+/// diagnostics went out for an older one: a client that checks versions
+/// (Helix) drops a publication for an older version of its buffer, and
+/// would never see the same diagnostics again.
+fn republish_versions(state: &mut State) {
+    let Some(my_root) = &state.guard.my_root else {
+        return;
+    };
+    let stale: std::collections::BTreeSet<String> = state
+        .guard
+        .published
+        .iter()
+        .filter(|(uri, (version, _))| {
+            state
+                .docs
+                .get(*uri)
+                .is_some_and(|doc| *version != Some(doc.version))
+        })
+        .filter_map(|(uri, _)| {
+            let path = uri_to_path(uri)?;
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            Some(
+                path.strip_prefix(my_root)
+                    .ok()?
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        })
+        .collect();
+    if !stale.is_empty() {
+        publish(
+            state,
+            Applied {
+                paths: Some(stale),
+                new_conflicts: Vec::new(),
+            },
+        );
+    }
 }
 
 /// Stops the guard and clears every diagnostic it published.
@@ -342,17 +384,19 @@ fn publish(state: &mut State, applied: Applied) {
     });
     let published = &mut state.guard.published;
     let mut to_send: Vec<(Uri, Vec<Diagnostic>)> = Vec::new();
-    for (uri, old) in published.iter() {
+    for (uri, (_, old)) in published.iter() {
         let in_scope = scope.as_ref().is_none_or(|scope| scope.contains(uri));
         if in_scope && !next.contains_key(uri) && !old.is_empty() {
             to_send.push((uri.clone(), Vec::new()));
         }
     }
     for (uri, diags) in next.drain() {
-        if published.get(&uri) != Some(&diags) {
+        let version = state.docs.get(&uri).map(|d| d.version);
+        // Also when only the version moved (see [`republish_versions`]).
+        if published.get(&uri) != Some(&(version, diags.clone())) {
             to_send.push((uri.clone(), diags.clone()));
         }
-        published.insert(uri, diags);
+        published.insert(uri, (version, diags));
     }
     for (uri, diags) in to_send {
         if diags.is_empty() {
@@ -363,5 +407,5 @@ fn publish(state: &mut State, applied: Applied) {
             .outbox
             .send(Outgoing::Diagnostics(uri, diags, version));
     }
-    published.retain(|_, d| !d.is_empty());
+    published.retain(|_, (_, d)| !d.is_empty());
 }

@@ -42,7 +42,7 @@ pub fn send(ctx: &Context, to: &SendTo, text: &str, enter: bool) -> anyhow::Resu
                 let wanted = if *to == SendTo::Working {
                     derived.status == Status::Working
                 } else {
-                    derived.status != Status::Exited
+                    derived.status != Status::Exited && derived.exit_code.is_none()
                 };
                 if wanted {
                     out.push(row);

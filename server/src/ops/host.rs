@@ -20,6 +20,10 @@ pub struct RawSession {
     /// Whose screen rules apply.
     pub provider: String,
     pub typed_prompt: Option<String>,
+    /// The argv carries the agent's first prompt.
+    pub prompt_in_argv: bool,
+    /// Run as a `--headless` session.
+    pub headless: bool,
     pub rows: u16,
     pub cols: u16,
     pub env: BTreeMap<String, String>,
@@ -55,7 +59,8 @@ pub fn spawn(ctx: &mut Context, raw: RawSession) -> anyhow::Result<(SessionRow, 
         cwd: raw.cwd,
         env: raw.env,
         typed_prompt: raw.typed_prompt,
-        headless: false,
+        prompt_in_argv: raw.prompt_in_argv,
+        headless: raw.headless,
         home: ctx.home.clone(),
         rows: raw.rows,
         cols: raw.cols,
