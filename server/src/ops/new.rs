@@ -229,12 +229,15 @@ pub fn new_session(
     let launch = first_prompt(ctx, &session, req)
         .and_then(|prompt| {
             let prompt = if req.raw { task.to_string() } else { prompt };
-            Ok(resolved.provider.launch_with(
-                &resolved.binary_path,
-                &prompt,
+            let mut args = provider::integration::placement_args(
+                &resolved.provider.name,
                 mode,
-                &integration.args,
-            )?)
+                &session.worktree_path,
+            );
+            args.extend(integration.args.iter().cloned());
+            Ok(resolved
+                .provider
+                .launch_with(&resolved.binary_path, &prompt, mode, &args)?)
         })
         .and_then(|launch| {
             env.extend(launch.env.clone());
