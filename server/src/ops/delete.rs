@@ -40,6 +40,10 @@ pub fn delete_session(
     }
     progress(&format!("Stopping the agent of {name}"));
     session::stop(&ctx.home, &row).with_context(|| format!("stopping the agent of {name}"))?;
+    // The agent's last records (some live in the worktree) before it goes;
+    // the tokens stay in the store for `owt usage`.
+    let places = ctx.usage_places();
+    crate::usage::refresh(&ctx.store, &places, std::slice::from_ref(&row));
 
     let mut worktree_removed = false;
     if row.kind == "worktree" && worktree_exists {
@@ -92,6 +96,7 @@ pub fn delete_session(
         branch_deleted = true;
     }
     ctx.store.remove_session(&row, how)?;
+    crate::usage::forget(&places, &row);
     Ok(DeleteOutput {
         name: row.name,
         worktree_removed,
