@@ -71,7 +71,9 @@ pub fn parse_analytics_line(line: &[u8]) -> Option<Record> {
             output: p["completion_tokens"].as_i64()?.max(0),
             cache_read: 0,
             cache_write: 0,
-            cost_usd: p["cost"].as_f64(),
+            // Aider logs 0 when it does not know the model's prices (and
+            // then prints no cost): unknown, not free.
+            cost_usd: p["cost"].as_f64().filter(|c| *c != 0.0),
         },
     ))
 }
