@@ -152,7 +152,7 @@ fn tokens_of_a_turn(agent: Agent) {
     model.wait_step_answered(if agent == Agent::Aider { 0 } else { 1 }, AGENT);
 
     // owt list --json: the session's tokens, once the agent wrote them.
-    let want = wait_for_match(agent, &model, "owt list --json", || {
+    wait_for_match(agent, &model, "owt list --json", || {
         let list: SessionList = env.owt_json(&repo, ["list"]);
         list.sessions
             .iter()

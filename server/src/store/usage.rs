@@ -120,7 +120,7 @@ impl Store {
             )?
             .query_row(params![short_id], |row| {
                 let n: i64 = row.get(5)?;
-                Ok((n > 0).then(|| token_usage(row)).transpose()?)
+                (n > 0).then(|| token_usage(row)).transpose()
             })?)
     }
 

@@ -77,8 +77,7 @@ fn attribute(store: &Store, path: &Path) -> Result<Option<String>, UsageError> {
     let owner = store
         .sessions_in_worktree(&cwd)?
         .into_iter()
-        .filter(|s| s.created_at - 1000 <= started)
-        .next_back()
+        .rfind(|s| s.created_at - 1000 <= started)
         .map_or_else(|| NO_SESSION.to_string(), |s| s.short_id);
     Ok(Some(owner))
 }

@@ -58,9 +58,9 @@ fn claude_transcript_counts_each_message_once() {
 fn claude_lines_before_the_session_do_not_count() {
     let last = CLAUDE
         .lines()
+        .rev()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "assistant")
-        .last()
+        .find(|v| v["type"] == "assistant")
         .unwrap();
     let last_ms = parse_timestamp_ms(last["timestamp"].as_str().unwrap()).unwrap();
     let sum = sum_lines(CLAUDE, |line, carry| {
