@@ -62,12 +62,13 @@ impl Store {
             .optional()?)
     }
 
-    /// Remembers that `path` holds no session's records.
-    pub fn mark_usage_source_foreign(&self, path: &str) -> Result<()> {
+    /// Remembers whose records `path` holds (a session's short id, or
+    /// [`NO_SESSION`]), with nothing read yet.
+    pub fn claim_usage_source(&self, owner: &str, path: &str) -> Result<()> {
         self.conn.execute(
             "INSERT OR IGNORE INTO usage_sources (session_short_id, path, size, mtime_ns, offset, carry)
              VALUES (?1, ?2, 0, 0, 0, 'null')",
-            params![NO_SESSION, path],
+            params![owner, path],
         )?;
         Ok(())
     }

@@ -40,10 +40,10 @@ pub(super) fn refresh(
             },
         };
         let Some(session) = sessions.iter().find(|s| s.short_id == owner) else {
-            if owner == NO_SESSION {
-                store.mark_usage_source_foreign(&key)?;
-            }
-            continue; // another repository's session, or no session's
+            // No session's, or another repository's (read when that one is
+            // listed): remembered, so its first line is read only once.
+            store.claim_usage_source(&owner, &key)?;
+            continue;
         };
         let since = session.created_at - 1000;
         refresh_lines(store, session, &path, b"token_count", |line, carry| {
