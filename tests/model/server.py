@@ -35,9 +35,10 @@ MODEL = "mock-model"
 
 def load_script(path):
     """Reads and checks a script; returns the flat list of steps, each with
-    its turn number."""
+    its turn number, and how long aux requests stall."""
     with open(path) as f:
         doc = json.load(f)
+    aux_stall = float(doc.get("aux_stall", 0)) if isinstance(doc, dict) else 0.0
     turns = doc.get("turns") if isinstance(doc, dict) else doc
     if not isinstance(turns, list):
         raise SystemExit(f"{path}: expected {{\"turns\": [...]}}")
@@ -61,7 +62,7 @@ def load_script(path):
     texts = [s["text"] for s in steps if s["kind"] == "text"]
     if len(set(texts)) != len(texts):
         raise SystemExit(f"{path}: text replies must differ (the server finds its place by them)")
-    return steps
+    return steps, aux_stall
 
 
 def step_usage(step, index):
@@ -278,8 +279,9 @@ def chunks(text, n):
 
 
 class Model:
-    def __init__(self, steps, log_path):
+    def __init__(self, steps, aux_stall, log_path):
         self.steps = steps
+        self.aux_stall = aux_stall
         self.log_file = open(log_path, "a", buffering=1)
         self.lock = threading.Lock()
         self.seq = 0
@@ -399,7 +401,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.log_bodies:
             record["body"] = body
         model.log(record)
-        stall = float((step or {}).get("stall", 0))
+        stall = model.aux_stall if aux else float((step or {}).get("stall", 0))
         stream_secs = float((step or {}).get("stream_secs", 0.3))
         try:
             if api == "anthropic":
@@ -607,10 +609,10 @@ def main():
     ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free one)")
     ap.add_argument("--log-bodies", action="store_true", help="also log each request's whole body")
     args = ap.parse_args()
-    steps = load_script(args.script)
+    steps, aux_stall = load_script(args.script)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
-    server.model = Model(steps, args.log)
+    server.model = Model(steps, aux_stall, args.log)
     server.log_bodies = args.log_bodies
     print(f"PORT {server.server_address[1]}", flush=True)
     try:

@@ -581,3 +581,35 @@ pub fn share_in_windows(
     let hits = inside.iter().filter(|o| o.status == status).count();
     (hits as f64 / inside.len() as f64, inside.len())
 }
+
+/// The model's requests and owt's observations on one clock, relative to
+/// the first of either (for failure messages).
+pub fn timeline(requests: &[ModelRequest], observations: &[Observation]) -> String {
+    let mut events: Vec<(f64, String)> = Vec::new();
+    for r in requests {
+        let what = format!(
+            "{} request {} (step {:?}, {})",
+            r.kind.as_deref().unwrap_or("?"),
+            r.seq,
+            r.step,
+            r.answer.as_deref().unwrap_or("")
+        );
+        events.push((r.begin, format!("model: {what} begins")));
+        if let Some(end) = r.end {
+            events.push((end, format!("model: {what} ends")));
+        }
+    }
+    let mut last: Option<&str> = None;
+    for o in observations {
+        if last != Some(o.text.as_str()) {
+            events.push((o.t, format!("owt:   {}", o.text)));
+            last = Some(o.text.as_str());
+        }
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let t0 = events.first().map_or(0.0, |e| e.0);
+    events
+        .iter()
+        .map(|(t, e)| format!("  +{:6.2}s {e}\n", t - t0))
+        .collect()
+}

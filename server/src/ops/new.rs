@@ -239,6 +239,13 @@ pub fn new_session(
             resolved.provider.name
         )),
     }
+    // The files the agent writes into its checkout on its own (Aider's
+    // history and caches) are kept out of commits and the guard like owt's.
+    owt_files.extend(
+        provider::integration::own_files(&resolved.provider.name)
+            .iter()
+            .map(|p| p.to_string()),
+    );
     if let Err(e) = crate::git::exclude_paths(&ctx.repo, &owt_files) {
         warnings.push(format!(
             "could not keep owt's own files out of commits: {e}"
@@ -250,15 +257,32 @@ pub fn new_session(
     } else {
         first_prompt(ctx, &session, req)?
     };
-    let launch = resolved
-        .provider
-        .launch(&resolved.binary_path, &prompt, mode)?;
+    let mut env = ctx.config.config.agent.env.clone();
+    env.extend(resolved.provider.env.clone());
+    // The agent's native status signals, for this session only.
+    let integration = std::env::current_exe()
+        .map_err(|e| e.to_string())
+        .and_then(|owt| {
+            provider::integration::prepare(&resolved.provider.name, mode, &owt, &ctx.home, &env)
+                .map_err(|e| e.to_string())
+        })
+        .unwrap_or_else(|e| {
+            warnings.push(format!(
+                "owt will read {}'s status from its screen only: {e}",
+                resolved.provider.name
+            ));
+            provider::integration::Integration::default()
+        });
+    let launch =
+        resolved
+            .provider
+            .launch_with(&resolved.binary_path, &prompt, mode, &integration.args)?;
     progress(&format!(
         "Starting {} in {}",
         resolved.provider.name, session.name
     ));
-    let mut env = ctx.config.config.agent.env.clone();
     env.extend(launch.env.clone());
+    env.extend(integration.env);
     // Where the agent can keep an exact record of its tokens for owt.
     let places = ctx.usage_places();
     let record_env = crate::usage::agent_env(
@@ -282,6 +306,7 @@ pub fn new_session(
         cwd: session.worktree_path.clone(),
         env,
         typed_prompt: launch.typed_prompt,
+        prompt_in_argv: launch.prompt_in_argv,
         headless: req.headless,
         home: ctx.home.clone(),
         rows: req.size.0,
