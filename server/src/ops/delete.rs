@@ -43,7 +43,7 @@ pub fn delete_session(
     // The agent's last records (some live in the worktree) before it goes;
     // the tokens stay in the store for `owt usage`.
     let places = ctx.usage_places();
-    crate::usage::refresh(&ctx.store, &places, std::slice::from_ref(&row));
+    crate::usage::refresh_all(&ctx.store, &places, std::slice::from_ref(&row));
 
     let mut worktree_removed = false;
     if row.kind == "worktree" && worktree_exists {

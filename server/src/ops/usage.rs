@@ -26,7 +26,7 @@ pub fn usage(ctx: &Context, days: u32) -> anyhow::Result<UsageOutput> {
     by_provider.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
 
     let live = ctx.store.sessions(ctx.repo_row.id)?;
-    crate::usage::refresh(&ctx.store, &ctx.usage_places(), &live);
+    crate::usage::refresh_all(&ctx.store, &ctx.usage_places(), &live);
     let rows = ctx
         .store
         .usage_rows(Some(ctx.repo_row.id), &crate::usage::local_day(since))?;

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{refresh_lines, Places, Record, Tally, UsageError};
+use super::{refresh_lines, Budget, Places, Record, Tally, UsageError};
 use crate::store::{now_ms, SessionRow, Store};
 
 /// The environment variable (Aider's `--analytics-log`) owt sets.
@@ -33,18 +33,24 @@ pub fn analytics_log(places: &Places, short_id: &str) -> PathBuf {
 
 pub(super) fn refresh(
     store: &Store,
+    budget: &Budget,
     places: &Places,
     session: &SessionRow,
 ) -> Result<(), UsageError> {
     let log = analytics_log(places, &session.short_id);
     if log.exists() {
-        refresh_lines(store, session, &log, b"\"message_send\"", |line, _| {
-            parse_analytics_line(line)
-        })?;
+        refresh_lines(
+            store,
+            budget,
+            session,
+            &log,
+            b"\"message_send\"",
+            |line, _| parse_analytics_line(line),
+        )?;
     } else {
         let history = session.worktree_path.join(CHAT_HISTORY);
         let read_at = now_ms();
-        refresh_lines(store, session, &history, b"> ", |line, _| {
+        refresh_lines(store, budget, session, &history, b"> ", |line, _| {
             parse_history_line(line, read_at)
         })?;
     }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{parse_timestamp_ms, refresh_lines, Places, Record, Tally, UsageError};
+use super::{parse_timestamp_ms, refresh_lines, Budget, Places, Record, Tally, UsageError};
 use crate::store::{SessionRow, Store};
 
 /// How many message ids a reader remembers to recognise the repeated
@@ -112,6 +112,7 @@ fn is_recent_jsonl(path: &Path, since_ms: i64) -> bool {
 
 pub(super) fn refresh(
     store: &Store,
+    budget: &Budget,
     places: &Places,
     session: &SessionRow,
 ) -> Result<(), UsageError> {
@@ -123,9 +124,14 @@ pub(super) fn refresh(
     let since = session.created_at - 1000;
     for dir in project_dirs(config, &session.worktree_path) {
         for path in transcripts(&dir, since) {
-            refresh_lines(store, session, &path, b"\"usage\"", |line, carry| {
-                parse_line(line, carry, since)
-            })?;
+            refresh_lines(
+                store,
+                budget,
+                session,
+                &path,
+                b"\"usage\"",
+                |line, carry| parse_line(line, carry, since),
+            )?;
         }
     }
     Ok(())

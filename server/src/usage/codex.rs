@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{parse_timestamp_ms, refresh_lines, Places, Record, Tally, UsageError};
+use super::{parse_timestamp_ms, refresh_lines, Budget, Places, Record, Tally, UsageError};
 use crate::store::{SessionRow, Store, NO_SESSION};
 
 /// A rollout's first line can hold the whole system prompt; read at most
@@ -21,6 +21,7 @@ const MAX_META_LINE: u64 = 4 * 1024 * 1024;
 
 pub(super) fn refresh(
     store: &Store,
+    budget: &Budget,
     places: &Places,
     sessions: &[SessionRow],
 ) -> Result<(), UsageError> {
@@ -46,9 +47,14 @@ pub(super) fn refresh(
             continue;
         };
         let since = session.created_at - 1000;
-        refresh_lines(store, session, &path, b"token_count", |line, carry| {
-            parse_line(line, carry, since)
-        })?;
+        refresh_lines(
+            store,
+            budget,
+            session,
+            &path,
+            b"token_count",
+            |line, carry| parse_line(line, carry, since),
+        )?;
     }
     Ok(())
 }

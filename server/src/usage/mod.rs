@@ -17,8 +17,10 @@
 //! ([`crate::store::UsageCursor`]); a refresh costs one `stat` per file
 //! when nothing changed, and otherwise reads only what was appended, under
 //! the store's write lock so that two processes never count a record
-//! twice. The tokens go to the store per session and local day, and stay
-//! there after the session is deleted (for `owt usage`).
+//! twice. A listing reads at most [`LISTING_BUDGET`] of new records (the
+//! next listing reads on); `owt usage` and a session's last read before
+//! it is deleted read everything. The tokens go to the store per session
+//! and local day, and stay there after the session is deleted.
 //!
 //! Invariants: reads the agents' files and database, never writes them;
 //! a record that cannot be parsed is skipped, never an error of the caller.
@@ -205,20 +207,65 @@ pub fn agent_env(
     }
 }
 
-/// Reads what the agents of `sessions` recorded since the last refresh.
-/// Failures are logged, never returned: usage is never a reason for a
-/// listing to fail.
+/// How much of the agents' new records one refresh may read: a listing
+/// reads at most [`LISTING_BUDGET`] (the rest on the next one), a report
+/// or a session's last read everything.
+#[derive(Debug)]
+pub struct Budget(std::cell::Cell<u64>);
+
+/// Bytes of new records one listing reads at most (two reads of
+/// [`MAX_READ`]; about a second of parsing on a loaded 2-core machine,
+/// once: `bench/usage.py` measures the first listing).
+pub const LISTING_BUDGET: u64 = 32 * 1024 * 1024;
+
+impl Budget {
+    pub fn listing() -> Budget {
+        Budget(std::cell::Cell::new(LISTING_BUDGET))
+    }
+
+    pub fn unlimited() -> Budget {
+        Budget(std::cell::Cell::new(u64::MAX))
+    }
+
+    /// Takes `want` bytes if that many are left (a read is never cut
+    /// short by the budget, so a line is never cut by it either).
+    fn take(&self, want: u64) -> bool {
+        let left = self.0.get();
+        if left < want {
+            return false;
+        }
+        self.0.set(left - want);
+        true
+    }
+
+    fn give_back(&self, unused: u64) {
+        self.0.set(self.0.get().saturating_add(unused));
+    }
+}
+
+/// Reads what the agents of `sessions` recorded since the last refresh,
+/// within a listing's [`Budget`]. Failures are logged, never returned:
+/// usage is never a reason for a listing to fail.
 pub fn refresh(store: &Store, places: &Places, sessions: &[SessionRow]) {
+    refresh_within(store, &Budget::listing(), places, sessions);
+}
+
+/// [`refresh`] with no limit: everything recorded so far is read.
+pub fn refresh_all(store: &Store, places: &Places, sessions: &[SessionRow]) {
+    refresh_within(store, &Budget::unlimited(), places, sessions);
+}
+
+fn refresh_within(store: &Store, budget: &Budget, places: &Places, sessions: &[SessionRow]) {
     let mut codex_sessions = Vec::new();
     for session in sessions {
         let result = match session.provider.as_str() {
-            "claude" => claude::refresh(store, places, session),
+            "claude" => claude::refresh(store, budget, places, session),
             "codex" => {
                 codex_sessions.push(session.clone());
                 Ok(())
             }
             "opencode" => opencode::refresh(store, places, session),
-            "aider" => aider::refresh(store, places, session),
+            "aider" => aider::refresh(store, budget, places, session),
             _ => Ok(()),
         };
         if let Err(e) = result {
@@ -226,7 +273,7 @@ pub fn refresh(store: &Store, places: &Places, sessions: &[SessionRow]) {
         }
     }
     if !codex_sessions.is_empty() {
-        if let Err(e) = codex::refresh(store, places, &codex_sessions) {
+        if let Err(e) = codex::refresh(store, budget, places, &codex_sessions) {
             tracing::warn!("reading Codex's token records failed: {e}");
         }
     }
@@ -265,6 +312,7 @@ fn stat(path: &Path) -> Result<Option<(u64, i64)>, UsageError> {
 /// reader's carry. Returns whether anything was recorded.
 fn refresh_lines(
     store: &Store,
+    budget: &Budget,
     session: &SessionRow,
     path: &Path,
     needle: &[u8],
@@ -279,48 +327,88 @@ fn refresh_lines(
             return Ok(false);
         }
     }
-    store.advance_usage(session, &key, |before| {
-        let mut cursor = before.unwrap_or(UsageCursor {
-            carry: serde_json::Value::Null,
-            ..UsageCursor::default()
-        });
-        if cursor.size == size && cursor.mtime_ns == mtime_ns {
-            return Ok(None); // another process read it meanwhile
+    let mut recorded = false;
+    // One transaction per MAX_READ bytes, until caught up or out of budget.
+    loop {
+        let mut caught_up = true;
+        let advanced = store.advance_usage::<UsageError>(session, &key, |before| {
+            let read = read_appended(path, (size, mtime_ns), before, budget, needle, &mut parse)?;
+            caught_up = read.as_ref().is_none_or(|(_, _, done)| *done);
+            Ok(read.map(|(cursor, records, _)| (cursor, by_day(&records))))
+        })?;
+        recorded |= advanced;
+        if !advanced || caught_up {
+            return Ok(recorded);
         }
-        if size < cursor.offset {
-            // Rewritten or truncated: what it held was counted already.
-            tracing::warn!(path = %path.display(), "an agent's record file shrank; reading it from its new end");
-            cursor.offset = size;
-            cursor.size = size;
-            cursor.mtime_ns = mtime_ns;
-            return Ok(Some((cursor, Vec::new())));
-        }
-        let io_err = |source| UsageError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut file = std::fs::File::open(path).map_err(io_err)?;
-        file.seek(SeekFrom::Start(cursor.offset)).map_err(io_err)?;
-        let want = (size - cursor.offset).min(MAX_READ);
-        let mut buf = Vec::with_capacity(want as usize);
-        file.take(want).read_to_end(&mut buf).map_err(io_err)?;
-        let complete = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        let mut records = Vec::new();
-        for line in buf[..complete].split(|b| *b == b'\n') {
-            if line.is_empty() || !contains(line, needle) {
-                continue;
-            }
-            if let Some(record) = parse(line, &mut cursor.carry) {
-                records.push(record);
-            }
-        }
-        cursor.offset += complete as u64;
-        // A partial read (MAX_READ, or a line still being written) leaves
-        // the size unmatched so the next refresh reads on.
-        cursor.size = if cursor.offset == size { size } else { cursor.offset };
+    }
+}
+
+/// The records appended to `path` (now `size` bytes, modified at
+/// `mtime_ns`) after the cursor `before`: the new cursor, the records, and
+/// whether the file was read to its end. `None`: nothing to read now (read
+/// meanwhile by another process, or the budget is spent).
+fn read_appended(
+    path: &Path,
+    (size, mtime_ns): (u64, i64),
+    before: Option<UsageCursor>,
+    budget: &Budget,
+    needle: &[u8],
+    parse: &mut impl FnMut(&[u8], &mut serde_json::Value) -> Option<Record>,
+) -> Result<Option<(UsageCursor, Vec<Record>, bool)>, UsageError> {
+    let mut cursor = before.unwrap_or(UsageCursor {
+        carry: serde_json::Value::Null,
+        ..UsageCursor::default()
+    });
+    if cursor.size == size && cursor.mtime_ns == mtime_ns {
+        return Ok(None);
+    }
+    if size < cursor.offset {
+        // Rewritten or truncated: what it held was counted already.
+        tracing::warn!(path = %path.display(), "an agent's record file shrank; reading it from its new end");
+        cursor.offset = size;
+        cursor.size = size;
         cursor.mtime_ns = mtime_ns;
-        Ok(Some((cursor, by_day(&records))))
-    })
+        return Ok(Some((cursor, Vec::new(), true)));
+    }
+    let want = (size - cursor.offset).min(MAX_READ);
+    if !budget.take(want) {
+        return Ok(None);
+    }
+    let io_err = |source| UsageError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io_err)?;
+    file.seek(SeekFrom::Start(cursor.offset)).map_err(io_err)?;
+    let mut buf = Vec::with_capacity(want as usize);
+    file.take(want).read_to_end(&mut buf).map_err(io_err)?;
+    budget.give_back(want - buf.len() as u64);
+    let mut complete = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    if complete == 0 && buf.len() as u64 == MAX_READ {
+        // One line longer than MAX_READ (a huge tool output, never a usage
+        // record): skipped; its rest fails to parse and is skipped too.
+        complete = buf.len();
+    }
+    let mut records = Vec::new();
+    for line in buf[..complete].split(|b| *b == b'\n') {
+        if line.is_empty() || !contains(line, needle) {
+            continue;
+        }
+        if let Some(record) = parse(line, &mut cursor.carry) {
+            records.push(record);
+        }
+    }
+    cursor.offset += complete as u64;
+    let done = complete == 0 || cursor.offset == size;
+    // A partial read (MAX_READ, the budget, or a line still being written)
+    // leaves the size unmatched so the next refresh reads on.
+    cursor.size = if cursor.offset == size {
+        size
+    } else {
+        cursor.offset
+    };
+    cursor.mtime_ns = mtime_ns;
+    Ok(Some((cursor, records, done)))
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

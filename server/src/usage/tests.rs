@@ -259,7 +259,7 @@ fn claude_transcript_is_read_incrementally_and_never_twice() {
     let (a, rest) = CLAUDE.split_at(cut);
     let (b, c) = rest.split_at(rest.len() / 2);
     append(&transcript, a);
-    claude::refresh(&fx.store, &fx.places, &session).unwrap();
+    claude::refresh(&fx.store, &Budget::unlimited(), &fx.places, &session).unwrap();
     assert_eq!(fx.usage(&session), Some(tokens(1007, 23, 511, 45, None)));
     append(&transcript, b);
     refresh(&fx.store, &fx.places, std::slice::from_ref(&session));
@@ -291,6 +291,43 @@ fn claude_transcript_is_read_incrementally_and_never_twice() {
             .unwrap(),
         None
     );
+}
+
+#[test]
+fn a_listing_reads_within_its_budget_and_the_next_reads_on() {
+    let mut fx = Fixture::new();
+    let session = fx.session("c", "claude");
+    let transcript = fx
+        .places
+        .claude_config
+        .clone()
+        .unwrap()
+        .join("projects")
+        .join(claude::project_dir_name(&session.worktree_path.to_string_lossy()))
+        .join("t.jsonl");
+    // A line longer than one read (a huge tool output), then the records.
+    let huge = format!("{{\"type\":\"user\",\"pad\":\"{}\"}}\n", "x".repeat(MAX_READ as usize + 10));
+    append(&transcript, &huge);
+    append(&transcript, CLAUDE);
+    let full = tokens(1007 + 1014, 23 + 26, 511 + 522, 45 + 50, None);
+    let mut listings = 0;
+    while fx.usage(&session).as_ref() != Some(&full) {
+        listings += 1;
+        assert!(listings < 100, "never caught up: {:?}", fx.usage(&session));
+        let budget = Budget(std::cell::Cell::new(MAX_READ));
+        refresh_within(&fx.store, &budget, &fx.places, std::slice::from_ref(&session));
+    }
+    // 16 MiB and a bit, 16 MiB per listing.
+    assert_eq!(listings, 2, "read in {listings} listings");
+    // Unlimited, one refresh reads everything.
+    let other = fx.session("d", "claude");
+    let folder = transcript.parent().unwrap().parent().unwrap().join(claude::project_dir_name(
+        &other.worktree_path.to_string_lossy(),
+    ));
+    append(&folder.join("t.jsonl"), &huge);
+    append(&folder.join("t.jsonl"), CLAUDE);
+    refresh_all(&fx.store, &fx.places, std::slice::from_ref(&other));
+    assert_eq!(fx.usage(&other), Some(full));
 }
 
 #[test]
