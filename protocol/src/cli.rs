@@ -181,12 +181,75 @@ pub struct DeleteOutput {
     pub branch_deleted: bool,
     /// Set when the branch had commits not in the base: `refs/owt/backup/<name>`.
     pub backup_ref: Option<String>,
+    /// Where the worktree's files that git does not commit (ignored files;
+    /// with `--force` also the uncommitted ones) were moved:
+    /// `$OWT_HOME/trash/<repo>/<session>-<time>/`.
+    #[serde(default)]
+    pub trash: Option<String>,
+    /// The paths moved to `trash` (relative to the worktree).
+    #[serde(default)]
+    pub trashed: Vec<String>,
+    /// Paths removed without a copy: owt's own files, files the setup
+    /// copied that are unchanged, and `[worktree] disposable` caches.
+    #[serde(default)]
+    pub dropped: Vec<String>,
+    /// Uncommitted changes `--force` discarded (a copy of each file is in
+    /// `trash`).
+    #[serde(default)]
+    pub discarded: Vec<String>,
+    /// Things the user should know (e.g. a shell still inside the worktree).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// `owt trust --json` (also with `--show` and `--revoke`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustOutput {
+    /// The repository's main checkout.
+    pub repository: String,
+    /// `show`, `trusted` or `revoked`.
+    pub action: String,
+    /// The repository's files that can make owt run programs or write
+    /// outside the repository: its configuration and `.owt/setup.sh`.
+    pub files: Vec<TrustFile>,
+}
+
+/// One file of a repository that needs trust.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustFile {
+    pub path: String,
+    /// `config` or `setup-script`.
+    pub kind: String,
+    /// SHA-256 of the content (what `owt trust` records).
+    pub sha256: String,
+    /// `trusted`, `untrusted`, `changed` (trusted once, different content
+    /// now) or `not-needed` (sets nothing that needs trust).
+    pub state: String,
+    /// When the user trusted it (Unix ms), if ever.
+    pub trusted_at: Option<i64>,
+    /// Keys that apply only when the file is trusted, with their values.
+    pub keys: Vec<TrustKey>,
+    /// Keys a repository may never set (ignored even when trusted).
+    pub refused: Vec<String>,
+    /// What owt would run because of this file, one item each.
+    pub runs: Vec<String>,
+    /// A setup script's text.
+    pub script: Option<String>,
+}
+
+/// A key that needs trust and its value (TOML).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustKey {
+    pub key: String,
+    pub value: String,
 }
 
 /// One problem found by `owt doctor`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DoctorFinding {
-    /// `orphan-worktree-folder`, `missing-worktree`, `prunable-git-worktree`, `host-lost`.
+    /// `orphan-worktree-folder`, `missing-worktree`, `missing-branch`,
+    /// `prunable-git-worktree`, `interrupted-merge`, `stale-git-lock`,
+    /// `git-lock`, `lost-session`, `old-trash`, `untrusted-config`.
     pub kind: String,
     pub detail: String,
     pub path: Option<String>,
@@ -201,6 +264,24 @@ pub struct DoctorFinding {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DoctorReport {
     pub findings: Vec<DoctorFinding>,
+    /// What the trash holds (`$OWT_HOME/trash`), oldest first.
+    #[serde(default)]
+    pub trash: Vec<TrashEntry>,
+}
+
+/// One folder of the trash: the files `owt delete` kept from a worktree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrashEntry {
+    pub path: String,
+    pub session: Option<String>,
+    pub repository: Option<String>,
+    /// The worktree the files came from.
+    pub worktree: Option<String>,
+    /// Unix ms.
+    pub created_at: i64,
+    pub bytes: u64,
+    /// Paths inside (relative to the worktree they came from).
+    pub files: Vec<String>,
 }
 
 /// `owt db health --json`.
@@ -228,6 +309,9 @@ pub struct DbPurge {
     pub days: u32,
     pub messages_deleted: u64,
     pub events_deleted: u64,
+    /// Trash folders (`$OWT_HOME/trash/…`) older than `days`, deleted.
+    #[serde(default)]
+    pub trash_deleted: Vec<String>,
 }
 
 /// `owt config show --json`.
@@ -243,6 +327,14 @@ pub struct ConfigShow {
     /// Keys of a seed-format `.worktreerc` that owt does not use.
     #[serde(default)]
     pub ignored: Vec<String>,
+    /// Keys of the repository's file ignored because it is not trusted
+    /// (`owt trust`).
+    #[serde(default)]
+    pub untrusted: Vec<String>,
+    /// Keys of the repository's file that a repository may never set
+    /// (redefinitions of built-in agents).
+    #[serde(default)]
+    pub refused: Vec<String>,
 }
 
 /// `owt version --json`.
@@ -289,6 +381,9 @@ pub struct MergeOutput {
     pub checkout_updated: Option<String>,
     /// The session was deleted after the merge (not with `--keep`).
     pub deleted: bool,
+    /// Where the deletion moved the worktree's ignored files, if any.
+    #[serde(default)]
+    pub trash: Option<String>,
 }
 
 /// `owt ship --json`.

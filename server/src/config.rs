@@ -4,6 +4,12 @@
 //! Values in the repository file win over the user's; tables merge key by
 //! key. Unknown keys and wrong types are errors that name the file, the key
 //! and the line. Invariant: loading never writes anything.
+//!
+//! A repository is not trusted until the user says so (`owt trust`): the
+//! keys of its file that run programs, set an agent's environment or choose
+//! where owt writes outside the repository's parent folder ([`gated_keys`])
+//! take effect only when [`Trust`] vouches for the exact bytes read, and a
+//! repository may never redefine a built-in agent.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,6 +70,10 @@ pub struct WorktreeConfig {
     pub copy_files: Vec<String>,
     /// Sessions idle or exited longer than this are stale (`owt cleanup`).
     pub auto_cleanup_days: u32,
+    /// Globs of ignored files and folders `owt delete` may remove without
+    /// keeping a copy in the trash (caches: `["node_modules", "target"]`).
+    /// A pattern without `/` matches a name at any depth.
+    pub disposable: Vec<String>,
 }
 
 impl Default for WorktreeConfig {
@@ -72,6 +82,7 @@ impl Default for WorktreeConfig {
             base_directory: None,
             copy_files: vec![".env".into()],
             auto_cleanup_days: 14,
+            disposable: Vec::new(),
         }
     }
 }
@@ -173,6 +184,210 @@ pub struct Loaded {
     pub origins: BTreeMap<String, PathBuf>,
     /// Keys of a seed-format file that owt does not use (e.g. `backend.mode`).
     pub ignored: Vec<String>,
+    /// The repository file's keys that were not applied (not trusted, or
+    /// never allowed), when there were any.
+    pub withheld: Option<Withheld>,
+}
+
+/// Keys of the repository's configuration file that owt did not apply.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Withheld {
+    pub file: PathBuf,
+    /// Keys that need trust, ignored because the user has not trusted this
+    /// file's current content (`owt trust`).
+    pub untrusted: Vec<String>,
+    /// Keys a repository may never set, trusted or not: `[tools.NAME]`
+    /// tables that would redefine a built-in agent.
+    pub refused: Vec<String>,
+}
+
+/// Whether the user trusts a repository file with exactly these bytes.
+pub trait Trust {
+    fn trusts(&self, path: &Path, bytes: &[u8]) -> bool;
+}
+
+impl<F: Fn(&Path, &[u8]) -> bool> Trust for F {
+    fn trusts(&self, path: &Path, bytes: &[u8]) -> bool {
+        self(path, bytes)
+    }
+}
+
+/// Trusts nothing: a repository's gated keys are ignored.
+pub struct TrustNothing;
+
+impl Trust for TrustNothing {
+    fn trusts(&self, _: &Path, _: &[u8]) -> bool {
+        false
+    }
+}
+
+/// The keys of a repository's configuration table that need trust, and
+/// the ones a repository may never set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gated {
+    /// Paths of keys (`["tools", "x"]`, `["agent", "env", "NODE_OPTIONS"]`).
+    pub need_trust: Vec<Vec<String>>,
+    pub refused: Vec<Vec<String>>,
+}
+
+/// `["tools", "x"]` → `tools.x` (keys that are not bare words quoted).
+pub fn dotted(path: &[String]) -> String {
+    path.iter()
+        .map(|k| {
+            if !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                k.clone()
+            } else {
+                format!("{k:?}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// Which keys of a repository's (translated) configuration table run
+/// programs, set an agent's environment, or choose where owt writes
+/// outside the repository's parent folder: `[tools.*]`,
+/// `agent.default_tool`, `agent.env.*`, `environment.auto_install_deps =
+/// true`, and a `worktree.base_directory` that is not a plain
+/// (non-hidden) folder beside the repository at `repo_root`.
+/// `[tools.NAME]` of a built-in agent is refused outright.
+pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
+    let mut gated = Gated::default();
+    let key = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    if let Some(toml::Value::Table(tools)) = table.get("tools") {
+        for name in tools.keys() {
+            let path = key(&["tools", name]);
+            if crate::provider::builtin(name).is_some() {
+                gated.refused.push(path);
+            } else {
+                gated.need_trust.push(path);
+            }
+        }
+    }
+    if let Some(toml::Value::Table(agent)) = table.get("agent") {
+        if agent.contains_key("default_tool") {
+            gated.need_trust.push(key(&["agent", "default_tool"]));
+        }
+        if let Some(toml::Value::Table(env)) = agent.get("env") {
+            for name in env.keys() {
+                gated.need_trust.push(key(&["agent", "env", name]));
+            }
+        }
+    }
+    if let Some(toml::Value::Table(worktree)) = table.get("worktree") {
+        if let Some(toml::Value::String(dir)) = worktree.get("base_directory") {
+            // Without trust: only a plain folder beside the repository.
+            let parent = normalize(repo_root.parent().unwrap_or(repo_root));
+            let resolved = normalize(&resolve_base_directory(dir, repo_root));
+            let sibling = resolved.parent() == Some(parent.as_path())
+                && resolved
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| !n.starts_with('.'));
+            if !sibling {
+                gated.need_trust.push(key(&["worktree", "base_directory"]));
+            }
+        }
+    }
+    if let Some(toml::Value::Table(environment)) = table.get("environment") {
+        if environment.get("auto_install_deps") == Some(&toml::Value::Boolean(true)) {
+            gated
+                .need_trust
+                .push(key(&["environment", "auto_install_deps"]));
+        }
+    }
+    gated
+}
+
+/// The value at `path` in `table`, if any.
+pub fn value_at<'t>(table: &'t toml::Table, path: &[String]) -> Option<&'t toml::Value> {
+    let (last, parents) = path.split_last()?;
+    let mut current = table;
+    for part in parents {
+        current = current.get(part)?.as_table()?;
+    }
+    current.get(last)
+}
+
+/// Removes the value at `path` from `table` (and tables it leaves empty).
+fn remove_at(table: &mut toml::Table, path: &[String]) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        table.remove(first);
+        return;
+    }
+    if let Some(toml::Value::Table(inner)) = table.get_mut(first) {
+        remove_at(inner, rest);
+        if inner.is_empty() {
+            table.remove(first);
+        }
+    }
+}
+
+/// The repository's configuration file in use: `.owt.toml`, else the
+/// seed's `.worktreerc` / `.worktreerc.toml`.
+pub fn repo_config_file(repo_root: &Path) -> Option<PathBuf> {
+    let owt = repo_config_path(repo_root);
+    if owt.exists() {
+        return Some(owt);
+    }
+    SEED_FILES
+        .iter()
+        .map(|f| repo_root.join(f))
+        .find(|p| p.is_file())
+}
+
+/// One configuration file as read: its bytes, its table (translated from
+/// the seed's format if need be) and the seed keys it dropped.
+pub type ConfigFile = (Vec<u8>, toml::Table, Vec<String>);
+
+/// Reads and parses one file (translating the seed's format); `None` when
+/// it does not exist.
+pub fn read_config_file(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let text = std::str::from_utf8(&bytes).map_err(|e| ConfigError::Read {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    })?;
+    let mut ignored = Vec::new();
+    let table = if is_seed_file(path) {
+        let raw: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: e.span().map_or(1, |s| locate(text, s.start).0),
+            key: None,
+            message: e.message().to_string(),
+        })?;
+        let (table, dropped) = translate_seed(raw);
+        ignored.extend(
+            dropped
+                .into_iter()
+                .map(|k| format!("{k} ({})", path.display())),
+        );
+        Config::deserialize(table.clone()).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: 1,
+            key: None,
+            message: e.to_string(),
+        })?;
+        table
+    } else {
+        parse_file(path, text)?
+    };
+    Ok(Some((bytes, table, ignored)))
 }
 
 /// The user's config file path.
@@ -196,25 +411,48 @@ pub const SEED_FILES: &[&str] = &[".worktreerc", ".worktreerc.toml"];
 
 /// Loads and merges the repository's and the user's configuration. A
 /// repository without `.owt.toml` but with the seed's `.worktreerc` /
-/// `.worktreerc.toml` has that read instead (translated).
-pub fn load(repo_root: Option<&Path>) -> Result<Loaded, ConfigError> {
-    let mut files = Vec::new();
-    if let Some(root) = repo_root {
-        let owt = repo_config_path(root);
-        if owt.exists() {
-            files.push(owt);
-        } else if let Some(seed) = SEED_FILES
-            .iter()
-            .map(|f| root.join(f))
-            .find(|p| p.is_file())
-        {
-            files.push(seed);
+/// `.worktreerc.toml` has that read instead (translated). The repository
+/// file's gated keys ([`gated_keys`]) apply only when `trust` vouches for
+/// its bytes; keys redefining a built-in agent never apply.
+pub fn load(repo_root: Option<&Path>, trust: &dyn Trust) -> Result<Loaded, ConfigError> {
+    let mut layers = Vec::new();
+    let mut withheld = None;
+    // The user's file first (lowest priority), so its errors come first.
+    if let Some(user) = user_config_path() {
+        if let Some((_, table, ignored)) = read_config_file(&user)? {
+            layers.push((user, table, ignored));
         }
     }
-    if let Some(user) = user_config_path() {
-        files.push(user);
+    if let Some(root) = repo_root {
+        if let Some(path) = repo_config_file(root) {
+            if let Some((bytes, mut table, ignored)) = read_config_file(&path)? {
+                let gated = gated_keys(&table, root);
+                let trusted = gated.need_trust.is_empty() || trust.trusts(&path, &bytes);
+                let mut held = Withheld {
+                    file: path.clone(),
+                    ..Withheld::default()
+                };
+                for key in &gated.refused {
+                    remove_at(&mut table, key);
+                    held.refused.push(dotted(key));
+                }
+                if !trusted {
+                    for key in &gated.need_trust {
+                        remove_at(&mut table, key);
+                        held.untrusted.push(dotted(key));
+                    }
+                }
+                if !held.refused.is_empty() || !held.untrusted.is_empty() {
+                    tracing::info!(file = %path.display(), untrusted = ?held.untrusted, refused = ?held.refused, "repository configuration keys withheld");
+                    withheld = Some(held);
+                }
+                layers.insert(0, (path, table, ignored));
+            }
+        }
     }
-    load_files(&files)
+    let mut loaded = merge_layers(layers)?;
+    loaded.withheld = withheld;
+    Ok(loaded)
 }
 
 /// Whether `path` is in the seed's format.
@@ -279,50 +517,31 @@ pub fn translate_seed(seed: toml::Table) -> (toml::Table, Vec<String>) {
     (out, ignored)
 }
 
-/// Loads `files` (highest priority first), skipping missing ones.
+/// Loads `files` (highest priority first), skipping missing ones, every
+/// key applied (no trust check: for files the user wrote).
 pub fn load_files(files: &[PathBuf]) -> Result<Loaded, ConfigError> {
+    let mut layers = Vec::new();
+    // Lowest priority first, so an error names the user's file first.
+    for path in files.iter().rev() {
+        if let Some((_, table, ignored)) = read_config_file(path)? {
+            layers.insert(0, (path.clone(), table, ignored));
+        }
+    }
+    merge_layers(layers)
+}
+
+/// Merges parsed files, highest priority first.
+fn merge_layers(layers: Vec<(PathBuf, toml::Table, Vec<String>)>) -> Result<Loaded, ConfigError> {
     let mut merged = toml::Table::new();
     let mut sources = Vec::new();
     let mut origins = BTreeMap::new();
     let mut ignored = Vec::new();
     // Lowest priority first, so later files override.
-    for path in files.iter().rev() {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    path: path.clone(),
-                    source,
-                })
-            }
-        };
-        let table = if is_seed_file(path) {
-            let raw: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
-                path: path.clone(),
-                line: e.span().map_or(1, |s| locate(&text, s.start).0),
-                key: None,
-                message: e.message().to_string(),
-            })?;
-            let (table, dropped) = translate_seed(raw);
-            ignored.extend(
-                dropped
-                    .into_iter()
-                    .map(|k| format!("{k} ({})", path.display())),
-            );
-            Config::deserialize(table.clone()).map_err(|e| ConfigError::Invalid {
-                path: path.clone(),
-                line: 1,
-                key: None,
-                message: e.to_string(),
-            })?;
-            table
-        } else {
-            parse_file(path, &text)?
-        };
-        record_origins(&table, "", path, &mut origins);
+    for (path, table, dropped) in layers.into_iter().rev() {
+        ignored.extend(dropped);
+        record_origins(&table, "", &path, &mut origins);
         merge(&mut merged, table);
-        sources.insert(0, path.clone());
+        sources.insert(0, path);
     }
     let config = Config::deserialize(merged).map_err(|e| ConfigError::Merged(e.to_string()))?;
     Ok(Loaded {
@@ -330,6 +549,7 @@ pub fn load_files(files: &[PathBuf]) -> Result<Loaded, ConfigError> {
         sources,
         origins,
         ignored,
+        withheld: None,
     })
 }
 
@@ -422,27 +642,28 @@ fn merge(into: &mut toml::Table, from: toml::Table) {
 }
 
 impl Config {
+    /// Whether `rel` (a path in a worktree; a folder may end in `/`) is a
+    /// cache `[worktree] disposable` lets owt remove without a copy.
+    pub fn is_disposable(&self, rel: &str) -> bool {
+        let rel = rel.trim_end_matches('/');
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        self.worktree.disposable.iter().any(|pattern| {
+            let pattern = pattern.trim_end_matches('/');
+            let subject = if pattern.contains('/') { rel } else { name };
+            globset::Glob::new(pattern.trim_start_matches('/'))
+                .map(|g| g.compile_matcher().is_match(subject))
+                .unwrap_or(false)
+        })
+    }
+
     /// Where worktrees of the repository at `repo_root` go.
     pub fn base_directory(&self, repo_root: &Path) -> PathBuf {
         match &self.worktree.base_directory {
-            Some(dir) => {
-                let dir = expand_home(dir);
-                if dir.is_absolute() {
-                    dir
-                } else {
-                    repo_root.join(dir)
-                }
-            }
-            None => {
-                let name = repo_root
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "repo".into());
-                repo_root
-                    .parent()
-                    .unwrap_or(repo_root)
-                    .join(format!("{name}.worktrees"))
-            }
+            Some(dir) => resolve_base_directory(dir, repo_root),
+            None => crate::names::worktrees_folder(
+                repo_root,
+                crate::git::outermost_enclosing_checkout(repo_root).as_deref(),
+            ),
         }
     }
 
@@ -470,6 +691,32 @@ pub fn parse_ctrl_key(key: &str) -> Result<u8, String> {
             "detach key `{key}` must look like `ctrl-\\` or `ctrl-a`"
         )),
     }
+}
+
+/// A configured `base_directory` as a path: `~/` expanded, relative paths
+/// taken from `repo_root`.
+pub fn resolve_base_directory(dir: &str, repo_root: &Path) -> PathBuf {
+    let dir = expand_home(dir);
+    if dir.is_absolute() {
+        dir
+    } else {
+        repo_root.join(dir)
+    }
+}
+
+/// Resolves `.` and `..` without touching the file system.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// `~/x` → `$HOME/x`.
@@ -564,6 +811,100 @@ mod tests {
             .ignored
             .iter()
             .any(|k| k.starts_with("tmux.auto_start_ai")));
+    }
+
+    fn gated(text: &str) -> (Vec<String>, Vec<String>) {
+        let table: toml::Table = toml::from_str(text).unwrap();
+        let g = gated_keys(&table, Path::new("/home/u/src/app"));
+        (
+            g.need_trust.iter().map(|k| dotted(k)).collect(),
+            g.refused.iter().map(|k| dotted(k)).collect(),
+        )
+    }
+
+    #[test]
+    fn keys_that_run_programs_or_write_elsewhere_need_trust() {
+        let (need, refused) = gated(
+            "[agent]\ndefault_tool = \"x\"\nenv = { NODE_OPTIONS = \"--require ./evil.js\" }\n\n[tools.x]\nbinary = \"./evil.sh\"\n\n[tools.claude]\nbinary = \"/bin/sh\"\n\n[worktree]\nbase_directory = \"~/.config/autostart\"\ncopy_files = [\".env\"]\n\n[environment]\nauto_install_deps = true\n\n[guard]\nignore = [\"*.lock\"]\n",
+        );
+        assert_eq!(
+            need,
+            vec![
+                "tools.x",
+                "agent.default_tool",
+                "agent.env.NODE_OPTIONS",
+                "worktree.base_directory",
+                "environment.auto_install_deps"
+            ]
+        );
+        assert_eq!(refused, vec!["tools.claude"]);
+        // A plain folder beside the repository needs no trust; anything else does.
+        for (dir, needs) in [
+            ("../app-wt", false),
+            ("/home/u/src/wt", false),
+            ("../.config", true),
+            ("../other/deeper", true),
+            ("../..", true),
+            ("/tmp/x", true),
+        ] {
+            let (need, _) = gated(&format!("[worktree]\nbase_directory = {dir:?}\n"));
+            assert_eq!(!need.is_empty(), needs, "{dir}");
+        }
+        let (need, _) = gated("[environment]\nauto_install_deps = false\n");
+        assert!(need.is_empty());
+    }
+
+    #[test]
+    fn untrusted_repository_keys_are_withheld_and_builtins_never_redefined() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("app");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join(".owt.toml"),
+            "[agent]\ndefault_tool = \"x\"\n[tools.x]\nbinary = \"./evil.sh\"\n[tools.claude]\nbinary = \"/bin/sh\"\n[guard]\nignore = [\"*.lock\"]\n",
+        )
+        .unwrap();
+        let untrusted = load(Some(&root), &TrustNothing).unwrap();
+        assert!(untrusted.config.tools.is_empty());
+        assert_eq!(untrusted.config.agent.default_tool, None);
+        assert_eq!(
+            untrusted.config.guard.ignore,
+            vec!["*.lock"],
+            "safe keys apply"
+        );
+        let withheld = untrusted.withheld.unwrap();
+        assert_eq!(withheld.untrusted, vec!["tools.x", "agent.default_tool"]);
+        assert_eq!(withheld.refused, vec!["tools.claude"]);
+        let trusted = load(Some(&root), &|_: &Path, _: &[u8]| true).unwrap();
+        assert_eq!(trusted.config.agent.default_tool.as_deref(), Some("x"));
+        assert!(trusted.config.tools.contains_key("x"));
+        assert!(
+            !trusted.config.tools.contains_key("claude"),
+            "never a built-in"
+        );
+    }
+
+    #[test]
+    fn disposable_globs_match_names_at_any_depth_and_paths_from_the_root() {
+        let mut config = Config::default();
+        config.worktree.disposable = vec![
+            "node_modules".into(),
+            "target/".into(),
+            "web/dist".into(),
+            "*.tmp".into(),
+        ];
+        for (rel, disposable) in [
+            ("node_modules/", true),
+            ("pkg/node_modules/", true),
+            ("target/", true),
+            ("web/dist/", true),
+            ("dist/", false),
+            ("a.tmp", true),
+            ("build/", false),
+            (".env", false),
+        ] {
+            assert_eq!(config.is_disposable(rel), disposable, "{rel}");
+        }
     }
 
     #[test]

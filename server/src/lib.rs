@@ -17,6 +17,8 @@ pub mod mcp;
 pub mod memory;
 pub mod names;
 pub mod ops;
+pub mod printable;
+pub mod procs;
 pub mod provider;
 pub mod session;
 pub mod ship;

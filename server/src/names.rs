@@ -62,6 +62,37 @@ pub fn candidate_name(name: &str, n: u32) -> String {
     format!("{}{suffix}", name[..keep].trim_end_matches('-'))
 }
 
+/// The default folder for the worktrees of the repository checked out at
+/// `repo_root`: `<parent>/<name>.worktrees`, beside it. A checkout inside
+/// another one (a submodule, a nested clone) gets its folder beside the
+/// outermost enclosing checkout `outer` instead, named after the path
+/// between them (`/src/sup` + `sup/libs/sm` → `/src/sup.libs.sm.worktrees`),
+/// so no worktree ever lands inside a checkout.
+pub fn worktrees_folder(repo_root: &Path, outer: Option<&Path>) -> PathBuf {
+    let name_of = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "repo".into())
+    };
+    match outer.and_then(|o| Some((o, repo_root.strip_prefix(o).ok()?))) {
+        Some((outer, inner)) if !inner.as_os_str().is_empty() => {
+            let mut name = name_of(outer);
+            for part in inner.components() {
+                name.push('.');
+                name.push_str(&part.as_os_str().to_string_lossy());
+            }
+            outer
+                .parent()
+                .unwrap_or(outer)
+                .join(format!("{name}.worktrees"))
+        }
+        _ => repo_root
+            .parent()
+            .unwrap_or(repo_root)
+            .join(format!("{}.worktrees", name_of(repo_root))),
+    }
+}
+
 /// `<base>/<slug>`, checked to stay inside `base`.
 pub fn worktree_path(base: &Path, slug: &str) -> PathBuf {
     debug_assert_eq!(slug, slugify(slug), "worktree names must be slugs");
@@ -126,6 +157,23 @@ mod tests {
         assert_eq!(
             candidate_name(&slug, u32::MAX),
             "1234567890-1234567890-1234567-4294967295"
+        );
+    }
+
+    #[test]
+    fn worktrees_of_a_nested_checkout_go_beside_the_outermost_one() {
+        let root = Path::new("/src/sup/libs/sm");
+        assert_eq!(
+            worktrees_folder(root, Some(Path::new("/src/sup"))),
+            PathBuf::from("/src/sup.libs.sm.worktrees")
+        );
+        assert_eq!(
+            worktrees_folder(Path::new("/src/app"), None),
+            PathBuf::from("/src/app.worktrees")
+        );
+        assert_eq!(
+            worktrees_folder(Path::new("/src/app"), Some(Path::new("/src/app"))),
+            PathBuf::from("/src/app.worktrees")
         );
     }
 

@@ -133,6 +133,7 @@ impl TestEnv {
             .env_remove("XDG_STATE_HOME")
             .env_remove("RUST_LOG")
             .env_remove("TMUX")
+            .env_remove("OWT_SESSION")
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_SYSTEM", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -264,8 +265,24 @@ impl TestEnv {
 
     /// A new repository `name` with one commit (README.md) on `main`, and an
     /// `.owt.toml` declaring the `fake` agent (`tests/data/idle-agent.sh`),
-    /// committed.
+    /// committed and trusted (`owt trust`: a repository's own agents run
+    /// only once the user trusts its files).
     pub fn repo(&self, name: &str) -> PathBuf {
+        let path = self.untrusted_repo(name);
+        self.trust(&path);
+        path
+    }
+
+    /// `owt trust` in `repo` (after changing its `.owt.toml` or
+    /// `.owt/setup.sh`, which then need trust again). Not asserted: a test
+    /// that needs the trust fails on its own, naming `owt trust`, and the
+    /// suite can run against an owt without the verb.
+    pub fn trust(&self, repo: &Path) {
+        let _ = self.owt(repo, ["trust"]);
+    }
+
+    /// As [`TestEnv::repo`], without trusting it.
+    pub fn untrusted_repo(&self, name: &str) -> PathBuf {
         let path = self.root.path().join(name);
         std::fs::create_dir_all(&path).unwrap();
         self.git(&path, ["init", "-q", "-b", "main"]);

@@ -235,6 +235,7 @@ fn dependencies_install_for_node_and_python_projects() {
     std::fs::write(repo.join(".gitignore"), "node_modules/\n.venv/\n").unwrap();
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "node and python project"]);
+    env.trust(&repo);
     let out: NewOutput = env.owt_json(&repo, ["new", "with deps"]);
     assert!(out.warnings.is_empty(), "{:?}", out.warnings);
     let wt = Path::new(&out.session.worktree);
@@ -286,6 +287,7 @@ fn a_seed_worktreerc_is_read_when_there_is_no_owt_toml() {
     .unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "seed config"]);
+    env.trust(&repo);
     let show: owt_protocol::ConfigShow = env.owt_json(&repo, ["config", "show"]);
     assert!(show.sources[0].ends_with(".worktreerc.toml"));
     assert!(show.origins["agent.default_tool"].ends_with(".worktreerc.toml"));

@@ -491,6 +491,98 @@ impl Drop for Tmpfs {
     }
 }
 
+// ---------------------------------------------------------------------------
+// A merge that fills the agent's disk (issue 15, item 7)
+
+#[test]
+fn regression_a_merge_that_fills_the_disk_restores_the_worktree_and_ship_commits_no_fragment() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let disk_dir = env.path().join("worktree-disk");
+    let disk = Tmpfs::mount(&disk_dir, "4m");
+    // The user keeps worktrees on a small disk.
+    let config = env.home.join(".config/owt");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!("[worktree]\nbase_directory = \"{}\"\n", disk_dir.display()),
+    )
+    .unwrap();
+    let session: NewOutput = env.owt_json(&repo, ["new", "agent work"]);
+    let name = session.session.name.clone();
+    let wt = PathBuf::from(&session.session.worktree);
+    assert!(wt.starts_with(&disk_dir));
+    std::fs::write(wt.join("agent.txt"), "the agent's work\n").unwrap();
+    env.git(&wt, ["add", "agent.txt"]);
+    env.git(&wt, ["commit", "-q", "-m", "agent work"]);
+    let branch_before = env.git(&wt, ["rev-parse", "HEAD"]);
+    // Meanwhile the base gained a 2 MiB file.
+    let data: String = (0..40_000)
+        .map(|i| format!("line {i:08} of the data file\n"))
+        .collect();
+    assert!(data.len() > 1_000_000);
+    std::fs::write(repo.join("data.txt"), &data).unwrap();
+    env.git(&repo, ["add", "data.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "data"]);
+    let main_before = env.git(&repo, ["rev-parse", "main"]);
+    // Leave 512 KiB free: too little for data.txt.
+    let filler = disk.fill();
+    let len = std::fs::metadata(&filler).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&filler)
+        .unwrap()
+        .set_len(len - 512 * 1024)
+        .unwrap();
+
+    let out = env.owt(&repo, ["merge", &name]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is full") && stderr.contains("restored exactly"),
+        "{stderr}"
+    );
+    // Exactly as before: no cut-short data.txt, same HEAD, no journal open.
+    assert_eq!(
+        env.git(&wt, ["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert!(!wt.join("data.txt").exists());
+    assert_eq!(env.git(&wt, ["rev-parse", "HEAD"]), branch_before);
+    assert_eq!(env.git(&repo, ["rev-parse", "main"]), main_before);
+    let report: owt_protocol::DoctorReport = env.owt_json(&repo, ["doctor"]);
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|f| f.kind != "interrupted-merge"),
+        "{report:#?}"
+    );
+
+    // Shipping while the disk is still full fails the same way and commits
+    // nothing: no fragment becomes the agent's work.
+    let out = env.owt(&repo, ["ship", &name]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(env.git(&wt, ["rev-parse", "HEAD"]), branch_before);
+    assert_eq!(
+        env.git(&wt, ["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+
+    // Space back: the ship goes through, with the whole file.
+    std::fs::remove_file(&filler).unwrap();
+    let shipped: owt_protocol::ShipOutput = env.owt_json(&repo, ["ship", &name]);
+    assert!(shipped.merge.merged && shipped.merge.deleted);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("data.txt")).unwrap(),
+        data
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("agent.txt")).unwrap(),
+        "the agent's work\n"
+    );
+}
+
 /// Checks a failed owt call: exit code 1 (not a panic's 101), an `Error:`
 /// line and a hint containing `hint_words`.
 fn assert_clear_error(out: &std::process::Output, hint_words: &[&str]) {

@@ -326,6 +326,7 @@ fn setup_copies_env_and_runs_the_script() {
         "printf '%s\\n%s\\n%s\\n' \"$OWT_WORKTREE\" \"$OWT_REPO_PATH\" \"$OWT_SESSION\" > setup-ran.txt\n",
     )
     .unwrap();
+    env.trust(&repo);
     let out: NewOutput = env.owt_json(&repo, ["new", "with setup"]);
     assert!(
         out.warnings.iter().all(|w| !w.contains("setup script")),
@@ -344,6 +345,7 @@ fn setup_copies_env_and_runs_the_script() {
     assert_eq!(lines[2], "with-setup");
 
     std::fs::write(repo.join(".owt/setup.sh"), "echo failing >&2; exit 3\n").unwrap();
+    env.trust(&repo);
     let out: NewOutput = env.owt_json(&repo, ["new", "failing setup"]);
     assert!(
         out.warnings

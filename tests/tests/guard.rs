@@ -128,6 +128,7 @@ fn guard_honours_ignore_globs_but_shows_conflicts() {
     .unwrap();
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "lock file"]);
+    env.trust(&repo);
     let one = new_session(&env, &repo, "one");
     let two = new_session(&env, &repo, "two");
     std::fs::write(one.join("Cargo.lock"), numbered(&[(1, "one")])).unwrap();

@@ -103,6 +103,7 @@ function M.setup(files)
     GIT_COMMITTER_NAME = "owt test",
     GIT_COMMITTER_EMAIL = "test@owt.invalid",
     TMUX = "",
+    OWT_SESSION = "",
     WEZTERM_PANE = "",
     ZELLIJ = "",
     KITTY_LISTEN_ON = "",
@@ -125,6 +126,8 @@ function M.setup(files)
   end
   M.sh({ "git", "add", "-A" }, { cwd = M.repo })
   M.sh({ "git", "commit", "-q", "-m", "initial" }, { cwd = M.repo })
+  -- A repository's own agents run only once the user trusts its files.
+  M.sh({ M.bin, "trust" }, { cwd = M.repo })
   vim.cmd.cd(M.repo)
 
   -- Record notifications (and print them on their own lines).

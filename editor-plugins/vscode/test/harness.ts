@@ -52,7 +52,7 @@ export class TestEnv {
     this.owtHome = path.join(this.root, 'owt');
     fs.mkdirSync(this.home);
     const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const k of ['XDG_CONFIG_HOME', 'XDG_STATE_HOME', 'RUST_LOG', 'TMUX', 'TMUX_PANE', 'OWT_BIN']) delete env[k];
+    for (const k of ['XDG_CONFIG_HOME', 'XDG_STATE_HOME', 'RUST_LOG', 'TMUX', 'TMUX_PANE', 'OWT_BIN', 'OWT_SESSION']) delete env[k];
     Object.assign(env, {
       HOME: this.home,
       OWT_HOME: this.owtHome,
@@ -78,7 +78,7 @@ export class TestEnv {
     }
   }
 
-  /** A repository with one commit on `main` and an `.owt.toml` declaring the `fake` agent. */
+  /** A repository with one commit on `main` and an `.owt.toml` declaring the `fake` agent (trusted: `owt trust`). */
   repo(name: string): string {
     const dir = path.join(this.root, name);
     fs.mkdirSync(dir);
@@ -90,6 +90,7 @@ export class TestEnv {
     );
     this.run('git', ['add', '.'], dir);
     this.run('git', ['commit', '-q', '-m', 'initial'], dir);
+    this.run(owtBin(), ['trust'], dir);
     return dir;
   }
 

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use owt_protocol::Board;
 
 use crate::ops::{self, list};
+use crate::printable;
 use crate::store::now_ms;
 
 pub fn run(dir: Option<&Path>, out: &super::Out) -> anyhow::Result<ExitCode> {
@@ -42,9 +43,9 @@ pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
         lines.push(format!("{} ({})", lane.title, lane.sessions.len()));
         for s in &lane.sessions {
             let mut parts = vec![
-                s.status_text.clone(),
+                printable::line(&s.status_text).into_owned(),
                 super::age(s.created_at, now),
-                s.provider.clone(),
+                printable::line(&s.provider).into_owned(),
             ];
             if s.ahead > 0 {
                 parts.push(format!(
@@ -65,7 +66,7 @@ pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
             }
             let task = s.task.lines().next().unwrap_or_default();
             let task: String = task.chars().take(60).collect();
-            parts.push(task);
+            parts.push(printable::line(&task).into_owned());
             lines.push(format!("  {:<width$}  {}", s.name, parts.join(" · ")));
         }
     }

@@ -35,7 +35,9 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
             .map(|s| {
                 format!(
                     "{}: {}, inactive for {:.1} days",
-                    s.name, s.status_text, s.idle_days
+                    s.name,
+                    crate::printable::line(&s.status_text),
+                    s.idle_days
                 )
             })
             .collect();

@@ -27,7 +27,20 @@ fn repo_root(dir: Option<&Path>) -> Option<PathBuf> {
 
 pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
     let root = repo_root(dir);
-    let loaded = config::load(root.as_deref())?;
+    // Without a readable store nothing is trusted (and that is shown).
+    let store = root
+        .as_ref()
+        .and_then(|_| crate::ops::owt_home().ok())
+        .and_then(|home| crate::store::Store::open(&home).ok());
+    let loaded = match &store {
+        Some(store) => config::load(root.as_deref(), &crate::ops::trust::StoreTrust(store))?,
+        None => config::load(root.as_deref(), &config::TrustNothing)?,
+    };
+    let (untrusted, refused) = loaded
+        .withheld
+        .as_ref()
+        .map(|w| (w.untrusted.clone(), w.refused.clone()))
+        .unwrap_or_default();
     let sources: Vec<String> = loaded
         .sources
         .iter()
@@ -44,6 +57,8 @@ pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result
                     .map(|(k, v)| (k.clone(), v.display().to_string()))
                     .collect(),
                 ignored: loaded.ignored.clone(),
+                untrusted: untrusted.clone(),
+                refused: refused.clone(),
             };
             let toml =
                 toml::to_string_pretty(&loaded.config).context("formatting the configuration")?;
@@ -59,6 +74,16 @@ pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result
                 for key in &doc.ignored {
                     text.push_str(&format!("# ignored (not used by owt): {key}\n"));
                 }
+                for key in &doc.untrusted {
+                    text.push_str(&format!(
+                        "# ignored until you trust the repository's file (owt trust --show): {key}\n"
+                    ));
+                }
+                for key in &doc.refused {
+                    text.push_str(&format!(
+                        "# ignored (a repository may not redefine a built-in agent): {key}\n"
+                    ));
+                }
                 text.push_str(&toml);
                 text
             })?;
@@ -69,6 +94,8 @@ pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result
                 config: serde_json::to_value(&loaded.config)?,
                 origins: Default::default(),
                 ignored: loaded.ignored.clone(),
+                untrusted,
+                refused,
             };
             out.emit(&doc, || {
                 if sources.is_empty() {

@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use owt_protocol::{DbHealth, DbPurge};
 
 use crate::ops::owt_home;
@@ -20,7 +21,7 @@ pub enum Command {
         #[arg(long)]
         check: bool,
     },
-    /// Delete messages and history older than N days.
+    /// Delete messages, history and trash (files `owt delete` kept) older than N days.
     Purge {
         #[arg(long, default_value_t = 30)]
         days: u32,
@@ -108,13 +109,24 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Purge { days } => {
             let (messages, events) = store.purge(days)?;
+            let home = owt_home()?;
+            let trash: Vec<String> = crate::ops::trash::purge(&home, days)
+                .with_context(|| format!("emptying the trash under {}", home.display()))?
+                .into_iter()
+                .map(|p| p.display().to_string())
+                .collect();
             let doc = DbPurge {
                 days,
                 messages_deleted: messages,
                 events_deleted: events,
+                trash_deleted: trash.clone(),
             };
             out.emit(&doc, || {
-                format!("Deleted {messages} messages and {events} history events older than {days} days.")
+                format!(
+                    "Deleted {messages} messages, {events} history events and {} trash folder{} older than {days} days.",
+                    trash.len(),
+                    if trash.len() == 1 { "" } else { "s" }
+                )
             })?;
             Ok(ExitCode::SUCCESS)
         }

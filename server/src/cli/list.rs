@@ -37,9 +37,9 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
         .map(|s| {
             [
                 s.name.clone(),
-                s.status_text.clone(),
-                s.provider.clone(),
-                s.branch.clone(),
+                crate::printable::line(&s.status_text).into_owned(),
+                crate::printable::line(&s.provider).into_owned(),
+                crate::printable::line(&s.branch).into_owned(),
                 s.ahead.to_string(),
                 s.changed_files.to_string(),
                 s.overlaps.to_string(),
@@ -47,7 +47,7 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
                     .as_ref()
                     .map_or_else(|| "-".to_string(), super::usage_figure),
                 super::age(s.created_at, now),
-                s.worktree.clone(),
+                crate::printable::line(&s.worktree).into_owned(),
             ]
         })
         .collect();

@@ -98,5 +98,10 @@ pub fn describe(m: &MergeOutput) -> String {
     if m.deleted {
         text.push_str(&format!(" Session {} is deleted.", m.name));
     }
+    if let Some(trash) = &m.trash {
+        text.push_str(&format!(
+            "\nIts files git does not keep (ignored files) were moved to the trash: {trash}"
+        ));
+    }
     text
 }

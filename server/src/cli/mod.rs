@@ -29,6 +29,7 @@ mod queue;
 pub mod send;
 mod ship;
 mod sync;
+mod trust;
 mod usage;
 mod version;
 pub mod wait;
@@ -142,6 +143,8 @@ pub enum Command {
     Queue(queue::Args),
     /// Find and repair orphaned worktrees and sessions.
     Doctor(doctor::Args),
+    /// Trust this repository's own files that make owt run programs (.owt.toml, .owt/setup.sh).
+    Trust(trust::Args),
     /// Show or validate the configuration.
     #[command(subcommand)]
     Config(config::Command),
@@ -207,6 +210,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Guard(args)) => guard::run(dir, &out, args),
         Some(Command::Queue(args)) => queue::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
+        Some(Command::Trust(args)) => trust::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),
@@ -268,7 +272,7 @@ fn hint_for(message: &str) -> Option<&'static str> {
         Some("run owt inside a git repository, or point at one with -C DIR")
     } else if message.contains("no agent CLI is installed") || message.contains("is not installed")
     {
-        Some("or declare your own agent in .owt.toml under [tools.NAME] (see `owt config show`)")
+        Some("or declare your own agent under [tools.NAME] in ~/.config/owt/config.toml, or in .owt.toml and then `owt trust` (see `owt config show`)")
     } else {
         None
     }

@@ -68,6 +68,15 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         session: view.clone(),
         warnings: result.warnings.clone(),
     };
+    if !result.agent_started {
+        out.emit(&doc, || {
+            format!(
+                "Created session {} on branch {} in {}, but its agent did not start (see the warning above).",
+                view.name, view.branch, view.worktree
+            )
+        })?;
+        return Ok(ExitCode::FAILURE);
+    }
     out.emit(&doc, || {
         format!(
             "Started session {} ({}) on branch {} in {}.\nAttach with: owt attach {}",

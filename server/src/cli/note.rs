@@ -41,12 +41,20 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
                 }
             ));
             for (name, why) in &result.not_delivered {
-                lines.push(format!("Could not reach {name}: {why}"));
+                lines.push(format!(
+                    "Could not reach {name}: {}",
+                    crate::printable::line(why)
+                ));
             }
         } else if result.notes.is_empty() {
             lines.push("No notes. Add one with: owt note \"text\"".into());
         } else {
-            lines.extend(result.notes.iter().map(|n| format!("- {n}")));
+            lines.extend(
+                result
+                    .notes
+                    .iter()
+                    .map(|n| format!("- {}", crate::printable::text(n).replace('\n', "\n  "))),
+            );
         }
         lines.join("\n")
     })?;

@@ -40,9 +40,13 @@ pub fn run(ctx_dir: Option<&Path>, json: bool, args: Args) -> anyhow::Result<Exi
         });
         println!("{out}");
     } else if matches!(outcome, WaitOutcome::TimedOut(_)) {
-        println!("{} is still {} (timed out).", row.name, derived.text);
+        println!(
+            "{} is still {} (timed out).",
+            row.name,
+            crate::printable::line(&derived.text)
+        );
     } else {
-        println!("{} is {}.", row.name, derived.text);
+        println!("{} is {}.", row.name, crate::printable::line(&derived.text));
     }
     Ok(ExitCode::from(code))
 }

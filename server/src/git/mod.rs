@@ -349,6 +349,71 @@ impl Repo {
     }
 }
 
+/// A lock file git holds while it changes something (`index.lock`,
+/// `HEAD.lock`, `refs/heads/main.lock`, …), left behind when git is killed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockFile {
+    pub path: PathBuf,
+    /// Last modification, Unix ms.
+    pub modified_ms: i64,
+}
+
+impl Repo {
+    /// Every lock file under the common dir: its top level, `refs/`, and
+    /// each linked worktree's admin folder.
+    pub fn lock_files(&self) -> Vec<LockFile> {
+        let mut out = Vec::new();
+        collect_locks(&self.common_dir, false, &mut out);
+        collect_locks(&self.common_dir.join("refs"), true, &mut out);
+        if let Ok(entries) = std::fs::read_dir(self.common_dir.join("worktrees")) {
+            for entry in entries.flatten() {
+                collect_locks(&entry.path(), false, &mut out);
+                collect_locks(&entry.path().join("refs"), true, &mut out);
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out
+    }
+
+    /// The admin folder of the linked worktree at `path`, if it is one.
+    pub fn admin_dir_of(&self, path: &Path) -> Option<PathBuf> {
+        let name = self
+            .worktrees()
+            .ok()?
+            .into_iter()
+            .find(|wt| same_path(&wt.path, path))?
+            .name;
+        Some(self.common_dir.join("worktrees").join(name))
+    }
+}
+
+fn collect_locks(dir: &Path, recurse: bool, out: &mut Vec<LockFile>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            if recurse {
+                collect_locks(&path, true, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "lock")
+            && path.file_name().is_some_and(|n| n != "owt-worktree.lock")
+        {
+            let modified_ms = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis() as i64);
+            out.push(LockFile { path, modified_ms });
+        }
+    }
+}
+
 /// An exclusive `flock(2)` on a file, released on drop.
 struct FileLock {
     file: std::fs::File,
@@ -409,6 +474,25 @@ pub fn dirt(path: &Path) -> Result<Dirt> {
     Ok(dirt)
 }
 
+/// Ignored files and folders in the checkout at `path` (a folder that is
+/// ignored as a whole is one entry, ending in `/`), relative, sorted.
+pub fn ignored(path: &Path) -> Result<Vec<String>> {
+    let repo = Repository::open(path)?;
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(false)
+        .include_ignored(true)
+        .recurse_ignored_dirs(false)
+        .exclude_submodules(true);
+    let statuses = repo.statuses(Some(&mut opts))?;
+    let mut out: Vec<String> = statuses
+        .iter()
+        .filter(|e| e.status().contains(git2::Status::IGNORED))
+        .filter_map(|e| e.path().map(str::to_string))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
 /// The ref a `HEAD` file points at (`None` when detached or unreadable).
 fn head_ref(head_file: &Path) -> Option<String> {
     let text = std::fs::read_to_string(head_file).ok()?;
@@ -420,6 +504,21 @@ fn canonical(path: &Path) -> Result<PathBuf> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// The outermost checkout that encloses the checkout at `root` (a
+/// superproject of a submodule, a repository holding a nested clone), if
+/// any: the highest ancestor folder with a `.git` entry — not counting
+/// the home folder and its ancestors (a dotfiles repository in `~` holds
+/// everything).
+pub fn outermost_enclosing_checkout(root: &Path) -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    root.ancestors()
+        .skip(1)
+        .filter(|dir| !home.as_deref().is_some_and(|h| h.starts_with(dir)))
+        .filter(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .last()
+        .map(Path::to_path_buf)
 }
 
 /// Whether two paths name the same folder (after resolving links).

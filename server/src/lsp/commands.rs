@@ -250,21 +250,55 @@ pub fn relative_to_checkout(state: &State, path: &Path) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
+/// Where a selection of `owt.spawn` may come from: the workspace's
+/// checkout and the sessions' worktrees. The selection's file (links
+/// resolved) must be inside one of them, so an editor command cannot put
+/// any other file's text into a task, the store and an agent.
+fn selection_path(state: &State, uri: &Uri) -> anyhow::Result<PathBuf> {
+    let path = uri_to_path(uri).ok_or_else(|| anyhow!("`{}` is not a file", uri.as_str()))?;
+    // A file not saved yet resolves through its folder.
+    let real = std::fs::canonicalize(&path).or_else(|e| {
+        match (path.parent().map(std::fs::canonicalize), path.file_name()) {
+            (Some(Ok(dir)), Some(name)) => Ok(dir.join(name)),
+            _ => Err(e),
+        }
+    });
+    let real = real.with_context(|| format!("owt.spawn: cannot resolve {}", path.display()))?;
+    let ctx = state.ctx.as_ref().ok_or_else(|| anyhow!("no repository"))?;
+    let mut roots = vec![ctx.repo.main_root().to_path_buf()];
+    roots.extend(
+        state
+            .sessions
+            .iter()
+            .filter(|s| !s.worktree.is_empty())
+            .filter_map(|s| std::fs::canonicalize(&s.worktree).ok()),
+    );
+    if !roots.iter().any(|root| real.starts_with(root)) {
+        anyhow::bail!(
+            "owt.spawn: {} is outside the workspace ({}) and the agents' worktrees; owt only sends text from files inside them to an agent",
+            path.display(),
+            ctx.repo.main_root().display()
+        );
+    }
+    Ok(real)
+}
+
 /// The task of `owt.spawn`: the given text, plus the selection (file, lines
-/// and text) when one is given.
+/// and text) when one is given — from a document the editor has open, or
+/// a file the user can read, inside the workspace ([`selection_path`]).
 fn spawn_task(state: &State, args: &CommandArgs) -> anyhow::Result<String> {
     let mut task = args.task.clone().unwrap_or_default();
+    if task.contains('\0') {
+        anyhow::bail!("owt.spawn: the task contains a NUL character, which no program can receive as an argument; remove it");
+    }
     if let (Some(uri), Some(start)) = (&args.uri, args.start_line) {
         let uri: Uri = uri.parse().map_err(|_| anyhow!("`{uri}` is not a URI"))?;
         let end = args.end_line.unwrap_or(start).max(start);
+        let real = selection_path(state, &uri)?;
         let text = match state.docs.get(&uri) {
             Some(doc) => doc.text.clone(),
-            None => {
-                let path =
-                    uri_to_path(&uri).ok_or_else(|| anyhow!("`{}` is not a file", uri.as_str()))?;
-                std::fs::read_to_string(&path)
-                    .with_context(|| format!("reading {}", path.display()))?
-            }
+            None => std::fs::read_to_string(&real)
+                .with_context(|| format!("reading {}", real.display()))?,
         };
         let selected: Vec<&str> = text
             .lines()

@@ -109,6 +109,8 @@ pub struct State {
     last_report: HashMap<String, i64>,
     /// Pairs known to conflict (`None` until the first computation).
     known_conflicts: Option<std::collections::BTreeSet<(String, String)>>,
+    /// The last error about the store's file shown to the user (shown once).
+    store_trouble: Option<String>,
 }
 
 /// The live Conflict Guard: engine, watcher, and who takes part.
@@ -148,6 +150,7 @@ pub fn spawn_owner(client: Client, rt: Handle, tx: Sender<Event>, rx: Receiver<E
                 overrides_due: None,
                 last_report: HashMap::new(),
                 known_conflicts: None,
+                store_trouble: None,
             };
             state.run(rx);
         });
@@ -291,7 +294,13 @@ impl State {
             .unwrap_or(false);
         if let Some(root) = &root {
             match Context::open(Some(root)) {
-                Ok(ctx) => self.ctx = Some(ctx),
+                Ok(ctx) => {
+                    // What a cloned repository's own files were not allowed to do.
+                    if let Some(notice) = crate::ops::trust::notice(&ctx) {
+                        self.show_message(MessageType::WARNING, format!("owt: {notice}"));
+                    }
+                    self.ctx = Some(ctx)
+                }
                 Err(e) => tracing::warn!("{}: not an owt workspace: {e:#}", root.display()),
             }
         }
@@ -340,6 +349,7 @@ impl State {
     /// the git refresher thread (every [`GIT_REFRESH`], or now when
     /// `force_git`), which sends [`Event::GitRefreshed`] when done.
     pub fn refresh(&mut self, force_git: bool) {
+        self.reopen_replaced_store();
         let Some(ctx) = &self.ctx else { return };
         match &self.git_refresher {
             Some(poke) if force_git => {
@@ -378,6 +388,45 @@ impl State {
                 self.rt.spawn(async move {
                     client.send_notification::<BoardChanged>(board).await;
                 });
+            }
+        }
+    }
+
+    /// When the store's file was deleted, replaced or truncated under this
+    /// server, opens the store at its path again (the git refresher too)
+    /// and tells the user.
+    fn reopen_replaced_store(&mut self) {
+        let Some(how) = self.ctx.as_ref().and_then(|c| c.store.replaced()) else {
+            return;
+        };
+        let Some(root) = self.root.clone() else {
+            return;
+        };
+        let path = self.ctx.as_ref().map(|c| c.store.path().to_path_buf());
+        let path = path.unwrap_or_default();
+        match Context::open(Some(&root)) {
+            Ok(ctx) => {
+                self.ctx = Some(ctx);
+                self.git_refresher = None;
+                self.store_trouble = None;
+                self.show_message(
+                    MessageType::WARNING,
+                    format!(
+                        "owt: the status store {} {how} while this editor's owt was running; owt now reads the store at that path (sessions it does not know yet: run `owt doctor --fix` in a terminal to re-adopt the ones still running)",
+                        path.display()
+                    ),
+                );
+            }
+            Err(e) => {
+                // Keep the old store until the new one opens; say so once.
+                let message = format!(
+                    "owt: the status store {} {how} while this editor's owt was running, and opening it again failed: {e:#}",
+                    path.display()
+                );
+                if self.store_trouble.as_ref() != Some(&message) {
+                    self.show_message(MessageType::ERROR, message.clone());
+                    self.store_trouble = Some(message);
+                }
             }
         }
     }

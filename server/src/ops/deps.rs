@@ -7,6 +7,10 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// Folders the installs below create inside the project (removed without
+/// a copy when the session is deleted, if owt created them).
+pub const INSTALL_DIRS: &[&str] = &["node_modules", ".venv", "vendor"];
+
 /// One install step: what was detected and the command that installs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {

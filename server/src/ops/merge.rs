@@ -58,20 +58,261 @@ fn journal(
     Ok(())
 }
 
-/// Rolls back an interrupted phase 1 (a merge or rebase left in progress by
-/// a crash) — never one left on purpose with `--leave-conflicts`.
+/// Rolls back an interrupted phase 1 — a merge or rebase left in progress
+/// by a crash (never one left on purpose with `--leave-conflicts`), or
+/// files a failed one wrote (a full disk) — so the worktree is exactly as
+/// it was before; fails, changing nothing more, when that cannot be done
+/// yet: nothing may go on from a half-restored worktree.
 fn recover(ctx: &Context, row: &SessionRow, progress: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
     let Some((journal, _)) = ctx.store.fact::<Journal>(row.id, JOURNAL)? else {
         return Ok(());
     };
-    if journal.step == "phase1" && ship::in_progress(&row.worktree_path).is_some() {
+    if journal.step != "phase1" || !row.worktree_path.exists() {
+        return Ok(());
+    }
+    if ship::in_progress(&row.worktree_path).is_some() {
         progress(&format!(
             "Rolling back the interrupted {} in {}",
             journal.op, row.name
         ));
         ship::abort(&row.worktree_path)?;
     }
+    restore_worktree(ctx, row, &journal, progress)
+}
+
+/// Puts back the files a failed phase 1 wrote in the session's worktree,
+/// when its HEAD is still the one the journal recorded.
+fn restore_worktree(
+    ctx: &Context,
+    row: &SessionRow,
+    journal: &Journal,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let (Ok(head), Ok(base)) = (
+        git2::Oid::from_str(&journal.branch_before),
+        git2::Oid::from_str(&journal.base_before),
+    ) else {
+        return Ok(());
+    };
+    let worktree_head = git2::Repository::open(&row.worktree_path)
+        .and_then(|r| r.head()?.peel_to_commit().map(|c| c.id()))
+        .ok();
+    if worktree_head != Some(head) || ship::in_progress(&row.worktree_path).is_some() {
+        return Ok(());
+    }
+    let restored = ship::restore_phase1(&row.worktree_path, head, base).map_err(|e| {
+        let diagnosis = crate::store::storage_diagnosis(&row.worktree_path)
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default();
+        anyhow::anyhow!(
+            "the worktree of `{}` still holds files of a {} that failed, and putting it back failed: {e}{diagnosis}; owt will not commit or merge anything there until it is restored: free what is needed and run `owt {} {}` again, or `owt doctor --fix`",
+            row.name,
+            journal.op,
+            journal.op,
+            row.name
+        )
+    })?;
+    if !restored.removed.is_empty() || !restored.restored.is_empty() {
+        progress(&format!(
+            "Restored the worktree of {} as it was before the failed {}: removed {}, put back {}",
+            row.name,
+            journal.op,
+            list_or_none(&restored.removed),
+            list_or_none(&restored.restored)
+        ));
+    }
+    if !restored.left.is_empty() {
+        progress(&format!(
+            "Left as they are (changed since the failed {}): {}",
+            journal.op,
+            restored.left.join(", ")
+        ));
+    }
+    ctx.store.clear_fact(row.id, JOURNAL)?;
     Ok(())
+}
+
+fn list_or_none(paths: &[String]) -> String {
+    if paths.is_empty() {
+        "nothing".into()
+    } else {
+        paths.join(", ")
+    }
+}
+
+/// Refuses when one of git's lock files that a merge of `row` would need
+/// exists: the repository's own (`HEAD.lock`, `index.lock`,
+/// `packed-refs.lock`, …), the branch's and the base's ref locks, and
+/// those of the session's worktree and of the base's checkout.
+fn refuse_git_locks(ctx: &Context, row: &SessionRow) -> anyhow::Result<()> {
+    let common = ctx.repo.common_dir().to_path_buf();
+    let mut admins = Vec::new();
+    admins.extend(ctx.repo.admin_dir_of(&row.worktree_path));
+    if let Some(checkout) = ctx.repo.checked_out_at(&row.base_branch)? {
+        admins.extend(ctx.repo.admin_dir_of(&checkout));
+    }
+    let refs = [
+        common.join(format!("refs/heads/{}.lock", row.base_branch)),
+        common.join(format!("refs/heads/{}.lock", row.branch)),
+    ];
+    let in_the_way: Vec<_> = ctx
+        .repo
+        .lock_files()
+        .into_iter()
+        .filter(|lock| {
+            let parent = lock.path.parent();
+            parent == Some(common.as_path())
+                || refs.contains(&lock.path)
+                || admins.iter().any(|a| parent == Some(a.as_path()))
+        })
+        .collect();
+    if in_the_way.is_empty() {
+        return Ok(());
+    }
+    let oldest_git = crate::procs::oldest_git_start_ms(&repo_dirs(ctx));
+    let stale = in_the_way
+        .iter()
+        .all(|lock| is_stale_lock(lock, oldest_git));
+    let paths: Vec<String> = in_the_way
+        .iter()
+        .map(|l| l.path.display().to_string())
+        .collect();
+    bail!(
+        "git's lock file{} {} {} in the way, so nothing was changed: {}",
+        if paths.len() == 1 { "" } else { "s" },
+        paths.join(", "),
+        if paths.len() == 1 { "is" } else { "are" },
+        if stale {
+            "no git process runs that could hold it (a git was killed and left it behind); remove it with `owt doctor --fix`, then run the command again"
+        } else {
+            "a git process may be using it right now; wait for it to finish and run the command again (if none is running, `owt doctor --fix` removes stale locks)"
+        }
+    )
+}
+
+/// The folders a git process of this repository works in: the common dir,
+/// the main checkout and every linked worktree.
+pub fn repo_dirs(ctx: &Context) -> Vec<std::path::PathBuf> {
+    let mut dirs = vec![
+        ctx.repo.common_dir().to_path_buf(),
+        ctx.repo.main_root().to_path_buf(),
+    ];
+    if let Ok(worktrees) = ctx.repo.worktrees() {
+        dirs.extend(
+            worktrees
+                .into_iter()
+                .map(|wt| std::fs::canonicalize(&wt.path).unwrap_or(wt.path)),
+        );
+    }
+    dirs
+}
+
+/// A lock is stale when it is older than every running git process of the
+/// repository (or none runs): no live git can be holding it.
+pub fn is_stale_lock(lock: &crate::git::LockFile, oldest_git_start_ms: Option<i64>) -> bool {
+    match oldest_git_start_ms {
+        None => true,
+        Some(start) => lock.modified_ms < start,
+    }
+}
+
+/// Refuses a phase 1 that could not be undone exactly: one that would write
+/// over files git does not track in the worktree (git overwrites ignored
+/// files silently), or that would bring along a file owt copied into the
+/// worktree (a `.env`) which the branch committed.
+fn refuse_unsafe_phase1(
+    ctx: &Context,
+    row: &SessionRow,
+    branch_tip: git2::Oid,
+    base_tip: git2::Oid,
+) -> anyhow::Result<()> {
+    let in_the_way =
+        ship::untracked_in_the_way(ctx.repo.git2(), &row.worktree_path, branch_tip, base_tip)?;
+    if !in_the_way.is_empty() {
+        bail!(
+            "merging {} into `{}` would write over files git does not track in its worktree: {}; nothing was changed. Move them away (or commit them) and run the merge again",
+            row.base_branch,
+            row.name,
+            in_the_way.join(", ")
+        );
+    }
+    let copied: Vec<String> = super::owned::owned(ctx, row)
+        .into_iter()
+        .filter(|f| f.origin == "copied")
+        .map(|f| f.path)
+        .collect();
+    if copied.is_empty() {
+        return Ok(());
+    }
+    let repo = ctx.repo.git2();
+    let fork = repo.merge_base(branch_tip, base_tip).unwrap_or(base_tip);
+    let fork_tree = repo.find_commit(fork)?.tree()?;
+    let branch_tree = repo.find_commit(branch_tip)?.tree()?;
+    let committed: Vec<String> = copied
+        .into_iter()
+        .filter(|path| {
+            let p = std::path::Path::new(path);
+            let before = fork_tree.get_path(p).ok().map(|e| e.id());
+            let after = branch_tree.get_path(p).ok().map(|e| e.id());
+            after.is_some() && after != before
+        })
+        .collect();
+    if !committed.is_empty() {
+        bail!(
+            "the branch of `{}` commits {}, which owt copied into its worktree from your checkout (it may hold secrets); nothing was merged. Remove {} from the branch's history (e.g. `git rm --cached` and amend or rebase in {}) and run the merge again",
+            row.name,
+            committed.join(", "),
+            if committed.len() == 1 { "it" } else { "them" },
+            row.worktree_path.display()
+        );
+    }
+    Ok(())
+}
+
+/// A phase 1 that failed without leaving a merge or rebase in progress:
+/// restores the worktree exactly and says why it failed (a full disk
+/// plainly). The journal stays open while the restore could not be done.
+fn phase1_failed(
+    ctx: &Context,
+    row: &SessionRow,
+    op: &str,
+    base: &str,
+    error: ship::ShipError,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Error {
+    let message = error.to_string();
+    let cause = if ship::is_disk_full(&message) {
+        let diagnosis = crate::store::storage_diagnosis(&row.worktree_path)
+            .unwrap_or_else(|| format!("the disk holding {} is full", row.worktree_path.display()));
+        format!("{diagnosis}: {message}")
+    } else {
+        message
+    };
+    let restored = match ctx.store.fact::<Journal>(row.id, JOURNAL) {
+        Ok(Some((journal, _))) => {
+            if ship::in_progress(&row.worktree_path).is_some() {
+                if let Err(e) = ship::abort(&row.worktree_path) {
+                    return anyhow::anyhow!(
+                        "the {op} of `{}` failed bringing {base} in ({cause}), and aborting it failed too: {e}; run `owt doctor --fix` once the cause is fixed",
+                        row.name
+                    );
+                }
+            }
+            restore_worktree(ctx, row, &journal, progress)
+        }
+        Ok(None) => Ok(()),
+        Err(e) => Err(e.into()),
+    };
+    match restored {
+        Ok(()) => anyhow::anyhow!(
+            "the {op} of `{}` failed bringing {base} in: {cause}; the worktree was restored exactly as it was and {base} did not move",
+            row.name
+        ),
+        Err(e) => anyhow::anyhow!(
+            "the {op} of `{}` failed bringing {base} in: {cause}; {e:#}",
+            row.name
+        ),
+    }
 }
 
 /// Merges the session's branch into its base (two phases), then deletes the
@@ -105,6 +346,7 @@ fn merge_row(
             row.worktree_path.display()
         );
     }
+    refuse_git_locks(ctx, row)?;
     recover(ctx, row, progress)?;
     if ship::in_progress(&row.worktree_path).is_some() {
         let files = ship::conflicted_files(&row.worktree_path)?;
@@ -142,6 +384,7 @@ fn merge_row(
         left_conflicts: false,
         checkout_updated: None,
         deleted: false,
+        trash: None,
     };
 
     // Prediction, before anything changes.
@@ -166,6 +409,10 @@ fn merge_row(
         );
     }
     output.conflicts = predicted;
+    if let Err(e) = refuse_unsafe_phase1(ctx, row, branch_before, base_before) {
+        ctx.store.clear_fact(row.id, JOURNAL)?;
+        return Err(e);
+    }
 
     // Phase 1: bring the base into the branch, in the session's worktree.
     journal(
@@ -186,14 +433,17 @@ fn merge_row(
         },
         row.branch
     ));
-    let phase1 = ship::bring_base_in(
+    let phase1 = match ship::bring_base_in(
         &ctx.repo,
         &row.worktree_path,
         &base,
         method,
         opts.strategy,
         opts.leave_conflicts,
-    )?;
+    ) {
+        Ok(phase1) => phase1,
+        Err(e) => return Err(phase1_failed(ctx, row, op, &base, e, progress)),
+    };
     if let Phase1::Conflicts { files, left } = phase1 {
         if left {
             ctx.store.record_fact(
@@ -217,6 +467,11 @@ fn merge_row(
                 row.worktree_path.display()
             ));
             return Ok(output);
+        }
+        // `--abort` put back what git tracked; anything the merge wrote
+        // beside that goes too (restore_worktree clears the journal).
+        if let Some((journal, _)) = ctx.store.fact::<Journal>(row.id, JOURNAL)? {
+            restore_worktree(ctx, row, &journal, progress)?;
         }
         ctx.store.clear_fact(row.id, JOURNAL)?;
         bail!(
@@ -266,7 +521,10 @@ fn merge_row(
             if op == "ship" { "shipped" } else { "merged" },
             progress,
         ) {
-            Ok(_) => output.deleted = true,
+            Ok(deleted) => {
+                output.deleted = true;
+                output.trash = deleted.trash;
+            }
             Err(e) => progress(&format!("Merged, but the session was kept: {e:#}")),
         }
     } else {
@@ -297,6 +555,7 @@ pub fn ship_session(
             merge,
         });
     }
+    refuse_git_locks(ctx, &row)?;
     recover(ctx, &row, progress)?;
     let base_before = ctx.repo.branch_tip(&row.base_branch)?.to_string();
     let branch_before = ctx.repo.branch_tip(&row.branch)?.to_string();
@@ -309,7 +568,8 @@ pub fn ship_session(
         "Committing the work in {}",
         row.worktree_path.display()
     ));
-    let committed = ship::commit_all(&row.worktree_path, &message).with_context(|| {
+    let never = super::owned::never_staged(ctx, &row);
+    let committed = ship::commit_all(&row.worktree_path, &message, &never).with_context(|| {
         format!("shipping `{name}` stopped before anything was merged; the worktree and the agent are as they were")
     });
     let committed = match committed {
@@ -366,12 +626,13 @@ fn finish_if_merged(
     } else {
         "merged"
     };
-    let deleted = match super::delete::delete_session(ctx, &row.name, false, how, progress) {
-        Ok(_) => true,
+    let (deleted, trash) = match super::delete::delete_session(ctx, &row.name, false, how, progress)
+    {
+        Ok(deleted) => (true, deleted.trash),
         Err(e) => {
             progress(&format!("Merged, but the session was kept: {e:#}"));
             ctx.store.clear_fact(row.id, JOURNAL)?;
-            false
+            (false, None)
         }
     };
     Ok(Some(MergeOutput {
@@ -387,6 +648,7 @@ fn finish_if_merged(
         left_conflicts: false,
         checkout_updated: None,
         deleted,
+        trash,
     }))
 }
 

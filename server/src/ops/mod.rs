@@ -13,9 +13,12 @@ pub mod list;
 pub mod merge;
 pub mod new;
 pub mod notes;
+pub mod owned;
 pub mod prompt;
 pub mod setup;
 pub mod sync;
+pub mod trash;
+pub mod trust;
 pub mod usage;
 
 use std::path::{Path, PathBuf};
@@ -62,9 +65,9 @@ impl Context {
             }
         };
         let repo = Repo::discover(dir)?;
-        let config = config::load(Some(repo.main_root()))?;
         let home = owt_home()?;
         let store = Store::open(&home)?;
+        let config = config::load(Some(repo.main_root()), &trust::StoreTrust(&store))?;
         let repo_row = store.ensure_repo(repo.common_dir(), repo.main_root())?;
         Ok(Context {
             home,

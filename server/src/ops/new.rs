@@ -1,10 +1,11 @@
 //! `owt new`: branch + worktree + setup + session record + agent.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 
+use super::owned::OwnedFile;
 use super::{setup, Context};
 use crate::git::Repo;
 use crate::names;
@@ -36,6 +37,9 @@ pub struct NewRequest {
 pub struct NewResult {
     pub session: SessionRow,
     pub warnings: Vec<String>,
+    /// Whether the session host started the agent (the CLI exits non-zero
+    /// when it did not).
+    pub agent_started: bool,
 }
 
 /// Fact: how the session's branch came to be (so delete only deletes
@@ -59,6 +63,10 @@ pub fn new_session(
     if wanted_name.trim().is_empty() {
         bail!("a task is required: owt new \"describe the work\" (or give --name)");
     }
+    if task.contains('\0') {
+        bail!("the task contains a NUL character, which no program can receive as an argument; remove it");
+    }
+    let mut warnings: Vec<String> = super::trust::notice(ctx).into_iter().collect();
     let config = &ctx.config.config;
     if let Some(template) = &req.template {
         let known = super::prompt::TaskKind::from_name(template).is_some()
@@ -73,7 +81,24 @@ pub fn new_session(
             );
         }
     }
-    let resolved = provider::resolve(config, req.ai_tool.as_deref())?;
+    let resolved = match provider::resolve(config, req.ai_tool.as_deref()) {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            let wanted = req.ai_tool.as_deref();
+            if let Some(why) = wanted.and_then(|name| super::trust::untrusted_agent(ctx, name)) {
+                bail!("{why}");
+            }
+            match ctx.config.withheld.as_ref().filter(|w| !w.untrusted.is_empty()) {
+                Some(withheld) => {
+                    return Err(anyhow::Error::new(e).context(format!(
+                        "{} is not trusted, so its agent settings were ignored (review them with `owt trust --show`, trust them with `owt trust`)",
+                        withheld.file.display()
+                    )))
+                }
+                None => return Err(e.into()),
+            }
+        }
+    };
     let mode = if req.headless {
         LaunchMode::Headless
     } else if req.plan {
@@ -114,11 +139,20 @@ pub fn new_session(
     };
 
     let base_dir = ctx.config.config.base_directory(ctx.repo.main_root());
-    let base_dir = normalize(&base_dir);
+    let base_dir = crate::config::normalize(&base_dir);
     if base_dir.starts_with(ctx.repo.main_root()) {
         bail!(
             "worktree base_directory {} is inside the repository; set [worktree] base_directory to a folder outside it",
             base_dir.display()
+        );
+    }
+    if let Some(outer) = crate::git::outermost_enclosing_checkout(ctx.repo.main_root())
+        .filter(|outer| base_dir.starts_with(outer))
+    {
+        bail!(
+            "worktree base_directory {} is inside {}, a checkout that encloses this repository; set [worktree] base_directory to a folder outside it",
+            base_dir.display(),
+            outer.display()
         );
     }
     let slug = names::slugify(wanted_name);
@@ -170,6 +204,47 @@ pub fn new_session(
 
     let _span = tracing::info_span!("session", session = %session.name).entered();
     tracing::info!(branch = %session.branch, provider = %resolved.provider.name, "creating the session");
+    let mut env = ctx.config.config.agent.env.clone();
+    env.extend(resolved.provider.env.clone());
+    // The agent's native status signals, for this session only.
+    let integration = std::env::current_exe()
+        .map_err(|e| e.to_string())
+        .and_then(|owt| {
+            provider::integration::prepare(&resolved.provider.name, mode, &owt, &ctx.home, &env)
+                .map_err(|e| e.to_string())
+        })
+        .unwrap_or_else(|e| {
+            warnings.push(format!(
+                "owt will read {}'s status from its screen only: {e}",
+                resolved.provider.name
+            ));
+            provider::integration::Integration::default()
+        });
+    // The agent's argv, checked before anything is created on disk: exec
+    // would refuse it later with a cryptic failure in the host.
+    let launch = first_prompt(ctx, &session, req)
+        .and_then(|prompt| {
+            let prompt = if req.raw { task.to_string() } else { prompt };
+            Ok(resolved.provider.launch_with(
+                &resolved.binary_path,
+                &prompt,
+                mode,
+                &integration.args,
+            )?)
+        })
+        .and_then(|launch| {
+            env.extend(launch.env.clone());
+            env.extend(integration.env.clone());
+            check_exec(&resolved.binary_path, &launch.argv, &env)?;
+            Ok((launch, env))
+        });
+    let (launch, env) = match launch {
+        Ok(ok) => ok,
+        Err(e) => {
+            ctx.store.remove_session(&session, "failed")?;
+            return Err(e);
+        }
+    };
     let create_branch = !ctx.repo.branch_exists(&session.branch);
     let added = if in_place {
         progress(&format!(
@@ -199,6 +274,13 @@ pub fn new_session(
         ctx.store.remove_session(&session, "failed")?;
         return Err(e);
     }
+    if !in_place {
+        if let Err(e) = super::doctor::write_metadata(ctx, &session) {
+            warnings.push(format!(
+                "could not record the session beside its worktree (owt doctor uses it to re-adopt a session the store lost): {e:#}"
+            ));
+        }
+    }
     ctx.store.record_fact(
         session.id,
         BRANCH_FACT,
@@ -207,8 +289,9 @@ pub fn new_session(
         },
     )?;
 
-    let mut warnings = setup::prepare_worktree(ctx, &session, progress);
-    let mut owt_files: Vec<String> = Vec::new();
+    let prepared = setup::prepare_worktree(ctx, &session, progress);
+    warnings.extend(prepared.warnings);
+    let mut owt_files: Vec<OwnedFile> = prepared.owned;
     // A branch session works in the human's own checkout: owt writes no
     // files there (no hooks, no MCP registration; status comes from the screen).
     let hooks = if in_place {
@@ -217,7 +300,7 @@ pub fn new_session(
         resolved.provider.hooks
     };
     match session::install_hooks(hooks, &session.worktree_path) {
-        Ok(()) => owt_files.extend(hooks_file(hooks)),
+        Ok(()) => owt_files.extend(hooks_file(hooks).map(|p| OwnedFile::written(&p))),
         Err(e) => warnings.push(format!(
             "could not install {} hooks: {e}",
             resolved.provider.name
@@ -232,7 +315,7 @@ pub fn new_session(
         Ok(written) => owt_files.extend(written.iter().filter_map(|p| {
             p.strip_prefix(&session.worktree_path)
                 .ok()
-                .map(|rel| rel.to_string_lossy().into_owned())
+                .map(|rel| OwnedFile::written(&rel.to_string_lossy()))
         })),
         Err(e) => warnings.push(format!(
             "could not register the owt MCP server for {}: {e}",
@@ -244,46 +327,20 @@ pub fn new_session(
     owt_files.extend(
         provider::integration::own_files(&resolved.provider.name)
             .iter()
-            .map(|p| p.to_string()),
+            .map(|p| OwnedFile::written(p)),
     );
-    if let Err(e) = crate::git::exclude_paths(&ctx.repo, &owt_files) {
+    if let Err(e) = super::owned::own(ctx, &session, &owt_files) {
         warnings.push(format!(
             "could not keep owt's own files out of commits: {e}"
         ));
     }
 
-    let prompt = if req.raw {
-        task.to_string()
-    } else {
-        first_prompt(ctx, &session, req)?
-    };
-    let mut env = ctx.config.config.agent.env.clone();
-    env.extend(resolved.provider.env.clone());
-    // The agent's native status signals, for this session only.
-    let integration = std::env::current_exe()
-        .map_err(|e| e.to_string())
-        .and_then(|owt| {
-            provider::integration::prepare(&resolved.provider.name, mode, &owt, &ctx.home, &env)
-                .map_err(|e| e.to_string())
-        })
-        .unwrap_or_else(|e| {
-            warnings.push(format!(
-                "owt will read {}'s status from its screen only: {e}",
-                resolved.provider.name
-            ));
-            provider::integration::Integration::default()
-        });
-    let launch =
-        resolved
-            .provider
-            .launch_with(&resolved.binary_path, &prompt, mode, &integration.args)?;
     progress(&format!(
         "Starting {} in {}",
         resolved.provider.name, session.name
     ));
-    env.extend(launch.env.clone());
-    env.extend(integration.env);
     // Where the agent can keep an exact record of its tokens for owt.
+    let mut env = env;
     let places = ctx.usage_places();
     let record_env = crate::usage::agent_env(
         &resolved.provider.name,
@@ -312,13 +369,21 @@ pub fn new_session(
         rows: req.size.0,
         cols: req.size.1,
     };
-    if let Err(e) = session::start_host(&spec) {
-        warnings.push(format!(
-            "the agent did not start: {e}; the worktree is kept (remove it with `owt delete {}`)",
-            session.name
-        ));
-    }
-    Ok(NewResult { session, warnings })
+    let agent_started = match session::start_host(&spec) {
+        Ok(_) => true,
+        Err(e) => {
+            warnings.push(format!(
+                "the agent did not start: {e}; the worktree is kept (remove it with `owt delete {}`)",
+                session.name
+            ));
+            false
+        }
+    };
+    Ok(NewResult {
+        session,
+        warnings,
+        agent_started,
+    })
 }
 
 /// The agent's first prompt: the task with its protocol, the session, the
@@ -401,17 +466,99 @@ fn hooks_file(hooks: crate::provider::Hooks) -> Option<String> {
 /// Fact kind of an agent's own summary of what it is doing (MCP `set_summary`).
 pub const SUMMARY_FACT: &str = "summary";
 
-/// Resolves `.` and `..` without touching the file system.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
+/// Linux's limit on one argument or environment string (`MAX_ARG_STRLEN`).
+const MAX_ARG_STRLEN: usize = 32 * 4096;
+
+/// Whether exec can start `binary` with `argv` and `env` (on top of owt's
+/// own environment): no NUL, no argument over [`MAX_ARG_STRLEN`], all of it
+/// under `ARG_MAX`, and a script's `#!` interpreter exists and runs. Exec
+/// fails in the session host's child otherwise, where its error is lost.
+fn check_exec(
+    binary: &Path,
+    argv: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    let strings = argv
+        .iter()
+        .map(|a| (a.as_str(), "an argument"))
+        .chain(env.iter().flat_map(|(k, v)| {
+            [
+                (k.as_str(), "an environment variable name"),
+                (v.as_str(), "an environment value"),
+            ]
+        }));
+    let mut total = 0usize;
+    for (text, what) in strings {
+        if text.contains('\0') {
+            bail!(
+                "{what} of the agent contains a NUL character, which exec cannot pass: `{}`",
+                crate::printable::line(&text.chars().take(80).collect::<String>())
+            );
         }
+        if text.len() >= MAX_ARG_STRLEN {
+            bail!(
+                "{what} of the agent is {} KiB, over the {} KiB the system allows one argument (MAX_ARG_STRLEN); shorten the task, or write it to a file and ask the agent to read that file",
+                text.len() / 1024,
+                MAX_ARG_STRLEN / 1024
+            );
+        }
+        total += text.len() + 1 + std::mem::size_of::<usize>();
     }
-    out
+    for (k, v) in std::env::vars_os() {
+        total += k.len() + v.len() + 2 + std::mem::size_of::<usize>();
+    }
+    // SAFETY: sysconf has no preconditions.
+    let arg_max = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
+    if arg_max > 0 && total + 4096 > arg_max as usize {
+        bail!(
+            "the agent's arguments and environment take {} KiB, over the system's limit of {} KiB (ARG_MAX); shorten the task, or write it to a file and ask the agent to read that file",
+            total / 1024,
+            arg_max / 1024
+        );
+    }
+    check_interpreter(binary)
+}
+
+/// A script's `#!` line must name an interpreter that exists and runs.
+fn check_interpreter(binary: &Path) -> anyhow::Result<()> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(binary)
+        .and_then(|mut f| f.read(&mut head))
+        .with_context(|| format!("reading {}", binary.display()))?;
+    let head = &head[..n];
+    let Some(rest) = head.strip_prefix(b"#!") else {
+        return Ok(());
+    };
+    let Some(end) = rest.iter().position(|b| *b == b'\n') else {
+        bail!(
+            "cannot start {}: its `#!` line is longer than the 255 bytes the system reads",
+            binary.display()
+        );
+    };
+    let line = String::from_utf8_lossy(&rest[..end]);
+    let interpreter = line.split_whitespace().next().unwrap_or("");
+    if interpreter.is_empty() {
+        bail!(
+            "cannot start {}: its `#!` line names no interpreter",
+            binary.display()
+        );
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let runs = std::fs::metadata(interpreter)
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if !runs {
+        bail!(
+            "cannot start {}: its first line `#!{}` names {}, which {}",
+            binary.display(),
+            crate::printable::line(line.trim()),
+            interpreter,
+            if Path::new(interpreter).exists() {
+                "is not an executable file"
+            } else {
+                "does not exist"
+            }
+        );
+    }
+    Ok(())
 }

@@ -1,55 +1,62 @@
-//! Worktree setup: copy env files from the main checkout, run the
-//! repository's setup script. Failures are warnings, never aborts.
+//! Worktree setup: copy env files from the main checkout, install
+//! dependencies, run the setup script. Failures are warnings, never aborts.
+//!
+//! The repository's own `.owt/setup.sh` runs only when the user trusts its
+//! exact content (`owt trust`), and what runs is the content that was
+//! checked, never the file read again later. Every file setup puts in the
+//! worktree is returned as owned by owt ([`super::owned`]): kept out of
+//! commits and the guard, and removed without a copy by `owt delete` while
+//! unchanged.
 
-use std::path::PathBuf;
+use std::path::{Component, Path};
 use std::process::Command;
 
+use super::owned::OwnedFile;
 use super::Context;
 use crate::store::SessionRow;
 
-/// Prepares a new worktree; returns warnings.
+/// What setup did: warnings, and the files it put into the worktree.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    pub warnings: Vec<String>,
+    pub owned: Vec<OwnedFile>,
+}
+
+/// Prepares a new worktree.
 pub fn prepare_worktree(
     ctx: &Context,
     session: &SessionRow,
     progress: &mut dyn FnMut(&str),
-) -> Vec<String> {
-    let mut warnings = Vec::new();
+) -> Prepared {
+    let mut out = Prepared::default();
     let config = &ctx.config.config;
     let main_root = ctx.repo.main_root();
     if config.environment.copy_env_file {
         for file in &config.worktree.copy_files {
-            let rel = std::path::Path::new(file);
-            if rel.is_absolute()
-                || rel
-                    .components()
-                    .any(|c| matches!(c, std::path::Component::ParentDir))
-            {
-                warnings.push(format!(
-                    "not copying `{file}`: copy_files entries must be paths inside the repository"
-                ));
-                continue;
-            }
-            let from = main_root.join(rel);
-            let to = session.worktree_path.join(rel);
-            if !from.is_file() || to.exists() {
-                continue;
-            }
-            progress(&format!("Copying {file} into the worktree"));
-            let copied = to
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::copy(&from, &to).map(|_| ()));
-            if let Err(e) = copied {
-                warnings.push(format!("could not copy {file}: {e}"));
-            }
+            copy_file(main_root, &session.worktree_path, file, progress, &mut out);
         }
     }
     if config.environment.auto_install_deps {
-        warnings.extend(super::deps::install(&session.worktree_path, progress));
+        let before: Vec<String> = super::deps::INSTALL_DIRS
+            .iter()
+            .filter(|d| session.worktree_path.join(d).exists())
+            .map(|d| d.to_string())
+            .collect();
+        out.warnings
+            .extend(super::deps::install(&session.worktree_path, progress));
+        for dir in super::deps::INSTALL_DIRS {
+            if !before.iter().any(|b| b == dir) && session.worktree_path.join(dir).exists() {
+                out.owned.push(OwnedFile::installed(dir));
+            }
+        }
     }
-    if let Some(script) = setup_script(ctx) {
+    let script = super::trust::trusted_setup_script(ctx).or_else(|| user_setup_script(ctx));
+    if let Some((script, text)) = script {
         progress(&format!("Running setup script {}", script.display()));
+        // The checked content itself, as `sh FILE` would run it ($0 = FILE).
         let status = Command::new("sh")
+            .arg("-c")
+            .arg(String::from_utf8_lossy(&text).as_ref())
             .arg(&script)
             .current_dir(&session.worktree_path)
             .env("OWT_WORKTREE", &session.worktree_path)
@@ -61,25 +68,72 @@ pub fn prepare_worktree(
             .status();
         match status {
             Ok(s) if s.success() => {}
-            Ok(s) => warnings.push(format!("setup script {} failed ({s})", script.display())),
-            Err(e) => warnings.push(format!(
+            Ok(s) => out
+                .warnings
+                .push(format!("setup script {} failed ({s})", script.display())),
+            Err(e) => out.warnings.push(format!(
                 "setup script {} could not run: {e}",
                 script.display()
             )),
         }
     }
-    warnings
+    out
 }
 
-/// `.owt/setup.sh` in the repository, else `~/.config/owt/setups/<repo>.sh`.
-fn setup_script(ctx: &Context) -> Option<PathBuf> {
-    let in_repo = ctx.repo.main_root().join(".owt/setup.sh");
-    if in_repo.is_file() {
-        return Some(in_repo);
+/// Copies `file` (relative to the main checkout) into the worktree, unless
+/// it escapes the checkout (an absolute path, `..`, or a link to outside).
+fn copy_file(
+    main_root: &Path,
+    worktree: &Path,
+    file: &str,
+    progress: &mut dyn FnMut(&str),
+    out: &mut Prepared,
+) {
+    let rel = Path::new(file);
+    if rel.is_absolute() || rel.components().any(|c| matches!(c, Component::ParentDir)) {
+        out.warnings.push(format!(
+            "not copying `{file}`: copy_files entries must be paths inside the repository"
+        ));
+        return;
     }
+    let from = main_root.join(rel);
+    let to = worktree.join(rel);
+    if !from.is_file() || to.symlink_metadata().is_ok() {
+        return;
+    }
+    match std::fs::canonicalize(&from) {
+        Ok(real) if real.starts_with(main_root) => {}
+        _ => {
+            out.warnings.push(format!(
+                "not copying `{file}`: it is a link to a file outside the repository"
+            ));
+            return;
+        }
+    }
+    progress(&format!("Copying {file} into the worktree"));
+    let copied = to
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::read(&from))
+        .and_then(|bytes| std::fs::write(&to, &bytes).map(|()| bytes));
+    match copied {
+        Ok(bytes) => {
+            // Same permissions as the original (a secret stays private).
+            if let Ok(meta) = std::fs::metadata(&from) {
+                let _ = std::fs::set_permissions(&to, meta.permissions());
+            }
+            out.owned.push(OwnedFile::copied(file, &bytes));
+        }
+        Err(e) => out.warnings.push(format!("could not copy {file}: {e}")),
+    }
+}
+
+/// `~/.config/owt/setups/<repo>.sh`, the user's own setup for a repository.
+fn user_setup_script(ctx: &Context) -> Option<(std::path::PathBuf, Vec<u8>)> {
     let user = crate::config::user_config_path()?
         .parent()?
         .join("setups")
         .join(format!("{}.sh", ctx.repo.name()));
-    user.is_file().then_some(user)
+    let text = std::fs::read(&user).ok()?;
+    Some((user, text))
 }

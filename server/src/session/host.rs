@@ -569,7 +569,7 @@ fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonito
     if let Some(dir) = screen_file.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    if let Err(e) = std::fs::write(&screen_file, text) {
+    if let Err(e) = crate::store::write_private(&screen_file, text.as_bytes()) {
         tracing::warn!("saving the final screen to {}: {e}", screen_file.display());
     }
     let (done_tx, done_rx) = mpsc::channel();

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -119,12 +120,13 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
     host::ensure_private_dir(&logs)?;
     let spec_file = logs.join(format!("{}.spec.json", spec.short_id));
     let json = serde_json::to_vec_pretty(spec).map_err(|e| err("encoding the host spec", &e))?;
-    std::fs::write(&spec_file, json)
+    crate::store::write_private(&spec_file, &json)
         .map_err(|e| err(&format!("writing {}", spec_file.display()), &e))?;
     let log_file = log_path(&spec.home, &spec.short_id);
     let log = File::options()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(&log_file)
         .map_err(|e| err(&format!("opening {}", log_file.display()), &e))?;
     let log2 = log

@@ -185,30 +185,63 @@ pub fn conflicted_files(worktree: &Path) -> Result<Vec<String>> {
 }
 
 /// Commits everything in `worktree` (tracked changes and untracked files that
-/// are not ignored) with `message`, running the repository's commit hooks.
-/// Returns the new commit, or `None` when there was nothing to commit. When
-/// the commit fails (a hook rejects it), the index is restored as it was.
-pub fn commit_all(worktree: &Path, message: &str) -> Result<Option<Oid>> {
-    let dirt = crate::git::dirt(worktree).map_err(|e| ShipError::Refused(e.to_string()))?;
-    if dirt.is_clean() {
-        return Ok(None);
-    }
+/// are not ignored) with `message`, running the repository's commit hooks —
+/// never the paths in `never` (files owt put there, such as a copied
+/// `.env`), which are also unstaged if something staged them. Returns the
+/// new commit, or `None` when there was nothing to commit. When the commit
+/// fails (a hook rejects it), the index is restored as it was.
+pub fn commit_all(worktree: &Path, message: &str, never: &[String]) -> Result<Option<Oid>> {
     let repo = Repository::open(worktree)?;
+    let head_tree = repo.head()?.peel_to_tree()?;
     let index_path = repo.path().join("index");
     let saved_index = std::fs::read(&index_path).ok();
     let git = GitCli::new(worktree);
-    let committed = git
-        .run(["add", "-A"])
-        .and_then(|_| git.run(["commit", "-q", "--no-edit", "-m", message]));
-    if let Err(e) = committed {
-        match saved_index {
-            Some(bytes) => {
-                let _ = std::fs::write(&index_path, bytes);
-            }
-            None => {
-                let _ = git.run(["reset", "-q"]);
-            }
+    // `git add -A` skips them (they are in info/exclude) unless something
+    // staged them already (`git add -f`): those new to the branch are
+    // unstaged again.
+    let prepared = git.run(["add", "-A"]).and_then(|_| {
+        let index = Repository::open(worktree)
+            .and_then(|r| r.index())
+            .map_err(|e| git_cli::GitCliError {
+                args: "index".into(),
+                dir: worktree.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        let staged: Vec<&str> = never
+            .iter()
+            .map(|p| p.trim_start_matches('/'))
+            .filter(|p| {
+                index.get_path(Path::new(p), 0).is_some()
+                    && head_tree.get_path(Path::new(p)).is_err()
+            })
+            .collect();
+        if staged.is_empty() {
+            return Ok(String::new());
         }
+        let mut reset: Vec<&str> = vec!["reset", "-q", "--"];
+        reset.extend(staged);
+        git.run(&reset)
+    });
+    let restore = |git: &GitCli| match &saved_index {
+        Some(bytes) => {
+            let _ = std::fs::write(&index_path, bytes);
+        }
+        None => {
+            let _ = git.run(["reset", "-q"]);
+        }
+    };
+    if let Err(e) = prepared {
+        restore(&git);
+        return Err(ShipError::Refused(format!("staging the work failed: {e}")));
+    }
+    // Anything to commit?
+    let staged_tree = Repository::open(worktree)?.index()?.write_tree()?;
+    if staged_tree == head_tree.id() {
+        restore(&git);
+        return Ok(None);
+    }
+    if let Err(e) = git.run(["commit", "-q", "--no-edit", "-m", message]) {
+        restore(&git);
         return Err(ShipError::Refused(format!("the commit was rejected: {e}")));
     }
     let head = Repository::open(worktree)?.head()?.peel_to_commit()?.id();
@@ -264,6 +297,14 @@ pub fn bring_base_in(
                     "bringing {base} into the branch failed: {e}"
                 )));
             }
+            if files.is_empty() {
+                // Started, then failed on something else (a full disk):
+                // not a conflict to leave for anyone.
+                abort(worktree)?;
+                return Err(ShipError::Refused(format!(
+                    "bringing {base} into the branch failed: {e}"
+                )));
+            }
             if leave_conflicts {
                 return Ok(Phase1::Conflicts { files, left: true });
             }
@@ -308,14 +349,27 @@ pub fn advance_base(repo: &Repo, base: &str, new_tip: Oid) -> Result<Option<Path
     match checkout {
         Some(path) => {
             refuse_overwrites(repo.git2(), &path, old_tip, new_tip)?;
-            GitCli::new(&path)
-                .run(["merge", "--ff-only", "-q", &new_tip.to_string()])
-                .map_err(|e| {
-                    ShipError::Refused(format!(
-                        "could not update your checkout of {base} at {}: {e}; commit or stash your changes there and run the merge again",
+            let git = GitCli::new(&path);
+            if let Err(e) = git.run(["merge", "--ff-only", "-q", &new_tip.to_string()]) {
+                // git may have written the index and files before failing to
+                // move HEAD (a lock, a hook): put the checkout back.
+                let rolled_back = roll_back_checkout(&path, old_tip, new_tip);
+                return Err(ShipError::Refused(match rolled_back {
+                    Ok(()) => format!(
+                        "could not update your checkout of {base} at {}: {e}; your checkout was left as it was and {base} did not move{}",
+                        path.display(),
+                        if e.message.contains("would be overwritten") {
+                            "; commit or stash your changes there and run the merge again"
+                        } else {
+                            ""
+                        }
+                    ),
+                    Err(undo) => format!(
+                        "could not update your checkout of {base} at {}: {e}; and putting it back failed ({undo}): its index and files may be at {new_tip} while HEAD is still {old_tip}; restore them with `git read-tree -m -u {new_tip} {old_tip}` there",
                         path.display()
-                    ))
-                })?;
+                    ),
+                }));
+            }
             Ok(Some(path))
         }
         None => {
@@ -331,10 +385,59 @@ pub fn advance_base(repo: &Repo, base: &str, new_tip: Oid) -> Result<Option<Path
     }
 }
 
+/// After a failed `git merge --ff-only` from `old` to `new` in the checkout
+/// at `path`: when HEAD did not move but index entries did, moves the index
+/// and files back from `new` to `old` the way a checkout does (the human's
+/// own changes are carried along).
+fn roll_back_checkout(path: &Path, old: Oid, new: Oid) -> Result<()> {
+    let checkout = Repository::open(path)?;
+    let head = checkout.head()?.peel_to_commit()?.id();
+    if head != old {
+        return Ok(());
+    }
+    let old_tree = checkout.find_commit(old)?.tree()?;
+    let new_tree = checkout.find_commit(new)?.tree()?;
+    let diff = checkout.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)?;
+    let index = checkout.index()?;
+    let moved = diff.deltas().any(|d| {
+        let Some(file) = d.new_file().path().or(d.old_file().path()) else {
+            return false;
+        };
+        let in_index = index.get_path(file, 0).map(|e| e.id);
+        let in_new = new_tree.get_path(file).ok().map(|e| e.id());
+        let in_old = old_tree.get_path(file).ok().map(|e| e.id());
+        in_index == in_new && in_index != in_old
+    });
+    if moved {
+        GitCli::new(path).run(["read-tree", "-m", "-u", &new.to_string(), &old.to_string()])?;
+    }
+    Ok(())
+}
+
 /// Refuses when fast-forwarding the checkout at `path` from `old` to `new`
 /// would write over a file git does not track there (untracked or ignored,
 /// e.g. `.env`): git itself overwrites ignored files silently.
 fn refuse_overwrites(repo: &Repository, path: &Path, old: Oid, new: Oid) -> Result<()> {
+    let clobbered = untracked_in_the_way(repo, path, old, new)?;
+    if clobbered.is_empty() {
+        Ok(())
+    } else {
+        Err(ShipError::Refused(format!(
+            "updating your checkout at {} would overwrite files git does not track there: {}; move them away and run the merge again",
+            path.display(),
+            clobbered.join(", ")
+        )))
+    }
+}
+
+/// Files that going from commit `old` to `new` in the checkout at `path`
+/// would create, but that already exist there untracked or ignored.
+pub fn untracked_in_the_way(
+    repo: &Repository,
+    path: &Path,
+    old: Oid,
+    new: Oid,
+) -> Result<Vec<String>> {
     let old_tree = repo.find_commit(old)?.tree()?;
     let new_tree = repo.find_commit(new)?.tree()?;
     let diff = repo.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)?;
@@ -352,15 +455,149 @@ fn refuse_overwrites(repo: &Repository, path: &Path, old: Oid, new: Oid) -> Resu
             clobbered.push(file.to_string_lossy().into_owned());
         }
     }
-    if clobbered.is_empty() {
-        Ok(())
-    } else {
-        Err(ShipError::Refused(format!(
-            "updating your checkout at {} would overwrite files git does not track there: {}; move them away and run the merge again",
-            path.display(),
-            clobbered.join(", ")
-        )))
+    Ok(clobbered)
+}
+
+/// What [`restore_phase1`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Restored {
+    /// Files the failed merge created, removed again.
+    pub removed: Vec<String>,
+    /// Files put back as the branch has them.
+    pub restored: Vec<String>,
+    /// Files that differ from both the branch and what the merge would
+    /// write (changed since by someone else): left as they are.
+    pub left: Vec<String>,
+}
+
+/// Puts the worktree at `worktree` back as it was before a phase 1 that
+/// failed without starting a merge or rebase (a full disk cut a file
+/// short, a lock, a hook): the branch's HEAD was `head`, the worktree
+/// clean, and no file of `base_tip` that HEAD lacks existed (phase 1
+/// refuses otherwise). Only paths that phase 1 could write are touched:
+/// each one that is missing, or holds what the merge would write or a cut
+/// short prefix of it, gets the branch's version back (or is removed when
+/// the branch has none); anything else is left and reported, so work done
+/// since (the agent keeps running) is never undone. The index entries of
+/// those paths go back to HEAD's.
+pub fn restore_phase1(worktree: &Path, head: Oid, base_tip: Oid) -> Result<Restored> {
+    let wt = Repository::open(worktree)?;
+    let head_tree = wt.find_commit(head)?.tree()?;
+    let base_tree = wt.find_commit(base_tip)?.tree()?;
+    let mut opts = MergeOptions::new();
+    opts.find_renames(true);
+    let merged = wt.merge_commits(
+        &wt.find_commit(head)?,
+        &wt.find_commit(base_tip)?,
+        Some(&opts),
+    )?;
+    let diff = wt.diff_tree_to_tree(Some(&head_tree), Some(&base_tree), None)?;
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file().path(), delta.new_file().path()]
+            .into_iter()
+            .flatten()
+        {
+            if !paths.iter().any(|p| p == file) {
+                paths.push(file.to_path_buf());
+            }
+        }
     }
+    let blob = |id: Oid| -> Result<Vec<u8>> { Ok(wt.find_blob(id)?.content().to_vec()) };
+    let mut out = Restored::default();
+    let mut checkout_paths: Vec<String> = Vec::new();
+    let mut unstage_paths: Vec<String> = Vec::new();
+    for rel in &paths {
+        let shown = rel.to_string_lossy().into_owned();
+        let in_head = head_tree.get_path(rel).ok().map(|e| e.id());
+        let expected = match merged.get_path(rel, 0) {
+            Some(entry) => Some(blob(entry.id)?),
+            None => None,
+        };
+        let full = worktree.join(rel);
+        let current = match std::fs::symlink_metadata(&full) {
+            Ok(meta) if meta.is_file() => Some(
+                std::fs::read(&full)
+                    .map_err(|e| ShipError::Refused(format!("reading {}: {e}", full.display())))?,
+            ),
+            Ok(_) => {
+                // A folder or link where phase 1 writes a file: not ours to judge.
+                out.left.push(shown);
+                continue;
+            }
+            Err(_) => None,
+        };
+        let head_content = match in_head {
+            Some(id) => Some(blob(id)?),
+            None => None,
+        };
+        if current == head_content {
+            continue;
+        }
+        let written_by_merge = match (&current, &expected) {
+            (None, _) => true,
+            (Some(cur), Some(exp)) => exp.starts_with(cur),
+            (Some(_), None) => false,
+        };
+        if !written_by_merge {
+            out.left.push(shown);
+            continue;
+        }
+        match in_head {
+            Some(_) => checkout_paths.push(shown.clone()),
+            None => {
+                if current.is_some() {
+                    std::fs::remove_file(&full).map_err(|e| {
+                        ShipError::Refused(format!("removing {}: {e}", full.display()))
+                    })?;
+                    remove_empty_parents(worktree, rel);
+                    out.removed.push(shown.clone());
+                }
+                unstage_paths.push(shown);
+            }
+        }
+    }
+    let git = GitCli::new(worktree);
+    if !unstage_paths.is_empty() {
+        let mut args = vec![
+            "reset".to_string(),
+            "-q".into(),
+            head.to_string(),
+            "--".into(),
+        ];
+        args.extend(unstage_paths.iter().cloned());
+        git.run(&args)?;
+    }
+    if !checkout_paths.is_empty() {
+        let mut args = vec![
+            "checkout".to_string(),
+            "-q".into(),
+            head.to_string(),
+            "--".into(),
+        ];
+        args.extend(checkout_paths.iter().cloned());
+        git.run(&args)?;
+        out.restored = checkout_paths;
+    }
+    Ok(out)
+}
+
+/// Removes the empty folders above `rel` (up to the worktree's root).
+fn remove_empty_parents(worktree: &Path, rel: &Path) {
+    let mut dir = rel.parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        if std::fs::remove_dir(worktree.join(d)).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+/// Whether a git failure message says the disk is full.
+pub fn is_disk_full(message: &str) -> bool {
+    message.contains("No space left on device")
+        || message.contains("unable to write file")
+        || message.contains("short write")
 }
 
 /// Kills this process when `OWT_FAILPOINT` names `point` (crash-safety

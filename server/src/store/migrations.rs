@@ -65,7 +65,14 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX events_at ON events(at);
     CREATE INDEX messages_repo ON messages(repo_id, id);",
-    // 2: tokens the agents recorded (per session and local day; kept after
+    // 2: repository files the user trusts (`owt trust`): a file's canonical
+    // path and the SHA-256 of the content trusted; any other content is not.
+    "CREATE TABLE trusted_files (
+        path TEXT PRIMARY KEY,
+        sha256 TEXT NOT NULL,
+        trusted_at INTEGER NOT NULL
+    );",
+    // 3: tokens the agents recorded (per session and local day; kept after
     // the session is deleted, for `owt usage`), and how far each of the
     // agents' record files has been read.
     "CREATE TABLE usage (

@@ -12,6 +12,9 @@
 //! Invariants: WAL journal, a busy timeout on every connection, foreign keys
 //! on; every write that must be atomic across processes runs in a
 //! `BEGIN IMMEDIATE` transaction; this module never touches git or a PTY.
+//! The state folder is private: `$OWT_HOME` and its folders 0700, every
+//! file owt writes there 0600 ([`write_private`]); an install made before
+//! that is fixed the first time the store is opened, with a log line.
 
 mod migrations;
 mod usage;
@@ -43,6 +46,8 @@ pub enum StoreError {
         found: u32,
         supported: u32,
     },
+    #[error("the status store {path} is empty (0 bytes) beside its write-ahead log: it was truncated while owt processes had it open{holders}, and owt cannot read it any more; move it aside with `mkdir {path}.broken && mv {path} {path}-* {path}.broken/` (owt then starts a new store), and run `owt doctor --fix` in each repository to re-adopt the sessions that still run")]
+    Truncated { path: String, holders: String },
     #[error("status store: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("status store: bad stored value: {0}")]
@@ -113,6 +118,65 @@ pub fn storage_diagnosis(dir: &Path) -> Option<String> {
         ));
     }
     None
+}
+
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The error for a store file emptied under its write-ahead log (`: >
+/// owt.db` while hosts run): every open would wait out the busy timeout and
+/// fail with "database is locked".
+fn truncated(path: &Path) -> Option<StoreError> {
+    let db = std::fs::metadata(path).ok()?;
+    let beside = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name).exists()
+    };
+    // A new store gets its header before its -wal and -shm files exist.
+    if db.len() != 0 || !(beside("-wal") || beside("-shm")) {
+        return None;
+    }
+    let holders = holders_of(path);
+    Some(StoreError::Truncated {
+        path: path.display().to_string(),
+        holders: if holders.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", holders.join(", "))
+        },
+    })
+}
+
+/// `pid N (name)` of the processes that hold `path` open.
+fn holders_of(path: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .any(|target| target == path);
+        if holds {
+            let name = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            out.push(format!("pid {pid} ({})", name.trim()));
+        }
+    }
+    out
 }
 
 /// Milliseconds since the Unix epoch.
@@ -194,6 +258,8 @@ pub struct FactRow {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Device and inode of the file opened, to notice when it is replaced.
+    identity: Option<(u64, u64)>,
 }
 
 impl std::fmt::Debug for Store {
@@ -205,17 +271,99 @@ impl std::fmt::Debug for Store {
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Writes `bytes` to `path` readable by its owner only (0600).
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(bytes)
+}
+
+/// Makes `home` 0700 and every folder and file owt keeps in it private
+/// (folders 0700, files 0600): its top level, `logs/` and `run/`. The
+/// trash's folders are 0700 and its files keep their own modes. Logs what
+/// it changed.
+fn make_private(home: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut fixed = Vec::new();
+    let mut fix = |path: &Path, meta: &std::fs::Metadata| {
+        let mode = meta.permissions().mode() & 0o7777;
+        let want = if meta.is_dir() { 0o700 } else { 0o600 };
+        if mode & 0o077 != 0
+            && std::fs::set_permissions(path, std::fs::Permissions::from_mode(want)).is_ok()
+        {
+            fixed.push(format!("{} ({mode:o} → {want:o})", path.display()));
+        }
+    };
+    let Ok(meta) = std::fs::symlink_metadata(home) else {
+        return;
+    };
+    fix(home, &meta);
+    for dir in [
+        home.to_path_buf(),
+        home.join("logs"),
+        home.join("run"),
+        home.join("trash"),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            // The trash's entries are folders; the files inside keep their modes.
+            if dir.ends_with("trash") && !meta.is_dir() {
+                continue;
+            }
+            fix(&entry.path(), &meta);
+        }
+    }
+    if !fixed.is_empty() {
+        tracing::warn!(
+            "made owt's state folder private (it held tasks, notes and messages readable by other users): {}",
+            fixed.join(", ")
+        );
+    }
+}
+
 impl Store {
-    /// Opens (creating if needed) `$home/owt.db` and migrates it.
+    /// Opens (creating if needed) `$home/owt.db` and migrates it. The
+    /// folder and the database files are made private first.
     pub fn open(home: &Path) -> Result<Store> {
-        std::fs::create_dir_all(home).map_err(|source| StoreError::CreateHome {
-            path: home.to_path_buf(),
-            source,
-        })?;
-        Store::open_file(&home.join("owt.db"))
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(home)
+            .map_err(|source| StoreError::CreateHome {
+                path: home.to_path_buf(),
+                source,
+            })?;
+        make_private(home);
+        let db = home.join("owt.db");
+        // SQLite gives the -wal and -shm files the database file's mode.
+        if !db.exists() {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&db);
+        }
+        Store::open_file(&db)
     }
 
     pub fn open_file(path: &Path) -> Result<Store> {
+        if let Some(err) = truncated(path) {
+            return Err(err);
+        }
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
             source,
@@ -233,6 +381,7 @@ impl Store {
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
+            identity: file_identity(path),
         };
         migrations::migrate(&mut store.conn, path)?;
         Ok(store)
@@ -240,6 +389,18 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How the file this store was opened on changed since (`deleted`,
+    /// `replaced`, `truncated`), if it did: a long-lived process (`owt
+    /// lsp`) then still reads the old file and should open the store again.
+    pub fn replaced(&self) -> Option<&'static str> {
+        match (file_identity(&self.path), self.identity) {
+            (None, _) => Some("was deleted"),
+            (Some(now), Some(then)) if now != then => Some("was replaced"),
+            _ if std::fs::metadata(&self.path).is_ok_and(|m| m.len() == 0) => Some("was truncated"),
+            _ => None,
+        }
     }
 
     pub fn conn(&self) -> &Connection {
@@ -332,6 +493,47 @@ impl Store {
             kind: new.kind.to_string(),
             created_at,
         })
+    }
+
+    /// Inserts a session the store had lost (re-adopted by `owt doctor
+    /// --fix` from its worktree's metadata or its live host), keeping its
+    /// id and short id — the host records facts under them — when they are
+    /// free. Fails when the short id or the name is taken.
+    pub fn adopt_session(&mut self, row: &SessionRow) -> Result<SessionRow> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let id_free: bool = tx.query_row(
+            "SELECT NOT EXISTS(SELECT 1 FROM sessions WHERE id = ?1)",
+            params![row.id],
+            |r| r.get(0),
+        )?;
+        let id: Option<i64> = id_free.then_some(row.id);
+        tx.execute(
+            "INSERT INTO sessions (id, repo_id, name, short_id, task, branch, base_branch,
+                                   worktree_path, provider, kind, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                id,
+                row.repo_id,
+                row.name,
+                row.short_id,
+                row.task,
+                row.branch,
+                row.base_branch,
+                row.worktree_path.to_string_lossy(),
+                row.provider,
+                row.kind,
+                row.created_at
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.execute(
+            "INSERT INTO events (repo_id, session_name, kind, detail, at) VALUES (?1, ?2, 'adopted', ?3, ?4)",
+            params![row.repo_id, row.name, row.provider, now_ms()],
+        )?;
+        tx.commit()?;
+        Ok(SessionRow { id, ..row.clone() })
     }
 
     /// Sessions of a repository, oldest first.
@@ -591,6 +793,37 @@ impl Store {
         }
         tx.commit()?;
         Ok(rows)
+    }
+
+    /// The hash and time of the trusted content of the file at `path`.
+    pub fn trusted_file(&self, path: &Path) -> Result<Option<(String, i64)>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT sha256, trusted_at FROM trusted_files WHERE path = ?1",
+                params![path.to_string_lossy()],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// Trusts the file at `path` with content hashing to `sha256` (and no
+    /// other content).
+    pub fn trust_file(&self, path: &Path, sha256: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO trusted_files (path, sha256, trusted_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT(path) DO UPDATE SET sha256 = excluded.sha256, trusted_at = excluded.trusted_at",
+            params![path.to_string_lossy(), sha256, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets the trust in the file at `path`; returns whether it was trusted.
+    pub fn revoke_file(&self, path: &Path) -> Result<bool> {
+        Ok(self.conn.execute(
+            "DELETE FROM trusted_files WHERE path = ?1",
+            params![path.to_string_lossy()],
+        )? > 0)
     }
 
     /// Deletes messages and events older than `days`.

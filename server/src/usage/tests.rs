@@ -303,10 +303,15 @@ fn a_listing_reads_within_its_budget_and_the_next_reads_on() {
         .clone()
         .unwrap()
         .join("projects")
-        .join(claude::project_dir_name(&session.worktree_path.to_string_lossy()))
+        .join(claude::project_dir_name(
+            &session.worktree_path.to_string_lossy(),
+        ))
         .join("t.jsonl");
     // A line longer than one read (a huge tool output), then the records.
-    let huge = format!("{{\"type\":\"user\",\"pad\":\"{}\"}}\n", "x".repeat(MAX_READ as usize + 10));
+    let huge = format!(
+        "{{\"type\":\"user\",\"pad\":\"{}\"}}\n",
+        "x".repeat(MAX_READ as usize + 10)
+    );
     append(&transcript, &huge);
     append(&transcript, CLAUDE);
     let full = tokens(1007 + 1014, 23 + 26, 511 + 522, 45 + 50, None);
@@ -315,15 +320,25 @@ fn a_listing_reads_within_its_budget_and_the_next_reads_on() {
         listings += 1;
         assert!(listings < 100, "never caught up: {:?}", fx.usage(&session));
         let budget = Budget(std::cell::Cell::new(MAX_READ));
-        refresh_within(&fx.store, &budget, &fx.places, std::slice::from_ref(&session));
+        refresh_within(
+            &fx.store,
+            &budget,
+            &fx.places,
+            std::slice::from_ref(&session),
+        );
     }
     // 16 MiB and a bit, 16 MiB per listing.
     assert_eq!(listings, 2, "read in {listings} listings");
     // Unlimited, one refresh reads everything.
     let other = fx.session("d", "claude");
-    let folder = transcript.parent().unwrap().parent().unwrap().join(claude::project_dir_name(
-        &other.worktree_path.to_string_lossy(),
-    ));
+    let folder = transcript
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join(claude::project_dir_name(
+            &other.worktree_path.to_string_lossy(),
+        ));
     append(&folder.join("t.jsonl"), &huge);
     append(&folder.join("t.jsonl"), CLAUDE);
     refresh_all(&fx.store, &fx.places, std::slice::from_ref(&other));

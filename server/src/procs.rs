@@ -1,0 +1,127 @@
+//! What other processes are doing with a folder: which have their working
+//! directory inside it (a shell, an editor, an agent), and when each live
+//! `git` process started (so a lock file older than all of them is stale).
+//!
+//! Invariant: reads `/proc` only; never signals a process.
+
+use std::path::{Path, PathBuf};
+
+/// A process seen in `/proc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proc {
+    pub pid: u32,
+    /// Its command name (`/proc/<pid>/comm`).
+    pub name: String,
+    pub cwd: PathBuf,
+}
+
+fn pids() -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Processes (other than this one) whose working directory is `dir` or
+/// inside it. Processes of other users whose cwd cannot be read are not
+/// seen.
+pub fn with_cwd_inside(dir: &Path) -> Vec<Proc> {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for pid in pids() {
+        if pid == me {
+            continue;
+        }
+        let Ok(cwd) = std::fs::read_link(format!("/proc/{pid}/cwd")) else {
+            continue;
+        };
+        if cwd.starts_with(&dir) {
+            out.push(Proc {
+                pid,
+                name: comm(pid),
+                cwd,
+            });
+        }
+    }
+    out
+}
+
+/// `pid 12 (bash), pid 40 (vim)`.
+pub fn describe(procs: &[Proc]) -> String {
+    procs
+        .iter()
+        .map(|p| format!("pid {} ({})", p.pid, crate::printable::line(&p.name)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// When the oldest live `git` process working in one of `dirs` (its
+/// working directory inside one of them) started (Unix ms), if any runs.
+/// Git processes of other repositories cannot hold this one's locks.
+pub fn oldest_git_start_ms(dirs: &[PathBuf]) -> Option<i64> {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as i64;
+    let boot_ms = boot_time_ms()?;
+    pids()
+        .into_iter()
+        .filter(|pid| comm(*pid) == "git" || comm(*pid).starts_with("git-"))
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd"))
+                .is_ok_and(|cwd| dirs.iter().any(|d| cwd.starts_with(d)))
+        })
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // Field 22 (starttime), counted after the `)` that ends the name.
+            let after = stat.rsplit_once(')')?.1;
+            let start: i64 = after.split_whitespace().nth(19)?.parse().ok()?;
+            Some(boot_ms + start * 1000 / ticks)
+        })
+        .min()
+}
+
+fn boot_time_ms() -> Option<i64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let secs: i64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(secs * 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_a_process_by_its_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("sub");
+        std::fs::create_dir(&inside).unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .current_dir(&inside)
+            .spawn()
+            .unwrap();
+        let found = with_cwd_inside(dir.path());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            found
+                .iter()
+                .any(|p| p.pid == child.id() && p.name == "sleep"),
+            "{found:?}"
+        );
+    }
+}
