@@ -8,6 +8,7 @@ Prints `PORT <n>` on its first stdout line once it serves. Speaks
   - Anthropic Messages     POST /v1/messages            (SSE or one JSON)
   - OpenAI Responses       POST /v1/responses           (SSE)
   - OpenAI Chat Completions POST /v1/chat/completions   (SSE or one JSON)
+  - Gemini                 POST /v1beta/models/M:generateContent, :streamGenerateContent (SSE), :countTokens
   - GET …/models (both shapes in one document), HEAD/GET / (health checks).
 
 The script is a list of turns, each a list of steps. Every answer the
@@ -73,6 +74,37 @@ def step_usage(step, index):
     return u
 
 
+def json_for_schema(schema):
+    """A small instance of a JSON schema (OpenAPI-style upper-case types
+    too): what an aux request that asks for JSON gets (Gemini's routing and
+    next-speaker checks)."""
+    kind = str(schema.get("type", "object")).lower()
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if kind == "object":
+        props = schema.get("properties") or {}
+        keys = schema.get("required") or list(props)
+        return {k: json_for_schema(props.get(k) or {}) for k in keys}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 1
+    if kind == "boolean":
+        return False
+    return "scripted"
+
+
+def aux_text(api, body):
+    """An aux request's answer: JSON when it asks for JSON, else a title."""
+    config = body.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    if schema:
+        return json.dumps(json_for_schema(schema))
+    if config.get("responseMimeType") == "application/json":
+        return "{}"
+    return AUX_TEXT
+
+
 AUX_USAGE = {"input_tokens": 50, "output_tokens": 5, "cache_read_tokens": 0, "cache_write_tokens": 0}
 AUX_TEXT = "Scripted task"
 SPENT_TEXT = "Nothing more to do."
@@ -93,7 +125,7 @@ def content_texts(content):
 
 # Context the agents add to user messages on their own (not what the user
 # typed): left out of the log's `user_messages`.
-CONTEXT_TAGS = ("system-reminder", "environment_context", "user_instructions", "turn_aborted")
+CONTEXT_TAGS = ("system-reminder", "environment_context", "user_instructions", "turn_aborted", "session_context")
 
 
 def is_context(text):
@@ -129,6 +161,20 @@ def conversation(api, body):
             elif t in ("function_call", "custom_tool_call", "local_shell_call"):
                 calls.append(item.get("call_id", ""))
         return users, assistants, calls
+    if api == "gemini":
+        for content in body.get("contents") or []:
+            parts = content.get("parts") or []
+            texts = [p.get("text", "") for p in parts if "text" in p and not p.get("thought")]
+            if content.get("role", "user") == "user":
+                text = "\n".join(t for t in texts if not is_context(t))
+                if text:
+                    users.append(text)
+            else:
+                assistants.append("\n".join(texts))
+                # Gemini may drop call ids: the arguments tell the step too.
+                calls += [(p["functionCall"].get("id") or "") + " " + json.dumps(p["functionCall"].get("args"))
+                          for p in parts if "functionCall" in p]
+        return users, assistants, calls
     for msg in body.get("messages") or []:
         role = msg.get("role")
         content = msg.get("content")
@@ -146,12 +192,38 @@ def conversation(api, body):
 
 def tool_names(api, body):
     names = []
+    if api == "gemini":
+        return [d.get("name", "") for t in body.get("tools") or [] for d in t.get("functionDeclarations") or []]
     for tool in body.get("tools") or []:
         if api == "chat":
             names.append((tool.get("function") or {}).get("name", ""))
         else:
             names.append(tool.get("name") or (tool.get("function") or {}).get("name", "") or tool.get("type", ""))
     return names
+
+
+def tool_properties(api, body, name):
+    """The parameter names of the request's tool `name`."""
+    if api == "gemini":
+        for t in body.get("tools") or []:
+            for d in t.get("functionDeclarations") or []:
+                if d.get("name") == name:
+                    params = d.get("parametersJsonSchema") or d.get("parameters") or {}
+                    return list((params.get("properties") or {}).keys())
+        return []
+    for tool in body.get("tools") or []:
+        fn = tool.get("function") if api == "chat" else tool
+        fn = fn or {}
+        if (fn.get("name") or tool.get("name")) == name:
+            params = fn.get("parameters") or fn.get("input_schema") or tool.get("input_schema") or {}
+            return list((params.get("properties") or {}).keys())
+    return []
+
+
+def path_key(api, body, name, default):
+    """The name the tool `name` gives its file path parameter."""
+    props = tool_properties(api, body, name)
+    return next((k for k in ("file_path", "filePath", "path") if k in props), default)
 
 
 def call_id(index):
@@ -169,9 +241,18 @@ def position(steps, assistants, calls):
         if step["kind"] == "text":
             if step["text"].strip() and step["text"].strip() in joined:
                 done = i
-        elif any(c.endswith(call_id(i)) for c in calls):
+        elif any(call_id(i) in c for c in calls):
+            done = i
+        elif any(json.dumps(marker(step))[1:-1] in c for c in calls if not c.startswith("call_")
+                 and not c.startswith("toolu_")):
             done = i
     return done + 1
+
+
+def marker(step):
+    """What a step's tool call carries that names it (for APIs that drop
+    call ids): the file path or the command."""
+    return step["write"]["path"] if step["kind"] == "write" else step["run"]["command"]
 
 
 # ---------------------------------------------------------------- answers
@@ -209,12 +290,10 @@ def plan_answer(api, body, steps, index, tools):
     if step["kind"] == "write":
         path, content = step["write"]["path"], step["write"]["content"]
         cwd = body_cwd(body)
-        if "Write" in tools:
-            full = path if path.startswith("/") or not cwd else f"{cwd}/{path}"
-            return ("call", "Write", {"file_path": full, "content": content}), step
-        if "write" in tools:
-            full = path if path.startswith("/") or not cwd else f"{cwd}/{path}"
-            return ("call", "write", {"filePath": full, "content": content}), step
+        full = path if path.startswith("/") or not cwd else f"{cwd}/{path}"
+        for name in ("Write", "write", "write_file"):
+            if name in tools:
+                return ("call", name, {path_key(api, body, name, "file_path"): full, "content": content}), step
         if "apply_patch" in tools:
             lines = "".join(f"+{line}\n" for line in content.splitlines())
             patch = f"*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch\n"
@@ -236,6 +315,8 @@ def shell_call(tools, command, step, cwd):
         return ("call", "Bash", {"command": command, "description": "Run a scripted command"})
     if "bash" in tools:
         return ("call", "bash", {"command": command, "description": "Run a scripted command"})
+    if "run_shell_command" in tools:
+        return ("call", "run_shell_command", {"command": command, "description": "Run a scripted command"})
     if "exec_command" in tools:
         args = {"cmd": command}
         if cwd:
@@ -370,21 +451,30 @@ class Handler(BaseHTTPRequestHandler):
             api = "responses"
         elif path.endswith("/chat/completions"):
             api = "chat"
+        elif ":generateContent" in path or ":streamGenerateContent" in path or ":countTokens" in path:
+            api = "gemini"
         else:
             model.log({"event": "begin", "seq": seq, "t": t0, "method": "POST", "path": self.path,
                        "error": "unknown path"})
             self.send_json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
             return
-        stream = bool(body.get("stream"))
+        if api == "gemini" and ":countTokens" in path:
+            model.log({"event": "begin", "seq": seq, "t": t0, "method": "POST", "path": self.path, "api": api,
+                       "kind": "aux"})
+            self.send_json(200, {"totalTokens": 100})
+            model.log({"event": "end", "seq": seq, "t": time.time()})
+            return
+        stream = bool(body.get("stream")) or ":streamGenerateContent" in path
         tools = tool_names(api, body)
         users, assistants, calls = conversation(api, body)
         # A request without tools from an agent that uses tools is a side
         # request (a title, a topic check); so is Aider's commit message
-        # (streamed or not: Aider runs with --no-stream too).
-        aux = (not tools and api != "chat") or is_commit_message_request(body) \
-            or is_title_request(body)
+        # (streamed or not: Aider runs with --no-stream too), and Gemini's
+        # non-streamed routing checks.
+        aux = (not tools and api != "chat") or (api == "gemini" and not stream) \
+            or is_commit_message_request(body) or is_title_request(body)
         if aux:
-            index, answer, step = None, ("text", AUX_TEXT), None
+            index, answer, step = None, ("text", aux_text(api, body)), None
             usage = dict(AUX_USAGE)
         else:
             index = position(model.steps, assistants, calls)
@@ -408,6 +498,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.anthropic(body, stream, answer, index, usage, stall, stream_secs)
             elif api == "responses":
                 self.openai_responses(body, answer, index, usage, stall, stream_secs)
+            elif api == "gemini":
+                self.gemini(body, stream, answer, index, usage, stall, stream_secs)
             else:
                 self.chat(body, stream, answer, index, usage, stall, stream_secs)
             model.log({"event": "end", "seq": seq, "t": time.time()})
@@ -535,6 +627,44 @@ class Handler(BaseHTTPRequestHandler):
                                                          "arguments": item["arguments"]})
         ev("response.output_item.done", {"output_index": 0, "item": item})
         ev("response.completed", {"response": dict(base, status="completed", output=[item], usage=usage_doc)})
+
+    # -- Gemini (generateContent, streamGenerateContent?alt=sse)
+
+    def gemini(self, body, stream, answer, index, usage, stall, stream_secs):
+        usage_doc = {"promptTokenCount": usage["input_tokens"], "candidatesTokenCount": usage["output_tokens"],
+                     "totalTokenCount": usage["input_tokens"] + usage["output_tokens"],
+                     "cachedContentTokenCount": usage["cache_read_tokens"]}
+
+        def doc(parts, finish=None, with_usage=False):
+            cand = {"content": {"role": "model", "parts": parts}, "index": 0}
+            if finish:
+                cand["finishReason"] = finish
+            d = {"candidates": [cand], "modelVersion": MODEL, "responseId": f"owt-{index}"}
+            if with_usage:
+                d["usageMetadata"] = usage_doc
+            return d
+
+        if answer[0] == "text":
+            whole = [{"text": answer[1]}]
+        else:
+            whole = [{"functionCall": {"name": answer[1], "args": answer[2], "id": f"call_{call_id(index)}"}}]
+        if not stream:
+            time.sleep(stall)
+            self.send_json(200, doc(whole, "STOP", True))
+            return
+        self.start_sse()
+        # (Gemini's SSE reader takes every event for JSON: no keep-alives.)
+        time.sleep(stall)
+        if answer[0] == "text":
+            pieces = chunks(answer[1], 8)
+            for i, piece in enumerate(pieces):
+                last = i == len(pieces) - 1
+                self.sse(None, doc([{"text": piece}], "STOP" if last else None, last))
+                if not last:
+                    time.sleep(stream_secs / len(pieces))
+        else:
+            time.sleep(stream_secs)
+            self.sse(None, doc(whole, "STOP", True))
 
     # -- OpenAI Chat Completions
 

@@ -220,6 +220,8 @@ pub enum Agent {
     Codex,
     OpenCode,
     Aider,
+    Pi,
+    Gemini,
 }
 
 impl Agent {
@@ -230,7 +232,15 @@ impl Agent {
             Agent::Codex => "codex",
             Agent::OpenCode => "opencode",
             Agent::Aider => "aider",
+            Agent::Pi => "pi",
+            Agent::Gemini => "gemini",
         }
+    }
+
+    /// Whether the agent asks before it writes a file or runs a command
+    /// (Pi never does).
+    pub fn has_permission_dialog(self) -> bool {
+        self != Agent::Pi
     }
 
     /// What `owt send` types to approve the agent's permission dialog
@@ -245,6 +255,10 @@ impl Agent {
             Agent::OpenCode => "",
             // "(Y)es/(N)o [Yes]:".
             Agent::Aider => "y",
+            // No dialog.
+            Agent::Pi => "",
+            // "Apply this change? ● 1. Allow once": Enter alone.
+            Agent::Gemini => "",
         }
     }
 }
@@ -390,11 +404,52 @@ pub fn setup_offline(
                 ("AIDER_SHOW_MODEL_WARNINGS", "false".into()),
                 ("AIDER_SHOW_RELEASE_NOTES", "false".into()),
                 ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
-                ("AIDER_GITIGNORE", "false".into()),
             ]);
             if !ask {
                 vars.push(("AIDER_YES_ALWAYS", "true".into()));
             }
+        }
+        Agent::Pi => {
+            let agent_dir = home.join(".pi/agent");
+            write_json(
+                &agent_dir.join("models.json"),
+                &serde_json::json!({"providers": {"mock": {
+                    "baseUrl": format!("{url}/v1"),
+                    "api": "openai-completions",
+                    "apiKey": "scripted",
+                    "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+                    "models": [{"id": "mock-model"}]}}}),
+            );
+            write_json(
+                &agent_dir.join("settings.json"),
+                &serde_json::json!({"defaultProvider": "mock", "defaultModel": "mock-model"}),
+            );
+            // No downloads of fd and ripgrep.
+            vars.push(("PI_OFFLINE", "1".into()));
+        }
+        Agent::Gemini => {
+            write_json(
+                &home.join(".gemini/settings.json"),
+                &serde_json::json!({
+                    "security": {"auth": {"selectedType": "gemini-api-key"}},
+                    "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+                    "privacy": {"usageStatisticsEnabled": false},
+                    "telemetry": {"enabled": false},
+                    "tools": {"autoAccept": !ask},
+                }),
+            );
+            let folders: serde_json::Map<String, serde_json::Value> = trusted
+                .iter()
+                .map(|p| (p.display().to_string(), serde_json::json!("TRUST_FOLDER")))
+                .collect();
+            write_json(
+                &home.join(".gemini/trustedFolders.json"),
+                &serde_json::Value::Object(folders),
+            );
+            vars.extend([
+                ("GEMINI_API_KEY", "scripted".into()),
+                ("GOOGLE_GEMINI_BASE_URL", url),
+            ]);
         }
     }
     for (k, v) in vars {

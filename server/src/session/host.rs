@@ -62,6 +62,10 @@ const PROMPT_DEADLINE_KNOWN_MS: u64 = 30_000;
 /// screen shows work or a dialog, a native signal arrives, the human types,
 /// or this long passes.
 const FIRST_TURN_GRACE_MS: u64 = 60_000;
+/// An idle input box reads as waiting only once the output has been quiet
+/// this long: Codex shows its input box, and no spinner, while the model's
+/// answer streams in; a screen that still changes is not idle.
+const INPUT_BOX_QUIET_MS: u64 = 1_000;
 /// An unchanged screen judgement is recorded again after this long.
 const SCREEN_FACT_REFRESH_MS: u64 = 10_000;
 /// Pause between typed text and its Enter (TUIs treat a fast Enter as part
@@ -819,6 +823,9 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
     // was judged after.
     let mut recorded_screen: Option<(AgentSignal, Instant, Option<i64>)> = None;
     let mut native_seq = 0u64;
+    // The last judgement saw an input box while output still flowed: judge
+    // again once it is quiet.
+    let mut input_box_pending = false;
     let mut first_turn = shared.spec.prompt_in_argv
         && !shared.spec.headless
         && rules::input_box_before_argv_task(provider);
@@ -859,18 +866,20 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
             PROMPT_DEADLINE_MS
         };
         let late = started.elapsed() >= Duration::from_millis(prompt_deadline);
-        let (out_at, in_at, seq, quiet_for, screen, paste_mode, native) = {
+        let (out_at, in_at, seq, quiet_for, screen, paste_mode, native, due) = {
             let s = lock(&shared.state);
             let quiet_for = s.last_output.map(|t| t.elapsed());
             // Judge when output settles, and at least every REJUDGE_MS
             // while it never does (animated TUIs); never a screen that
             // does not show the last input's effect yet (no output since).
             let shows_input = s.last_input_at <= s.last_output_at;
-            let due = s.output_seq != judged_seq
-                && shows_input
-                && (quiet_enough(quiet_for, rules::SETTLE_MS)
-                    || judged_at
-                        .is_none_or(|t| t.elapsed() >= Duration::from_millis(rules::REJUDGE_MS)));
+            let due = shows_input
+                && ((s.output_seq != judged_seq
+                    && (quiet_enough(quiet_for, rules::SETTLE_MS)
+                        || judged_at.is_none_or(|t| {
+                            t.elapsed() >= Duration::from_millis(rules::REJUDGE_MS)
+                        })))
+                    || (input_box_pending && quiet_enough(quiet_for, INPUT_BOX_QUIET_MS)));
             let for_prompt = prompt.is_some() && (quiet_enough(quiet_for, PROMPT_QUIET_MS) || late);
             let screen =
                 (due || for_prompt).then(|| rules::ScreenText::from_screen(s.parser.screen()));
@@ -883,6 +892,7 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
                 screen,
                 s.parser.screen().bracketed_paste(),
                 native,
+                due,
             )
         };
         if let Some(at) = out_at {
@@ -910,21 +920,31 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
                 first_turn = false;
             }
         }
-        if let Some(screen) = screen.as_ref().filter(|_| seq != judged_seq) {
+        if let Some(screen) = screen.as_ref().filter(|_| due) {
             judged_seq = seq;
             judged_at = Some(Instant::now());
             let verdict = rules::screen_verdict(provider, screen);
             let mut signal = verdict.signal();
-            if first_turn {
-                let grace = started.elapsed() < Duration::from_millis(FIRST_TURN_GRACE_MS);
-                match verdict {
-                    rules::Verdict::Working | rules::Verdict::Blocked => first_turn = false,
-                    rules::Verdict::InputBox | rules::Verdict::Unknown if grace => {
-                        signal = AgentSignal::Working
-                    }
-                    _ if !grace => first_turn = false,
-                    _ => {}
+            input_box_pending = false;
+            // Before the agent has its task (a typed prompt still to type),
+            // or before it shows that it started on the one on its command
+            // line, its idle input box means "starting", not "waiting".
+            let grace = started.elapsed() < Duration::from_millis(FIRST_TURN_GRACE_MS);
+            if first_turn && !grace {
+                first_turn = false;
+            }
+            let before_task = first_turn || prompt.is_some();
+            match verdict {
+                rules::Verdict::Working | rules::Verdict::Blocked => first_turn = false,
+                rules::Verdict::InputBox | rules::Verdict::Unknown if before_task => {
+                    signal = AgentSignal::Working
                 }
+                rules::Verdict::InputBox if !quiet_enough(quiet_for, INPUT_BOX_QUIET_MS) => {
+                    // No opinion yet: the output's recency decides.
+                    signal = AgentSignal::Idle;
+                    input_box_pending = true;
+                }
+                _ => {}
             }
             lock(&shared.state).screen_signal = Some(signal);
             let record_it = recorded_screen.is_none_or(|(prev, at, input)| {

@@ -15,12 +15,15 @@
 //!   permission asked/replied to `owt hook`.
 //! - Aider ([`aider`]): `--notifications-command`, run when it waits for
 //!   the human.
+//! - Pi ([`pi`]): an extension (`-e FILE`) that reports agent runs starting
+//!   and ending to `owt hook`.
 //! - Claude Code and Droid: hooks in the worktree's settings
 //!   (`session::hooks`).
 
 pub mod aider;
 pub mod codex;
 pub mod opencode;
+pub mod pi;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,6 +65,7 @@ pub fn prepare(
         "codex" => Ok(codex::integration(mode)),
         "opencode" => opencode::integration(owt, home, agent_env),
         "aider" => aider::integration(mode, owt),
+        "pi" => pi::integration(mode, owt, home),
         _ => Ok(Integration::default()),
     }
 }
@@ -85,4 +89,21 @@ fn hook_command(owt: &Path, event: &str) -> Result<String, IntegrationError> {
     let quoted = shlex::try_quote(&owt)
         .map_err(|e| IntegrationError::Invalid(format!("quoting {owt}: {e}")))?;
     Ok(format!("{quoted} hook --event {event}"))
+}
+
+/// Writes `text` to `path` unless it already holds it (through a temporary
+/// file and a rename, so a starting agent never reads half a file).
+fn write_if_changed(path: &Path, text: &str) -> Result<(), IntegrationError> {
+    if std::fs::read_to_string(path).is_ok_and(|t| t == text) {
+        return Ok(());
+    }
+    let io = |context: String| move |source| IntegrationError::Io { context, source };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text).map_err(io(format!("writing {}", tmp.display())))?;
+    std::fs::rename(&tmp, path).map_err(io(format!("writing {}", path.display())))
 }

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{Integration, IntegrationError};
+use super::{write_if_changed, Integration, IntegrationError};
 
 /// The variable OpenCode reads extra configuration (JSON) from.
 pub const CONFIG_CONTENT: &str = "OPENCODE_CONFIG_CONTENT";
@@ -94,20 +94,6 @@ fn file_url(path: &Path) -> String {
         }
     }
     url
-}
-
-/// Writes `text` to `path` unless it already holds it (through a temporary
-/// file and a rename, so a starting agent never reads half a plugin).
-fn write_if_changed(path: &Path, text: &str) -> Result<(), IntegrationError> {
-    if std::fs::read_to_string(path).is_ok_and(|t| t == text) {
-        return Ok(());
-    }
-    let io = |context: String| move |source| IntegrationError::Io { context, source };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
-    let tmp = dir.join(format!(".owt-status.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).map_err(io(format!("writing {}", tmp.display())))?;
-    std::fs::rename(&tmp, path).map_err(io(format!("writing {}", path.display())))
 }
 
 #[cfg(test)]

@@ -100,6 +100,15 @@ fn real_recordings_give_the_right_signal() {
         ("droid", "droid-login", &needs_you),
         ("amp", "amp-login-prompt", &needs_you),
         ("aider", "aider-gitignore-prompt", &needs_you),
+        // Recorded mid-turn against the scripted model (tools/scripted.py).
+        ("codex", "codex-working-first-request", &[Working]),
+        ("codex", "codex-approval-real", &[Blocked]),
+        ("aider", "aider-prompt", &[Waiting]),
+        ("aider", "aider-waiting-for-model", &[Working]),
+        ("aider", "aider-create-file-dialog", &[Blocked]),
+        ("aider", "aider-env-question", &[Blocked]),
+        ("opencode", "opencode-working", &[Working]),
+        ("opencode", "opencode-permission-real", &[Blocked]),
     ];
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/screens");
     let mut wrong = Vec::new();
@@ -216,4 +225,48 @@ fn codex_notifications_say_blocked_or_waiting() {
         Some(Waiting)
     );
     assert_eq!(notification_signal("claude", "Approval requested: x"), None);
+}
+
+/// A recording of the real CLI, through the screen model: its screen and
+/// whether it turned bracketed paste on.
+fn recording(name: &str) -> (ScreenText, bool) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/screens")
+        .join(format!("{name}.bin"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut parser = vt100::Parser::new(30, 100, 0);
+    parser.process(&bytes);
+    (
+        ScreenText::from_screen(parser.screen()),
+        parser.screen().bracketed_paste(),
+    )
+}
+
+/// Aider's prompt is typed at its real input line only, never into its
+/// real start-up question (recorded from aider 0.86.2).
+#[test]
+fn aider_recordings_say_when_its_prompt_may_be_typed() {
+    let (prompt, paste) = recording("aider-prompt");
+    assert!(paste, "Aider's line editor turns bracketed paste on");
+    assert_eq!(prompt_readiness("aider", &prompt, paste), Readiness::Ready);
+    let (question, paste) = recording("aider-env-question");
+    assert_eq!(
+        prompt_readiness("aider", &question, paste),
+        Readiness::Question
+    );
+    let (working, paste) = recording("aider-waiting-for-model");
+    assert_eq!(
+        prompt_readiness("aider", &working, paste),
+        Readiness::NotYet
+    );
+}
+
+/// While Codex streams its answer its screen shows its input box and no
+/// spinner (recorded from codex 0.171.0): the screen alone cannot tell
+/// this from the end of the turn. The host counts an input box only once
+/// the output is quiet, and Codex's own notification ends the turn.
+#[test]
+fn codex_streaming_looks_like_its_input_box() {
+    let (screen, _) = recording("codex-streaming-answer");
+    assert_eq!(screen_verdict("codex", &screen), Verdict::InputBox);
 }
