@@ -119,7 +119,7 @@ pub struct TokenUsage {
     pub cache_read_tokens: u64,
     /// Input written to the prompt cache (Anthropic's cache creation).
     pub cache_write_tokens: u64,
-    /// US dollars, where the agent reports a cost (Aider, OpenCode); `None`
+    /// US dollars, where the agent reports a cost (Aider, OpenCode, Pi); `None`
     /// where it does not (Claude Code, Codex record tokens only).
     pub cost_usd: Option<f64>,
 }

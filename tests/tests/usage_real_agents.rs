@@ -51,8 +51,9 @@ fn expected(agent: Agent, requests: &[ModelRequest]) -> TokenUsage {
                 n(u, "cache_read_tokens"),
                 n(u, "cache_write_tokens"),
             ),
-            // OpenAI's input tokens include the cached ones.
-            Agent::Codex | Agent::OpenCode => (
+            // OpenAI's input tokens include the cached ones (Gemini's
+            // too; owt reads no Gemini CLI records yet: no test).
+            Agent::Codex | Agent::OpenCode | Agent::Pi | Agent::Gemini => (
                 n(u, "input_tokens") - n(u, "cache_read_tokens"),
                 n(u, "cache_read_tokens"),
                 0,
@@ -77,7 +78,14 @@ fn expected(agent: Agent, requests: &[ModelRequest]) -> TokenUsage {
         Agent::Aider => {
             Some(sum.input_tokens as f64 * 0.000001 + sum.output_tokens as f64 * 0.000002)
         }
-        Agent::Claude | Agent::Codex => None,
+        // Pi: its models.json, US dollars per million tokens.
+        Agent::Pi => Some(
+            (sum.input_tokens as f64 * 3.0
+                + sum.output_tokens as f64 * 15.0
+                + sum.cache_read_tokens as f64 * 0.3)
+                / 1e6,
+        ),
+        Agent::Claude | Agent::Codex | Agent::Gemini => None,
     };
     sum
 }
@@ -135,7 +143,16 @@ fn tokens_of_a_turn(agent: Agent) {
             // streamed, the API's usage.
             env.extra_env.push(("AIDER_STREAM".into(), "false".into()));
         }
-        Agent::Claude | Agent::Codex => {}
+        Agent::Pi => {
+            // Prices, so that Pi computes a cost.
+            let file = env.home.join(".pi/agent/models.json");
+            let mut config: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+            config["providers"]["mock"]["models"][0]["cost"] =
+                json!({"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75});
+            std::fs::write(&file, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+        }
+        _ => {}
     }
     env.owt_ok(
         &repo,
@@ -152,13 +169,19 @@ fn tokens_of_a_turn(agent: Agent) {
     model.wait_step_answered(if agent == Agent::Aider { 0 } else { 1 }, AGENT);
 
     // owt list --json: the session's tokens, once the agent wrote them.
-    wait_for_match(agent, &model, "owt list --json", || {
-        let list: SessionList = env.owt_json(&repo, ["list"]);
-        list.sessions
-            .iter()
-            .find(|s| s.name == name)
-            .and_then(|s| s.usage.clone())
-    });
+    wait_for_match(
+        || home_files(&env.home),
+        agent,
+        &model,
+        "owt list --json",
+        || {
+            let list: SessionList = env.owt_json(&repo, ["list"]);
+            list.sessions
+                .iter()
+                .find(|s| s.name == name)
+                .and_then(|s| s.usage.clone())
+        },
+    );
     assert_eq!(
         std::fs::read_to_string(worktree.join("hello.txt"))
             .unwrap_or_default()
@@ -170,12 +193,18 @@ fn tokens_of_a_turn(agent: Agent) {
 
     // owt usage --json: the same tokens per session, agent and day.
     let mut report: Option<UsageOutput> = None;
-    let want = wait_for_match(agent, &model, "owt usage --json", || {
-        let usage: UsageOutput = env.owt_json(&repo, ["usage", "--days", "1"]);
-        let session = usage.sessions.iter().find(|s| s.name == name).cloned();
-        report = Some(usage);
-        session.filter(|s| s.live).map(|s| s.tokens)
-    });
+    let want = wait_for_match(
+        || home_files(&env.home),
+        agent,
+        &model,
+        "owt usage --json",
+        || {
+            let usage: UsageOutput = env.owt_json(&repo, ["usage", "--days", "1"]);
+            let session = usage.sessions.iter().find(|s| s.name == name).cloned();
+            report = Some(usage);
+            session.filter(|s| s.live).map(|s| s.tokens)
+        },
+    );
     let usage = report.unwrap();
     let by_agent = usage
         .by_agent
@@ -203,6 +232,7 @@ fn tokens_of_a_turn(agent: Agent) {
 /// recorded (recomputed each time: an agent may still be sending); fails
 /// loudly with both after [`NOTICE`]. Returns the tokens matched.
 fn wait_for_match(
+    files_in_home: impl Fn() -> String,
     agent: Agent,
     model: &Model,
     what: &str,
@@ -217,13 +247,41 @@ fn wait_for_match(
         }
         if Instant::now() >= deadline {
             panic!(
-                "{}: {what} shows {got:?}, the model reported {want:?}; its log:\n{}",
+                "{}: {what} shows {got:?}, the model reported {want:?}; its log:\n{}\nfiles in HOME:\n{}",
                 agent.name(),
-                std::fs::read_to_string(&model.log).unwrap_or_default()
+                std::fs::read_to_string(&model.log).unwrap_or_default(),
+                files_in_home()
             );
         }
         std::thread::sleep(Duration::from_millis(250));
     }
+}
+
+/// The agent's files in the test's HOME (where its records are).
+fn home_files(home: &std::path::Path) -> String {
+    let out = std::process::Command::new("find")
+        .arg(home)
+        .args([
+            "-path",
+            "*/node_modules",
+            "-prune",
+            "-o",
+            "-type",
+            "f",
+            "-print",
+        ])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    out.lines()
+        .filter(|l| !l.contains("/skills/") && !l.contains("/snapshot/"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn pi_tokens() {
+    tokens_of_a_turn(Agent::Pi);
 }
 
 #[test]

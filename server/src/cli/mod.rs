@@ -117,12 +117,13 @@ pub enum Command {
     /// Counts sessions started, shipped, merged and deleted in this
     /// repository, and the tokens each agent recorded in its own files, per
     /// session, agent and day, with the cost where the agent reports one
-    /// (Aider, OpenCode). Records are read where each agent keeps them:
-    /// Claude Code's transcripts (~/.claude/projects), Codex's rollouts
-    /// ($CODEX_HOME/sessions), OpenCode's database
-    /// (~/.local/share/opencode), Aider's analytics log (owt asks Aider to
-    /// write one under $OWT_HOME/usage) or its chat history. Nothing leaves
-    /// the machine.
+    /// (Aider, OpenCode, Pi). Records are read where each agent keeps
+    /// them: Claude Code's transcripts (~/.claude/projects), Codex's
+    /// rollouts ($CODEX_HOME/sessions), OpenCode's database
+    /// (~/.local/share/opencode), Pi's sessions (~/.pi/agent/sessions),
+    /// Aider's analytics log (owt asks Aider to write one under
+    /// $OWT_HOME/usage) or its chat history. Gemini CLI's are not read yet.
+    /// Nothing leaves the machine.
     ///
     /// `in` counts input that was neither read from nor written to the
     /// prompt cache, so in + out + cache read + cache written is every

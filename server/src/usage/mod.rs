@@ -7,7 +7,8 @@
 //! `token_count` totals ([`codex`]); OpenCode keeps per-session totals in
 //! its SQLite database ([`opencode`]); Aider logs each message's tokens and
 //! cost to the analytics log owt asks it to write, and reports them in its
-//! chat history ([`aider`]). A record belongs to the session whose worktree
+//! chat history ([`aider`]); Pi writes a JSONL session per conversation
+//! under `~/.pi/agent/sessions/<mangled cwd>/` ([`pi`]). A record belongs to the session whose worktree
 //! it names (the transcript folder, the rollout's `cwd`, OpenCode's session
 //! directory, the checkout holding the chat history), from the moment the
 //! session was created.
@@ -29,6 +30,7 @@ pub mod aider;
 pub mod claude;
 pub mod codex;
 pub mod opencode;
+pub mod pi;
 mod time;
 
 use std::collections::BTreeMap;
@@ -154,6 +156,8 @@ pub struct Places {
     /// `$XDG_DATA_HOME/opencode/opencode.db`, else
     /// `~/.local/share/opencode/opencode.db`.
     pub opencode_db: Option<PathBuf>,
+    /// `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
+    pub pi_agent_dir: Option<PathBuf>,
     /// `$OWT_HOME/usage`: the logs owt asks agents to write (Aider's
     /// analytics log).
     pub owt_usage: PathBuf,
@@ -171,6 +175,8 @@ impl Places {
             opencode_db: var("XDG_DATA_HOME")
                 .or_else(|| home.as_ref().map(|h| h.join(".local/share")))
                 .map(|d| d.join("opencode/opencode.db")),
+            pi_agent_dir: var("PI_CODING_AGENT_DIR")
+                .or_else(|| home.as_ref().map(|h| h.join(".pi/agent"))),
             owt_usage: owt_home.join("usage"),
         }
     }
@@ -266,6 +272,7 @@ fn refresh_within(store: &Store, budget: &Budget, places: &Places, sessions: &[S
             }
             "opencode" => opencode::refresh(store, places, session),
             "aider" => aider::refresh(store, budget, places, session),
+            "pi" => pi::refresh(store, budget, places, session),
             _ => Ok(()),
         };
         if let Err(e) = result {
