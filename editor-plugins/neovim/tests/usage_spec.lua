@@ -1,13 +1,14 @@
 -- The tokens an agent recorded show on the board and in `:Owt list`. The
--- session runs the idle test agent under the name `claude`, and the test
+-- session runs the idle test agent under the name `claude` (the user's own
+-- config redefines it), and the test
 -- writes the transcript line Claude Code would (taken from a real Claude
 -- Code 2.1.197 transcript: 1007 input, 23 output, 511 cache-read and 45
 -- cache-write tokens) where Claude Code keeps it.
 local h = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
 
-h.setup({
-  [".owt.toml"] = ('[agent]\ndefault_tool = "claude"\n[tools.claude]\nbinary = "%s"\n'):format(h.idle_agent),
-})
+h.setup({ ["README.md"] = "# demo\n" })
+-- A repository may not redefine a built-in agent; the user's own config may.
+h.write(vim.env.XDG_CONFIG_HOME .. "/owt/config.toml", ('[tools.claude]\nbinary = "%s"\n'):format(h.idle_agent))
 local session
 
 local function line_of(buf, pattern)
@@ -22,7 +23,7 @@ h.run({
   {
     "a Claude Code session with a transcript",
     function()
-      session = h.new_session("count my tokens")
+      session = h.owt_json({ "new", "count my tokens", "--ai-tool", "claude" }).session
       h.eq("claude", session.provider, "the session's agent")
       local folder = ("%s/.claude/projects/%s"):format(vim.env.HOME, session.worktree:gsub("[^%w]", "-"))
       local line = vim.json.encode({
