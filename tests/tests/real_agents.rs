@@ -424,9 +424,17 @@ fn aider_files_are_not_work_and_not_overlaps() {
             ["new", "Look around", "--name", name, "--ai-tool", "aider"],
         );
     }
-    model.wait_for("both sessions' requests answered", AGENT, |rs| {
-        rs.iter().filter(|r| r.is_main() && r.end.is_some()).count() == 2
-    });
+    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        model.wait_for("both sessions' requests answered", AGENT, |rs| {
+            rs.iter().filter(|r| r.is_main() && r.end.is_some()).count() == 2
+        })
+    }));
+    if let Err(panic) = answered {
+        for name in names {
+            eprintln!("{name}:\n{}", env.owt_ok(&repo, ["peek", name]));
+        }
+        std::panic::resume_unwind(panic);
+    }
     for (name, worktree) in names.iter().zip(&worktrees) {
         owt_e2e::wait_until(
             &format!("{name} to write its history and to wait"),

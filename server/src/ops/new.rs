@@ -204,24 +204,28 @@ pub fn new_session(
 
     let _span = tracing::info_span!("session", session = %session.name).entered();
     tracing::info!(branch = %session.branch, provider = %resolved.provider.name, "creating the session");
+    // The agent's argv, checked before anything is created on disk: exec
+    // would refuse it later with a cryptic failure in the host.
     let mut env = ctx.config.config.agent.env.clone();
     env.extend(resolved.provider.env.clone());
-    // The agent's native status signals, for this session only.
+    // The agent's native status signals, for this session only (arguments,
+    // environment, files under $OWT_HOME: nothing in the worktree).
     let integration = std::env::current_exe()
         .map_err(|e| e.to_string())
         .and_then(|owt| {
             provider::integration::prepare(&resolved.provider.name, mode, &owt, &ctx.home, &env)
                 .map_err(|e| e.to_string())
-        })
-        .unwrap_or_else(|e| {
+        });
+    let integration = match integration {
+        Ok(integration) => integration,
+        Err(e) => {
             warnings.push(format!(
                 "owt will read {}'s status from its screen only: {e}",
                 resolved.provider.name
             ));
             provider::integration::Integration::default()
-        });
-    // The agent's argv, checked before anything is created on disk: exec
-    // would refuse it later with a cryptic failure in the host.
+        }
+    };
     let launch = first_prompt(ctx, &session, req)
         .and_then(|prompt| {
             let prompt = if req.raw { task.to_string() } else { prompt };
@@ -234,7 +238,7 @@ pub fn new_session(
         })
         .and_then(|launch| {
             env.extend(launch.env.clone());
-            env.extend(integration.env.clone());
+            env.extend(integration.env);
             check_exec(&resolved.binary_path, &launch.argv, &env)?;
             Ok((launch, env))
         });
@@ -322,14 +326,20 @@ pub fn new_session(
             resolved.provider.name
         )),
     }
-    // The files the agent writes into its checkout on its own (Aider's
-    // history and caches) are kept out of commits and the guard like owt's.
-    owt_files.extend(
-        provider::integration::own_files(&resolved.provider.name)
-            .iter()
-            .map(|p| OwnedFile::written(p)),
-    );
     if let Err(e) = super::owned::own(ctx, &session, &owt_files) {
+        warnings.push(format!(
+            "could not keep owt's own files out of commits: {e}"
+        ));
+    }
+    // The files the agent writes into its checkout on its own (Aider's
+    // history and caches) are kept out of commits and the guard the same
+    // way (patterns in `info/exclude`; `owt delete` treats them as any
+    // ignored file).
+    let agent_files: Vec<String> = provider::integration::own_files(&resolved.provider.name)
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    if let Err(e) = crate::git::exclude_paths(&ctx.repo, &agent_files) {
         warnings.push(format!(
             "could not keep owt's own files out of commits: {e}"
         ));
