@@ -352,6 +352,21 @@ pub fn new_session(
         "Starting {} in {}",
         resolved.provider.name, session.name
     ));
+    // Where the agent can keep an exact record of its tokens for owt.
+    let mut env = env;
+    let places = ctx.usage_places();
+    let record_env = crate::usage::agent_env(
+        &resolved.provider.name,
+        &places,
+        &session.short_id,
+        |name| env.contains_key(name) || std::env::var_os(name).is_some(),
+    );
+    if !record_env.is_empty() {
+        if let Err(e) = crate::usage::aider::prepare(&places) {
+            tracing::warn!("creating {}: {e}", places.owt_usage.display());
+        }
+        env.extend(record_env);
+    }
     let spec = HostSpec {
         session_id: session.id,
         session_name: session.name.clone(),
