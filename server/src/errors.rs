@@ -16,7 +16,6 @@ mod tests {
     use crate::config::ConfigError;
     use crate::git::GitError;
     use crate::guard::GuardError;
-    use crate::mcp::register::RegisterError;
     use crate::session::SessionError;
     use crate::ship::ShipError;
     use crate::store::StoreError;
@@ -53,11 +52,6 @@ mod tests {
             }
             .into(),
             ConfigError::Read {
-                path: path.clone(),
-                error: cause(),
-            }
-            .into(),
-            RegisterError::Read {
                 path: path.clone(),
                 error: cause(),
             }

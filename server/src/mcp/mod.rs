@@ -7,9 +7,10 @@
 //!   ([`Peers`]); the only code here that reads or writes facts, messages
 //!   and events;
 //! - [`server`]: the `rmcp` adapter — tool list, JSON schemas, argument
-//!   parsing, errors as MCP tool errors; no store calls;
-//! - [`register`]: writing the server into an agent's own MCP configuration
-//!   in a new worktree ([`register_mcp`]).
+//!   parsing, errors as MCP tool errors; no store calls.
+//!
+//! Registering the server with an agent in a new worktree is
+//! `provider::integration::claude::register_mcp` (core, not this edge).
 //!
 //! Invariants: the calling session is identified by the environment
 //! (`OWT_SESSION` = its short id, `OWT_HOME`), never by an argument the agent
@@ -23,7 +24,6 @@
 #![deny(clippy::print_stdout)]
 
 pub mod peers;
-pub mod register;
 pub mod server;
 
 use std::path::Path;
@@ -32,7 +32,6 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 pub use peers::{PeerError, Peers, ReportKind, SummaryFact};
-pub use register::{register_mcp, RegisterError};
 
 /// Fact kinds the MCP tools record (`facts.kind`), beside
 /// [`crate::status::kind::REPORT`].

@@ -310,8 +310,9 @@ pub fn new_session(
     } else {
         resolved.provider.hooks
     };
-    match session::install_hooks(hooks, &session.worktree_path) {
-        Ok(()) => owt_files.extend(hooks_file(hooks).map(|p| OwnedFile::written(&p))),
+    match provider::integration::claude::install_hooks(hooks, &session.worktree_path) {
+        Ok(_) => owt_files
+            .extend(provider::integration::claude::hooks_file(hooks).map(OwnedFile::written)),
         Err(e) => warnings.push(format!(
             "could not install {} hooks: {e}",
             resolved.provider.name
@@ -320,7 +321,7 @@ pub fn new_session(
     let register = if in_place {
         Ok(Vec::new())
     } else {
-        crate::mcp::register_mcp(&resolved.provider.name, &session.worktree_path)
+        provider::integration::claude::register_mcp(&resolved.provider.name, &session.worktree_path)
     };
     match register {
         Ok(written) => owt_files.extend(written.iter().filter_map(|p| {
@@ -469,15 +470,6 @@ fn switch_in_place(
         git.run(["switch", "--quiet", branch])?;
     }
     Ok(())
-}
-
-/// The file an agent's hooks live in, relative to its worktree.
-fn hooks_file(hooks: crate::provider::Hooks) -> Option<String> {
-    match hooks {
-        crate::provider::Hooks::None => None,
-        crate::provider::Hooks::Claude => Some(".claude/settings.local.json".into()),
-        crate::provider::Hooks::Droid => Some(".factory/settings.json".into()),
-    }
 }
 
 /// Fact kind of an agent's own summary of what it is doing (MCP `set_summary`).

@@ -39,7 +39,7 @@ use crate::status::{self, kind, Derived, ExitFact, HostFact, SessionFacts};
 use crate::store::{now_ms, SessionRow, Store};
 
 pub use client::{HostConn, HostJournal};
-pub use hooks::{install_hooks, record_hook};
+pub use hooks::record_hook;
 
 /// What went wrong with a session host. Each variant prints its cause in
 /// its own message (none is also a `source`: `{:#}` says it once).

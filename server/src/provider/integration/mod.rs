@@ -3,9 +3,10 @@
 //! than reading its screen), and which files each agent writes into its
 //! checkout (kept out of commits and the guard like owt's own).
 //!
-//! Invariant: nothing here touches the user's own configuration or writes
-//! into the worktree. An integration is command-line arguments and
-//! environment for this one session, plus files under `$OWT_HOME`. Each was
+//! Invariant: nothing here touches the user's own configuration. An
+//! integration is command-line arguments and environment for this one
+//! session, plus files under `$OWT_HOME` (and, for Claude Code and Droid,
+//! owt's own entries merged into the worktree's settings). Each was
 //! checked against the real CLI (versions in `docs/providers.md`):
 //! - Codex ([`codex`]): its desktop notifications, written to the terminal
 //!   as `OSC 9` (approval requested, turn complete), which the host reads;
@@ -17,11 +18,15 @@
 //!   the human.
 //! - Pi ([`pi`]): an extension (`-e FILE`) that reports agent runs starting
 //!   and ending to `owt hook`.
-//! - Claude Code and Droid: hooks in the worktree's settings
-//!   (`session::hooks`).
+//! - Claude Code and Droid ([`claude`]): hooks in the worktree's settings,
+//!   and Claude Code's registration of `owt mcp` — the only files an
+//!   integration writes into a worktree (merged through the one JSON edit
+//!   helper, [`json_file`]; `ops::owned` keeps them out of commits).
 
 pub mod aider;
+pub mod claude;
 pub mod codex;
+pub mod json_file;
 pub mod opencode;
 pub mod pi;
 
@@ -39,6 +44,12 @@ pub enum IntegrationError {
     },
     #[error("{0}")]
     Invalid(String),
+    /// An agent settings file owt leaves alone.
+    #[error("{}: {problem}; not touching it", path.display())]
+    Settings {
+        path: std::path::PathBuf,
+        problem: String,
+    },
 }
 
 /// What a session's launch gains for owt to hear the agent.
