@@ -52,7 +52,7 @@ fn run(mut state: State, rx: Receiver<Event>) {
     // Every event but the tick is work (the watcher's and the git
     // refresher's work ends in an event too); the heap is trimmed once it
     // is over.
-    let mut trimmer = crate::memory::Trimmer::new();
+    let mut trimmer = owt_core::memory::Trimmer::new();
     loop {
         let wake = [state.guard.overrides_due, trimmer.due()]
             .into_iter()

@@ -12,8 +12,8 @@ use std::sync::mpsc::{RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use super::event::Event;
-use crate::ops::guard::SnapshotGitFact;
-use crate::ops::{self, Context};
+use owt_core::ops::guard::SnapshotGitFact;
+use owt_core::ops::{self, Context};
 
 /// How often every session's git facts are re-read while no Conflict
 /// Guard watches the worktrees.

@@ -19,8 +19,8 @@ use std::path::PathBuf;
 
 use owt_protocol::guard::{GuardPair, Level};
 
-use crate::guard::{GuardEngine, GuardUpdate, Hunk};
-use crate::ops::guard::SnapshotGitFact;
+use owt_core::guard::{GuardEngine, GuardUpdate, Hunk};
+use owt_core::ops::guard::SnapshotGitFact;
 
 /// A participant, as diagnostics need it.
 #[derive(Debug, Clone, PartialEq)]

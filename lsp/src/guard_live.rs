@@ -32,8 +32,8 @@ use super::guard_view::{Applied, GuardDelta, GuardView};
 use super::outbox::Outgoing;
 use super::sessions;
 use super::state::State;
-use crate::guard::{GuardEngine, GuardUpdate, GuardWatcher, YOU};
-use crate::ops;
+use owt_core::guard::{GuardEngine, GuardUpdate, GuardWatcher, YOU};
+use owt_core::ops;
 
 /// How long the watcher collects file events before updating the guard.
 const GUARD_DEBOUNCE: Duration = Duration::from_millis(20);
@@ -181,7 +181,7 @@ fn watcher_callback(
 ) -> impl FnMut(&GuardEngine, &GuardUpdate) + Send + 'static {
     let tx = state.tx.clone();
     let git = state.git.as_ref().map(|git| git.sender());
-    let mut store = crate::store::Store::open(home).ok();
+    let mut store = owt_core::store::Store::open(home).ok();
     move |engine, update| {
         let generation = generation.fetch_add(1, Ordering::SeqCst) + 1;
         let mut git_facts = Vec::new();

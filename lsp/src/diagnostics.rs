@@ -18,7 +18,7 @@ use tower_lsp_server::ls_types::*;
 
 use super::convert::{line_range, path_to_uri};
 use super::guard_view::{GuardView, LivePair};
-use crate::guard::YOU;
+use owt_core::guard::YOU;
 
 /// Maps 1-based base line numbers to 0-based current line numbers.
 pub struct LineMap {

@@ -2,7 +2,7 @@
 //! tool reads from and writes to the store. [`super::server`] only parses
 //! arguments and formats these results.
 //!
-//! Invariants: every write goes through [`crate::store::Store`]; results are
+//! Invariants: every write goes through [`owt_core::store::Store`]; results are
 //! plain serde values (the tools' JSON output); errors are [`PeerError`]s
 //! whose messages tell the agent what to do instead.
 
@@ -14,10 +14,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::kind;
-use crate::git;
-use crate::ops::{self, list, Context};
-use crate::status::{self, derive_status, ReportFact, SessionFacts};
-use crate::store::{now_ms, SessionRow, Store, StoreError};
+use owt_core::git;
+use owt_core::ops::{self, list, Context};
+use owt_core::status::{self, derive_status, ReportFact, SessionFacts};
+use owt_core::store::{now_ms, SessionRow, Store, StoreError};
 
 /// What the human is called in messages (the sender with no session).
 pub const HUMAN: &str = "human";
@@ -154,7 +154,7 @@ pub struct PeerFile {
     pub hunks: Vec<HunkView>,
 }
 
-/// One hunk of a guard fact (the shape of `crate::guard::Hunk`).
+/// One hunk of a guard fact (the shape of `owt_core::guard::Hunk`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HunkView {
     pub old_start: u32,
@@ -163,7 +163,7 @@ pub struct HunkView {
     pub new_lines: u32,
 }
 
-/// The part of the Conflict Guard's fact (`crate::guard::GuardFact`) this
+/// The part of the Conflict Guard's fact (`owt_core::guard::GuardFact`) this
 /// module reads; unknown fields are ignored, so the guard may grow.
 #[derive(Debug, Clone, Default, Deserialize)]
 struct GuardFactView {
@@ -558,7 +558,7 @@ mod tests {
 
     #[test]
     fn reads_the_guard_fact_shape() {
-        // As `crate::guard::GuardFact` serializes (guard branch).
+        // As `owt_core::guard::GuardFact` serializes (guard branch).
         let stored = serde_json::json!({
             "snapshot": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
             "head": "abc", "merge_base": "def",

@@ -16,7 +16,7 @@
 //! (`OWT_SESSION` = its short id, `OWT_HOME`), never by an argument the agent
 //! types; without `OWT_SESSION` the caller is the human and only the tools
 //! that need no sender identity work for it. The server reads and writes the
-//! store only through [`crate::store`]; it never writes to a git worktree
+//! store only through [`owt_core::store`]; it never writes to a git worktree
 //! (reading a peer's changed paths, when the Conflict Guard has not recorded
 //! them yet, is the one git read). Stdout is the protocol: nothing here
 //! prints.
@@ -34,11 +34,11 @@ use anyhow::Context as _;
 pub use peers::{PeerError, Peers, ReportKind, SummaryFact};
 
 /// Fact kinds the MCP tools record (`facts.kind`), beside
-/// [`crate::status::kind::REPORT`].
+/// [`owt_core::status::kind::REPORT`].
 pub mod kind {
     /// [`super::SummaryFact`]: what the agent says it is working on.
     pub const SUMMARY: &str = "summary";
-    /// The Conflict Guard's per-session fact (`crate::guard::GuardFact`):
+    /// The Conflict Guard's per-session fact (`owt_core::guard::GuardFact`):
     /// read by `get_peer_files`.
     pub const GUARD: &str = "guard";
 }

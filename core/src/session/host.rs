@@ -780,7 +780,7 @@ fn type_text(shared: &Shared, text: &str, enter: bool) {
 /// submission per line: one bracketed paste when the agent enabled paste
 /// mode; else Aider's own multi-line form (`{owt` … `owt}`); else, for
 /// programs with no known multi-line form, the lines joined by spaces.
-pub(crate) fn typed_bytes(provider: &str, text: &str, paste_mode: bool) -> Vec<u8> {
+pub fn typed_bytes(provider: &str, text: &str, paste_mode: bool) -> Vec<u8> {
     if !text.contains('\n') {
         return text.as_bytes().to_vec();
     }
@@ -1035,7 +1035,7 @@ mod erased {
 }
 
 /// The screen as text; with `scrollback`, the lines above it too.
-pub(crate) fn screen_view(parser: &mut vt100::Parser, scrollback: bool) -> ScreenView {
+pub fn screen_view(parser: &mut vt100::Parser, scrollback: bool) -> ScreenView {
     let screen = parser.screen();
     let (rows, cols) = screen.size();
     let cursor = screen.cursor_position();
@@ -1222,7 +1222,7 @@ fn error_reply(message: String) -> Reply {
 /// The first frame of a connection, checked (pure: no I/O), its size
 /// clamped like a resize. `Err` is the message of the `Error` frame the
 /// host answers before hanging up.
-pub(crate) fn decode_hello(frame: &proto::Frame) -> Result<proto::Hello, String> {
+pub fn decode_hello(frame: &proto::Frame) -> Result<proto::Hello, String> {
     if frame.kind != FrameKind::Hello {
         return Err(format!(
             "expected a hello frame first, got {:?}",
@@ -1253,7 +1253,7 @@ pub(crate) fn decode_hello(frame: &proto::Frame) -> Result<proto::Hello, String>
 /// no I/O; [`handle_request`] carries it out). Sizes are clamped to
 /// [`MAX_ROWS`] × [`MAX_COLS`].
 #[derive(Debug, PartialEq)]
-pub(crate) enum Request<'a> {
+pub enum Request<'a> {
     /// Keys for the PTY.
     Input(&'a [u8]),
     Resize {
@@ -1271,7 +1271,7 @@ pub(crate) enum Request<'a> {
     Invalid(String),
 }
 
-pub(crate) fn decode_request(frame: &proto::Frame) -> Request<'_> {
+pub fn decode_request(frame: &proto::Frame) -> Request<'_> {
     match frame.kind {
         FrameKind::Input => Request::Input(&frame.payload),
         FrameKind::Resize => match frame.json::<Resize>() {

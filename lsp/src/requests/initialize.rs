@@ -7,7 +7,7 @@ use tower_lsp_server::ls_types::*;
 use super::super::convert::uri_to_path;
 use super::super::event::Reply;
 use super::super::state::State;
-use crate::ops::Context;
+use owt_core::ops::Context;
 
 pub fn handle(state: &mut State, params: InitializeParams, reply: Reply<InitializeResult>) {
     #[allow(deprecated)]
@@ -47,7 +47,7 @@ pub fn handle(state: &mut State, params: InitializeParams, reply: Reply<Initiali
                 // What a cloned repository's own files were not allowed to
                 // do: said after `initialized` (the client takes messages
                 // only then).
-                state.trust_notice = crate::ops::trust::notice(&ctx);
+                state.trust_notice = owt_core::ops::trust::notice(&ctx);
                 state.ctx = Some(ctx)
             }
             Err(e) => tracing::warn!("{}: not an owt workspace: {e:#}", root.display()),

@@ -18,8 +18,8 @@ use owt_e2e::{ten_lines, with_line, TestEnv};
 use serde_json::{json, Value};
 
 use super::test_server::{path_of, TestServer};
-use crate::ops::Context;
-use crate::store::NewSession;
+use owt_core::ops::Context;
+use owt_core::store::NewSession;
 
 /// A repository made from a fixture: its main checkout and every session's
 /// worktree.

@@ -17,7 +17,7 @@ use super::git_refresher::GitRefresher;
 use super::guard_live::GuardLive;
 use super::outbox::Outbox;
 use super::sessions::SessionWatch;
-use crate::ops::Context;
+use owt_core::ops::Context;
 
 /// An open document, as the editor has it.
 pub struct Document {

@@ -37,7 +37,8 @@ mod convert;
 mod diagnostics;
 mod event;
 pub mod framing;
-pub(crate) mod fuzzing;
+#[doc(hidden)]
+pub mod fuzzing;
 mod git_refresher;
 mod guard_live;
 mod guard_view;
@@ -62,10 +63,10 @@ use tower_lsp_server::{LspService, Server};
 
 /// Runs the server on stdin/stdout until the client exits.
 pub fn run() -> anyhow::Result<()> {
-    crate::memory::configure_allocator();
+    owt_core::memory::configure_allocator();
     // Without a home for the store the server still answers, with no
     // repository (`initialize` says why in the log).
-    let home = crate::ops::owt_home().map_err(|e| format!("{e:#}"));
+    let home = owt_core::ops::owt_home().map_err(|e| format!("{e:#}"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("owt-lsp")

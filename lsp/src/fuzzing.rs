@@ -1,5 +1,5 @@
 //! The checks of the `lsp_framing` fuzz target (see
-//! [`crate::fuzzing::lsp_framing`]): the input guard, then JSON-RPC, params
+//! `owt::fuzzing::lsp_framing`): the input guard, then JSON-RPC, params
 //! and position decoding as the server does them. Here because only this
 //! module knows LSP types.
 
@@ -20,8 +20,8 @@ use super::requests::code_action;
 /// 4 KiB is dropped, and whether it is depends on what has arrived.)
 const SPLIT_INDEPENDENT_LEN: usize = 4096;
 
-/// See [`crate::fuzzing::lsp_framing`].
-pub(crate) fn lsp_framing(data: &[u8]) {
+/// See `owt::fuzzing::lsp_framing`.
+pub fn lsp_framing(data: &[u8]) {
     let Some((&seed, input)) = data.split_first() else {
         return;
     };

@@ -13,9 +13,9 @@ use super::git_refresher::{GitPoke, GitRefresher};
 use super::guard_live;
 use super::outbox::Outgoing;
 use super::state::State;
-use crate::ops::guard::SnapshotGitFact;
-use crate::ops::{self, Context};
-use crate::status::{kind, GitFact, ReportFact};
+use owt_core::ops::guard::SnapshotGitFact;
+use owt_core::ops::{self, Context};
+use owt_core::status::{kind, GitFact, ReportFact};
 
 /// What was last told to the editor about sessions.
 #[derive(Default)]

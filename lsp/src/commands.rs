@@ -17,8 +17,8 @@ use super::event::Event;
 use super::progress::Progress;
 use super::state::State;
 use super::terminal;
-use crate::ops::{self, merge::MergeOptions, new::NewRequest, Context};
-use crate::session;
+use owt_core::ops::{self, merge::MergeOptions, new::NewRequest, Context};
+use owt_core::session;
 
 /// Why a command did not run.
 #[derive(Debug)]
