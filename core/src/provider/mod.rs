@@ -178,6 +178,17 @@ impl Provider {
         self.launch_with(binary_path, prompt, mode, &[])
     }
 
+    /// Whether the agent can be started in `mode` at all (a headless
+    /// session needs the agent's headless form).
+    pub fn supports(&self, mode: LaunchMode) -> Result<(), ProviderError> {
+        if mode == LaunchMode::Headless && self.headless.is_none() {
+            return Err(ProviderError::NoHeadless {
+                name: self.name.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// As [`Provider::launch`], with `extra` arguments after the agent's
     /// own and before the prompt (an integration's, see [`integration`]).
     pub fn launch_with(
