@@ -47,7 +47,7 @@ pub fn run(ctx_dir: Option<&Path>, json: bool, args: Args) -> anyhow::Result<Exi
         Some(name) => vec![ctx.session(&name)?],
         None => {
             let mut out = Vec::new();
-            for row in ctx.store.sessions(ctx.repo_row.id)? {
+            for row in ctx.store.all_sessions(ctx.repo_row.id)? {
                 let derived = session::derived_status(&ctx.store, &ctx.home, &row)?;
                 let wanted = if args.working {
                     derived.status == Status::Working

@@ -60,6 +60,7 @@ pub fn compute(ctx: &Context) -> anyhow::Result<GuardEngine> {
             .add_participant(participant)
             .with_context(|| format!("opening the checkout of {name}"))?;
     }
+    crate::remote::add_guard_participants(ctx, &mut engine)?;
     engine
         .full_recompute()
         .context("computing the conflict guard")?;
@@ -72,7 +73,9 @@ pub fn record_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<()> {
         let Some(session_id) = participant.session_id else {
             continue;
         };
-        if let Some(fact) = engine.guard_fact(&participant.id) {
+        // A remote session's git facts come from its machine.
+        let remote = participant.worktree.as_os_str().is_empty();
+        if let Some(fact) = engine.guard_fact(&participant.id).filter(|_| !remote) {
             // Commits ahead and changed paths fall out of the snapshot: no
             // second scan of the worktree for `owt list` and the board.
             let git_fact = status::GitFact {

@@ -281,6 +281,8 @@ fn path_diagnostics(
         .participants
         .iter()
         .find(|p| p.name == other)
+        // A session on a remote has no copy on this machine to point at.
+        .filter(|p| !p.worktree.is_empty())
         .map(|p| PathBuf::from(&p.worktree));
     ranges
         .iter()

@@ -546,7 +546,8 @@ impl State {
         let members: Vec<(String, PathBuf)> = self
             .sessions
             .iter()
-            .filter(|s| Path::new(&s.worktree).is_dir())
+            // Remote sessions take part through their fetched snapshots.
+            .filter(|s| s.remote.is_some() || Path::new(&s.worktree).is_dir())
             .map(|s| (s.name.clone(), PathBuf::from(&s.worktree)))
             .collect();
         if self.guard.as_ref().is_some_and(|g| g.members == members) {

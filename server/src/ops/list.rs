@@ -22,9 +22,14 @@ pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
 
 /// Every session, reconciled with its host; git facts re-read only when
 /// `refresh_git` (they cost a `git status` per worktree). Overlap counts are
-/// read as stored (the LSP's live guard keeps them current).
+/// read as stored (the LSP's live guard keeps them current). Sessions on
+/// remotes are included (their facts come through their bridge, started
+/// here when it does not run).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
-    let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    let rows = ctx.store.all_sessions(ctx.repo_row.id)?;
+    if rows.iter().any(|row| row.remote().is_some()) {
+        crate::remote::keeper::ensure_all(ctx);
+    }
     rows.iter()
         .map(|row| session_view_with(ctx, row, refresh_git))
         .collect()
@@ -66,7 +71,8 @@ fn session_view_with(
 
 /// Records commits ahead and changed paths when they changed.
 fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
-    if !row.worktree_path.exists() {
+    // A remote session's git facts come from its machine.
+    if row.remote().is_some() || !row.worktree_path.exists() {
         return;
     }
     let ahead = ctx
@@ -124,13 +130,17 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
 /// The protocol view of a session (pure).
 pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
     let derived = derive_status(facts, now);
+    let remote = row.remote();
     SessionView {
         name: row.name.clone(),
         id: row.short_id.clone(),
         task: row.task.clone(),
         branch: row.branch.clone(),
         base: row.base_branch.clone(),
-        worktree: row.worktree_path.to_string_lossy().into_owned(),
+        worktree: match &remote {
+            Some((remote, path)) => format!("{remote}:{path}"),
+            None => row.worktree_path.to_string_lossy().into_owned(),
+        },
         provider: row.provider.clone(),
         kind: if row.kind == "branch" {
             SessionKind::Branch
@@ -152,6 +162,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .map(|c| c.files.clone())
             .unwrap_or_default(),
         agent_pid: facts.host.as_ref().and_then(|(h, _)| h.agent_pid),
+        remote: remote.map(|(remote, _)| remote.to_string()),
     }
 }
 
