@@ -8,6 +8,7 @@
 //! test leaves agents behind.
 
 pub mod lsp;
+pub mod remote;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -104,6 +104,14 @@ impl Ssh {
     /// Makes sure the shared connection is up: starts the master (in the
     /// background, detached from every pipe of ours) when none answers.
     pub fn ensure_master(&self) -> Result<(), RemoteError> {
+        if let Some(dir) = self.control_path.parent() {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::create_dir_all(dir)
+                .and_then(|()| {
+                    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                })
+                .map_err(|e| RemoteError::Io(format!("creating {}: {e}", dir.display())))?;
+        }
         let mut check = self.base();
         check
             .args(["-O", "check", "--", &self.remote.host])
