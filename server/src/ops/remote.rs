@@ -136,16 +136,15 @@ pub fn check(ctx: &Context, name: &str) -> anyhow::Result<RemoteCheck> {
             check.bridge_protocol = Some(info.bridge_protocol);
             check.compatible = info.bridge_protocol == BRIDGE_PROTOCOL_VERSION;
             if !check.compatible {
-                check.problems.push(format!(
-                    "{}",
+                check.problems.push(
                     owt_protocol::bridge::mismatch_message(
                         info.bridge_protocol,
                         &info.version,
                         BRIDGE_PROTOCOL_VERSION,
                         env!("CARGO_PKG_VERSION"),
                     )
-                    .replace("NAME", &remote.name)
-                ));
+                    .replace("NAME", &remote.name),
+                );
             }
             check.clone_ok = info.repository.is_some();
             check.remote_base_tip = info.base_tip.clone();
@@ -692,7 +691,7 @@ pub fn merge(
         Err(e) => {
             // The merge changed nothing (or restored its worktree): the
             // short-lived checkout goes, unless conflicts were left in it.
-            if !crate::ship::in_progress(&checkout).is_some() {
+            if crate::ship::in_progress(&checkout).is_none() {
                 let _ = ctx.repo.remove_worktree(&checkout);
             }
             return Err(e);
