@@ -75,7 +75,7 @@ export function sessionTooltip(s: SessionView): string {
 
 /** Whether the agent process (and its session host) can still be reached. */
 export function isAlive(s: SessionView): boolean {
-  return s.status !== 'exited' && !s.host_lost;
+  return s.status !== 'exited' && s.status !== 'unreachable' && !s.host_lost;
 }
 
 /** The row actions a session offers, in menu order. */
@@ -114,6 +114,8 @@ export function statusIcon(s: SessionView): string {
       return s.exit_code === 0 ? 'circle-slash' : 'error';
     case 'conflict':
       return 'git-merge';
+    case 'unreachable':
+      return 'debug-disconnect';
   }
 }
 

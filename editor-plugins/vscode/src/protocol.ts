@@ -12,7 +12,8 @@ export type Status =
   | 'blocked'
   | 'done'
   | 'exited'
-  | 'conflict';
+  | 'conflict'
+  | 'unreachable';
 
 /** Board lane (`owt_protocol::Lane`, kebab-case). */
 export type Lane = 'needs-you' | 'ready-to-ship' | 'in-flight';
@@ -41,6 +42,8 @@ export interface SessionView {
   overlaps: number;
   conflicted_files: string[];
   agent_pid: number | null;
+  /** The remote (`[remotes.NAME]`) the session runs on; absent or null here. */
+  remote?: string | null;
 }
 
 /** `owt_protocol::BoardLane`. */

@@ -115,6 +115,12 @@ describe('tree model', () => {
 
     const conflict = model.sessionNode(session({ name: 'c', status: 'conflict', ahead: 1, conflicted_files: ['x'] }));
     assert.deepEqual(conflict.actions, ['attach', 'peek', 'send', 'delete']);
+
+    // A remote session whose machine cannot be reached: nothing to attach to.
+    const away = model.sessionNode(
+      session({ name: 'devbox:x', status: 'unreachable', remote: 'devbox', ahead: 1 }),
+    );
+    assert.deepEqual(away.actions, ['merge', 'ship', 'delete']);
   });
 
   it('context values match the menu `when` clauses of package.json', () => {
@@ -126,7 +132,7 @@ describe('tree model', () => {
   });
 
   it('gives every status an icon', () => {
-    const statuses = ['starting', 'working', 'idle', 'needs-input', 'blocked', 'done', 'exited', 'conflict'] as const;
+    const statuses = ['starting', 'working', 'idle', 'needs-input', 'blocked', 'done', 'exited', 'conflict', 'unreachable'] as const;
     for (const status of statuses) {
       assert.ok(model.statusIcon(session({ name: 's', status })).length > 0, status);
     }
