@@ -30,6 +30,9 @@ pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Ve
     if rows.iter().any(|row| row.remote().is_some()) {
         crate::remote::keeper::ensure_all(ctx);
     }
+    // Token records are read from this machine's agent files only.
+    let local: Vec<SessionRow> = rows.iter().filter(|r| r.remote().is_none()).cloned().collect();
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), &local);
     rows.iter()
         .map(|row| session_view_with(ctx, row, refresh_git))
         .collect()
@@ -51,6 +54,7 @@ pub fn refresh_git_facts(
 
 /// One session, reconciled.
 pub fn session_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), std::slice::from_ref(row));
     session_view_with(ctx, row, true)
 }
 
@@ -66,7 +70,9 @@ fn session_view_with(
         refresh_git_fact(ctx, row);
     }
     let facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
-    Ok(view(row, &facts, now_ms()))
+    let mut view = view(row, &facts, now_ms());
+    view.usage = ctx.store.session_usage(&row.short_id)?;
+    Ok(view)
 }
 
 /// Records commits ahead and changed paths when they changed.
@@ -127,7 +133,8 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
     }
 }
 
-/// The protocol view of a session (pure).
+/// The protocol view of a session (pure; its token `usage` is filled in
+/// from the store by the caller).
 pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
     let derived = derive_status(facts, now);
     let remote = row.remote();
@@ -161,7 +168,13 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .as_ref()
             .map(|c| c.files.clone())
             .unwrap_or_default(),
-        agent_pid: facts.host.as_ref().and_then(|(h, _)| h.agent_pid),
+        // A pid on another machine means nothing here.
+        agent_pid: facts
+            .host
+            .as_ref()
+            .and_then(|(h, _)| h.agent_pid)
+            .filter(|_| remote.is_none()),
+        usage: None,
         remote: remote.map(|(remote, _)| remote.to_string()),
     }
 }

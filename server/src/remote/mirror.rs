@@ -3,8 +3,7 @@
 //! down.
 //!
 //! Invariants: only the fact kinds in [`MIRRORED`] are copied (the guard's
-//! own facts are recomputed here, the host's pids and sockets mean nothing
-//! here); times are shifted into this machine's clock; a session is removed
+//! own facts are recomputed here); times are shifted into this machine's clock; a session is removed
 //! here only when a connected remote says it is gone (a full list without
 //! it, or a removal), never because the remote cannot be reached.
 
@@ -16,8 +15,11 @@ use crate::status::{kind, UnreachableFact};
 use crate::store::{RemoteSessionRecord, Store, StoreError};
 
 /// Fact kinds copied from a remote session (what [`crate::status`] and the
-/// first prompt read); the rest stay there.
+/// first prompt read); the rest stay there. (`host` says, among others,
+/// whether the run is headless; its pids and socket are the remote's, so
+/// nothing here reconciles or signals a remote session.)
 pub const MIRRORED: &[&str] = &[
+    kind::HOST,
     kind::OUTPUT,
     kind::INPUT,
     kind::EXIT,
@@ -252,7 +254,7 @@ mod tests {
         };
         let applied = mirror.apply(&mut store, &push, local_now).unwrap();
         assert_eq!(applied.sessions, ["devbox:fix-login"]);
-        assert_eq!(applied.facts_written, 2);
+        assert_eq!(applied.facts_written, 3);
         let row = store
             .session_by_name(repo.id, "devbox:fix-login")
             .unwrap()
@@ -264,7 +266,7 @@ mod tests {
             .into_iter()
             .map(|f| f.kind)
             .collect();
-        assert_eq!(kinds, ["conflict", "output"]);
+        assert_eq!(kinds, ["conflict", "host", "output"]);
         assert_eq!(
             status_of(&store, repo.id, "devbox:fix-login", local_now).1,
             "conflict in 1 file"
