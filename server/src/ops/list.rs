@@ -31,7 +31,11 @@ pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Ve
         crate::remote::keeper::ensure_all(ctx);
     }
     // Token records are read from this machine's agent files only.
-    let local: Vec<SessionRow> = rows.iter().filter(|r| r.remote().is_none()).cloned().collect();
+    let local: Vec<SessionRow> = rows
+        .iter()
+        .filter(|r| r.remote().is_none())
+        .cloned()
+        .collect();
     crate::usage::refresh(&ctx.store, &ctx.usage_places(), &local);
     rows.iter()
         .map(|row| session_view_with(ctx, row, refresh_git))

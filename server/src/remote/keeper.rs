@@ -308,6 +308,10 @@ impl Keeper {
                 Err(e) => format!("{e:#}"),
             };
             *self.route.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            if self.idle_long_enough() {
+                // No session left to be unreachable: end without a retry.
+                continue;
+            }
             if started.elapsed() > Duration::from_secs(30) {
                 backoff = BACKOFF_FIRST;
             }
@@ -530,6 +534,10 @@ impl Keeper {
                 Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the bridge's reader ended"),
             };
             if Instant::now() >= next_ping {
+                if self.idle_long_enough() {
+                    // Every session of this remote is gone here: done.
+                    return Ok(());
+                }
                 if last_pong.elapsed() > PING_DEADLINE {
                     anyhow::bail!(
                         "the remote's owt stopped answering for {}s",
