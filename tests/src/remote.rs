@@ -4,7 +4,8 @@
 //!
 //! The tests run as root (as CI does): [`RemoteUser::ensure`] creates the
 //! account (`useradd`, once; later runs reuse it — it is idempotent) and
-//! empties its home of what an earlier run left. [`Sshd`] runs
+//! empties its home of what an earlier run left, holding a lock on the
+//! account so that two runs on one machine take turns. [`Sshd`] runs
 //! `/usr/sbin/sshd -D` with its own configuration (public keys only, that
 //! user only, no PAM), and writes an `ssh_config` with a `Host` alias for
 //! it, given to owt as `OWT_SSH_COMMAND="ssh -F …"` (the user's own `ssh`,
@@ -14,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Why the remote tests cannot run here, if they cannot (not root, no
@@ -53,6 +54,10 @@ pub struct RemoteUser {
     pub uid: u32,
     pub gid: u32,
     pub home: PathBuf,
+    /// Held while the account is in use: a second test run on the same
+    /// machine (another checkout's `scripts/test`) waits for it instead of
+    /// killing this run's processes and emptying its home.
+    _lock: std::fs::File,
 }
 
 /// `useradd` holds a lock on /etc/passwd: one at a time in this process.
@@ -64,6 +69,7 @@ impl RemoteUser {
     /// whatever an earlier run left is killed and removed; `.gitconfig`
     /// holds an identity for commits made there.
     pub fn ensure(name: &str) -> RemoteUser {
+        let lock = lock_account(name);
         {
             let _guard = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
             let exists = Command::new("id")
@@ -98,6 +104,7 @@ impl RemoteUser {
             uid,
             gid,
             home,
+            _lock: lock,
         };
         user.kill_processes();
         if let Ok(entries) = std::fs::read_dir(&user.home) {
@@ -215,23 +222,29 @@ impl Drop for RemoteUser {
     }
 }
 
-/// The owt binary, copied once per test process to a folder every account
-/// can read: what `[remotes.NAME] owt` points at in tests that do not test
-/// `owt remote install` itself.
-pub fn shared_owt() -> PathBuf {
-    static SHARED: OnceLock<PathBuf> = OnceLock::new();
-    SHARED
-        .get_or_init(|| {
-            use std::os::unix::fs::PermissionsExt;
-            let dir = PathBuf::from(format!("/var/tmp/owt-e2e-bin-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-            let bin = dir.join("owt");
-            std::fs::copy(crate::owt_bin(), &bin).unwrap();
-            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-            bin
-        })
-        .clone()
+/// An exclusive lock on `/run/lock/owt-e2e-<name>.lock` (waits for another
+/// holder; the kernel drops it when the holder dies, so nothing stale stays).
+fn lock_account(name: &str) -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let dir = Path::new("/run/lock");
+    let dir = if dir.is_dir() { dir } else { Path::new("/tmp") };
+    let path = dir.join(format!("owt-e2e-{name}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("opening {}: {e}", path.display()));
+    // SAFETY: flock(2) on a descriptor this function owns.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(
+        rc,
+        0,
+        "locking {}: {}",
+        path.display(),
+        std::io::Error::last_os_error()
+    );
+    file
 }
 
 /// An sshd on a loopback port for some accounts, and the client side: a
