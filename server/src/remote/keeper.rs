@@ -195,6 +195,7 @@ pub fn ensure_all(ctx: &Context) {
         .iter()
         .filter_map(|r| r.remote().map(|x| x.0))
         .collect();
+    remotes.sort_unstable();
     remotes.dedup();
     for remote in remotes {
         if let Err(e) = ensure(ctx, remote) {
