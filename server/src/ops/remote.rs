@@ -454,7 +454,7 @@ pub fn new_on(
         base_branch: &view.base,
         worktree: &view.worktree,
         provider: &view.provider,
-        kind: "worktree",
+        kind: owt_protocol::SessionKind::Worktree,
         created_at: now_ms(),
     })?;
     if let Err(e) = keeper::ensure(ctx, &remote.name) {

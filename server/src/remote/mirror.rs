@@ -11,6 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use owt_protocol::bridge::{FactsPush, RemoteSession};
 
+use owt_protocol::SessionKind;
+
 use crate::status::{kind, UnreachableFact};
 use crate::store::{RemoteSessionRecord, Store, StoreError};
 
@@ -118,11 +120,7 @@ impl Mirror {
             base_branch: &session.base,
             worktree: &session.worktree,
             provider: &session.provider,
-            kind: if session.kind == "branch" {
-                "branch"
-            } else {
-                "worktree"
-            },
+            kind: SessionKind::parse(&session.kind).unwrap_or(SessionKind::Worktree),
             created_at: session.created_at + offset,
         })?;
         let stored: BTreeSet<String> = store.facts(row.id)?.into_iter().map(|f| f.kind).collect();
@@ -319,7 +317,7 @@ mod tests {
                     base_branch: "main",
                     worktree_template: "/wt/{name}",
                     provider: "fake",
-                    kind: "worktree",
+                    kind: SessionKind::Worktree,
                 },
                 |_| false,
             )

@@ -173,7 +173,7 @@ fn push_facts(
                     base: row.base_branch.clone(),
                     worktree: row.worktree_path.to_string_lossy().into_owned(),
                     provider: row.provider.clone(),
-                    kind: row.kind.clone(),
+                    kind: row.kind.as_str().to_string(),
                     created_at: row.created_at,
                     facts,
                 },
@@ -362,7 +362,9 @@ fn start_snapshots(
             session_id: Some(member.session_id),
             worktree: member.worktree.clone(),
             base_branch: member.base.clone(),
-            journal: Some(member.socket.clone()),
+            journal: Some(Arc::new(crate::session::HostJournal::new(
+                member.socket.clone(),
+            ))),
         })?;
     }
     engine.full_recompute()?;
@@ -378,7 +380,7 @@ fn start_snapshots(
     push_snapshots(out, refs);
     let store = Store::open(home).ok();
     if let Some(store) = &store {
-        let _ = crate::guard::ops::record_facts(store, &engine);
+        let _ = crate::ops::guard::record_all_facts(store, &engine);
     }
     let engine = Arc::new(Mutex::new(engine));
     let out = out.clone();
@@ -386,7 +388,7 @@ fn start_snapshots(
         let refs = write_refs(&repo, engine, &update.participants);
         push_snapshots(&out, refs);
         if let Some(store) = &store {
-            let _ = crate::guard::ops::record_facts(store, engine);
+            let _ = crate::ops::guard::record_all_facts(store, engine);
         }
     })?;
     Ok(watcher)

@@ -15,7 +15,7 @@ fn new_session<'a>(repo_id: i64, name: &'a str) -> NewSession<'a> {
         base_branch: "main",
         worktree_template: "/wt/{name}",
         provider: "fake",
-        kind: "worktree",
+        kind: owt_protocol::SessionKind::Worktree,
     }
 }
 
@@ -191,7 +191,7 @@ fn remote_record<'a>(repo_id: i64, name: &'a str, task: &'a str) -> RemoteSessio
         base_branch: "main",
         worktree: "/home/me/src/app.worktrees/fix-login",
         provider: "claude",
-        kind: "worktree",
+        kind: owt_protocol::SessionKind::Worktree,
         created_at: 1_000,
     }
 }
