@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use owt_e2e::lsp::LspClient;
 use owt_e2e::remote::{RemoteUser, Sshd};
-use owt_e2e::{data_file, wait_until, TestEnv};
+use owt_e2e::{data_file, ten_lines, uri, wait_until, with_line, TestEnv};
 use owt_protocol::{NewOutput, RemoteCheck, RemoteList, SessionList, SessionView, Status};
 use serde_json::json;
 
@@ -22,10 +22,6 @@ const DEADLINE: Duration = Duration::from_secs(30);
 /// Past `starting`: the agent drew its prompt, and the remote's facts say so.
 fn ready(view: &SessionView) -> bool {
     !matches!(view.status, Status::Starting | Status::Unreachable)
-}
-
-fn ten_lines() -> String {
-    (1..=10).map(|i| format!("line {i}\n")).collect()
 }
 
 /// A local repository, a remote account with owt installed and a clone
@@ -492,10 +488,6 @@ fn a_remote_agent_is_on_the_board_and_every_verb_works_on_it() {
     assert!(!remote_worktree.exists());
 }
 
-fn uri(path: &Path) -> String {
-    format!("file://{}", path.display())
-}
-
 #[test]
 fn a_remote_write_overlapping_a_local_session_is_an_lsp_diagnostic() {
     let world = World::new("owt-rt-guard");
@@ -509,7 +501,7 @@ fn a_remote_write_overlapping_a_local_session_is_an_lsp_diagnostic() {
     // The editor shows the local session's checkout: "you" are `local`,
     // whose line 3 changed (on disk, not committed).
     let file = local_wt.join("src.txt");
-    let mine: String = ten_lines().replace("line 3\n", "local 3\n");
+    let mine: String = with_line(&ten_lines(), 3, "local 3");
     std::fs::write(&file, &mine).unwrap();
     let mut client = LspClient::start(
         &world.env,
