@@ -2,8 +2,8 @@
 //! CLI in the `owt` binary, `owt-lsp`, `owt-mcp`).
 //!
 //! Modules: [`store`], [`status`], [`actions`], [`git`], [`names`],
-//! [`config`], [`editor`], [`provider`], [`session`], [`guard`], [`ship`],
-//! [`usage`] and the use cases, [`ops`]. Nothing here knows clap, LSP or
+//! [`config`], [`editor`], [`provider`], [`remote`], [`session`], [`guard`],
+//! [`ship`], [`usage`] and the use cases, [`ops`]. Nothing here knows clap, LSP or
 //! MCP types (the crate does not depend on them), and the modules import
 //! each other only along the edges `docs/ARCHITECTURE.md` lists
 //! (`scripts/check-layers` checks them).
@@ -20,6 +20,7 @@ pub mod ops;
 pub mod printable;
 pub mod procs;
 pub mod provider;
+pub mod remote;
 pub mod session;
 pub mod ship;
 pub mod status;

@@ -10,7 +10,7 @@
 
 pub use owt_core::{
     actions, config, editor, errors, git, guard, memory, names, ops, printable, procs, provider,
-    session, ship, status, store, usage,
+    remote, session, ship, status, store, usage,
 };
 pub use owt_lsp as lsp;
 pub use owt_mcp as mcp;

@@ -8,6 +8,7 @@
 pub mod attach;
 mod board;
 mod branch;
+mod bridge;
 mod cleanup;
 mod completions;
 mod config;
@@ -26,6 +27,7 @@ pub(crate) mod new;
 mod note;
 pub mod peek;
 mod queue;
+mod remote;
 pub mod send;
 mod ship;
 mod sync;
@@ -146,6 +148,9 @@ pub enum Command {
     Doctor(doctor::Args),
     /// Trust this repository's own files that make owt run programs (.owt.toml, .owt/setup.sh).
     Trust(trust::Args),
+    /// Machines agents run on over SSH: list, check, setup, install.
+    #[command(subcommand)]
+    Remote(remote::Command),
     /// Show or validate the configuration.
     #[command(subcommand)]
     Config(config::Command),
@@ -169,6 +174,9 @@ pub enum Command {
     /// The session host (started by owt itself).
     #[command(name = "__host", hide = true)]
     Host(host::Args),
+    /// The bridge to a remote (started by owt itself).
+    #[command(name = "__bridge", hide = true)]
+    Bridge(bridge::Args),
 }
 
 /// Entry point of the binary.
@@ -210,6 +218,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Queue(args)) => queue::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
         Some(Command::Trust(args)) => trust::run(dir, &out, args),
+        Some(Command::Remote(cmd)) => remote::run(dir, &out, cmd),
+        Some(Command::Bridge(args)) => bridge::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),
@@ -408,13 +418,4 @@ pub fn usage_figure(usage: &owt_protocol::TokenUsage) -> String {
     s
 }
 
-/// `3h`, `12m`, `40s` since `then_ms`.
-pub fn age(then_ms: i64, now_ms: i64) -> String {
-    let secs = ((now_ms - then_ms) / 1000).max(0);
-    match secs {
-        0..=59 => format!("{secs}s"),
-        60..=3599 => format!("{}m", secs / 60),
-        3600..=86_399 => format!("{}h", secs / 3600),
-        _ => format!("{}d", secs / 86_400),
-    }
-}
+pub use crate::printable::age;

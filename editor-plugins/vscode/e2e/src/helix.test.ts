@@ -61,7 +61,7 @@ describe('owt in a real Helix (in a terminal)', () => {
     await tmux.picture(browser, path.join(artifacts, 'helix-diagnostics.png'), 'hx src/cart.py');
   });
 
-  it("code actions (Space a): open the agent's copy, tell it, attach, ship (no merge: nothing is committed yet)", async () => {
+  it("code actions (Space a): open the agent's copy, tell it, attach, ship; no merge before the agent commits", async () => {
     const { tmux, browser, artifacts } = scn();
     tmux.keys('Space');
     tmux.text('a');
@@ -69,7 +69,7 @@ describe('owt in a real Helix (in a terminal)', () => {
     for (const item of ["owt: open tax-fix's copy of src/cart.py", 'owt: tell tax-fix about this overlap', 'owt: attach to tax-fix']) {
       assert.ok(screen.includes(item), `the menu lacks “${item}”:\n${screen}`);
     }
-    // Only what can be done now: the change is not committed, so no merge.
+    // The agent has changed files but no commit: the server's actions leave merge out.
     assert.ok(!screen.includes('owt: merge tax-fix'), `the menu offers a merge with nothing committed:\n${screen}`);
     await tmux.picture(browser, path.join(artifacts, 'helix-code-actions.png'), 'hx src/cart.py — Space a');
     tmux.keys('Escape');

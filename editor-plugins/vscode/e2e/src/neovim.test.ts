@@ -70,15 +70,14 @@ describe('owt in a real Neovim (in a terminal)', () => {
     await tmux.picture(browser, path.join(artifacts, 'neovim-diagnostics.png'), 'nvim src/cart.py');
   });
 
-  it("code actions: open the agent's copy, tell it, attach, ship (no merge: nothing is committed yet)", async () => {
+  it("code actions: open the agent's copy, tell it, attach, ship; no merge before the agent commits", async () => {
     const { tmux, browser, artifacts } = scn();
     tmux.text(':lua vim.lsp.buf.code_action()\r');
     const screen = await tmux.until('the code action menu', /owt: ship tax-fix/);
     for (const item of ["owt: open tax-fix's copy of src/cart.py", 'owt: tell tax-fix about this overlap', 'owt: attach to tax-fix']) {
       assert.ok(screen.includes(item), `the menu lacks “${item}”:\n${screen}`);
     }
-    // The server offers only what can be done now: tax-fix's change is not
-    // committed, so `owt merge` would refuse it (ship commits it first).
+    // The agent has changed files but no commit: the server's actions leave merge out.
     assert.ok(!screen.includes('owt: merge tax-fix'), `the menu offers a merge with nothing committed:\n${screen}`);
     await tmux.picture(browser, path.join(artifacts, 'neovim-code-actions.png'), 'nvim src/cart.py — code actions');
     tmux.keys('Escape');
