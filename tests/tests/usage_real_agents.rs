@@ -51,8 +51,7 @@ fn expected(agent: Agent, requests: &[ModelRequest]) -> TokenUsage {
                 n(u, "cache_read_tokens"),
                 n(u, "cache_write_tokens"),
             ),
-            // OpenAI's input tokens include the cached ones (Gemini's
-            // too; owt reads no Gemini CLI records yet: no test).
+            // OpenAI's and Gemini's input tokens include the cached ones.
             Agent::Codex | Agent::OpenCode | Agent::Pi | Agent::Gemini => (
                 n(u, "input_tokens") - n(u, "cache_read_tokens"),
                 n(u, "cache_read_tokens"),
@@ -302,4 +301,9 @@ fn opencode_tokens() {
 #[test]
 fn aider_tokens() {
     tokens_of_a_turn(Agent::Aider);
+}
+
+#[test]
+fn gemini_tokens() {
+    tokens_of_a_turn(Agent::Gemini);
 }
