@@ -4,13 +4,14 @@
 //! different `usage` per request (cache reads and writes too, where the
 //! API has them); `owt list --json` and `owt usage --json` must show
 //! exactly what the model reported for the requests the agent records,
-//! in the agent's own accounting, and keep it after the session is gone.
+//! in the agent's own accounting, and keep it after the session is gone
+//! (until `owt db purge` drops it).
 
 use std::time::{Duration, Instant};
 
 use owt_e2e::agents::{setup_offline, Agent, Model, ModelRequest};
 use owt_e2e::TestEnv;
-use owt_protocol::{SessionList, TokenUsage, UsageOutput};
+use owt_protocol::{DbHealth, DbPurge, SessionList, TokenUsage, UsageOutput};
 use serde_json::json;
 
 /// Deadline for the agent's turn (start, two model round trips).
@@ -225,6 +226,28 @@ fn tokens_of_a_turn(agent: Agent) {
         !session.live && same(&session.tokens, &want),
         "{want:?} expected after the delete: {usage:#?}"
     );
+    let rows = usage.by_day.len() as u64;
+
+    // The store's health counts them; `owt db purge` drops them once they
+    // are older than its --days, and the read positions at once.
+    let health: DbHealth = env.owt_json(&repo, ["db", "health", "--check"]);
+    assert!(
+        health.usage_rows >= rows
+            && health.usage_rows_deleted_sessions == rows
+            && health.usage_sources_stale == 0
+            && health.problems.is_empty(),
+        "{health:#?}"
+    );
+    let purged: DbPurge = env.owt_json(&repo, ["db", "purge", "--days", "1"]);
+    assert_eq!(purged.usage_rows_deleted, 0, "{purged:#?}");
+    let usage: UsageOutput = env.owt_json(&repo, ["usage", "--days", "1"]);
+    assert!(usage.sessions.iter().any(|s| s.name == name), "{usage:#?}");
+    let purged: DbPurge = env.owt_json(&repo, ["db", "purge", "--days", "0"]);
+    assert_eq!(purged.usage_rows_deleted, rows, "{purged:#?}");
+    let usage: UsageOutput = env.owt_json(&repo, ["usage", "--days", "1"]);
+    assert!(!usage.sessions.iter().any(|s| s.name == name), "{usage:#?}");
+    let health: DbHealth = env.owt_json(&repo, ["db", "health"]);
+    assert_eq!(health.usage_rows_deleted_sessions, 0, "{health:#?}");
 }
 
 /// Polls `shown` until it equals what the model's log says the agent

@@ -15,13 +15,15 @@ const MAX_MESSAGES: u64 = 100_000;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Size, row counts, WAL and integrity of the store.
+    /// Size, row counts (token counts and record read positions too), WAL
+    /// and integrity of the store.
     Health {
         /// Exit non-zero when a threshold is exceeded or the integrity check fails (for CI).
         #[arg(long)]
         check: bool,
     },
-    /// Delete messages, history and trash (files `owt delete` kept) older than N days.
+    /// Delete messages, history, trash (files `owt delete` kept) and deleted sessions' token
+    /// counts older than N days, and read positions of agent records no session needs.
     Purge {
         #[arg(long, default_value_t = 30)]
         days: u32,
@@ -52,6 +54,10 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
                 messages: store.count("messages")?,
                 notes: store.count("notes")?,
                 events: store.count("events")?,
+                usage_rows: store.count("usage")?,
+                usage_rows_deleted_sessions: store.usage_rows_of_deleted_sessions()?,
+                usage_sources: store.count("usage_sources")?,
+                usage_sources_stale: store.stale_usage_sources()?.len() as u64,
                 problems: Vec::new(),
             };
             if check {
@@ -76,6 +82,12 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
                         health.messages
                     ));
                 }
+                if health.usage_sources_stale > 0 {
+                    health.problems.push(format!(
+                        "{} read positions of agent records no session needs; run `owt db purge`",
+                        health.usage_sources_stale
+                    ));
+                }
             }
             out.emit(&health, || {
                 let mut lines = vec![
@@ -97,6 +109,13 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
                         health.notes,
                         health.events
                     ),
+                    format!(
+                        "Tokens: {} rows ({} of deleted sessions), {} record files read ({} no session needs)",
+                        health.usage_rows,
+                        health.usage_rows_deleted_sessions,
+                        health.usage_sources,
+                        health.usage_sources_stale
+                    ),
                 ];
                 lines.extend(health.problems.iter().map(|p| format!("Problem: {p}")));
                 lines.join("\n")
@@ -109,6 +128,7 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Purge { days } => {
             let (messages, events) = store.purge(days)?;
+            let usage = store.purge_usage(crate::store::now_ms() - i64::from(days) * 86_400_000)?;
             let home = owt_home()?;
             let trash: Vec<String> = crate::ops::trash::purge(&home, days)
                 .with_context(|| format!("emptying the trash under {}", home.display()))?
@@ -120,12 +140,18 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
                 messages_deleted: messages,
                 events_deleted: events,
                 trash_deleted: trash.clone(),
+                usage_rows_deleted: usage.rows,
+                usage_sources_deleted: usage.sources,
             };
             out.emit(&doc, || {
                 format!(
-                    "Deleted {messages} messages, {events} history events and {} trash folder{} older than {days} days.",
+                    "Deleted {messages} messages, {events} history events, {} trash folder{} and {} token count{} of deleted sessions older than {days} days, and {} read position{} no session needs.",
                     trash.len(),
-                    if trash.len() == 1 { "" } else { "s" }
+                    if trash.len() == 1 { "" } else { "s" },
+                    usage.rows,
+                    if usage.rows == 1 { "" } else { "s" },
+                    usage.sources,
+                    if usage.sources == 1 { "" } else { "s" },
                 )
             })?;
             Ok(ExitCode::SUCCESS)
