@@ -2,16 +2,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-use owt_protocol::{DbHealth, DbPurge};
-
-use crate::ops::owt_home;
-use crate::store::Store;
-
-/// `db health --check` fails above these.
-const MAX_DB_BYTES: u64 = 256 * 1024 * 1024;
-const MAX_WAL_BYTES: u64 = 64 * 1024 * 1024;
-const MAX_MESSAGES: u64 = 100_000;
+use crate::ops::db;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -33,62 +24,9 @@ pub enum Command {
 }
 
 pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
-    let store = Store::open(&owt_home()?)?;
     match cmd {
         Command::Health { check } => {
-            let path = store.path().to_path_buf();
-            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            let wal = std::fs::metadata(path.with_extension("db-wal"))
-                .map(|m| m.len())
-                .unwrap_or(0);
-            let mut health = DbHealth {
-                path: path.display().to_string(),
-                schema_version: store.schema_version()?,
-                size_bytes: size,
-                wal_bytes: wal,
-                journal_mode: store.journal_mode()?,
-                integrity: store.integrity_check()?,
-                repositories: store.count("repos")?,
-                sessions: store.count("sessions")?,
-                facts: store.count("facts")?,
-                messages: store.count("messages")?,
-                notes: store.count("notes")?,
-                events: store.count("events")?,
-                usage_rows: store.count("usage")?,
-                usage_rows_deleted_sessions: store.usage_rows_of_deleted_sessions()?,
-                usage_sources: store.count("usage_sources")?,
-                usage_sources_stale: store.stale_usage_sources()?.len() as u64,
-                problems: Vec::new(),
-            };
-            if check {
-                if health.integrity != "ok" {
-                    health
-                        .problems
-                        .push(format!("integrity check: {}", health.integrity));
-                }
-                if size > MAX_DB_BYTES {
-                    health.problems.push(format!(
-                        "database is {size} bytes (limit {MAX_DB_BYTES}); run `owt db vacuum`"
-                    ));
-                }
-                if wal > MAX_WAL_BYTES {
-                    health.problems.push(format!(
-                        "WAL is {wal} bytes (limit {MAX_WAL_BYTES}); run `owt db vacuum`"
-                    ));
-                }
-                if health.messages > MAX_MESSAGES {
-                    health.problems.push(format!(
-                        "{} messages (limit {MAX_MESSAGES}); run `owt db purge`",
-                        health.messages
-                    ));
-                }
-                if health.usage_sources_stale > 0 {
-                    health.problems.push(format!(
-                        "{} read positions of agent records no session needs; run `owt db purge`",
-                        health.usage_sources_stale
-                    ));
-                }
-            }
+            let health = db::health(check)?;
             out.emit(&health, || {
                 let mut lines = vec![
                     format!("Store: {}", health.path),
@@ -127,40 +65,24 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
             })
         }
         Command::Purge { days } => {
-            let (messages, events) = store.purge(days)?;
-            let usage = store.purge_usage(crate::store::now_ms() - i64::from(days) * 86_400_000)?;
-            let home = owt_home()?;
-            let trash: Vec<String> = crate::ops::trash::purge(&home, days)
-                .with_context(|| format!("emptying the trash under {}", home.display()))?
-                .into_iter()
-                .map(|p| p.display().to_string())
-                .collect();
-            let doc = DbPurge {
-                days,
-                messages_deleted: messages,
-                events_deleted: events,
-                trash_deleted: trash.clone(),
-                usage_rows_deleted: usage.rows,
-                usage_sources_deleted: usage.sources,
-            };
+            let doc = db::purge(days)?;
+            let trash = doc.trash_deleted.len();
+            let (rows, sources) = (doc.usage_rows_deleted, doc.usage_sources_deleted);
+            let s = |n: u64| if n == 1 { "" } else { "s" };
             out.emit(&doc, || {
                 format!(
-                    "Deleted {messages} messages, {events} history events, {} trash folder{} and {} token count{} of deleted sessions older than {days} days, and {} read position{} no session needs.",
-                    trash.len(),
-                    if trash.len() == 1 { "" } else { "s" },
-                    usage.rows,
-                    if usage.rows == 1 { "" } else { "s" },
-                    usage.sources,
-                    if usage.sources == 1 { "" } else { "s" },
+                    "Deleted {} messages, {} history events, {trash} trash folder{} and {rows} token count{} of deleted sessions older than {days} days, and {sources} read position{} no session needs.",
+                    doc.messages_deleted,
+                    doc.events_deleted,
+                    s(trash as u64),
+                    s(rows),
+                    s(sources),
                 )
             })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Vacuum => {
-            store.vacuum()?;
-            let size = std::fs::metadata(store.path())
-                .map(|m| m.len())
-                .unwrap_or(0);
+            let size = db::vacuum()?;
             out.emit(&serde_json::json!({"size_bytes": size}), || {
                 format!("Compacted the store to {size} bytes.")
             })?;
