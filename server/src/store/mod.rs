@@ -677,7 +677,7 @@ impl Store {
                 }
             }
             None => {
-                let short_id = new_short_id(&tx)?;
+                let short_id = new_short_id(&tx, random_u32)?;
                 tx.execute(
                     "INSERT INTO sessions (repo_id, name, short_id, task, branch, base_branch,
                                            worktree_path, provider, kind, created_at)
