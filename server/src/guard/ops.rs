@@ -134,6 +134,7 @@ pub fn report(ctx: &Context, name: Option<&str>) -> anyhow::Result<GuardReport> 
     let mut report = engine.report(&ctx.repo.main_root().to_string_lossy());
     if let Some(name) = name {
         report.pairs.retain(|p| p.a == name || p.b == name);
+        report.base_conflicts.retain(|c| c.name == name);
     }
     Ok(report)
 }

@@ -170,12 +170,17 @@ fn render_pairs(pairs: &[&GuardPair]) -> String {
                     .collect::<Vec<_>>()
                     .join(",")
             };
+            let side =
+                |ranges: &[owt_protocol::guard::LineRange], change: &Option<String>| match change {
+                    Some(change) => format!("[{}] {change}", fmt(ranges)),
+                    None => format!("[{}]", fmt(ranges)),
+                };
             out.push_str(&format!(
-                "  {} {} a=[{}] b=[{}]{}{}\n",
+                "  {} {} a={} b={}{}{}\n",
                 p.path,
                 p.level.as_str(),
-                fmt(&p.a_ranges),
-                fmt(&p.b_ranges),
+                side(&p.a_ranges, &p.a_change),
+                side(&p.b_ranges, &p.b_change),
                 p.detail
                     .as_ref()
                     .map(|d| format!(" ({d})"))
@@ -215,8 +220,8 @@ fn same_change_on_both_sides_is_not_a_conflict() {
         |a| write(a, "f.txt", &with_line(5, "same")),
         |b| write(b, "f.txt", &with_line(5, "same")),
         expect![[r#"
-            a ~ b: hunk-overlap (conflicting: [])
-              f.txt hunk-overlap a=[5+1] b=[5+1]
+            a ~ b: same-change (conflicting: [])
+              f.txt same-change a=[5+1] b=[5+1]
         "#]],
     );
 }
@@ -280,7 +285,7 @@ fn edit_vs_delete_conflicts() {
         |b| std::fs::remove_file(b.join("f.txt")).unwrap(),
         expect![[r#"
             a ~ b: conflict (conflicting: ["f.txt"])
-              f.txt conflict a=[2+1] b=[1+10] (edit/delete)
+              f.txt conflict a=[2+1] b=[1+10] deleted (edit/delete)
         "#]],
     );
 }
@@ -293,7 +298,7 @@ fn rename_vs_edit_merges_cleanly() {
         |b| write(b, "f.txt", &with_line(2, "edited")),
         expect![[r#"
             a ~ b: overlap (conflicting: [])
-              f.txt overlap a=[] b=[2+1] (rename)
+              f.txt overlap a=[] renamed away b=[2+1] (rename)
         "#]],
     );
 }
@@ -306,9 +311,9 @@ fn rename_vs_rename_conflicts() {
         |b| std::fs::rename(b.join("f.txt"), b.join("two.txt")).unwrap(),
         expect![[r#"
             a ~ b: conflict (conflicting: ["f.txt", "one.txt", "two.txt"])
-              f.txt conflict a=[] b=[] (rename/rename)
-              one.txt conflict a=[] b=[]
-              two.txt conflict a=[] b=[]
+              f.txt conflict a=[] renamed away b=[] renamed away (rename/rename)
+              one.txt conflict a=[] renamed here b=[]
+              two.txt conflict a=[] b=[] renamed here
         "#]],
     );
 }
@@ -321,7 +326,7 @@ fn file_vs_directory_conflicts() {
         |b| write(b, "lib/mod.rs", "a folder\n"),
         expect![[r#"
             a ~ b: conflict (conflicting: ["lib"])
-              lib conflict a=[1+0] b=[] (file/directory)
+              lib conflict a=[] added b=[] (file/directory)
         "#]],
     );
 }
@@ -340,7 +345,7 @@ fn binary_files_changed_on_both_sides_conflict() {
     let engine = fx.engine(&["a", "b"], &[]);
     expect![[r#"
         a ~ b: conflict (conflicting: ["img.bin"])
-          img.bin conflict a=[] b=[] (binary)
+          img.bin conflict a=[] binary b=[] binary (binary file changed on both sides)
     "#]]
     .assert_eq(&render_pairs(&engine.pairs()));
     assert!(engine.changes("a").unwrap()[0].binary);
@@ -353,8 +358,8 @@ fn untracked_new_file_on_both_sides() {
         |a| write(a, "new.txt", "same\n"),
         |b| write(b, "new.txt", "same\n"),
         expect![[r#"
-            a ~ b: hunk-overlap (conflicting: [])
-              new.txt hunk-overlap a=[1+0] b=[1+0] (added on both sides)
+            a ~ b: same-change (conflicting: [])
+              new.txt same-change a=[] added b=[] added (the same new file on both sides)
         "#]],
     );
     check(
@@ -363,7 +368,7 @@ fn untracked_new_file_on_both_sides() {
         |b| write(b, "new.txt", "from b\n"),
         expect![[r#"
             a ~ b: conflict (conflicting: ["new.txt"])
-              new.txt conflict a=[1+0] b=[1+0] (added on both sides)
+              new.txt conflict a=[] added b=[] added (new file on both sides)
         "#]],
     );
 }
@@ -380,7 +385,7 @@ fn mode_change_vs_edit_merges_cleanly() {
         |b| write(b, "run.sh", &with_line(2, "edited")),
         expect![[r#"
             a ~ b: overlap (conflicting: [])
-              run.sh overlap a=[] b=[2+1] (mode)
+              run.sh overlap a=[] mode b=[2+1] (mode)
         "#]],
     );
 }

@@ -181,7 +181,8 @@ fn severity(level: Level, severities: Option<&Severities>) -> DiagnosticSeverity
     let configured = severities.and_then(|s| match level {
         Level::Overlap => s.overlap.as_deref(),
         Level::HunkOverlap => s.hunk_overlap.as_deref(),
-        Level::Conflict => s.conflict.as_deref(),
+        Level::Conflict | Level::BaseConflict => s.conflict.as_deref(),
+        Level::SameChange | Level::Semantic => None,
     });
     match configured.map(str::to_ascii_lowercase).as_deref() {
         Some("error") => DiagnosticSeverity::ERROR,
@@ -189,9 +190,10 @@ fn severity(level: Level, severities: Option<&Severities>) -> DiagnosticSeverity
         Some("information") | Some("info") => DiagnosticSeverity::INFORMATION,
         Some("hint") => DiagnosticSeverity::HINT,
         _ => match level {
+            Level::SameChange => DiagnosticSeverity::HINT,
             Level::Overlap => DiagnosticSeverity::INFORMATION,
-            Level::HunkOverlap => DiagnosticSeverity::WARNING,
-            Level::Conflict => DiagnosticSeverity::ERROR,
+            Level::HunkOverlap | Level::Semantic => DiagnosticSeverity::WARNING,
+            Level::Conflict | Level::BaseConflict => DiagnosticSeverity::ERROR,
         },
     }
 }
@@ -265,6 +267,10 @@ fn path_diagnostics(
         (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes".to_string(),
         (Level::Overlap, None) => "; you changed other lines of this file".to_string(),
         (Level::Overlap, Some(_)) => "; both changed this file".to_string(),
+        (Level::SameChange, None) => ", the same change as yours".to_string(),
+        (Level::SameChange, Some(_)) => ", the same change on both sides".to_string(),
+        (Level::Semantic, _) => "; it uses a signature the other side changed".to_string(),
+        (Level::BaseConflict, _) => "; it no longer merges into its base".to_string(),
     };
     let detail = path
         .detail
