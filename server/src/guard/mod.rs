@@ -91,4 +91,6 @@ pub enum GuardError {
 }
 
 #[cfg(test)]
+mod history_tests;
+#[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ use owt_protocol::guard::{GuardPair, Level};
 use super::engine::{GuardEngine, Participant, YOU};
 use super::GuardWatcher;
 
-fn hermetic() {
+pub(super) fn hermetic() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let empty = std::env::temp_dir().join("owt-guard-tests-empty-config");
@@ -61,12 +61,12 @@ pub(crate) fn git(cwd: &Path, args: &[&str]) -> String {
 }
 
 /// Ten numbered lines.
-fn lines() -> String {
+pub(super) fn lines() -> String {
     (1..=10).map(|i| format!("line {i}\n")).collect()
 }
 
 /// `lines()` with line `n` (1-based) replaced.
-fn with_line(n: usize, text: &str) -> String {
+pub(super) fn with_line(n: usize, text: &str) -> String {
     (1..=10)
         .map(|i| {
             if i == n {
@@ -78,15 +78,15 @@ fn with_line(n: usize, text: &str) -> String {
         .collect()
 }
 
-struct Fixture {
+pub(super) struct Fixture {
     _dir: tempfile::TempDir,
-    main: PathBuf,
-    root: PathBuf,
+    pub(super) main: PathBuf,
+    pub(super) root: PathBuf,
 }
 
 impl Fixture {
     /// A repository on `main` with `files` committed.
-    fn new(files: &[(&str, &str)]) -> Fixture {
+    pub(super) fn new(files: &[(&str, &str)]) -> Fixture {
         hermetic();
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
@@ -106,7 +106,7 @@ impl Fixture {
     }
 
     /// A linked worktree on a new branch `name` from `main`.
-    fn worktree(&self, name: &str) -> PathBuf {
+    pub(super) fn worktree(&self, name: &str) -> PathBuf {
         let path = self.root.join(name);
         git(
             &self.main,
@@ -123,7 +123,7 @@ impl Fixture {
         path
     }
 
-    fn engine(&self, names: &[&str], ignore: &[&str]) -> GuardEngine {
+    pub(super) fn engine(&self, names: &[&str], ignore: &[&str]) -> GuardEngine {
         let ignore: Vec<String> = ignore.iter().map(|s| s.to_string()).collect();
         let mut engine = GuardEngine::new(&self.main, &ignore).unwrap();
         for name in names {
@@ -147,13 +147,13 @@ impl Fixture {
     }
 }
 
-fn write(root: &Path, path: &str, text: &str) {
+pub(super) fn write(root: &Path, path: &str, text: &str) {
     let abs = root.join(path);
     std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
     std::fs::write(abs, text).unwrap();
 }
 
-fn render_pairs(pairs: &[&GuardPair]) -> String {
+pub(super) fn render_pairs(pairs: &[&GuardPair]) -> String {
     let mut out = String::new();
     for pair in pairs {
         out.push_str(&format!(
@@ -771,22 +771,22 @@ fn watcher_sees_files_in_folders_made_after_it_started() {
 
 /// A tiny deterministic generator (xorshift64*), so a failure names its
 /// seed and replays.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
 
-fn files_in(root: &Path) -> Vec<String> {
+pub(super) fn files_in(root: &Path) -> Vec<String> {
     let out = git(
         root,
         &["ls-files", "--cached", "--others", "--exclude-standard"],
@@ -802,7 +802,7 @@ fn files_in(root: &Path) -> Vec<String> {
 }
 
 /// One random edit of the checkout at `root`.
-fn random_edit(rng: &mut Rng, root: &Path, tag: &str) -> String {
+pub(super) fn random_edit(rng: &mut Rng, root: &Path, tag: &str) -> String {
     use std::os::unix::fs::PermissionsExt;
     let files = files_in(root);
     let pick = |rng: &mut Rng| files[rng.below(files.len())].clone();
@@ -867,7 +867,7 @@ fn random_edit(rng: &mut Rng, root: &Path, tag: &str) -> String {
 }
 
 /// The conflicting paths git reports when merging commits `a` and `b`.
-fn git_merge_tree_conflicts(repo: &Path, a: &str, b: &str) -> (bool, Vec<String>) {
+pub(super) fn git_merge_tree_conflicts(repo: &Path, a: &str, b: &str) -> (bool, Vec<String>) {
     let out = Command::new("git")
         .args(["merge-tree", "--write-tree", "--name-only", "-z", a, b])
         .current_dir(repo)

@@ -1,0 +1,516 @@
+//! The verdicts against git on histories: sessions created at different
+//! base commits, stacked on each other, sharing commits beyond the base
+//! (a branch both merged, each other's branches merged back and forth), a
+//! base that moved on; every kind of working state. Truth is computed by
+//! the git CLI alone, from states it builds itself (`git add -A` into a
+//! scratch index): `git merge-tree --write-tree T S` for a landing, and
+//! for a pair `git merge-tree --write-tree C S'` with `C` the landing as a
+//! commit (parents `T` and `S`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use owt_protocol::guard::Level;
+
+use super::engine::{GuardEngine, Participant, YOU};
+use super::merge::parse_merge_tree;
+use super::tests::{git, random_edit, write, Fixture, Rng};
+
+/// The working state of the checkout at `root` as a tree, built by git
+/// alone: every file `git add -A` would take, into a scratch index.
+fn state_tree(root: &Path, scratch: &Path) -> String {
+    let git_dir = PathBuf::from(git(root, &["rev-parse", "--absolute-git-dir"]));
+    let index = git_dir.join("index");
+    if index.exists() {
+        std::fs::copy(&index, scratch).unwrap();
+    } else {
+        let _ = std::fs::remove_file(scratch);
+    }
+    let run = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .env("GIT_INDEX_FILE", scratch)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    run(&["add", "-A"]);
+    run(&["write-tree"])
+}
+
+/// `git merge-tree --write-tree ours theirs`: (clean, tree, conflicting paths).
+fn merge_tree(repo: &Path, ours: &str, theirs: &str) -> (bool, String, Vec<String>) {
+    let out = Command::new("git")
+        .args([
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "-z",
+            ours,
+            theirs,
+        ])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    let code = out.status.code();
+    assert!(
+        code == Some(0) || code == Some(1),
+        "git merge-tree {ours} {theirs}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (clean, tree, paths) =
+        parse_merge_tree(&out.stdout, code == Some(0), &[ours.into(), theirs.into()]);
+    (
+        clean,
+        tree.map(|t| t.to_string()).unwrap_or_default(),
+        paths,
+    )
+}
+
+/// Whether two commits have more than one best common ancestor.
+fn several_bases(repo: &Path, a: &str, b: &str) -> bool {
+    let out = Command::new("git")
+        .args(["merge-base", "--all", a, b])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count() > 1
+}
+
+/// One participant as git alone sees it.
+pub(super) struct Truthful {
+    pub name: String,
+    pub root: PathBuf,
+    pub base: String,
+}
+
+/// What git says: per participant, the paths its landing conflicts on
+/// (`None`: clean); per pair, the paths the sequential merges conflict on
+/// (`None`: clean or not merged), with the orders that conflict.
+#[derive(Debug, PartialEq)]
+pub(super) struct Truth {
+    pub base: BTreeMap<String, Option<Vec<String>>>,
+    pub pairs: BTreeMap<(String, String), Option<Vec<String>>>,
+    pub orders: BTreeMap<(String, String), Vec<[String; 2]>>,
+    pub trees: BTreeMap<String, String>,
+    /// Merges (landings and pair orders) git did over several merge bases.
+    pub several_bases: usize,
+}
+
+pub(super) fn truth(repo: &Path, participants: &[Truthful], scratch: &Path) -> Truth {
+    let mut states = BTreeMap::new();
+    let mut landed = BTreeMap::new();
+    let mut truth = Truth {
+        base: BTreeMap::new(),
+        pairs: BTreeMap::new(),
+        orders: BTreeMap::new(),
+        trees: BTreeMap::new(),
+        several_bases: 0,
+    };
+    for p in participants {
+        let tree = state_tree(&p.root, scratch);
+        let head = git(&p.root, &["rev-parse", "HEAD"]);
+        let tip = git(repo, &["rev-parse", &format!("refs/heads/{}", p.base)]);
+        let message = format!("state of {}", p.name);
+        let state = git(repo, &["commit-tree", &tree, "-p", &head, "-m", &message]);
+        truth.several_bases += usize::from(several_bases(repo, &tip, &state));
+        let (clean, merged, paths) = merge_tree(repo, &tip, &state);
+        truth.base.insert(p.name.clone(), (!clean).then_some(paths));
+        if clean {
+            let message = format!("{} shipped", p.name);
+            let commit = git(
+                repo,
+                &[
+                    "commit-tree",
+                    &merged,
+                    "-p",
+                    &tip,
+                    "-p",
+                    &state,
+                    "-m",
+                    &message,
+                ],
+            );
+            landed.insert(p.name.clone(), commit);
+        }
+        truth.trees.insert(p.name.clone(), tree);
+        states.insert(p.name.clone(), state);
+    }
+    let names: Vec<&String> = states.keys().collect();
+    for (i, a) in names.iter().enumerate() {
+        for b in &names[i + 1..] {
+            let key = ((*a).clone(), (*b).clone());
+            let (Some(la), Some(lb)) = (landed.get(*a), landed.get(*b)) else {
+                truth.pairs.insert(key, None);
+                continue;
+            };
+            let mut conflicts = BTreeSet::new();
+            let mut orders = Vec::new();
+            for (first, second, landing, state) in
+                [(a, b, la, &states[*b]), (b, a, lb, &states[*a])]
+            {
+                truth.several_bases += usize::from(several_bases(repo, landing, state));
+                let (clean, _, paths) = merge_tree(repo, landing, state);
+                if !clean {
+                    conflicts.extend(paths);
+                    orders.push([(*first).clone(), (*second).clone()]);
+                }
+            }
+            truth.orders.insert(key.clone(), orders);
+            truth.pairs.insert(
+                key,
+                (!conflicts.is_empty()).then(|| conflicts.into_iter().collect()),
+            );
+        }
+    }
+    truth
+}
+
+/// The same questions asked of the engine.
+pub(super) fn verdicts(engine: &GuardEngine, names: &[String]) -> Truth {
+    let mut out = Truth {
+        base: BTreeMap::new(),
+        pairs: BTreeMap::new(),
+        orders: BTreeMap::new(),
+        trees: BTreeMap::new(),
+        several_bases: 0,
+    };
+    for name in names {
+        out.base.insert(
+            name.clone(),
+            engine
+                .base_conflict(name)
+                .map(|c| c.conflicting_paths.clone()),
+        );
+        out.trees
+            .insert(name.clone(), engine.snapshot(name).unwrap().to_string());
+    }
+    let mut sorted = names.to_vec();
+    sorted.sort();
+    for (i, a) in sorted.iter().enumerate() {
+        for b in &sorted[i + 1..] {
+            let pair = engine
+                .pairs_of(a)
+                .into_iter()
+                .find(|p| p.b == *b || p.a == *b);
+            let merged = !engine.base_conflict(a).is_some() && !engine.base_conflict(b).is_some();
+            let key = (a.clone(), b.clone());
+            if merged {
+                out.orders.insert(
+                    key.clone(),
+                    pair.map(|p| p.conflicting_orders.clone())
+                        .unwrap_or_default(),
+                );
+            }
+            out.pairs.insert(
+                key,
+                pair.filter(|p| p.level == Level::Conflict)
+                    .map(|p| p.conflicting_paths.clone()),
+            );
+        }
+    }
+    out
+}
+
+/// A session: its worktree and base branch.
+struct Session {
+    name: String,
+    root: PathBuf,
+    base: String,
+}
+
+/// Commits one random edit (or a few) in `root`.
+fn commit_edits(rng: &mut Rng, root: &Path, tag: &str, log: &mut Vec<String>) {
+    for _ in 0..1 + rng.below(2) {
+        log.push(format!("{tag}: {}", random_edit(rng, root, tag)));
+    }
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "--allow-empty", "-m", tag]);
+    log.push(format!("{tag}: commit"));
+}
+
+/// Merges `branch` into the checkout at `root`, or leaves it as it was when
+/// that conflicts.
+fn try_merge(root: &Path, branch: &str, log: &mut Vec<String>, tag: &str) {
+    let out = Command::new("git")
+        .args(["merge", "-q", "--no-edit", "--no-ff", branch])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    if out.status.success() {
+        log.push(format!("{tag}: merged {branch}"));
+    } else {
+        git(root, &["merge", "--abort"]);
+        log.push(format!("{tag}: merging {branch} conflicted, aborted"));
+    }
+}
+
+/// One random history with 3 sessions and the human; returns what the
+/// engine and git say, and the log that replays it.
+fn random_history(seed: u64) -> (Vec<(Truth, Truth)>, Vec<String>) {
+    let mut rng = Rng(seed);
+    let mut log = vec![format!("seed {seed}")];
+    let body: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+    let fx = Fixture::new(&[
+        ("f0.txt", &body),
+        ("f1.txt", &body),
+        ("f2.txt", &body),
+        ("d/x.txt", &body),
+        ("d/y.txt", &body),
+    ]);
+    // The base's history before the sessions.
+    for _ in 0..rng.below(3) {
+        commit_edits(&mut rng, &fx.main, "main", &mut log);
+    }
+    // Commits beyond the base that sessions may share.
+    let shared = rng.below(2) == 0;
+    if shared {
+        let path = fx.root.join("shared");
+        git(
+            &fx.main,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "shared",
+                path.to_str().unwrap(),
+                "main",
+            ],
+        );
+        commit_edits(&mut rng, &path, "shared", &mut log);
+    }
+    let mut sessions: Vec<Session> = Vec::new();
+    for i in 0..3 {
+        let name = format!("s{i}");
+        let root = fx.root.join(&name);
+        // Where it starts: an older base commit, the base's tip, the shared
+        // branch, or another session (stacked: that session is its base).
+        let depth = git(&fx.main, &["rev-list", "--count", "main"])
+            .parse::<usize>()
+            .unwrap();
+        let (start, base) = match rng.below(5) {
+            0 if depth > 1 => (
+                format!("main~{}", 1 + rng.below(depth - 1)),
+                "main".to_string(),
+            ),
+            1 if shared => ("shared".to_string(), "main".to_string()),
+            2 if !sessions.is_empty() => {
+                let parent = &sessions[rng.below(sessions.len())].name;
+                (parent.clone(), parent.clone())
+            }
+            _ => ("main".to_string(), "main".to_string()),
+        };
+        git(
+            &fx.main,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &name,
+                root.to_str().unwrap(),
+                &start,
+            ],
+        );
+        log.push(format!("{name}: from {start}, base {base}"));
+        sessions.push(Session { name, root, base });
+    }
+    // Their commits, interleaved (a stacked session's base moves), merges
+    // of the shared branch and of each other (several merge bases).
+    for _ in 0..4 {
+        let s = &sessions[rng.below(sessions.len())];
+        let other = &sessions[rng.below(sessions.len())];
+        match rng.below(7) {
+            0 if shared => try_merge(&s.root, "shared", &mut log, &s.name),
+            1 if other.name != s.name => try_merge(&s.root, &other.name, &mut log, &s.name),
+            2 if other.name != s.name => {
+                // Criss-cross: each commits a file of its own, then merges
+                // the other's commit (two best common ancestors).
+                for x in [s, other] {
+                    let text = format!("cross {}\n", rng.next());
+                    write(&x.root, &format!("cross-{}.txt", x.name), &text);
+                    git(&x.root, &["add", "-A"]);
+                    git(&x.root, &["commit", "-q", "-m", "cross"]);
+                }
+                let before = git(&s.root, &["rev-parse", "HEAD"]);
+                try_merge(&s.root, &other.name, &mut log, &s.name);
+                try_merge(&other.root, &before, &mut log, &other.name);
+            }
+            3 => {
+                // A session shipped into the base.
+                try_merge(&fx.main, &s.name, &mut log, "main");
+            }
+            _ => commit_edits(&mut rng, &s.root, &s.name, &mut log),
+        }
+    }
+    // The base moves on.
+    for _ in 0..rng.below(3) {
+        commit_edits(&mut rng, &fx.main, "main", &mut log);
+    }
+    // Working states: staged, unstaged, untracked.
+    for s in &sessions {
+        for _ in 0..rng.below(3) {
+            log.push(format!(
+                "{}: {}",
+                s.name,
+                random_edit(&mut rng, &s.root, &s.name)
+            ));
+        }
+        if rng.below(2) == 0 {
+            git(&s.root, &["add", "-A"]);
+            log.push(format!("{}: staged", s.name));
+            if rng.below(2) == 0 {
+                log.push(format!(
+                    "{}: {}",
+                    s.name,
+                    random_edit(&mut rng, &s.root, &s.name)
+                ));
+            }
+        }
+    }
+    if rng.below(2) == 0 {
+        log.push(format!("you: {}", random_edit(&mut rng, &fx.main, "you")));
+    }
+    let mut engine = GuardEngine::new(&fx.main, &[]).unwrap();
+    let mut truthful = Vec::new();
+    for s in &sessions {
+        engine
+            .add_participant(Participant {
+                id: s.name.clone(),
+                session_id: None,
+                worktree: s.root.clone(),
+                base_branch: s.base.clone(),
+                journal: None,
+            })
+            .unwrap();
+        truthful.push(Truthful {
+            name: s.name.clone(),
+            root: s.root.clone(),
+            base: s.base.clone(),
+        });
+    }
+    engine
+        .add_participant(Participant {
+            id: YOU.into(),
+            session_id: None,
+            worktree: fx.main.clone(),
+            base_branch: "main".into(),
+            journal: None,
+        })
+        .unwrap();
+    truthful.push(Truthful {
+        name: YOU.into(),
+        root: fx.main.clone(),
+        base: "main".into(),
+    });
+    engine.full_recompute().unwrap();
+    let names: Vec<String> = truthful.iter().map(|t| t.name.clone()).collect();
+    let scratch = fx.root.join("scratch-index");
+    let mut rounds = vec![(
+        verdicts(&engine, &names),
+        truth(&fx.main, &truthful, &scratch),
+    )];
+    // Then, incrementally: a session commits or edits, the base moves on
+    // (with the human's edits set aside and put back), and the engine hears
+    // only what a watcher would tell it.
+    let s = &sessions[rng.below(sessions.len())];
+    if rng.below(2) == 0 {
+        commit_edits(&mut rng, &s.root, &s.name, &mut log);
+    } else {
+        log.push(format!(
+            "{}: {}",
+            s.name,
+            random_edit(&mut rng, &s.root, &s.name)
+        ));
+    }
+    engine.rescan(&s.name).unwrap();
+    let dirty = !git(&fx.main, &["status", "--porcelain"]).is_empty();
+    if dirty {
+        git(&fx.main, &["stash", "-q", "--include-untracked"]);
+    }
+    commit_edits(&mut rng, &fx.main, "main", &mut log);
+    let popped = !dirty
+        || Command::new("git")
+            .args(["stash", "pop", "-q"])
+            .current_dir(&fx.main)
+            .output()
+            .unwrap()
+            .status
+            .success();
+    if !popped {
+        git(&fx.main, &["reset", "-q", "--hard"]);
+        git(&fx.main, &["clean", "-qfd"]);
+        git(&fx.main, &["stash", "drop", "-q"]);
+        log.push("you: the stash did not apply, dropped".into());
+    }
+    for name in &names {
+        engine.on_refs_changed(name).unwrap();
+    }
+    engine.rescan(YOU).unwrap();
+    rounds.push((
+        verdicts(&engine, &names),
+        truth(&fx.main, &truthful, &scratch),
+    ));
+    (rounds, log)
+}
+
+#[test]
+fn sequential_verdicts_match_git_on_random_histories() {
+    let seed: u64 = std::env::var("OWT_GUARD_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x00b1_5700_a11e);
+    let iterations: u64 = std::env::var("OWT_GUARD_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(16);
+    let (mut base_conflicts, mut pair_conflicts, mut pairs_merged, mut one_order) = (0, 0, 0, 0);
+    let mut several_bases = 0;
+    for i in 0..iterations {
+        let (rounds, log) = random_history(seed.wrapping_add(i));
+        for (round, (got, expected)) in rounds.iter().enumerate() {
+            let when = if round == 0 { "full" } else { "incremental" };
+            assert_eq!(got.trees, expected.trees, "{when}: states differ: {log:#?}");
+            assert_eq!(
+                got.base, expected.base,
+                "{when}: base verdicts differ: {log:#?}"
+            );
+            assert_eq!(
+                got.pairs, expected.pairs,
+                "{when}: pair verdicts differ: {log:#?}"
+            );
+            assert_eq!(
+                got.orders, expected.orders,
+                "{when}: conflicting orders differ: {log:#?}"
+            );
+            base_conflicts += expected.base.values().filter(|v| v.is_some()).count();
+            pair_conflicts += expected.pairs.values().filter(|v| v.is_some()).count();
+            pairs_merged += expected.orders.len();
+            one_order += expected.orders.values().filter(|o| o.len() == 1).count();
+            several_bases += expected.several_bases;
+        }
+    }
+    // The generator must make every kind of verdict.
+    assert!(
+        base_conflicts > 0
+            && pair_conflicts > 0
+            && pairs_merged > pair_conflicts
+            && one_order > 0
+            && several_bases > 0,
+        "base conflicts {base_conflicts}, pair conflicts {pair_conflicts}, pairs merged \
+         {pairs_merged}, one order only {one_order}, merges with several bases {several_bases}"
+    );
+    eprintln!(
+        "{iterations} histories: {base_conflicts} base conflicts, {pair_conflicts} conflicting pairs of \
+         {pairs_merged} merged, {one_order} conflicting in one order only, {several_bases} merges \
+         with several merge bases"
+    );
+}
