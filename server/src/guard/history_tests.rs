@@ -514,3 +514,242 @@ fn sequential_verdicts_match_git_on_random_histories() {
          with several merge bases"
     );
 }
+
+/// A participant on `base` from `start` in a new worktree.
+fn session(fx: &Fixture, name: &str, start: &str) -> PathBuf {
+    let root = fx.root.join(name);
+    git(
+        &fx.main,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            name,
+            root.to_str().unwrap(),
+            start,
+        ],
+    );
+    root
+}
+
+fn engine_of(fx: &Fixture, members: &[(&str, &str)]) -> GuardEngine {
+    let mut engine = GuardEngine::new(&fx.main, &[]).unwrap();
+    for (name, base) in members {
+        let worktree = if *name == YOU {
+            fx.main.clone()
+        } else {
+            fx.root.join(name)
+        };
+        engine
+            .add_participant(Participant {
+                id: name.to_string(),
+                session_id: None,
+                worktree,
+                base_branch: base.to_string(),
+                journal: None,
+            })
+            .unwrap();
+    }
+    engine.full_recompute().unwrap();
+    engine
+}
+
+fn render_base(engine: &GuardEngine) -> String {
+    let mut out = String::new();
+    for c in engine.base_conflicts() {
+        out.push_str(&format!(
+            "{} vs {}: {:?}\n",
+            c.name, c.base, c.conflicting_paths
+        ));
+        for p in &c.paths {
+            let fmt = |r: &[owt_protocol::guard::LineRange]| {
+                r.iter()
+                    .map(|r| format!("{}+{}", r.start, r.lines))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            out.push_str(&format!(
+                "  {} {} mine=[{}] base=[{}]\n",
+                p.path,
+                p.level.as_str(),
+                fmt(&p.a_ranges),
+                fmt(&p.b_ranges)
+            ));
+        }
+    }
+    out
+}
+
+fn commit_all(root: &Path, message: &str) {
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", message]);
+}
+
+#[test]
+fn the_base_moving_under_a_session_is_a_base_conflict_with_its_lines() {
+    use super::tests::{lines, render_pairs, with_line};
+    let fx = Fixture::new(&[("f.txt", &lines()), ("g.txt", &lines())]);
+    let a = session(&fx, "a", "main");
+    write(&a, "f.txt", &with_line(3, "a's line 3"));
+    let mut engine = engine_of(&fx, &[("a", "main")]);
+    assert!(engine.base_conflicts().is_empty());
+    // main moves on: line 3 of f.txt changes there too.
+    write(&fx.main, "f.txt", &with_line(3, "main's line 3"));
+    commit_all(&fx.main, "main moves");
+    let update = engine.on_refs_changed("a").unwrap();
+    assert_eq!(update.changed_base_conflicts, ["a"]);
+    expect_test::expect![[r#"
+        a vs main: ["f.txt"]
+          f.txt base-conflict mine=[3+1] base=[3+1]
+    "#]]
+    .assert_eq(&render_base(&engine));
+    // Its pairs are not merged while it conflicts with its base.
+    let b = session(&fx, "b", "main");
+    write(
+        &b,
+        "f.txt",
+        &with_line(3, "main's line 3").replace("line 9", "b"),
+    );
+    let engine = engine_of(&fx, &[("a", "main"), ("b", "main")]);
+    expect_test::expect![[r#"
+        a ~ b: overlap (conflicting: [])
+          f.txt overlap a=[3+1] b=[9+1]
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+    assert_eq!(engine.pairs()[0].not_merged, ["a"]);
+    // Resolved (the session merges main and keeps main's line): gone.
+    let mut engine = engine;
+    write(&a, "f.txt", &with_line(3, "main's line 3"));
+    commit_all(&a, "a");
+    git(&a, &["merge", "-q", "--no-edit", "main"]);
+    engine.on_refs_changed("a").unwrap();
+    engine.rescan("a").unwrap();
+    assert!(
+        engine.base_conflicts().is_empty(),
+        "{}",
+        render_base(&engine)
+    );
+}
+
+#[test]
+fn sessions_created_at_different_base_commits_are_judged_by_their_own_work() {
+    use super::tests::{lines, render_pairs, with_line};
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    // `old` starts at the first commit and edits line 4. main then changes
+    // line 5 (and later reverts it); `new` starts in between and edits
+    // line 9. Merged directly over their common ancestor, old's line 4
+    // meets the line 5 new's branch carries from main: a conflict neither
+    // agent wrote. Shipped one after the other, nothing conflicts.
+    let old = session(&fx, "old", "main");
+    write(&fx.main, "f.txt", &with_line(5, "main's line 5"));
+    commit_all(&fx.main, "main changes line 5");
+    let new = session(&fx, "new", "main");
+    write(&fx.main, "f.txt", &lines());
+    commit_all(&fx.main, "main reverts line 5");
+    write(
+        &new,
+        "f.txt",
+        &with_line(5, "main's line 5").replace("line 9", "new's line 9"),
+    );
+    write(&old, "f.txt", &with_line(4, "old's line 4"));
+    let engine = engine_of(&fx, &[("old", "main"), ("new", "main")]);
+    assert!(engine.base_conflicts().is_empty());
+    let pair = engine.pairs()[0].clone();
+    assert!(pair.lines_from.is_some(), "their merge bases differ");
+    expect_test::expect![[r#"
+        new ~ old: overlap (conflicting: [])
+          f.txt overlap a=[9+1] b=[4+1]
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+    // The old verdict (a merge of the two states over their merge base)
+    // conflicts.
+    let state = |name: &str, root: &Path| {
+        let tree = engine.snapshot(name).unwrap().to_string();
+        let head = git(root, &["rev-parse", "HEAD"]);
+        git(&fx.main, &["commit-tree", &tree, "-p", &head, "-m", name])
+    };
+    let (conflicted, _) =
+        super::tests::git_merge_tree_conflicts(&fx.main, &state("old", &old), &state("new", &new));
+    assert!(conflicted);
+}
+
+#[test]
+fn a_stacked_session_is_judged_by_what_it_changed_after_its_parent() {
+    use super::tests::{lines, render_pairs, with_line};
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let parent = session(&fx, "parent", "main");
+    write(&parent, "f.txt", &with_line(2, "parent's line 2"));
+    commit_all(&parent, "parent");
+    // `child` is stacked on parent (`owt new --base parent`) and edits a
+    // line right next to the parent's.
+    let child = session(&fx, "child", "parent");
+    write(
+        &child,
+        "f.txt",
+        &with_line(2, "parent's line 2").replace("line 3", "child's line 3"),
+    );
+    let engine = engine_of(&fx, &[("parent", "main"), ("child", "parent")]);
+    // The parent's committed line 2 is history they share: only the
+    // child's line 3 is its own, next to the parent's line 2.
+    expect_test::expect![[r#"
+        child ~ parent: hunk-overlap (conflicting: [])
+          f.txt hunk-overlap a=[3+1] b=[2+1]
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+    // The parent then rewrites line 3, uncommitted: now merging the child
+    // after the parent conflicts.
+    write(
+        &parent,
+        "f.txt",
+        &with_line(2, "parent's line 2").replace("line 3", "parent's line 3"),
+    );
+    let mut engine = engine;
+    engine.rescan("parent").unwrap();
+    let pair = engine.pairs()[0].clone();
+    assert_eq!(pair.level, Level::Conflict);
+    assert_eq!(pair.conflicting_paths, ["f.txt"]);
+    assert!(!pair.conflicting_orders.is_empty());
+}
+
+#[test]
+fn identical_binary_changes_are_the_same_change_and_different_ones_conflict() {
+    use super::tests::render_pairs;
+    let bin = |byte: u8| -> Vec<u8> { (0..64u8).map(|i| i ^ byte).chain([0, 0]).collect() };
+    let fx = Fixture::new(&[("f.txt", "x\n")]);
+    std::fs::write(fx.main.join("img.bin"), bin(0)).unwrap();
+    commit_all(&fx.main, "binary");
+    let a = session(&fx, "a", "main");
+    let b = session(&fx, "b", "main");
+    std::fs::write(a.join("img.bin"), bin(7)).unwrap();
+    std::fs::write(b.join("img.bin"), bin(7)).unwrap();
+    let engine = engine_of(&fx, &[("a", "main"), ("b", "main")]);
+    expect_test::expect![[r#"
+        a ~ b: same-change (conflicting: [])
+          img.bin same-change a=[] binary b=[] binary (binary file changed on both sides)
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+    assert_eq!(
+        engine.overlap_count("a"),
+        0,
+        "the same change is no overlap"
+    );
+}
+
+#[test]
+fn the_same_lines_added_on_both_sides_beside_other_changes_are_not_lines_meeting() {
+    use super::tests::{lines, render_pairs};
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = session(&fx, "a", "main");
+    let b = session(&fx, "b", "main");
+    // Both add the same import after line 1; a also edits line 9.
+    let both = lines().replace("line 1\n", "line 1\nuse shared;\n");
+    write(&a, "f.txt", &both.replace("line 9", "a's line 9"));
+    write(&b, "f.txt", &both);
+    let engine = engine_of(&fx, &[("a", "main"), ("b", "main")]);
+    expect_test::expect![[r#"
+        a ~ b: overlap (conflicting: [])
+          f.txt overlap a=[9+1] b=[]
+    "#]]
+    .assert_eq(&render_pairs(&engine.pairs()));
+}
