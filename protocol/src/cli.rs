@@ -97,6 +97,10 @@ pub struct SessionView {
     pub changed_files: u32,
     /// Sessions (or "you") whose changes overlap this one's.
     pub overlaps: u32,
+    /// Paths where its work no longer merges into its base branch's tip
+    /// (the base moved under it: Conflict Guard's `base-conflict`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_conflicts: Vec<String>,
     /// Files with unresolved merge conflicts in the worktree.
     pub conflicted_files: Vec<String>,
     pub agent_pid: Option<u32>,

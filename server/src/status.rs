@@ -132,6 +132,10 @@ pub struct GitFact {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OverlapFact {
     pub count: u32,
+    /// Paths where the session's work no longer merges into its base's tip
+    /// (Conflict Guard's `base-conflict`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_conflicts: Vec<String>,
 }
 
 /// Everything [`derive_status`] looks at, decoded from the store.
@@ -149,6 +153,7 @@ pub struct SessionFacts {
     pub conflict: Option<ConflictFact>,
     pub git: GitFact,
     pub overlaps: u32,
+    pub base_conflicts: Vec<String>,
 }
 
 impl SessionFacts {
@@ -176,7 +181,9 @@ impl SessionFacts {
                 kind::CONFLICT => facts.conflict = decode(row),
                 kind::GIT => facts.git = decode(row).unwrap_or_default(),
                 kind::OVERLAPS => {
-                    facts.overlaps = decode::<OverlapFact>(row).map_or(0, |o| o.count)
+                    let fact = decode::<OverlapFact>(row).unwrap_or_default();
+                    facts.overlaps = fact.count;
+                    facts.base_conflicts = fact.base_conflicts;
                 }
                 _ => {}
             }

@@ -54,6 +54,13 @@ pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
                     if s.ahead == 1 { "" } else { "s" }
                 ));
             }
+            if !s.base_conflicts.is_empty() {
+                parts.push(format!(
+                    "conflicts with {} in {}",
+                    printable::line(&s.base),
+                    printable::line(&s.base_conflicts.join(", "))
+                ));
+            }
             if s.overlaps > 0 {
                 parts.push(format!(
                     "{} overlap{}",

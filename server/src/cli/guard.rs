@@ -80,22 +80,11 @@ fn path_line(path: &GuardPath, a: &str, b: &str) -> String {
 fn sentence(pair: &GuardPair) -> String {
     let mut out = String::new();
     let verb = match pair.level {
-        Level::Conflict | Level::BaseConflict => {
-            let orders: Vec<String> = pair
-                .conflicting_orders
-                .iter()
-                .map(|[first, second]| format!("{second} after {first}"))
-                .collect();
-            if orders.is_empty() {
-                "would conflict".to_string()
-            } else {
-                format!("would conflict (merging {})", orders.join(", or "))
-            }
-        }
-        Level::Semantic => "merge cleanly, but one uses a signature the other changed".into(),
-        Level::HunkOverlap => "changed nearby lines".into(),
-        Level::Overlap => "changed the same files".into(),
-        Level::SameChange => "made the same changes".into(),
+        Level::Conflict | Level::BaseConflict => "would conflict",
+        Level::Semantic => "merge cleanly, but one uses a signature the other changed",
+        Level::HunkOverlap => "changed nearby lines",
+        Level::Overlap => "changed the same files",
+        Level::SameChange => "made the same changes",
     };
     out.push_str(&format!("{} and {} {}:\n", pair.a, pair.b, verb));
     for path in &pair.paths {
@@ -118,6 +107,11 @@ fn sentence(pair: &GuardPair) -> String {
             note.used_by,
             lines(&note.used_at),
             note.used_in,
+        ));
+    }
+    if let [[first, second]] = pair.conflicting_orders.as_slice() {
+        out.push_str(&format!(
+            "  Only in this order: {second} merged after {first} ships.\n"
         ));
     }
     if !pair.not_merged.is_empty() {

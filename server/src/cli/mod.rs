@@ -116,10 +116,14 @@ pub enum Command {
     Usage(usage::Args),
     /// Conflict Guard: which agents (and you) touch the same code, down to the lines.
     ///
-    /// Every pair of sessions and your checkout, at three levels, cheapest
-    /// first: `overlap` (both changed a path), `hunk-overlap` (their changed
-    /// lines meet), `conflict` (a real three-way merge of their working
-    /// states fails; with the conflicting lines on each side). Committed,
+    /// Every pair of sessions and your checkout, least first: `same-change`
+    /// (both made the very same change), `overlap` (both changed a path),
+    /// `hunk-overlap` (their changed lines meet), `semantic` (git merges
+    /// them, but one changed a function's signature and the other's changes
+    /// use it), `conflict` (merging one's working state after shipping the
+    /// other's into the base fails, in either order; with the conflicting
+    /// lines on each side). And per session, `base-conflict`: its working
+    /// state no longer merges into its base branch's tip. Committed,
     /// staged, unstaged and untracked work all count. A live agent's
     /// checkout is read from its session host's journal of writes; any
     /// other checkout is walked (`--json` names which per participant:

@@ -91,6 +91,10 @@ pub fn record_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<()> {
         }
         let count = OverlapFact {
             count: engine.overlap_count(&participant.id),
+            base_conflicts: engine
+                .base_conflict(&participant.id)
+                .map(|c| c.conflicting_paths.clone())
+                .unwrap_or_default(),
         };
         let stored = store
             .fact::<OverlapFact>(session_id, status::kind::OVERLAPS)

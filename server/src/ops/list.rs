@@ -146,6 +146,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         ahead: facts.git.ahead,
         changed_files: facts.git.changed_files,
         overlaps: facts.overlaps,
+        base_conflicts: facts.base_conflicts.clone(),
         conflicted_files: facts
             .conflict
             .as_ref()
