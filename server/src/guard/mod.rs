@@ -27,6 +27,8 @@
 //! subscribe to file-system events; only [`ops`] touches the store.
 
 pub mod changes;
+#[cfg(any(test, feature = "corpus"))]
+pub mod corpus;
 pub mod engine;
 pub mod journal;
 pub mod levels;
