@@ -4,17 +4,25 @@
 //! Invariant: nothing here reads the clock, the store, git or a process;
 //! callers gather [`SessionFacts`] and pass `now`. The rules:
 //!
-//! 1. an exit fact wins (`exited`, or `exited (host lost)`);
+//! 1. an exit fact wins (`exited`, or `exited (host lost)`); a headless
+//!    run (the agent's non-interactive form) that exited with code 0 is
+//!    `done`;
 //! 2. an unresolved merge conflict in the worktree is `conflict`;
 //! 3. *sticky* states — `blocked`, `needs-input`, `done` — hold until newer
 //!    input reaches the agent or a hook reports a new turn (`working`); tool
 //!    output alone does not clear them; what the agent said itself (hook,
-//!    MCP report) outranks what its screen shows;
+//!    native notification, MCP report) outranks what its screen shows,
+//!    except that a permission dialog on screen newer than the agent's own
+//!    word is `blocked` (a "needs you" notification comes just before the
+//!    dialog it announces);
 //! 4. a hook's `working` holds while fresh; once older than
 //!    [`HOOK_STALE_MS`] the screen (re-checked by the host) decides, so no
-//!    session stays `working` forever;
+//!    session stays `working` forever; a screen the rules do not recognise
+//!    (`idle`) has no say;
 //! 5. without hooks or screen rules: recent output is `working`, older
-//!    output `idle`, no output yet `starting`.
+//!    output `idle`, no output yet `starting`;
+//! 6. a headless run is `working` until it exits (it waits for nobody),
+//!    unless it shows a permission dialog.
 
 use owt_protocol::{Lane, Status};
 use serde::{Deserialize, Serialize};
@@ -58,6 +66,9 @@ pub struct HostFact {
     pub host_pid: u32,
     pub agent_pid: Option<u32>,
     pub socket: String,
+    /// The agent runs its non-interactive form to completion (`--headless`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub headless: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -208,14 +219,19 @@ pub struct Derived {
 
 /// The status of a session at `now` (ms), from its facts alone.
 pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
+    let headless = facts.host.as_ref().is_some_and(|(h, _)| h.headless);
     let (status, text, exit_code, host_lost) = if let Some((exit, _)) = &facts.exit {
-        let text = match (exit.code, &exit.signal) {
-            (Some(0), _) => "exited".to_string(),
-            (Some(code), _) => format!("exited with code {code}"),
-            (None, Some(signal)) => format!("exited ({signal})"),
-            (None, None) => "exited".to_string(),
-        };
-        (Status::Exited, text, exit.code, false)
+        if headless && exit.code == Some(0) {
+            (Status::Done, "done".to_string(), exit.code, false)
+        } else {
+            let text = match (exit.code, &exit.signal) {
+                (Some(0), _) => "exited".to_string(),
+                (Some(code), _) => format!("exited with code {code}"),
+                (None, Some(signal)) => format!("exited ({signal})"),
+                (None, None) => "exited".to_string(),
+            };
+            (Status::Exited, text, exit.code, false)
+        }
     } else if facts.host_lost_at.is_some() {
         (Status::Exited, "exited (host lost)".to_string(), None, true)
     } else if facts.conflict.as_ref().is_some_and(|c| !c.files.is_empty()) {
@@ -223,7 +239,11 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         let text = format!("conflict in {n} file{}", if n == 1 { "" } else { "s" });
         (Status::Conflict, text, None, false)
     } else {
-        let status = agent_status(facts, now);
+        let status = match agent_status(facts, now) {
+            Status::Blocked => Status::Blocked,
+            _ if headless => Status::Working,
+            status => status,
+        };
         (status, status.as_str().to_string(), None, false)
     };
     let lane = match status {
@@ -261,7 +281,13 @@ fn agent_status(facts: &SessionFacts, now: i64) -> Status {
             .max_by_key(|(_, at)| *at)
             .copied()
     };
-    let sticky = newest_sticky(&[facts.hook, report]).or_else(|| newest_sticky(&[facts.screen]));
+    let said = newest_sticky(&[facts.hook, report]);
+    let shown = newest_sticky(&[facts.screen]);
+    let sticky = match (said, shown) {
+        (Some((_, said_at)), Some((AgentSignal::Blocked, shown_at))) if shown_at > said_at => shown,
+        (Some(said), _) => Some(said),
+        (None, shown) => shown,
+    };
     if let Some((signal, at)) = sticky {
         let new_turn = matches!(facts.hook, Some((AgentSignal::Working, hook_at)) if hook_at > at);
         if !new_turn {
@@ -278,7 +304,8 @@ fn agent_status(facts: &SessionFacts, now: i64) -> Status {
         None => i64::MIN,
     };
     if let Some((signal, at)) = facts.screen {
-        if at > screen_after && !signal.is_sticky() {
+        // An unrecognised screen (`idle`) has no say: the output decides.
+        if at > screen_after && !signal.is_sticky() && signal != AgentSignal::Idle {
             return signal.status();
         }
     }

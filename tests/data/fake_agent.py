@@ -6,7 +6,15 @@ is appended to $FAKE_LOG as one JSON string per line. Commands:
   size        print `stty size` as seen inside the PTY
   exit N      exit with code N
   busy S      show a braille spinner for S seconds, then the prompt
-  perm        show a permission dialog ("Do you want to proceed? (y/n)")
+  perm        show a permission dialog ("Do you want to proceed? (y/n)"),
+              cleared by the answer (as TUIs do)
+  ask         the same question, line-mode: it stays on screen; after `y`
+              the agent works for 3 s (a spinner) below it
+  anim        a full-screen TUI that redraws every 100 ms, never quiet:
+              a permission dialog until answered, then 2 s of work; then
+              a still input box
+  daemon      start `sleep 300` in a session of its own (a daemon that
+              outlives the agent's process group); prints its pid
   query       ask the terminal for the cursor position and print the answer
   draw        paint a coloured box with ANSI escapes
 anything else is echoed back as `got: <text>`.
@@ -18,6 +26,7 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 import tty
 
@@ -60,11 +69,51 @@ def on_winch(_sig, _frame):
 
 
 dialog = False
+anim_dialog = None  # None: no animation; True/False: its dialog is up
+
+
+def spin(seconds):
+    frames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    end = time.time() + seconds
+    i = 0
+    while time.time() < end:
+        w(f"\r{frames[i % len(frames)]} Thinking (esc to interrupt)")
+        i += 1
+        time.sleep(0.1)
+    w("\r\x1b[2Kdone thinking")
+
+
+def animate():
+    n = 0
+    while anim_dialog:
+        n += 1
+        w(f"\x1b[H\x1b[2Jfake TUI, frame {n}\r\n\r\nBash command\r\n  rm -rf build\r\n"
+          "Allow this command?\r\n  > Allow once\r\n    Reject")
+        time.sleep(0.1)
+    # Answered: it works for 2 s (a spinner), then idles at a still input box.
+    end = time.time() + 2
+    while time.time() < end:
+        n += 1
+        w(f"\x1b[H\x1b[2Jfake TUI, frame {n}\r\n\r\n{'⠋⠙⠹⠸'[n % 4]} Working (esc to interrupt)")
+        time.sleep(0.1)
+    w("\x1b[H\x1b[2Jfake TUI\r\n\r\nReady for your next task.\r\n\r\n> ")
 
 
 def run(line):
-    global dialog
+    global dialog, anim_dialog
     log(line)
+    if anim_dialog:
+        anim_dialog = False
+        return
+    if dialog == "line":
+        dialog = False
+        if line.strip() == "y":
+            w("\r\nproceeding\r\n")
+            spin(3)
+        else:
+            w("\r\ndenied")
+        prompt()
+        return
     if dialog:
         # The answer closes the dialog, as real agents do.
         dialog = False
@@ -82,14 +131,19 @@ def run(line):
         termios.tcsetattr(0, termios.TCSADRAIN, saved)
         sys.exit(int(words[1]) if len(words) > 1 else 0)
     elif cmd == "busy":
-        frames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-        end = time.time() + float(words[1] if len(words) > 1 else 3)
-        i = 0
-        while time.time() < end:
-            w(f"\r{frames[i % len(frames)]} Thinking (esc to interrupt)")
-            i += 1
-            time.sleep(0.1)
-        w("\r\x1b[2Kdone thinking")
+        spin(float(words[1] if len(words) > 1 else 3))
+    elif cmd == "ask":
+        w("\r\nBash command: rm -rf build\r\nDo you want to proceed? (y/n) ")
+        dialog = "line"
+        return
+    elif cmd == "anim":
+        w("\x1b[?1049h")
+        anim_dialog = True
+        threading.Thread(target=animate, daemon=True).start()
+        return
+    elif cmd == "daemon":
+        child = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        w(f"\r\ndaemon pid {child.pid}")
     elif cmd == "perm":
         w("\r\n\x1b[1mBash command\x1b[0m\r\n  rm -rf build\r\nDo you want to proceed? (y/n)")
         dialog = True

@@ -7,6 +7,7 @@
 //! that was started with its `OWT_HOME` (session hosts and agents), so no
 //! test leaves agents behind.
 
+pub mod agents;
 pub mod lsp;
 
 use std::ffi::OsStr;
@@ -297,6 +298,21 @@ impl TestEnv {
         self.git(&path, ["add", "."]);
         self.git(&path, ["commit", "-q", "-m", "initial"]);
         path
+    }
+
+    /// Pids of processes started for the session `short_id` (its agent and
+    /// whatever the agent started): those whose environment carries
+    /// `OWT_SESSION=<short_id>` and this env's `OWT_HOME`.
+    pub fn session_processes(&self, short_id: &str) -> Vec<i32> {
+        let session = format!("OWT_SESSION={short_id}");
+        self.our_processes()
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == session.as_bytes()))
+            })
+            .filter(|pid| pid_alive(*pid as u32))
+            .collect()
     }
 
     /// Pids of processes started with this env's `OWT_HOME`.

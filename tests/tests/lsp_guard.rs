@@ -139,6 +139,50 @@ fn unsaved_edits_create_and_clear_a_hunk_overlap() {
     client.await_diagnostics(&uri(&file), DEADLINE, |d| d.is_empty());
 }
 
+/// Found by the Helix suite in a terminal: when a newer version of the
+/// buffer left the diagnostics as they were, they were not published again,
+/// so the last publication named an older version; Helix drops those, and
+/// never showed the conflict at all.
+#[test]
+fn regression_unchanged_diagnostics_are_published_again_for_a_newer_buffer_version() {
+    let env = TestEnv::new();
+    let (repo, session) = setup(&env);
+    let wt = Path::new(&session.session.worktree);
+    std::fs::write(wt.join("src.txt"), with_line(&ten_lines(), 5, "agent 5")).unwrap();
+    // The message names the agent's status: let it settle first, so the
+    // diagnostics of both versions are the same.
+    wait_until("the agent to wait at its prompt", DEADLINE, || {
+        let list: SessionList = env.owt_json(&repo, ["list"]);
+        list.sessions.iter().any(|s| s.status_text == "needs-input")
+    });
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    let file = repo.join("src.txt");
+    open(&mut client, &file);
+    let human = with_line(&ten_lines(), 5, "human 5");
+    for version in [2, 3] {
+        // Version 3 changes nothing the guard sees (typed, then undone).
+        client.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri(&file), "version": version}, "contentChanges": [{"text": human}]}),
+        );
+        let params = client.await_notification("textDocument/publishDiagnostics", DEADLINE, |p| {
+            p["uri"] == uri(&file).as_str()
+                && p["version"] == version
+                && p["diagnostics"].as_array().is_some_and(|d| !d.is_empty())
+        });
+        assert_eq!(
+            codes(params["diagnostics"].as_array().unwrap()),
+            vec![("conflict".to_string(), 4)]
+        );
+    }
+}
+
 #[test]
 fn a_conflict_sits_on_the_conflicting_lines_and_follows_edits_above() {
     let env = TestEnv::new();

@@ -247,3 +247,119 @@ fn a_missing_agent_binary_fails_to_start_with_a_clear_error() {
         assert!(err.contains("starting `/no/such/agent-binary`"), "{err}");
     });
 }
+
+/// The status of `name` now (`owt wait --timeout 0`).
+fn status_now(env: &Env, name: &str) -> String {
+    let (_, status) = env.wait_json(name, "0");
+    status["status"].as_str().unwrap_or_default().to_string()
+}
+
+/// Waits until `name`'s status is `want`; returns the statuses seen.
+fn wait_status(env: &Env, name: &str, want: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    wait_for(&format!("{name} {want}"), WAIT, || {
+        let now = status_now(env, name);
+        if seen.last() != Some(&now) {
+            seen.push(now.clone());
+        }
+        if now == want {
+            Ok(())
+        } else {
+            Err(format!("{seen:?}"))
+        }
+    });
+    seen
+}
+
+/// Regression (issue 16): a line-mode agent that printed "Do you want to
+/// proceed? (y/n)", got `y` and went on working read as `blocked` seconds
+/// later: the screen rules matched the question anywhere on the screen, not
+/// where the agent was.
+#[test]
+fn regression_an_answered_question_does_not_stay_blocked() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        env.spawn_fake("asker", &[]);
+        env.wait_screen("asker", "FAKE AGENT READY");
+        env.ok(&["send", "asker", "ask"]);
+        env.wait_screen("asker", "Do you want to proceed? (y/n)");
+        wait_status(&env, "asker", "blocked");
+        env.ok(&["send", "asker", "y"]);
+        // It works for 3 s below the question, which stays on screen.
+        let screen = env.wait_screen("asker", "Thinking (esc to interrupt)");
+        assert!(
+            screen.contains("Do you want to proceed? (y/n) y"),
+            "{screen}"
+        );
+        wait_status(&env, "asker", "working");
+        std::thread::sleep(Duration::from_millis(1_500));
+        let screen = env.peek("asker");
+        if screen.contains("Thinking") {
+            assert_eq!(
+                status_now(&env, "asker"),
+                "working",
+                "still working below the answered question:\n{screen}"
+            );
+        }
+        env.wait_screen("asker", "done thinking");
+        wait_status(&env, "asker", "needs-input");
+    });
+}
+
+/// Regression (issue 16): a TUI that redraws without pause is never quiet
+/// for the settle time, so its screen was never judged again: its dialog
+/// never read as `blocked`, its input box never as `needs-input`.
+#[test]
+fn regression_an_animated_tui_is_judged_while_it_never_settles() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        env.spawn_fake("animated", &[]);
+        env.wait_screen("animated", "FAKE AGENT READY");
+        env.ok(&["send", "animated", "anim"]);
+        env.wait_screen("animated", "Allow this command?");
+        wait_status(&env, "animated", "blocked");
+        env.ok(&["send", "animated", "y"]);
+        env.wait_screen("animated", "Ready for your next task.");
+        let seen = wait_status(&env, "animated", "needs-input");
+        assert!(
+            !seen.contains(&"blocked".to_string()),
+            "the answered dialog read as blocked: {seen:?}"
+        );
+    });
+}
+
+/// Stopping a session ends what its agent left running outside its process
+/// group (a daemon in a session of its own, like Codex's app-server), and
+/// nothing of any other session.
+#[test]
+fn stop_ends_a_daemon_the_agent_detached_and_nothing_else() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        env.spawn_fake("detacher", &[]);
+        env.spawn_fake("other", &[]);
+        env.wait_screen("detacher", "FAKE AGENT READY");
+        env.wait_screen("other", "FAKE AGENT READY");
+        let daemon_pid = |name: &str| -> u32 {
+            env.ok(&["send", name, "daemon"]);
+            let screen = env.wait_screen(name, "daemon pid ");
+            screen
+                .split("daemon pid ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|pid| pid.parse().ok())
+                .unwrap_or_else(|| panic!("no daemon pid in:\n{screen}"))
+        };
+        let mine = daemon_pid("detacher");
+        let theirs = daemon_pid("other");
+        assert!(pid_alive(mine) && pid_alive(theirs));
+        env.ok(&["__host", "stop", "detacher"]);
+        wait_for("the detached daemon to be gone", WAIT, || {
+            if pid_alive(mine) {
+                Err(format!("pid {mine} alive"))
+            } else {
+                Ok(())
+            }
+        });
+        assert!(pid_alive(theirs), "another session's daemon was killed");
+    });
+}

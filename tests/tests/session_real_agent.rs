@@ -1,8 +1,7 @@
-//! A real agent CLI under a session host: Claude Code (from npm, installed
-//! under `$OWT_TEST_NPM_PREFIX` by CI with
-//! `npm install --prefix "$OWT_TEST_NPM_PREFIX" @anthropic-ai/claude-code`)
-//! draws its real TUI, and `owt peek` shows it. It cannot reach its API
-//! here; its first screen is enough.
+//! A real agent CLI under a session host: Claude Code (pinned, installed by
+//! `scripts/install-agents`) draws its real TUI, and `owt peek` shows it.
+//! No model answers here; its first screen is enough (`real_agents.rs`
+//! runs whole turns against the scripted model).
 
 mod session_common;
 
@@ -12,20 +11,7 @@ use std::time::Duration;
 use session_common::{with_timeout, Env};
 
 fn claude_binary() -> PathBuf {
-    let prefix = std::env::var_os("OWT_TEST_NPM_PREFIX").unwrap_or_else(|| {
-        panic!(
-            "set OWT_TEST_NPM_PREFIX to a prefix where \
-             `npm install --prefix \"$OWT_TEST_NPM_PREFIX\" @anthropic-ai/claude-code` ran \
-             (scripts/test does this)"
-        )
-    });
-    let bin = PathBuf::from(prefix).join("node_modules/.bin/claude");
-    assert!(
-        bin.exists(),
-        "{} is missing: install @anthropic-ai/claude-code there",
-        bin.display()
-    );
-    bin
+    owt_e2e::agents::agents_dir().join("bin/claude")
 }
 
 #[test]

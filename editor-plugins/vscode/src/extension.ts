@@ -5,9 +5,13 @@
 // language client registers them itself; this file registers only `owt.ui.*`
 // commands, which call `workspace/executeCommand` through the client.
 
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
+  CloseAction,
+  ErrorAction,
   ExecuteCommandRequest,
   LanguageClient,
   NotificationType,
@@ -54,7 +58,45 @@ const OpenTerminal = new RequestType<OpenTerminalParams, OpenTerminalResult, voi
 
 function owtPath(): string {
   const configured = vscode.workspace.getConfiguration('owt').get<string>('path', 'owt').trim();
-  return configured.length > 0 ? configured : 'owt';
+  if (configured.length === 0) return 'owt';
+  // `~/.cargo/bin/owt`, as people write it: spawn() does not expand `~`.
+  return configured.startsWith('~/') ? path.join(os.homedir(), configured.slice(2)) : configured;
+}
+
+/**
+ * The Settings editor at `owt.path`. In a remote window (SSH, containers,
+ * code-server) the binary is looked up on the remote machine, and the User
+ * tab does not list machine settings: open the Remote tab there.
+ */
+async function openPathSetting(): Promise<void> {
+  if (vscode.env.remoteName !== undefined) {
+    await vscode.commands.executeCommand('workbench.action.openRemoteSettings', { query: 'owt.path' });
+  } else {
+    await vscode.commands.executeCommand('workbench.action.openSettings', 'owt.path');
+  }
+}
+
+/**
+ * The file `command` runs, as spawn() finds it (a path, relative to `cwd`,
+ * or a bare name on PATH); undefined when there is none.
+ */
+function findExecutable(command: string, cwd: string | undefined): string | undefined {
+  const runnable = (file: string): boolean => {
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return fs.statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes('/')) {
+    const file = path.resolve(cwd ?? process.cwd(), command);
+    return runnable(file) ? file : undefined;
+  }
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (dir.length > 0 && runnable(path.join(dir, command))) return path.join(dir, command);
+  }
+  return undefined;
 }
 
 function severities(): Severities {
@@ -145,10 +187,17 @@ class Terminals implements vscode.Disposable {
       shellPath,
       shellArgs,
       cwd: params.cwd || undefined,
-      location: { viewColumn: vscode.ViewColumn.Beside },
+      // Beside the file being edited; with no editor open, in the editor
+      // area itself (Beside would leave an empty, focused group next to it).
+      location: {
+        viewColumn: vscode.window.activeTextEditor ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active,
+        preserveFocus: false,
+      },
     });
     this.bySession.set(session, terminal);
-    terminal.show(false);
+    // Focus it once its process runs: focusing a terminal editor whose
+    // view is not drawn yet does nothing, and keys would go nowhere.
+    void Promise.resolve(terminal.processId).then(() => terminal.show(false));
     return { opened: true };
   }
 
@@ -167,6 +216,9 @@ class Owt implements vscode.Disposable {
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   private readonly output = vscode.window.createOutputChannel('owt');
   readonly view: vscode.TreeView<TreeNode>;
+  /** `owt.server` context key: which welcome the empty Agents view shows. */
+  private serverState: 'starting' | 'running' | 'stopped' | undefined;
+  private starting = false;
 
   constructor() {
     this.view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: this.tree, showCollapseAll: false });
@@ -184,31 +236,69 @@ class Owt implements vscode.Disposable {
     this.status.backgroundColor = m.attention ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     const needsYou = boardToTree(board).find((l) => l.lane === 'needs-you')?.sessions.length ?? 0;
     this.view.badge = needsYou > 0 ? { value: needsYou, tooltip: `${needsYou} need you` } : undefined;
-    this.view.message = connected ? undefined : 'owt lsp is not running (see the owt output).';
+    const state = connected ? 'running' : this.starting ? 'starting' : 'stopped';
+    if (state !== this.serverState) {
+      this.serverState = state;
+      void vscode.commands.executeCommand('setContext', 'owt.server', state);
+    }
+  }
+
+  private connected(): boolean {
+    return this.client?.state === State.Running;
   }
 
   private setBoard(board: Board | undefined): void {
     this.tree.setBoard(board);
-    this.render(this.client?.state === State.Running);
+    this.render(this.connected());
   }
 
   async start(): Promise<void> {
-    if (this.client) return;
+    if (this.client || this.starting) return;
     const folder = vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
       this.render(false);
       return;
     }
+    this.starting = true;
+    try {
+      await this.startIn(folder);
+    } finally {
+      this.starting = false;
+      this.render(this.connected());
+    }
+  }
+
+  private async startIn(folder: vscode.WorkspaceFolder): Promise<void> {
+    const command = owtPath();
+    const cwd = folder.uri.scheme === 'file' ? folder.uri.fsPath : undefined;
+    if (findExecutable(command, cwd) === undefined) {
+      this.render(false);
+      void this.binaryMissing(command);
+      return;
+    }
     const serverOptions: ServerOptions = {
       // No `transport`: TransportKind.stdio would append `--stdio` to the args.
-      command: owtPath(),
+      command,
       args: ['lsp'],
-      options: { cwd: folder.uri.scheme === 'file' ? folder.uri.fsPath : undefined },
+      options: { cwd },
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }],
       initializationOptions: initializationOptions(),
       outputChannel: this.output,
+      errorHandler: {
+        error: (_error, _message, count) => ({
+          action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown,
+        }),
+        // A server that dies is not restarted behind the person's back (a
+        // crash loop would hide itself): the board empties, the status bar
+        // says so, and a restart is one click away.
+        closed: () => {
+          this.tree.setBoard(undefined);
+          void this.serverStopped();
+          return { action: CloseAction.DoNotRestart, handled: true };
+        },
+      },
     };
     const client = new LanguageClient('owt', 'owt', serverOptions, clientOptions);
     this.client = client;
@@ -220,14 +310,38 @@ class Owt implements vscode.Disposable {
       this.setBoard(await client.sendRequest(BoardRequest));
     } catch (err) {
       this.render(false);
-      const choice = await vscode.window.showErrorMessage(
-        `owt: could not start \`${owtPath()} lsp\`: ${messageOf(err)}`,
-        'Open Settings',
-        'Show Output',
-      );
-      if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'owt.path');
-      if (choice === 'Show Output') this.output.show();
+      // Not awaited: a restart (say, after fixing owt.path) must not wait
+      // for this message to be dismissed.
+      void this.startFailed(command, err);
     }
+  }
+
+  private async startFailed(command: string, err: unknown): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(
+      `owt: could not start \`${command} lsp\`: ${messageOf(err)}`,
+      'Open Settings',
+      'Show Output',
+    );
+    if (choice === 'Open Settings') await openPathSetting();
+    if (choice === 'Show Output') this.output.show();
+  }
+
+  private async binaryMissing(command: string): Promise<void> {
+    const message = command.includes('/')
+      ? `owt: \`${command}\` (the \`owt.path\` setting) is not an executable file. Point \`owt.path\` at the owt binary.`
+      : `owt: \`${command}\` was not found on PATH. Install owt, or set \`owt.path\` to the owt binary (e.g. ~/.cargo/bin/owt).`;
+    const choice = await vscode.window.showErrorMessage(message, 'Open Settings');
+    if (choice === 'Open Settings') await openPathSetting();
+  }
+
+  private async serverStopped(): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(
+      'owt: `owt lsp` stopped unexpectedly; the agents keep running. The owt output shows why.',
+      'Restart',
+      'Show Output',
+    );
+    if (choice === 'Restart') await this.restart();
+    if (choice === 'Show Output') this.output.show();
   }
 
   async stop(): Promise<void> {

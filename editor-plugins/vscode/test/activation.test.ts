@@ -85,7 +85,10 @@ describe('activation (vscode stubbed)', () => {
       return realLoad.call(this, request, parent, isMain);
     };
     try {
-      const ext = require(path.join(EXTENSION_DIR, manifest.main)) as {
+      // The tsc output of src/extension.ts: manifest.main is its esbuild
+      // bundle, which wraps `vscode` in a copy of its own keys (a stub has
+      // none); the bundle itself runs in the e2e suite, in a real VS Code.
+      const ext = require(path.join(EXTENSION_DIR, 'out', 'src', 'extension.js')) as {
         activate: (ctx: { subscriptions: { dispose(): void }[] }) => void;
         deactivate: () => Promise<void>;
       };
@@ -106,6 +109,11 @@ describe('activation (vscode stubbed)', () => {
 });
 
 describe('package.json', () => {
+  it('main is the bundle the .vsix ships (built by npm run build)', () => {
+    assert.equal(manifest.main, './dist/extension.js');
+    assert.ok(fs.existsSync(path.join(EXTENSION_DIR, manifest.main)), `${manifest.main} was not built`);
+  });
+
   it('activates on startup, not on `*`', () => {
     assert.deepEqual(manifest.activationEvents, ['onStartupFinished']);
   });

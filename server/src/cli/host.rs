@@ -42,6 +42,13 @@ pub enum HostCommand {
         /// Typed into the agent once it is ready.
         #[arg(long)]
         typed_prompt: Option<String>,
+        /// ARGV carries the agent's first prompt (an idle input box means
+        /// it has not started on it yet).
+        #[arg(long)]
+        prompt_in_argv: bool,
+        /// Run as a `--headless` session.
+        #[arg(long)]
+        headless: bool,
         #[arg(long, default_value_t = 24)]
         rows: u16,
         #[arg(long, default_value_t = 80)]
@@ -88,6 +95,8 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
             name,
             provider,
             typed_prompt,
+            prompt_in_argv,
+            headless,
             rows,
             cols,
             env,
@@ -127,7 +136,8 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
                 cwd,
                 env: env_map,
                 typed_prompt,
-                headless: false,
+                prompt_in_argv,
+                headless,
                 home: owt_home()?,
                 rows,
                 cols,

@@ -27,7 +27,8 @@ pub struct Args {
     /// Agent to run (claude, codex, opencode, pi, droid, aider, gemini, cursor-agent, amp, goose, or a [tools.NAME]).
     #[arg(long, value_name = "TOOL")]
     pub ai_tool: Option<String>,
-    /// Run the agent's non-interactive form to completion (e.g. `claude -p`).
+    /// Run the agent's non-interactive form to completion (e.g. `claude -p`); the
+    /// session is working until it exits, and done when it exits with code 0.
     #[arg(long)]
     pub headless: bool,
     /// Start the agent in plan mode (Claude Code: --permission-mode plan).

@@ -52,7 +52,7 @@ pub fn run(ctx_dir: Option<&Path>, json: bool, args: Args) -> anyhow::Result<Exi
                 let wanted = if args.working {
                     derived.status == Status::Working
                 } else {
-                    derived.status != Status::Exited
+                    derived.status != Status::Exited && derived.exit_code.is_none()
                 };
                 if wanted {
                     out.push(row);

@@ -587,7 +587,12 @@ pub fn exclude_paths(repo: &Repo, paths: &[String]) -> Result<()> {
         source,
     };
     std::fs::create_dir_all(file.parent().unwrap_or(&repo.common_dir)).map_err(io)?;
-    std::fs::write(&file, out).map_err(io)
+    // Through a temporary file and a rename: a running agent that reads
+    // the excludes (Aider asks to add `.aider*` to .gitignore when git does
+    // not ignore it) never sees the file half written.
+    let tmp = file.with_file_name(format!("exclude.owt-{}.tmp", std::process::id()));
+    std::fs::write(&tmp, out).map_err(io)?;
+    std::fs::rename(&tmp, &file).map_err(io)
 }
 
 /// Gives a new worktree's index the cache of trees that `git worktree add`

@@ -101,8 +101,9 @@ pub struct State {
     me: String,
     /// The checkout the editor shows.
     my_root: Option<PathBuf>,
-    /// What was last published, per document.
-    published: HashMap<Uri, Vec<Diagnostic>>,
+    /// What was last published, per document, with the document version
+    /// it was published for.
+    published: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
     /// When the unsaved buffers are next handed to the guard.
     overrides_due: Option<Instant>,
     /// Time of the last agent report seen, per session.
@@ -714,18 +715,22 @@ impl State {
             self.show_message(MessageType::WARNING, text);
         }
         let mut to_send: Vec<(Uri, Vec<Diagnostic>)> = Vec::new();
-        for (uri, old) in &self.published {
+        for (uri, (_, old)) in &self.published {
             if !next.contains_key(uri) && !old.is_empty() {
                 to_send.push((uri.clone(), Vec::new()));
             }
         }
         for (uri, diags) in next.drain() {
-            if self.published.get(&uri) != Some(&diags) {
+            let version = self.docs.get(&uri).map(|d| d.version);
+            // Also when only the version moved: a client that checks
+            // versions (Helix) drops a publication for an older version of
+            // its buffer, and would never see the same diagnostics again.
+            if self.published.get(&uri) != Some(&(version, diags.clone())) {
                 to_send.push((uri.clone(), diags.clone()));
             }
-            self.published.insert(uri, diags);
+            self.published.insert(uri, (version, diags));
         }
-        self.published.retain(|_, d| !d.is_empty());
+        self.published.retain(|_, (_, d)| !d.is_empty());
         for (uri, diags) in to_send {
             if diags.is_empty() {
                 self.published.remove(&uri);

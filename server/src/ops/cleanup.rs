@@ -25,10 +25,15 @@ pub fn cleanup(
         kept: Vec::new(),
     };
     for view in super::list::session_views(ctx)? {
-        if !matches!(
-            view.status,
-            Status::Exited | Status::Idle | Status::Starting
-        ) {
+        // A finished headless run (`done` with an exit code) is as
+        // finished as an exited one.
+        let finished = view.status == Status::Done && view.exit_code.is_some();
+        if !finished
+            && !matches!(
+                view.status,
+                Status::Exited | Status::Idle | Status::Starting
+            )
+        {
             continue;
         }
         let row = ctx.session(&view.name)?;

@@ -206,16 +206,42 @@ pub fn new_session(
     tracing::info!(branch = %session.branch, provider = %resolved.provider.name, "creating the session");
     // The agent's argv, checked before anything is created on disk: exec
     // would refuse it later with a cryptic failure in the host.
+    let mut env = ctx.config.config.agent.env.clone();
+    env.extend(resolved.provider.env.clone());
+    // The agent's native status signals, for this session only (arguments,
+    // environment, files under $OWT_HOME: nothing in the worktree).
+    let integration = std::env::current_exe()
+        .map_err(|e| e.to_string())
+        .and_then(|owt| {
+            provider::integration::prepare(&resolved.provider.name, mode, &owt, &ctx.home, &env)
+                .map_err(|e| e.to_string())
+        });
+    let integration = match integration {
+        Ok(integration) => integration,
+        Err(e) => {
+            warnings.push(format!(
+                "owt will read {}'s status from its screen only: {e}",
+                resolved.provider.name
+            ));
+            provider::integration::Integration::default()
+        }
+    };
     let launch = first_prompt(ctx, &session, req)
         .and_then(|prompt| {
             let prompt = if req.raw { task.to_string() } else { prompt };
+            let mut args = provider::integration::placement_args(
+                &resolved.provider.name,
+                mode,
+                &session.worktree_path,
+            );
+            args.extend(integration.args.iter().cloned());
             Ok(resolved
                 .provider
-                .launch(&resolved.binary_path, &prompt, mode)?)
+                .launch_with(&resolved.binary_path, &prompt, mode, &args)?)
         })
         .and_then(|launch| {
-            let mut env = ctx.config.config.agent.env.clone();
             env.extend(launch.env.clone());
+            env.extend(integration.env);
             check_exec(&resolved.binary_path, &launch.argv, &env)?;
             Ok((launch, env))
         });
@@ -308,11 +334,39 @@ pub fn new_session(
             "could not keep owt's own files out of commits: {e}"
         ));
     }
+    // The files the agent writes into its checkout on its own (Aider's
+    // history and caches) are kept out of commits and the guard the same
+    // way (patterns in `info/exclude`; `owt delete` treats them as any
+    // ignored file).
+    let agent_files: Vec<String> = provider::integration::own_files(&resolved.provider.name)
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    if let Err(e) = crate::git::exclude_paths(&ctx.repo, &agent_files) {
+        warnings.push(format!(
+            "could not keep owt's own files out of commits: {e}"
+        ));
+    }
 
     progress(&format!(
         "Starting {} in {}",
         resolved.provider.name, session.name
     ));
+    // Where the agent can keep an exact record of its tokens for owt.
+    let mut env = env;
+    let places = ctx.usage_places();
+    let record_env = crate::usage::agent_env(
+        &resolved.provider.name,
+        &places,
+        &session.short_id,
+        |name| env.contains_key(name) || std::env::var_os(name).is_some(),
+    );
+    if !record_env.is_empty() {
+        if let Err(e) = crate::usage::aider::prepare(&places) {
+            tracing::warn!("creating {}: {e}", places.owt_usage.display());
+        }
+        env.extend(record_env);
+    }
     let spec = HostSpec {
         session_id: session.id,
         session_name: session.name.clone(),
@@ -322,6 +376,7 @@ pub fn new_session(
         cwd: session.worktree_path.clone(),
         env,
         typed_prompt: launch.typed_prompt,
+        prompt_in_argv: launch.prompt_in_argv,
         headless: req.headless,
         home: ctx.home.clone(),
         rows: req.size.0,

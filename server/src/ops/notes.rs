@@ -22,7 +22,8 @@ pub fn note(ctx: &mut Context, text: Option<&str>, clear: bool) -> anyhow::Resul
         ctx.store.add_note(ctx.repo_row.id, text)?;
         let message = format!("[owt note, shared with every agent] {text}");
         for view in super::list::session_views_with(ctx, false)? {
-            if view.status == Status::Exited {
+            // Not to agents that are gone (exited, or a headless run done).
+            if view.status == Status::Exited || view.exit_code.is_some() {
                 continue;
             }
             let row = ctx.session(&view.name)?;

@@ -8,6 +8,7 @@
 //! verbatim as one argument (or as typed text).
 
 mod builtin;
+pub mod integration;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -106,6 +107,8 @@ pub struct Launch {
     /// Text to type once the agent is ready (providers without a prompt
     /// argument).
     pub typed_prompt: Option<String>,
+    /// The prompt is on the command line.
+    pub prompt_in_argv: bool,
     pub env: BTreeMap<String, String>,
 }
 
@@ -172,6 +175,18 @@ impl Provider {
         prompt: &str,
         mode: LaunchMode,
     ) -> Result<Launch, ProviderError> {
+        self.launch_with(binary_path, prompt, mode, &[])
+    }
+
+    /// As [`Provider::launch`], with `extra` arguments after the agent's
+    /// own and before the prompt (an integration's, see [`integration`]).
+    pub fn launch_with(
+        &self,
+        binary_path: &Path,
+        prompt: &str,
+        mode: LaunchMode,
+        extra: &[String],
+    ) -> Result<Launch, ProviderError> {
         let (args, delivery) = match mode {
             LaunchMode::Headless => {
                 let headless = self
@@ -191,7 +206,7 @@ impl Provider {
         };
         let mut argv = vec![binary_path.to_string_lossy().into_owned()];
         let mut placed = false;
-        for arg in args {
+        for arg in args.into_iter().chain(extra.iter().cloned()) {
             if arg.contains("{prompt}") {
                 placed = true;
                 argv.push(arg.replace("{prompt}", prompt));
@@ -200,6 +215,8 @@ impl Provider {
             }
         }
         let mut typed_prompt = None;
+        let prompt_in_argv = !prompt.is_empty()
+            && (placed || !matches!(delivery, PromptDelivery::Typed | PromptDelivery::None));
         if !placed && !prompt.is_empty() {
             match delivery {
                 PromptDelivery::Flag(flag) => {
@@ -222,6 +239,7 @@ impl Provider {
         Ok(Launch {
             argv,
             typed_prompt,
+            prompt_in_argv,
             env: self.env.clone(),
         })
     }

@@ -48,10 +48,26 @@ pub const MAX_COLS: u16 = 1_000;
 const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
 /// At most one `output` fact per this interval.
 const OUTPUT_FACT_MS: i64 = 1_000;
-/// Quiet time after first output before a typed prompt is typed.
+/// Quiet time after output before a typed prompt may be typed.
 const PROMPT_QUIET_MS: u64 = 800;
-/// A typed prompt is typed after this long even with no output at all.
+/// A typed prompt is typed after this long when the agent's screen never
+/// shows an input box it recognises — unless a question is on screen (owt
+/// answers nothing on the human's behalf).
 const PROMPT_DEADLINE_MS: u64 = 8_000;
+/// The same for agents with a ready rule of their own (Aider).
+const PROMPT_DEADLINE_KNOWN_MS: u64 = 30_000;
+/// With the task on its command line, a built-in agent whose screen shows
+/// an idle input box has not started on it yet
+/// (`rules::input_box_before_argv_task`): it reads as working until its
+/// screen shows work or a dialog, a native signal arrives, the human types,
+/// or this long passes.
+const FIRST_TURN_GRACE_MS: u64 = 60_000;
+/// An idle input box reads as waiting only once the output has been quiet
+/// this long: Codex shows its input box, and no spinner, while the model's
+/// answer streams in; a screen that still changes is not idle.
+const INPUT_BOX_QUIET_MS: u64 = 1_000;
+/// An unchanged screen judgement is recorded again after this long.
+const SCREEN_FACT_REFRESH_MS: u64 = 10_000;
 /// Pause between typed text and its Enter (TUIs treat a fast Enter as part
 /// of a paste).
 const ENTER_DELAY_MS: u64 = 60;
@@ -110,6 +126,10 @@ const PARSER_BACKLOG: usize = 64;
 enum ToMonitor {
     /// Record the exit, then acknowledge.
     Exited(AgentExit, mpsc::Sender<()>),
+    /// Record what is pending (the input just typed) now, then acknowledge:
+    /// a `send` returns only once its input is a fact, so a status read
+    /// right after it never sees the screen from before it.
+    Flush(mpsc::Sender<()>),
 }
 
 struct ClientQueue {
@@ -251,6 +271,10 @@ struct State {
     last_output_at: Option<i64>,
     last_input_at: Option<i64>,
     screen_signal: Option<AgentSignal>,
+    /// The last desktop notification (OSC 9) the agent sent, as a signal,
+    /// and when (ms); `native_seq` counts them.
+    native: Option<(AgentSignal, i64)>,
+    native_seq: u64,
     exit: Option<AgentExit>,
 }
 
@@ -278,6 +302,8 @@ struct Shared {
     typing: Mutex<()>,
     next_client: AtomicU64,
     exiting: AtomicBool,
+    /// The monitor's inbox (set once it runs).
+    to_monitor: Mutex<Option<mpsc::Sender<ToMonitor>>>,
     /// The work journal of the agent's checkout (`None` outside a
     /// repository, or when inotify refused).
     journal: Option<crate::guard::journal::Journal>,
@@ -370,6 +396,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
                 host_pid,
                 agent_pid,
                 socket: socket.to_string_lossy().into_owned(),
+                headless: spec.headless,
             };
             if let Err(e) = store.record_fact(spec.session_id, kind::HOST, &fact) {
                 tracing::warn!("recording the host fact: {e}");
@@ -403,6 +430,8 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
             last_output_at: None,
             last_input_at: None,
             screen_signal: None,
+            native: None,
+            native_seq: 0,
             exit: None,
         }),
         master: Mutex::new(pty.master),
@@ -416,6 +445,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         typing: Mutex::new(()),
         next_client: AtomicU64::new(1),
         exiting: AtomicBool::new(false),
+        to_monitor: Mutex::new(None),
         journal,
     });
     tracing::info!(session = %spec.session_name, agent_pid = ?agent_pid, "host started");
@@ -468,6 +498,7 @@ fn serve(started: Started) {
         store,
     } = started;
     let (monitor_tx, monitor_rx) = mpsc::channel::<ToMonitor>();
+    *lock(&shared.to_monitor) = Some(monitor_tx.clone());
     let (reader_done_tx, reader_done_rx) = mpsc::channel::<()>();
 
     {
@@ -676,6 +707,13 @@ fn parse_chunk(shared: &Shared, chunk: &[u8], found: &mut Vec<(usize, queries::Q
     let mut state = lock(&shared.state);
     found.clear();
     state.scanner.scan(chunk, found);
+    for message in state.scanner.take_notifications() {
+        if let Some(signal) = rules::notification_signal(&shared.spec.provider, &message) {
+            tracing::info!(?signal, "the agent sent a notification");
+            state.native = Some((signal, now_ms()));
+            state.native_seq += 1;
+        }
+    }
     if found.is_empty() || shared.n_attached.load(Ordering::SeqCst) > 0 {
         state.parser.process(chunk);
     } else {
@@ -724,20 +762,12 @@ fn type_input(shared: &Shared, bytes: Vec<u8>) {
     let _ = shared.to_agent.send(ToAgent::Input(bytes));
 }
 
-/// Types `text` (as a bracketed paste when it spans lines and the agent
-/// enabled paste mode), then Enter after a short pause.
+/// Types `text` as one input (see [`typed_bytes`]), then Enter after a
+/// short pause.
 fn type_text(shared: &Shared, text: &str, enter: bool) {
     let _typing = lock(&shared.typing);
     let paste_mode = lock(&shared.state).parser.screen().bracketed_paste();
-    let mut bytes = Vec::with_capacity(text.len() + 12);
-    if text.contains('\n') && paste_mode {
-        bytes.extend_from_slice(b"\x1b[200~");
-        bytes.extend_from_slice(text.as_bytes());
-        bytes.extend_from_slice(b"\x1b[201~");
-    } else {
-        bytes.extend_from_slice(text.as_bytes());
-    }
-    type_input(shared, bytes);
+    type_input(shared, typed_bytes(&shared.spec.provider, text, paste_mode));
     if enter {
         let _ = shared
             .to_agent
@@ -746,11 +776,37 @@ fn type_text(shared: &Shared, text: &str, enter: bool) {
     }
 }
 
+/// The bytes that type `text` into `provider` as one input, never as one
+/// submission per line: one bracketed paste when the agent enabled paste
+/// mode; else Aider's own multi-line form (`{owt` … `owt}`); else, for
+/// programs with no known multi-line form, the lines joined by spaces.
+pub(crate) fn typed_bytes(provider: &str, text: &str, paste_mode: bool) -> Vec<u8> {
+    if !text.contains('\n') {
+        return text.as_bytes().to_vec();
+    }
+    if paste_mode {
+        let mut bytes = Vec::with_capacity(text.len() + 12);
+        bytes.extend_from_slice(b"\x1b[200~");
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.extend_from_slice(b"\x1b[201~");
+        return bytes;
+    }
+    if provider == "aider" {
+        return format!("{{owt\r{}\rowt}}", text.replace('\n', "\r")).into_bytes();
+    }
+    text.split('\n')
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .into_bytes()
+}
+
 /// The monitor: sole owner of the store. Records throttled output, input
-/// and screen facts, types the prompt when the agent is ready, and records
-/// the exit.
+/// and screen facts and the agent's own notifications, types the prompt
+/// when the agent is ready, and records the exit.
 fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMonitor>) {
     let id = shared.spec.session_id;
+    let provider = shared.spec.provider.as_str();
     let record = |kind: &str, at: i64, value: &dyn erased::Value| {
         if let Some(store) = &store {
             if let Err(e) = value.record(store, id, kind, at) {
@@ -762,9 +818,23 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
     let mut recorded_output_at: Option<i64> = None;
     let mut recorded_input_at: Option<i64> = None;
     let mut judged_seq = 0u64;
+    let mut judged_at: Option<Instant> = None;
+    // The last screen fact recorded: its signal, when, and the input it
+    // was judged after.
+    let mut recorded_screen: Option<(AgentSignal, Instant, Option<i64>)> = None;
+    let mut native_seq = 0u64;
+    // The last judgement saw an input box while output still flowed: judge
+    // again once it is quiet.
+    let mut input_box_pending = false;
+    let mut first_turn = shared.spec.prompt_in_argv
+        && !shared.spec.headless
+        && rules::input_box_before_argv_task(provider);
     let mut prompt = shared.spec.typed_prompt.clone().filter(|p| !p.is_empty());
+    let mut question_noted = false;
     loop {
+        let mut flushed = None;
         match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(ToMonitor::Flush(ack)) => flushed = Some(ack),
             Ok(ToMonitor::Exited(exit, done)) => {
                 let (out_at, in_at) = {
                     let s = lock(&shared.state);
@@ -788,18 +858,41 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         let now = now_ms();
-        let (out_at, in_at, seq, quiet_for, text) = {
+        let quiet_enough =
+            |q: Option<Duration>, ms: u64| q.is_some_and(|q| q >= Duration::from_millis(ms));
+        let prompt_deadline = if provider == "aider" {
+            PROMPT_DEADLINE_KNOWN_MS
+        } else {
+            PROMPT_DEADLINE_MS
+        };
+        let late = started.elapsed() >= Duration::from_millis(prompt_deadline);
+        let (out_at, in_at, seq, quiet_for, screen, paste_mode, native, due) = {
             let s = lock(&shared.state);
             let quiet_for = s.last_output.map(|t| t.elapsed());
-            let settled = quiet_for.is_some_and(|q| q >= Duration::from_millis(rules::SETTLE_MS));
-            let text =
-                (settled && s.output_seq != judged_seq).then(|| s.parser.screen().contents());
+            // Judge when output settles, and at least every REJUDGE_MS
+            // while it never does (animated TUIs); never a screen that
+            // does not show the last input's effect yet (no output since).
+            let shows_input = s.last_input_at <= s.last_output_at;
+            let due = shows_input
+                && ((s.output_seq != judged_seq
+                    && (quiet_enough(quiet_for, rules::SETTLE_MS)
+                        || judged_at.is_none_or(|t| {
+                            t.elapsed() >= Duration::from_millis(rules::REJUDGE_MS)
+                        })))
+                    || (input_box_pending && quiet_enough(quiet_for, INPUT_BOX_QUIET_MS)));
+            let for_prompt = prompt.is_some() && (quiet_enough(quiet_for, PROMPT_QUIET_MS) || late);
+            let screen =
+                (due || for_prompt).then(|| rules::ScreenText::from_screen(s.parser.screen()));
+            let native = (s.native_seq != native_seq).then_some((s.native, s.native_seq));
             (
                 s.last_output_at,
                 s.last_input_at,
                 s.output_seq,
                 quiet_for,
-                text,
+                screen,
+                s.parser.screen().bracketed_paste(),
+                native,
+                due,
             )
         };
         if let Some(at) = out_at {
@@ -813,22 +906,116 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
         if let Some(at) = in_at.filter(|at| Some(*at) != recorded_input_at) {
             record(kind::INPUT, at, &());
             recorded_input_at = Some(at);
+            // The human (or owt send) took over: the screen is honest now.
+            first_turn = false;
         }
-        if let Some(text) = text {
+        if let Some(ack) = flushed.take() {
+            let _ = ack.send(());
+        }
+        if let Some((signal, seq)) = native {
+            native_seq = seq;
+            if let Some((signal, at)) = signal {
+                // What the agent said itself, like a hook.
+                record(kind::HOOK, at, &signal);
+                first_turn = false;
+            }
+        }
+        if let Some(screen) = screen.as_ref().filter(|_| due) {
             judged_seq = seq;
-            let signal = rules::screen_signal(&shared.spec.provider, &text);
+            judged_at = Some(Instant::now());
+            let verdict = rules::screen_verdict(provider, screen);
+            let mut signal = verdict.signal();
+            input_box_pending = false;
+            // Before the agent has its task (a typed prompt still to type),
+            // or before it shows that it started on the one on its command
+            // line, its idle input box means "starting", not "waiting".
+            let grace = started.elapsed() < Duration::from_millis(FIRST_TURN_GRACE_MS);
+            if first_turn && !grace {
+                first_turn = false;
+            }
+            let before_task = first_turn || prompt.is_some();
+            match verdict {
+                rules::Verdict::Working | rules::Verdict::Blocked => first_turn = false,
+                rules::Verdict::InputBox | rules::Verdict::Unknown if before_task => {
+                    signal = AgentSignal::Working
+                }
+                rules::Verdict::InputBox if !quiet_enough(quiet_for, INPUT_BOX_QUIET_MS) => {
+                    // No opinion yet: the output's recency decides.
+                    signal = AgentSignal::Idle;
+                    input_box_pending = true;
+                }
+                _ => {}
+            }
             lock(&shared.state).screen_signal = Some(signal);
-            record(kind::SCREEN, now_ms(), &signal);
+            let record_it = recorded_screen.is_none_or(|(prev, at, input)| {
+                prev != signal
+                    || input != in_at
+                    || at.elapsed() >= Duration::from_millis(SCREEN_FACT_REFRESH_MS)
+            });
+            if record_it {
+                record(kind::SCREEN, now_ms(), &signal);
+                recorded_screen = Some((signal, Instant::now(), in_at));
+            }
         }
         if prompt.is_some() {
-            let quiet = quiet_for.is_some_and(|q| q >= Duration::from_millis(PROMPT_QUIET_MS));
-            if quiet || started.elapsed() >= Duration::from_millis(PROMPT_DEADLINE_MS) {
+            let quiet = quiet_enough(quiet_for, PROMPT_QUIET_MS);
+            let readiness = screen
+                .as_ref()
+                .filter(|_| quiet || late)
+                .map(|screen| rules::prompt_readiness(provider, screen, paste_mode));
+            let type_now = match readiness {
+                Some(rules::Readiness::Ready) => true,
+                Some(rules::Readiness::Question) => {
+                    if !question_noted {
+                        tracing::info!(
+                            "a question is on screen: the first prompt waits until it is answered"
+                        );
+                        question_noted = true;
+                    }
+                    false
+                }
+                // Never typed into a question, even late.
+                Some(rules::Readiness::NotYet) => late,
+                None => false,
+            };
+            if type_now {
                 if let Some(p) = prompt.take() {
-                    tracing::info!("typing the first prompt");
+                    tracing::info!(?readiness, "typing the first prompt");
                     type_text(shared, &p, true);
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod typing_tests {
+    use super::typed_bytes;
+
+    /// Regression (issue 16): Aider's multi-line first prompt was typed
+    /// before its line editor turned bracketed paste on, and each line was
+    /// submitted on its own (12 model requests for one task).
+    #[test]
+    fn regression_a_multi_line_prompt_is_one_input() {
+        let text = "Fix it\n\n## Your session\nYou are `x`.";
+        assert_eq!(
+            typed_bytes("aider", text, true),
+            b"\x1b[200~Fix it\n\n## Your session\nYou are `x`.\x1b[201~".to_vec()
+        );
+        assert_eq!(
+            typed_bytes("aider", text, false),
+            b"{owt\rFix it\r\r## Your session\rYou are `x`.\rowt}".to_vec(),
+            "Aider's own multi-line form"
+        );
+        assert_eq!(
+            typed_bytes("my-tool", text, false),
+            b"Fix it  ## Your session You are `x`.".to_vec(),
+            "never one submission per line"
+        );
+        assert_eq!(
+            typed_bytes("aider", "one line", false),
+            b"one line".to_vec()
+        );
     }
 }
 
@@ -1127,6 +1314,13 @@ fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Reply {
         }
         Request::Send(send) => {
             type_text(shared, &send.text, send.enter);
+            let (ack_tx, ack_rx) = mpsc::channel();
+            let asked = lock(&shared.to_monitor)
+                .as_ref()
+                .is_some_and(|m| m.send(ToMonitor::Flush(ack_tx)).is_ok());
+            if asked {
+                let _ = ack_rx.recv_timeout(Duration::from_secs(2));
+            }
             Reply::Frame(proto::encode(FrameKind::Ok, b""))
         }
         Request::Peek(req) => {

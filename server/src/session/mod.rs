@@ -62,6 +62,10 @@ pub struct HostSpec {
     pub env: BTreeMap<String, String>,
     /// Typed into the terminal once the agent is ready.
     pub typed_prompt: Option<String>,
+    /// The first prompt is on the agent's command line: until its screen
+    /// shows it at work, an idle input box means it has not started yet.
+    #[serde(default)]
+    pub prompt_in_argv: bool,
     /// Run to completion (the provider's non-interactive form).
     pub headless: bool,
     /// `$OWT_HOME`: the store and `run/` live here.
@@ -306,8 +310,73 @@ pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(),
 /// Time between hang-up and kill when stopping an agent.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
-/// Stops the agent (hang-up, then kill after a grace period) and its host.
+/// Stops the agent (hang-up, then kill after a grace period), its host,
+/// and whatever the agent left running for this session outside its
+/// process group (a daemon it detached, see [`stop_leftovers`]).
 pub fn stop(home: &Path, session: &SessionRow) -> Result<(), SessionError> {
+    stop_agent_and_host(home, session)?;
+    stop_leftovers(home, &session.short_id);
+    Ok(())
+}
+
+/// Processes started for the session `short_id` of `home` that are still
+/// running: every process of this user whose environment carries both
+/// `OWT_SESSION=<short id>` and `OWT_HOME=<home>` (the host gives them to
+/// the agent, and a daemon the agent detaches inherits them), this process
+/// excepted.
+pub fn session_processes(home: &Path, short_id: &str) -> Vec<u32> {
+    let session = format!("OWT_SESSION={short_id}");
+    let owt_home = format!("OWT_HOME={}", home.display());
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                let mut vars = env.split(|b| *b == 0);
+                let (mut has_session, mut has_home) = (false, false);
+                for var in &mut vars {
+                    has_session |= var == session.as_bytes();
+                    has_home |= var == owt_home.as_bytes();
+                }
+                has_session && has_home
+            })
+        })
+        .filter(|pid| pid_alive(*pid))
+        .collect()
+}
+
+/// Ends what the session left running once its agent and host are gone
+/// (e.g. a background server the agent detached with `setsid`): hang-up
+/// and terminate, then kill after [`STOP_GRACE`]. Nothing else is touched.
+pub fn stop_leftovers(home: &Path, short_id: &str) {
+    let left = session_processes(home, short_id);
+    if left.is_empty() {
+        return;
+    }
+    tracing::info!(?left, "stopping what the session left running");
+    for pid in &left {
+        // SAFETY: kill has no memory preconditions.
+        unsafe {
+            libc::kill(*pid as libc::pid_t, libc::SIGHUP);
+            libc::kill(*pid as libc::pid_t, libc::SIGTERM);
+        }
+    }
+    let deadline = Instant::now() + STOP_GRACE;
+    while left.iter().any(|p| pid_alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for pid in session_processes(home, short_id) {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    }
+}
+
+fn stop_agent_and_host(home: &Path, session: &SessionRow) -> Result<(), SessionError> {
     let store = Store::open(home)?;
     let host = store
         .fact::<HostFact>(session.id, kind::HOST)?

@@ -41,12 +41,16 @@ enum State {
 /// Longest CSI/OSC kept; longer sequences are skipped (queries are short).
 const MAX_SEQUENCE: usize = 32;
 
-/// Finds queries in a byte stream fed in arbitrary pieces.
+/// Finds queries in a byte stream fed in arbitrary pieces, and the
+/// desktop notifications (`OSC 9 ; message`) an agent sends its terminal.
 #[derive(Debug, Clone)]
 pub struct QueryScanner {
     state: State,
     buf: Vec<u8>,
     overflow: bool,
+    /// Notification messages found (their first bytes: enough to tell
+    /// what they are about), until taken.
+    notifications: Vec<String>,
 }
 
 impl Default for QueryScanner {
@@ -55,6 +59,7 @@ impl Default for QueryScanner {
             state: State::Ground,
             buf: Vec::with_capacity(MAX_SEQUENCE),
             overflow: false,
+            notifications: Vec::new(),
         }
     }
 }
@@ -138,7 +143,20 @@ impl QueryScanner {
         }
     }
 
+    /// The notifications found since the last call.
+    pub fn take_notifications(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notifications)
+    }
+
     fn finish_osc(&mut self, bel: bool, end: usize, out: &mut Vec<(usize, Query)>) {
+        // `OSC 9 ; message` (iTerm2's notification; `9;4;…` is ConEmu's
+        // progress bar, not a message). Only its start is kept.
+        if let Some(message) = self.buf.strip_prefix(b"9;") {
+            if !message.starts_with(b"4;") {
+                self.notifications
+                    .push(String::from_utf8_lossy(message).into_owned());
+            }
+        }
         if !self.overflow {
             match self.buf.as_slice() {
                 b"10;?" => out.push((end, Query::Colour { which: 10, bel })),
@@ -204,6 +222,31 @@ pub fn answer(query: Query, screen: &vt100::Screen) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_notifications_split_across_reads_but_not_progress_bars() {
+        let mut scanner = QueryScanner::new();
+        let mut found = Vec::new();
+        scanner.scan(
+            b"x\x1b]9;Approval requested: printf 'hi\\n' > hel",
+            &mut found,
+        );
+        assert!(scanner.take_notifications().is_empty());
+        scanner.scan(
+            b"lo.txt\x07 \x1b]9;4;1;50\x07\x1b]9;Agent turn complete\x1b\\",
+            &mut found,
+        );
+        assert!(found.is_empty());
+        assert_eq!(
+            scanner.take_notifications(),
+            vec![
+                // Its first bytes only.
+                "Approval requested: printf 'hi".to_string(),
+                "Agent turn complete".to_string()
+            ]
+        );
+        assert!(scanner.take_notifications().is_empty());
+    }
 
     fn scan_pieces(pieces: &[&[u8]]) -> Vec<Query> {
         let mut scanner = QueryScanner::new();

@@ -102,6 +102,7 @@ fn reconcile_records_host_lost_once_for_a_dead_host() {
         socket: socket_path(dir.path(), &row.short_id)
             .to_string_lossy()
             .into_owned(),
+        headless: false,
     };
     store.record_fact(row.id, kind::HOST, &host).unwrap();
     reconcile(&store, dir.path(), &row).unwrap();
@@ -125,6 +126,7 @@ fn reconcile_leaves_a_live_host_alone() {
         host_pid: std::process::id(),
         agent_pid: None,
         socket: String::new(),
+        headless: false,
     };
     store.record_fact(row.id, kind::HOST, &host).unwrap();
     reconcile(&store, dir.path(), &row).unwrap();

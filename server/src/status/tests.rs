@@ -24,6 +24,7 @@ fn base() -> SessionFacts {
                 host_pid: 10,
                 agent_pid: Some(11),
                 socket: "/run/x.sock".into(),
+                headless: false,
             },
             at(600_000),
         )),
@@ -35,6 +36,22 @@ fn with(f: impl FnOnce(&mut SessionFacts)) -> SessionFacts {
     let mut facts = base();
     f(&mut facts);
     facts
+}
+
+fn headless(f: &mut SessionFacts) {
+    if let Some((host, _)) = &mut f.host {
+        host.headless = true;
+    }
+}
+
+fn exit(code: i32) -> Option<(ExitFact, i64)> {
+    Some((
+        ExitFact {
+            code: Some(code),
+            signal: None,
+        },
+        at(1),
+    ))
 }
 
 fn work(f: &mut SessionFacts) {
@@ -68,6 +85,71 @@ fn derive_status_table() {
             status: Status::Idle,
             text: "idle",
             lane: Lane::InFlight,
+        },
+        // Regression (issue 16): `owt wait` on a headless Claude returned
+        // needs-input from its Stop hook before the run was over (blank
+        // screen, process still running); a finished run never read `done`.
+        Case {
+            name: "regression: a headless run is working until it exits",
+            facts: with(|f| {
+                headless(f);
+                f.hook = Some((Waiting, at(50)));
+                f.last_output_at = Some(at(20_000));
+            }),
+            status: Status::Working,
+            text: "working",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "a headless run that shows a permission dialog is blocked",
+            facts: with(|f| {
+                headless(f);
+                f.screen = Some((Blocked, at(50)));
+            }),
+            status: Status::Blocked,
+            text: "blocked",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "regression: a headless run that exited 0 is done",
+            facts: with(|f| {
+                headless(f);
+                work(f);
+                f.exit = exit(0);
+            }),
+            status: Status::Done,
+            text: "done",
+            lane: Lane::ReadyToShip,
+        },
+        Case {
+            name: "a headless run that failed exited",
+            facts: with(|f| {
+                headless(f);
+                f.exit = exit(1);
+            }),
+            status: Status::Exited,
+            text: "exited with code 1",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "a dialog on screen after the agent said it waits is blocked",
+            facts: with(|f| {
+                f.hook = Some((Waiting, at(400)));
+                f.screen = Some((Blocked, at(100)));
+            }),
+            status: Status::Blocked,
+            text: "blocked",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "the agent's own word beats an older dialog on screen",
+            facts: with(|f| {
+                f.hook = Some((Waiting, at(100)));
+                f.screen = Some((Blocked, at(400)));
+            }),
+            status: Status::NeedsInput,
+            text: "needs-input",
+            lane: Lane::NeedsYou,
         },
         Case {
             name: "exit code 0 with commits is ready to ship",
@@ -162,14 +244,27 @@ fn derive_status_table() {
             lane: Lane::InFlight,
         },
         Case {
-            name: "stale hook working defers to a newer idle screen",
+            name: "stale hook working, an unrecognised screen, quiet output: idle",
             facts: with(|f| {
                 f.hook = Some((Working, at(HOOK_STALE_MS + 10)));
                 f.screen = Some((Idle, at(5)));
-                f.last_output_at = Some(at(1_000));
+                f.last_output_at = Some(at(OUTPUT_ACTIVE_MS + 1_000));
             }),
             status: Status::Idle,
             text: "idle",
+            lane: Lane::InFlight,
+        },
+        // Regression (issue 16): OpenCode and Aider read `idle` for their
+        // whole turn: a screen the rules do not recognise (judged while
+        // they streamed) outranked the output still flowing.
+        Case {
+            name: "regression: an unrecognised screen does not outrank recent output",
+            facts: with(|f| {
+                f.screen = Some((Idle, at(5)));
+                f.last_output_at = Some(at(1_000));
+            }),
+            status: Status::Working,
+            text: "working",
             lane: Lane::InFlight,
         },
         Case {

@@ -1,0 +1,76 @@
+// owt in a real Helix ($OWT_HELIX, 25.07 or newer) in a terminal (tmux):
+// the languages.toml that `owt editor helix --write` makes, the real
+// `owt lsp`, scripted agents. Asserts on the screen's text and draws it to
+// a PNG (the docs' pictures). Run by e2e/run.sh only when $OWT_HELIX is set.
+
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import { owtBin, REPO_ROOT } from './env';
+import { killOnExit, scene, teardown, type Scene } from './terminal-editors';
+
+const ARTIFACTS = process.env.OWT_E2E_ARTIFACTS ?? path.join(REPO_ROOT, 'target', 'vscode-e2e');
+
+let s: Scene | undefined;
+let setupError: unknown;
+killOnExit(() => s);
+
+before(async () => {
+  try {
+    const hx = process.env.OWT_HELIX;
+    if (!hx || !fs.existsSync(hx)) throw new Error(`$OWT_HELIX must name a Helix binary (got ${hx ?? 'nothing'})`);
+    s = await scene(owtBin(), ARTIFACTS);
+    // owt's own installer writes the language servers; the rest is taste.
+    s.env.cli(s.repo, 'editor', 'helix', '--write');
+    const config = path.join(s.env.env.XDG_CONFIG_HOME ?? '', 'helix', 'config.toml');
+    fs.writeFileSync(
+      config,
+      ['[editor]', 'true-color = true', '', '[editor.inline-diagnostics]', 'cursor-line = "hint"', 'other-lines = "hint"', ''].join('\n'),
+    );
+    const runtime = path.join(path.dirname(hx), 'runtime');
+    s.tmux.env.HELIX_RUNTIME = fs.existsSync(runtime) ? runtime : path.join(s.env.root, 'helix-runtime');
+    fs.mkdirSync(s.tmux.env.HELIX_RUNTIME, { recursive: true });
+    s.tmux.start(s.repo, [hx, 'src/cart.py']);
+  } catch (err) {
+    setupError = err;
+  }
+});
+
+after(async () => {
+  await teardown(s);
+});
+
+function scn(): Scene {
+  if (setupError !== undefined) throw setupError;
+  assert.ok(s, 'no scene');
+  return s;
+}
+
+describe('owt in a real Helix (in a terminal)', () => {
+  it('diagnostics: your unsaved edit of the line an agent changed shows the owt message inline', async () => {
+    const { tmux, browser, artifacts } = scn();
+    await tmux.until('the file', /def total\(items\):/);
+    tmux.text('5gg');
+    tmux.keys('A');
+    tmux.text(' * 1.25');
+    tmux.keys('Escape');
+    const screen = await tmux.until('the conflict diagnostic under line 5', /tax-fix \(scripted, [a-z -]+\) changed line 5 here/);
+    assert.match(screen, /tax = amount \* 0\.20 \* 1\.25/);
+    await tmux.picture(browser, path.join(artifacts, 'helix-diagnostics.png'), 'hx src/cart.py');
+  });
+
+  it("code actions (Space a): open the agent's copy, tell it, attach, merge, ship", async () => {
+    const { tmux, browser, artifacts } = scn();
+    tmux.keys('Space');
+    tmux.text('a');
+    const screen = await tmux.until('the code action menu', /owt: ship tax-fix/);
+    for (const item of ["owt: open tax-fix's copy of src/cart.py", 'owt: tell tax-fix about this overlap', 'owt: attach to tax-fix', 'owt: merge tax-fix']) {
+      assert.ok(screen.includes(item), `the menu lacks “${item}”:\n${screen}`);
+    }
+    await tmux.picture(browser, path.join(artifacts, 'helix-code-actions.png'), 'hx src/cart.py — Space a');
+    tmux.keys('Escape');
+    await tmux.until('the menu to close', (t) => !t.includes('owt: ship tax-fix'));
+  });
+});
