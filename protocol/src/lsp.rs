@@ -51,6 +51,12 @@ pub struct InitializationOptions {
     pub open_terminal: bool,
     /// Severity per level (`error`, `warning`, `information`, `hint`).
     pub severities: Option<Severities>,
+    /// Hints on the lines other participants are changing in open
+    /// documents you have not edited (level `aware`); `false` turns them
+    /// off. Absent: the `[guard] awareness` config key decides (on by
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awareness: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -59,6 +65,8 @@ pub struct Severities {
     pub overlap: Option<String>,
     pub hunk_overlap: Option<String>,
     pub conflict: Option<String>,
+    /// The awareness hint (`aware`; default `hint`).
+    pub aware: Option<String>,
 }
 
 /// `owt/openTerminal` params: run `argv` in `cwd` in a terminal titled `title`.

@@ -133,11 +133,23 @@ pub struct ToolConfig {
     pub supports_hooks: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GuardConfig {
     /// Globs whose same-file overlaps are not reported (conflicts always are).
     pub ignore: Vec<String>,
+    /// `owt lsp`: a hint on the lines another participant is changing in a
+    /// document you have open, before you edit it (`aware`).
+    pub awareness: bool,
+}
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            ignore: Vec::new(),
+            awareness: true,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,6 +6,11 @@
 //! through the line diff between the base version of the file and the
 //! current text (the unsaved buffer, or the file on disk), so a diagnostic
 //! follows the human's edits above it.
+//!
+//! Awareness (level `aware`, a hint): in a document open in the editor
+//! that you have not changed, the lines another participant is changing,
+//! before you type. Once you change the file (saved or not) the pair forms
+//! and its overlap / hunk-overlap / conflict diagnostic replaces the hint.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -101,7 +106,13 @@ pub struct Inputs<'a> {
     pub severities: Option<&'a Severities>,
     /// Attach `relatedInformation` (the agent's copy of the lines).
     pub related: bool,
+    /// Awareness hints in open documents.
+    pub awareness: bool,
 }
+
+/// The level name of awareness hints (not a pair level: only the editor
+/// shows it).
+pub const AWARE: &str = "aware";
 
 /// Diagnostics for every file of `my_root` that some pair touched.
 pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
@@ -135,7 +146,114 @@ pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
             }
         }
     }
+    if inputs.awareness {
+        awareness(inputs, &mut out);
+    }
     out
+}
+
+/// Awareness hints (see the module doc): for each open document of my
+/// checkout and each other participant changing that file, when no pair
+/// of mine with it names the file yet, a hint on its changed lines.
+fn awareness(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
+    let mut open: Vec<(&PathBuf, &String)> = inputs.open.iter().collect();
+    open.sort();
+    for (file, current) in open {
+        let Ok(rel) = file.strip_prefix(inputs.my_root) else {
+            continue;
+        };
+        let Some(rel) = rel.to_str() else { continue };
+        let Some(uri) = path_to_uri(file) else {
+            continue;
+        };
+        for other in &inputs.report.participants {
+            if other.name == inputs.me {
+                continue;
+            }
+            let paired = inputs.report.pairs.iter().any(|pair| {
+                (pair.a == inputs.me && pair.b == other.name
+                    || pair.b == inputs.me && pair.a == other.name)
+                    && pair.paths.iter().any(|p| p.path == rel)
+            });
+            if paired {
+                continue;
+            }
+            let Some(change) = inputs
+                .engine
+                .changes(&other.name)
+                .and_then(|changes| changes.iter().find(|c| c.path == rel))
+            else {
+                continue;
+            };
+            // A file new on its side, or one it replaced wholesale, has no
+            // lines to point at in yours: the first line stands for it.
+            let base = base_text(inputs.engine, &other.merge_base, rel);
+            let map = LineMap::new(base.as_deref().unwrap_or(current), current);
+            let ranges: Vec<LineRange> = if change.binary || change.hunks.is_empty() {
+                vec![LineRange { start: 1, lines: 1 }]
+            } else {
+                change.hunks.iter().map(|h| h.base_range()).collect()
+            };
+            let who_text = who(inputs.sessions, &other.name);
+            let (verb, kind) = match (change.old.is_some(), change.new.is_some()) {
+                (false, _) => ("is adding", " (a new file on its side)"),
+                (true, false) => ("is deleting", " (the whole file)"),
+                _ if change.binary => ("is changing", " (binary)"),
+                _ => ("is changing", ""),
+            };
+            let churn = churn(inputs.engine, &other.name, rel)
+                .filter(|_| !change.binary)
+                .map(|(add, del)| format!(" (+{add} −{del})"))
+                .unwrap_or_default();
+            for range in ranges {
+                let (first, last) = map.range(range);
+                let lines = if first == last {
+                    format!("line {}", first + 1)
+                } else {
+                    format!("lines {}–{}", first + 1, last + 1)
+                };
+                let severity = inputs
+                    .severities
+                    .and_then(|s| s.aware.as_deref())
+                    .map(|s| named_severity(s).unwrap_or(DiagnosticSeverity::HINT))
+                    .unwrap_or(DiagnosticSeverity::HINT);
+                out.entry(uri.clone()).or_default().push(Diagnostic {
+                    range: Range {
+                        start: Position {
+                            line: first,
+                            character: 0,
+                        },
+                        end: Position {
+                            line: last + 1,
+                            character: 0,
+                        },
+                    },
+                    severity: Some(severity),
+                    code: Some(NumberOrString::String(AWARE.to_string())),
+                    code_description: None,
+                    source: Some("owt".into()),
+                    message: format!("{who_text} {verb} {lines} here{kind}{churn}"),
+                    related_information: None,
+                    tags: None,
+                    data: serde_json::to_value(DiagnosticData {
+                        session: other.name.clone(),
+                        level: AWARE.to_string(),
+                    })
+                    .ok(),
+                });
+            }
+        }
+    }
+}
+
+fn named_severity(name: &str) -> Option<DiagnosticSeverity> {
+    match name.to_ascii_lowercase().as_str() {
+        "error" => Some(DiagnosticSeverity::ERROR),
+        "warning" | "warn" => Some(DiagnosticSeverity::WARNING),
+        "information" | "info" => Some(DiagnosticSeverity::INFORMATION),
+        "hint" => Some(DiagnosticSeverity::HINT),
+        _ => None,
+    }
 }
 
 /// `(other participant, its ranges, the pair's other member when neither is me)`.
@@ -184,12 +302,9 @@ fn severity(level: Level, severities: Option<&Severities>) -> DiagnosticSeverity
         Level::Conflict | Level::BaseConflict => s.conflict.as_deref(),
         Level::SameChange | Level::Semantic => None,
     });
-    match configured.map(str::to_ascii_lowercase).as_deref() {
-        Some("error") => DiagnosticSeverity::ERROR,
-        Some("warning") | Some("warn") => DiagnosticSeverity::WARNING,
-        Some("information") | Some("info") => DiagnosticSeverity::INFORMATION,
-        Some("hint") => DiagnosticSeverity::HINT,
-        _ => match level {
+    match configured.and_then(named_severity) {
+        Some(severity) => severity,
+        None => match level {
             Level::SameChange => DiagnosticSeverity::HINT,
             Level::Overlap => DiagnosticSeverity::INFORMATION,
             Level::HunkOverlap | Level::Semantic => DiagnosticSeverity::WARNING,

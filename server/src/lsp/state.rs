@@ -709,6 +709,10 @@ impl State {
             open: &open,
             severities: self.options.severities.as_ref(),
             related: self.related_supported,
+            awareness: self
+                .options
+                .awareness
+                .unwrap_or(ctx.config.config.guard.awareness),
         });
         drop(engine);
         for text in new_conflicts {
