@@ -141,6 +141,9 @@ pub struct GuardConfig {
     /// `owt lsp`: a hint on the lines another participant is changing in a
     /// document you have open, before you edit it (`aware`).
     pub awareness: bool,
+    /// What an agent's pre-edit hook (`owt hook --pre-edit`) answers when
+    /// another participant is changing the lines it is about to edit.
+    pub pre_edit: PreEdit,
 }
 
 impl Default for GuardConfig {
@@ -148,8 +151,22 @@ impl Default for GuardConfig {
         GuardConfig {
             ignore: Vec::new(),
             awareness: true,
+            pre_edit: PreEdit::Warn,
         }
     }
+}
+
+/// `[guard] pre_edit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PreEdit {
+    /// Let the edit through and tell the agent who else is there.
+    #[default]
+    Warn,
+    /// Refuse the edit with a message the agent can act on.
+    Block,
+    /// Say nothing.
+    Off,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -34,6 +34,7 @@ pub mod journal;
 pub mod levels;
 pub mod merge;
 pub mod ops;
+pub mod pre_edit;
 pub mod queue;
 pub mod snapshot;
 pub mod symbols;

@@ -19,7 +19,7 @@ mod backend;
 mod code_action;
 mod commands;
 mod convert;
-mod diagnostics;
+pub(crate) mod diagnostics;
 pub mod framing;
 pub(crate) mod fuzzing;
 mod state;
