@@ -7,7 +7,6 @@
 //! for a pair `git merge-tree --write-tree C S'` with `C` the landing as a
 //! commit (parents `T` and `S`).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -155,12 +155,15 @@ impl Caches {
     }
 }
 
+/// Commits of one side that the other does not have, by `(side, other)`.
+type Exclusive = HashMap<(Oid, Option<Oid>), Option<Arc<HashSet<Oid>>>>;
+
 /// Merge bases and own commits, by the commits asked (history never
 /// changes under an id, so nothing here goes stale).
 #[derive(Default)]
 pub struct History {
     bases: HashMap<(Oid, Vec<Oid>), Arc<Vec<Oid>>>,
-    exclusive: HashMap<(Oid, Option<Oid>), Option<Arc<HashSet<Oid>>>>,
+    exclusive: Exclusive,
     /// Commits written for the git backend: `(tree, parents)` → commit.
     commits: HashMap<(Oid, Vec<Oid>), Oid>,
 }
