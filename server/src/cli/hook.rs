@@ -27,7 +27,7 @@ pub struct Args {
     pub pre_edit: bool,
 }
 
-pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx_dir: Option<&Path>, _out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     if args.pre_edit {
         pre_edit(ctx_dir);
         return Ok(ExitCode::SUCCESS);
@@ -49,7 +49,7 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
         }
     };
     if let Err(e) = hooks::record_hook(&home, &short_id, signal) {
-        eprintln!("owt hook: {e}");
+        eprintln!("owt hook: {e:#}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -68,7 +68,7 @@ fn pre_edit(ctx_dir: Option<&Path>) {
         .map_err(anyhow::Error::from)
         .and_then(|input| {
             let ctx = crate::ops::Context::open(ctx_dir)?;
-            crate::guard::ops::pre_edit(&ctx, &short_id, &input)
+            crate::ops::guard::pre_edit(&ctx, &short_id, &input)
         });
     match answer {
         Ok(Some(answer)) => println!("{answer}"),

@@ -12,17 +12,18 @@
 //! before you type. Once you change the file (saved or not) the pair forms
 //! and its overlap / hunk-overlap / conflict diagnostic replaces the hint.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use owt_protocol::guard::{GuardPair, GuardPath, GuardReport, Level, LineRange};
+use owt_protocol::guard::{GuardPair, GuardPath, Level, LineRange};
 use owt_protocol::lsp::{DiagnosticData, Severities};
 use owt_protocol::SessionView;
 use similar::{DiffOp, TextDiff};
 use tower_lsp_server::ls_types::*;
 
-use super::convert::path_to_uri;
-use crate::guard::engine::{GuardEngine, YOU};
+use super::convert::{line_range, path_to_uri};
+use super::guard_view::{GuardView, LivePair};
+use crate::guard::YOU;
 
 /// Maps 1-based base line numbers to 0-based current line numbers.
 pub struct LineMap {
@@ -94,8 +95,9 @@ impl LineMap {
 
 /// Everything diagnostics are computed from.
 pub struct Inputs<'a> {
-    pub engine: &'a GuardEngine,
-    pub report: &'a GuardReport,
+    pub guard: &'a GuardView,
+    /// The repository, for base versions of files.
+    pub repo: &'a git2::Repository,
     /// Who "you" are: [`YOU`] or the session whose worktree is open.
     pub me: &'a str,
     /// The checkout the editor shows.
@@ -106,6 +108,8 @@ pub struct Inputs<'a> {
     pub severities: Option<&'a Severities>,
     /// Attach `relatedInformation` (the agent's copy of the lines).
     pub related: bool,
+    /// Only these paths (relative to the checkouts); `None`: every path.
+    pub only: Option<&'a BTreeSet<String>>,
     /// Awareness hints in open documents.
     pub awareness: bool,
 }
@@ -114,17 +118,19 @@ pub struct Inputs<'a> {
 /// shows it).
 pub const AWARE: &str = "aware";
 
-/// Diagnostics for every file of `my_root` that some pair touched.
+/// Diagnostics for every file of `my_root` that some pair touched (of
+/// `only` those paths, when given).
 pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
     let mut out: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
     let merge_base = inputs
-        .report
-        .participants
-        .iter()
-        .find(|p| p.name == inputs.me)
-        .map(|p| p.merge_base.clone());
-    for pair in &inputs.report.pairs {
-        for path in &pair.paths {
+        .guard
+        .participant(inputs.me)
+        .and_then(|p| p.merge_base.clone());
+    for live in inputs.guard.pairs() {
+        for path in &live.pair.paths {
+            if inputs.only.is_some_and(|only| !only.contains(&path.path)) {
+                continue;
+            }
             let file = inputs.my_root.join(&path.path);
             let Some(uri) = path_to_uri(&file) else {
                 continue;
@@ -136,11 +142,17 @@ pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
             let Some(current) = current else { continue };
             let base = merge_base
                 .as_deref()
-                .and_then(|oid| base_text(inputs.engine, oid, &path.path))
+                .and_then(|oid| base_text(inputs.repo, oid, &path.path))
                 .unwrap_or_else(|| current.clone());
             let map = LineMap::new(&base, &current);
-            for (other, other_ranges, also) in sides(pair, path, inputs.me) {
-                for diagnostic in path_diagnostics(inputs, path, other, other_ranges, also, &map) {
+            for (other, other_ranges, also) in sides(&live.pair, path, inputs.me) {
+                let side = Side {
+                    live,
+                    path,
+                    other,
+                    also,
+                };
+                for diagnostic in path_diagnostics(inputs, &side, other_ranges, &map) {
                     out.entry(uri.clone()).or_default().push(diagnostic);
                 }
             }
@@ -153,8 +165,9 @@ pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
 }
 
 /// Awareness hints (see the module doc): for each open document of my
-/// checkout and each other participant changing that file, when no pair
-/// of mine with it names the file yet, a hint on its changed lines.
+/// checkout (of `only`, when given) and each other participant changing
+/// that file, when no pair of mine with it names the file yet, a hint on
+/// its changed lines.
 fn awareness(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
     let mut open: Vec<(&PathBuf, &String)> = inputs.open.iter().collect();
     open.sort();
@@ -163,48 +176,59 @@ fn awareness(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
             continue;
         };
         let Some(rel) = rel.to_str() else { continue };
+        if inputs.only.is_some_and(|only| !only.contains(rel)) {
+            continue;
+        }
         let Some(uri) = path_to_uri(file) else {
             continue;
         };
-        for other in &inputs.report.participants {
-            if other.name == inputs.me {
+        for (name, side) in inputs.guard.participants() {
+            if name == inputs.me {
                 continue;
             }
-            let paired = inputs.report.pairs.iter().any(|pair| {
-                (pair.a == inputs.me && pair.b == other.name
-                    || pair.b == inputs.me && pair.a == other.name)
+            let paired = inputs.guard.pairs().any(|live| {
+                let pair = &live.pair;
+                (pair.a == inputs.me && pair.b == *name || pair.b == inputs.me && pair.a == *name)
                     && pair.paths.iter().any(|p| p.path == rel)
             });
             if paired {
                 continue;
             }
-            let Some(change) = inputs
-                .engine
-                .changes(&other.name)
-                .and_then(|changes| changes.iter().find(|c| c.path == rel))
-            else {
+            let Some(change) = side.changes.get(rel) else {
                 continue;
             };
-            // A file new on its side, or one it replaced wholesale, has no
-            // lines to point at in yours: the first line stands for it.
-            let base = base_text(inputs.engine, &other.merge_base, rel);
+            // A file new on its side, or a binary, has no lines to point at
+            // in yours: the first line stands for it.
+            let base = side
+                .merge_base
+                .as_deref()
+                .and_then(|oid| base_text(inputs.repo, oid, rel));
             let map = LineMap::new(base.as_deref().unwrap_or(current), current);
             let ranges: Vec<LineRange> = if change.binary || change.hunks.is_empty() {
                 vec![LineRange { start: 1, lines: 1 }]
             } else {
                 change.hunks.iter().map(|h| h.base_range()).collect()
             };
-            let who_text = who(inputs.sessions, &other.name);
-            let (verb, kind) = match (change.old.is_some(), change.new.is_some()) {
-                (false, _) => ("is adding", " (a new file on its side)"),
-                (true, false) => ("is deleting", " (the whole file)"),
+            let (verb, kind) = match (change.added, change.deleted) {
+                (true, _) => ("is adding", " (a new file on its side)"),
+                (_, true) => ("is deleting", " (the whole file)"),
                 _ if change.binary => ("is changing", " (binary)"),
                 _ => ("is changing", ""),
             };
-            let churn = churn(inputs.engine, &other.name, rel)
-                .filter(|_| !change.binary)
-                .map(|(add, del)| format!(" (+{add} −{del})"))
-                .unwrap_or_default();
+            let churn = if change.binary {
+                String::new()
+            } else {
+                let (add, del) = change.hunks.iter().fold((0, 0), |(add, del), h| {
+                    (add + h.new_lines, del + h.old_lines)
+                });
+                format!(" (+{add} −{del})")
+            };
+            let who_text = who(inputs.sessions, name);
+            let severity = inputs
+                .severities
+                .and_then(|s| s.aware.as_deref())
+                .and_then(named_severity)
+                .unwrap_or(DiagnosticSeverity::HINT);
             for range in ranges {
                 let (first, last) = map.range(range);
                 let lines = if first == last {
@@ -212,22 +236,8 @@ fn awareness(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
                 } else {
                     format!("lines {}–{}", first + 1, last + 1)
                 };
-                let severity = inputs
-                    .severities
-                    .and_then(|s| s.aware.as_deref())
-                    .map(|s| named_severity(s).unwrap_or(DiagnosticSeverity::HINT))
-                    .unwrap_or(DiagnosticSeverity::HINT);
                 out.entry(uri.clone()).or_default().push(Diagnostic {
-                    range: Range {
-                        start: Position {
-                            line: first,
-                            character: 0,
-                        },
-                        end: Position {
-                            line: last + 1,
-                            character: 0,
-                        },
-                    },
+                    range: line_range(first, last),
                     severity: Some(severity),
                     code: Some(NumberOrString::String(AWARE.to_string())),
                     code_description: None,
@@ -236,7 +246,7 @@ fn awareness(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
                     related_information: None,
                     tags: None,
                     data: serde_json::to_value(DiagnosticData {
-                        session: other.name.clone(),
+                        session: name.clone(),
                         level: AWARE.to_string(),
                     })
                     .ok(),
@@ -276,8 +286,16 @@ fn sides<'a>(
     }
 }
 
-fn base_text(engine: &GuardEngine, merge_base: &str, path: &str) -> Option<String> {
-    let repo = engine.repo();
+/// One participant's side of a pair in one path.
+struct Side<'a> {
+    live: &'a LivePair,
+    path: &'a GuardPath,
+    other: &'a str,
+    /// The pair's other member, when neither is me.
+    also: Option<&'a str>,
+}
+
+fn base_text(repo: &git2::Repository, merge_base: &str, path: &str) -> Option<String> {
     let oid = git2::Oid::from_str(merge_base).ok()?;
     let tree = repo.find_commit(oid).ok()?.tree().ok()?;
     let entry = tree.get_path(Path::new(path)).ok()?;
@@ -314,20 +332,20 @@ fn severity(level: Level, severities: Option<&Severities>) -> DiagnosticSeverity
 }
 
 /// `+added −removed` of `other`'s changes to `path` (from its hunks).
-fn churn(engine: &GuardEngine, other: &str, path: &str) -> Option<(u32, u32)> {
-    let change = engine.changes(other)?.iter().find(|c| c.path == path)?;
-    Some(change.hunks.iter().fold((0, 0), |(add, del), h| {
+fn churn(side: &Side<'_>) -> Option<(u32, u32)> {
+    let hunks = side.live.hunks(side.other, &side.path.path)?;
+    Some(hunks.iter().fold((0, 0), |(add, del), h| {
         (add + h.new_lines, del + h.old_lines)
     }))
 }
 
 /// Lines of `other`'s own copy that a base range became (for relatedInformation).
-fn other_copy_range(engine: &GuardEngine, other: &str, path: &str, range: LineRange) -> Range {
-    let hunk = engine
-        .changes(other)
-        .and_then(|changes| changes.iter().find(|c| c.path == path))
-        .and_then(|c| {
-            c.hunks.iter().find(|h| {
+fn other_copy_range(side: &Side<'_>, range: LineRange) -> Range {
+    let hunk = side
+        .live
+        .hunks(side.other, &side.path.path)
+        .and_then(|hunks| {
+            hunks.iter().find(|h| {
                 let start = h.old_start.max(1);
                 let end = start + h.old_lines.max(1);
                 range.start < end && start < range.start + range.lines.max(1)
@@ -355,15 +373,10 @@ fn other_copy_range(engine: &GuardEngine, other: &str, path: &str, range: LineRa
     }
 }
 
-fn path_diagnostics(
-    inputs: &Inputs<'_>,
-    path: &GuardPath,
-    other: &str,
-    ranges: &[LineRange],
-    also: Option<&str>,
-    map: &LineMap,
-) -> Vec<Diagnostic> {
-    let level = path.level;
+/// What every diagnostic of `side` says after its lines: who changed them
+/// (`{who} changed `) and the rest (`{churn}{consequence}{detail}`).
+fn message_parts(inputs: &Inputs<'_>, side: &Side<'_>) -> (String, String) {
+    let (path, other, also) = (side.path, side.other, side.also);
     let who_text = match also {
         Some(second) => format!(
             "{} and {}",
@@ -372,37 +385,64 @@ fn path_diagnostics(
         ),
         None => who(inputs.sessions, other),
     };
-    let churn = churn(inputs.engine, other, &path.path)
+    let churn = churn(side)
         .map(|(add, del)| format!(" (+{add} −{del})"))
         .unwrap_or_default();
-    let consequence = match (level, also) {
-        (Level::Conflict, None) => "; merging it with your changes will conflict".to_string(),
-        (Level::Conflict, Some(_)) => "; merging them will conflict".to_string(),
-        (Level::HunkOverlap, None) => ", on or next to lines you changed".to_string(),
-        (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes".to_string(),
-        (Level::Overlap, None) => "; you changed other lines of this file".to_string(),
-        (Level::Overlap, Some(_)) => "; both changed this file".to_string(),
-        (Level::SameChange, None) => ", the same change as yours".to_string(),
-        (Level::SameChange, Some(_)) => ", the same change on both sides".to_string(),
-        (Level::Semantic, _) => "; it uses a signature the other side changed".to_string(),
-        (Level::BaseConflict, _) => "; it no longer merges into its base".to_string(),
+    let consequence = match (path.level, also) {
+        (Level::Conflict, None) => "; merging it with your changes will conflict",
+        (Level::Conflict, Some(_)) => "; merging them will conflict",
+        (Level::HunkOverlap, None) => ", on or next to lines you changed",
+        (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes",
+        (Level::Overlap, None) => "; you changed other lines of this file",
+        (Level::Overlap, Some(_)) => "; both changed this file",
+        (Level::SameChange, None) => ", the same change as yours",
+        (Level::SameChange, Some(_)) => ", the same change on both sides",
+        (Level::Semantic, _) => "; it uses a signature the other side changed",
+        (Level::BaseConflict, _) => "; it no longer merges into its base",
     };
     let detail = path
         .detail
         .as_deref()
         .map(|d| format!(" [{d}]"))
         .unwrap_or_default();
-    let ranges: Vec<LineRange> = if ranges.is_empty() {
-        vec![LineRange { start: 1, lines: 1 }]
+    (who_text, format!("{churn}{consequence}{detail}"))
+}
+
+/// `other`'s copy of the lines of `range` (when the client shows related
+/// information).
+fn related(
+    inputs: &Inputs<'_>,
+    side: &Side<'_>,
+    range: LineRange,
+) -> Option<Vec<DiagnosticRelatedInformation>> {
+    if !inputs.related {
+        return None;
+    }
+    let root = &inputs.guard.participant(side.other)?.worktree;
+    let uri = path_to_uri(&root.join(&side.path.path))?;
+    Some(vec![DiagnosticRelatedInformation {
+        location: Location {
+            uri,
+            range: other_copy_range(side, range),
+        },
+        message: format!("{}'s copy", side.other),
+    }])
+}
+
+fn path_diagnostics(
+    inputs: &Inputs<'_>,
+    side: &Side<'_>,
+    ranges: &[LineRange],
+    map: &LineMap,
+) -> Vec<Diagnostic> {
+    let level = side.path.level;
+    let (who_text, rest) = message_parts(inputs, side);
+    let whole_file = [LineRange { start: 1, lines: 1 }];
+    let ranges = if ranges.is_empty() {
+        &whole_file[..]
     } else {
-        ranges.to_vec()
+        ranges
     };
-    let other_root = inputs
-        .report
-        .participants
-        .iter()
-        .find(|p| p.name == other)
-        .map(|p| PathBuf::from(&p.worktree));
     ranges
         .iter()
         .map(|range| {
@@ -412,40 +452,17 @@ fn path_diagnostics(
             } else {
                 format!("lines {}–{}", first + 1, last + 1)
             };
-            let message = format!("{who_text} changed {lines} here{churn}{consequence}{detail}");
-            let related = other_root
-                .as_ref()
-                .filter(|_| inputs.related)
-                .and_then(|root| {
-                    let uri = path_to_uri(&root.join(&path.path))?;
-                    Some(vec![DiagnosticRelatedInformation {
-                        location: Location {
-                            uri,
-                            range: other_copy_range(inputs.engine, other, &path.path, *range),
-                        },
-                        message: format!("{other}'s copy"),
-                    }])
-                });
             Diagnostic {
-                range: Range {
-                    start: Position {
-                        line: first,
-                        character: 0,
-                    },
-                    end: Position {
-                        line: last + 1,
-                        character: 0,
-                    },
-                },
+                range: line_range(first, last),
                 severity: Some(severity(level, inputs.severities)),
                 code: Some(NumberOrString::String(level.as_str().to_string())),
                 code_description: None,
                 source: Some("owt".into()),
-                message,
-                related_information: related,
+                message: format!("{who_text} changed {lines} here{rest}"),
+                related_information: related(inputs, side, *range),
                 tags: None,
                 data: serde_json::to_value(DiagnosticData {
-                    session: other.to_string(),
+                    session: side.other.to_string(),
                     level: level.as_str().to_string(),
                 })
                 .ok(),
