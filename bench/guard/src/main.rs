@@ -303,6 +303,7 @@ fn start_hosts(owt: &Path, dir: &Path, worktrees: &[PathBuf]) -> Hosts {
             cwd: wt.clone(),
             env: Default::default(),
             typed_prompt: None,
+            prompt_in_argv: false,
             headless: false,
             home: home.clone(),
             rows: 24,

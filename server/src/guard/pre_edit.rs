@@ -215,8 +215,8 @@ enum Change {
 }
 
 /// Every other participant changing lines of `edit.path` that the edit
-/// changes (or, touching them, separated by at most one unchanged line: a
-/// merge conflicts there too). `me` is the editing participant; `others`
+/// changes, or lines right next to them (git's merge conflicts there
+/// too). `me` is the editing participant; `others`
 /// everyone else. Returns the path relative to `me`'s checkout too.
 pub fn who_else(
     me: &Participant,
@@ -269,7 +269,7 @@ pub fn who_else(
                     .into_iter()
                     .filter(|(a, b)| {
                         mine.iter()
-                            .any(|(x, y)| *a <= y.saturating_add(2) && *x <= b.saturating_add(2))
+                            .any(|(x, y)| *a <= y.saturating_add(1) && *x <= b.saturating_add(1))
                     })
                     .collect();
                 (!met.is_empty()).then_some((met, "editing"))
