@@ -23,6 +23,10 @@ pub enum Status {
     Exited,
     /// A merge or rebase in the session's worktree stopped on conflicts.
     Conflict,
+    /// Created with its worktree, waiting for room on the machine (`[agent]
+    /// max_running`, `min_free_memory`): its agent starts when a running
+    /// one ends or frees memory.
+    Queued,
 }
 
 impl Status {
@@ -36,6 +40,7 @@ impl Status {
             Status::Done => "done",
             Status::Exited => "exited",
             Status::Conflict => "conflict",
+            Status::Queued => "queued",
         }
     }
 }
@@ -100,6 +105,16 @@ pub struct SessionView {
     /// Files with unresolved merge conflicts in the worktree.
     pub conflicted_files: Vec<String>,
     pub agent_pid: Option<u32>,
+    /// Resident memory of the agent's whole process tree, in bytes, as its
+    /// session host last sampled it (every few seconds); `None` when the
+    /// agent is not running or was not sampled yet.
+    #[serde(default)]
+    pub rss_bytes: Option<u64>,
+    /// The session's block of TCP ports (`[worktree] ports = N`), given to
+    /// the agent and the setup script as `OWT_PORT` (the first) and
+    /// `OWT_PORTS` (all, space-separated); empty when none was asked for.
+    #[serde(default)]
+    pub ports: Vec<u16>,
 }
 
 /// `owt list --json`.

@@ -22,7 +22,9 @@
 //! 5. without hooks or screen rules: recent output is `working`, older
 //!    output `idle`, no output yet `starting`;
 //! 6. a headless run is `working` until it exits (it waits for nobody),
-//!    unless it shows a permission dialog.
+//!    unless it shows a permission dialog;
+//! 7. a session waiting for room on the machine (a `queued` fact, no host
+//!    started yet) is `queued`, in the IN FLIGHT lane.
 
 use owt_protocol::{Lane, Status};
 use serde::{Deserialize, Serialize};
@@ -59,6 +61,12 @@ pub mod kind {
     pub const GIT: &str = "git";
     /// [`super::OverlapFact`]: Conflict Guard's overlap count.
     pub const OVERLAPS: &str = "overlaps";
+    /// The session waits for room to start its agent (`owt new` beyond
+    /// `[agent] max_running` or `min_free_memory`); the value holds how to
+    /// launch it (`ops::queue::QueuedLaunch`). Cleared once it starts.
+    pub const QUEUED: &str = "queued";
+    /// [`super::MemoryFact`]: the agent's process tree's resident memory.
+    pub const MEMORY: &str = "memory";
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,6 +153,15 @@ pub struct OverlapFact {
     pub count: u32,
 }
 
+/// Resident memory of the agent's process tree, sampled by its host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MemoryFact {
+    /// Now (at the fact's time).
+    pub rss_bytes: u64,
+    /// The most seen since the agent started.
+    pub peak_bytes: u64,
+}
+
 /// Everything [`derive_status`] looks at, decoded from the store.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionFacts {
@@ -160,6 +177,9 @@ pub struct SessionFacts {
     pub conflict: Option<ConflictFact>,
     pub git: GitFact,
     pub overlaps: u32,
+    /// When the session was queued, while it waits to start.
+    pub queued_at: Option<i64>,
+    pub memory: Option<MemoryFact>,
 }
 
 impl SessionFacts {
@@ -189,6 +209,8 @@ impl SessionFacts {
                 kind::OVERLAPS => {
                     facts.overlaps = decode::<OverlapFact>(row).map_or(0, |o| o.count)
                 }
+                kind::QUEUED => facts.queued_at = Some(at),
+                kind::MEMORY => facts.memory = decode(row),
                 _ => {}
             }
         }
@@ -227,6 +249,9 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         }
     } else if facts.host_lost_at.is_some() {
         (Status::Exited, "exited (host lost)".to_string(), None, true)
+    } else if facts.queued_at.is_some() && facts.host.is_none() {
+        // Rule 7.
+        (Status::Queued, "queued".to_string(), None, false)
     } else if facts.conflict.as_ref().is_some_and(|c| !c.files.is_empty()) {
         let n = facts.conflict.as_ref().map_or(0, |c| c.files.len());
         let text = format!("conflict in {n} file{}", if n == 1 { "" } else { "s" });
@@ -245,7 +270,7 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         Status::Exited => Lane::NeedsYou,
         Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
         Status::Done | Status::NeedsInput => Lane::NeedsYou,
-        Status::Starting | Status::Working | Status::Idle => Lane::InFlight,
+        Status::Starting | Status::Working | Status::Idle | Status::Queued => Lane::InFlight,
     };
     Derived {
         status,

@@ -53,6 +53,9 @@ pub enum HostCommand {
         rows: u16,
         #[arg(long, default_value_t = 80)]
         cols: u16,
+        /// Lines of scrollback the host keeps.
+        #[arg(long, default_value_t = session::DEFAULT_SCROLLBACK)]
+        scrollback: usize,
         /// Extra environment, `KEY=VALUE`.
         #[arg(long = "env")]
         env: Vec<String>,
@@ -99,6 +102,7 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
             headless,
             rows,
             cols,
+            scrollback,
             env,
             argv,
         } => {
@@ -141,6 +145,7 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
                 home: owt_home()?,
                 rows,
                 cols,
+                scrollback,
             };
             let started =
                 session::start_host(&spec).with_context(|| format!("starting {}", row.name))?;

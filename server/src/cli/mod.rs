@@ -28,6 +28,7 @@ pub mod peek;
 mod queue;
 pub mod send;
 mod ship;
+mod start;
 mod sync;
 mod trust;
 mod usage;
@@ -95,6 +96,8 @@ pub enum Command {
     /// Attach to an agent (another name for attach).
     #[command(visible_alias = "s")]
     Switch(attach::Args),
+    /// Start a queued session's agent now, beyond [agent] max_running.
+    Start(start::Args),
     /// Type text (then Enter) into an agent, or into all of them.
     Send(send::Args),
     /// Print an agent's current screen.
@@ -154,6 +157,10 @@ pub enum Command {
     /// The session host (started by owt itself).
     #[command(name = "__host", hide = true)]
     Host(host::Args),
+    /// Start the queued sessions there is room for (run by session hosts
+    /// and `owt lsp`).
+    #[command(name = "__admit", hide = true)]
+    Admit,
 }
 
 /// Entry point of the binary.
@@ -182,6 +189,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Attach(args)) | Some(Command::Switch(args)) => {
             attach::run(dir, cli.json, args)
         }
+        Some(Command::Start(args)) => start::run(dir, &out, args),
+        Some(Command::Admit) => start::admit(),
         Some(Command::Send(args)) => send::run(dir, cli.json, args),
         Some(Command::Peek(args)) => peek::run(dir, cli.json, args),
         Some(Command::Wait(args)) => wait::run(dir, cli.json, args),

@@ -11,7 +11,9 @@ Examples:
   owt new \"Add JWT auth\"                 branch owt/add-jwt-auth, session add-jwt-auth
   owt new \"Fix login\" --ai-tool codex    pick the agent
   owt new \"Spike\" --branch spike/x       reuse or create a branch of your choice
-The task is passed to the agent as one argument (or typed into it); it never goes through a shell.")]
+The task is passed to the agent as one argument (or typed into it); it never goes through a shell.
+Beyond [agent] max_running agents (default: what memory holds) the session is queued: its
+worktree is made now and its agent starts when a running one ends or frees memory (--now: start anyway).")]
 pub struct Args {
     /// What the agent should do; becomes its first prompt.
     pub task: String,
@@ -43,6 +45,10 @@ pub struct Args {
     /// Send the task verbatim, without the protocol, notes and context owt adds.
     #[arg(long)]
     pub raw: bool,
+    /// Start the agent now, even beyond [agent] max_running or min_free_memory
+    /// (by default a session beyond them is queued and starts when there is room).
+    #[arg(long)]
+    pub now: bool,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
@@ -59,6 +65,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         template: args.template,
         raw: args.raw,
         size: terminal_size(),
+        now: args.now,
     };
     let result = ops::new::new_session(&mut ctx, &req, &mut |line| out.progress(line))?;
     for warning in &result.warnings {
@@ -69,6 +76,15 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         session: view.clone(),
         warnings: result.warnings.clone(),
     };
+    if let Some(why) = &result.queued {
+        out.emit(&doc, || {
+            format!(
+                "Queued session {} ({}) on branch {} in {}: {why}.\nIts agent starts when a running one ends or frees memory; start it now with: owt start {}",
+                view.name, view.provider, view.branch, view.worktree, view.name
+            )
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if !result.agent_started {
         out.emit(&doc, || {
             format!(

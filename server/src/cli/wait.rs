@@ -21,6 +21,8 @@ pub struct Args {
 pub fn run(ctx_dir: Option<&Path>, json: bool, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
     let row = ctx.session(&args.name)?;
+    // A queued session starts when there is room; it may be now.
+    crate::ops::queue::admit(&ctx.home, &mut |_| {});
     let timeout = args.timeout.map(|s| Duration::from_secs_f64(s.max(0.0)));
     let outcome = session::wait(&ctx.store, &ctx.home, &row, timeout)?;
     let (derived, code) = match &outcome {

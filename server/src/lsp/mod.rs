@@ -22,6 +22,7 @@ mod convert;
 mod diagnostics;
 pub mod framing;
 pub(crate) mod fuzzing;
+mod machine;
 mod state;
 mod terminal;
 

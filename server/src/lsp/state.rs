@@ -112,6 +112,8 @@ pub struct State {
     known_conflicts: Option<std::collections::BTreeSet<(String, String)>>,
     /// The last error about the store's file shown to the user (shown once).
     store_trouble: Option<String>,
+    /// Memory pressure and room for queued sessions.
+    machine: super::machine::MachineWatch,
 }
 
 /// The live Conflict Guard: engine, watcher, and who takes part.
@@ -152,6 +154,7 @@ pub fn spawn_owner(client: Client, rt: Handle, tx: Sender<Event>, rx: Receiver<E
                 last_report: HashMap::new(),
                 known_conflicts: None,
                 store_trouble: None,
+                machine: super::machine::MachineWatch::default(),
             };
             state.run(rx);
         });
@@ -434,6 +437,11 @@ impl State {
 
     fn tick(&mut self) {
         self.refresh(false);
+        if let Some(ctx) = &self.ctx {
+            if let Some(warning) = self.machine.poll(ctx, &self.sessions) {
+                self.show_message(MessageType::WARNING, warning);
+            }
+        }
     }
 
     /// The board from the sessions last read.

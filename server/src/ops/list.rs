@@ -61,7 +61,9 @@ fn session_view_with(
         refresh_git_fact(ctx, row);
     }
     let facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
-    Ok(view(row, &facts, now_ms()))
+    let mut view = view(row, &facts, now_ms());
+    view.ports = super::ports::of(&ctx.store, row.id);
+    Ok(view)
 }
 
 /// Records commits ahead and changed paths when they changed.
@@ -152,6 +154,11 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .map(|c| c.files.clone())
             .unwrap_or_default(),
         agent_pid: facts.host.as_ref().and_then(|(h, _)| h.agent_pid),
+        rss_bytes: facts
+            .memory
+            .filter(|_| facts.exit.is_none() && facts.host_lost_at.is_none())
+            .map(|m| m.rss_bytes),
+        ports: Vec::new(),
     }
 }
 
@@ -161,11 +168,13 @@ pub fn board(repository: String, sessions: Vec<SessionView>) -> Board {
     let lanes = Lane::ALL
         .iter()
         .filter_map(|lane| {
-            let in_lane: Vec<SessionView> = sessions
+            let mut in_lane: Vec<SessionView> = sessions
                 .iter()
                 .filter(|s| s.lane == *lane)
                 .cloned()
                 .collect();
+            // Sessions waiting for room come last (IN FLIGHT's QUEUED part).
+            in_lane.sort_by_key(|s| s.status == owt_protocol::Status::Queued);
             (!in_lane.is_empty()).then(|| BoardLane {
                 lane: *lane,
                 title: lane.title().to_string(),
