@@ -33,7 +33,7 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
     }
     let with_ports = sessions.iter().any(|s| !s.ports.is_empty());
     let mut header = vec![
-        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "RSS", "AGE",
+        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "TOKENS", "RSS", "AGE",
     ];
     if with_ports {
         header.push("PORTS");
@@ -50,6 +50,9 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
                 s.ahead.to_string(),
                 s.changed_files.to_string(),
                 s.overlaps.to_string(),
+                s.usage
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), super::usage_figure),
                 s.rss_bytes
                     .map_or_else(|| "-".to_string(), crate::config::human_bytes),
                 super::age(s.created_at, now),

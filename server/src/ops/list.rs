@@ -25,6 +25,7 @@ pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
 /// read as stored (the LSP's live guard keeps them current).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
     let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), &rows);
     rows.iter()
         .map(|row| session_view_with(ctx, row, refresh_git))
         .collect()
@@ -46,6 +47,7 @@ pub fn refresh_git_facts(
 
 /// One session, reconciled.
 pub fn session_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), std::slice::from_ref(row));
     session_view_with(ctx, row, true)
 }
 
@@ -63,6 +65,7 @@ fn session_view_with(
     let facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
     let mut view = view(row, &facts, now_ms());
     view.ports = super::ports::of(&ctx.store, row.id);
+    view.usage = ctx.store.session_usage(&row.short_id)?;
     Ok(view)
 }
 
@@ -123,7 +126,8 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
     }
 }
 
-/// The protocol view of a session (pure).
+/// The protocol view of a session (pure; its token `usage` is filled in
+/// from the store by the caller).
 pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
     let derived = derive_status(facts, now);
     SessionView {
@@ -159,6 +163,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .filter(|_| facts.exit.is_none() && facts.host_lost_at.is_none())
             .map(|m| m.rss_bytes),
         ports: Vec::new(),
+        usage: None,
     }
 }
 

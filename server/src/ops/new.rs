@@ -454,14 +454,33 @@ pub(crate) fn host_spec(
     } else {
         prompt
     };
-    let launch =
-        resolved
-            .provider
-            .launch_with(&resolved.binary_path, &prompt, mode, &integration.args)?;
+    let mut args = provider::integration::placement_args(
+        &resolved.provider.name,
+        mode,
+        &session.worktree_path,
+    );
+    args.extend(integration.args.iter().cloned());
+    let launch = resolved
+        .provider
+        .launch_with(&resolved.binary_path, &prompt, mode, &args)?;
     env.extend(launch.env.clone());
     env.extend(integration.env);
     env.extend(super::ports::env(&super::ports::of(&ctx.store, session.id)));
     check_exec(&resolved.binary_path, &launch.argv, &env)?;
+    // Where the agent can keep an exact record of its tokens for owt.
+    let places = ctx.usage_places();
+    let record_env = crate::usage::agent_env(
+        &resolved.provider.name,
+        &places,
+        &session.short_id,
+        |name| env.contains_key(name) || std::env::var_os(name).is_some(),
+    );
+    if !record_env.is_empty() {
+        if let Err(e) = crate::usage::aider::prepare(&places) {
+            tracing::warn!("creating {}: {e}", places.owt_usage.display());
+        }
+        env.extend(record_env);
+    }
     let spec = HostSpec {
         session_id: session.id,
         session_name: session.name.clone(),
