@@ -111,7 +111,7 @@ export function sessionTooltip(s: SessionView): string {
 
 /** Whether the agent process (and its session host) can still be reached. */
 export function isAlive(s: SessionView): boolean {
-  return s.status !== 'exited' && !s.host_lost;
+  return s.status !== 'exited' && s.status !== 'queued' && !s.host_lost;
 }
 
 /** The row actions a session offers, in menu order. */
@@ -150,6 +150,8 @@ export function statusIcon(s: SessionView): string {
       return s.exit_code === 0 ? 'circle-slash' : 'error';
     case 'conflict':
       return 'git-merge';
+    case 'queued':
+      return 'watch';
   }
 }
 

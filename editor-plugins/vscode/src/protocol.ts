@@ -12,7 +12,9 @@ export type Status =
   | 'blocked'
   | 'done'
   | 'exited'
-  | 'conflict';
+  | 'conflict'
+  /** Waiting for room on the machine (`[agent] max_running`); no agent yet. */
+  | 'queued';
 
 /** Board lane (`owt_protocol::Lane`, kebab-case). */
 export type Lane = 'needs-you' | 'ready-to-ship' | 'in-flight';
@@ -41,6 +43,10 @@ export interface SessionView {
   overlaps: number;
   conflicted_files: string[];
   agent_pid: number | null;
+  /** Resident memory of the agent's process tree, bytes; absent or null when not running. */
+  rss_bytes?: number | null;
+  /** The session's TCP ports (`[worktree] ports`); absent or empty when none. */
+  ports?: number[];
   /** Tokens the agent recorded for this session; absent or null before any. */
   usage?: TokenUsage | null;
 }

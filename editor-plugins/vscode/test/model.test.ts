@@ -134,6 +134,10 @@ describe('tree model', () => {
 
     const conflict = model.sessionNode(session({ name: 'c', status: 'conflict', ahead: 1, conflicted_files: ['x'] }));
     assert.deepEqual(conflict.actions, ['attach', 'peek', 'send', 'delete']);
+
+    // A queued session has no agent yet: nothing to attach to or type into.
+    const queued = model.sessionNode(session({ name: 'q', status: 'queued' }));
+    assert.deepEqual(queued.actions, ['delete']);
   });
 
   it('context values match the menu `when` clauses of package.json', () => {
@@ -145,7 +149,17 @@ describe('tree model', () => {
   });
 
   it('gives every status an icon', () => {
-    const statuses = ['starting', 'working', 'idle', 'needs-input', 'blocked', 'done', 'exited', 'conflict'] as const;
+    const statuses = [
+      'starting',
+      'working',
+      'idle',
+      'needs-input',
+      'blocked',
+      'done',
+      'exited',
+      'conflict',
+      'queued',
+    ] as const;
     for (const status of statuses) {
       assert.ok(model.statusIcon(session({ name: 's', status })).length > 0, status);
     }

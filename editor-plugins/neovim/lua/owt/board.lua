@@ -25,7 +25,7 @@ M.views = {}
 --- Every key, in footer order, with its label and whether it applies to a
 --- row (`session` nil on lines that are not sessions).
 M.keys = {
-  { key = "a", label = "attach", applies = function(s) return s ~= nil and s.status ~= "exited" end },
+  { key = "a", label = "attach", applies = function(s) return s ~= nil and s.status ~= "exited" and s.status ~= "queued" end },
   { key = "s", label = "ship", applies = function(s) return s ~= nil and ((s.ahead or 0) > 0 or (s.changed_files or 0) > 0) end },
   { key = "m", label = "merge", applies = function(s) return s ~= nil and (s.ahead or 0) > 0 end },
   { key = "p", label = "peek", applies = function(s) return s ~= nil end },
