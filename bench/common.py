@@ -107,7 +107,11 @@ def file_text(i, lines=30):
 
 
 def agent_config():
-    return f'[agent]\ndefault_tool = "fake"\n[tools.fake]\nbinary = "{IDLE_AGENT}"\n'
+    # An explicit limit on running agents: that every session of a benchmark
+    # runs must not depend on how much memory a shared machine has left
+    # (unset, the limit is what memory holds and later sessions queue).
+    return (f'[agent]\ndefault_tool = "fake"\nmax_running = 1000\n'
+            f'[tools.fake]\nbinary = "{IDLE_AGENT}"\n')
 
 
 def generated_repo(n_files, log=print):
