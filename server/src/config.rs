@@ -336,8 +336,9 @@ pub fn dotted(path: &[String]) -> String {
 
 /// Which keys of a repository's (translated) configuration table run
 /// programs, set an agent's environment, or choose where owt writes
-/// outside the repository's parent folder: `[tools.*]`,
-/// `agent.default_tool`, `agent.env.*`, `environment.auto_install_deps =
+/// outside the repository's parent folder, or lift the machine's limits on
+/// running agents: `[tools.*]`, `agent.default_tool`, `agent.max_running`,
+/// `agent.min_free_memory`, `agent.env.*`, `environment.auto_install_deps =
 /// true`, and a `worktree.base_directory` that is not a plain
 /// (non-hidden) folder beside the repository at `repo_root`.
 /// `[tools.NAME]` of a built-in agent is refused outright.
@@ -357,6 +358,13 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     if let Some(toml::Value::Table(agent)) = table.get("agent") {
         if agent.contains_key("default_tool") {
             gated.need_trust.push(key(&["agent", "default_tool"]));
+        }
+        // What keeps the machine from running out of memory is the
+        // user's: a cloned repository may not lift it.
+        for limit in ["max_running", "min_free_memory"] {
+            if agent.contains_key(limit) {
+                gated.need_trust.push(key(&["agent", limit]));
+            }
         }
         if let Some(toml::Value::Table(env)) = agent.get("env") {
             for name in env.keys() {
@@ -939,6 +947,14 @@ mod tests {
         }
         let (need, _) = gated("[environment]\nauto_install_deps = false\n");
         assert!(need.is_empty());
+        let (need, _) = gated(
+            "[agent]\nmax_running = 500\nmin_free_memory = \"0 B\"\nscrollback = 100\n[worktree]\nports = 4\n",
+        );
+        assert_eq!(
+            need,
+            vec!["agent.max_running", "agent.min_free_memory"],
+            "the machine's limits on agents need trust; scrollback and ports do not"
+        );
     }
 
     #[test]
