@@ -114,6 +114,12 @@ def agent_config():
             f'[tools.fake]\nbinary = "{IDLE_AGENT}"\n')
 
 
+def trust(owt, repo, env):
+    """`owt trust` in `repo`: its `.owt.toml` declares the fake agent, which
+    owt runs only from a file the user trusts (in this env's store)."""
+    subprocess.run([str(owt), "trust"], cwd=repo, env=env, check=True, capture_output=True)
+
+
 def generated_repo(n_files, log=print):
     """A repository of `n_files` committed files (one commit, one pack),
     checked out, cached under CACHE keyed by size. The fake agent is

@@ -280,6 +280,7 @@ def setup(owt, repo, env, args):
         common.git(repo, "worktree", "remove", "--force", str(wt), env=env)
         common.git(repo, "branch", "-q", "-D", f"baseline-{i}", env=env)
     sessions, new_s = [], []
+    common.trust(owt, repo, env)
     log(f"creating {args.sessions} sessions with owt new on {args.files} files")
     for i in range(args.sessions):
         t0 = time.perf_counter()
