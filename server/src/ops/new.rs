@@ -409,6 +409,8 @@ pub fn new_session(
                 (false, None)
             }
         },
+        // Another owt process may have started it meanwhile.
+        None if !super::queue::is_queued(&ctx.store, &session) => (true, None),
         None => (false, Some(super::queue::why_waiting(&ctx.home, &session))),
     };
     Ok(NewResult {

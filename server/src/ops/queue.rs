@@ -311,6 +311,13 @@ pub fn admit(home: &Path, progress: &mut dyn FnMut(&str)) -> Vec<Admitted> {
             by_count && starting < room
         });
         match taken {
+            // Another process may have started it (and given its lease
+            // back) since the queue was read: only a session still queued
+            // is started.
+            Ok(true) if !is_queued(&store, &session) => {
+                let _ = store.release_start_lease(session.id, &owner);
+                continue;
+            }
             Ok(true) => {}
             Ok(false) => {
                 // Being started by someone else, or the room went to others.
