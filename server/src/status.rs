@@ -6,7 +6,10 @@
 //!
 //! 1. an exit fact wins (`exited`, or `exited (host lost)`); a headless
 //!    run (the agent's non-interactive form) that exited with code 0 is
-//!    `done`;
+//!    `done`; then, for a remote session, an `unreachable` fact (its
+//!    bridge is down: `unreachable (since 14:02:07 UTC)`, lane IN FLIGHT —
+//!    the agent goes on over there, owt just cannot see it; never
+//!    `exited`);
 //! 2. an unresolved merge conflict in the worktree is `conflict`;
 //! 3. *sticky* states — `blocked`, `needs-input`, `done` — hold until newer
 //!    input reaches the agent or a hook reports a new turn (`working`); tool
@@ -67,6 +70,9 @@ pub mod kind {
     pub const QUEUED: &str = "queued";
     /// [`super::MemoryFact`]: the agent's process tree's resident memory.
     pub const MEMORY: &str = "memory";
+    /// [`super::UnreachableFact`]: a remote session's bridge is down;
+    /// `observed_at` is since when. Cleared when it is back.
+    pub const UNREACHABLE: &str = "unreachable";
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -162,6 +168,16 @@ pub struct MemoryFact {
     pub peak_bytes: u64,
 }
 
+/// The machine a remote session runs on cannot be reached (recorded by the
+/// bridge keeper, see `crate::remote`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UnreachableFact {
+    pub remote: String,
+    /// The last error (`ssh: connect to host … refused`).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
 /// Everything [`derive_status`] looks at, decoded from the store.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionFacts {
@@ -180,6 +196,8 @@ pub struct SessionFacts {
     /// When the session was queued, while it waits to start.
     pub queued_at: Option<i64>,
     pub memory: Option<MemoryFact>,
+    /// A remote session's bridge is down, since when.
+    pub unreachable: Option<(UnreachableFact, i64)>,
 }
 
 impl SessionFacts {
@@ -211,6 +229,7 @@ impl SessionFacts {
                 }
                 kind::QUEUED => facts.queued_at = Some(at),
                 kind::MEMORY => facts.memory = decode(row),
+                kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
                 _ => {}
             }
         }
@@ -252,6 +271,9 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
     } else if facts.queued_at.is_some() && facts.host.is_none() {
         // Rule 7.
         (Status::Queued, "queued".to_string(), None, false)
+    } else if let Some((_, since)) = &facts.unreachable {
+        let text = format!("unreachable (since {})", utc_time_of_day(*since));
+        (Status::Unreachable, text, None, false)
     } else if facts.conflict.as_ref().is_some_and(|c| !c.files.is_empty()) {
         let n = facts.conflict.as_ref().map_or(0, |c| c.files.len());
         let text = format!("conflict in {n} file{}", if n == 1 { "" } else { "s" });
@@ -270,7 +292,11 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         Status::Exited => Lane::NeedsYou,
         Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
         Status::Done | Status::NeedsInput => Lane::NeedsYou,
-        Status::Starting | Status::Working | Status::Idle | Status::Queued => Lane::InFlight,
+        Status::Starting
+        | Status::Working
+        | Status::Idle
+        | Status::Queued
+        | Status::Unreachable => Lane::InFlight,
     };
     Derived {
         status,
@@ -279,6 +305,17 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         exit_code,
         host_lost,
     }
+}
+
+/// `14:02:07 UTC` for a Unix time in ms (no time zone database: pure).
+fn utc_time_of_day(ms: i64) -> String {
+    let secs = ms.div_euclid(1000).rem_euclid(86_400);
+    format!(
+        "{:02}:{:02}:{:02} UTC",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }
 
 fn agent_status(facts: &SessionFacts, now: i64) -> Status {

@@ -140,6 +140,8 @@ export function statusIcon(s: SessionView): string {
       return 'git-merge';
     case 'queued':
       return 'watch';
+    case 'unreachable':
+      return 'debug-disconnect';
   }
 }
 

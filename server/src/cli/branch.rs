@@ -41,6 +41,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
             template: None,
             raw: false,
             now: args.now,
+            on: None,
         },
     )
 }

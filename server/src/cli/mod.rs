@@ -8,6 +8,7 @@
 pub mod attach;
 mod board;
 mod branch;
+mod bridge;
 mod cleanup;
 mod completions;
 mod config;
@@ -26,6 +27,7 @@ pub(crate) mod new;
 mod note;
 pub mod peek;
 mod queue;
+mod remote;
 pub mod send;
 mod ship;
 mod start;
@@ -149,6 +151,9 @@ pub enum Command {
     Doctor(doctor::Args),
     /// Trust this repository's own files that make owt run programs (.owt.toml, .owt/setup.sh).
     Trust(trust::Args),
+    /// Machines agents run on over SSH: list, check, setup, install.
+    #[command(subcommand)]
+    Remote(remote::Command),
     /// Show or validate the configuration.
     #[command(subcommand)]
     Config(config::Command),
@@ -176,6 +181,9 @@ pub enum Command {
     /// and `owt lsp`).
     #[command(name = "__admit", hide = true)]
     Admit,
+    /// The bridge to a remote (started by owt itself).
+    #[command(name = "__bridge", hide = true)]
+    Bridge(bridge::Args),
 }
 
 /// Entry point of the binary.
@@ -219,6 +227,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Queue(args)) => queue::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
         Some(Command::Trust(args)) => trust::run(dir, &out, args),
+        Some(Command::Remote(cmd)) => remote::run(dir, &out, cmd),
+        Some(Command::Bridge(args)) => bridge::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),
