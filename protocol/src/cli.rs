@@ -24,6 +24,10 @@ pub enum Status {
     Exited,
     /// A merge or rebase in the session's worktree stopped on conflicts.
     Conflict,
+    /// Created with its worktree, waiting for room on the machine (`[agent]
+    /// max_running`, `min_free_memory`): its agent starts when a running
+    /// one ends or frees memory.
+    Queued,
     /// A remote session whose machine owt cannot reach right now (its
     /// bridge is down); its last known state is kept, nothing is deleted.
     Unreachable,
@@ -40,6 +44,7 @@ impl Status {
             Status::Done => "done",
             Status::Exited => "exited",
             Status::Conflict => "conflict",
+            Status::Queued => "queued",
             Status::Unreachable => "unreachable",
         }
     }
@@ -188,6 +193,17 @@ pub struct SessionView {
     /// Files with unresolved merge conflicts in the worktree.
     pub conflicted_files: Vec<String>,
     pub agent_pid: Option<u32>,
+    /// Resident memory of the agent's whole process tree, in bytes, as its
+    /// session host last sampled it (every few seconds); `None` when the
+    /// agent is not running or was not sampled yet.
+    #[serde(default)]
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub rss_bytes: Option<u64>,
+    /// The session's block of TCP ports (`[worktree] ports = N`), given to
+    /// the agent and the setup script as `OWT_PORT` (the first) and
+    /// `OWT_PORTS` (all, space-separated); empty when none was asked for.
+    #[serde(default)]
+    pub ports: Vec<u16>,
     /// Every [`SessionAction`], in menu order, with whether it can be done
     /// now (computed by the server; plugins show exactly these).
     #[serde(default)]
@@ -301,7 +317,7 @@ pub struct LaneCount {
 }
 
 /// Sessions counted for a status line: each session is in exactly one of
-/// `working`, `needs_you`, `ready` and `idle`.
+/// `working`, `needs_you`, `ready`, `idle` and `queued`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BoardCounts {
@@ -314,6 +330,9 @@ pub struct BoardCounts {
     pub ready: u32,
     /// Everything else (idle, done, exited outside the lanes above).
     pub idle: u32,
+    /// In flight, waiting for room on the machine (`queued`).
+    #[serde(default)]
+    pub queued: u32,
     /// The non-zero counts in words, e.g. `3 working · 1 needs you`
     /// (empty when there is no session).
     pub summary: String,
@@ -455,6 +474,21 @@ pub struct DbHealth {
     pub messages: u64,
     pub notes: u64,
     pub events: u64,
+    /// Rows of token counts (a session and local day; a deleted session's
+    /// are kept for `owt usage` until `owt db purge`).
+    #[serde(default)]
+    pub usage_rows: u64,
+    /// Of those, the rows of sessions that no longer exist.
+    #[serde(default)]
+    pub usage_rows_deleted_sessions: u64,
+    /// How far each agent record file was read (per session and file).
+    #[serde(default)]
+    pub usage_sources: u64,
+    /// Of those, the ones no session will read on (of sessions that no
+    /// longer exist, or files no session owns that are gone): what `owt db
+    /// purge` deletes; `--check` reports them.
+    #[serde(default)]
+    pub usage_sources_stale: u64,
     /// Thresholds exceeded (only filled by `--check`).
     pub problems: Vec<String>,
 }
@@ -468,6 +502,14 @@ pub struct DbPurge {
     /// Trash folders (`$OWT_HOME/trash/…`) older than `days`, deleted.
     #[serde(default)]
     pub trash_deleted: Vec<String>,
+    /// Token counts (a session and day) of sessions that no longer exist,
+    /// last added to more than `days` days ago, deleted.
+    #[serde(default)]
+    pub usage_rows_deleted: u64,
+    /// Read positions in agent record files no session will read on,
+    /// deleted.
+    #[serde(default)]
+    pub usage_sources_deleted: u64,
 }
 
 /// `owt config show --json`.

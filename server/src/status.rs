@@ -25,7 +25,9 @@
 //! 5. without hooks or screen rules: recent output is `working`, older
 //!    output `idle`, no output yet `starting`;
 //! 6. a headless run is `working` until it exits (it waits for nobody),
-//!    unless it shows a permission dialog.
+//!    unless it shows a permission dialog;
+//! 7. a session waiting for room on the machine (a `queued` fact, no host
+//!    started yet) is `queued`, in the IN FLIGHT lane.
 
 use owt_protocol::{Lane, Status};
 use serde::{Deserialize, Serialize};
@@ -62,6 +64,12 @@ pub mod kind {
     pub const GIT: &str = "git";
     /// [`super::OverlapFact`]: Conflict Guard's overlap count.
     pub const OVERLAPS: &str = "overlaps";
+    /// The session waits for room to start its agent (`owt new` beyond
+    /// `[agent] max_running` or `min_free_memory`); the value holds how to
+    /// launch it (`ops::queue::QueuedLaunch`). Cleared once it starts.
+    pub const QUEUED: &str = "queued";
+    /// [`super::MemoryFact`]: the agent's process tree's resident memory.
+    pub const MEMORY: &str = "memory";
     /// [`super::UnreachableFact`]: a remote session's bridge is down;
     /// `observed_at` is since when. Cleared when it is back.
     pub const UNREACHABLE: &str = "unreachable";
@@ -155,6 +163,15 @@ pub struct OverlapFact {
     pub base_conflicts: Vec<String>,
 }
 
+/// Resident memory of the agent's process tree, sampled by its host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MemoryFact {
+    /// Now (at the fact's time).
+    pub rss_bytes: u64,
+    /// The most seen since the agent started.
+    pub peak_bytes: u64,
+}
+
 /// The machine a remote session runs on cannot be reached (recorded by the
 /// bridge keeper, see `crate::remote`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -181,6 +198,9 @@ pub struct SessionFacts {
     pub git: GitFact,
     pub overlaps: u32,
     pub base_conflicts: Vec<String>,
+    /// When the session was queued, while it waits to start.
+    pub queued_at: Option<i64>,
+    pub memory: Option<MemoryFact>,
     /// A remote session's bridge is down, since when.
     pub unreachable: Option<(UnreachableFact, i64)>,
 }
@@ -214,6 +234,8 @@ impl SessionFacts {
                     facts.overlaps = fact.count;
                     facts.base_conflicts = fact.base_conflicts;
                 }
+                kind::QUEUED => facts.queued_at = Some(at),
+                kind::MEMORY => facts.memory = decode(row),
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
                 _ => {}
             }
@@ -253,6 +275,9 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         }
     } else if facts.host_lost_at.is_some() {
         (Status::Exited, "exited (host lost)".to_string(), None, true)
+    } else if facts.queued_at.is_some() && facts.host.is_none() {
+        // Rule 7.
+        (Status::Queued, "queued".to_string(), None, false)
     } else if let Some((_, since)) = &facts.unreachable {
         let text = format!("unreachable (since {})", utc_time_of_day(*since));
         (Status::Unreachable, text, None, false)
@@ -274,7 +299,11 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         Status::Exited => Lane::NeedsYou,
         Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
         Status::Done | Status::NeedsInput => Lane::NeedsYou,
-        Status::Starting | Status::Working | Status::Idle | Status::Unreachable => Lane::InFlight,
+        Status::Starting
+        | Status::Working
+        | Status::Idle
+        | Status::Queued
+        | Status::Unreachable => Lane::InFlight,
     };
     Derived {
         status,
