@@ -44,6 +44,7 @@ pub struct Config {
     /// Custom agents (and overrides of built-in ones), by name.
     pub tools: BTreeMap<String, ToolConfig>,
     pub guard: GuardConfig,
+    pub ship: ShipConfig,
     pub attach: AttachConfig,
     pub environment: EnvironmentConfig,
     /// Custom task templates for `owt new --template NAME`.
@@ -138,6 +139,15 @@ pub struct ToolConfig {
 pub struct GuardConfig {
     /// Globs whose same-file overlaps are not reported (conflicts always are).
     pub ignore: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShipConfig {
+    /// `owt ship` refuses while a changed file is not marked reviewed
+    /// since its last change (`owt review NAME --mark`); otherwise it
+    /// only warns.
+    pub require_review: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -29,6 +29,7 @@ pub mod engine;
 pub mod journal;
 pub mod levels;
 pub mod merge;
+pub mod patch;
 pub mod queue;
 pub mod snapshot;
 pub mod tree;

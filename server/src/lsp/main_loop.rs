@@ -107,6 +107,7 @@ fn handle(state: &mut State, event: Event) {
             requests::execute_command::handle(state, params, reply)
         }
         Event::Board(reply) => requests::board::handle(state, reply),
+        Event::Diff(params, reply) => requests::diff::handle(state, params, reply),
         Event::Refresh => sessions::refresh(state, true),
         Event::GitRefreshed => sessions::refresh(state, false),
         Event::GuardChanged(delta) => guard_live::on_delta(state, *delta),

@@ -20,6 +20,7 @@ pub mod new;
 pub mod notes;
 pub mod owned;
 pub mod prompt;
+pub mod review;
 pub mod setup;
 pub mod sync;
 pub mod trash;
