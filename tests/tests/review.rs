@@ -9,9 +9,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use owt_e2e::{data_file, wait_until, TestEnv};
+use owt_e2e::lsp::LspClient;
+use owt_e2e::{data_file, uri, wait_until, TestEnv};
 use owt_protocol::review::{CommentsOutput, DiffReport, FileStatus, ReviewedOutput};
 use owt_protocol::NewOutput;
+use serde_json::{json, Value};
+
+const DEADLINE: Duration = Duration::from_secs(30);
 
 fn numbered(n: usize) -> String {
     (1..=n).map(|i| format!("line {i}\n")).collect()
@@ -373,4 +377,149 @@ fn a_comment_reaches_the_agent_as_one_message_and_is_addressed_by_its_change() {
     assert_eq!(text.trim(), "2 a.txt:1 (open): drop this line");
     let after: CommentsOutput = env.owt_json(&repo, ["comments", "agent", "--resolve", "2"]);
     assert!(after.comments.is_empty());
+}
+
+fn lsp_code_actions(client: &mut LspClient, file: &Path, first: u32, last: u32) -> Vec<Value> {
+    client
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": uri(file)},
+                "range": {"start": {"line": first, "character": 0}, "end": {"line": last, "character": 3}},
+                "context": {"diagnostics": []}
+            }),
+        )
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_lsp_serves_the_diff_batches_comments_shows_them_until_addressed_and_the_base() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(wt.join("a.txt"), numbered(10).replace("line 2\n", "two\n")).unwrap();
+    wait_until("the agent to start", Duration::from_secs(30), || {
+        env.owt_ok(&repo, ["peek", "agent"])
+            .contains("FAKE AGENT READY")
+    });
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        true,
+    );
+    client.request("owt/board", Value::Null);
+
+    // owt/diff: the same report as `owt diff --json`.
+    let diff = client.request("owt/diff", json!({"session": "agent"}));
+    let diff: DiffReport = serde_json::from_value(diff).unwrap();
+    assert_eq!(diff.files.len(), 1);
+    assert_eq!(diff.files[0].path, "a.txt");
+    assert_eq!((diff.files[0].additions, diff.files[0].deletions), (1, 1));
+    let one = client.request("owt/diff", json!({"session": "agent", "path": "nonl.txt"}));
+    assert_eq!(one["files"], json!([]));
+    let err = client
+        .request_result("owt/diff", json!({"session": "ghost"}))
+        .unwrap_err();
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("no session named `ghost`"),
+        "{err}"
+    );
+
+    // A selection in the agent's copy offers the comment and the base.
+    let file = wt.join("a.txt");
+    let actions = lsp_code_actions(&mut client, &file, 4, 5);
+    let titles: Vec<&str> = actions
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert!(
+        titles.contains(&"owt: ask agent to change this…"),
+        "{titles:?}"
+    );
+    assert!(
+        titles.contains(&"owt: show the base version of a.txt"),
+        "{titles:?}"
+    );
+    let ask = actions
+        .iter()
+        .find(|a| a["command"]["command"] == "owt.comment")
+        .unwrap();
+    let mut arg = ask["command"]["arguments"][0].clone();
+    assert_eq!(
+        (arg["start_line"].clone(), arg["end_line"].clone()),
+        (json!(5), json!(6))
+    );
+
+    // Two comments in a row: one message.
+    arg["text"] = json!("rename this");
+    client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.comment", "arguments": [arg]}),
+    );
+    client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.comment", "arguments": [{"session": "agent", "path": "a.txt", "start_line": 9, "end_line": 9, "text": "and this"}]}),
+    );
+    let expected = "Review comments from the human supervising you (owt review). \
+                    Please change the code as asked in each:\n\n\
+                    a.txt lines 5-6:\n    line 5\n    line 6\nComment: rename this\n\n\
+                    a.txt line 9:\n    line 9\nComment: and this";
+    wait_until(
+        "the batch to reach the agent",
+        Duration::from_secs(30),
+        || agent_lines(&log).iter().any(|l| l == expected),
+    );
+    assert_eq!(
+        agent_lines(&log)
+            .iter()
+            .filter(|l| l.contains("owt review"))
+            .count(),
+        1,
+        "one message for both"
+    );
+
+    // Shown as Hints on those lines of the agent's copy.
+    let hints = client.await_diagnostics(&uri(&file), DEADLINE, |d| d.len() == 2);
+    let lines: Vec<(u64, &str, u64)> = hints
+        .iter()
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap(),
+                d["source"].as_str().unwrap(),
+                d["severity"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(lines, [(4, "owt-review", 4), (8, "owt-review", 4)]);
+
+    // The agent changes line 9: that comment clears, the other stays.
+    std::fs::write(
+        &file,
+        numbered(10)
+            .replace("line 2\n", "two\n")
+            .replace("line 9\n", "nine\n"),
+    )
+    .unwrap();
+    let left = client.await_diagnostics(&uri(&file), DEADLINE, |d| d.len() == 1);
+    assert_eq!(left[0]["range"]["start"]["line"], 4);
+
+    // The base version, read-only, through window/showDocument.
+    client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.showBase", "arguments": [{"session": "agent", "path": "a.txt"}]}),
+    );
+    let shown = client.await_request("window/showDocument", DEADLINE);
+    let copy = PathBuf::from(shown["uri"].as_str().unwrap().trim_start_matches("file://"));
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), numbered(10));
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&copy).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o400);
 }

@@ -595,11 +595,14 @@ export const Commands = {
   ship: 'owt.ship',
   delete: 'owt.delete',
   openAgentFile: 'owt.openAgentFile',
+  comment: 'owt.comment',
+  showBase: 'owt.showBase',
+  markReviewed: 'owt.markReviewed',
 } as const;
 
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 
-export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.openAgentFile'];
+export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.openAgentFile', 'owt.comment', 'owt.showBase', 'owt.markReviewed'];
 
 export const SESSION_ACTIONS: readonly SessionAction[] = ['attach', 'peek', 'send', 'merge', 'ship', 'delete', 'conflicts'];
 

@@ -14,7 +14,7 @@ use tower_lsp_server::Client;
 
 use super::event::Event;
 use super::state::State;
-use super::{guard_live, notifications, requests, sessions};
+use super::{guard_live, notifications, requests, review_live, sessions};
 
 /// How often the board and statuses are re-read.
 const TICK: Duration = Duration::from_millis(500);
@@ -54,7 +54,7 @@ fn run(mut state: State, rx: Receiver<Event>) {
     // is over.
     let mut trimmer = crate::memory::Trimmer::new();
     loop {
-        let wake = [state.guard.overrides_due, trimmer.due()]
+        let wake = [state.guard.overrides_due, trimmer.due(), state.review.due()]
             .into_iter()
             .flatten()
             .fold(next_tick, Instant::min);
@@ -80,6 +80,11 @@ fn run(mut state: State, rx: Receiver<Event>) {
                 guard_live::apply_overrides(&mut state)
             });
             trimmer.activity();
+        }
+        if state.review.due().is_some_and(|due| Instant::now() >= due) {
+            guarded("typing review comments", || {
+                review_live::deliver_due(&mut state)
+            });
         }
         trimmer.poll();
         if Instant::now() >= next_tick {

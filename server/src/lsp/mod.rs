@@ -46,6 +46,7 @@ mod notifications;
 mod outbox;
 mod progress;
 mod requests;
+mod review_live;
 mod sessions;
 mod state;
 mod terminal;

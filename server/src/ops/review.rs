@@ -269,6 +269,24 @@ pub fn comment(
     name: &str,
     new: &[NewComment],
 ) -> anyhow::Result<(Vec<ReviewComment>, Option<anyhow::Error>)> {
+    let mut made = record_comments(ctx, name, new)?;
+    let ids: Vec<u32> = made.iter().map(|c| c.id).collect();
+    let failure = deliver(ctx, name, &ids).err();
+    if failure.is_none() {
+        for c in &mut made {
+            c.delivered = true;
+        }
+    }
+    Ok((made, failure))
+}
+
+/// Stores `new` comments on `name`'s files (not typed yet: [`deliver`]),
+/// each with the text of its lines in the agent's copy now.
+pub fn record_comments(
+    ctx: &Context,
+    name: &str,
+    new: &[NewComment],
+) -> anyhow::Result<Vec<ReviewComment>> {
     let row = ctx.session(name)?;
     if new.is_empty() {
         anyhow::bail!("no comment given");
@@ -330,23 +348,7 @@ pub fn comment(
     }
     all.extend(made.iter().cloned());
     ctx.store.record_fact(row.id, COMMENTS_FACT, &all)?;
-    let message = comment_message(&made);
-    let failure = match session::send(&ctx.home, &row, &message, true) {
-        Ok(()) => {
-            let ids: Vec<u32> = made.iter().map(|c| c.id).collect();
-            let mut all = stored_comments(ctx, &row)?;
-            for c in all.iter_mut().filter(|c| ids.contains(&c.id)) {
-                c.delivered = true;
-            }
-            ctx.store.record_fact(row.id, COMMENTS_FACT, &all)?;
-            for c in &mut made {
-                c.delivered = true;
-            }
-            None
-        }
-        Err(e) => Some(anyhow::Error::from(e).context(format!("typing the comment into {name}"))),
-    };
-    let shown = made
+    Ok(made
         .iter()
         .map(|c| ReviewComment {
             id: c.id,
@@ -357,10 +359,40 @@ pub fn comment(
             text: c.text.clone(),
             created_at: c.created_at,
             state: "open".into(),
-            delivered: c.delivered,
+            delivered: false,
         })
+        .collect())
+}
+
+/// Types the stored comments `ids` into `name`'s agent as one message and
+/// marks them delivered.
+pub fn deliver(ctx: &Context, name: &str, ids: &[u32]) -> anyhow::Result<()> {
+    let row = ctx.session(name)?;
+    let batch: Vec<StoredComment> = stored_comments(ctx, &row)?
+        .into_iter()
+        .filter(|c| ids.contains(&c.id))
         .collect();
-    Ok((shown, failure))
+    if batch.is_empty() {
+        return Ok(());
+    }
+    session::send(&ctx.home, &row, &comment_message(&batch), true)
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("typing the comment into {name}"))?;
+    let mut all = stored_comments(ctx, &row)?;
+    for c in all.iter_mut().filter(|c| ids.contains(&c.id)) {
+        c.delivered = true;
+    }
+    ctx.store.record_fact(row.id, COMMENTS_FACT, &all)?;
+    Ok(())
+}
+
+/// Whether `name` has comments that are not resolved (cheap: the store
+/// only).
+pub fn has_open_comments(ctx: &Context, name: &str) -> bool {
+    ctx.session(name)
+        .ok()
+        .and_then(|row| stored_comments(ctx, &row).ok())
+        .is_some_and(|all| all.iter().any(|c| !c.resolved))
 }
 
 /// Where a comment stands in `repo`'s snapshot `tree`: `open` with its
@@ -467,4 +499,63 @@ pub fn resolve(ctx: &Context, name: &str, ids: &[u32]) -> anyhow::Result<Comment
     }
     ctx.store.record_fact(row.id, COMMENTS_FACT, &stored)?;
     comments(ctx, name, false)
+}
+
+/// A read-only copy of the base version of `path` (as the agent's branch
+/// started from it; the old path of a rename) under `$OWT_HOME/review/`,
+/// for editors to show beside the agent's copy. Returns its path.
+pub fn base_copy(ctx: &Context, name: &str, path: &str) -> anyhow::Result<std::path::PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    check_relative(path)?;
+    let row = ctx.session(name)?;
+    let state = scan(ctx, &row)?;
+    let snapshot = state
+        .snapshot
+        .with_context(|| format!("no snapshot of {}", row.name))?;
+    let changed = patch::file_diffs(
+        state.repo(),
+        state.merge_base_tree,
+        snapshot,
+        Some(path),
+        false,
+    )?;
+    let blob = match changed.first() {
+        Some(file) => file.base_blob.clone(),
+        None => state
+            .merge_base_tree
+            .and_then(|t| state.repo().find_tree(t).ok())
+            .and_then(|t| t.get_path(Path::new(path)).ok())
+            .map(|e| e.id().to_string()),
+    }
+    .with_context(|| format!("{path} is new in {name}: the base has no version of it"))?;
+    let content = state
+        .repo()
+        .find_blob(git2::Oid::from_str(&blob)?)
+        .with_context(|| format!("the base version of {path} is not a file"))?
+        .content()
+        .to_vec();
+    let base = state
+        .merge_base
+        .map(|c| c.to_string()[..12].to_string())
+        .unwrap_or_else(|| "none".into());
+    let copy = ctx
+        .home
+        .join("review")
+        .join(&row.short_id)
+        .join(base)
+        .join(path);
+    let folder = copy.parent().context("a file path")?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(folder)
+        .with_context(|| format!("creating {}", folder.display()))?;
+    // Ours (written here before): replaced.
+    if copy.exists() {
+        std::fs::remove_file(&copy).with_context(|| format!("replacing {}", copy.display()))?;
+    }
+    crate::store::write_private(&copy, &content)
+        .with_context(|| format!("writing {}", copy.display()))?;
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o400))?;
+    Ok(copy)
 }
