@@ -93,6 +93,9 @@ fn run(mut state: State, rx: Receiver<Event>) {
                 guarded("the session refresh", || {
                     sessions::refresh(&mut state, false)
                 });
+                guarded("the review comments' refresh", || {
+                    review_live::recheck(&mut state)
+                });
             }
         }
     }

@@ -8,8 +8,10 @@
 //!
 //! Invariants: the comment diagnostics of a document are published
 //! together with the guard's (one `publishDiagnostics` holds both); they
-//! are recomputed only for a session the guard saw change, or one just
-//! commented on — never on a timer.
+//! are recomputed for a session the guard saw change, one just commented
+//! on, and every [`RECHECK`] while a session has comments shown (a file
+//! open in the editor hides its agent's writes from the guard, which
+//! reads the buffer's text instead), never for sessions without any.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -28,6 +30,8 @@ use crate::ops;
 
 /// How long after the last comment on a session its batch is typed.
 pub const BATCH_DELAY: Duration = Duration::from_millis(2000);
+/// How often the shown comments are checked against the agents' files.
+pub const RECHECK: Duration = Duration::from_millis(2000);
 
 #[derive(Default)]
 pub struct ReviewLive {
@@ -39,6 +43,7 @@ pub struct ReviewLive {
     /// (session, path, first and last line): where `owt.comment` with only
     /// a text goes (Helix's `:lsp-workspace-command owt.comment "text"`).
     pub last_selection: Option<(String, String, u32, u32)>,
+    next_recheck: Option<Instant>,
 }
 
 impl ReviewLive {
@@ -177,6 +182,27 @@ pub fn mark_reviewed(state: &State, args: &CommandArgs) -> CommandResult {
     let paths: Vec<String> = args.path.iter().cloned().collect();
     let out = ops::review::mark_reviewed(ctx, name, &paths)?;
     Ok(serde_json::to_value(out).map_err(anyhow::Error::from)?)
+}
+
+/// Every [`RECHECK`]: the sessions whose comments are shown, again.
+pub fn recheck(state: &mut State) {
+    let now = Instant::now();
+    if state.review.next_recheck.is_some_and(|at| now < at) {
+        return;
+    }
+    state.review.next_recheck = Some(now + RECHECK);
+    let mut shown: Vec<String> = state
+        .review
+        .published
+        .values()
+        .flatten()
+        .filter_map(|d| diagnostic_session(d).map(str::to_string))
+        .collect();
+    shown.sort();
+    shown.dedup();
+    for name in shown {
+        refresh(state, &name);
+    }
 }
 
 /// The guard saw these sessions' checkouts change: their comments may be
