@@ -86,6 +86,36 @@ export type SessionView = {
    * now (computed by the server; plugins show exactly these).
    */
   actions: Array<ActionState>,
+  /**
+   * Tokens (and cost, where the agent reports it) the agent recorded for
+   * this session in its own files; `None` until a record was read (or
+   * for agents whose records owt cannot read).
+   */
+  usage?: TokenUsage | null,
+};
+
+/**
+ * Tokens an agent spent, as it recorded them (see docs/protocol.md,
+ * "Token usage"). `input_tokens` counts input that was neither read from
+ * nor written to the provider's prompt cache, so the four counts add up
+ * to every token billed.
+ */
+export type TokenUsage = {
+  input_tokens: number,
+  output_tokens: number,
+  /**
+   * Input read from the prompt cache.
+   */
+  cache_read_tokens: number,
+  /**
+   * Input written to the prompt cache (Anthropic's cache creation).
+   */
+  cache_write_tokens: number,
+  /**
+   * US dollars, where the agent reports a cost (Aider, OpenCode, Pi); `None`
+   * where it does not (Claude Code, Codex record tokens only).
+   */
+  cost_usd: number | null,
 };
 
 export type BoardLane = {

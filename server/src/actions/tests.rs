@@ -27,6 +27,7 @@ fn session(name: &str, status: Status, lane: Lane) -> SessionView {
         conflicted_files: Vec::new(),
         agent_pid: None,
         actions: Vec::new(),
+        usage: None,
     }
 }
 

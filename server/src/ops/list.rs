@@ -25,6 +25,7 @@ pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
 /// read as stored (the LSP's live guard keeps them current).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
     let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), &rows);
     rows.iter()
         .map(|row| session_view_with(ctx, row, refresh_git))
         .collect()
@@ -33,11 +34,13 @@ pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Ve
 /// Every session as [`session_views_with`] (no git re-read), with the git
 /// facts in `newer` — fresher than the stored ones, e.g. what the live
 /// guard's snapshots show before their one writer recorded them — by name.
+/// Token usage is read on from the agents' records first.
 pub fn session_views_newer_git(
     ctx: &Context,
     newer: &std::collections::HashMap<String, GitFact>,
 ) -> anyhow::Result<Vec<SessionView>> {
     let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), &rows);
     rows.iter()
         .map(|row| view_of(ctx, row, false, newer.get(&row.name)))
         .collect()
@@ -76,6 +79,7 @@ pub fn refresh_git_facts(ctx: &Context) -> anyhow::Result<()> {
 
 /// One session, reconciled.
 pub fn session_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), std::slice::from_ref(row));
     session_view_with(ctx, row, true)
 }
 
@@ -103,7 +107,9 @@ fn view_of(
     if let Some(git) = newer_git {
         facts.git = git.clone();
     }
-    Ok(view(row, &facts, now_ms()))
+    let mut view = view(row, &facts, now_ms());
+    view.usage = ctx.store.session_usage(&row.short_id)?;
+    Ok(view)
 }
 
 /// Records commits ahead and changed paths when they changed.
@@ -172,7 +178,8 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
     }
 }
 
-/// The protocol view of a session (pure).
+/// The protocol view of a session (pure; its token `usage` is filled in
+/// from the store by the caller).
 pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
     let derived = derive_status(facts, now);
     let mut view = SessionView {
@@ -200,6 +207,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .unwrap_or_default(),
         agent_pid: facts.host.as_ref().and_then(|(h, _)| h.agent_pid),
         actions: Vec::new(),
+        usage: None,
     };
     view.actions = crate::actions::session_actions(&view);
     view
