@@ -89,6 +89,17 @@ h.run({
       h.eq(false, vim.bo[base_buf].modifiable, "the base is read-only")
       h.eq(table.concat(agent_a, "\n"), h.text(agent_buf), "the agent's side")
       h.eq(session.worktree .. "/a.txt", vim.api.nvim_buf_get_name(agent_buf), "the agent's own file")
+      -- OWT_CAPTURE=FILE: the tab's windows as text, for docs/neovim.md.
+      local capture = os.getenv("OWT_CAPTURE")
+      if capture and capture ~= "" then
+        local out = {}
+        for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+          local b = vim.api.nvim_win_get_buf(win)
+          out[#out + 1] = "── " .. vim.fn.fnamemodify(vim.api.nvim_buf_get_name(b), ":t") .. (vim.wo[win].diff and " (diff)" or "")
+          vim.list_extend(out, vim.api.nvim_buf_get_lines(b, 0, -1, false))
+        end
+        h.write(capture, table.concat(out, "\n") .. "\n")
+      end
     end,
   },
   {
