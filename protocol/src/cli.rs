@@ -593,10 +593,15 @@ pub struct MergeOutput {
 /// `owt ship --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct ShipOutput {
     /// The commit made of the worktree's uncommitted work, if there was any.
     pub committed: Option<String>,
     pub merge: MergeOutput,
+    /// Changed files shipped without being marked reviewed since their
+    /// last change (`owt review NAME --mark`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreviewed: Vec<String>,
 }
 
 /// `owt queue --ship --json`: what shipped and where it stopped.

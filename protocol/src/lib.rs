@@ -12,6 +12,7 @@ pub mod cli;
 pub mod guard;
 pub mod host;
 pub mod lsp;
+pub mod review;
 #[cfg(test)]
 mod typescript;
 

@@ -31,6 +31,13 @@ pub mod commands {
     pub const SHIP: &str = "owt.ship";
     pub const DELETE: &str = "owt.delete";
     pub const OPEN_AGENT_FILE: &str = "owt.openAgentFile";
+    /// A review comment to the agent (`{session, path | uri, start_line,
+    /// end_line, text}`; only `text` after a code action on a selection).
+    pub const COMMENT: &str = "owt.comment";
+    /// A read-only copy of the base version of a file of an agent.
+    pub const SHOW_BASE: &str = "owt.showBase";
+    /// Marks a file (or every changed file) of an agent reviewed.
+    pub const MARK_REVIEWED: &str = "owt.markReviewed";
     pub const ALL: &[&str] = &[
         SPAWN,
         ATTACH,
@@ -40,6 +47,9 @@ pub mod commands {
         SHIP,
         DELETE,
         OPEN_AGENT_FILE,
+        COMMENT,
+        SHOW_BASE,
+        MARK_REVIEWED,
     ];
 }
 

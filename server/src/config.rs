@@ -44,6 +44,7 @@ pub struct Config {
     /// Custom agents (and overrides of built-in ones), by name.
     pub tools: BTreeMap<String, ToolConfig>,
     pub guard: GuardConfig,
+    pub ship: ShipConfig,
     pub attach: AttachConfig,
     pub environment: EnvironmentConfig,
     /// Custom task templates for `owt new --template NAME`.
@@ -279,6 +280,15 @@ pub enum PreEdit {
     Block,
     /// Say nothing.
     Off,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShipConfig {
+    /// `owt ship` refuses while a changed file is not marked reviewed
+    /// since its last change (`owt review NAME --mark`); otherwise it
+    /// only warns.
+    pub require_review: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@
 // titles, order and counts, the status bar counts and every session's
 // actions come in the Board (`owt_protocol::Board`, `SessionView.actions`).
 
-import type { Board, Lane, SessionAction, SessionView, TokenUsage } from './protocol';
+import type { Board, DiffFile, DiffReport, Lane, SessionAction, SessionView, TokenUsage } from './protocol';
 
 export type { SessionAction };
 
@@ -234,4 +234,43 @@ export function taskPrefill(
   const lines = startLine1 === endLine1 ? `${startLine1}` : `${startLine1}-${endLine1}`;
   const where = `(${relativePath}:${lines})`;
   return text.length > 0 ? `${text} ${where}` : where;
+}
+
+// ---------------------------------------------------------------- review
+
+/** URI scheme of the base versions the review diff shows (read-only). */
+export const BASE_SCHEME = 'owt-base';
+
+/** One row of VS Code's multi-file diff (`vscode.changes`), as URI strings. */
+export interface ChangeResource {
+  label: string;
+  original: string;
+  modified: string;
+}
+
+/** `owt-base:` URI of the base side of `file` (no blob: an empty document). */
+export function baseUri(report: DiffReport, file: DiffFile): string {
+  const rel = (file.old_path ?? file.path).split('/').map(encodeURIComponent).join('/');
+  const query = new URLSearchParams({ worktree: report.worktree, blob: file.base_blob ?? '' });
+  return `${BASE_SCHEME}:/${encodeURIComponent(report.session)}/${rel}?${query.toString()}`;
+}
+
+/** The parts of an `owt-base:` URI's query: where to read which blob. */
+export function parseBaseQuery(query: string): { worktree: string; blob: string } {
+  const q = new URLSearchParams(query);
+  return { worktree: q.get('worktree') ?? '', blob: q.get('blob') ?? '' };
+}
+
+/**
+ * The resources of `owt/diff`'s report for `vscode.changes`: the base
+ * version (an `owt-base:` document, empty for an added file) against the
+ * agent's file (its `file:` URI; an empty base document for a deleted one).
+ */
+export function changesResources(report: DiffReport): ChangeResource[] {
+  return report.files.map((f) => {
+    const original = baseUri(report, f);
+    const empty = baseUri(report, { ...f, base_blob: undefined });
+    const modified = f.agent_uri ?? empty;
+    return { label: f.agent_uri ?? original, original, modified };
+  });
 }

@@ -10,10 +10,12 @@ mod board;
 mod branch;
 mod bridge;
 mod cleanup;
+mod comment;
 mod completions;
 mod config;
 mod db;
 mod delete;
+mod diff;
 mod doctor;
 mod editor;
 mod guard;
@@ -28,6 +30,7 @@ mod note;
 pub mod peek;
 mod queue;
 mod remote;
+mod review;
 pub mod send;
 mod ship;
 mod start;
@@ -111,6 +114,14 @@ pub enum Command {
     Merge(merge::Args),
     /// Commit, merge and delete a session in one shot.
     Ship(ship::Args),
+    /// Show an agent's changes against its base: what ship would commit.
+    Diff(diff::Args),
+    /// Where an agent's changes are (file:line per hunk), and mark files reviewed.
+    Review(review::Args),
+    /// Send a review comment on lines of an agent's file to the agent.
+    Comment(comment::CommentArgs),
+    /// List (or resolve) the review comments sent to an agent.
+    Comments(comment::CommentsArgs),
     /// Share a note with every agent (now and in future first prompts).
     Note(note::Args),
     /// Bring the base branch (updated from its upstream) into session branches.
@@ -224,6 +235,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Admit) => start::admit(),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),
+        Some(Command::Diff(args)) => diff::run(dir, &out, args),
+        Some(Command::Review(args)) => review::run(dir, &out, args),
+        Some(Command::Comment(args)) => comment::run_comment(dir, &out, args),
+        Some(Command::Comments(args)) => comment::run_comments(dir, &out, args),
         Some(Command::Note(args)) => note::run(dir, &out, args),
         Some(Command::Sync(args)) => sync::run(dir, &out, args),
         Some(Command::Cleanup(args)) => cleanup::run(dir, &out, args),

@@ -37,6 +37,7 @@ pub mod journal;
 pub mod levels;
 pub mod merge;
 pub mod pre_edit;
+pub mod patch;
 pub mod queue;
 pub mod snapshot;
 pub mod symbols;

@@ -51,7 +51,7 @@ pub struct GuardLive {
     view: GuardView,
     /// What was last published, per document, with the document version
     /// it was published for.
-    published: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
+    pub published: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
     /// When the unsaved buffers are next handed to the guard.
     pub overrides_due: Option<Instant>,
     /// Engines started so far.
@@ -219,8 +219,14 @@ pub fn on_delta(state: &mut State, mut delta: GuardDelta) {
     }
     let me = state.guard.me.clone();
     let git = std::mem::take(&mut delta.git);
+    let changed: Vec<String> = delta
+        .participants
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect();
     let applied = state.guard.view.apply(delta, &me);
     publish(state, applied);
+    super::review_live::sessions_changed(state, &changed);
     // After the diagnostics (they go out first), before the next request:
     // what the editor asks next (code actions) sees these facts.
     sessions::apply_guard_git(state, &git);
@@ -330,9 +336,8 @@ fn republish_versions(state: &mut State) {
 pub fn stop(state: &mut State) {
     state.guard.running = None;
     for (uri, _) in std::mem::take(&mut state.guard.published) {
-        state
-            .outbox
-            .send(Outgoing::Diagnostics(uri, Vec::new(), None));
+        let diags = super::review_live::with_comments(state, &uri, Vec::new());
+        state.outbox.send(Outgoing::Diagnostics(uri, diags, None));
     }
 }
 
@@ -432,14 +437,17 @@ fn publish(state: &mut State, applied: Applied) {
         }
         published.insert(uri, (version, diags));
     }
-    for (uri, diags) in to_send {
+    for (uri, diags) in &to_send {
         if diags.is_empty() {
-            published.remove(&uri);
+            published.remove(uri);
         }
+    }
+    published.retain(|_, (_, d)| !d.is_empty());
+    for (uri, diags) in to_send {
         let version = state.docs.get(&uri).map(|d| d.version);
+        let diags = super::review_live::with_comments(state, &uri, diags);
         state
             .outbox
             .send(Outgoing::Diagnostics(uri, diags, version));
     }
-    published.retain(|_, (_, d)| !d.is_empty());
 }

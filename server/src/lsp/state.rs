@@ -47,6 +47,7 @@ pub struct State {
     /// Started with the first refresh.
     pub git: Option<GitRefresher>,
     pub guard: GuardLive,
+    pub review: super::review_live::ReviewLive,
     pub initialized: bool,
     pub shut_down: bool,
     /// The last error about the store's file shown to the user (shown once).
@@ -83,6 +84,7 @@ impl State {
             watch: SessionWatch::default(),
             git: None,
             guard: GuardLive::default(),
+            review: Default::default(),
             initialized: false,
             shut_down: false,
             store_trouble: None,

@@ -23,6 +23,7 @@ pub mod ports;
 pub mod prompt;
 pub mod queue;
 pub mod remote;
+pub mod review;
 pub mod setup;
 pub mod sync;
 pub mod trash;

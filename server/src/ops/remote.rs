@@ -755,7 +755,11 @@ pub fn ship(
         Some(commit),
         progress,
     )?;
-    Ok(ShipOutput { committed, merge })
+    Ok(ShipOutput {
+        committed,
+        merge,
+        unreviewed: Vec::new(),
+    })
 }
 
 /// `owt __bridge info` (on the remote): this owt and the clone.
