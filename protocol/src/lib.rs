@@ -7,8 +7,10 @@
 //! change of this crate.
 
 pub mod cli;
+pub mod feedback;
 pub mod guard;
 pub mod host;
 pub mod lsp;
 
 pub use cli::*;
+pub use feedback::*;

@@ -22,12 +22,16 @@
 //! 5. without hooks or screen rules: recent output is `working`, older
 //!    output `idle`, no output yet `starting`;
 //! 6. a headless run is `working` until it exits (it waits for nobody),
-//!    unless it shows a permission dialog.
+//!    unless it shows a permission dialog;
+//! 7. once the agent's turn is over, the feedback loops' facts (checks,
+//!    pull request) may say more: see [`feedback`].
 
 use owt_protocol::{Lane, Status};
 use serde::{Deserialize, Serialize};
 
 use crate::store::FactRow;
+
+pub mod feedback;
 
 /// A hook `working` older than this is re-checked against the screen.
 pub const HOOK_STALE_MS: i64 = 120_000;
@@ -160,6 +164,8 @@ pub struct SessionFacts {
     pub conflict: Option<ConflictFact>,
     pub git: GitFact,
     pub overlaps: u32,
+    /// Checks and pull request ([`feedback`]).
+    pub feedback: feedback::FeedbackFacts,
 }
 
 impl SessionFacts {
@@ -189,13 +195,16 @@ impl SessionFacts {
                 kind::OVERLAPS => {
                     facts.overlaps = decode::<OverlapFact>(row).map_or(0, |o| o.count)
                 }
+                feedback::kind::CHECKS => facts.feedback.checks = decode(row),
+                feedback::kind::CHECKS_SETUP => facts.feedback.setup = decode(row),
+                feedback::kind::PR => facts.feedback.pr = decode(row),
                 _ => {}
             }
         }
         facts
     }
 
-    fn has_work(&self) -> bool {
+    pub(crate) fn has_work(&self) -> bool {
         self.git.ahead > 0 || self.git.changed_files > 0
     }
 }
@@ -239,13 +248,9 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         };
         (status, status.as_str().to_string(), None, false)
     };
-    let lane = match status {
-        Status::Conflict | Status::Blocked => Lane::NeedsYou,
-        Status::Exited if exit_code == Some(0) && facts.has_work() => Lane::ReadyToShip,
-        Status::Exited => Lane::NeedsYou,
-        Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
-        Status::Done | Status::NeedsInput => Lane::NeedsYou,
-        Status::Starting | Status::Working | Status::Idle => Lane::InFlight,
+    let (status, text, lane) = match feedback::feedback_status(facts, status, exit_code) {
+        Some(said) => said,
+        None => (status, text, agent_lane(facts, status, exit_code)),
     };
     Derived {
         status,
@@ -253,6 +258,21 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         lane,
         exit_code,
         host_lost,
+    }
+}
+
+/// The board lane of the agent's own status.
+fn agent_lane(facts: &SessionFacts, status: Status, exit_code: Option<i32>) -> Lane {
+    match status {
+        Status::Conflict | Status::Blocked => Lane::NeedsYou,
+        Status::Exited if exit_code == Some(0) && facts.has_work() => Lane::ReadyToShip,
+        Status::Exited => Lane::NeedsYou,
+        Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
+        Status::Done | Status::NeedsInput => Lane::NeedsYou,
+        Status::Starting | Status::Working | Status::Idle => Lane::InFlight,
+        Status::ChecksFailed | Status::CiFailed => Lane::NeedsYou,
+        Status::ChecksRunning | Status::ChangesRequested | Status::PrOpen => Lane::InFlight,
+        Status::Merged => Lane::ReadyToClean,
     }
 }
 

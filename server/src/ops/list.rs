@@ -152,6 +152,12 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .map(|c| c.files.clone())
             .unwrap_or_default(),
         agent_pid: facts.host.as_ref().and_then(|(h, _)| h.agent_pid),
+        checks: facts
+            .feedback
+            .checks
+            .as_ref()
+            .map(|c| c.view(facts.last_input_at)),
+        pr: facts.feedback.pr.as_ref().map(|p| p.view()),
     }
 }
 

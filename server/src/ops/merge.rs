@@ -553,6 +553,7 @@ pub fn ship_session(
         return Ok(ShipOutput {
             committed: None,
             merge,
+            checks: None,
         });
     }
     refuse_git_locks(ctx, &row)?;
@@ -592,6 +593,7 @@ pub fn ship_session(
     Ok(ShipOutput {
         committed: committed.map(|oid| oid.to_string()),
         merge,
+        checks: None,
     })
 }
 
@@ -732,7 +734,8 @@ pub fn queue_ship(
     };
     for (i, name) in order.iter().enumerate() {
         progress(&format!("Shipping {name} ({}/{})", i + 1, order.len()));
-        match ship_session(ctx, name, None, MergeOptions::default(), progress) {
+        match super::checks::ship_checked(ctx, name, None, MergeOptions::default(), false, progress)
+        {
             Ok(shipped) => out.shipped.push(shipped),
             Err(e) => {
                 out.stopped_at = Some(name.clone());

@@ -5,6 +5,7 @@
 //! `session` and `status`; they print nothing (they return values and
 //! report progress through a callback) and know nothing of clap or LSP.
 
+pub mod checks;
 pub mod cleanup;
 pub mod delete;
 pub mod deps;
@@ -14,6 +15,7 @@ pub mod merge;
 pub mod new;
 pub mod notes;
 pub mod owned;
+pub mod pr;
 pub mod prompt;
 pub mod setup;
 pub mod sync;
