@@ -22,6 +22,36 @@ pub fn run(dir: Option<&Path>, out: &super::Out, _args: Args) -> anyhow::Result<
     Ok(ExitCode::SUCCESS)
 }
 
+/// The CHECKS column: the last run's state (`-`: none), `(old)` when
+/// input reached the agent since.
+pub fn checks_cell(s: &SessionView) -> String {
+    let Some(c) = &s.checks else {
+        return "-".into();
+    };
+    let mut cell = match c.state.as_str() {
+        "failed" if c.max_attempts > 0 && c.attempt > 0 => {
+            format!("failed {}/{}", c.attempt, c.max_attempts)
+        }
+        state => state.to_string(),
+    };
+    if !c.current && c.state != "running" {
+        cell.push_str(" (old)");
+    }
+    cell
+}
+
+/// The PR column: `#12`, `#12 draft`, `#12 merged`, … (`-`: none).
+pub fn pr_cell(s: &SessionView) -> String {
+    let Some(pr) = &s.pr else {
+        return "-".into();
+    };
+    match (pr.state.as_str(), pr.draft) {
+        ("open", true) => format!("#{} draft", pr.number),
+        ("open", false) => format!("#{}", pr.number),
+        (state, _) => format!("#{} {state}", pr.number),
+    }
+}
+
 /// The text table.
 pub fn render(sessions: &[SessionView], now: i64) -> String {
     if sessions.is_empty() {
@@ -29,9 +59,10 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
             .into();
     }
     let header = [
-        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "AGE", "WORKTREE",
+        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "CHECKS", "PR", "AGE",
+        "WORKTREE",
     ];
-    let rows: Vec<[String; 9]> = sessions
+    let rows: Vec<[String; 11]> = sessions
         .iter()
         .map(|s| {
             [
@@ -42,6 +73,8 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
                 s.ahead.to_string(),
                 s.changed_files.to_string(),
                 s.overlaps.to_string(),
+                checks_cell(s),
+                pr_cell(s),
                 super::age(s.created_at, now),
                 crate::printable::line(&s.worktree).into_owned(),
             ]

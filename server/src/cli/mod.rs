@@ -8,6 +8,7 @@
 pub mod attach;
 mod board;
 mod branch;
+mod checks;
 mod cleanup;
 mod completions;
 mod config;
@@ -25,6 +26,7 @@ mod merge;
 pub(crate) mod new;
 mod note;
 pub mod peek;
+mod pr;
 mod queue;
 pub mod send;
 mod ship;
@@ -33,6 +35,7 @@ mod trust;
 mod usage;
 mod version;
 pub mod wait;
+mod watch;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -104,8 +107,14 @@ pub enum Command {
     /// Merge a session's branch into its base branch (two phases, conflict-safe).
     #[command(visible_alias = "m")]
     Merge(merge::Args),
-    /// Commit, merge and delete a session in one shot.
+    /// Commit, merge and delete a session in one shot (behind its [checks]).
     Ship(ship::Args),
+    /// Show a session's [checks], or run them now (--run).
+    Checks(checks::Args),
+    /// Push a session's branch and open a pull request (gh, glab).
+    Pr(pr::Args),
+    /// Watch the sessions' pull requests and route CI failures and reviews to their agents.
+    Watch(watch::Args),
     /// Share a note with every agent (now and in future first prompts).
     Note(note::Args),
     /// Bring the base branch (updated from its upstream) into session branches.
@@ -189,6 +198,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Host(args)) => host::run(dir, cli.json, args),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),
+        Some(Command::Checks(args)) => checks::run(dir, &out, args),
+        Some(Command::Pr(args)) => pr::run(dir, &out, args),
+        Some(Command::Watch(args)) => watch::run(dir, &out, args),
         Some(Command::Note(args)) => note::run(dir, &out, args),
         Some(Command::Sync(args)) => sync::run(dir, &out, args),
         Some(Command::Cleanup(args)) => cleanup::run(dir, &out, args),
@@ -324,6 +336,15 @@ fn correlation_id() -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     format!("{:08x}", nanos ^ std::process::id().rotate_left(13))
+}
+
+/// ` 3m ago` of a Unix ms time (empty for a time in the future).
+pub fn age_suffix(then_ms: i64) -> String {
+    let now = crate::store::now_ms();
+    if then_ms > now {
+        return String::new();
+    }
+    format!(", {} ago", age(then_ms, now))
 }
 
 /// `3h`, `12m`, `40s` since `then_ms`.

@@ -121,6 +121,21 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Process groups of this process's runs still going.
+static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Kills every run of this process still going (a session host about to
+/// exit: `std::process::exit` runs no destructor).
+pub fn kill_all() {
+    for pgid in lock(&GROUPS).drain(..) {
+        kill_group(pgid, libc::SIGKILL);
+    }
+}
+
+fn forget_group(pgid: i32) {
+    lock(&GROUPS).retain(|g| *g != pgid);
+}
+
 /// Creates `dir` (0700) if need be.
 fn private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -168,6 +183,7 @@ impl Running {
         // The command holds the writing ends now.
         drop(cmd);
         let pgid = child.id() as i32;
+        lock(&GROUPS).push(pgid);
         let sink = Arc::new(Mutex::new(Sink {
             log: Some(log),
             written: 0,
@@ -236,6 +252,7 @@ impl Running {
         // Whatever it left running in its group goes too (a server a test
         // started, say): nothing of a run outlives it.
         kill_group(self.pgid, libc::SIGKILL);
+        forget_group(self.pgid);
         Some(self.outcome(status.code(), status.signal()))
     }
 
@@ -284,6 +301,7 @@ impl Drop for Running {
             kill_group(self.pgid, libc::SIGKILL);
             let _ = self.child.wait();
         }
+        forget_group(self.pgid);
     }
 }
 

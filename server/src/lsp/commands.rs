@@ -414,11 +414,12 @@ impl Worker {
                 Ok((serde_json::to_value(out)?, message))
             }
             commands::SHIP => {
-                let out = ops::merge::ship_session(
+                let out = ops::checks::ship_checked(
                     &mut ctx,
                     &name,
                     None,
                     MergeOptions::default(),
+                    false,
                     report,
                 )?;
                 let message = format!("owt: shipped {} into {}", out.merge.name, out.merge.base);
