@@ -70,6 +70,9 @@ pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
             if s.pr.is_some() && !s.status_text.contains('#') {
                 parts.push(format!("PR {}", super::list::pr_cell(s)));
             }
+            if let Some(usage) = &s.usage {
+                parts.push(super::usage_figure(usage));
+            }
             let task = s.task.lines().next().unwrap_or_default();
             let task: String = task.chars().take(60).collect();
             parts.push(printable::line(&task).into_owned());

@@ -59,10 +59,10 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
             .into();
     }
     let header = [
-        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "CHECKS", "PR", "AGE",
-        "WORKTREE",
+        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "CHECKS", "PR",
+        "TOKENS", "AGE", "WORKTREE",
     ];
-    let rows: Vec<[String; 11]> = sessions
+    let rows: Vec<[String; 12]> = sessions
         .iter()
         .map(|s| {
             [
@@ -75,6 +75,9 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
                 s.overlaps.to_string(),
                 checks_cell(s),
                 pr_cell(s),
+                s.usage
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), super::usage_figure),
                 super::age(s.created_at, now),
                 crate::printable::line(&s.worktree).into_owned(),
             ]
