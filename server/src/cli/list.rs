@@ -30,7 +30,11 @@ pub fn checks_cell(s: &SessionView) -> String {
     };
     let mut cell = match c.state.as_str() {
         "failed" if c.max_attempts > 0 && c.attempt > 0 => {
-            format!("failed {}/{}", c.attempt, c.max_attempts)
+            format!(
+                "failed {}/{}",
+                c.attempt.min(c.max_attempts),
+                c.max_attempts
+            )
         }
         state => state.to_string(),
     };
