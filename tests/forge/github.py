@@ -16,6 +16,7 @@ commit is read from it, as GitHub reads it from the pushed branch.
 Control (the test's side), one JSON object per line on stdin; each is
 answered with one line on stdout (`ok` or `error: …`):
   {"op": "ci", "pr": 1, "checks": [{"name": "test", "conclusion": "failure"|"success"|null, "log": "…"}]}
+                                           (runs on the branch's head commit as pushed now)
   {"op": "comment", "pr": 1, "author": "alice", "body": "…"}                   (conversation)
   {"op": "review_comment", "pr": 1, "author": "alice", "path": "a.txt", "line": 1, "body": "…"}
   {"op": "review", "pr": 1, "author": "alice", "state": "CHANGES_REQUESTED"|"APPROVED"|"COMMENTED", "body": "…"}
@@ -113,8 +114,13 @@ def gql_user(login):
 
 
 def rollup(pr):
+    """The head commit's checks (runs of an older head are not GitHub's
+    rollup of this one)."""
     nodes = []
+    head = head_oid(pr["head"])
     for c in pr["checks"]:
+        if c["sha"] != head:
+            continue
         done = c.get("conclusion") is not None
         nodes.append({
             "__typename": "CheckRun",
@@ -392,7 +398,8 @@ def apply(cmd):
             pr["checks"] = []
             for c in cmd["checks"]:
                 rid, job = next_id(), next_id()
-                check = {"name": c["name"], "conclusion": c.get("conclusion"), "run": rid, "job": job}
+                check = {"name": c["name"], "conclusion": c.get("conclusion"), "run": rid, "job": job,
+                         "sha": head_oid(pr["head"])}
                 pr["checks"].append(check)
                 STATE["runs"][rid] = {"name": c["name"], "conclusion": c.get("conclusion"),
                                       "log": c.get("log", ""), "job": job, "head": pr["head"],
