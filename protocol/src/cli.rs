@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// function (`owt::status::derive_status`). Never stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Status {
     /// Created; the agent has not shown any output yet.
     Starting,
@@ -63,6 +64,7 @@ impl Status {
 /// The board lane a session is shown in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Lane {
     NeedsYou,
     ReadyToShip,
@@ -92,6 +94,7 @@ impl Lane {
 /// How a session holds its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum SessionKind {
     /// Its own git worktree and branch (the default).
     Worktree,
@@ -99,8 +102,84 @@ pub enum SessionKind {
     Branch,
 }
 
+impl SessionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionKind::Worktree => "worktree",
+            SessionKind::Branch => "branch",
+        }
+    }
+
+    /// The kind named `text` (`worktree`, `branch`).
+    pub fn parse(text: &str) -> Option<SessionKind> {
+        match text {
+            "worktree" => Some(SessionKind::Worktree),
+            "branch" => Some(SessionKind::Branch),
+            _ => None,
+        }
+    }
+}
+
+/// Something a person can do to a session (every surface offers the same
+/// ones, from [`SessionView::actions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum SessionAction {
+    /// Open a terminal on the agent.
+    Attach,
+    /// Show the agent's screen.
+    Peek,
+    /// Type text into the agent.
+    Send,
+    /// Merge the branch into its base.
+    Merge,
+    /// Commit, merge and delete.
+    Ship,
+    /// Stop the agent, remove its worktree and branch.
+    Delete,
+    /// Open the files a merge or rebase left conflicted.
+    Conflicts,
+}
+
+impl SessionAction {
+    /// Every action, in menu order.
+    pub const ALL: [SessionAction; 7] = [
+        SessionAction::Attach,
+        SessionAction::Peek,
+        SessionAction::Send,
+        SessionAction::Merge,
+        SessionAction::Ship,
+        SessionAction::Delete,
+        SessionAction::Conflicts,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionAction::Attach => "attach",
+            SessionAction::Peek => "peek",
+            SessionAction::Send => "send",
+            SessionAction::Merge => "merge",
+            SessionAction::Ship => "ship",
+            SessionAction::Delete => "delete",
+            SessionAction::Conflicts => "conflicts",
+        }
+    }
+}
+
+/// Whether an action can be done now, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ActionState {
+    pub action: SessionAction,
+    pub available: bool,
+    /// Why it is not available (a fragment: `the agent exited`).
+    pub reason: Option<String>,
+}
+
 /// One session as every surface shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionView {
     pub name: String,
     /// Short stable id (names the host socket).
@@ -116,6 +195,7 @@ pub struct SessionView {
     pub status_text: String,
     pub lane: Lane,
     /// Unix time in milliseconds.
+    #[cfg_attr(test, ts(type = "number"))]
     pub created_at: i64,
     pub exit_code: Option<i32>,
     pub host_lost: bool,
@@ -130,15 +210,31 @@ pub struct SessionView {
     pub agent_pid: Option<u32>,
     /// The last `[checks]` run on this session's work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub checks: Option<ChecksView>,
     /// The session's pull request (`owt pr`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub pr: Option<PrView>,
+    /// Every [`SessionAction`], in menu order, with whether it can be done
+    /// now (computed by the server; plugins show exactly these).
+    #[serde(default)]
+    pub actions: Vec<ActionState>,
     /// Tokens (and cost, where the agent reports it) the agent recorded for
     /// this session in its own files; `None` until a record was read (or
     /// for agents whose records owt cannot read).
     #[serde(default)]
+    #[cfg_attr(test, ts(optional = nullable))]
     pub usage: Option<TokenUsage>,
+}
+
+impl SessionView {
+    /// Whether `action` can be done now.
+    pub fn can(&self, action: SessionAction) -> bool {
+        self.actions
+            .iter()
+            .any(|a| a.action == action && a.available)
+    }
 }
 
 /// Tokens an agent spent, as it recorded them (see docs/protocol.md,
@@ -146,12 +242,17 @@ pub struct SessionView {
 /// nor written to the provider's prompt cache, so the four counts add up
 /// to every token billed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TokenUsage {
+    #[cfg_attr(test, ts(type = "number"))]
     pub input_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub output_tokens: u64,
     /// Input read from the prompt cache.
+    #[cfg_attr(test, ts(type = "number"))]
     pub cache_read_tokens: u64,
     /// Input written to the prompt cache (Anthropic's cache creation).
+    #[cfg_attr(test, ts(type = "number"))]
     pub cache_write_tokens: u64,
     /// US dollars, where the agent reports a cost (Aider, OpenCode, Pi); `None`
     /// where it does not (Claude Code, Codex record tokens only).
@@ -179,6 +280,7 @@ impl TokenUsage {
 
 /// The last checks run of a session, as `owt list` and the boards show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ChecksView {
     /// `running`, `passed`, `failed`, `cancelled` or `skipped`.
     pub state: String,
@@ -189,10 +291,12 @@ pub struct ChecksView {
     pub max_attempts: u32,
     pub exit_code: Option<i32>,
     pub timed_out: bool,
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub duration_ms: Option<u64>,
     /// The run's whole output: `$OWT_HOME/logs/checks/…`.
     pub log: Option<String>,
     /// Unix ms.
+    #[cfg_attr(test, ts(type = "number"))]
     pub started_at: i64,
     /// The result holds for the work as it is now (no input reached the
     /// agent since).
@@ -201,7 +305,9 @@ pub struct ChecksView {
 
 /// A session's pull (or merge) request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PrView {
+    #[cfg_attr(test, ts(type = "number"))]
     pub number: u64,
     pub url: String,
     /// `open`, `closed` or `merged`.
@@ -213,6 +319,7 @@ pub struct PrView {
     pub review: String,
     /// What went wrong the last time owt looked at it (rate limit, network).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub error: Option<String>,
 }
 
@@ -225,21 +332,66 @@ pub struct SessionList {
 
 /// `owt --json` (the board).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Board {
     pub repository: String,
     /// Non-empty lanes only, in priority order.
     pub lanes: Vec<BoardLane>,
+    /// Every lane in priority order, empty ones too, with its title and
+    /// count (for a board that always shows each section).
+    #[serde(default)]
+    pub all_lanes: Vec<LaneCount>,
+    /// What a status line shows.
+    #[serde(default)]
+    pub counts: BoardCounts,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BoardLane {
     pub lane: Lane,
+    /// `NEEDS YOU`, as the CLI board prints it.
     pub title: String,
+    /// How many sessions are in it.
+    #[serde(default)]
+    pub count: u32,
     pub sessions: Vec<SessionView>,
+}
+
+/// A lane's title and how many sessions are in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct LaneCount {
+    pub lane: Lane,
+    pub title: String,
+    pub count: u32,
+}
+
+/// Sessions counted for a status line: each session is in exactly one of
+/// `working`, `needs_you`, `ready` and `idle`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct BoardCounts {
+    pub total: u32,
+    /// In flight, with the agent starting or busy.
+    pub working: u32,
+    /// In the NEEDS YOU lane.
+    pub needs_you: u32,
+    /// In the READY TO SHIP lane.
+    pub ready: u32,
+    /// Everything else (idle, done, exited outside the lanes above).
+    pub idle: u32,
+    /// In the READY TO CLEAN lane (a merged pull request).
+    #[serde(default)]
+    pub to_clean: u32,
+    /// The non-zero counts in words, e.g. `3 working · 1 needs you`
+    /// (empty when there is no session).
+    pub summary: String,
 }
 
 /// `owt new --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct NewOutput {
     pub session: SessionView,
     /// Warnings that did not stop the session (failed setup script, …).
@@ -248,6 +400,7 @@ pub struct NewOutput {
 
 /// `owt delete --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DeleteOutput {
     pub name: String,
     pub worktree_removed: bool,
@@ -419,6 +572,7 @@ pub struct VersionOutput {
 
 /// Error document printed on stderr by `owt --json` when a verb fails.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ErrorOutput {
     pub error: String,
     pub hint: Option<String>,
@@ -427,6 +581,7 @@ pub struct ErrorOutput {
 /// A file the merge would conflict on (or did), with the conflicting line
 /// ranges of the merged result (1-based, inclusive).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ConflictFile {
     pub path: String,
     pub lines: Vec<(u32, u32)>,
@@ -434,6 +589,7 @@ pub struct ConflictFile {
 
 /// `owt merge --json` (and the merge part of `owt ship --json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MergeOutput {
     pub name: String,
     pub branch: String,
@@ -461,6 +617,7 @@ pub struct MergeOutput {
 
 /// `owt ship --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ShipOutput {
     /// The commit made of the worktree's uncommitted work, if there was any.
     pub committed: Option<String>,

@@ -151,6 +151,7 @@ pub struct Terminate {
 
 /// The agent's screen as text (`owt peek`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ScreenView {
     pub rows: u16,
     pub cols: u16,
@@ -243,6 +244,7 @@ pub struct HostError {
 
 /// `owt peek --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PeekView {
     pub session: String,
     /// Whether the screen came from a live host (else from the final

@@ -11,6 +11,8 @@ pub mod feedback;
 pub mod guard;
 pub mod host;
 pub mod lsp;
+#[cfg(test)]
+mod typescript;
 
 pub use cli::*;
 pub use feedback::*;

@@ -405,9 +405,9 @@ fn release_if_stopping(ctx: &Context, holder: &str, stop: &AtomicBool) {
 
 /// Computes the guard and types each new conflict into its agents.
 pub fn guard_pass(ctx: &Context) -> Vec<(String, String)> {
-    match crate::guard::ops::compute(ctx) {
+    match crate::ops::guard::compute(ctx) {
         Ok(engine) => {
-            let _ = crate::guard::ops::record_facts(&ctx.store, &engine);
+            let _ = crate::ops::guard::record_all_facts(&ctx.store, &engine);
             let pairs: Vec<_> = engine.pairs().into_iter().cloned().collect();
             let notices = conflicts::notices(&pairs);
             conflicts::tell_new(&ctx.store, &ctx.home, ctx.repo_row.id, &notices)

@@ -64,7 +64,7 @@ mod tests {
                     base_branch: "main",
                     worktree_template: "/wt/{name}",
                     provider: "claude",
-                    kind: "worktree",
+                    kind: owt_protocol::SessionKind::Worktree,
                 },
                 |_| false,
             )
