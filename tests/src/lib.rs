@@ -9,6 +9,7 @@
 
 pub mod agents;
 pub mod lsp;
+pub mod remote;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
