@@ -38,6 +38,10 @@ pub enum Status {
     PrOpen,
     /// The pull request was merged: nothing is left but cleaning up.
     Merged,
+    /// Created with its worktree, waiting for room on the machine (`[agent]
+    /// max_running`, `min_free_memory`): its agent starts when a running
+    /// one ends or frees memory.
+    Queued,
     /// A remote session whose machine owt cannot reach right now (its
     /// bridge is down); its last known state is kept, nothing is deleted.
     Unreachable,
@@ -60,6 +64,7 @@ impl Status {
             Status::ChangesRequested => "changes-requested",
             Status::PrOpen => "pr-open",
             Status::Merged => "merged",
+            Status::Queued => "queued",
             Status::Unreachable => "unreachable",
         }
     }
@@ -220,6 +225,17 @@ pub struct SessionView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub pr: Option<PrView>,
+    /// Resident memory of the agent's whole process tree, in bytes, as its
+    /// session host last sampled it (every few seconds); `None` when the
+    /// agent is not running or was not sampled yet.
+    #[serde(default)]
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub rss_bytes: Option<u64>,
+    /// The session's block of TCP ports (`[worktree] ports = N`), given to
+    /// the agent and the setup script as `OWT_PORT` (the first) and
+    /// `OWT_PORTS` (all, space-separated); empty when none was asked for.
+    #[serde(default)]
+    pub ports: Vec<u16>,
     /// Every [`SessionAction`], in menu order, with whether it can be done
     /// now (computed by the server; plugins show exactly these).
     #[serde(default)]
@@ -378,7 +394,7 @@ pub struct LaneCount {
 }
 
 /// Sessions counted for a status line: each session is in exactly one of
-/// `working`, `needs_you`, `ready` and `idle`.
+/// `working`, `needs_you`, `ready`, `idle` and `queued`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BoardCounts {
@@ -394,6 +410,9 @@ pub struct BoardCounts {
     /// In the READY TO CLEAN lane (a merged pull request).
     #[serde(default)]
     pub to_clean: u32,
+    /// In flight, waiting for room on the machine (`queued`).
+    #[serde(default)]
+    pub queued: u32,
     /// The non-zero counts in words, e.g. `3 working · 1 needs you`
     /// (empty when there is no session).
     pub summary: String,
@@ -535,6 +554,21 @@ pub struct DbHealth {
     pub messages: u64,
     pub notes: u64,
     pub events: u64,
+    /// Rows of token counts (a session and local day; a deleted session's
+    /// are kept for `owt usage` until `owt db purge`).
+    #[serde(default)]
+    pub usage_rows: u64,
+    /// Of those, the rows of sessions that no longer exist.
+    #[serde(default)]
+    pub usage_rows_deleted_sessions: u64,
+    /// How far each agent record file was read (per session and file).
+    #[serde(default)]
+    pub usage_sources: u64,
+    /// Of those, the ones no session will read on (of sessions that no
+    /// longer exist, or files no session owns that are gone): what `owt db
+    /// purge` deletes; `--check` reports them.
+    #[serde(default)]
+    pub usage_sources_stale: u64,
     /// Thresholds exceeded (only filled by `--check`).
     pub problems: Vec<String>,
 }
@@ -548,6 +582,14 @@ pub struct DbPurge {
     /// Trash folders (`$OWT_HOME/trash/…`) older than `days`, deleted.
     #[serde(default)]
     pub trash_deleted: Vec<String>,
+    /// Token counts (a session and day) of sessions that no longer exist,
+    /// last added to more than `days` days ago, deleted.
+    #[serde(default)]
+    pub usage_rows_deleted: u64,
+    /// Read positions in agent record files no session will read on,
+    /// deleted.
+    #[serde(default)]
+    pub usage_sources_deleted: u64,
 }
 
 /// `owt config show --json`.

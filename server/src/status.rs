@@ -26,7 +26,9 @@
 //!    output `idle`, no output yet `starting`;
 //! 6. a headless run is `working` until it exits (it waits for nobody),
 //!    unless it shows a permission dialog;
-//! 7. once the agent's turn is over, the feedback loops' facts (checks,
+//! 7. a session waiting for room on the machine (a `queued` fact, no host
+//!    started yet) is `queued`, in the IN FLIGHT lane.
+//! 8. once the agent's turn is over, the feedback loops' facts (checks,
 //!    pull request) may say more: see [`feedback`].
 
 use owt_protocol::{Lane, Status};
@@ -66,6 +68,12 @@ pub mod kind {
     pub const GIT: &str = "git";
     /// [`super::OverlapFact`]: Conflict Guard's overlap count.
     pub const OVERLAPS: &str = "overlaps";
+    /// The session waits for room to start its agent (`owt new` beyond
+    /// `[agent] max_running` or `min_free_memory`); the value holds how to
+    /// launch it (`ops::queue::QueuedLaunch`). Cleared once it starts.
+    pub const QUEUED: &str = "queued";
+    /// [`super::MemoryFact`]: the agent's process tree's resident memory.
+    pub const MEMORY: &str = "memory";
     /// [`super::UnreachableFact`]: a remote session's bridge is down;
     /// `observed_at` is since when. Cleared when it is back.
     pub const UNREACHABLE: &str = "unreachable";
@@ -155,6 +163,15 @@ pub struct OverlapFact {
     pub count: u32,
 }
 
+/// Resident memory of the agent's process tree, sampled by its host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MemoryFact {
+    /// Now (at the fact's time).
+    pub rss_bytes: u64,
+    /// The most seen since the agent started.
+    pub peak_bytes: u64,
+}
+
 /// The machine a remote session runs on cannot be reached (recorded by the
 /// bridge keeper, see `crate::remote`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -182,6 +199,9 @@ pub struct SessionFacts {
     pub overlaps: u32,
     /// Checks and pull request ([`feedback`]).
     pub feedback: feedback::FeedbackFacts,
+    /// When the session was queued, while it waits to start.
+    pub queued_at: Option<i64>,
+    pub memory: Option<MemoryFact>,
     /// A remote session's bridge is down, since when.
     pub unreachable: Option<(UnreachableFact, i64)>,
 }
@@ -216,6 +236,8 @@ impl SessionFacts {
                 feedback::kind::CHECKS => facts.feedback.checks = decode(row),
                 feedback::kind::CHECKS_SETUP => facts.feedback.setup = decode(row),
                 feedback::kind::PR => facts.feedback.pr = decode(row),
+                kind::QUEUED => facts.queued_at = Some(at),
+                kind::MEMORY => facts.memory = decode(row),
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
                 _ => {}
             }
@@ -255,6 +277,9 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         }
     } else if facts.host_lost_at.is_some() {
         (Status::Exited, "exited (host lost)".to_string(), None, true)
+    } else if facts.queued_at.is_some() && facts.host.is_none() {
+        // Rule 7.
+        (Status::Queued, "queued".to_string(), None, false)
     } else if let Some((_, since)) = &facts.unreachable {
         let text = format!("unreachable (since {})", utc_time_of_day(*since));
         (Status::Unreachable, text, None, false)
@@ -295,7 +320,11 @@ fn agent_lane(facts: &SessionFacts, status: Status, exit_code: Option<i32>) -> L
         Status::Exited => Lane::NeedsYou,
         Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
         Status::Done | Status::NeedsInput => Lane::NeedsYou,
-        Status::Starting | Status::Working | Status::Idle | Status::Unreachable => Lane::InFlight,
+        Status::Starting
+        | Status::Working
+        | Status::Idle
+        | Status::Queued
+        | Status::Unreachable => Lane::InFlight,
         Status::ChecksFailed | Status::CiFailed => Lane::NeedsYou,
         Status::ChecksRunning | Status::ChangesRequested | Status::PrOpen => Lane::InFlight,
         Status::Merged => Lane::ReadyToClean,

@@ -171,6 +171,8 @@ export function statusIcon(s: SessionView): string {
       return 'git-pull-request';
     case 'merged':
       return 'check-all';
+    case 'queued':
+      return 'watch';
     case 'unreachable':
       return 'debug-disconnect';
   }

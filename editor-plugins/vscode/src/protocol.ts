@@ -7,7 +7,7 @@
  * The display status of a session, derived from its stored facts by one pure
  * function (`owt::status::derive_status`). Never stored.
  */
-export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "checks-running" | "checks-failed" | "ci-failed" | "changes-requested" | "pr-open" | "merged" | "unreachable";
+export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "checks-running" | "checks-failed" | "ci-failed" | "changes-requested" | "pr-open" | "merged" | "queued" | "unreachable";
 
 /**
  * The board lane a session is shown in.
@@ -89,6 +89,18 @@ export type SessionView = {
    * The session's pull request (`owt pr`).
    */
   pr?: PrView,
+  /**
+   * Resident memory of the agent's whole process tree, in bytes, as its
+   * session host last sampled it (every few seconds); `None` when the
+   * agent is not running or was not sampled yet.
+   */
+  rss_bytes: number | null,
+  /**
+   * The session's block of TCP ports (`[worktree] ports = N`), given to
+   * the agent and the setup script as `OWT_PORT` (the first) and
+   * `OWT_PORTS` (all, space-separated); empty when none was asked for.
+   */
+  ports: Array<number>,
   /**
    * Every [`SessionAction`], in menu order, with whether it can be done
    * now (computed by the server; plugins show exactly these).
@@ -216,7 +228,7 @@ export type LaneCount = {
 
 /**
  * Sessions counted for a status line: each session is in exactly one of
- * `working`, `needs_you`, `ready` and `idle`.
+ * `working`, `needs_you`, `ready`, `idle` and `queued`.
  */
 export type BoardCounts = {
   total: number,
@@ -240,6 +252,10 @@ export type BoardCounts = {
    * In the READY TO CLEAN lane (a merged pull request).
    */
   to_clean: number,
+  /**
+   * In flight, waiting for room on the machine (`queued`).
+   */
+  queued: number,
   /**
    * The non-zero counts in words, e.g. `3 working · 1 needs you`
    * (empty when there is no session).

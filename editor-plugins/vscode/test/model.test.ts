@@ -157,8 +157,24 @@ describe('tree model', () => {
   });
 
   it('gives every status an icon', () => {
-    const statuses = ['starting', 'working', 'idle', 'needs-input', 'blocked', 'done', 'exited', 'conflict',
-      'checks-running', 'checks-failed', 'ci-failed', 'changes-requested', 'pr-open', 'merged', 'unreachable'] as const;
+    const statuses = [
+      'starting',
+      'working',
+      'idle',
+      'needs-input',
+      'blocked',
+      'done',
+      'exited',
+      'conflict',
+      'queued',
+      'unreachable',
+      'checks-running',
+      'checks-failed',
+      'ci-failed',
+      'changes-requested',
+      'pr-open',
+      'merged',
+    ] as const;
     for (const status of statuses) {
       assert.ok(model.statusIcon(session({ name: 's', status })).length > 0, status);
     }
@@ -184,12 +200,12 @@ describe('status bar', () => {
     assert.equal(m.attention, true);
     assert.ok(m.tooltip.includes('5 agent sessions in /repo'));
     assert.ok(m.tooltip.includes('NEEDS YOU: fix-login'));
-    const calm: Board = { ...sampleBoard(), counts: { total: 3, working: 3, needs_you: 0, ready: 0, idle: 0, to_clean: 0, summary: '3 working' } };
+    const calm: Board = { ...sampleBoard(), counts: { total: 3, working: 3, needs_you: 0, ready: 0, idle: 0, to_clean: 0, queued: 0, summary: '3 working' } };
     assert.deepEqual([model.statusBarModel(calm).text, model.statusBarModel(calm).attention], ['owt: 3 working', false]);
   });
 
   it('says when there are no agents or no server', () => {
-    const empty: Board = { repository: '/r', lanes: [], all_lanes: [], counts: { total: 0, working: 0, needs_you: 0, ready: 0, idle: 0, to_clean: 0, summary: '' } };
+    const empty: Board = { repository: '/r', lanes: [], all_lanes: [], counts: { total: 0, working: 0, needs_you: 0, ready: 0, idle: 0, to_clean: 0, queued: 0, summary: '' } };
     assert.deepEqual([model.statusBarModel(undefined).text, model.statusBarModel(empty).text], ['owt: no agents', 'owt: no agents']);
     assert.equal(model.statusBarModel(undefined).attention, false);
     assert.equal(model.statusBarModel(sampleBoard(), false).text, 'owt: not running');

@@ -52,6 +52,9 @@ pub enum HostCommand {
         rows: u16,
         #[arg(long, default_value_t = 80)]
         cols: u16,
+        /// Lines of scrollback the host keeps.
+        #[arg(long, default_value_t = session::DEFAULT_SCROLLBACK)]
+        scrollback: usize,
         /// Extra environment, `KEY=VALUE`.
         #[arg(long = "env")]
         env: Vec<String>,
@@ -99,6 +102,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
             headless,
             rows,
             cols,
+            scrollback,
             env,
             argv,
         } => {
@@ -120,6 +124,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
                 headless,
                 rows,
                 cols,
+                scrollback,
                 env: env_map,
                 argv,
                 cwd,

@@ -125,6 +125,7 @@ fn view_of(
         facts.git = git.clone();
     }
     let mut view = view(row, &facts, now_ms());
+    view.ports = super::ports::of(&ctx.store, row.id);
     view.usage = ctx.store.session_usage(&row.short_id)?;
     Ok(view)
 }
@@ -201,6 +202,7 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
 pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
     let derived = derive_status(facts, now);
     let remote = row.remote();
+    let local = remote.is_none();
     let mut view = SessionView {
         name: row.name.clone(),
         id: row.short_id.clone(),
@@ -240,6 +242,11 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .as_ref()
             .map(|c| c.view(facts.last_input_at)),
         pr: facts.feedback.pr.as_ref().map(|p| p.view()),
+        rss_bytes: facts
+            .memory
+            .filter(|_| facts.exit.is_none() && facts.host_lost_at.is_none() && local)
+            .map(|m| m.rss_bytes),
+        ports: Vec::new(),
         actions: Vec::new(),
         usage: None,
     };
