@@ -9,6 +9,7 @@
 
 pub mod bridge;
 pub mod cli;
+pub mod feedback;
 pub mod guard;
 pub mod host;
 pub mod lsp;
@@ -17,3 +18,4 @@ pub mod review;
 mod typescript;
 
 pub use cli::*;
+pub use feedback::*;

@@ -87,6 +87,8 @@ fn generate() -> String {
     declare::<SessionAction>(&mut out);
     declare::<ActionState>(&mut out);
     declare::<SessionView>(&mut out);
+    declare::<ChecksView>(&mut out);
+    declare::<PrView>(&mut out);
     declare::<TokenUsage>(&mut out);
     declare::<BoardLane>(&mut out);
     declare::<LaneCount>(&mut out);

@@ -28,11 +28,15 @@
 //!    unless it shows a permission dialog;
 //! 7. a session waiting for room on the machine (a `queued` fact, no host
 //!    started yet) is `queued`, in the IN FLIGHT lane.
+//! 8. once the agent's turn is over, the feedback loops' facts (checks,
+//!    pull request) may say more: see [`feedback`].
 
 use owt_protocol::{Lane, Status};
 use serde::{Deserialize, Serialize};
 
 use crate::store::FactRow;
+
+pub mod feedback;
 
 /// A hook `working` older than this is re-checked against the screen.
 pub const HOOK_STALE_MS: i64 = 120_000;
@@ -198,6 +202,8 @@ pub struct SessionFacts {
     pub git: GitFact,
     pub overlaps: u32,
     pub base_conflicts: Vec<String>,
+    /// Checks and pull request ([`feedback`]).
+    pub feedback: feedback::FeedbackFacts,
     /// When the session was queued, while it waits to start.
     pub queued_at: Option<i64>,
     pub memory: Option<MemoryFact>,
@@ -234,6 +240,9 @@ impl SessionFacts {
                     facts.overlaps = fact.count;
                     facts.base_conflicts = fact.base_conflicts;
                 }
+                feedback::kind::CHECKS => facts.feedback.checks = decode(row),
+                feedback::kind::CHECKS_SETUP => facts.feedback.setup = decode(row),
+                feedback::kind::PR => facts.feedback.pr = decode(row),
                 kind::QUEUED => facts.queued_at = Some(at),
                 kind::MEMORY => facts.memory = decode(row),
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
@@ -243,7 +252,7 @@ impl SessionFacts {
         facts
     }
 
-    fn has_work(&self) -> bool {
+    pub(crate) fn has_work(&self) -> bool {
         self.git.ahead > 0 || self.git.changed_files > 0
     }
 }
@@ -293,7 +302,26 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         };
         (status, status.as_str().to_string(), None, false)
     };
-    let lane = match status {
+    // An unreachable machine's last known checks and PR say nothing now.
+    let said = (status != Status::Unreachable)
+        .then(|| feedback::feedback_status(facts, status, exit_code))
+        .flatten();
+    let (status, text, lane) = match said {
+        Some(said) => said,
+        None => (status, text, agent_lane(facts, status, exit_code)),
+    };
+    Derived {
+        status,
+        text,
+        lane,
+        exit_code,
+        host_lost,
+    }
+}
+
+/// The board lane of the agent's own status.
+fn agent_lane(facts: &SessionFacts, status: Status, exit_code: Option<i32>) -> Lane {
+    match status {
         Status::Conflict | Status::Blocked => Lane::NeedsYou,
         Status::Exited if exit_code == Some(0) && facts.has_work() => Lane::ReadyToShip,
         Status::Exited => Lane::NeedsYou,
@@ -304,13 +332,9 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         | Status::Idle
         | Status::Queued
         | Status::Unreachable => Lane::InFlight,
-    };
-    Derived {
-        status,
-        text,
-        lane,
-        exit_code,
-        host_lost,
+        Status::ChecksFailed | Status::CiFailed => Lane::NeedsYou,
+        Status::ChecksRunning | Status::ChangesRequested | Status::PrOpen => Lane::InFlight,
+        Status::Merged => Lane::ReadyToClean,
     }
 }
 

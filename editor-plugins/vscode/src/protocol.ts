@@ -7,12 +7,12 @@
  * The display status of a session, derived from its stored facts by one pure
  * function (`owt::status::derive_status`). Never stored.
  */
-export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "queued" | "unreachable";
+export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "checks-running" | "checks-failed" | "ci-failed" | "changes-requested" | "pr-open" | "merged" | "queued" | "unreachable";
 
 /**
  * The board lane a session is shown in.
  */
-export type Lane = "needs-you" | "ready-to-ship" | "in-flight";
+export type Lane = "needs-you" | "ready-to-ship" | "in-flight" | "ready-to-clean";
 
 /**
  * How a session holds its code.
@@ -87,6 +87,14 @@ export type SessionView = {
   conflicted_files: Array<string>,
   agent_pid: number | null,
   /**
+   * The last `[checks]` run on this session's work.
+   */
+  checks?: ChecksView,
+  /**
+   * The session's pull request (`owt pr`).
+   */
+  pr?: PrView,
+  /**
    * Resident memory of the agent's whole process tree, in bytes, as its
    * session host last sampled it (every few seconds); `None` when the
    * agent is not running or was not sampled yet.
@@ -115,6 +123,66 @@ export type SessionView = {
    * `REMOTE:name` and its `worktree` is `REMOTE:/path/on/the/remote`.
    */
   remote?: string | null,
+};
+
+/**
+ * The last checks run of a session, as `owt list` and the boards show it.
+ */
+export type ChecksView = {
+  /**
+   * `running`, `passed`, `failed`, `cancelled` or `skipped`.
+   */
+  state: string,
+  /**
+   * What started it: `turn-end`, `ship`, `pr` or `manual`.
+   */
+  trigger: string,
+  /**
+   * Failed runs in a row, this one included (0 once they pass).
+   */
+  attempt: number,
+  max_attempts: number,
+  exit_code: number | null,
+  timed_out: boolean,
+  duration_ms: number | null,
+  /**
+   * The run's whole output: `$OWT_HOME/logs/checks/…`.
+   */
+  log: string | null,
+  /**
+   * Unix ms.
+   */
+  started_at: number,
+  /**
+   * The result holds for the work as it is now (no input reached the
+   * agent since).
+   */
+  current: boolean,
+};
+
+/**
+ * A session's pull (or merge) request.
+ */
+export type PrView = {
+  number: number,
+  url: string,
+  /**
+   * `open`, `closed` or `merged`.
+   */
+  state: string,
+  draft: boolean,
+  /**
+   * `none`, `pending`, `passing` or `failing`.
+   */
+  ci: string,
+  /**
+   * `none`, `review-required`, `approved` or `changes-requested`.
+   */
+  review: string,
+  /**
+   * What went wrong the last time owt looked at it (rate limit, network).
+   */
+  error?: string,
 };
 
 /**
@@ -185,6 +253,10 @@ export type BoardCounts = {
    * Everything else (idle, done, exited outside the lanes above).
    */
   idle: number,
+  /**
+   * In the READY TO CLEAN lane (a merged pull request).
+   */
+  to_clean: number,
   /**
    * In flight, waiting for room on the machine (`queued`).
    */
@@ -330,6 +402,11 @@ export type ShipOutput = {
    * last change (`owt review NAME --mark`).
    */
   unreviewed: Array<string>,
+  /**
+   * `[checks]` before shipping: `passed`, `skipped` (`--no-checks`) or
+   * `not-run` (`when = "manual"`); absent without checks configured.
+   */
+  checks?: string,
 };
 
 /**

@@ -9,6 +9,7 @@ pub mod attach;
 mod board;
 mod branch;
 mod bridge;
+mod checks;
 mod cleanup;
 mod comment;
 mod completions;
@@ -28,6 +29,7 @@ mod merge;
 pub(crate) mod new;
 mod note;
 pub mod peek;
+mod pr;
 mod queue;
 mod remote;
 mod review;
@@ -39,6 +41,7 @@ mod trust;
 mod usage;
 mod version;
 pub mod wait;
+mod watch;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -112,7 +115,7 @@ pub enum Command {
     /// Merge a session's branch into its base branch (two phases, conflict-safe).
     #[command(visible_alias = "m")]
     Merge(merge::Args),
-    /// Commit, merge and delete a session in one shot.
+    /// Commit, merge and delete a session in one shot (behind its [checks]).
     Ship(ship::Args),
     /// Show an agent's changes against its base: what ship would commit.
     Diff(diff::Args),
@@ -122,6 +125,12 @@ pub enum Command {
     Comment(comment::CommentArgs),
     /// List (or resolve) the review comments sent to an agent.
     Comments(comment::CommentsArgs),
+    /// Show a session's [checks], or run them now (--run).
+    Checks(checks::Args),
+    /// Push a session's branch and open a pull request (gh, glab).
+    Pr(pr::Args),
+    /// Watch the sessions' pull requests and route CI failures and reviews to their agents.
+    Watch(watch::Args),
     /// Share a note with every agent (now and in future first prompts).
     Note(note::Args),
     /// Bring the base branch (updated from its upstream) into session branches.
@@ -239,6 +248,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Review(args)) => review::run(dir, &out, args),
         Some(Command::Comment(args)) => comment::run_comment(dir, &out, args),
         Some(Command::Comments(args)) => comment::run_comments(dir, &out, args),
+        Some(Command::Checks(args)) => checks::run(dir, &out, args),
+        Some(Command::Pr(args)) => pr::run(dir, &out, args),
+        Some(Command::Watch(args)) => watch::run(dir, &out, args),
         Some(Command::Note(args)) => note::run(dir, &out, args),
         Some(Command::Sync(args)) => sync::run(dir, &out, args),
         Some(Command::Cleanup(args)) => cleanup::run(dir, &out, args),
@@ -411,6 +423,15 @@ fn correlation_id() -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     format!("{:08x}", nanos ^ std::process::id().rotate_left(13))
+}
+
+/// ` 3m ago` of a Unix ms time (empty for a time in the future).
+pub fn age_suffix(then_ms: i64) -> String {
+    let now = crate::store::now_ms();
+    if then_ms > now {
+        return String::new();
+    }
+    format!(", {} ago", age(then_ms, now))
 }
 
 /// A count as people read it at a glance: `950`, `12.3k`, `456k`, `4.5M`.

@@ -237,6 +237,12 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .and_then(|(h, _)| h.agent_pid)
             .filter(|_| remote.is_none()),
         remote: remote.map(|(remote, _)| remote.to_string()),
+        checks: facts
+            .feedback
+            .checks
+            .as_ref()
+            .map(|c| c.view(facts.last_input_at)),
+        pr: facts.feedback.pr.as_ref().map(|p| p.view()),
         rss_bytes: facts
             .memory
             .filter(|_| facts.exit.is_none() && facts.host_lost_at.is_none() && local)

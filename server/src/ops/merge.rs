@@ -560,6 +560,7 @@ pub fn ship_session(
             committed: None,
             merge,
             unreviewed: Vec::new(),
+            checks: None,
         });
     }
     refuse_git_locks(ctx, &row)?;
@@ -601,6 +602,7 @@ pub fn ship_session(
         committed: committed.map(|oid| oid.to_string()),
         merge,
         unreviewed,
+        checks: None,
     })
 }
 
@@ -777,7 +779,8 @@ pub fn queue_ship(
     };
     for (i, name) in order.iter().enumerate() {
         progress(&format!("Shipping {name} ({}/{})", i + 1, order.len()));
-        match ship_session(ctx, name, None, MergeOptions::default(), progress) {
+        match super::checks::ship_checked(ctx, name, None, MergeOptions::default(), false, progress)
+        {
             Ok(shipped) => out.shipped.push(shipped),
             Err(e) => {
                 out.stopped_at = Some(name.clone());

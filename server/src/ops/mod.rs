@@ -6,6 +6,7 @@
 //! report progress through a callback) and know nothing of clap or LSP.
 
 pub mod agent;
+pub mod checks;
 pub mod cleanup;
 pub mod db;
 pub mod delete;
@@ -20,6 +21,7 @@ pub mod new;
 pub mod notes;
 pub mod owned;
 pub mod ports;
+pub mod pr;
 pub mod prompt;
 pub mod queue;
 pub mod remote;

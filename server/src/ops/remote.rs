@@ -759,6 +759,7 @@ pub fn ship(
         committed,
         merge,
         unreviewed: Vec::new(),
+        checks: None,
     })
 }
 
