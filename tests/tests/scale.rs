@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use owt_e2e::{wait_until, TestEnv};
+use owt_e2e::{pid_alive, wait_until, TestEnv};
 use owt_protocol::{NewOutput, SessionList, SessionView, Status};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -65,13 +65,25 @@ fn hosts_of(env: &TestEnv, short_id: &str) -> usize {
 }
 
 fn kill_every_owt_process(env: &TestEnv) {
-    for pid in env.our_processes() {
+    let killed = env.our_processes();
+    for &pid in &killed {
         // SAFETY: kill has no memory preconditions; these are this test's.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
+    // Dead, not only dying: a killed process's environment reads empty
+    // while it still exits, and until it is a zombie owt rightly counts
+    // it as running.
     wait_until("every owt process of the test to die", WAIT, || {
-        env.our_processes().is_empty()
+        env.our_processes().is_empty() && killed.iter().all(|&pid| !pid_alive(pid as u32))
     });
+}
+
+/// The port range is the machine's: the tests that take blocks and the
+/// one that listens on a port of it run one at a time.
+static PORT_RANGE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn port_range() -> std::sync::MutexGuard<'static, ()> {
+    PORT_RANGE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 // ---------------------------------------------------------------------------
@@ -79,6 +91,7 @@ fn kill_every_owt_process(env: &TestEnv) {
 
 #[test]
 fn each_session_gets_its_own_block_of_ports_kept_across_restarts_and_freed_on_delete() {
+    let _ports = port_range();
     let env = TestEnv::new();
     // An agent that says what it was given, then waits.
     let agent = env.path().join("env-agent.sh");
@@ -159,6 +172,7 @@ fn each_session_gets_its_own_block_of_ports_kept_across_restarts_and_freed_on_de
 
 #[test]
 fn a_port_something_listens_on_is_never_given() {
+    let _ports = port_range();
     let env = TestEnv::new();
     let repo = repo_with(&env, "app", 10, 2, &idle_agent());
     let first = new(&env, &repo, "first");
@@ -250,8 +264,15 @@ fn queued_sessions_survive_every_owt_process_and_start_later() {
     kill_every_owt_process(&env);
     assert_eq!(hosts_of(&env, &b.id), 0);
 
-    // The next owt command finds `first` gone and starts `second`.
-    let b = session(&env, &repo, "second");
+    // The next owt commands find `first` gone and start `second`.
+    let mut last = None;
+    wait_until("a later owt list to start the queued session", WAIT, || {
+        let b = session(&env, &repo, "second");
+        let started = b.status != Status::Queued;
+        last = Some(b);
+        started
+    });
+    let b = last.expect("listed");
     assert_ne!(b.status, Status::Queued, "{b:?}");
     assert_eq!(hosts_of(&env, &b.id), 1);
     let a = session(&env, &repo, &a.name);
