@@ -5,6 +5,7 @@
 //! import the edges ([`cli`], later `lsp`); the edges parse, call one library
 //! function and format. See `docs/ARCHITECTURE.md`.
 
+pub mod acp;
 pub mod cli;
 pub mod config;
 pub mod editor;

@@ -22,7 +22,11 @@
 //! 5. without hooks or screen rules: recent output is `working`, older
 //!    output `idle`, no output yet `starting`;
 //! 6. a headless run is `working` until it exits (it waits for nobody),
-//!    unless it shows a permission dialog.
+//!    unless it shows a permission dialog;
+//! 7. an ACP session's status is what the protocol says ([`AcpFact`]: a
+//!    turn running is `working`, a permission request `blocked`, a turn
+//!    ended `needs-input`); screens, hooks and output have no say (rules 1
+//!    and 2 still come first).
 
 use owt_protocol::{Lane, Status};
 use serde::{Deserialize, Serialize};
@@ -59,6 +63,14 @@ pub mod kind {
     pub const GIT: &str = "git";
     /// [`super::OverlapFact`]: Conflict Guard's overlap count.
     pub const OVERLAPS: &str = "overlaps";
+    /// [`super::AcpFact`]: an ACP session's state, from the protocol.
+    pub const ACP: &str = "acp";
+    /// `owt_protocol::host::PendingPermission`: the permission request an
+    /// ACP agent waits on (cleared once answered).
+    pub const ACP_PERMISSION: &str = "acp-permission";
+    /// `owt_protocol::AcpView`: the agent, its conversation id, and the
+    /// tokens and cost it reported (cumulative for the session).
+    pub const ACP_USAGE: &str = "acp-usage";
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +81,41 @@ pub struct HostFact {
     /// The agent runs its non-interactive form to completion (`--headless`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub headless: bool,
+    /// How the host talks to the agent (absent: its terminal).
+    #[serde(default, skip_serializing_if = "is_pty")]
+    pub transport: owt_protocol::host::Transport,
+}
+
+fn is_pty(t: &owt_protocol::host::Transport) -> bool {
+    *t == owt_protocol::host::Transport::Pty
+}
+
+/// Where an ACP session's conversation is, as the protocol tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AcpState {
+    /// Connecting: `initialize` and `session/new` not answered yet.
+    Starting,
+    /// A prompt turn is running (`session/prompt` not answered yet).
+    Working,
+    /// The agent waits on `session/request_permission`.
+    Blocked,
+    /// The turn ended (`stopReason`); the agent waits for the next prompt.
+    Waiting,
+    /// The connection failed (see `error`); the agent is being stopped.
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcpFact {
+    pub state: AcpState,
+    /// The last turn's `stopReason` (`end_turn`, `cancelled`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// Why the connection failed (a protocol version owt does not speak,
+    /// an agent that wants a login, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -160,6 +207,11 @@ pub struct SessionFacts {
     pub conflict: Option<ConflictFact>,
     pub git: GitFact,
     pub overlaps: u32,
+    pub acp: Option<(AcpFact, i64)>,
+    /// What an ACP session's agent asks (shown, not derived from).
+    pub acp_permission: Option<owt_protocol::host::PendingPermission>,
+    /// What an ACP session's agent reported (shown, not derived from).
+    pub acp_usage: Option<owt_protocol::AcpView>,
 }
 
 impl SessionFacts {
@@ -189,6 +241,9 @@ impl SessionFacts {
                 kind::OVERLAPS => {
                     facts.overlaps = decode::<OverlapFact>(row).map_or(0, |o| o.count)
                 }
+                kind::ACP => facts.acp = decode(row).map(|v| (v, at)),
+                kind::ACP_PERMISSION => facts.acp_permission = decode(row),
+                kind::ACP_USAGE => facts.acp_usage = decode(row),
                 _ => {}
             }
         }
@@ -217,7 +272,12 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         if headless && exit.code == Some(0) {
             (Status::Done, "done".to_string(), exit.code, false)
         } else {
+            let acp_error = facts
+                .acp
+                .as_ref()
+                .and_then(|(a, _)| a.error.as_deref().filter(|_| a.state == AcpState::Failed));
             let text = match (exit.code, &exit.signal) {
+                _ if acp_error.is_some() => format!("exited: {}", acp_error.unwrap_or_default()),
                 (Some(0), _) => "exited".to_string(),
                 (Some(code), _) => format!("exited with code {code}"),
                 (None, Some(signal)) => format!("exited ({signal})"),
@@ -231,6 +291,14 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         let n = facts.conflict.as_ref().map_or(0, |c| c.files.len());
         let text = format!("conflict in {n} file{}", if n == 1 { "" } else { "s" });
         (Status::Conflict, text, None, false)
+    } else if let Some((acp, _)) = &facts.acp {
+        let status = match acp.state {
+            AcpState::Starting => Status::Starting,
+            AcpState::Working | AcpState::Failed => Status::Working,
+            AcpState::Blocked => Status::Blocked,
+            AcpState::Waiting => Status::NeedsInput,
+        };
+        (status, status.as_str().to_string(), None, false)
     } else {
         let status = match agent_status(facts, now) {
             Status::Blocked => Status::Blocked,

@@ -49,6 +49,10 @@ pub enum HostCommand {
         /// Run as a `--headless` session.
         #[arg(long)]
         headless: bool,
+        /// ARGV is an ACP agent: the host is its client (the typed prompt
+        /// is the first prompt).
+        #[arg(long)]
+        acp: bool,
         #[arg(long, default_value_t = 24)]
         rows: u16,
         #[arg(long, default_value_t = 80)]
@@ -97,6 +101,7 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
             typed_prompt,
             prompt_in_argv,
             headless,
+            acp,
             rows,
             cols,
             env,
@@ -128,6 +133,12 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
                 env_map.insert(k.to_string(), v.to_string());
             }
             let spec = HostSpec {
+                transport: if acp {
+                    owt_protocol::host::Transport::Acp
+                } else {
+                    owt_protocol::host::Transport::Pty
+                },
+                acp_load: None,
                 session_id: row.id,
                 session_name: row.name.clone(),
                 short_id: row.short_id.clone(),

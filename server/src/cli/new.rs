@@ -43,6 +43,12 @@ pub struct Args {
     /// Send the task verbatim, without the protocol, notes and context owt adds.
     #[arg(long)]
     pub raw: bool,
+    /// Run the agent's Agent Client Protocol server instead of its terminal UI
+    /// (claude, codex, opencode, gemini, or a [tools.NAME] with `acp`): status
+    /// comes from the protocol; `owt attach` shows the transcript, `owt send`
+    /// prompts, `owt approve` / `owt deny` answer its permission requests.
+    #[arg(long, conflicts_with_all = ["headless", "plan_mode", "in_place"])]
+    pub acp: bool,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
@@ -59,6 +65,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         template: args.template,
         raw: args.raw,
         size: terminal_size(),
+        acp: args.acp,
     };
     let result = ops::new::new_session(&mut ctx, &req, &mut |line| out.progress(line))?;
     for warning in &result.warnings {

@@ -152,6 +152,15 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .map(|c| c.files.clone())
             .unwrap_or_default(),
         agent_pid: facts.host.as_ref().and_then(|(h, _)| h.agent_pid),
+        transport: facts
+            .host
+            .as_ref()
+            .map_or_else(Default::default, |(h, _)| h.transport),
+        permission: facts
+            .acp_permission
+            .clone()
+            .filter(|_| derived.status == owt_protocol::Status::Blocked),
+        acp: facts.acp_usage.clone(),
     }
 }
 

@@ -30,6 +30,8 @@ pub struct NewRequest {
     pub raw: bool,
     /// Terminal size for the agent (rows, cols).
     pub size: (u16, u16),
+    /// Run the agent's ACP server instead of its terminal UI.
+    pub acp: bool,
 }
 
 /// A created session and what went wrong without stopping it.
@@ -106,10 +108,24 @@ pub fn new_session(
     } else {
         LaunchMode::Interactive
     };
-    // Checked before anything is created (e.g. no headless form).
-    resolved
-        .provider
-        .launch(&resolved.binary_path, task, mode)?;
+    // Checked before anything is created (e.g. no headless form, no ACP
+    // server).
+    let acp_argv = if req.acp {
+        if req.headless || req.plan || req.in_place {
+            bail!("--acp does not combine with --headless, --plan-mode or --in-place");
+        }
+        Some(resolved.provider.acp_argv()?)
+    } else {
+        resolved
+            .provider
+            .launch(&resolved.binary_path, task, mode)?;
+        None
+    };
+    let launch_transport = if acp_argv.is_some() {
+        owt_protocol::host::Transport::Acp
+    } else {
+        owt_protocol::host::Transport::Pty
+    };
 
     let base = match &req.base {
         Some(base) => base.clone(),
@@ -213,6 +229,10 @@ pub fn new_session(
     let integration = std::env::current_exe()
         .map_err(|e| e.to_string())
         .and_then(|owt| {
+            if acp_argv.is_some() {
+                // The protocol is the status signal.
+                return Ok(provider::integration::Integration::default());
+            }
             provider::integration::prepare(&resolved.provider.name, mode, &owt, &ctx.home, &env)
                 .map_err(|e| e.to_string())
         });
@@ -229,6 +249,15 @@ pub fn new_session(
     let launch = first_prompt(ctx, &session, req)
         .and_then(|prompt| {
             let prompt = if req.raw { task.to_string() } else { prompt };
+            if let Some(argv) = &acp_argv {
+                // The first prompt goes through the protocol.
+                return Ok(provider::Launch {
+                    argv: argv.clone(),
+                    typed_prompt: Some(prompt),
+                    prompt_in_argv: false,
+                    env: resolved.provider.env.clone(),
+                });
+            }
             Ok(resolved.provider.launch_with(
                 &resolved.binary_path,
                 &prompt,
@@ -239,7 +268,7 @@ pub fn new_session(
         .and_then(|launch| {
             env.extend(launch.env.clone());
             env.extend(integration.env);
-            check_exec(&resolved.binary_path, &launch.argv, &env)?;
+            check_exec(Path::new(&launch.argv[0]), &launch.argv, &env)?;
             Ok((launch, env))
         });
     let (launch, env) = match launch {
@@ -298,7 +327,9 @@ pub fn new_session(
     let mut owt_files: Vec<OwnedFile> = prepared.owned;
     // A branch session works in the human's own checkout: owt writes no
     // files there (no hooks, no MCP registration; status comes from the screen).
-    let hooks = if in_place {
+    // An ACP session's status comes from the protocol, and owt's MCP
+    // server is passed in `session/new`: nothing is written for them.
+    let hooks = if in_place || acp_argv.is_some() {
         crate::provider::Hooks::None
     } else {
         resolved.provider.hooks
@@ -310,7 +341,7 @@ pub fn new_session(
             resolved.provider.name
         )),
     }
-    let register = if in_place {
+    let register = if in_place || acp_argv.is_some() {
         Ok(Vec::new())
     } else {
         crate::mcp::register_mcp(&resolved.provider.name, &session.worktree_path)
@@ -350,6 +381,8 @@ pub fn new_session(
         resolved.provider.name, session.name
     ));
     let spec = HostSpec {
+        transport: launch_transport,
+        acp_load: None,
         session_id: session.id,
         session_name: session.name.clone(),
         short_id: session.short_id.clone(),

@@ -13,6 +13,7 @@
 //! alive while its host answers or its host pid lives; nothing here kills a
 //! process it cannot show is this session's.
 
+pub mod acp_host;
 pub mod attach;
 pub mod client;
 pub mod hooks;
@@ -30,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use owt_protocol::host::{PeekView, Role, ScreenView};
+use owt_protocol::host::{PeekView, Role, ScreenView, Transport};
 use serde::{Deserialize, Serialize};
 
 use crate::status::{self, kind, Derived, ExitFact, HostFact, SessionFacts};
@@ -72,6 +73,14 @@ pub struct HostSpec {
     pub home: PathBuf,
     pub rows: u16,
     pub cols: u16,
+    /// How the host talks to the agent: `acp` runs `argv` as the agent's
+    /// ACP server and `typed_prompt` is the first prompt.
+    #[serde(default)]
+    pub transport: Transport,
+    /// ACP: reopen this conversation of the agent (`session/load`) instead
+    /// of starting one.
+    #[serde(default)]
+    pub acp_load: Option<String>,
 }
 
 /// A started host.
@@ -257,7 +266,10 @@ pub fn run_host(spec: HostSpec, ready_fd: Option<i32>) -> Result<(), SessionErro
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
     }
-    host::run(spec, ready)
+    match spec.transport {
+        Transport::Pty => host::run(spec, ready),
+        Transport::Acp => acp_host::run(spec, ready),
+    }
 }
 
 /// Whether `pid` is a live (not zombie) process.

@@ -1,0 +1,1 @@
+//! `owt acp`: placeholder
