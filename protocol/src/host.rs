@@ -284,6 +284,10 @@ pub struct PermissionAnswer {
     /// request is cancelled.
     #[serde(default)]
     pub deny: bool,
+    /// Answer only the request with this id (a client that shows requests
+    /// as they come: never a later request by mistake).
+    #[serde(default)]
+    pub id: Option<u64>,
 }
 
 /// The reply to an `Answer`.

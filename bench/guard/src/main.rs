@@ -296,10 +296,14 @@ fn start_hosts(owt: &Path, dir: &Path, worktrees: &[PathBuf]) -> Hosts {
             cwd: wt.clone(),
             env: Default::default(),
             typed_prompt: None,
+            prompt_in_argv: false,
             headless: false,
             home: home.clone(),
             rows: 24,
             cols: 80,
+            transport: Default::default(),
+            acp_load: None,
+            acp_mcp_servers: Vec::new(),
         };
         let mut child = Command::new(owt)
             .args(["__host", "run", "--spec", "-"])

@@ -26,6 +26,9 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
         .context("reading [attach] detach_key")?;
     session::reconcile(&ctx.store, &ctx.home, &row)?;
     let socket = session::socket_path(&ctx.home, &row.short_id);
+    if session::transport(&ctx.store, &row)? == owt_protocol::host::Transport::Acp {
+        return attach_acp(&socket, &row.name);
+    }
     let end = session::attach::attach(&socket, prefix)
         .with_context(|| format!("attaching to {}", row.name))?;
     match end {
@@ -46,6 +49,36 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
         }
         AttachEnd::HostGone => {
             println!("The session host of {} went away.", row.name);
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// An ACP session: its transcript and a line editor for prompts.
+fn attach_acp(socket: &Path, name: &str) -> anyhow::Result<ExitCode> {
+    use session::acp_attach::{self, AcpAttachEnd};
+    let end = acp_attach::attach(
+        socket,
+        name,
+        std::io::BufReader::new(std::io::stdin()),
+        std::io::stdout(),
+    )
+    .with_context(|| format!("attaching to {name}"))?;
+    match end {
+        AcpAttachEnd::Detached => {
+            println!("Detached from {name}; the agent keeps running. Re-attach with `owt attach {name}`.");
+            Ok(ExitCode::SUCCESS)
+        }
+        AcpAttachEnd::Exited(exit) => {
+            match (exit.code, exit.signal) {
+                (Some(code), _) => println!("{name} exited with code {code}."),
+                (None, Some(signal)) => println!("{name} exited ({signal})."),
+                _ => println!("{name} exited."),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AcpAttachEnd::HostGone => {
+            println!("The session host of {name} went away.");
             Ok(ExitCode::FAILURE)
         }
     }

@@ -139,6 +139,7 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
                     owt_protocol::host::Transport::Pty
                 },
                 acp_load: None,
+                acp_mcp_servers: Vec::new(),
                 session_id: row.id,
                 session_name: row.name.clone(),
                 short_id: row.short_id.clone(),

@@ -5,6 +5,8 @@
 //! sentences for people, the `owt-protocol` type for `--json`. No git,
 //! SQLite or PTY calls here.
 
+mod acp;
+mod approve;
 pub mod attach;
 mod board;
 mod branch;
@@ -13,6 +15,7 @@ mod completions;
 mod config;
 mod db;
 mod delete;
+mod deny;
 mod doctor;
 mod editor;
 mod guard;
@@ -97,8 +100,12 @@ pub enum Command {
     Switch(attach::Args),
     /// Type text (then Enter) into an agent, or into all of them.
     Send(send::Args),
-    /// Print an agent's current screen.
+    /// Print an agent's current screen (an ACP session: its transcript's tail).
     Peek(peek::Args),
+    /// Approve an ACP session's permission request (the first "allow" option, or OPTION).
+    Approve(approve::Args),
+    /// Refuse an ACP session's permission request.
+    Deny(deny::Args),
     /// Block until an agent is done, needs input, or exited.
     Wait(wait::Args),
     /// Merge a session's branch into its base branch (two phases, conflict-safe).
@@ -141,6 +148,9 @@ pub enum Command {
     Lsp(lsp::Args),
     /// Serve MCP peer tools to an agent on stdio.
     Mcp(mcp::Args),
+    /// Be an Agent Client Protocol agent on stdio (for Zed, JetBrains, Neovim, Emacs, …):
+    /// the owt sessions of the workspace behind one connection.
+    Acp(acp::Args),
     /// Print or install editor configuration.
     #[command(subcommand)]
     Editor(editor::Command),
@@ -184,6 +194,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Send(args)) => send::run(dir, cli.json, args),
         Some(Command::Peek(args)) => peek::run(dir, cli.json, args),
+        Some(Command::Approve(args)) => approve::run(dir, &out, args),
+        Some(Command::Deny(args)) => deny::run(dir, &out, args),
         Some(Command::Wait(args)) => wait::run(dir, cli.json, args),
         Some(Command::Hook(args)) => hook::run(dir, cli.json, args),
         Some(Command::Host(args)) => host::run(dir, cli.json, args),
@@ -201,6 +213,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),
         Some(Command::Mcp(args)) => mcp::run(dir, &out, args),
+        Some(Command::Acp(args)) => acp::run(dir, args),
         Some(Command::Editor(cmd)) => editor::run(dir, &out, cmd),
         Some(Command::Version) => version::run(&out),
         Some(Command::Completions(args)) => completions::run(args),

@@ -66,6 +66,8 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         raw: args.raw,
         size: terminal_size(),
         acp: args.acp,
+        no_prompt: false,
+        acp_mcp_servers: Vec::new(),
     };
     let result = ops::new::new_session(&mut ctx, &req, &mut |line| out.progress(line))?;
     for warning in &result.warnings {

@@ -32,6 +32,11 @@ pub struct NewRequest {
     pub size: (u16, u16),
     /// Run the agent's ACP server instead of its terminal UI.
     pub acp: bool,
+    /// Start the agent without a first prompt (`owt acp`: the editor sends
+    /// it). Only with `acp`.
+    pub no_prompt: bool,
+    /// ACP: MCP servers to pass to the agent besides owt's own.
+    pub acp_mcp_servers: Vec<serde_json::Value>,
 }
 
 /// A created session and what went wrong without stopping it.
@@ -253,7 +258,7 @@ pub fn new_session(
                 // The first prompt goes through the protocol.
                 return Ok(provider::Launch {
                     argv: argv.clone(),
-                    typed_prompt: Some(prompt),
+                    typed_prompt: (!req.no_prompt).then_some(prompt),
                     prompt_in_argv: false,
                     env: resolved.provider.env.clone(),
                 });
@@ -383,6 +388,7 @@ pub fn new_session(
     let spec = HostSpec {
         transport: launch_transport,
         acp_load: None,
+        acp_mcp_servers: req.acp_mcp_servers.clone(),
         session_id: session.id,
         session_name: session.name.clone(),
         short_id: session.short_id.clone(),

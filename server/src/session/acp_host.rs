@@ -402,7 +402,7 @@ impl Host {
         let exe = std::env::current_exe()
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|_| "owt".into());
-        json!([{
+        let mut servers = vec![json!({
             "name": crate::mcp::register::SERVER_NAME,
             "command": exe,
             "args": ["mcp"],
@@ -410,7 +410,15 @@ impl Host {
                 {"name": "OWT_SESSION", "value": self.spec.short_id},
                 {"name": "OWT_HOME", "value": self.spec.home.display().to_string()},
             ],
-        }])
+        })];
+        servers.extend(
+            self.spec
+                .acp_mcp_servers
+                .iter()
+                .filter(|s| s["name"] != crate::mcp::register::SERVER_NAME)
+                .cloned(),
+        );
+        Value::Array(servers)
     }
 }
 
@@ -815,6 +823,13 @@ fn answer(host: &Arc<Host>, answer: &PermissionAnswer) -> Result<PermissionAnswe
             host.spec.session_name
         ));
     };
+    if answer.id.is_some_and(|id| id != first.permission.id) {
+        return Err(format!(
+            "permission request {} of {} was already answered",
+            answer.id.unwrap_or_default(),
+            host.spec.session_name
+        ));
+    }
     let chosen = schema::choose_option(
         &first.permission.options,
         answer.option.as_deref(),

@@ -13,6 +13,7 @@
 //! alive while its host answers or its host pid lives; nothing here kills a
 //! process it cannot show is this session's.
 
+pub mod acp_attach;
 pub mod acp_host;
 pub mod attach;
 pub mod client;
@@ -81,6 +82,10 @@ pub struct HostSpec {
     /// of starting one.
     #[serde(default)]
     pub acp_load: Option<String>,
+    /// ACP: MCP servers to pass to the agent besides owt's own (what an
+    /// editor gave `owt acp` in `session/new`).
+    #[serde(default)]
+    pub acp_mcp_servers: Vec<serde_json::Value>,
 }
 
 /// A started host.
@@ -520,6 +525,47 @@ pub fn send(
             other => other,
         })?;
     conn.send(text, enter)
+}
+
+/// How the session's host talks to its agent (from its host fact; a
+/// session whose host never started is a terminal one).
+pub fn transport(store: &Store, session: &SessionRow) -> Result<Transport, SessionError> {
+    Ok(store
+        .fact::<HostFact>(session.id, kind::HOST)?
+        .map_or(Transport::Pty, |(h, _)| h.transport))
+}
+
+/// A control connection to a live ACP session's host.
+fn acp_conn(store: &Store, home: &Path, session: &SessionRow) -> Result<HostConn, SessionError> {
+    if transport(store, session)? != Transport::Acp {
+        return Err(SessionError::Host(format!(
+            "{} runs its agent in a terminal, not through ACP: answer its dialog there (owt attach {}, or owt send {} <key>)",
+            session.name, session.name, session.name
+        )));
+    }
+    HostConn::connect(&socket_path(home, &session.short_id), Role::Control, 0, 0).map_err(|e| {
+        match e {
+            SessionError::NotRunning(_) => {
+                SessionError::NotRunning(format!("{} is not running", session.name))
+            }
+            other => other,
+        }
+    })
+}
+
+/// Answers an ACP session's pending permission request.
+pub fn answer_permission(
+    store: &Store,
+    home: &Path,
+    session: &SessionRow,
+    answer: &owt_protocol::host::PermissionAnswer,
+) -> Result<owt_protocol::host::PermissionAnswered, SessionError> {
+    acp_conn(store, home, session)?.answer(answer)
+}
+
+/// Cancels an ACP session's turn in progress.
+pub fn cancel_turn(store: &Store, home: &Path, session: &SessionRow) -> Result<(), SessionError> {
+    acp_conn(store, home, session)?.cancel()
 }
 
 /// How [`wait`] ended.
