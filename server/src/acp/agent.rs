@@ -203,7 +203,12 @@ impl Server {
             .unwrap_or("a conversation from the editor (owt acp)");
         let mcp: Vec<Value> = params["mcpServers"]
             .as_array()
-            .map(|a| a.iter().filter(|s| s["command"].is_string()).cloned().collect())
+            .map(|a| {
+                a.iter()
+                    .filter(|s| s["command"].is_string())
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default();
         let created = ops::acp::start(&mut ctx, &agent, meta["name"].as_str(), task, mcp)
             .map_err(|e| RpcError::internal(format!("{e:#}")))?;
@@ -404,7 +409,9 @@ impl Server {
                         signal: None,
                     });
                     break match (exit.code, exit.signal) {
-                        (Some(code), _) => format!("the agent of {} exited with code {code}", proxy.name),
+                        (Some(code), _) => {
+                            format!("the agent of {} exited with code {code}", proxy.name)
+                        }
                         (None, Some(s)) => format!("the agent of {} exited ({s})", proxy.name),
                         _ => format!("the agent of {} exited", proxy.name),
                     };
@@ -479,7 +486,9 @@ impl Server {
         match rx.recv() {
             Ok(TurnEnd::Stopped(stop)) => {
                 let stop = match stop.as_str() {
-                    "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled" => stop,
+                    "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled" => {
+                        stop
+                    }
                     _ => "end_turn".to_string(),
                 };
                 Ok(json!({"stopReason": stop}))

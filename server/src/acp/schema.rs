@@ -69,10 +69,12 @@ pub fn read_initialize(result: &Value) -> Result<AgentInit, String> {
                  (update owt, or pin an agent adapter that speaks version {PROTOCOL_VERSION})"
             ))
         }
-        None => return Err(format!(
+        None => {
+            return Err(format!(
             "the agent's initialize answer has no protocol version (got {}); is this an ACP agent?",
             version.map_or("nothing".to_string(), Value::to_string)
-        )),
+        ))
+        }
     }
     let caps = &result["agentCapabilities"];
     let info = &result["agentInfo"];

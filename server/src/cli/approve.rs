@@ -50,7 +50,8 @@ pub(super) fn answer(
 ) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
     let row = ctx.session(name)?;
-    let done: PermissionAnswered = session::answer_permission(&ctx.store, &ctx.home, &row, &answer)?;
+    let done: PermissionAnswered =
+        session::answer_permission(&ctx.store, &ctx.home, &row, &answer)?;
     out.emit(&done, || {
         format!(
             "{}: {} → {}",

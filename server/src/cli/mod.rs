@@ -169,7 +169,10 @@ pub enum Command {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log_format, cli.verbose);
+    // A session host logs to its own file, set up by `__host` itself.
+    if !matches!(cli.command, Some(Command::Host(_))) {
+        init_logging(cli.log_format, cli.verbose);
+    }
     let json = cli.json;
     let cid = correlation_id();
     let span = tracing::info_span!("command", cid = %cid);

@@ -80,10 +80,7 @@ impl Printer {
         for l in lines {
             self.line(out, &l);
         }
-        self.line(
-            out,
-            "  answer: a number (or /approve N), /deny",
-        );
+        self.line(out, "  answer: a number (or /approve N), /deny");
         self.pending = Some(p.clone());
     }
 

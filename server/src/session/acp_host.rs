@@ -31,7 +31,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -62,6 +62,8 @@ const CLIENT_QUEUE: usize = 4096;
 const OUTPUT_FACT_MS: i64 = 1_000;
 /// How long the host stays after the agent exits, so a last peek works.
 const LINGER_MS: u64 = 500;
+/// Lines that are not JSON-RPC answered with an error (and logged).
+const MALFORMED_ANSWERED: u64 = 20;
 /// Time between hang-up and kill when the host stops the agent itself.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
@@ -115,6 +117,8 @@ struct Host {
     store: Mutex<Option<Store>>,
     terminals: Terminals,
     exiting: AtomicBool,
+    /// Lines from the agent that were not JSON-RPC, so far.
+    malformed: AtomicU64,
     /// The work journal of the agent's checkout (as a terminal session's
     /// host keeps it), for Conflict Guard.
     journal: Option<crate::guard::journal::Journal>,
@@ -289,6 +293,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         clients: Mutex::new(Vec::new()),
         store: Mutex::new(store),
         exiting: AtomicBool::new(false),
+        malformed: AtomicU64::new(0),
         journal,
     });
     tracing::info!(session = %spec.session_name, agent_pid, "ACP host started");
@@ -641,6 +646,11 @@ fn drive(host: &Arc<Host>) {
             None,
         );
         let mut state = lock(&host.state);
+        if matches!(result, Err(CallError::Closed)) {
+            // The agent is gone mid-turn: the waiter says so (the turn
+            // stays running until then).
+            return;
+        }
         state.turn_running = false;
         state.echo_expected = false;
         let stop = match result {
@@ -662,7 +672,6 @@ fn drive(host: &Arc<Host>) {
                 });
                 stop
             }
-            Err(CallError::Closed) => return,
             Err(e) => {
                 host.note(
                     &mut state,
@@ -701,8 +710,19 @@ fn on_incoming(host: &Arc<Host>, incoming: Incoming) {
         }
         Incoming::Request { id, method, params } => on_request(host, id, &method, params),
         Incoming::Malformed(e) => {
-            tracing::warn!("the agent sent a line that is not JSON-RPC: {e}");
-            host.conn.send(&e.response());
+            // Answered and logged up to a limit: a program that echoes
+            // what it reads would otherwise bounce error responses back
+            // and forth without end.
+            let n = host.malformed.fetch_add(1, Ordering::Relaxed) + 1;
+            if n <= MALFORMED_ANSWERED {
+                tracing::warn!("the agent sent a line that is not JSON-RPC: {e}");
+                host.conn.send(&e.response());
+            } else if n == MALFORMED_ANSWERED + 1 {
+                tracing::warn!(
+                    "the agent sent {MALFORMED_ANSWERED} lines that are not JSON-RPC; \
+                     skipping further ones without an answer (is its stdout ACP?)"
+                );
+            }
         }
     }
 }

@@ -160,7 +160,10 @@ impl HostConn {
     }
 
     /// Answers the ACP agent's pending permission request.
-    pub fn answer(&mut self, answer: &PermissionAnswer) -> Result<PermissionAnswered, SessionError> {
+    pub fn answer(
+        &mut self,
+        answer: &PermissionAnswer,
+    ) -> Result<PermissionAnswered, SessionError> {
         let payload = serde_json::to_vec(answer).unwrap_or_default();
         let frame = self.request(FrameKind::Answer, &payload, "the answer")?;
         frame
