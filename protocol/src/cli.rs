@@ -111,6 +111,11 @@ pub struct SessionView {
     /// ACP sessions: what the protocol reported (agent, tokens, cost).
     #[serde(default)]
     pub acp: Option<AcpView>,
+    /// Tokens (and cost, where the agent reports it) the agent recorded for
+    /// this session in its own files; `None` until a record was read (or
+    /// for agents whose records owt cannot read).
+    #[serde(default)]
+    pub usage: Option<TokenUsage>,
 }
 
 /// What an ACP session's agent reported through the protocol. Token counts
@@ -138,6 +143,42 @@ pub struct AcpView {
     /// Tokens in the context window and its size (`usage_update`).
     pub context_used: Option<u64>,
     pub context_size: Option<u64>,
+}
+
+/// Tokens an agent spent, as it recorded them (see docs/protocol.md,
+/// "Token usage"). `input_tokens` counts input that was neither read from
+/// nor written to the provider's prompt cache, so the four counts add up
+/// to every token billed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Input read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Input written to the prompt cache (Anthropic's cache creation).
+    pub cache_write_tokens: u64,
+    /// US dollars, where the agent reports a cost (Aider, OpenCode, Pi); `None`
+    /// where it does not (Claude Code, Codex record tokens only).
+    pub cost_usd: Option<f64>,
+}
+
+impl TokenUsage {
+    /// All four token counts added.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+
+    /// Adds `other` (a cost stays `None` only if both are).
+    pub fn add(&mut self, other: &TokenUsage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+    }
 }
 
 /// `owt list --json`.
@@ -463,4 +504,42 @@ pub struct UsageOutput {
     pub deleted: u64,
     /// Sessions started, by agent.
     pub by_provider: Vec<(String, u64)>,
+    /// Tokens recorded by the agents in these days, all sessions (deleted
+    /// ones too).
+    #[serde(default)]
+    pub tokens: TokenUsage,
+    /// Tokens per session, most tokens first.
+    #[serde(default)]
+    pub sessions: Vec<SessionUsage>,
+    /// Tokens per agent, most tokens first.
+    #[serde(default)]
+    pub by_agent: Vec<AgentUsage>,
+    /// Tokens per local day (`YYYY-MM-DD`), oldest first; days without
+    /// records are left out.
+    #[serde(default)]
+    pub by_day: Vec<DayUsage>,
+}
+
+/// One session's tokens in `owt usage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionUsage {
+    pub name: String,
+    /// The session's short id (names are reused after a delete; ids are not).
+    pub id: String,
+    pub provider: String,
+    /// Whether the session still exists (not deleted or shipped).
+    pub live: bool,
+    pub tokens: TokenUsage,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentUsage {
+    pub provider: String,
+    pub tokens: TokenUsage,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DayUsage {
+    pub day: String,
+    pub tokens: TokenUsage,
 }

@@ -25,3 +25,4 @@ pub mod session;
 pub mod ship;
 pub mod status;
 pub mod store;
+pub mod usage;

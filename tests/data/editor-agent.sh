@@ -7,8 +7,10 @@
 #   commit MESSAGE        commit everything
 #   signal EVENT          report its status: `owt hook --event EVENT`
 #                         (working, waiting, blocked, done)
-#   work TEXT             show a spinner line `⠹ TEXT` (owt reads the
-#                         screen as working while it is visible)
+#   work TEXT             show a spinner line `⠹ TEXT` just above the
+#                         prompt (owt reads a line-mode screen as working
+#                         while a spinner is on the prompt's line or the
+#                         one above it)
 #   exit                  quit
 # Anything else is echoed as `got: LINE`. Lines are numbered from 1; a
 # command ends with `ok #N: COMMAND` (or `error #N: …`) before the next
@@ -45,7 +47,7 @@ while true; do
     signal)
       "${OWT:-owt}" hook --event "$rest" && printf 'ok #%d: signal %s\n' "$n" "$rest" || printf 'error #%d: signal failed\n' "$n"
       ;;
-    work) printf '⠹ %s (esc to interrupt)\nok #%d: work\n' "$rest" "$n" ;;
+    work) printf 'ok #%d: work\n⠹ %s (esc to interrupt)\n' "$n" "$rest" ;;
     *) printf 'got: %s\n' "$line" ;;
   esac
 done

@@ -468,10 +468,11 @@ class Handler(BaseHTTPRequestHandler):
         tools = tool_names(api, body)
         users, assistants, calls = conversation(api, body)
         # A request without tools from an agent that uses tools is a side
-        # request (a title, a topic check); so is a non-streamed request from
-        # an agent without tools (Aider's commit message).
-        aux = (not tools and api != "chat") or (api in ("chat", "gemini") and not tools and not stream) \
-            or (api == "gemini" and not stream) or is_title_request(body)
+        # request (a title, a topic check); so is Aider's commit message
+        # (streamed or not: Aider runs with --no-stream too), and Gemini's
+        # non-streamed routing checks.
+        aux = (not tools and api != "chat") or (api == "gemini" and not stream) \
+            or is_commit_message_request(body) or is_title_request(body)
         if aux:
             index, answer, step = None, ("text", aux_text(api, body)), None
             usage = dict(AUX_USAGE)
@@ -716,6 +717,12 @@ class Handler(BaseHTTPRequestHandler):
         else:
             chunk({}, finish, usage=usage_doc)
         self.sse(None, "[DONE]")
+
+
+def is_commit_message_request(body):
+    """Aider's side request for a commit message (its weak model's prompt)."""
+    system = json.dumps([m.get("content") for m in body.get("messages") or [] if m.get("role") == "system"])
+    return "Git commit messages" in system
 
 
 def is_title_request(body):

@@ -418,6 +418,12 @@ fn aider_files_are_not_work_and_not_overlaps() {
     let mut trusted = worktrees.clone();
     trusted.push(repo.clone());
     setup_offline(&mut env, Agent::Aider, &model, &trusted, true);
+    // As a user's own git config would: Aider writes a missing identity
+    // into the shared `.git/config` at start, and two Aiders starting at
+    // once then race on git's `config.lock` (Aider's own limit, in
+    // docs/providers.md).
+    env.git(&repo, ["config", "user.name", "Test"]);
+    env.git(&repo, ["config", "user.email", "test@example.com"]);
     for name in names {
         env.owt_ok(
             &repo,
@@ -509,4 +515,59 @@ fn claude_headless_is_done_when_it_exits() {
     assert!(screen.contains(reply), "the final screen:\n{screen}");
     let list: owt_protocol::SessionList = env.owt_json(&repo, ["list"]);
     assert_eq!(list.sessions[0].status, Status::Done);
+}
+
+/// Regression: `opencode run` started in a linked worktree worked in the
+/// main checkout (OpenCode 1.18 takes the project from git's common
+/// directory): `owt new --headless --ai-tool opencode` wrote the agent's
+/// file into the human's checkout. owt passes the worktree as `--dir`.
+#[test]
+fn opencode_headless_works_in_its_own_worktree() {
+    let mut env = TestEnv::new();
+    let repo = env.repo("app");
+    let name = "opencode-headless";
+    let worktree = env.path().join("app.worktrees").join(name);
+    let model = Model::start(
+        &env.path().join("model"),
+        &json!({"turns": [{"steps": [
+            {"write": {"path": "hello.txt", "content": "hello from the scripted model\n"}},
+            {"text": "I wrote hello.txt."}]}]}),
+    );
+    setup_offline(
+        &mut env,
+        Agent::OpenCode,
+        &model,
+        &[repo.clone(), worktree.clone()],
+        false,
+    );
+    env.owt_ok(
+        &repo,
+        [
+            "new",
+            "Create hello.txt with a greeting",
+            "--name",
+            name,
+            "--ai-tool",
+            "opencode",
+            "--headless",
+        ],
+    );
+    let out = env
+        .owt_cmd(&repo, ["--json", "wait", name, "--timeout", "180"])
+        .output()
+        .unwrap();
+    let waited: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(waited["status"], "done", "{waited}");
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("hello.txt"))
+            .ok()
+            .as_deref(),
+        Some("hello from the scripted model\n"),
+        "the agent's file is in its worktree; screen:\n{}",
+        env.owt_ok(&repo, ["peek", name])
+    );
+    assert!(
+        !repo.join("hello.txt").exists(),
+        "nothing is written into the human's checkout"
+    );
 }

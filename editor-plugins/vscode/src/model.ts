@@ -1,7 +1,7 @@
 // The pure model of the Agents view: Board → tree nodes, and the status bar
 // text. No `vscode` import, so it is unit-tested under plain Node.
 
-import type { Board, BoardLane, Lane, SessionView } from './protocol';
+import type { Board, BoardLane, Lane, SessionView, TokenUsage } from './protocol';
 
 /** Row actions a session offers; each becomes a `:action` in its context value. */
 export type SessionAction = 'attach' | 'peek' | 'send' | 'merge' | 'ship' | 'delete';
@@ -24,7 +24,7 @@ export interface SessionNode {
   /** Stable tree id (from the session id, not its position). */
   id: string;
   label: string;
-  /** `status · provider · +N commits · M overlaps`. */
+  /** `status · provider · +N commits · M overlaps · 12k tok $0.04`. */
   description: string;
   /** Plain text: task, branch, worktree, … */
   tooltip: string;
@@ -51,11 +51,39 @@ export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
+/** A count at a glance, as the CLI prints it: `950`, `12.3k`, `456k`, `4.5M`. */
+export function compactCount(n: number): string {
+  if (n < 1000) return `${n}`;
+  if (n < 10_000) return `${(n / 1e3).toFixed(1)}k`;
+  if (n < 1_000_000) return `${(n / 1e3).toFixed(0)}k`;
+  if (n < 10_000_000) return `${(n / 1e6).toFixed(1)}M`;
+  if (n < 1_000_000_000) return `${(n / 1e6).toFixed(0)}M`;
+  return `${(n / 1e9).toFixed(1)}G`;
+}
+
+/** US dollars: cents above a dime, else two significant digits. */
+export function dollars(usd: number): string {
+  if (usd === 0 || Math.abs(usd) >= 0.1) return `$${usd.toFixed(2)}`;
+  const digits = Math.min(8, Math.max(2, 1 - Math.floor(Math.log10(Math.abs(usd)))));
+  return `$${usd.toFixed(digits)}`;
+}
+
+export function totalTokens(u: TokenUsage): number {
+  return u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens;
+}
+
+/** `12.3k tok` or `1.2M tok $0.42`, as on the CLI board. */
+export function usageFigure(u: TokenUsage): string {
+  const cost = u.cost_usd === null || u.cost_usd === undefined ? '' : ` ${dollars(u.cost_usd)}`;
+  return `${compactCount(totalTokens(u))} tok${cost}`;
+}
+
 /** The one-line description of a session, in the CLI board's words. */
 export function sessionDescription(s: SessionView): string {
   const parts = [s.status_text || s.status, s.provider];
   if (s.ahead > 0) parts.push(`+${plural(s.ahead, 'commit')}`);
   if (s.overlaps > 0) parts.push(plural(s.overlaps, 'overlap'));
+  if (s.usage) parts.push(usageFigure(s.usage));
   return parts.filter((p) => p.length > 0).join(' · ');
 }
 
@@ -67,6 +95,14 @@ export function sessionTooltip(s: SessionView): string {
   lines.push(`${s.kind === 'branch' ? 'checkout' : 'worktree'}: ${s.worktree}`);
   lines.push(`changes: ${plural(s.ahead, 'commit')} ahead, ${plural(s.changed_files, 'file')} changed`);
   if (s.overlaps > 0) lines.push(`Conflict Guard: overlaps with ${plural(s.overlaps, 'participant')}`);
+  if (s.usage) {
+    const u = s.usage;
+    const cost = u.cost_usd === null || u.cost_usd === undefined ? '' : `, ${dollars(u.cost_usd)}`;
+    lines.push(
+      `tokens: ${compactCount(totalTokens(u))} (in ${compactCount(u.input_tokens)}, out ${compactCount(u.output_tokens)}, ` +
+        `cache ${compactCount(u.cache_read_tokens)} read, ${compactCount(u.cache_write_tokens)} written${cost})`,
+    );
+  }
   if (s.conflicted_files.length > 0) {
     lines.push(`merge conflicts: ${s.conflicted_files.join(', ')}`);
   }

@@ -41,6 +41,18 @@ export interface SessionView {
   overlaps: number;
   conflicted_files: string[];
   agent_pid: number | null;
+  /** Tokens the agent recorded for this session; absent or null before any. */
+  usage?: TokenUsage | null;
+}
+
+/** `owt_protocol::TokenUsage`: `input_tokens` excludes cache reads and writes. */
+export interface TokenUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  /** US dollars, where the agent reports a cost. */
+  cost_usd: number | null;
 }
 
 /** `owt_protocol::BoardLane`. */

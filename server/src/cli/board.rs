@@ -61,6 +61,9 @@ pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
                     if s.overlaps == 1 { "" } else { "s" }
                 ));
             }
+            if let Some(usage) = &s.usage {
+                parts.push(super::usage_figure(usage));
+            }
             let task = s.task.lines().next().unwrap_or_default();
             let task: String = task.chars().take(60).collect();
             parts.push(printable::line(&task).into_owned());

@@ -29,9 +29,10 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
             .into();
     }
     let header = [
-        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "AGE", "WORKTREE",
+        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "TOKENS", "AGE",
+        "WORKTREE",
     ];
-    let rows: Vec<[String; 9]> = sessions
+    let rows: Vec<[String; 10]> = sessions
         .iter()
         .map(|s| {
             [
@@ -42,6 +43,9 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
                 s.ahead.to_string(),
                 s.changed_files.to_string(),
                 s.overlaps.to_string(),
+                s.usage
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), super::usage_figure),
                 super::age(s.created_at, now),
                 crate::printable::line(&s.worktree).into_owned(),
             ]

@@ -119,7 +119,22 @@ pub enum Command {
     Sync(sync::Args),
     /// List (and with --force remove) stale sessions.
     Cleanup(cleanup::Args),
-    /// Local usage counts.
+    /// Sessions and tokens per agent, session and day (local records only).
+    ///
+    /// Counts sessions started, shipped, merged and deleted in this
+    /// repository, and the tokens each agent recorded in its own files, per
+    /// session, agent and day, with the cost where the agent reports one
+    /// (Aider, OpenCode, Pi). Records are read where each agent keeps
+    /// them: Claude Code's transcripts (~/.claude/projects), Codex's
+    /// rollouts ($CODEX_HOME/sessions), OpenCode's database
+    /// (~/.local/share/opencode), Pi's sessions (~/.pi/agent/sessions),
+    /// Aider's analytics log (owt asks Aider to write one under
+    /// $OWT_HOME/usage) or its chat history. Gemini CLI's are not read yet.
+    /// Nothing leaves the machine.
+    ///
+    /// `in` counts input that was neither read from nor written to the
+    /// prompt cache, so in + out + cache read + cache written is every
+    /// token billed.
     Usage(usage::Args),
     /// Conflict Guard: which agents (and you) touch the same code, down to the lines.
     ///
@@ -340,6 +355,40 @@ fn correlation_id() -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     format!("{:08x}", nanos ^ std::process::id().rotate_left(13))
+}
+
+/// A count as people read it at a glance: `950`, `12.3k`, `456k`, `4.5M`.
+pub fn compact_count(n: u64) -> String {
+    let f = n as f64;
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=9_999 => format!("{:.1}k", f / 1e3),
+        10_000..=999_999 => format!("{:.0}k", f / 1e3),
+        1_000_000..=9_999_999 => format!("{:.1}M", f / 1e6),
+        10_000_000..=999_999_999 => format!("{:.0}M", f / 1e6),
+        _ => format!("{:.1}G", f / 1e9),
+    }
+}
+
+/// US dollars: cents above a dime, else two significant digits (`$0.0038`).
+pub fn dollars(usd: f64) -> String {
+    if usd == 0.0 || usd.abs() >= 0.1 {
+        format!("${usd:.2}")
+    } else {
+        let digits = (1 - usd.abs().log10().floor() as i32).clamp(2, 8) as usize;
+        format!("${usd:.digits$}")
+    }
+}
+
+/// A session's tokens in a few characters: `12.3k tok`, `1.2M tok $0.42`
+/// (all tokens, cache reads included; the cost where the agent reports it).
+pub fn usage_figure(usage: &owt_protocol::TokenUsage) -> String {
+    let mut s = format!("{} tok", compact_count(usage.total_tokens()));
+    if let Some(cost) = usage.cost_usd {
+        s.push(' ');
+        s.push_str(&dollars(cost));
+    }
+    s
 }
 
 /// `3h`, `12m`, `40s` since `then_ms`.

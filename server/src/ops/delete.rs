@@ -48,6 +48,10 @@ pub fn delete_session(
     }
     progress(&format!("Stopping the agent of {name}"));
     session::stop(&ctx.home, &row).with_context(|| format!("stopping the agent of {name}"))?;
+    // The agent's last records (some live in the worktree) before it goes;
+    // the tokens stay in the store for `owt usage`.
+    let places = ctx.usage_places();
+    crate::usage::refresh_all(&ctx.store, &places, std::slice::from_ref(&row));
 
     let mut out = DeleteOutput {
         name: row.name.clone(),
@@ -118,6 +122,7 @@ pub fn delete_session(
         out.branch_deleted = true;
     }
     ctx.store.remove_session(&row, how)?;
+    crate::usage::forget(&places, &row);
     Ok(out)
 }
 

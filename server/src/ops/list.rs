@@ -25,6 +25,7 @@ pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
 /// read as stored (the LSP's live guard keeps them current).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
     let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), &rows);
     rows.iter()
         .map(|row| session_view_with(ctx, row, refresh_git))
         .collect()
@@ -46,6 +47,7 @@ pub fn refresh_git_facts(
 
 /// One session, reconciled.
 pub fn session_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), std::slice::from_ref(row));
     session_view_with(ctx, row, true)
 }
 
@@ -61,7 +63,9 @@ fn session_view_with(
         refresh_git_fact(ctx, row);
     }
     let facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
-    Ok(view(row, &facts, now_ms()))
+    let mut view = view(row, &facts, now_ms());
+    view.usage = ctx.store.session_usage(&row.short_id)?;
+    Ok(view)
 }
 
 /// Records commits ahead and changed paths when they changed.
@@ -121,7 +125,8 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
     }
 }
 
-/// The protocol view of a session (pure).
+/// The protocol view of a session (pure; its token `usage` is filled in
+/// from the store by the caller).
 pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
     let derived = derive_status(facts, now);
     SessionView {
@@ -161,6 +166,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .clone()
             .filter(|_| derived.status == owt_protocol::Status::Blocked),
         acp: facts.acp_usage.clone(),
+        usage: None,
     }
 }
 

@@ -79,6 +79,12 @@ impl Context {
         })
     }
 
+    /// Where the agents started from this repository keep their token
+    /// records (owt's environment with `[agent] env` on top).
+    pub fn usage_places(&self) -> crate::usage::Places {
+        crate::usage::Places::from_env(&self.home, &self.config.config.agent.env)
+    }
+
     /// The session called `name` in this repository, or an error listing
     /// the sessions that exist.
     pub fn session(&self, name: &str) -> anyhow::Result<SessionRow> {

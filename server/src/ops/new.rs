@@ -263,12 +263,15 @@ pub fn new_session(
                     env: resolved.provider.env.clone(),
                 });
             }
-            Ok(resolved.provider.launch_with(
-                &resolved.binary_path,
-                &prompt,
+            let mut args = provider::integration::placement_args(
+                &resolved.provider.name,
                 mode,
-                &integration.args,
-            )?)
+                &session.worktree_path,
+            );
+            args.extend(integration.args.iter().cloned());
+            Ok(resolved
+                .provider
+                .launch_with(&resolved.binary_path, &prompt, mode, &args)?)
         })
         .and_then(|launch| {
             env.extend(launch.env.clone());
@@ -385,6 +388,21 @@ pub fn new_session(
         "Starting {} in {}",
         resolved.provider.name, session.name
     ));
+    // Where the agent can keep an exact record of its tokens for owt.
+    let mut env = env;
+    let places = ctx.usage_places();
+    let record_env = crate::usage::agent_env(
+        &resolved.provider.name,
+        &places,
+        &session.short_id,
+        |name| env.contains_key(name) || std::env::var_os(name).is_some(),
+    );
+    if !record_env.is_empty() {
+        if let Err(e) = crate::usage::aider::prepare(&places) {
+            tracing::warn!("creating {}: {e}", places.owt_usage.display());
+        }
+        env.extend(record_env);
+    }
     let spec = HostSpec {
         transport: launch_transport,
         acp_load: None,

@@ -72,6 +72,34 @@ const MIGRATIONS: &[&str] = &[
         sha256 TEXT NOT NULL,
         trusted_at INTEGER NOT NULL
     );",
+    // 3: tokens the agents recorded (per session and local day; kept after
+    // the session is deleted, for `owt usage`), and how far each of the
+    // agents' record files has been read.
+    "CREATE TABLE usage (
+        repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+        session_short_id TEXT NOT NULL,
+        session_name TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        day TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (session_short_id, day)
+    );
+    CREATE INDEX usage_repo_day ON usage(repo_id, day);
+    CREATE TABLE usage_sources (
+        session_short_id TEXT NOT NULL,
+        path TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        offset INTEGER NOT NULL,
+        carry TEXT NOT NULL,
+        PRIMARY KEY (session_short_id, path)
+    );
+    CREATE INDEX usage_sources_path ON usage_sources(path);",
 ];
 
 /// The schema version this build writes.

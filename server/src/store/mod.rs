@@ -17,6 +17,7 @@
 //! that is fixed the first time the store is opened, with a log line.
 
 mod migrations;
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,6 +26,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{de::DeserializeOwned, Serialize};
 
 pub use migrations::SCHEMA_VERSION;
+pub use usage::{UsageCursor, UsageDelta, UsageRow, NO_SESSION};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -583,6 +585,11 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute("DELETE FROM sessions WHERE id = ?1", params![session.id])?;
+        // Its tokens stay in `usage` (for `owt usage`); its read positions go.
+        tx.execute(
+            "DELETE FROM usage_sources WHERE session_short_id = ?1",
+            params![session.short_id],
+        )?;
         tx.execute(
             "INSERT INTO events (repo_id, session_name, kind, detail, at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![session.repo_id, session.name, how, session.provider, now_ms()],

@@ -134,6 +134,7 @@ function M.render(buf, board, err)
             s.branch or "",
             age(s.created_at),
             changes,
+            ui.usage_figure(s.usage),
             first_line(s.task),
           }
         end

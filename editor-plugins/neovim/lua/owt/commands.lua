@@ -90,7 +90,8 @@ function M.list()
     if err then
       return vim.notify("owt: " .. err, vim.log.levels.ERROR, { title = "owt" })
     end
-    local rows = { { "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "WORKTREE" } }
+    local ui = require("owt.ui")
+    local rows = { { "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "TOKENS", "WORKTREE" } }
     for _, s in ipairs(list.sessions or {}) do
       rows[#rows + 1] = {
         s.name,
@@ -100,6 +101,7 @@ function M.list()
         tostring(s.ahead or 0),
         tostring(s.changed_files or 0),
         tostring(s.overlaps or 0),
+        s.usage and ui.usage_figure(s.usage) or "-",
         s.worktree or "",
       }
     end

@@ -100,4 +100,52 @@ function M.columns(rows)
   return out
 end
 
+--- A count at a glance, as the CLI prints it: `950`, `12.3k`, `456k`, `4.5M`.
+---@param n integer
+---@return string
+function M.compact_count(n)
+  if n < 1000 then
+    return tostring(n)
+  elseif n < 10000 then
+    return ("%.1fk"):format(n / 1e3)
+  elseif n < 1000000 then
+    return ("%.0fk"):format(n / 1e3)
+  elseif n < 10000000 then
+    return ("%.1fM"):format(n / 1e6)
+  elseif n < 1000000000 then
+    return ("%.0fM"):format(n / 1e6)
+  end
+  return ("%.1fG"):format(n / 1e9)
+end
+
+--- US dollars: cents above a dime, else two significant digits (`$0.0038`).
+---@param usd number
+---@return string
+function M.dollars(usd)
+  if usd == 0 or math.abs(usd) >= 0.1 then
+    return ("$%.2f"):format(usd)
+  end
+  local digits = math.min(8, math.max(2, 1 - math.floor(math.log10(math.abs(usd)))))
+  return ("$%." .. digits .. "f"):format(usd)
+end
+
+--- A session's tokens (`SessionView.usage`) as on the CLI board:
+--- `12.3k tok`, `1.2M tok $0.42`; "" without usage.
+---@param usage table|nil
+---@return string
+function M.usage_figure(usage)
+  if type(usage) ~= "table" then
+    return ""
+  end
+  local total = (usage.input_tokens or 0)
+    + (usage.output_tokens or 0)
+    + (usage.cache_read_tokens or 0)
+    + (usage.cache_write_tokens or 0)
+  local text = M.compact_count(total) .. " tok"
+  if type(usage.cost_usd) == "number" then
+    text = text .. " " .. M.dollars(usage.cost_usd)
+  end
+  return text
+end
+
 return M

@@ -70,6 +70,20 @@ pub fn prepare(
     }
 }
 
+/// Arguments `provider` needs in `mode` to work in `worktree` at all,
+/// whatever happens to its status signals: `opencode run` started in a
+/// linked worktree works in the main checkout (checked with opencode
+/// 1.18.33: it takes the project from git's common directory) unless it is
+/// given `--dir`.
+pub fn placement_args(provider: &str, mode: LaunchMode, worktree: &Path) -> Vec<String> {
+    match (provider, mode) {
+        ("opencode", LaunchMode::Headless) => {
+            vec!["--dir".into(), worktree.to_string_lossy().into_owned()]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Files `provider` writes into its checkout on its own (gitignore
 /// patterns, relative to the checkout): excluded from commits and the guard
 /// the way owt's own files are (`git::exclude_paths`).
