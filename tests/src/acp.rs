@@ -5,6 +5,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -164,4 +165,19 @@ impl Drop for Pty {
     fn drop(&mut self) {
         let _ = self.child.kill();
     }
+}
+
+/// `node SCRIPT ARGS` in `cwd` with `env`'s hermetic environment (what
+/// `owt` gets, so an `owt` the script starts sees the test's `OWT_HOME`).
+pub fn node(env: &TestEnv, cwd: &Path, script: &Path, args: &[&std::ffi::OsStr]) -> Command {
+    let probe = env.owt_cmd(cwd, std::iter::empty::<&str>());
+    let mut cmd = Command::new("node");
+    cmd.arg(script).args(args).current_dir(cwd);
+    for (k, v) in probe.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd
 }
