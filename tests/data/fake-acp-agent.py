@@ -16,6 +16,8 @@ Modes:
             link), and to run commands outside and inside it; reports
             each answer as a message line
   ask       asks permission to write ask.txt; writes it when allowed
+  echo      not an ACP agent at all: prints a banner, then echoes every
+            line it reads (owt must not bounce errors with it forever)
 
 Every line received is appended to --log (JSON per line) for the test.
 """
@@ -133,6 +135,11 @@ def turn(rid, params):
 
 
 def main():
+    if args.mode == "echo":
+        send_raw("echo agent ready")
+        for line in sys.stdin:
+            send_raw("got: " + line.strip())
+        return
     for line in sys.stdin:
         line = line.strip()
         if not line:

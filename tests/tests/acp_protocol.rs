@@ -238,3 +238,81 @@ fn a_denied_permission_request_writes_nothing() {
         "{err}"
     );
 }
+
+#[test]
+fn a_program_that_is_not_an_acp_agent_gets_a_bounded_number_of_answers() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    fake_acp_tool(&env, "echo");
+    let s = start(&env, &repo, "echo", "hello");
+    // It echoes each error response back as a line that is not JSON-RPC:
+    // owt answers 20 of them, then stops (and the echoes with it).
+    wait_until("owt to stop answering", WAIT, || {
+        host_log(&env, &s.id).contains("skipping further ones without an answer")
+    });
+    let log = host_log(&env, &s.id);
+    assert_eq!(
+        log.matches("the agent sent a line that is not JSON-RPC")
+            .count(),
+        20,
+        "{log}"
+    );
+    assert_eq!(session(&env, &repo, "echo").status, Status::Starting);
+    env.owt_ok(&repo, ["__host", "stop", "echo"]);
+    assert_eq!(session(&env, &repo, "echo").status, Status::Exited);
+}
+
+/// `owt acp`'s side: lines from the editor that are not JSON-RPC, an
+/// unknown method and another protocol version get JSON-RPC answers, and
+/// the connection goes on until its input ends.
+#[test]
+fn owt_acp_answers_bad_lines_and_goes_on() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let mut child = env
+        .owt_cmd(&repo, ["acp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        // (its warnings about the bad lines: asserted through the answers)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("owt acp");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = |line: &str| -> serde_json::Value {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        let got = lines.next().expect("an answer").expect("reading owt acp");
+        serde_json::from_str(&got).unwrap_or_else(|e| panic!("{e}: {got}"))
+    };
+    let r = ask("this is not JSON");
+    assert_eq!(
+        (r["id"].clone(), r["error"]["code"].clone()),
+        (serde_json::Value::Null, (-32700).into())
+    );
+    let r = ask(r#"{"jsonrpc":"2.0","id":1}"#);
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    let r = ask(r#"{"jsonrpc":"2.0","id":2,"method":"session/teleport","params":{}}"#);
+    assert_eq!(
+        (r["id"].clone(), r["error"]["code"].clone()),
+        (2.into(), (-32601).into())
+    );
+    // ACP: the agent answers with the version it speaks; the client decides.
+    let r = ask(r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":2}}"#);
+    assert_eq!(r["result"]["protocolVersion"], 1, "{r}");
+    let r = ask(
+        r#"{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}"#,
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("nope"),
+        "{r}"
+    );
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
