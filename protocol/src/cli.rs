@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// function (`owt::status::derive_status`). Never stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Status {
     /// Created; the agent has not shown any output yet.
     Starting,
@@ -43,6 +44,7 @@ impl Status {
 /// The board lane a session is shown in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Lane {
     NeedsYou,
     ReadyToShip,
@@ -64,6 +66,7 @@ impl Lane {
 /// How a session holds its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum SessionKind {
     /// Its own git worktree and branch (the default).
     Worktree,
@@ -71,8 +74,84 @@ pub enum SessionKind {
     Branch,
 }
 
+impl SessionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionKind::Worktree => "worktree",
+            SessionKind::Branch => "branch",
+        }
+    }
+
+    /// The kind named `text` (`worktree`, `branch`).
+    pub fn parse(text: &str) -> Option<SessionKind> {
+        match text {
+            "worktree" => Some(SessionKind::Worktree),
+            "branch" => Some(SessionKind::Branch),
+            _ => None,
+        }
+    }
+}
+
+/// Something a person can do to a session (every surface offers the same
+/// ones, from [`SessionView::actions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum SessionAction {
+    /// Open a terminal on the agent.
+    Attach,
+    /// Show the agent's screen.
+    Peek,
+    /// Type text into the agent.
+    Send,
+    /// Merge the branch into its base.
+    Merge,
+    /// Commit, merge and delete.
+    Ship,
+    /// Stop the agent, remove its worktree and branch.
+    Delete,
+    /// Open the files a merge or rebase left conflicted.
+    Conflicts,
+}
+
+impl SessionAction {
+    /// Every action, in menu order.
+    pub const ALL: [SessionAction; 7] = [
+        SessionAction::Attach,
+        SessionAction::Peek,
+        SessionAction::Send,
+        SessionAction::Merge,
+        SessionAction::Ship,
+        SessionAction::Delete,
+        SessionAction::Conflicts,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionAction::Attach => "attach",
+            SessionAction::Peek => "peek",
+            SessionAction::Send => "send",
+            SessionAction::Merge => "merge",
+            SessionAction::Ship => "ship",
+            SessionAction::Delete => "delete",
+            SessionAction::Conflicts => "conflicts",
+        }
+    }
+}
+
+/// Whether an action can be done now, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ActionState {
+    pub action: SessionAction,
+    pub available: bool,
+    /// Why it is not available (a fragment: `the agent exited`).
+    pub reason: Option<String>,
+}
+
 /// One session as every surface shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionView {
     pub name: String,
     /// Short stable id (names the host socket).
@@ -88,6 +167,7 @@ pub struct SessionView {
     pub status_text: String,
     pub lane: Lane,
     /// Unix time in milliseconds.
+    #[cfg_attr(test, ts(type = "number"))]
     pub created_at: i64,
     pub exit_code: Option<i32>,
     pub host_lost: bool,
@@ -103,18 +183,26 @@ pub struct SessionView {
     /// How the host talks to the agent: its terminal (`pty`) or the Agent
     /// Client Protocol (`acp`).
     #[serde(default)]
+    #[cfg_attr(test, ts(as = "Option<crate::host::Transport>", optional))]
     pub transport: crate::host::Transport,
     /// ACP sessions: the permission request the agent waits on (while
     /// `blocked`); answer with `owt approve` / `owt deny`.
     #[serde(default)]
+    #[cfg_attr(test, ts(optional = nullable))]
     pub permission: Option<crate::host::PendingPermission>,
     /// ACP sessions: what the protocol reported (agent, tokens, cost).
     #[serde(default)]
+    #[cfg_attr(test, ts(optional = nullable))]
     pub acp: Option<AcpView>,
+    /// Every [`SessionAction`], in menu order, with whether it can be done
+    /// now (computed by the server; plugins show exactly these).
+    #[serde(default)]
+    pub actions: Vec<ActionState>,
     /// Tokens (and cost, where the agent reports it) the agent recorded for
     /// this session in its own files; `None` until a record was read (or
     /// for agents whose records owt cannot read).
     #[serde(default)]
+    #[cfg_attr(test, ts(optional = nullable))]
     pub usage: Option<TokenUsage>,
 }
 
@@ -122,6 +210,7 @@ pub struct SessionView {
 /// add up the agent's per-turn reports (`PromptResponse.usage`); agents
 /// that report none (Codex's adapter) leave them at 0.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AcpView {
     /// The agent's name and version (`agentInfo`), e.g.
     /// `@zed-industries/claude-agent-acp 0.23.1`.
@@ -131,18 +220,35 @@ pub struct AcpView {
     #[serde(default)]
     pub session_id: Option<String>,
     /// Turns ended.
+    #[cfg_attr(test, ts(type = "number"))]
     pub turns: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub input_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub output_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub cache_read_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub cache_write_tokens: u64,
     /// Reasoning tokens, where reported separately.
+    #[cfg_attr(test, ts(type = "number"))]
     pub thought_tokens: u64,
     /// Cumulative cost in US dollars (`usage_update.cost`), where reported.
     pub cost_usd: Option<f64>,
     /// Tokens in the context window and its size (`usage_update`).
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub context_used: Option<u64>,
+    #[cfg_attr(test, ts(type = "number | null"))]
     pub context_size: Option<u64>,
+}
+
+impl SessionView {
+    /// Whether `action` can be done now.
+    pub fn can(&self, action: SessionAction) -> bool {
+        self.actions
+            .iter()
+            .any(|a| a.action == action && a.available)
+    }
 }
 
 /// Tokens an agent spent, as it recorded them (see docs/protocol.md,
@@ -150,12 +256,17 @@ pub struct AcpView {
 /// nor written to the provider's prompt cache, so the four counts add up
 /// to every token billed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TokenUsage {
+    #[cfg_attr(test, ts(type = "number"))]
     pub input_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub output_tokens: u64,
     /// Input read from the prompt cache.
+    #[cfg_attr(test, ts(type = "number"))]
     pub cache_read_tokens: u64,
     /// Input written to the prompt cache (Anthropic's cache creation).
+    #[cfg_attr(test, ts(type = "number"))]
     pub cache_write_tokens: u64,
     /// US dollars, where the agent reports a cost (Aider, OpenCode, Pi); `None`
     /// where it does not (Claude Code, Codex record tokens only).
@@ -190,21 +301,63 @@ pub struct SessionList {
 
 /// `owt --json` (the board).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Board {
     pub repository: String,
     /// Non-empty lanes only, in priority order.
     pub lanes: Vec<BoardLane>,
+    /// Every lane in priority order, empty ones too, with its title and
+    /// count (for a board that always shows each section).
+    #[serde(default)]
+    pub all_lanes: Vec<LaneCount>,
+    /// What a status line shows.
+    #[serde(default)]
+    pub counts: BoardCounts,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BoardLane {
     pub lane: Lane,
+    /// `NEEDS YOU`, as the CLI board prints it.
     pub title: String,
+    /// How many sessions are in it.
+    #[serde(default)]
+    pub count: u32,
     pub sessions: Vec<SessionView>,
+}
+
+/// A lane's title and how many sessions are in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct LaneCount {
+    pub lane: Lane,
+    pub title: String,
+    pub count: u32,
+}
+
+/// Sessions counted for a status line: each session is in exactly one of
+/// `working`, `needs_you`, `ready` and `idle`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct BoardCounts {
+    pub total: u32,
+    /// In flight, with the agent starting or busy.
+    pub working: u32,
+    /// In the NEEDS YOU lane.
+    pub needs_you: u32,
+    /// In the READY TO SHIP lane.
+    pub ready: u32,
+    /// Everything else (idle, done, exited outside the lanes above).
+    pub idle: u32,
+    /// The non-zero counts in words, e.g. `3 working · 1 needs you`
+    /// (empty when there is no session).
+    pub summary: String,
 }
 
 /// `owt new --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct NewOutput {
     pub session: SessionView,
     /// Warnings that did not stop the session (failed setup script, …).
@@ -213,6 +366,7 @@ pub struct NewOutput {
 
 /// `owt delete --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DeleteOutput {
     pub name: String,
     pub worktree_removed: bool,
@@ -384,6 +538,7 @@ pub struct VersionOutput {
 
 /// Error document printed on stderr by `owt --json` when a verb fails.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ErrorOutput {
     pub error: String,
     pub hint: Option<String>,
@@ -392,6 +547,7 @@ pub struct ErrorOutput {
 /// A file the merge would conflict on (or did), with the conflicting line
 /// ranges of the merged result (1-based, inclusive).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ConflictFile {
     pub path: String,
     pub lines: Vec<(u32, u32)>,
@@ -399,6 +555,7 @@ pub struct ConflictFile {
 
 /// `owt merge --json` (and the merge part of `owt ship --json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct MergeOutput {
     pub name: String,
     pub branch: String,
@@ -426,6 +583,7 @@ pub struct MergeOutput {
 
 /// `owt ship --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ShipOutput {
     /// The commit made of the worktree's uncommitted work, if there was any.
     pub committed: Option<String>,

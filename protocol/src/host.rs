@@ -173,6 +173,7 @@ pub struct Terminate {
 
 /// The agent's screen as text (`owt peek`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ScreenView {
     pub rows: u16,
     pub cols: u16,
@@ -260,6 +261,7 @@ pub struct HostStatus {
 
 /// How a session's host talks to its agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
 pub enum Transport {
     /// The agent's own terminal UI in a PTY; status read from its screen,
@@ -303,6 +305,7 @@ pub struct PermissionAnswered {
 
 /// One choice of a permission request, as the agent offered it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PermissionOption {
     pub id: String,
     pub name: String,
@@ -312,9 +315,11 @@ pub struct PermissionOption {
 
 /// A permission request the agent is waiting on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PendingPermission {
     /// Numbers the requests of one host (answers name no id: there is at
     /// most one pending at a time per turn).
+    #[cfg_attr(test, ts(type = "number"))]
     pub id: u64,
     /// The tool call's title, e.g. `Write hello.txt`.
     pub question: String,
@@ -427,6 +432,7 @@ pub struct HostError {
 
 /// `owt peek --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PeekView {
     pub session: String,
     /// Whether the screen came from a live host (else from the final

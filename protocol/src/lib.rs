@@ -10,5 +10,7 @@ pub mod cli;
 pub mod guard;
 pub mod host;
 pub mod lsp;
+#[cfg(test)]
+mod typescript;
 
 pub use cli::*;

@@ -43,9 +43,14 @@ pub mod commands {
     ];
 }
 
+/// The severities a client may set per level (see [`Severities`]).
+pub const SEVERITY_VALUES: &[&str] = &["error", "warning", "information", "hint"];
+
 /// `initializationOptions` a client may send.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct InitializationOptions {
     /// The client handles `owt/openTerminal`.
     pub open_terminal: bool,
@@ -55,6 +60,8 @@ pub struct InitializationOptions {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct Severities {
     pub overlap: Option<String>,
     pub hunk_overlap: Option<String>,
@@ -63,6 +70,7 @@ pub struct Severities {
 
 /// `owt/openTerminal` params: run `argv` in `cwd` in a terminal titled `title`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct OpenTerminalParams {
     pub title: String,
     pub argv: Vec<String>,
@@ -72,6 +80,7 @@ pub struct OpenTerminalParams {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct OpenTerminalResult {
     pub opened: bool,
 }
@@ -79,6 +88,8 @@ pub struct OpenTerminalResult {
 /// The one argument of every owt command.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct CommandArgs {
     pub session: Option<String>,
     /// `owt.spawn`: the task; `owt.send`: the text.
@@ -101,6 +112,7 @@ pub struct CommandArgs {
 
 /// `data` of an owt diagnostic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DiagnosticData {
     pub session: String,
     pub level: String,

@@ -18,10 +18,10 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}:{line}: {message}")]
     Invalid {
@@ -359,13 +359,13 @@ pub fn read_config_file(path: &Path) -> Result<Option<ConfigFile>, ConfigError> 
         Err(source) => {
             return Err(ConfigError::Read {
                 path: path.to_path_buf(),
-                source,
+                error: source,
             })
         }
     };
     let text = std::str::from_utf8(&bytes).map_err(|e| ConfigError::Read {
         path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        error: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
     })?;
     let mut ignored = Vec::new();
     let table = if is_seed_file(path) {

@@ -1,14 +1,17 @@
 //! owt: supervise parallel AI coding agents from inside the editor.
 //!
 //! The library behind the `owt` binary. Core modules ([`store`], [`status`],
-//! [`git`], [`names`], [`config`], [`editor`], [`provider`], [`session`], [`ops`]) never
-//! import the edges ([`cli`], later `lsp`); the edges parse, call one library
-//! function and format. See `docs/ARCHITECTURE.md`.
+//! [`actions`], [`git`], [`names`], [`config`], [`editor`], [`provider`],
+//! [`session`], [`guard`], [`ops`]) never import the edges ([`cli`],
+//! [`lsp`], [`mcp`]); the edges parse, call one library function and
+//! format. See `docs/ARCHITECTURE.md`.
 
 pub mod acp;
+pub mod actions;
 pub mod cli;
 pub mod config;
 pub mod editor;
+pub mod errors;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod git;

@@ -134,16 +134,8 @@ impl TestEnv {
             .env_remove("XDG_STATE_HOME")
             .env_remove("RUST_LOG")
             .env_remove("TMUX")
-            .env_remove("OWT_SESSION")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_SYSTEM", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "Test")
-            .env("GIT_AUTHOR_EMAIL", "test@example.com")
-            .env("GIT_COMMITTER_NAME", "Test")
-            .env("GIT_COMMITTER_EMAIL", "test@example.com")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
+            .env_remove("OWT_SESSION");
+        hermetic_git(cmd);
         for (k, v) in &self.extra_env {
             cmd.env(k, v);
         }
@@ -242,26 +234,16 @@ impl TestEnv {
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
+    /// `git ARGS` in `cwd` with this env's `HOME` and `OWT_HOME` (see
+    /// [`git`]).
     pub fn git<I, S>(&self, cwd: &Path, args: I) -> String
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let args: Vec<_> = args
-            .into_iter()
-            .map(|a| a.as_ref().to_os_string())
-            .collect();
         let mut cmd = Command::new("git");
-        cmd.args(&args).current_dir(cwd).stdin(Stdio::null());
         self.hermetic(&mut cmd);
-        let out = cmd.output().expect("running git");
-        assert!(
-            out.status.success(),
-            "git {:?} failed: {}",
-            args,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+        run_git(&mut cmd, cwd, args)
     }
 
     /// A new repository `name` with one commit (README.md) on `main`, and an
@@ -356,6 +338,80 @@ impl Drop for TestEnv {
             }
         }
     }
+}
+
+/// The `file://` URI of `path` (what an editor sends).
+pub fn uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+/// Ten numbered lines, `line 1` … `line 10`: a file for overlap tests.
+pub fn ten_lines() -> String {
+    (1..=10).map(|i| format!("line {i}\n")).collect()
+}
+
+/// `text` with its line `line` (1-based) replaced by `new`.
+pub fn with_line(text: &str, line: usize, new: &str) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i + 1 == line {
+                format!("{new}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
+}
+
+/// Sets the hermetic git environment on `cmd`: no user or system
+/// configuration, a fixed identity and fixed dates.
+pub fn hermetic_git(cmd: &mut Command) -> &mut Command {
+    cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_SYSTEM", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+}
+
+/// Runs `git ARGS` in `cwd`, hermetic ([`hermetic_git`]); its stdout,
+/// trimmed. Panics with git's stderr when it fails.
+pub fn git<I, S>(cwd: &Path, args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut cmd = Command::new("git");
+    hermetic_git(&mut cmd);
+    run_git(&mut cmd, cwd, args)
+}
+
+fn run_git<I, S>(cmd: &mut Command, cwd: &Path, args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<_> = args
+        .into_iter()
+        .map(|a| a.as_ref().to_os_string())
+        .collect();
+    let out = cmd
+        .args(&args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running git");
+    assert!(
+        out.status.success(),
+        "git {:?} failed: {}",
+        args,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
 }
 
 /// Whether `pid` is a running process (not a zombie).

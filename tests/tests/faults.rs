@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use owt_e2e::lsp::LspClient;
-use owt_e2e::{data_file, pid_alive, vm_rss_kib, wait_until, TestEnv};
+use owt_e2e::{data_file, pid_alive, ten_lines, uri, vm_rss_kib, wait_until, with_line, TestEnv};
 use owt_protocol::host::{self as proto, FrameKind, Hello, Role};
 use owt_protocol::{DbHealth, NewOutput, NotesOutput, SessionList, SessionView, Status};
 use serde_json::{json, Value};
@@ -29,27 +29,6 @@ static MEASURED: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn measured() -> std::sync::MutexGuard<'static, ()> {
     MEASURED.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn uri(path: &Path) -> String {
-    format!("file://{}", path.display())
-}
-
-fn ten_lines() -> String {
-    (1..=10).map(|i| format!("line {i}\n")).collect()
-}
-
-fn with_line(text: &str, line: usize, new: &str) -> String {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| {
-            if i + 1 == line {
-                format!("{new}\n")
-            } else {
-                format!("{l}\n")
-            }
-        })
-        .collect()
 }
 
 /// A repository with `src.txt` (ten lines) committed.

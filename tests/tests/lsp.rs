@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use owt_e2e::lsp::LspClient;
-use owt_e2e::{wait_until, TestEnv};
+use owt_e2e::{uri, wait_until, TestEnv};
 use owt_protocol::{Board, NewOutput, SessionList};
 use serde_json::{json, Value};
 
@@ -23,10 +23,6 @@ fn start(env: &TestEnv, root: &Path, open_terminal: bool) -> LspClient {
 
 fn sessions(env: &TestEnv, repo: &Path) -> SessionList {
     env.owt_json(repo, ["list"])
-}
-
-fn uri(path: &Path) -> String {
-    format!("file://{}", path.display())
 }
 
 #[test]
@@ -194,6 +190,31 @@ fn attach_without_editor_support_opens_a_tmux_split() {
     drop(client);
 }
 
+/// The code actions offered in `file` for the first line (a selection of
+/// `select` characters) with `diagnostics`, and their command ids.
+fn code_actions(
+    client: &mut LspClient,
+    file: &Path,
+    select: u32,
+    diagnostics: Value,
+) -> (Value, Vec<String>) {
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": {"uri": uri(file)},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": select}},
+            "context": {"diagnostics": diagnostics}
+        }),
+    );
+    let commands = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["command"]["command"].as_str().unwrap().to_string())
+        .collect();
+    (actions, commands)
+}
+
 #[test]
 fn code_actions_on_a_selection_and_in_a_session_worktree() {
     let env = TestEnv::new();
@@ -202,41 +223,37 @@ fn code_actions_on_a_selection_and_in_a_session_worktree() {
     let wt_file = Path::new(&created.session.worktree).join("README.md");
     let mut client = start(&env, &repo, true);
     client.request("owt/board", Value::Null);
-    let actions = client.request(
-        "textDocument/codeAction",
-        json!({
-            "textDocument": {"uri": uri(&repo.join("README.md"))},
-            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}},
-            "context": {"diagnostics": []}
-        }),
-    );
-    let commands: Vec<&str> = actions
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["command"]["command"].as_str().unwrap())
-        .collect();
+    let (_, commands) = code_actions(&mut client, &repo.join("README.md"), 5, json!([]));
     assert_eq!(commands, vec!["owt.spawn"]);
 
-    let actions = client.request(
-        "textDocument/codeAction",
-        json!({
-            "textDocument": {"uri": uri(&wt_file)},
-            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-            "context": {"diagnostics": []}
-        }),
+    let (actions, commands) = code_actions(&mut client, &wt_file, 0, json!([]));
+    assert_eq!(
+        commands,
+        vec!["owt.attach", "owt.peek"],
+        "nothing to merge or ship yet (the session's actions say so)"
     );
-    let commands: Vec<&str> = actions
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["command"]["command"].as_str().unwrap())
-        .collect();
+    assert!(actions[0]["command"]["arguments"][0]["session"] == created.session.name.as_str());
+
+    // A commit in the worktree: the board announces it, and merge and ship
+    // are offered.
+    let worktree = Path::new(&created.session.worktree);
+    std::fs::write(worktree.join("work.txt"), "done\n").unwrap();
+    env.git(worktree, ["add", "work.txt"]);
+    env.git(worktree, ["commit", "-q", "-m", "work"]);
+    client.await_notification("owt/boardChanged", DEADLINE, |board| {
+        board["lanes"].as_array().into_iter().flatten().any(|lane| {
+            lane["sessions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|s| s["ahead"] == 1)
+        })
+    });
+    let (_, commands) = code_actions(&mut client, &wt_file, 0, json!([]));
     assert_eq!(
         commands,
         vec!["owt.ship", "owt.merge", "owt.attach", "owt.peek"]
     );
-    assert!(actions[0]["command"]["arguments"][0]["session"] == created.session.name.as_str());
 
     // An owt diagnostic offers open / tell / attach / merge / ship for its session.
     let diagnostic = json!({
@@ -244,20 +261,8 @@ fn code_actions_on_a_selection_and_in_a_session_worktree() {
         "source": "owt", "code": "hunk-overlap", "message": "x",
         "data": {"session": created.session.name, "level": "hunk-overlap"}
     });
-    let actions = client.request(
-        "textDocument/codeAction",
-        json!({
-            "textDocument": {"uri": uri(&repo.join("README.md"))},
-            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-            "context": {"diagnostics": [diagnostic]}
-        }),
-    );
-    let commands: Vec<&str> = actions
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["command"]["command"].as_str().unwrap())
-        .collect();
+    let (actions, commands) =
+        code_actions(&mut client, &repo.join("README.md"), 0, json!([diagnostic]));
     assert_eq!(
         commands,
         vec![

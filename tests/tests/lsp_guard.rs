@@ -5,32 +5,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use owt_e2e::lsp::LspClient;
-use owt_e2e::{wait_until, TestEnv};
+use owt_e2e::{ten_lines, uri, wait_until, with_line, TestEnv};
 use owt_protocol::{NewOutput, SessionList};
 use serde_json::{json, Value};
 
 const DEADLINE: Duration = Duration::from_secs(20);
-
-fn uri(path: &Path) -> String {
-    format!("file://{}", path.display())
-}
-
-fn ten_lines() -> String {
-    (1..=10).map(|i| format!("line {i}\n")).collect()
-}
-
-fn with_line(text: &str, line: usize, new: &str) -> String {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| {
-            if i + 1 == line {
-                format!("{new}\n")
-            } else {
-                format!("{l}\n")
-            }
-        })
-        .collect()
-}
 
 fn setup(env: &TestEnv) -> (std::path::PathBuf, NewOutput) {
     let repo = env.repo("app");

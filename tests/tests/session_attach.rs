@@ -39,10 +39,7 @@ fn attach_shows_the_screen_types_keys_detaches_and_reattaches() {
             "{}",
             client.raw_text()
         );
-        assert!(
-            session_common::pid_alive(s.agent_pid),
-            "the agent died on detach"
-        );
+        assert!(owt_e2e::pid_alive(s.agent_pid), "the agent died on detach");
         let (_, status) = env.wait_json("alpha", "0");
         assert_ne!(status["status"], "exited", "{status}");
 
@@ -98,7 +95,7 @@ fn attach_to_a_missing_host_fails_clearly() {
         let s = env.spawn_fake("gone", &[]);
         env.wait_screen("gone", "FAKE AGENT READY");
         env.ok(&["__host", "stop", "gone"]);
-        assert!(!session_common::pid_alive(s.host_pid));
+        assert!(!owt_e2e::pid_alive(s.host_pid));
         let mut client = AttachClient::start(&env, "gone", 24, 80);
         assert_ne!(client.wait_exit(), 0);
         let text = client.raw_text();

@@ -10,8 +10,9 @@ use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::time::Duration;
 
+use owt_e2e::pid_alive;
 use owt_protocol::host::{self as proto, FrameKind, Hello, HostError, Role};
-use session_common::{pid_alive, wait_for, with_timeout, Env, WAIT};
+use session_common::{wait_for, with_timeout, Env, WAIT};
 
 #[test]
 fn the_agent_survives_sigkill_of_the_process_that_started_it() {

@@ -441,7 +441,10 @@ fn run(
             .map(|s| Some(s.clone()))
             .chain(std::iter::repeat(None)),
     ) {
-        p.journal = socket;
+        p.journal = socket.map(|socket| {
+            std::sync::Arc::new(owt::session::HostJournal::new(socket))
+                as std::sync::Arc<dyn owt::guard::journal::JournalSource>
+        });
         engine.add_participant(p).unwrap();
     }
     let started = Instant::now();

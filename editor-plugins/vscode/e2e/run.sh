@@ -32,7 +32,13 @@ fi
 export OWT_BIN
 
 cd "$ext"
-[ -d node_modules ] || npm ci --silent --no-audit --no-fund
+# The extension's own dependencies (esbuild, vsce), reinstalled when its lock changes.
+ext_stamp="node_modules/.owt-lock-stamp"
+ext_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
+if [ "$(cat "$ext_stamp" 2>/dev/null)" != "$ext_sum" ]; then
+  npm ci --silent --no-audit --no-fund
+  echo "$ext_sum" >"$ext_stamp"
+fi
 if [ -z "${OWT_VSIX:-}" ]; then
   npm run --silent package >/dev/null
   OWT_VSIX="$ext/$(node -p "const p=require('./package.json'); p.name+'-'+p.version+'.vsix'")"

@@ -27,9 +27,12 @@ import {
   childrenOf,
   findSession,
   allSessions,
+  sessionActions,
   sessionDescription,
   statusBarModel,
   taskPrefill,
+  unavailableReason,
+  type SessionAction,
   type SessionNode,
   type TreeNode,
 } from './model';
@@ -422,16 +425,34 @@ function textOf(result: unknown): string | undefined {
 
 // ---------------------------------------------------------------- commands
 
-/** The session a `owt.ui.*` command is about: the tree row, a name, or a pick. */
-async function pickSession(owt: Owt, arg: unknown, placeHolder: string): Promise<SessionView | undefined> {
+/**
+ * The session a `owt.ui.*` command is about: the tree row, a name, or a pick
+ * among the sessions whose `actions` allow `action` (a named session that
+ * does not allow it gets the server's reason instead).
+ */
+async function pickSession(
+  owt: Owt,
+  arg: unknown,
+  placeHolder: string,
+  action: SessionAction,
+): Promise<SessionView | undefined> {
   const board = owt.board();
+  let named: SessionView | undefined;
   if (arg !== null && typeof arg === 'object' && 'kind' in arg && (arg as TreeNode).kind === 'session') {
-    return (arg as SessionNode).session;
+    named = (arg as SessionNode).session;
+  } else if (typeof arg === 'string') {
+    named = findSession(board, arg);
   }
-  if (typeof arg === 'string') return findSession(board, arg);
-  const sessions = allSessions(board);
+  if (named) {
+    const why = unavailableReason(named, action);
+    if (why === undefined) return named;
+    void vscode.window.showWarningMessage(`owt: cannot ${action} ${named.name}: ${why}`);
+    return undefined;
+  }
+  if (typeof arg === 'string') return undefined;
+  const sessions = allSessions(board).filter((s) => sessionActions(s).includes(action));
   if (sessions.length === 0) {
-    void vscode.window.showInformationMessage('owt: no agent sessions.');
+    void vscode.window.showInformationMessage(`owt: no agent session to ${action} now.`);
     return undefined;
   }
   const picked = await vscode.window.showQuickPick(
@@ -493,11 +514,11 @@ export function activate(context: vscode.ExtensionContext): void {
   register('owt.ui.restart', () => owt.restart());
 
   register('owt.ui.attach', async (arg) => {
-    const s = await pickSession(owt, arg, 'Attach to which agent?');
+    const s = await pickSession(owt, arg, 'Attach to which agent?', 'attach');
     if (s) await owt.execute(Commands.attach, { session: s.name });
   });
   register('owt.ui.peek', async (arg) => {
-    const s = await pickSession(owt, arg, 'Peek at which agent?');
+    const s = await pickSession(owt, arg, 'Peek at which agent?', 'peek');
     if (!s) return;
     const text = textOf(await owt.execute(Commands.peek, { session: s.name }));
     if (text !== undefined) {
@@ -506,7 +527,7 @@ export function activate(context: vscode.ExtensionContext): void {
     }
   });
   register('owt.ui.send', async (arg) => {
-    const s = await pickSession(owt, arg, 'Send text to which agent?');
+    const s = await pickSession(owt, arg, 'Send text to which agent?', 'send');
     if (!s) return;
     const text = await vscode.window.showInputBox({
       title: `owt: Send to ${s.name}`,
@@ -516,13 +537,13 @@ export function activate(context: vscode.ExtensionContext): void {
     if (text !== undefined && text.length > 0) await owt.execute(Commands.send, { session: s.name, text });
   });
   register('owt.ui.merge', async (arg) => {
-    const s = await pickSession(owt, arg, 'Merge which agent’s branch?');
+    const s = await pickSession(owt, arg, 'Merge which agent’s branch?', 'merge');
     if (!s) return;
     const c = await confirm(`Merge ${s.branch} into ${s.base}?`, s.task, 'Merge', 'Rebase');
     if (c) await owt.execute(Commands.merge, { session: s.name, rebase: c === 'Rebase' });
   });
   register('owt.ui.ship', async (arg) => {
-    const s = await pickSession(owt, arg, 'Ship which agent?');
+    const s = await pickSession(owt, arg, 'Ship which agent?', 'ship');
     if (!s) return;
     const c = await confirm(
       `Ship ${s.name}?`,
@@ -532,7 +553,7 @@ export function activate(context: vscode.ExtensionContext): void {
     if (c) await owt.execute(Commands.ship, { session: s.name });
   });
   register('owt.ui.delete', async (arg) => {
-    const s = await pickSession(owt, arg, 'Delete which agent?');
+    const s = await pickSession(owt, arg, 'Delete which agent?', 'delete');
     if (!s) return;
     const c = await confirm(
       `Delete ${s.name}?`,

@@ -1,10 +1,13 @@
 // The pure model of the Agents view: Board → tree nodes, and the status bar
 // text. No `vscode` import, so it is unit-tested under plain Node.
+//
+// It shows what the server decided and decides nothing itself: lanes, their
+// titles, order and counts, the status bar counts and every session's
+// actions come in the Board (`owt_protocol::Board`, `SessionView.actions`).
 
-import type { Board, BoardLane, Lane, SessionView, TokenUsage } from './protocol';
+import type { Board, Lane, SessionAction, SessionView, TokenUsage } from './protocol';
 
-/** Row actions a session offers; each becomes a `:action` in its context value. */
-export type SessionAction = 'attach' | 'peek' | 'send' | 'merge' | 'ship' | 'delete';
+export type { SessionAction };
 
 export interface LaneNode {
   kind: 'lane';
@@ -37,15 +40,6 @@ export interface SessionNode {
 }
 
 export type TreeNode = LaneNode | SessionNode;
-
-/** Lane titles, used when the server sends an empty `title`. */
-export const LANE_TITLES: Record<Lane, string> = {
-  'needs-you': 'NEEDS YOU',
-  'ready-to-ship': 'READY TO SHIP',
-  'in-flight': 'IN FLIGHT',
-};
-
-const LANE_ORDER: readonly Lane[] = ['needs-you', 'ready-to-ship', 'in-flight'];
 
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -109,22 +103,16 @@ export function sessionTooltip(s: SessionView): string {
   return lines.join('\n');
 }
 
-/** Whether the agent process (and its session host) can still be reached. */
-export function isAlive(s: SessionView): boolean {
-  return s.status !== 'exited' && !s.host_lost;
+/** The actions a session offers now (the server's `actions`), in menu order. */
+export function sessionActions(s: SessionView): SessionAction[] {
+  return s.actions.filter((a) => a.available).map((a) => a.action);
 }
 
-/** The row actions a session offers, in menu order. */
-export function sessionActions(s: SessionView): SessionAction[] {
-  const actions: SessionAction[] = [];
-  if (isAlive(s)) actions.push('attach', 'peek', 'send');
-  const hasWork = s.ahead > 0 || s.changed_files > 0;
-  if (hasWork && s.status !== 'conflict') {
-    if (s.ahead > 0) actions.push('merge');
-    actions.push('ship');
-  }
-  actions.push('delete');
-  return actions;
+/** Why `action` is not available for `s` now (undefined when it is). */
+export function unavailableReason(s: SessionView, action: SessionAction): string | undefined {
+  const state = s.actions.find((a) => a.action === action);
+  if (!state) return 'the server did not offer it';
+  return state.available ? undefined : (state.reason ?? 'not available now');
 }
 
 export function contextValue(actions: readonly SessionAction[]): string {
@@ -168,27 +156,18 @@ export function sessionNode(s: SessionView): SessionNode {
   };
 }
 
-function laneRank(l: BoardLane): number {
-  const i = LANE_ORDER.indexOf(l.lane);
-  return i < 0 ? LANE_ORDER.length : i;
-}
-
-/** Top-level nodes: one per non-empty lane, in priority order. */
+/** Top-level nodes: one per lane the server sent (non-empty, in priority order). */
 export function boardToTree(board: Board | undefined): LaneNode[] {
   if (!board) return [];
-  return board.lanes
-    .filter((l) => l.sessions.length > 0)
-    .slice()
-    .sort((a, b) => laneRank(a) - laneRank(b))
-    .map((l) => ({
-      kind: 'lane' as const,
-      id: `lane:${l.lane}`,
-      lane: l.lane,
-      label: l.title || LANE_TITLES[l.lane] || l.lane,
-      description: plural(l.sessions.length, 'session'),
-      contextValue: `owt.lane:${l.lane}`,
-      sessions: l.sessions.map(sessionNode),
-    }));
+  return board.lanes.map((l) => ({
+    kind: 'lane' as const,
+    id: `lane:${l.lane}`,
+    lane: l.lane,
+    label: l.title,
+    description: plural(l.count, 'session'),
+    contextValue: `owt.lane:${l.lane}`,
+    sessions: l.sessions.map(sessionNode),
+  }));
 }
 
 /** Children of a node (or the roots, for `undefined`). */
@@ -205,32 +184,6 @@ export function findSession(board: Board | undefined, name: string): SessionView
   return allSessions(board).find((s) => s.name === name);
 }
 
-export interface BoardCounts {
-  total: number;
-  /** Sessions whose agent is starting or busy. */
-  working: number;
-  /** Sessions in the NEEDS YOU lane. */
-  needsYou: number;
-  /** Sessions in the READY TO SHIP lane. */
-  ready: number;
-  /** Everything else (idle, done, exited… outside the two lanes above). */
-  other: number;
-}
-
-export function boardCounts(board: Board | undefined): BoardCounts {
-  const c: BoardCounts = { total: 0, working: 0, needsYou: 0, ready: 0, other: 0 };
-  for (const lane of board?.lanes ?? []) {
-    for (const s of lane.sessions) {
-      c.total++;
-      if (lane.lane === 'needs-you') c.needsYou++;
-      else if (lane.lane === 'ready-to-ship') c.ready++;
-      else if (s.status === 'working' || s.status === 'starting') c.working++;
-      else c.other++;
-    }
-  }
-  return c;
-}
-
 export interface StatusBarModel {
   /** e.g. `owt: 3 working · 1 needs you`. */
   text: string;
@@ -243,22 +196,17 @@ export function statusBarModel(board: Board | undefined, connected = true): Stat
   if (!connected) {
     return { text: 'owt: not running', tooltip: 'owt lsp is not running — click to show the Agents view', attention: false };
   }
-  const c = boardCounts(board);
-  if (c.total === 0) {
+  const c = board?.counts;
+  if (!board || !c || c.total === 0) {
     return { text: 'owt: no agents', tooltip: 'No agent sessions — click to show the Agents view', attention: false };
   }
-  const parts: string[] = [];
-  if (c.working > 0) parts.push(`${c.working} working`);
-  if (c.needsYou > 0) parts.push(`${c.needsYou} needs you`);
-  if (c.ready > 0) parts.push(`${c.ready} ready`);
-  if (c.other > 0) parts.push(`${c.other} idle`);
   const tooltip = [
-    `${plural(c.total, 'agent session')} in ${board?.repository ?? 'this repository'}`,
+    `${plural(c.total, 'agent session')} in ${board.repository}`,
     ...boardToTree(board).map((l) => `${l.label}: ${l.sessions.map((s) => s.label).join(', ')}`),
     '',
     'Click to show the Agents view',
   ].join('\n');
-  return { text: `owt: ${parts.join(' · ')}`, tooltip, attention: c.needsYou > 0 };
+  return { text: `owt: ${c.summary}`, tooltip, attention: c.needs_you > 0 };
 }
 
 /** One line for an input box: whitespace runs collapsed, at most `max` chars. */

@@ -1,6 +1,25 @@
 // Board fixtures in the serde form of `owt-protocol`.
 
-import type { Board, SessionView } from '../src/protocol';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { SESSION_ACTIONS, type ActionState, type Board, type SessionAction, type SessionView } from '../src/protocol';
+
+/** Every action, those named available (as the server would send them). */
+export function actions(...available: SessionAction[]): ActionState[] {
+  return SESSION_ACTIONS.map((action) =>
+    available.includes(action)
+      ? { action, available: true, reason: null }
+      : { action, available: false, reason: `no ${action} in this fixture` },
+  );
+}
+
+/** `editor-plugins/fixtures/board-actions.json`, shared with the Neovim tests. */
+export function sharedBoard(): Board {
+  // out/test/fixtures.js → editor-plugins/fixtures
+  const file = path.join(__dirname, '..', '..', '..', 'fixtures', 'board-actions.json');
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as Board;
+}
 
 export function session(over: Partial<SessionView> & Pick<SessionView, 'name'>): SessionView {
   return {
@@ -22,6 +41,7 @@ export function session(over: Partial<SessionView> & Pick<SessionView, 'name'>):
     overlaps: 0,
     conflicted_files: [],
     agent_pid: 4242,
+    actions: actions('attach', 'peek', 'send', 'delete'),
     ...over,
   };
 }
@@ -34,6 +54,7 @@ export function sampleBoard(): Board {
       {
         lane: 'needs-you',
         title: 'NEEDS YOU',
+        count: 1,
         sessions: [
           session({ name: 'fix-login', status: 'needs-input', status_text: 'needs input', lane: 'needs-you', provider: 'codex', overlaps: 1 }),
         ],
@@ -41,6 +62,7 @@ export function sampleBoard(): Board {
       {
         lane: 'ready-to-ship',
         title: 'READY TO SHIP',
+        count: 1,
         sessions: [
           session({ name: 'add-jwt', status: 'done', status_text: 'done', lane: 'ready-to-ship', ahead: 3, changed_files: 4, overlaps: 2 }),
         ],
@@ -48,6 +70,7 @@ export function sampleBoard(): Board {
       {
         lane: 'in-flight',
         title: 'IN FLIGHT',
+        count: 3,
         sessions: [
           session({ name: 'refactor-billing', ahead: 1, changed_files: 2 }),
           session({ name: 'docs', status: 'starting', status_text: 'starting' }),
@@ -55,5 +78,11 @@ export function sampleBoard(): Board {
         ],
       },
     ],
+    all_lanes: [
+      { lane: 'needs-you', title: 'NEEDS YOU', count: 1 },
+      { lane: 'ready-to-ship', title: 'READY TO SHIP', count: 1 },
+      { lane: 'in-flight', title: 'IN FLIGHT', count: 3 },
+    ],
+    counts: { total: 5, working: 2, needs_you: 1, ready: 1, idle: 1, summary: '2 working · 1 needs you · 1 ready · 1 idle' },
   };
 }

@@ -20,7 +20,7 @@ mod._load = function (request: string, parent: unknown, isMain: boolean): unknow
 // Loaded after the stub is in place (a static import would be hoisted above it).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const model = require('../src/model') as typeof import('../src/model');
-import { sampleBoard, session } from './fixtures';
+import { actions, sampleBoard, session, sharedBoard } from './fixtures';
 import type { Board } from '../src/protocol';
 
 describe('tree model', () => {
@@ -45,21 +45,27 @@ describe('tree model', () => {
     );
   });
 
-  it('sorts lanes by priority and drops empty ones, whatever the server sent', () => {
+  it('shows the lanes the server sent, in its order, with its titles and counts', () => {
     const b = sampleBoard();
-    const [needs, ready, flight] = b.lanes;
-    assert.ok(needs && ready && flight);
-    const shuffled: Board = {
-      repository: b.repository,
-      lanes: [flight, { lane: 'ready-to-ship', title: '', sessions: [] }, { ...needs, title: '' }],
+    const [needs, , flight] = b.lanes;
+    assert.ok(needs && flight);
+    const odd: Board = {
+      ...b,
+      lanes: [{ ...flight, title: 'LATER', count: 7 }, needs],
     };
-    const roots = model.boardToTree(shuffled);
-    assert.deepEqual(roots.map((r) => r.label), ['NEEDS YOU', 'IN FLIGHT']);
+    const roots = model.boardToTree(odd);
+    assert.deepEqual(
+      roots.map((r) => [r.label, r.description]),
+      [
+        ['LATER', '7 sessions'],
+        ['NEEDS YOU', '1 session'],
+      ],
+    );
   });
 
   it('has no roots without a board or with an empty one', () => {
     assert.deepEqual(model.boardToTree(undefined), []);
-    assert.deepEqual(model.boardToTree({ repository: '/r', lanes: [] }), []);
+    assert.deepEqual(model.boardToTree({ ...sampleBoard(), lanes: [] }), []);
     assert.deepEqual(model.childrenOf(undefined, undefined), []);
   });
 
@@ -116,24 +122,30 @@ describe('tree model', () => {
     }
   });
 
-  it('offers per-row actions through the context value', () => {
+  it('offers exactly the actions the server marked available', () => {
     const working = model.sessionNode(session({ name: 'w' }));
     assert.equal(working.contextValue, 'owt.session:attach:peek:send:delete');
 
-    const done = model.sessionNode(session({ name: 'd', status: 'done', ahead: 2, changed_files: 1 }));
-    assert.deepEqual(done.actions, ['attach', 'peek', 'send', 'merge', 'ship', 'delete']);
+    // Whatever the session's fields say: the actions decide.
+    const odd = model.sessionNode(session({ name: 'o', status: 'exited', host_lost: true, actions: actions('merge', 'send') }));
+    assert.deepEqual(odd.actions, ['send', 'merge']);
+    assert.equal(odd.contextValue, 'owt.session:send:merge');
+    assert.equal(model.unavailableReason(odd.session, 'attach'), 'no attach in this fixture');
+    assert.equal(model.unavailableReason(odd.session, 'merge'), undefined);
+  });
 
-    const uncommitted = model.sessionNode(session({ name: 'u', status: 'idle', changed_files: 3 }));
-    assert.deepEqual(uncommitted.actions, ['attach', 'peek', 'send', 'ship', 'delete']);
-
-    const exited = model.sessionNode(session({ name: 'e', status: 'exited', exit_code: 1, ahead: 1 }));
-    assert.deepEqual(exited.actions, ['merge', 'ship', 'delete']);
-
-    const lost = model.sessionNode(session({ name: 'l', status: 'exited', host_lost: true }));
-    assert.equal(lost.contextValue, 'owt.session:delete');
-
-    const conflict = model.sessionNode(session({ name: 'c', status: 'conflict', ahead: 1, conflicted_files: ['x'] }));
-    assert.deepEqual(conflict.actions, ['attach', 'peek', 'send', 'delete']);
+  it('renders the shared board fixture exactly as its actions say (as the Neovim board does)', () => {
+    const roots = model.boardToTree(sharedBoard());
+    const rows = roots.flatMap((lane) => lane.sessions.map((s) => [lane.label, s.label, s.contextValue]));
+    assert.deepEqual(rows, [
+      ['NEEDS YOU', 'blocked-one', 'owt.session:attach:peek:send:delete'],
+      ['READY TO SHIP', 'odd-one', 'owt.session:merge:delete'],
+      ['IN FLIGHT', 'conflicted', 'owt.session:attach:peek:send:delete:conflicts'],
+    ]);
+    const odd = model.findSession(sharedBoard(), 'odd-one');
+    assert.ok(odd);
+    assert.equal(model.unavailableReason(odd, 'attach'), 'the fixture says no');
+    assert.equal(model.statusBarModel(sharedBoard()).text, 'owt: 1 needs you · 1 ready · 1 idle');
   });
 
   it('context values match the menu `when` clauses of package.json', () => {
@@ -165,31 +177,19 @@ describe('tree model', () => {
 });
 
 describe('status bar', () => {
-  it('counts working, needs you, ready and idle', () => {
-    assert.deepEqual(model.boardCounts(sampleBoard()), { total: 5, working: 2, needsYou: 1, ready: 1, other: 1 });
+  it('shows the counts the server sent', () => {
     const m = model.statusBarModel(sampleBoard());
     assert.equal(m.text, 'owt: 2 working · 1 needs you · 1 ready · 1 idle');
     assert.equal(m.attention, true);
     assert.ok(m.tooltip.includes('5 agent sessions in /repo'));
     assert.ok(m.tooltip.includes('NEEDS YOU: fix-login'));
-  });
-
-  it('shows only non-zero counts', () => {
-    const board: Board = {
-      repository: '/r',
-      lanes: [
-        { lane: 'needs-you', title: 'NEEDS YOU', sessions: [session({ name: 'q', lane: 'needs-you', status: 'blocked' })] },
-        { lane: 'in-flight', title: 'IN FLIGHT', sessions: ['a', 'b', 'c'].map((name) => session({ name })) },
-      ],
-    };
-    assert.equal(model.statusBarModel(board).text, 'owt: 3 working · 1 needs you');
+    const calm: Board = { ...sampleBoard(), counts: { total: 3, working: 3, needs_you: 0, ready: 0, idle: 0, summary: '3 working' } };
+    assert.deepEqual([model.statusBarModel(calm).text, model.statusBarModel(calm).attention], ['owt: 3 working', false]);
   });
 
   it('says when there are no agents or no server', () => {
-    assert.deepEqual(
-      [model.statusBarModel(undefined).text, model.statusBarModel({ repository: '/r', lanes: [] }).text],
-      ['owt: no agents', 'owt: no agents'],
-    );
+    const empty: Board = { repository: '/r', lanes: [], all_lanes: [], counts: { total: 0, working: 0, needs_you: 0, ready: 0, idle: 0, summary: '' } };
+    assert.deepEqual([model.statusBarModel(undefined).text, model.statusBarModel(empty).text], ['owt: no agents', 'owt: no agents']);
     assert.equal(model.statusBarModel(undefined).attention, false);
     assert.equal(model.statusBarModel(sampleBoard(), false).text, 'owt: not running');
   });

@@ -15,6 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import {
   ALL_COMMANDS,
   Commands,
+  SESSION_ACTIONS,
   METHOD_BOARD,
   METHOD_BOARD_CHANGED,
   METHOD_OPEN_TERMINAL,
@@ -42,8 +43,12 @@ function assertBoard(value: unknown, what: string): asserts value is Board {
     assert.ok(LANES.includes(lane.lane), `unknown lane ${lane.lane} in ${ctx}`);
     assert.equal(typeof lane.title, 'string', ctx);
     assert.ok(Array.isArray(lane.sessions), ctx);
+    assert.equal(lane.count, lane.sessions.length, ctx);
     for (const s of lane.sessions) assertSession(s, ctx);
   }
+  assert.deepEqual(b.all_lanes.map((l) => l.lane), LANES, ctx);
+  assert.equal(b.counts.total, sessionsOf(b).length, ctx);
+  assert.equal(typeof b.counts.summary, 'string', ctx);
 }
 
 function assertSession(s: SessionView, ctx: string): void {
@@ -60,6 +65,10 @@ function assertSession(s: SessionView, ctx: string): void {
   assert.ok(Array.isArray(s.conflicted_files), `conflicted_files in ${ctx}`);
   assert.ok(s.exit_code === null || typeof s.exit_code === 'number', `exit_code in ${ctx}`);
   assert.ok(s.agent_pid === null || typeof s.agent_pid === 'number', `agent_pid in ${ctx}`);
+  assert.deepEqual(s.actions.map((a) => a.action), SESSION_ACTIONS, `actions in ${ctx}`);
+  for (const a of s.actions) {
+    assert.equal(a.available, a.reason === null, `a reason exactly when unavailable, in ${ctx}`);
+  }
 }
 
 function sessionsOf(board: Board): SessionView[] {

@@ -503,7 +503,7 @@ impl Server {
 /// same code, or nothing.
 fn guard_note(worktree: &Path, name: &str) -> Option<String> {
     let ctx = Context::open(Some(worktree)).ok()?;
-    let report = crate::guard::ops::report(&ctx, Some(name)).ok()?;
+    let report = crate::ops::guard::report(&ctx, Some(name)).ok()?;
     let lines: Vec<String> = report
         .pairs
         .iter()

@@ -1,13 +1,14 @@
 //! `owt attach NAME`: this terminal, raw, attached to the agent; detach
 //! with the prefix (`Ctrl-\` by default, `[attach] detach_key`) then `d`.
+//! An ACP session: its transcript, and a line editor for the next prompt.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::ops::Context;
-use crate::session::{self, attach::AttachEnd};
+use crate::ops::{agent, Context};
+use crate::session::attach::AttachEnd;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -15,48 +16,38 @@ pub struct Args {
     pub name: String,
 }
 
-pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
-    let row = ctx.session(&args.name)?;
-    let prefix = ctx
-        .config
-        .config
-        .detach_byte()
-        .map_err(anyhow::Error::msg)
-        .context("reading [attach] detach_key")?;
-    session::reconcile(&ctx.store, &ctx.home, &row)?;
-    let socket = session::socket_path(&ctx.home, &row.short_id);
-    if session::transport(&ctx.store, &row)? == owt_protocol::host::Transport::Acp {
-        return attach_acp(&socket, &row.name);
+    if let Some((name, socket)) = agent::acp_socket(&ctx, &args.name)? {
+        return attach_acp(&socket, &name, out);
     }
-    let end = session::attach::attach(&socket, prefix)
-        .with_context(|| format!("attaching to {}", row.name))?;
-    match end {
-        AttachEnd::Detached => {
-            println!(
-                "Detached from {}; the agent keeps running. Re-attach with `owt attach {}`.",
-                row.name, row.name
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        AttachEnd::Exited(exit) => {
+    let (name, end) = agent::attach(&ctx, &args.name)?;
+    let (line, code) = match end {
+        AttachEnd::Detached => (
+            format!("Detached from {name}; the agent keeps running. Re-attach with `owt attach {name}`."),
+            ExitCode::SUCCESS,
+        ),
+        AttachEnd::Exited(exit) => (
             match (exit.code, exit.signal) {
-                (Some(code), _) => println!("{} exited with code {code}.", row.name),
-                (None, Some(signal)) => println!("{} exited ({signal}).", row.name),
-                _ => println!("{} exited.", row.name),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        AttachEnd::HostGone => {
-            println!("The session host of {} went away.", row.name);
-            Ok(ExitCode::FAILURE)
-        }
-    }
+                (Some(code), _) => format!("{name} exited with code {code}."),
+                (None, Some(signal)) => format!("{name} exited ({signal})."),
+                _ => format!("{name} exited."),
+            },
+            ExitCode::SUCCESS,
+        ),
+        AttachEnd::HostGone => (
+            format!("The session host of {name} went away."),
+            ExitCode::FAILURE,
+        ),
+    };
+    // The terminal was the agent's until now: a sentence, in both modes.
+    out.say(&line)?;
+    Ok(code)
 }
 
 /// An ACP session: its transcript and a line editor for prompts.
-fn attach_acp(socket: &Path, name: &str) -> anyhow::Result<ExitCode> {
-    use session::acp_attach::{self, AcpAttachEnd};
+fn attach_acp(socket: &Path, name: &str, out: &super::Out) -> anyhow::Result<ExitCode> {
+    use crate::session::acp_attach::{self, AcpAttachEnd};
     let end = acp_attach::attach(
         socket,
         name,
@@ -64,22 +55,24 @@ fn attach_acp(socket: &Path, name: &str) -> anyhow::Result<ExitCode> {
         std::io::stdout(),
     )
     .with_context(|| format!("attaching to {name}"))?;
-    match end {
-        AcpAttachEnd::Detached => {
-            println!("Detached from {name}; the agent keeps running. Re-attach with `owt attach {name}`.");
-            Ok(ExitCode::SUCCESS)
-        }
-        AcpAttachEnd::Exited(exit) => {
+    let (line, code) = match end {
+        AcpAttachEnd::Detached => (
+            format!("Detached from {name}; the agent keeps running. Re-attach with `owt attach {name}`."),
+            ExitCode::SUCCESS,
+        ),
+        AcpAttachEnd::Exited(exit) => (
             match (exit.code, exit.signal) {
-                (Some(code), _) => println!("{name} exited with code {code}."),
-                (None, Some(signal)) => println!("{name} exited ({signal})."),
-                _ => println!("{name} exited."),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        AcpAttachEnd::HostGone => {
-            println!("The session host of {name} went away.");
-            Ok(ExitCode::FAILURE)
-        }
-    }
+                (Some(code), _) => format!("{name} exited with code {code}."),
+                (None, Some(signal)) => format!("{name} exited ({signal})."),
+                _ => format!("{name} exited."),
+            },
+            ExitCode::SUCCESS,
+        ),
+        AcpAttachEnd::HostGone => (
+            format!("The session host of {name} went away."),
+            ExitCode::FAILURE,
+        ),
+    };
+    out.say(&line)?;
+    Ok(code)
 }

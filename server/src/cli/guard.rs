@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use owt_protocol::guard::{GuardPair, GuardReport, Level, LineRange};
 
-use crate::guard;
 use crate::ops;
 
 #[derive(Debug, clap::Args)]
@@ -17,7 +16,7 @@ pub struct Args {
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = ops::Context::open(dir)?;
-    let report = guard::ops::report(&ctx, args.name.as_deref())?;
+    let report = ops::guard::report(&ctx, args.name.as_deref())?;
     out.emit(&report, || render(&report, args.name.as_deref()))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -15,7 +15,7 @@ pub struct Args {
     pub event: String,
 }
 
-pub fn run(_ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(_ctx_dir: Option<&Path>, _out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let Some(signal) = hooks::parse_event(&args.event) else {
         eprintln!(
             "owt hook: unknown event `{}` (working, waiting, blocked, done)",
@@ -35,7 +35,7 @@ pub fn run(_ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<E
         }
     };
     if let Err(e) = hooks::record_hook(&home, &short_id, signal) {
-        eprintln!("owt hook: {e}");
+        eprintln!("owt hook: {e:#}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,9 +10,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::ops::{owt_home, Context};
+use crate::ops::{self, host::RawSession, Context};
 use crate::session::{self, HostSpec};
-use crate::store::NewSession;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -67,7 +66,7 @@ pub enum HostCommand {
     Stop { name: String },
 }
 
-pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         HostCommand::Run { spec, ready_fd } => {
             // Before any thread: the journal's walks allocate megabytes
@@ -90,9 +89,10 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
         }
         HostCommand::Stop { name } => {
             let ctx = Context::open(ctx_dir)?;
-            let row = ctx.session(&name)?;
-            session::stop(&ctx.home, &row).with_context(|| format!("stopping {name}"))?;
-            println!("Stopped {name}.");
+            let name = ops::host::stop(&ctx, &name)?;
+            out.emit(&serde_json::json!({ "stopped": name }), || {
+                format!("Stopped {name}.")
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         HostCommand::Spawn {
@@ -112,57 +112,33 @@ pub fn run(ctx_dir: Option<&Path>, _json: bool, args: Args) -> anyhow::Result<Ex
                 Some(d) => d.to_path_buf(),
                 None => std::env::current_dir().context("reading the current directory")?,
             };
-            let cwd_text = cwd.to_string_lossy().into_owned();
-            let repo_id = ctx.repo_row.id;
-            let row = ctx.store.insert_session(
-                &NewSession {
-                    repo_id,
-                    name: &name,
-                    task: "",
-                    branch_template: "{name}",
-                    base_branch: "main",
-                    worktree_template: &cwd_text,
-                    provider: &provider,
-                    kind: "branch",
-                },
-                |_| false,
-            )?;
             let mut env_map = BTreeMap::new();
             for kv in env {
                 let (k, v) = kv.split_once('=').context("--env wants KEY=VALUE")?;
                 env_map.insert(k.to_string(), v.to_string());
             }
-            let spec = HostSpec {
-                transport: if acp {
-                    owt_protocol::host::Transport::Acp
-                } else {
-                    owt_protocol::host::Transport::Pty
-                },
-                acp_load: None,
-                acp_mcp_servers: Vec::new(),
-                session_id: row.id,
-                session_name: row.name.clone(),
-                short_id: row.short_id.clone(),
+            let raw = RawSession {
+                name,
                 provider,
-                argv,
-                cwd,
-                env: env_map,
                 typed_prompt,
                 prompt_in_argv,
                 headless,
-                home: owt_home()?,
+                acp,
                 rows,
                 cols,
+                env: env_map,
+                argv,
+                cwd,
             };
-            let started =
-                session::start_host(&spec).with_context(|| format!("starting {}", row.name))?;
-            let out = serde_json::json!({
+            let (row, started) = ops::host::spawn(&mut ctx, raw)?;
+            // One line of JSON in both modes: tests and benchmarks read it.
+            let doc = serde_json::json!({
                 "name": row.name,
                 "short_id": row.short_id,
                 "host_pid": started.host_pid,
                 "agent_pid": started.agent_pid,
             });
-            println!("{out}");
+            out.say(&doc.to_string())?;
             Ok(ExitCode::SUCCESS)
         }
     }

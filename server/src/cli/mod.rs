@@ -207,16 +207,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Branch(args)) => branch::run(dir, &out, args),
         Some(Command::List(args)) => list::run(dir, &out, args),
         Some(Command::Delete(args)) => delete::run(dir, &out, args),
-        Some(Command::Attach(args)) | Some(Command::Switch(args)) => {
-            attach::run(dir, cli.json, args)
-        }
-        Some(Command::Send(args)) => send::run(dir, cli.json, args),
-        Some(Command::Peek(args)) => peek::run(dir, cli.json, args),
+        Some(Command::Attach(args)) | Some(Command::Switch(args)) => attach::run(dir, &out, args),
+        Some(Command::Send(args)) => send::run(dir, &out, args),
+        Some(Command::Peek(args)) => peek::run(dir, &out, args),
         Some(Command::Approve(args)) => approve::run(dir, &out, args),
         Some(Command::Deny(args)) => deny::run(dir, &out, args),
-        Some(Command::Wait(args)) => wait::run(dir, cli.json, args),
-        Some(Command::Hook(args)) => hook::run(dir, cli.json, args),
-        Some(Command::Host(args)) => host::run(dir, cli.json, args),
+        Some(Command::Wait(args)) => wait::run(dir, &out, args),
+        Some(Command::Hook(args)) => hook::run(dir, &out, args),
+        Some(Command::Host(args)) => host::run(dir, &out, args),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),
         Some(Command::Note(args)) => note::run(dir, &out, args),
@@ -274,6 +272,18 @@ impl Out {
     pub fn warn(&self, line: &str) {
         eprintln!("warning: {line}");
     }
+
+    /// An error that does not end the verb (one target of several
+    /// failed), on stderr in both modes.
+    pub fn error(&self, line: &str) {
+        eprintln!("Error: {line}");
+    }
+
+    /// A sentence on stdout in both modes (for verbs whose output is a
+    /// terminal session, not a document).
+    pub fn say(&self, line: &str) -> anyhow::Result<()> {
+        write_stdout(&format!("{line}\n"))
+    }
 }
 
 fn write_stdout(text: &str) -> anyhow::Result<()> {
@@ -283,16 +293,45 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A hint that helps with an error, printed under it.
-fn hint_for(message: &str) -> Option<&'static str> {
-    if message.contains("not inside a git repository") {
-        Some("run owt inside a git repository, or point at one with -C DIR")
-    } else if message.contains("no agent CLI is installed") || message.contains("is not installed")
-    {
-        Some("or declare your own agent under [tools.NAME] in ~/.config/owt/config.toml, or in .owt.toml and then `owt trust` (see `owt config show`)")
-    } else {
-        None
+/// A hint that helps with an error, printed under it: asked of the typed
+/// errors in its chain (never read from its text).
+fn hint_for(err: &anyhow::Error) -> Option<String> {
+    use crate::git::GitError;
+    use crate::provider::ProviderError;
+    use crate::session::SessionError;
+    use crate::store::StoreError;
+    let storage = || {
+        crate::ops::owt_home()
+            .ok()
+            .and_then(|home| crate::store::storage_diagnosis(&home))
+    };
+    for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<GitError>() {
+            if matches!(e, GitError::NotARepository { .. }) {
+                return Some("run owt inside a git repository, or point at one with -C DIR".into());
+            }
+        } else if let Some(e) = cause.downcast_ref::<ProviderError>() {
+            if matches!(
+                e,
+                ProviderError::NotInstalled { .. } | ProviderError::NoneInstalled { .. }
+            ) {
+                return Some("or declare your own agent under [tools.NAME] in ~/.config/owt/config.toml, or in .owt.toml and then `owt trust` (see `owt config show`)".into());
+            }
+        } else if let Some(e) = cause.downcast_ref::<StoreError>() {
+            // The store failed on its file system (full, read-only): say which.
+            if e.is_storage_failure() {
+                return storage();
+            }
+        } else if let Some(e) = cause.downcast_ref::<SessionError>() {
+            if let SessionError::Store(store) = e {
+                if store.is_storage_failure() {
+                    return storage();
+                }
+            }
+            return e.hint();
+        }
     }
+    None
 }
 
 fn report_error(err: &anyhow::Error, json: bool) -> ExitCode {
@@ -305,13 +344,7 @@ fn report_error(err: &anyhow::Error, json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let message = format!("{err:#}");
-    let hint = hint_for(&message).map(str::to_string).or_else(|| {
-        // The store failed on its file system (full, read-only): say which.
-        crate::store::is_storage_failure(err.as_ref())
-            .then(|| crate::ops::owt_home().ok())
-            .flatten()
-            .and_then(|home| crate::store::storage_diagnosis(&home))
-    });
+    let hint = hint_for(err);
     if json {
         let doc = owt_protocol::ErrorOutput {
             error: message,

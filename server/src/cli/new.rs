@@ -98,14 +98,9 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
 
 /// The size of the terminal owt runs in, or 40×120 when there is none.
 fn terminal_size() -> (u16, u16) {
-    // SAFETY: TIOCGWINSZ writes a winsize into the struct we pass.
-    unsafe {
-        let mut ws: libc::winsize = std::mem::zeroed();
-        for fd in [libc::STDIN_FILENO, libc::STDOUT_FILENO, libc::STDERR_FILENO] {
-            if libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0 {
-                return (ws.ws_row, ws.ws_col);
-            }
-        }
-    }
-    (40, 120)
+    use crate::session::attach::terminal_size;
+    terminal_size(std::io::stdin())
+        .or_else(|| terminal_size(std::io::stdout()))
+        .or_else(|| terminal_size(std::io::stderr()))
+        .unwrap_or((40, 120))
 }

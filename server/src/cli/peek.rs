@@ -4,8 +4,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::ops::Context;
-use crate::session;
+use crate::ops::{agent, Context};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -16,14 +15,9 @@ pub struct Args {
     pub scrollback: bool,
 }
 
-pub fn run(ctx_dir: Option<&Path>, json: bool, args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
-    let row = ctx.session(&args.name)?;
-    let view = session::peek(&ctx.home, &row, args.scrollback)?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&view)?);
-    } else {
-        print!("{}", view.screen.text());
-    }
+    let view = agent::peek(&ctx, &args.name, args.scrollback)?;
+    out.emit(&view, || view.screen.text())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use owt_protocol::guard::QueueReport;
 
-use crate::guard;
 use crate::ops;
 
 #[derive(Debug, clap::Args)]
@@ -47,7 +46,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
             ExitCode::SUCCESS
         });
     }
-    let report = guard::ops::queue_report(&ctx)?;
+    let report = ops::guard::queue_report(&ctx)?;
     out.emit(&report, || render(&report))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,10 +5,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use owt_protocol::Status;
 
+use crate::ops::agent::{self, SendTo};
 use crate::ops::Context;
-use crate::session;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -29,13 +28,19 @@ pub struct Args {
     pub no_enter: bool,
 }
 
-pub fn run(ctx_dir: Option<&Path>, json: bool, args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
     // With --all/--working the one positional is the text.
-    let (name, text) = if args.all || args.working {
-        (None, args.text.or(args.name))
+    let (to, text) = if args.all || args.working {
+        let to = if args.working {
+            SendTo::Working
+        } else {
+            SendTo::All
+        };
+        (to, args.text.or(args.name))
     } else {
-        (args.name, args.text)
+        let name = args.name.unwrap_or_default();
+        (SendTo::Session(name), args.text)
     };
     let mut text =
         text.context("nothing to send: give the text as an argument (or `-` for standard input)")?;
@@ -43,47 +48,25 @@ pub fn run(ctx_dir: Option<&Path>, json: bool, args: Args) -> anyhow::Result<Exi
         text = std::io::read_to_string(std::io::stdin())
             .context("reading the text from standard input")?;
     }
-    let targets = match name {
-        Some(name) => vec![ctx.session(&name)?],
-        None => {
-            let mut out = Vec::new();
-            for row in ctx.store.sessions(ctx.repo_row.id)? {
-                let derived = session::derived_status(&ctx.store, &ctx.home, &row)?;
-                let wanted = if args.working {
-                    derived.status == Status::Working
-                } else {
-                    derived.status != Status::Exited && derived.exit_code.is_none()
-                };
-                if wanted {
-                    out.push(row);
-                }
-            }
-            out
-        }
-    };
-    let mut sent = Vec::new();
-    let mut failed = 0;
-    for row in &targets {
-        match session::send(&ctx.home, row, &text, !args.no_enter) {
-            Ok(()) => sent.push(row.name.clone()),
-            Err(e) => {
-                eprintln!("Error: sending to {}: {e}", row.name);
-                failed += 1;
-            }
-        }
+    let result = agent::send(&ctx, &to, &text, !args.no_enter)?;
+    for (name, e) in &result.failed {
+        out.error(&format!("sending to {name}: {e:#}"));
     }
-    if json {
-        println!("{}", serde_json::json!({ "sent": sent }));
-    } else if sent.is_empty() && failed == 0 {
-        println!("No session to send to.");
-    } else {
-        for name in &sent {
-            println!("Sent to {name}.");
+    out.emit(&serde_json::json!({ "sent": result.sent }), || {
+        if result.sent.is_empty() && result.failed.is_empty() {
+            "No session to send to.".to_string()
+        } else {
+            result
+                .sent
+                .iter()
+                .map(|name| format!("Sent to {name}."))
+                .collect::<Vec<_>>()
+                .join("\n")
         }
-    }
-    Ok(if failed > 0 {
-        ExitCode::FAILURE
-    } else {
+    })?;
+    Ok(if result.failed.is_empty() {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     })
 }

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::ops::Context;
-use crate::session::{self, WaitOutcome};
+use crate::ops::{agent, Context};
+use crate::session::WaitOutcome;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -18,35 +18,32 @@ pub struct Args {
     pub timeout: Option<f64>,
 }
 
-pub fn run(ctx_dir: Option<&Path>, json: bool, args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
-    let row = ctx.session(&args.name)?;
     let timeout = args.timeout.map(|s| Duration::from_secs_f64(s.max(0.0)));
-    let outcome = session::wait(&ctx.store, &ctx.home, &row, timeout)?;
+    let (name, outcome) = agent::wait(&ctx, &args.name, timeout)?;
     let (derived, code) = match &outcome {
         WaitOutcome::Ready(d) => (d, 0),
         WaitOutcome::Exited(d) if d.exit_code == Some(0) => (d, 0),
         WaitOutcome::Exited(d) => (d, 1),
         WaitOutcome::TimedOut(d) => (d, 2),
     };
-    if json {
-        let out = serde_json::json!({
-            "session": row.name,
-            "status": derived.status,
-            "text": derived.text,
-            "exit_code": derived.exit_code,
-            "host_lost": derived.host_lost,
-            "timed_out": matches!(outcome, WaitOutcome::TimedOut(_)),
-        });
-        println!("{out}");
-    } else if matches!(outcome, WaitOutcome::TimedOut(_)) {
-        println!(
-            "{} is still {} (timed out).",
-            row.name,
-            crate::printable::line(&derived.text)
-        );
-    } else {
-        println!("{} is {}.", row.name, crate::printable::line(&derived.text));
-    }
+    let timed_out = matches!(outcome, WaitOutcome::TimedOut(_));
+    let doc = serde_json::json!({
+        "session": name,
+        "status": derived.status,
+        "text": derived.text,
+        "exit_code": derived.exit_code,
+        "host_lost": derived.host_lost,
+        "timed_out": timed_out,
+    });
+    out.emit(&doc, || {
+        let text = crate::printable::line(&derived.text);
+        if timed_out {
+            format!("{name} is still {text} (timed out).")
+        } else {
+            format!("{name} is {text}.")
+        }
+    })?;
     Ok(ExitCode::from(code))
 }

@@ -30,12 +30,12 @@ pub enum GitError {
     CheckedOutElsewhere { branch: String, path: PathBuf },
     #[error("{path} already exists")]
     PathExists { path: PathBuf },
-    #[error("git: {0}")]
+    #[error(transparent)]
     Git(#[from] git2::Error),
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -220,7 +220,7 @@ impl Repo {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|source| GitError::Io {
                 path: parent.to_path_buf(),
-                source,
+                error: source,
             })?;
         }
         // libgit2 reads every worktree's HEAD while adding one; a worktree
@@ -294,7 +294,7 @@ impl Repo {
         if path.exists() {
             std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
                 path: path.to_path_buf(),
-                source,
+                error: source,
             })?;
         }
         if let Some(admin) = admin {
@@ -428,28 +428,21 @@ impl FileLock {
             .open(path)
             .map_err(|source| GitError::Io {
                 path: path.to_path_buf(),
-                source,
+                error: source,
             })?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: flock on a descriptor we own.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(GitError::Io {
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
+            GitError::Io {
                 path: path.to_path_buf(),
-                source: std::io::Error::last_os_error(),
-            });
-        }
+                error: e.into(),
+            }
+        })?;
         Ok(FileLock { file })
     }
 }
 
 impl Drop for FileLock {
     fn drop(&mut self) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: unlocking our own descriptor.
-        unsafe {
-            libc::flock(self.file.as_raw_fd(), libc::LOCK_UN);
-        }
+        let _ = rustix::fs::flock(&self.file, rustix::fs::FlockOperation::Unlock);
     }
 }
 
@@ -502,7 +495,7 @@ fn head_ref(head_file: &Path) -> Option<String> {
 fn canonical(path: &Path) -> Result<PathBuf> {
     std::fs::canonicalize(path).map_err(|source| GitError::Io {
         path: path.to_path_buf(),
-        source,
+        error: source,
     })
 }
 
@@ -584,7 +577,7 @@ pub fn exclude_paths(repo: &Repo, paths: &[String]) -> Result<()> {
     }
     let io = |source| GitError::Io {
         path: file.clone(),
-        source,
+        error: source,
     };
     std::fs::create_dir_all(file.parent().unwrap_or(&repo.common_dir)).map_err(io)?;
     // Through a temporary file and a rename: a running agent that reads

@@ -7,12 +7,12 @@
 //! part of are recomputed. Subscribers get a [`GuardUpdate`] per change.
 //!
 //! Invariants: the engine never watches anything itself (that is
-//! [`super::watch`]) and never touches the store (that is [`super::ops`]);
+//! [`super::watch`]) and never touches the store (that is `ops::guard`);
 //! results are a function of the snapshots.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository};
@@ -20,6 +20,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use owt_protocol::guard::{GuardPair, GuardParticipant, GuardReport};
 
 use super::changes::{self, Change, HunkCache};
+use super::journal::JournalSource;
 use super::levels::{self, MergeCache, Side};
 use super::snapshot::WorkState;
 use super::tree::{self, RawChange};
@@ -31,7 +32,7 @@ pub const YOU: &str = "you";
 
 /// Someone whose working state the guard compares: a session's worktree, or
 /// the human's checkout.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Participant {
     /// Unique among participants: the session name, or [`YOU`].
     pub id: String,
@@ -39,9 +40,9 @@ pub struct Participant {
     pub session_id: Option<i64>,
     pub worktree: PathBuf,
     pub base_branch: String,
-    /// The socket of the session host whose work journal a full scan asks
-    /// before walking the checkout (see [`super::journal`]).
-    pub journal: Option<PathBuf>,
+    /// Where a full scan asks for the checkout's work journal before
+    /// walking it (a session host; see [`super::journal`]).
+    pub journal: Option<Arc<dyn JournalSource>>,
 }
 
 /// What one engine call changed.
@@ -49,6 +50,10 @@ pub struct Participant {
 pub struct GuardUpdate {
     /// Participants whose snapshot or merge base changed.
     pub participants: Vec<String>,
+    /// Participants whose HEAD moved (a commit of what was already in the
+    /// working state moves HEAD and nothing else: no pair changes, but the
+    /// commits ahead of the base do).
+    pub heads_moved: Vec<String>,
     /// Pairs recomputed (`(a, b)` ids), whether or not their level changed.
     pub pairs: Vec<(String, String)>,
     /// Pairs whose report changed.
@@ -304,8 +309,15 @@ impl GuardEngine {
     /// reset, its base branch moved).
     pub fn on_refs_changed(&mut self, id: &str) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
-        self.state_mut(id)?.work.refresh_refs()?;
-        self.settle(id, started)
+        let work = &mut self.state_mut(id)?.work;
+        let head_before = work.head;
+        work.refresh_refs()?;
+        let moved = work.head != head_before;
+        let mut update = self.settle(id, started)?;
+        if moved {
+            update.heads_moved.push(id.to_string());
+        }
+        Ok(update)
     }
 
     /// Replaces a participant's unsaved editor buffers (path relative to its
@@ -433,6 +445,13 @@ impl GuardEngine {
         self.pairs.values().flatten().collect()
     }
 
+    /// The pair of `a` and `b` (ids in order), when they overlap.
+    pub fn pair(&self, a: &str, b: &str) -> Option<&GuardPair> {
+        self.pairs
+            .get(&(a.to_string(), b.to_string()))
+            .and_then(Option::as_ref)
+    }
+
     /// The pairs `id` is part of.
     pub fn pairs_of(&self, id: &str) -> Vec<&GuardPair> {
         self.pairs
@@ -450,6 +469,16 @@ impl GuardEngine {
     /// A participant's changes from its merge base.
     pub fn changes(&self, id: &str) -> Option<&[Change]> {
         self.states.get(id).map(|s| s.changes.as_slice())
+    }
+
+    /// A participant's checkout, as git names it.
+    pub fn worktree(&self, id: &str) -> Option<&Path> {
+        self.states.get(id).map(|s| s.work.worktree.as_path())
+    }
+
+    /// The commit a participant's changes are counted from.
+    pub fn merge_base(&self, id: &str) -> Option<Oid> {
+        self.states.get(id).and_then(|s| s.work.merge_base)
     }
 
     /// A participant's snapshot tree.

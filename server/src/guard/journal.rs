@@ -38,7 +38,7 @@
 //! [`WorkState::scan_full`]: super::snapshot::WorkState::scan_full
 
 use std::collections::BTreeSet;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -46,6 +46,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use owt_protocol::host::JournalView;
+use rustix::pipe::PipeFlags;
 
 use super::snapshot::WorkState;
 use super::watch::{self, Inotify, Seen, SkipFolder};
@@ -89,9 +90,8 @@ const WAKE: u8 = b'w';
 const STOP: u8 = b'x';
 
 fn signal(shared: &Shared, byte: u8) {
-    // SAFETY: a valid descriptor and one byte. A full pipe already holds
-    // a byte the thread will read.
-    unsafe { libc::write(shared.control.as_raw_fd(), [byte].as_ptr().cast(), 1) };
+    // A full pipe already holds a byte the thread will read.
+    let _ = rustix::io::write(&shared.control, &[byte]);
 }
 
 struct Baseline {
@@ -152,14 +152,9 @@ impl Journal {
         let git_dir = canon(repo.path());
         drop(repo);
         let inotify = watch_checkout(&worktree, &git_dir)?;
-        let mut pipe = [0; 2];
-        // SAFETY: a valid array of two descriptors; the result is checked.
-        if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-            return Err(watch::watch_error("creating the journal's control pipe"));
-        }
-        // SAFETY: fresh descriptors nobody else owns.
         let (control_rx, control_tx) =
-            unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+            rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
+                .map_err(|e| watch::io_error("creating the journal's control pipe", e))?;
         let shared = Arc::new(Shared {
             worktree,
             git_dir,
@@ -179,7 +174,7 @@ impl Journal {
             .spawn(move || run(&thread_shared, &control_rx))
             .map_err(|source| GuardError::Io {
                 path: PathBuf::from("owt-journal"),
-                source,
+                error: source,
             })?;
         Ok(Journal {
             shared,
@@ -236,20 +231,13 @@ impl Drop for Journal {
     }
 }
 
-/// How long a full scan waits for a host's journal before walking.
-const ASK_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The journal of the session host at `socket`, when it has one it can
-/// vouch for (`None`: no host, an older host, a walk under way).
-pub fn ask(socket: &Path) -> Option<JournalView> {
-    let mut conn = crate::session::HostConn::connect_quick(socket, ASK_TIMEOUT).ok()?;
-    match conn.journal(ASK_TIMEOUT) {
-        Ok(view) => view.ready.then_some(view),
-        Err(e) => {
-            tracing::debug!("no journal from {}: {e}", socket.display());
-            None
-        }
-    }
+/// Where a full scan asks for a checkout's journal before walking it. The
+/// session client implements it for a host's socket
+/// (`session::HostJournal`): the guard asks, and knows nothing of hosts.
+pub trait JournalSource: Send + Sync + std::fmt::Debug {
+    /// The journal, when there is one it can vouch for (`None`: no host,
+    /// an older host, a walk under way).
+    fn ask(&self) -> Option<JournalView>;
 }
 
 /// HEAD's tree, read from the files (`None` while unborn or unreadable).
@@ -376,19 +364,26 @@ fn run(shared: &Shared, control: &OwnedFd) {
             let due = state
                 .due
                 .map(|at| at.saturating_duration_since(Instant::now()));
-            (state.inotify.fd.as_raw_fd(), due)
+            // A copy of the descriptor: a walk may replace the instance
+            // while this thread waits on it.
+            (state.inotify.fd.try_clone(), due)
         };
         if due == Some(Duration::ZERO) {
             walk(shared);
             continue;
         }
-        let (_, signalled) = watch::wait(fd, control.as_raw_fd(), due);
+        let signalled = match &fd {
+            Ok(fd) => watch::wait(fd.as_fd(), control.as_fd(), due).1,
+            Err(e) => {
+                tracing::warn!("journal: {e}; looking again in {RETRY:?}");
+                let due = due.map_or(RETRY, |due| due.min(RETRY));
+                watch::wait(control.as_fd(), control.as_fd(), Some(due)).1
+            }
+        };
         if signalled {
             let mut bytes = [0u8; 64];
-            // SAFETY: a valid descriptor and buffer; non-blocking.
-            let n =
-                unsafe { libc::read(control.as_raw_fd(), bytes.as_mut_ptr().cast(), bytes.len()) };
-            if n > 0 && bytes[..n as usize].contains(&STOP) {
+            let n = rustix::io::read(control, &mut bytes).unwrap_or(0);
+            if bytes[..n].contains(&STOP) {
                 return;
             }
         }

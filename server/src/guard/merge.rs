@@ -199,7 +199,7 @@ pub fn merge_with_git(
         .output()
         .map_err(|source| GuardError::Io {
             path: git_dir.to_path_buf(),
-            source,
+            error: source,
         })?;
     let code = output.status.code();
     if code != Some(0) && code != Some(1) {

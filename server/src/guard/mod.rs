@@ -13,20 +13,22 @@
 //! - [`watch`]: the inotify watcher feeding the engine;
 //! - [`journal`]: what a session host keeps of its worktree's changes, so
 //!   a full scan of a live agent's checkout looks only at those;
-//! - [`queue`]: the merge order of sessions ready to ship;
-//! - [`ops`]: glue to the store and the repository context (facts, reports).
+//! - [`queue`]: the merge order of sessions ready to ship.
+//!
+//! The glue to the store and the repository context (participants, facts,
+//! reports) is a use case: `crate::ops::guard`.
 //!
 //! Invariants: guard computation is pure given snapshots (it reads and
 //! writes git objects only, never an index, a working file or a ref); only
 //! [`watch`] (for the LSP's engine) and [`journal`] (in a session host)
-//! subscribe to file-system events; only [`ops`] touches the store.
+//! subscribe to file-system events; nothing here touches the store or
+//! knows the session hosts.
 
 pub mod changes;
 pub mod engine;
 pub mod journal;
 pub mod levels;
 pub mod merge;
-pub mod ops;
 pub mod queue;
 pub mod snapshot;
 pub mod tree;
@@ -64,23 +66,29 @@ pub struct GuardFact {
 
 #[derive(Debug, thiserror::Error)]
 pub enum GuardError {
-    #[error("git: {0}")]
+    #[error(transparent)]
     Git(#[from] git2::Error),
     #[error("{0} is a bare repository")]
     Bare(PathBuf),
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("git merge-tree failed: {0}")]
     GitCli(String),
     #[error("bad [guard] ignore glob: {0}")]
-    Glob(#[from] globset::Error),
+    Glob(globset::Error),
     #[error("no participant `{0}`")]
     NoParticipant(String),
     #[error("conflict guard: {0}")]
     Internal(String),
+}
+
+impl From<globset::Error> for GuardError {
+    fn from(e: globset::Error) -> Self {
+        GuardError::Glob(e)
+    }
 }
 
 #[cfg(test)]

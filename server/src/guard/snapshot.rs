@@ -66,8 +66,8 @@ pub struct WorkState {
     pub overrides: BTreeMap<String, String>,
     /// The snapshot tree.
     pub snapshot: Option<Oid>,
-    /// The session host socket whose journal a full scan asks first.
-    pub journal: Option<PathBuf>,
+    /// Where a full scan asks for the journal first.
+    pub journal: Option<std::sync::Arc<dyn super::journal::JournalSource>>,
     /// How the last full scan found its paths.
     pub last_scan: Option<ScanSource>,
     stat_cache: HashMap<String, (StatKey, Entry)>,
@@ -154,7 +154,7 @@ impl WorkState {
     pub fn scan_full(&mut self) -> Result<bool, GuardError> {
         // Asked before HEAD and the index are read: whatever moves after
         // the answer shows up as a mismatch below.
-        let view = self.journal.as_deref().and_then(super::journal::ask);
+        let view = self.journal.as_ref().and_then(|journal| journal.ask());
         self.scan_from(view)
     }
 
@@ -569,7 +569,7 @@ impl WorkState {
         let entry = if meta.file_type().is_symlink() {
             let target = std::fs::read_link(&abs).map_err(|source| GuardError::Io {
                 path: abs.clone(),
-                source,
+                error: source,
             })?;
             let id = self.repo.blob(target.as_os_str().as_encoded_bytes())?;
             (id, MODE_LINK)
@@ -585,7 +585,12 @@ impl WorkState {
                 match std::fs::read(&abs) {
                     Ok(bytes) => self.repo.blob(&bytes)?,
                     Err(_) if !abs.exists() => return Ok(None),
-                    Err(source) => return Err(GuardError::Io { path: abs, source }),
+                    Err(source) => {
+                        return Err(GuardError::Io {
+                            path: abs,
+                            error: source,
+                        })
+                    }
                 }
             };
             let mode = if meta.permissions().mode() & 0o111 != 0 {

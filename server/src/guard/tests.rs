@@ -47,35 +47,14 @@ fn hermetic() {
 }
 
 pub(crate) fn git(cwd: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("running git");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    owt_e2e::git(cwd, args)
 }
 
-/// Ten numbered lines.
-fn lines() -> String {
-    (1..=10).map(|i| format!("line {i}\n")).collect()
-}
+use owt_e2e::ten_lines as lines;
 
 /// `lines()` with line `n` (1-based) replaced.
 fn with_line(n: usize, text: &str) -> String {
-    (1..=10)
-        .map(|i| {
-            if i == n {
-                format!("{text}\n")
-            } else {
-                format!("line {i}\n")
-            }
-        })
-        .collect()
+    owt_e2e::with_line(&lines(), n, text)
 }
 
 struct Fixture {
@@ -599,6 +578,27 @@ fn ignore_globs_hide_overlaps_but_never_conflicts() {
     .assert_eq(&render_pairs(&engine.pairs()));
 }
 
+/// Regression (found by the LSP's code-action test under load): committing
+/// what was already in the working state moves HEAD and nothing else, so no
+/// update named the participant and the commits ahead the LSP shows stayed
+/// stale until the next full git pass (a minute).
+#[test]
+fn a_commit_of_the_working_state_reports_the_moved_head() {
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    write(&a, "f.txt", &with_line(3, "a"));
+    let mut engine = fx.engine(&["a"], &[]);
+    git(&a, &["commit", "-q", "-am", "work"]);
+    let update = engine.on_refs_changed("a").unwrap();
+    assert!(
+        update.participants.is_empty(),
+        "the working state is the same"
+    );
+    assert_eq!(update.heads_moved, ["a"]);
+    let unchanged = engine.on_refs_changed("a").unwrap();
+    assert!(unchanged.heads_moved.is_empty());
+}
+
 #[test]
 fn incremental_updates_touch_only_the_changed_participant() {
     let fx = Fixture::new(&[("f.txt", &lines()), ("d/g.txt", &lines())]);
@@ -971,7 +971,7 @@ fn watcher_records_guard_facts_in_the_store() {
                     base_branch: "main",
                     worktree_template: worktree.to_str().unwrap(),
                     provider: "fake",
-                    kind: "worktree",
+                    kind: owt_protocol::SessionKind::Worktree,
                 },
                 |_| false,
             )
@@ -991,7 +991,7 @@ fn watcher_records_guard_facts_in_the_store() {
             .unwrap();
     }
     engine.full_recompute().unwrap();
-    super::ops::record_facts(&store, &engine).unwrap();
+    crate::ops::guard::record_all_facts(&store, &engine).unwrap();
     let fact = |store: &Store| {
         store
             .fact::<super::GuardFact>(ids[0], super::kind::GUARD)
@@ -1003,7 +1003,7 @@ fn watcher_records_guard_facts_in_the_store() {
     let engine = Arc::new(Mutex::new(engine));
     let (tx, rx) = std::sync::mpsc::channel();
     let _watcher = GuardWatcher::start(engine, Duration::from_millis(30), move |engine, _| {
-        super::ops::record_facts(&store, engine).unwrap();
+        crate::ops::guard::record_all_facts(&store, engine).unwrap();
         let _ = tx.send(());
     })
     .unwrap();

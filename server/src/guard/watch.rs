@@ -29,9 +29,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use std::collections::HashMap;
-use std::ffi::{CString, OsStr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ffi::OsStr;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::fs::inotify::{self, ReadFlags, WatchFlags};
+use rustix::io::Errno;
 
 use super::engine::{GuardEngine, GuardUpdate};
 use super::GuardError;
@@ -101,16 +106,16 @@ impl Roots {
 
 /// What a watch reports: changes to a folder's entries and to the files in
 /// it (as `notify`'s inotify backend watched).
-const MASK: u32 = libc::IN_ATTRIB
-    | libc::IN_CREATE
-    | libc::IN_DELETE
-    | libc::IN_CLOSE_WRITE
-    | libc::IN_MODIFY
-    | libc::IN_MOVED_FROM
-    | libc::IN_MOVED_TO
-    | libc::IN_DELETE_SELF
-    | libc::IN_MOVE_SELF
-    | libc::IN_ONLYDIR;
+const MASK: WatchFlags = WatchFlags::ATTRIB
+    .union(WatchFlags::CREATE)
+    .union(WatchFlags::DELETE)
+    .union(WatchFlags::CLOSE_WRITE)
+    .union(WatchFlags::MODIFY)
+    .union(WatchFlags::MOVED_FROM)
+    .union(WatchFlags::MOVED_TO)
+    .union(WatchFlags::DELETE_SELF)
+    .union(WatchFlags::MOVE_SELF)
+    .union(WatchFlags::ONLYDIR);
 
 /// Which subfolders of a recursive root are left unwatched (relative to
 /// the root).
@@ -127,6 +132,11 @@ struct Root {
 /// The inotify instance and its table.
 pub(super) struct Inotify {
     pub(super) fd: OwnedFd,
+    table: Table,
+}
+
+/// What each watch descriptor stands for.
+struct Table {
     roots: Vec<Root>,
     /// Watch descriptor → (index into `roots`, folder relative to it, as a
     /// range of `names`).
@@ -147,18 +157,16 @@ pub(super) enum Seen {
 
 impl Inotify {
     pub(super) fn new() -> Result<Inotify, GuardError> {
-        // SAFETY: no pointers; the result is checked.
-        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
-        if fd < 0 {
-            return Err(watch_error("starting inotify"));
-        }
+        let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
+            .map_err(|e| io_error("starting inotify", e))?;
         Ok(Inotify {
-            // SAFETY: a fresh descriptor nobody else owns.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-            roots: Vec::new(),
-            watches: HashMap::new(),
-            names: Vec::new(),
-            live_bytes: 0,
+            fd,
+            table: Table {
+                roots: Vec::new(),
+                watches: HashMap::new(),
+                names: Vec::new(),
+                live_bytes: 0,
+            },
         })
     }
 
@@ -175,29 +183,58 @@ impl Inotify {
         recursive: bool,
         skip: Option<SkipFolder>,
     ) -> Result<(), GuardError> {
-        let index = u16::try_from(self.roots.len())
+        let table = &mut self.table;
+        let index = u16::try_from(table.roots.len())
             .map_err(|_| GuardError::Internal("too many watched roots".into()))?;
-        self.roots.push(Root {
+        table.roots.push(Root {
             path: root.to_path_buf(),
             recursive,
             skip,
         });
-        if !self.add_folder(index, Path::new(""))? {
-            return Err(GuardError::Io {
+        match table.add_folder(self.fd.as_fd(), index, Path::new(""))? {
+            Ok(()) => Ok(()),
+            Err(error) => Err(GuardError::Io {
                 path: root.to_path_buf(),
-                source: std::io::Error::last_os_error(),
-            });
+                error,
+            }),
         }
-        Ok(())
     }
 
+    /// Reads every event queued now (never blocks) into `out`, watching
+    /// folders that appeared under recursive roots.
+    pub(super) fn read(&mut self, out: &mut Vec<Seen>) {
+        let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
+        let mut reader = inotify::Reader::new(self.fd.as_fd(), &mut buf);
+        loop {
+            let event = match reader.next() {
+                Ok(event) => event,
+                Err(Errno::INTR) => continue,
+                // `AGAIN`: nothing more queued.
+                Err(_) => return,
+            };
+            let name = event
+                .file_name()
+                .map(|name| OsStr::from_bytes(name.to_bytes()))
+                .unwrap_or_default();
+            self.table
+                .one(self.fd.as_fd(), event.wd(), event.events(), name, out);
+        }
+    }
+}
+
+impl Table {
     /// Watches the folder `rel` of root `index` and, for a recursive root,
-    /// its subfolders. False when the folder itself could not be watched
-    /// (gone already). Running out of watches is an error.
-    fn add_folder(&mut self, index: u16, rel: &Path) -> Result<bool, GuardError> {
+    /// its subfolders. `Ok(Err(_))` when the folder itself could not be
+    /// watched (gone already); running out of watches is an error.
+    fn add_folder(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        index: u16,
+        rel: &Path,
+    ) -> Result<std::io::Result<()>, GuardError> {
         let root = &self.roots[usize::from(index)];
         if !rel.as_os_str().is_empty() && root.skip.as_ref().is_some_and(|skip| skip(rel)) {
-            return Ok(false);
+            return Ok(Err(std::io::ErrorKind::NotFound.into()));
         }
         let abs = if rel.as_os_str().is_empty() {
             root.path.clone()
@@ -205,24 +242,20 @@ impl Inotify {
             root.path.join(rel)
         };
         let recursive = root.recursive;
-        let Ok(c_path) = CString::new(abs.as_os_str().as_bytes()) else {
-            return Ok(false);
-        };
-        // SAFETY: a valid descriptor and a NUL-terminated path.
-        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c_path.as_ptr(), MASK) };
-        if wd < 0 {
-            let e = std::io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::ENOSPC) | Some(libc::ENOMEM) => Err(GuardError::Io {
+        let wd = match inotify::add_watch(fd, &abs, MASK) {
+            Ok(wd) => wd,
+            Err(e) if e == Errno::NOSPC || e == Errno::NOMEM => {
+                let e = std::io::Error::from(e);
+                return Err(GuardError::Io {
                     path: abs,
-                    source: std::io::Error::new(
+                    error: std::io::Error::new(
                         e.kind(),
                         format!("{e} (raise fs.inotify.max_user_watches to watch more folders)"),
                     ),
-                }),
-                _ => Ok(false),
-            };
-        }
+                });
+            }
+            Err(e) => return Ok(Err(e.into())),
+        };
         let bytes = rel.as_os_str().as_bytes();
         let start = self.names.len();
         self.names.extend_from_slice(bytes);
@@ -237,76 +270,50 @@ impl Inotify {
             if let Ok(entries) = std::fs::read_dir(&abs) {
                 for entry in entries.flatten() {
                     if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                        self.add_folder(index, &rel.join(entry.file_name()))?;
+                        // A subfolder gone already is no error.
+                        let _gone = self.add_folder(fd, index, &rel.join(entry.file_name()))?;
                     }
                 }
             }
         }
-        Ok(true)
+        Ok(Ok(()))
     }
 
-    /// Reads every event queued now (never blocks) into `out`, watching
-    /// folders that appeared under recursive roots.
-    pub(super) fn read(&mut self, out: &mut Vec<Seen>) {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            // SAFETY: a valid descriptor and buffer; non-blocking.
-            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n <= 0 {
-                return;
-            }
-            let n = n as usize;
-            let head = std::mem::size_of::<libc::inotify_event>();
-            let mut at = 0;
-            while at + head <= n {
-                // SAFETY: the kernel wrote a whole event header here; read
-                // unaligned since the buffer is bytes.
-                let event: libc::inotify_event =
-                    unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
-                let name_len = event.len as usize;
-                let name_bytes = &buf[(at + head).min(n)..(at + head + name_len).min(n)];
-                at += head + name_len;
-                let name = OsStr::from_bytes(
-                    &name_bytes[..name_bytes
-                        .iter()
-                        .position(|b| *b == 0)
-                        .unwrap_or(name_bytes.len())],
-                );
-                self.one(&event, name, out);
-            }
-        }
-    }
-
-    fn one(&mut self, event: &libc::inotify_event, name: &OsStr, out: &mut Vec<Seen>) {
-        if event.mask & libc::IN_Q_OVERFLOW != 0 {
+    fn one(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        wd: i32,
+        mask: ReadFlags,
+        name: &OsStr,
+        out: &mut Vec<Seen>,
+    ) {
+        if mask.contains(ReadFlags::QUEUE_OVERFLOW) {
             out.push(Seen::Overflow);
             return;
         }
-        if event.mask & libc::IN_IGNORED != 0 {
-            if let Some((_, range)) = self.watches.remove(&event.wd) {
+        if mask.contains(ReadFlags::IGNORED) {
+            if let Some((_, range)) = self.watches.remove(&wd) {
                 self.live_bytes -= range.len();
                 self.compact();
             }
             return;
         }
-        let Some((index, range)) = self.watches.get(&event.wd) else {
+        let Some((index, range)) = self.watches.get(&wd) else {
             return;
         };
         let rel = &self.names[range.start as usize..range.end as usize];
         let (index, rel) = (*index, PathBuf::from(OsStr::from_bytes(rel)));
         let rel = if name.is_empty() { rel } else { rel.join(name) };
-        let is_new_folder = event.mask & libc::IN_ISDIR != 0
-            && event.mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0;
+        let is_new_folder = mask.contains(ReadFlags::ISDIR)
+            && mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO);
         if is_new_folder && self.roots[usize::from(index)].recursive {
-            if let Err(e) = self.add_folder(index, &rel) {
+            if let Err(e) = self.add_folder(fd, index, &rel) {
                 tracing::warn!("conflict guard: {e}");
             }
         }
         out.push(Seen::Path(self.roots[usize::from(index)].path.join(rel)));
     }
-}
 
-impl Inotify {
     /// Drops the names of removed watches once they are most of `names`.
     fn compact(&mut self) {
         if self.names.len() < 4096 || self.live_bytes * 2 > self.names.len() {
@@ -323,37 +330,37 @@ impl Inotify {
     }
 }
 
-pub(super) fn watch_error(context: &str) -> GuardError {
+/// A system call that failed while `context`.
+pub(super) fn io_error(context: &str, e: Errno) -> GuardError {
     GuardError::Io {
         path: PathBuf::from(context),
-        source: std::io::Error::last_os_error(),
+        error: e.into(),
     }
 }
 
 /// Waits until `fd` or `stop` is readable, or `timeout` passes (`None`:
 /// forever). Returns (events ready, stop asked).
-pub(super) fn wait(fd: i32, stop: i32, timeout: Option<Duration>) -> (bool, bool) {
+pub(super) fn wait(
+    fd: BorrowedFd<'_>,
+    stop: BorrowedFd<'_>,
+    timeout: Option<Duration>,
+) -> (bool, bool) {
     let mut fds = [
-        libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: stop,
-            events: libc::POLLIN,
-            revents: 0,
-        },
+        PollFd::new(&fd, PollFlags::IN),
+        PollFd::new(&stop, PollFlags::IN),
     ];
-    let ms = timeout.map_or(-1, |t| {
-        i32::try_from(t.as_millis()).unwrap_or(i32::MAX).max(1)
+    // At least a millisecond: a zero timeout would spin.
+    let timeout = timeout.map(|t| {
+        let t = t.max(Duration::from_millis(1));
+        Timespec {
+            tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(t.subsec_nanos()),
+        }
     });
-    // SAFETY: two valid pollfds.
-    let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
-    if rc <= 0 {
-        return (false, false);
+    match rustix::event::poll(&mut fds, timeout.as_ref()) {
+        Ok(n) if n > 0 => (!fds[0].revents().is_empty(), !fds[1].revents().is_empty()),
+        _ => (false, false),
     }
-    (fds[0].revents != 0, fds[1].revents != 0)
 }
 
 impl GuardWatcher {
@@ -392,20 +399,14 @@ impl GuardWatcher {
                 inotify.add_root(git_dir, false)?;
             }
         }
-        let mut pipe = [0; 2];
-        // SAFETY: a valid array of two descriptors; the result is checked.
-        if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(watch_error("creating the watcher's stop pipe"));
-        }
-        // SAFETY: fresh descriptors nobody else owns.
-        let (stop_rx, stop_tx) =
-            unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+        let (stop_rx, stop_tx) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|e| io_error("creating the watcher's stop pipe", e))?;
         let thread = std::thread::Builder::new()
             .name("owt-guard-watch".into())
             .spawn(move || {
                 let mut seen = Vec::new();
                 loop {
-                    let (ready, stop) = wait(inotify.fd.as_raw_fd(), stop_rx.as_raw_fd(), None);
+                    let (ready, stop) = wait(inotify.fd.as_fd(), stop_rx.as_fd(), None);
                     if stop {
                         return;
                     }
@@ -419,7 +420,7 @@ impl GuardWatcher {
                     let started = Instant::now();
                     loop {
                         let (ready, stop) =
-                            wait(inotify.fd.as_raw_fd(), stop_rx.as_raw_fd(), Some(debounce));
+                            wait(inotify.fd.as_fd(), stop_rx.as_fd(), Some(debounce));
                         if stop {
                             return;
                         }
@@ -436,7 +437,7 @@ impl GuardWatcher {
             })
             .map_err(|source| GuardError::Io {
                 path: PathBuf::from("owt-guard-watch"),
-                source,
+                error: source,
             })?;
         Ok(GuardWatcher {
             stop: Some(stop_tx),
@@ -504,6 +505,7 @@ fn apply(
         match result {
             Ok(update) => {
                 batch.participants.extend(update.participants);
+                batch.heads_moved.extend(update.heads_moved);
                 batch.pairs.extend(update.pairs);
                 batch.changed_pairs.extend(update.changed_pairs);
                 batch.elapsed += update.elapsed;
@@ -511,7 +513,7 @@ fn apply(
             Err(e) => tracing::warn!("conflict guard update failed: {e}"),
         }
     }
-    if !batch.participants.is_empty() {
+    if !batch.participants.is_empty() || !batch.heads_moved.is_empty() {
         on_update(&engine, &batch);
     }
 }
@@ -519,8 +521,7 @@ fn apply(
 impl Drop for GuardWatcher {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
-            // SAFETY: a valid descriptor and one byte.
-            unsafe { libc::write(stop.as_raw_fd(), b"x".as_ptr().cast(), 1) };
+            let _ = rustix::io::write(&stop, b"x");
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

@@ -12,7 +12,7 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::LanguageServer;
 
-use super::state::Event;
+use super::event::Event;
 
 pub struct Backend {
     tx: Sender<Event>,
@@ -46,6 +46,12 @@ impl Backend {
     /// `owt/board`.
     pub fn board(&self) -> impl Future<Output = Result<Board>> + Send + 'static {
         self.request(Event::Board)
+    }
+
+    /// `$/owt/flush` (the test harness only).
+    #[cfg(test)]
+    pub fn flush(&self, marker: String) -> impl Future<Output = ()> + Send + 'static {
+        self.notify(Event::Flush(marker))
     }
 }
 

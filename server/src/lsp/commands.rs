@@ -1,162 +1,61 @@
-//! `workspace/executeCommand`: the owt commands. Quick ones (attach, send,
-//! peek, open the agent's file) run on the owner thread; long ones (spawn,
-//! merge, ship, delete) on a worker thread that reports `$/progress`, ends
-//! with `window/showMessage`, and replies when done.
+//! The owt commands of `workspace/executeCommand`, one function each,
+//! returning the JSON result (or why not). Quick ones (attach, send, peek,
+//! open the agent's file) run on the owner thread; long ones (spawn, merge,
+//! ship, delete) on a worker thread ([`Worker`]) that reports `$/progress`
+//! and ends with `window/showMessage`. Replying is
+//! [`super::requests::execute_command`]'s job, in one place.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{anyhow, Context as _};
-use owt_protocol::lsp::{
-    commands, CommandArgs, OpenTerminalParams, OpenTerminalResult, METHOD_OPEN_TERMINAL,
-};
-use serde_json::Value;
+use owt_protocol::lsp::{commands, CommandArgs, OpenTerminalParams, OpenTerminalResult};
+use serde_json::{json, Value};
 use tower_lsp_server::ls_types::*;
 
-use super::convert::{failed, invalid_params, line_range, path_to_uri, uri_to_path};
-use super::state::{reply_json, Event, Progress, Reply, State};
+use super::convert::{line_range, path_to_uri, uri_to_path};
+use super::event::Event;
+use super::progress::Progress;
+use super::state::State;
 use super::terminal;
 use crate::ops::{self, merge::MergeOptions, new::NewRequest, Context};
 use crate::session;
 
-pub fn execute(state: &mut State, params: ExecuteCommandParams, reply: Reply<Option<Value>>) {
-    let args: CommandArgs = match params.arguments.first() {
-        None => CommandArgs::default(),
-        Some(value) => match serde_json::from_value(value.clone()) {
-            Ok(args) => args,
-            Err(e) => {
-                let _ = reply.send(Err(invalid_params(format!(
-                    "{}: the argument must be an object like {{\"session\": \"name\"}}: {e}",
-                    params.command
-                ))));
-                return;
-            }
-        },
-    };
-    let Some(root) = state.root.clone().filter(|_| state.ctx.is_some()) else {
-        let _ = reply.send(Err(failed(&anyhow!("{}", state.no_repo_reason()))));
-        return;
-    };
-    let command = params.command.as_str();
-    let session = || {
-        args.session
-            .clone()
-            .ok_or_else(|| invalid_params(format!("{command} needs {{\"session\": \"name\"}}")))
-    };
-    match command {
-        commands::ATTACH => match session() {
-            Err(e) => {
-                let _ = reply.send(Err(e));
-            }
-            Ok(name) => match attach(state, &name) {
-                Ok(value) => reply_json(reply, &value),
-                Err(e) => {
-                    let _ = reply.send(Err(failed(&e)));
-                }
-            },
-        },
-        commands::SEND => match session() {
-            Err(e) => {
-                let _ = reply.send(Err(e));
-            }
-            Ok(name) => {
-                let text = args.text.clone().or(args.task.clone()).unwrap_or_default();
-                let result = state
-                    .ctx
-                    .as_ref()
-                    .ok_or_else(|| anyhow!("no repository"))
-                    .and_then(|ctx| {
-                        let row = ctx.session(&name)?;
-                        session::send(&ctx.home, &row, &text, true)?;
-                        Ok(())
-                    });
-                match result {
-                    Ok(()) => reply_json(reply, &serde_json::json!({"sent": true})),
-                    Err(e) => {
-                        let _ = reply.send(Err(failed(&e)));
-                    }
-                }
-            }
-        },
-        commands::PEEK => match session() {
-            Err(e) => {
-                let _ = reply.send(Err(e));
-            }
-            Ok(name) => {
-                let result = state
-                    .ctx
-                    .as_ref()
-                    .ok_or_else(|| anyhow!("no repository"))
-                    .and_then(|ctx| {
-                        let row = ctx.session(&name)?;
-                        Ok(session::peek(&ctx.home, &row, false)?)
-                    });
-                match result {
-                    Ok(view) => reply_json(reply, &view),
-                    Err(e) => {
-                        let _ = reply.send(Err(failed(&e)));
-                    }
-                }
-            }
-        },
-        commands::OPEN_AGENT_FILE => match session() {
-            Err(e) => {
-                let _ = reply.send(Err(e));
-            }
-            Ok(name) => match open_agent_file(state, &name, &args) {
-                Ok(()) => reply_json(reply, &serde_json::json!({"opened": true})),
-                Err(e) => {
-                    let _ = reply.send(Err(failed(&e)));
-                }
-            },
-        },
-        commands::SPAWN | commands::MERGE | commands::SHIP | commands::DELETE => {
-            if command != commands::SPAWN && args.session.is_none() {
-                let _ = reply.send(Err(invalid_params(format!(
-                    "{command} needs {{\"session\": \"name\"}}"
-                ))));
-                return;
-            }
-            let task = if command == commands::SPAWN {
-                match spawn_task(state, &args) {
-                    Ok(task) => Some(task),
-                    Err(e) => {
-                        let _ = reply.send(Err(invalid_params(format!("{e:#}"))));
-                        return;
-                    }
-                }
-            } else {
-                None
-            };
-            let token = state.next_token();
-            let worker = Worker {
-                client: state.client.clone(),
-                rt: state.rt.clone(),
-                tx: state.tx.clone(),
-                root,
-                progress_supported: state.progress_supported,
-            };
-            let command = command.to_string();
-            let spawned = std::thread::Builder::new()
-                .name(format!("owt-lsp-{command}"))
-                .spawn(move || worker.run(&command, args, task, token, reply));
-            if let Err(e) = spawned {
-                tracing::error!("cannot start a worker thread: {e}");
-            }
-        }
-        other => {
-            let _ = reply.send(Err(invalid_params(format!(
-                "unknown command `{other}`; owt's commands are {}",
-                commands::ALL.join(", ")
-            ))));
-        }
+/// Why a command did not run.
+#[derive(Debug)]
+pub enum CommandError {
+    /// The arguments are wrong (JSON-RPC `InvalidParams`).
+    Invalid(String),
+    /// It ran and failed for a reason a person can act on.
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for CommandError {
+    fn from(e: anyhow::Error) -> Self {
+        CommandError::Failed(e)
     }
 }
 
-/// Opens a terminal attached to the session: through the editor if it
-/// announced `openTerminal`, else through tmux / WezTerm / Zellij / kitty,
-/// else a message with the command to run.
-fn attach(state: &State, name: &str) -> anyhow::Result<Value> {
-    let ctx = state.ctx.as_ref().ok_or_else(|| anyhow!("no repository"))?;
+impl From<session::SessionError> for CommandError {
+    fn from(e: session::SessionError) -> Self {
+        CommandError::Failed(e.into())
+    }
+}
+
+pub type CommandResult = Result<Value, CommandError>;
+
+/// The `session` argument, which most commands need.
+pub fn session_arg<'a>(command: &str, args: &'a CommandArgs) -> Result<&'a str, CommandError> {
+    args.session
+        .as_deref()
+        .ok_or_else(|| CommandError::Invalid(format!("{command} needs {{\"session\": \"name\"}}")))
+}
+
+/// `owt.attach`: opens a terminal attached to the session — through the
+/// editor if it announced `openTerminal`, else through tmux / WezTerm /
+/// Zellij / kitty, else a message with the command to run.
+pub fn attach(state: &State, args: &CommandArgs) -> CommandResult {
+    let name = session_arg(commands::ATTACH, args)?;
+    let ctx = state.ctx()?;
     let row = ctx.session(name)?;
     let argv = terminal::attach_argv(&row.name);
     let cwd = if row.worktree_path.is_dir() {
@@ -179,33 +78,54 @@ fn attach(state: &State, name: &str) -> anyhow::Result<Value> {
                 tracing::warn!("owt/openTerminal failed: {e}");
             }
         });
-        return Ok(serde_json::json!({"opened": "editor"}));
+        return Ok(json!({"opened": "editor"}));
     }
     match terminal::open_external(&argv, &cwd, &title) {
-        terminal::Opened::Launched(via) => Ok(serde_json::json!({"opened": via})),
+        terminal::Opened::Launched(via) => Ok(json!({"opened": via})),
         terminal::Opened::Manual(command) => {
-            state.show_message(
+            state.outbox.show_message(
                 MessageType::INFO,
                 format!(
                     "owt: to attach to {}, run in a terminal: {command}",
                     row.name
                 ),
             );
-            Ok(serde_json::json!({"opened": false, "command": command}))
+            Ok(json!({"opened": false, "command": command}))
         }
     }
 }
 
-fn open_agent_file(state: &State, name: &str, args: &CommandArgs) -> anyhow::Result<()> {
-    let ctx = state.ctx.as_ref().ok_or_else(|| anyhow!("no repository"))?;
+/// `owt.send`: types `text` (or `task`) and Enter into the agent.
+pub fn send(state: &State, args: &CommandArgs) -> CommandResult {
+    let name = session_arg(commands::SEND, args)?;
+    let text = args.text.clone().or(args.task.clone()).unwrap_or_default();
+    let ctx = state.ctx()?;
+    let row = ctx.session(name)?;
+    session::send(&ctx.home, &row, &text, true)?;
+    Ok(json!({"sent": true}))
+}
+
+/// `owt.peek`: the agent's screen.
+pub fn peek(state: &State, args: &CommandArgs) -> CommandResult {
+    let name = session_arg(commands::PEEK, args)?;
+    let ctx = state.ctx()?;
+    let row = ctx.session(name)?;
+    let view = session::peek(&ctx.home, &row, false)?;
+    Ok(serde_json::to_value(view).map_err(anyhow::Error::from)?)
+}
+
+/// `owt.openAgentFile`: shows the agent's copy of a file (`path`, or the
+/// `uri` of this checkout's copy), at the given lines.
+pub fn open_agent_file(state: &State, args: &CommandArgs) -> CommandResult {
+    let name = session_arg(commands::OPEN_AGENT_FILE, args)?;
+    let ctx = state.ctx()?;
     let row = ctx.session(name)?;
     let relative = args
         .path
         .clone()
         .or_else(|| {
             let uri: Uri = args.uri.as_deref()?.parse().ok()?;
-            let path = uri_to_path(&uri)?;
-            relative_to_checkout(state, &path)
+            state.relative_to_checkout(&uri_to_path(&uri)?)
         })
         .ok_or_else(|| {
             anyhow!("owt.openAgentFile needs \"path\" (relative to the repository) or \"uri\"")
@@ -231,23 +151,7 @@ fn open_agent_file(state: &State, name: &str, args: &CommandArgs) -> anyhow::Res
             tracing::warn!("window/showDocument failed: {e}");
         }
     });
-    Ok(())
-}
-
-/// `path` relative to the checkout it is in (the main checkout or a
-/// session's worktree).
-pub fn relative_to_checkout(state: &State, path: &Path) -> Option<String> {
-    if let Some(session) = state.session_of_path(path) {
-        return path
-            .strip_prefix(&session.worktree)
-            .ok()
-            .map(|p| p.to_string_lossy().into_owned());
-    }
-    let root = state.ctx.as_ref()?.repo.main_root().to_path_buf();
-    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    path.strip_prefix(&root)
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned())
+    Ok(json!({"opened": true}))
 }
 
 /// Where a selection of `owt.spawn` may come from: the workspace's
@@ -264,7 +168,7 @@ fn selection_path(state: &State, uri: &Uri) -> anyhow::Result<PathBuf> {
         }
     });
     let real = real.with_context(|| format!("owt.spawn: cannot resolve {}", path.display()))?;
-    let ctx = state.ctx.as_ref().ok_or_else(|| anyhow!("no repository"))?;
+    let ctx = state.ctx()?;
     let mut roots = vec![ctx.repo.main_root().to_path_buf()];
     roots.extend(
         state
@@ -286,19 +190,23 @@ fn selection_path(state: &State, uri: &Uri) -> anyhow::Result<PathBuf> {
 /// The task of `owt.spawn`: the given text, plus the selection (file, lines
 /// and text) when one is given — from a document the editor has open, or
 /// a file the user can read, inside the workspace ([`selection_path`]).
-fn spawn_task(state: &State, args: &CommandArgs) -> anyhow::Result<String> {
+pub fn spawn_task(state: &State, args: &CommandArgs) -> Result<String, CommandError> {
+    let invalid = |e: anyhow::Error| CommandError::Invalid(format!("{e:#}"));
     let mut task = args.task.clone().unwrap_or_default();
     if task.contains('\0') {
-        anyhow::bail!("owt.spawn: the task contains a NUL character, which no program can receive as an argument; remove it");
+        return Err(CommandError::Invalid("owt.spawn: the task contains a NUL character, which no program can receive as an argument; remove it".into()));
     }
     if let (Some(uri), Some(start)) = (&args.uri, args.start_line) {
-        let uri: Uri = uri.parse().map_err(|_| anyhow!("`{uri}` is not a URI"))?;
+        let uri: Uri = uri
+            .parse()
+            .map_err(|_| CommandError::Invalid(format!("`{uri}` is not a URI")))?;
         let end = args.end_line.unwrap_or(start).max(start);
-        let real = selection_path(state, &uri)?;
+        let real = selection_path(state, &uri).map_err(invalid)?;
         let text = match state.docs.get(&uri) {
             Some(doc) => doc.text.clone(),
             None => std::fs::read_to_string(&real)
-                .with_context(|| format!("reading {}", real.display()))?,
+                .with_context(|| format!("reading {}", real.display()))
+                .map_err(invalid)?,
         };
         let selected: Vec<&str> = text
             .lines()
@@ -306,7 +214,7 @@ fn spawn_task(state: &State, args: &CommandArgs) -> anyhow::Result<String> {
             .take((end - start.max(1) + 1) as usize)
             .collect();
         let file = uri_to_path(&uri)
-            .and_then(|p| relative_to_checkout(state, &p))
+            .and_then(|p| state.relative_to_checkout(&p))
             .unwrap_or_else(|| uri.as_str().to_string());
         if task.trim().is_empty() {
             task = format!("Work on {file} lines {start}-{end}");
@@ -317,131 +225,171 @@ fn spawn_task(state: &State, args: &CommandArgs) -> anyhow::Result<String> {
         ));
     }
     if task.trim().is_empty() {
-        anyhow::bail!("owt.spawn needs {{\"task\": \"what to do\"}} (or a selection: uri, start_line, end_line)");
+        return Err(CommandError::Invalid("owt.spawn needs {\"task\": \"what to do\"} (or a selection: uri, start_line, end_line)".into()));
     }
     Ok(task)
 }
 
-/// A long command on its own thread.
-struct Worker {
+/// A long command, checked and ready for its worker.
+pub struct Job {
+    pub command: &'static str,
+    pub args: CommandArgs,
+    /// `owt.spawn`'s task.
+    pub task: Option<String>,
+}
+
+impl Job {
+    fn title(&self) -> String {
+        let name = self.args.session.as_deref().unwrap_or("");
+        match self.command {
+            commands::SPAWN => "owt: starting an agent".to_string(),
+            commands::MERGE => format!("owt: merging {name}"),
+            commands::SHIP => format!("owt: shipping {name}"),
+            _ => format!("owt: deleting {name}"),
+        }
+    }
+}
+
+/// A long command's result and the sentence that announces it.
+pub struct Done {
+    pub value: Value,
+    pub message: String,
+}
+
+/// `owt.spawn`: a new session on the task.
+fn spawn(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::Result<Done> {
+    let req = NewRequest {
+        task: job.task.clone().unwrap_or_default(),
+        ai_tool: job.args.ai_tool.clone(),
+        size: (40, 120),
+        ..NewRequest::default()
+    };
+    let created = ops::new::new_session(ctx, &req, report)?;
+    let view = ops::list::session_view(ctx, &created.session)?;
+    let mut message = format!("owt: started {} ({})", view.name, view.provider);
+    for warning in &created.warnings {
+        message.push_str(&format!("; warning: {warning}"));
+    }
+    let value = serde_json::to_value(owt_protocol::NewOutput {
+        session: view,
+        warnings: created.warnings,
+    })?;
+    Ok(Done { value, message })
+}
+
+/// `owt.merge`: the session's branch into its base.
+fn merge(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::Result<Done> {
+    let name = job.args.session.as_deref().unwrap_or_default();
+    let opts = MergeOptions {
+        rebase: job.args.rebase.unwrap_or(false),
+        ..MergeOptions::default()
+    };
+    let out = ops::merge::merge_session(ctx, name, opts, report)?;
+    let message = format!("owt: merged {} into {}", out.branch, out.base);
+    Ok(Done {
+        value: serde_json::to_value(out)?,
+        message,
+    })
+}
+
+/// `owt.ship`: commit, merge and delete.
+fn ship(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::Result<Done> {
+    let name = job.args.session.as_deref().unwrap_or_default();
+    let out = ops::merge::ship_session(ctx, name, None, MergeOptions::default(), report)?;
+    let message = format!("owt: shipped {} into {}", out.merge.name, out.merge.base);
+    Ok(Done {
+        value: serde_json::to_value(out)?,
+        message,
+    })
+}
+
+/// `owt.delete`: stop the agent, remove its worktree and branch.
+fn delete(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::Result<Done> {
+    let name = job.args.session.as_deref().unwrap_or_default();
+    let force = job.args.force.unwrap_or(false);
+    let out = ops::delete::delete_session(ctx, name, force, "deleted", report)?;
+    let message = format!("owt: deleted {}", out.name);
+    Ok(Done {
+        value: serde_json::to_value(out)?,
+        message,
+    })
+}
+
+/// Runs a long command on its own thread, then hands its result to
+/// `respond` and asks the owner to re-read sessions.
+pub struct Worker {
     client: tower_lsp_server::Client,
     rt: tokio::runtime::Handle,
     tx: std::sync::mpsc::Sender<Event>,
+    outbox: super::outbox::Outbox,
     root: PathBuf,
+    home: PathBuf,
     progress_supported: bool,
 }
 
 impl Worker {
-    fn run(
-        self,
-        command: &str,
-        args: CommandArgs,
-        task: Option<String>,
-        token: ProgressToken,
-        reply: Reply<Option<Value>>,
+    pub fn start(
+        state: &mut State,
+        root: PathBuf,
+        job: Job,
+        respond: impl FnOnce(CommandResult) + Send + 'static,
     ) {
-        let title = match command {
-            commands::SPAWN => "owt: starting an agent".to_string(),
-            commands::MERGE => format!("owt: merging {}", args.session.as_deref().unwrap_or("")),
-            commands::SHIP => format!("owt: shipping {}", args.session.as_deref().unwrap_or("")),
-            _ => format!("owt: deleting {}", args.session.as_deref().unwrap_or("")),
+        let token = state.next_token();
+        let worker = Worker {
+            client: state.client.clone(),
+            rt: state.rt.clone(),
+            tx: state.tx.clone(),
+            outbox: state.outbox.clone(),
+            home: state
+                .ctx
+                .as_ref()
+                .map(|ctx| ctx.home.clone())
+                .unwrap_or_default(),
+            root,
+            progress_supported: state.progress_supported,
         };
+        let spawned = std::thread::Builder::new()
+            .name(format!("owt-lsp-{}", job.command))
+            .spawn(move || respond(worker.run(&job, token)));
+        if let Err(e) = spawned {
+            tracing::error!("cannot start a worker thread: {e}");
+        }
+    }
+
+    fn run(self, job: &Job, token: ProgressToken) -> CommandResult {
         let progress = Progress::begin(
             self.client.clone(),
             self.rt.clone(),
             token,
             self.progress_supported,
-            &title,
+            &job.title(),
         );
         let mut report = |line: &str| progress.report(line);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.perform(command, &args, task, &mut report)
+            let mut ctx = Context::open_in(Some(&self.root), &self.home)?;
+            match job.command {
+                commands::SPAWN => spawn(&mut ctx, job, &mut report),
+                commands::MERGE => merge(&mut ctx, job, &mut report),
+                commands::SHIP => ship(&mut ctx, job, &mut report),
+                _ => delete(&mut ctx, job, &mut report),
+            }
         }))
-        .unwrap_or_else(|_| Err(anyhow!("owt hit an internal error running {command}")));
-        match result {
-            Ok((value, message)) => {
-                progress.end(&message);
-                self.message(MessageType::INFO, message);
-                let _ = reply.send(Ok(Some(value)));
+        .unwrap_or_else(|_| Err(anyhow!("owt hit an internal error running {}", job.command)));
+        let result = match result {
+            Ok(done) => {
+                progress.end(&done.message);
+                self.outbox.show_message(MessageType::INFO, done.message);
+                Ok(done.value)
             }
             Err(e) => {
                 progress.end("failed");
-                self.message(MessageType::ERROR, format!("owt: {e:#}"));
-                let _ = reply.send(Err(failed(&e)));
+                self.outbox
+                    .show_message(MessageType::ERROR, format!("owt: {e:#}"));
+                Err(CommandError::Failed(e))
             }
-        }
+        };
         let _ = self.tx.send(Event::Refresh);
-    }
-
-    fn perform(
-        &self,
-        command: &str,
-        args: &CommandArgs,
-        task: Option<String>,
-        report: &mut dyn FnMut(&str),
-    ) -> anyhow::Result<(Value, String)> {
-        let mut ctx = Context::open(Some(&self.root))?;
-        let name = args.session.clone().unwrap_or_default();
-        match command {
-            commands::SPAWN => {
-                let req = NewRequest {
-                    task: task.unwrap_or_default(),
-                    ai_tool: args.ai_tool.clone(),
-                    size: (40, 120),
-                    ..NewRequest::default()
-                };
-                let created = ops::new::new_session(&mut ctx, &req, report)?;
-                let view = ops::list::session_view(&ctx, &created.session)?;
-                let mut message = format!("owt: started {} ({})", view.name, view.provider);
-                for warning in &created.warnings {
-                    message.push_str(&format!("; warning: {warning}"));
-                }
-                Ok((
-                    serde_json::to_value(owt_protocol::NewOutput {
-                        session: view,
-                        warnings: created.warnings,
-                    })?,
-                    message,
-                ))
-            }
-            commands::MERGE => {
-                let opts = MergeOptions {
-                    rebase: args.rebase.unwrap_or(false),
-                    ..MergeOptions::default()
-                };
-                let out = ops::merge::merge_session(&mut ctx, &name, opts, report)?;
-                let message = format!("owt: merged {} into {}", out.branch, out.base);
-                Ok((serde_json::to_value(out)?, message))
-            }
-            commands::SHIP => {
-                let out = ops::merge::ship_session(
-                    &mut ctx,
-                    &name,
-                    None,
-                    MergeOptions::default(),
-                    report,
-                )?;
-                let message = format!("owt: shipped {} into {}", out.merge.name, out.merge.base);
-                Ok((serde_json::to_value(out)?, message))
-            }
-            _ => {
-                let out = ops::delete::delete_session(
-                    &mut ctx,
-                    &name,
-                    args.force.unwrap_or(false),
-                    "deleted",
-                    report,
-                )?;
-                let message = format!("owt: deleted {}", out.name);
-                Ok((serde_json::to_value(out)?, message))
-            }
-        }
-    }
-
-    fn message(&self, typ: MessageType, text: String) {
-        let client = self.client.clone();
-        self.rt
-            .spawn(async move { client.show_message(typ, text).await });
+        result
     }
 }
 
@@ -451,5 +399,5 @@ pub enum OpenTerminal {}
 impl tower_lsp_server::ls_types::request::Request for OpenTerminal {
     type Params = OpenTerminalParams;
     type Result = OpenTerminalResult;
-    const METHOD: &'static str = METHOD_OPEN_TERMINAL;
+    const METHOD: &'static str = owt_protocol::lsp::METHOD_OPEN_TERMINAL;
 }

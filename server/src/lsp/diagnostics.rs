@@ -7,17 +7,18 @@
 //! current text (the unsaved buffer, or the file on disk), so a diagnostic
 //! follows the human's edits above it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use owt_protocol::guard::{GuardPair, GuardPath, GuardReport, Level, LineRange};
+use owt_protocol::guard::{GuardPair, GuardPath, Level, LineRange};
 use owt_protocol::lsp::{DiagnosticData, Severities};
 use owt_protocol::SessionView;
 use similar::{DiffOp, TextDiff};
 use tower_lsp_server::ls_types::*;
 
-use super::convert::path_to_uri;
-use crate::guard::engine::{GuardEngine, YOU};
+use super::convert::{line_range, path_to_uri};
+use super::guard_view::{GuardView, LivePair};
+use crate::guard::YOU;
 
 /// Maps 1-based base line numbers to 0-based current line numbers.
 pub struct LineMap {
@@ -89,8 +90,9 @@ impl LineMap {
 
 /// Everything diagnostics are computed from.
 pub struct Inputs<'a> {
-    pub engine: &'a GuardEngine,
-    pub report: &'a GuardReport,
+    pub guard: &'a GuardView,
+    /// The repository, for base versions of files.
+    pub repo: &'a git2::Repository,
     /// Who "you" are: [`YOU`] or the session whose worktree is open.
     pub me: &'a str,
     /// The checkout the editor shows.
@@ -101,19 +103,23 @@ pub struct Inputs<'a> {
     pub severities: Option<&'a Severities>,
     /// Attach `relatedInformation` (the agent's copy of the lines).
     pub related: bool,
+    /// Only these paths (relative to the checkouts); `None`: every path.
+    pub only: Option<&'a BTreeSet<String>>,
 }
 
-/// Diagnostics for every file of `my_root` that some pair touched.
+/// Diagnostics for every file of `my_root` that some pair touched (of
+/// `only` those paths, when given).
 pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
     let mut out: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
     let merge_base = inputs
-        .report
-        .participants
-        .iter()
-        .find(|p| p.name == inputs.me)
-        .map(|p| p.merge_base.clone());
-    for pair in &inputs.report.pairs {
-        for path in &pair.paths {
+        .guard
+        .participant(inputs.me)
+        .and_then(|p| p.merge_base.clone());
+    for live in inputs.guard.pairs() {
+        for path in &live.pair.paths {
+            if inputs.only.is_some_and(|only| !only.contains(&path.path)) {
+                continue;
+            }
             let file = inputs.my_root.join(&path.path);
             let Some(uri) = path_to_uri(&file) else {
                 continue;
@@ -125,11 +131,17 @@ pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
             let Some(current) = current else { continue };
             let base = merge_base
                 .as_deref()
-                .and_then(|oid| base_text(inputs.engine, oid, &path.path))
+                .and_then(|oid| base_text(inputs.repo, oid, &path.path))
                 .unwrap_or_else(|| current.clone());
             let map = LineMap::new(&base, &current);
-            for (other, other_ranges, also) in sides(pair, path, inputs.me) {
-                for diagnostic in path_diagnostics(inputs, path, other, other_ranges, also, &map) {
+            for (other, other_ranges, also) in sides(&live.pair, path, inputs.me) {
+                let side = Side {
+                    live,
+                    path,
+                    other,
+                    also,
+                };
+                for diagnostic in path_diagnostics(inputs, &side, other_ranges, &map) {
                     out.entry(uri.clone()).or_default().push(diagnostic);
                 }
             }
@@ -158,8 +170,16 @@ fn sides<'a>(
     }
 }
 
-fn base_text(engine: &GuardEngine, merge_base: &str, path: &str) -> Option<String> {
-    let repo = engine.repo();
+/// One participant's side of a pair in one path.
+struct Side<'a> {
+    live: &'a LivePair,
+    path: &'a GuardPath,
+    other: &'a str,
+    /// The pair's other member, when neither is me.
+    also: Option<&'a str>,
+}
+
+fn base_text(repo: &git2::Repository, merge_base: &str, path: &str) -> Option<String> {
     let oid = git2::Oid::from_str(merge_base).ok()?;
     let tree = repo.find_commit(oid).ok()?.tree().ok()?;
     let entry = tree.get_path(Path::new(path)).ok()?;
@@ -197,20 +217,20 @@ fn severity(level: Level, severities: Option<&Severities>) -> DiagnosticSeverity
 }
 
 /// `+added −removed` of `other`'s changes to `path` (from its hunks).
-fn churn(engine: &GuardEngine, other: &str, path: &str) -> Option<(u32, u32)> {
-    let change = engine.changes(other)?.iter().find(|c| c.path == path)?;
-    Some(change.hunks.iter().fold((0, 0), |(add, del), h| {
+fn churn(side: &Side<'_>) -> Option<(u32, u32)> {
+    let hunks = side.live.hunks(side.other, &side.path.path)?;
+    Some(hunks.iter().fold((0, 0), |(add, del), h| {
         (add + h.new_lines, del + h.old_lines)
     }))
 }
 
 /// Lines of `other`'s own copy that a base range became (for relatedInformation).
-fn other_copy_range(engine: &GuardEngine, other: &str, path: &str, range: LineRange) -> Range {
-    let hunk = engine
-        .changes(other)
-        .and_then(|changes| changes.iter().find(|c| c.path == path))
-        .and_then(|c| {
-            c.hunks.iter().find(|h| {
+fn other_copy_range(side: &Side<'_>, range: LineRange) -> Range {
+    let hunk = side
+        .live
+        .hunks(side.other, &side.path.path)
+        .and_then(|hunks| {
+            hunks.iter().find(|h| {
                 let start = h.old_start.max(1);
                 let end = start + h.old_lines.max(1);
                 range.start < end && start < range.start + range.lines.max(1)
@@ -238,15 +258,10 @@ fn other_copy_range(engine: &GuardEngine, other: &str, path: &str, range: LineRa
     }
 }
 
-fn path_diagnostics(
-    inputs: &Inputs<'_>,
-    path: &GuardPath,
-    other: &str,
-    ranges: &[LineRange],
-    also: Option<&str>,
-    map: &LineMap,
-) -> Vec<Diagnostic> {
-    let level = path.level;
+/// What every diagnostic of `side` says after its lines: who changed them
+/// (`{who} changed `) and the rest (`{churn}{consequence}{detail}`).
+fn message_parts(inputs: &Inputs<'_>, side: &Side<'_>) -> (String, String) {
+    let (path, other, also) = (side.path, side.other, side.also);
     let who_text = match also {
         Some(second) => format!(
             "{} and {}",
@@ -255,33 +270,60 @@ fn path_diagnostics(
         ),
         None => who(inputs.sessions, other),
     };
-    let churn = churn(inputs.engine, other, &path.path)
+    let churn = churn(side)
         .map(|(add, del)| format!(" (+{add} −{del})"))
         .unwrap_or_default();
-    let consequence = match (level, also) {
-        (Level::Conflict, None) => "; merging it with your changes will conflict".to_string(),
-        (Level::Conflict, Some(_)) => "; merging them will conflict".to_string(),
-        (Level::HunkOverlap, None) => ", on or next to lines you changed".to_string(),
-        (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes".to_string(),
-        (Level::Overlap, None) => "; you changed other lines of this file".to_string(),
-        (Level::Overlap, Some(_)) => "; both changed this file".to_string(),
+    let consequence = match (path.level, also) {
+        (Level::Conflict, None) => "; merging it with your changes will conflict",
+        (Level::Conflict, Some(_)) => "; merging them will conflict",
+        (Level::HunkOverlap, None) => ", on or next to lines you changed",
+        (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes",
+        (Level::Overlap, None) => "; you changed other lines of this file",
+        (Level::Overlap, Some(_)) => "; both changed this file",
     };
     let detail = path
         .detail
         .as_deref()
         .map(|d| format!(" [{d}]"))
         .unwrap_or_default();
-    let ranges: Vec<LineRange> = if ranges.is_empty() {
-        vec![LineRange { start: 1, lines: 1 }]
+    (who_text, format!("{churn}{consequence}{detail}"))
+}
+
+/// `other`'s copy of the lines of `range` (when the client shows related
+/// information).
+fn related(
+    inputs: &Inputs<'_>,
+    side: &Side<'_>,
+    range: LineRange,
+) -> Option<Vec<DiagnosticRelatedInformation>> {
+    if !inputs.related {
+        return None;
+    }
+    let root = &inputs.guard.participant(side.other)?.worktree;
+    let uri = path_to_uri(&root.join(&side.path.path))?;
+    Some(vec![DiagnosticRelatedInformation {
+        location: Location {
+            uri,
+            range: other_copy_range(side, range),
+        },
+        message: format!("{}'s copy", side.other),
+    }])
+}
+
+fn path_diagnostics(
+    inputs: &Inputs<'_>,
+    side: &Side<'_>,
+    ranges: &[LineRange],
+    map: &LineMap,
+) -> Vec<Diagnostic> {
+    let level = side.path.level;
+    let (who_text, rest) = message_parts(inputs, side);
+    let whole_file = [LineRange { start: 1, lines: 1 }];
+    let ranges = if ranges.is_empty() {
+        &whole_file[..]
     } else {
-        ranges.to_vec()
+        ranges
     };
-    let other_root = inputs
-        .report
-        .participants
-        .iter()
-        .find(|p| p.name == other)
-        .map(|p| PathBuf::from(&p.worktree));
     ranges
         .iter()
         .map(|range| {
@@ -291,40 +333,17 @@ fn path_diagnostics(
             } else {
                 format!("lines {}–{}", first + 1, last + 1)
             };
-            let message = format!("{who_text} changed {lines} here{churn}{consequence}{detail}");
-            let related = other_root
-                .as_ref()
-                .filter(|_| inputs.related)
-                .and_then(|root| {
-                    let uri = path_to_uri(&root.join(&path.path))?;
-                    Some(vec![DiagnosticRelatedInformation {
-                        location: Location {
-                            uri,
-                            range: other_copy_range(inputs.engine, other, &path.path, *range),
-                        },
-                        message: format!("{other}'s copy"),
-                    }])
-                });
             Diagnostic {
-                range: Range {
-                    start: Position {
-                        line: first,
-                        character: 0,
-                    },
-                    end: Position {
-                        line: last + 1,
-                        character: 0,
-                    },
-                },
+                range: line_range(first, last),
                 severity: Some(severity(level, inputs.severities)),
                 code: Some(NumberOrString::String(level.as_str().to_string())),
                 code_description: None,
                 source: Some("owt".into()),
-                message,
-                related_information: related,
+                message: format!("{who_text} changed {lines} here{rest}"),
+                related_information: related(inputs, side, *range),
                 tags: None,
                 data: serde_json::to_value(DiagnosticData {
-                    session: other.to_string(),
+                    session: side.other.to_string(),
                     level: level.as_str().to_string(),
                 })
                 .ok(),

@@ -11,9 +11,9 @@ use tower_lsp_server::ls_types::{
     DidOpenTextDocumentParams, InitializeParams, Position, Uri,
 };
 
-use super::code_action;
 use super::convert;
 use super::framing::{FrameScanner, Scanned};
+use super::requests::code_action;
 
 /// Inputs up to this long must give the same frames however they are split
 /// into reads. (Longer ones may not: a header still unterminated after

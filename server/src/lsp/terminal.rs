@@ -109,17 +109,12 @@ pub fn open_external(argv: &[String], cwd: &Path, title: &str) -> Opened {
     ))
 }
 
-/// Quotes a word for display in a shell command a person may copy.
+/// Quotes a word for display in a shell command a person may copy (a
+/// word with a NUL cannot be in an argv: shown as it is).
 fn shell_quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@".contains(c))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
+    shlex::try_quote(word)
+        .map(|quoted| quoted.into_owned())
+        .unwrap_or_else(|_| word.to_string())
 }
 
 #[cfg(test)]
@@ -129,6 +124,13 @@ mod tests {
     #[test]
     fn manual_command_is_quoted() {
         assert_eq!(shell_quote("plain-name"), "plain-name");
-        assert_eq!(shell_quote("it's here"), "'it'\\''s here'");
+        for word in ["it's here", "$HOME `x` \"q\"", "a;b|c&d", ""] {
+            let quoted = shell_quote(word);
+            assert_eq!(
+                shlex::split(&quoted),
+                Some(vec![word.to_string()]),
+                "{word:?} → {quoted}"
+            );
+        }
     }
 }

@@ -41,9 +41,9 @@ pub enum PeerError {
     },
     #[error("reading the changed files of `{peer}`: {message}")]
     Changes { peer: String, message: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{0:#}")]
+    #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
 

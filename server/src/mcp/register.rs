@@ -29,15 +29,15 @@ pub const SERVER_NAME: &str = "owt";
 pub enum RegisterError {
     #[error("finding the owt binary: {0}")]
     CurrentExe(std::io::Error),
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}: {error}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: {message}; not touching it")]
     Shape { path: PathBuf, message: String },
@@ -124,7 +124,7 @@ fn update_json_file(
         Err(source) => {
             return Err(RegisterError::Read {
                 path: file.to_path_buf(),
-                source,
+                error: source,
             })
         }
     };
@@ -142,7 +142,7 @@ fn update_json_file(
     }
     let write_err = |source| RegisterError::Write {
         path: file.to_path_buf(),
-        source,
+        error: source,
     };
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(write_err)?;

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context as _};
-use owt_protocol::DeleteOutput;
+use owt_protocol::{DeleteOutput, SessionKind};
 
 use super::new::{BranchFact, BRANCH_FACT};
 use super::{owned, trash, Context};
@@ -64,7 +64,7 @@ pub fn delete_session(
         discarded: Vec::new(),
         warnings: Vec::new(),
     };
-    if row.kind == "worktree" && worktree_exists {
+    if row.kind == SessionKind::Worktree && worktree_exists {
         let inside = crate::procs::with_cwd_inside(&row.worktree_path);
         if !inside.is_empty() {
             out.warnings.push(format!(
@@ -83,14 +83,14 @@ pub fn delete_session(
             .remove_worktree(&row.worktree_path)
             .with_context(|| format!("removing worktree {}", row.worktree_path.display()))?;
         out.worktree_removed = true;
-    } else if row.kind == "worktree" {
+    } else if row.kind == SessionKind::Worktree {
         // Folder already gone: forget git's entry for it.
         if ctx.repo.worktree_admin_exists(&row.name) {
             let _ = ctx.repo.prune_worktree(&row.name);
         }
     }
 
-    if row.kind == "branch" && worktree_exists {
+    if row.kind == SessionKind::Branch && worktree_exists {
         // The session's branch is checked out in the human's checkout: put
         // it back on the base (uncommitted changes come along, or git
         // refuses and nothing is deleted).

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use owt_protocol::{DoctorFinding, DoctorReport, TrashEntry};
+use owt_protocol::{DoctorFinding, DoctorReport, SessionKind, TrashEntry};
 use serde::{Deserialize, Serialize};
 
 use super::Context;
@@ -188,7 +188,7 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
 
     // Sessions whose worktree folder is gone.
     for row in ctx.store.sessions(ctx.repo_row.id)? {
-        if row.kind != "worktree" || row.worktree_path.exists() {
+        if row.kind != SessionKind::Worktree || row.worktree_path.exists() {
             continue;
         }
         let mut f = finding(
@@ -214,7 +214,7 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
 
     // Branch sessions whose branch is gone (a healthy one is never an orphan).
     for row in ctx.store.sessions(ctx.repo_row.id)? {
-        if row.kind != "branch" || ctx.repo.branch_exists(&row.branch) {
+        if row.kind != SessionKind::Branch || ctx.repo.branch_exists(&row.branch) {
             continue;
         }
         let mut f = finding(
@@ -448,7 +448,11 @@ fn session_from(
             .map(|m| m.provider.clone())
             .or(spec.map(|s| s.provider.clone()))
             .unwrap_or_else(|| "unknown".into()),
-        kind: if is_main { "branch" } else { "worktree" }.into(),
+        kind: if is_main {
+            SessionKind::Branch
+        } else {
+            SessionKind::Worktree
+        },
         created_at: meta
             .map(|m| m.created_at)
             .unwrap_or_else(crate::store::now_ms),

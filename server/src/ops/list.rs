@@ -1,13 +1,13 @@
 //! `owt list` and the board: every session with its derived status.
 
-use owt_protocol::{Board, BoardLane, Lane, SessionKind, SessionView};
+use owt_protocol::{Board, SessionView};
 
 use super::Context;
 use crate::git;
 use crate::session;
 use crate::ship;
 use crate::status::{self, derive_status, ConflictFact, GitFact, SessionFacts};
-use crate::store::{now_ms, SessionRow};
+use crate::store::{now_ms, SessionRow, Store};
 
 /// Every session of the repository, reconciled with its host and git,
 /// oldest first.
@@ -31,16 +31,48 @@ pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Ve
         .collect()
 }
 
-/// Re-reads and records the git facts (commits ahead, changed files) of
-/// every session, or of the sessions named in `only`.
-pub fn refresh_git_facts(
+/// Every session as [`session_views_with`] (no git re-read), with the git
+/// facts in `newer` — fresher than the stored ones, e.g. what the live
+/// guard's snapshots show before their one writer recorded them — by name.
+/// Token usage is read on from the agents' records first.
+pub fn session_views_newer_git(
     ctx: &Context,
-    only: Option<&std::collections::BTreeSet<String>>,
-) -> anyhow::Result<()> {
+    newer: &std::collections::HashMap<String, GitFact>,
+) -> anyhow::Result<Vec<SessionView>> {
+    let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), &rows);
+    rows.iter()
+        .map(|row| view_of(ctx, row, false, newer.get(&row.name)))
+        .collect()
+}
+
+/// The session `name`, reconciled, with the git fact `git` in place of the
+/// stored one (see [`session_views_newer_git`]).
+pub fn session_view_newer_git(
+    ctx: &Context,
+    name: &str,
+    git: &GitFact,
+) -> anyhow::Result<SessionView> {
+    view_of(ctx, &ctx.session(name)?, false, Some(git))
+}
+
+/// Whether the store holds `git` as `name`'s git fact already.
+pub fn git_fact_recorded(ctx: &Context, name: &str, git: &GitFact) -> bool {
+    let Ok(row) = ctx.session(name) else {
+        return true;
+    };
+    ctx.store
+        .fact::<GitFact>(row.id, status::kind::GIT)
+        .ok()
+        .flatten()
+        .is_some_and(|(stored, _)| &stored == git)
+}
+
+/// Re-reads and records the git facts (commits ahead, changed files) of
+/// every session.
+pub fn refresh_git_facts(ctx: &Context) -> anyhow::Result<()> {
     for row in ctx.store.sessions(ctx.repo_row.id)? {
-        if only.is_none_or(|names| names.contains(&row.name)) {
-            refresh_git_fact(ctx, &row);
-        }
+        refresh_git_fact(ctx, &row);
     }
     Ok(())
 }
@@ -56,13 +88,25 @@ fn session_view_with(
     row: &SessionRow,
     refresh_git: bool,
 ) -> anyhow::Result<SessionView> {
+    view_of(ctx, row, refresh_git, None)
+}
+
+fn view_of(
+    ctx: &Context,
+    row: &SessionRow,
+    refresh_git: bool,
+    newer_git: Option<&GitFact>,
+) -> anyhow::Result<SessionView> {
     if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
         tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
     }
     if refresh_git {
         refresh_git_fact(ctx, row);
     }
-    let facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
+    let mut facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
+    if let Some(git) = newer_git {
+        facts.git = git.clone();
+    }
     let mut view = view(row, &facts, now_ms());
     view.usage = ctx.store.session_usage(&row.short_id)?;
     Ok(view)
@@ -85,17 +129,26 @@ fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
         changed_files: changed,
     };
     refresh_conflict_fact(ctx, row);
-    let stored = ctx
-        .store
-        .fact::<GitFact>(row.id, status::kind::GIT)
+    if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
+        tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+    }
+}
+
+/// Records a session's git fact (commits ahead, changed files) when it
+/// changed; whether it did. The one writer of that fact: read from git by
+/// [`refresh_git_facts`], or from the guard's snapshot
+/// ([`super::guard::record_facts`]).
+pub fn record_git_fact(store: &Store, session_id: i64, fact: &GitFact) -> anyhow::Result<bool> {
+    let stored = store
+        .fact::<GitFact>(session_id, status::kind::GIT)
         .ok()
         .flatten()
         .map(|(f, _)| f);
-    if stored.as_ref() != Some(&fact) {
-        if let Err(e) = ctx.store.record_fact(row.id, status::kind::GIT, &fact) {
-            tracing::warn!(session = %row.name, "recording git facts failed: {e}");
-        }
+    if stored.as_ref() == Some(fact) {
+        return Ok(false);
     }
+    store.record_fact(session_id, status::kind::GIT, fact)?;
+    Ok(true)
 }
 
 /// Records (or clears) the files of a merge or rebase stopped on conflicts
@@ -129,7 +182,7 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
 /// from the store by the caller).
 pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
     let derived = derive_status(facts, now);
-    SessionView {
+    let mut view = SessionView {
         name: row.name.clone(),
         id: row.short_id.clone(),
         task: row.task.clone(),
@@ -137,11 +190,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         base: row.base_branch.clone(),
         worktree: row.worktree_path.to_string_lossy().into_owned(),
         provider: row.provider.clone(),
-        kind: if row.kind == "branch" {
-            SessionKind::Branch
-        } else {
-            SessionKind::Worktree
-        },
+        kind: row.kind,
         status: derived.status,
         status_text: derived.text,
         lane: derived.lane,
@@ -166,27 +215,21 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .clone()
             .filter(|_| derived.status == owt_protocol::Status::Blocked),
         acp: facts.acp_usage.clone(),
+        actions: Vec::new(),
         usage: None,
-    }
+    };
+    view.actions = crate::actions::session_actions(&view);
+    view
 }
 
 /// Groups sessions into the board's lanes (non-empty lanes, in priority
-/// order).
+/// order) with every lane's count and the status line's counts.
 pub fn board(repository: String, sessions: Vec<SessionView>) -> Board {
-    let lanes = Lane::ALL
-        .iter()
-        .filter_map(|lane| {
-            let in_lane: Vec<SessionView> = sessions
-                .iter()
-                .filter(|s| s.lane == *lane)
-                .cloned()
-                .collect();
-            (!in_lane.is_empty()).then(|| BoardLane {
-                lane: *lane,
-                title: lane.title().to_string(),
-                sessions: in_lane,
-            })
-        })
-        .collect();
-    Board { repository, lanes }
+    let (lanes, all_lanes, counts) = crate::actions::lanes(sessions);
+    Board {
+        repository,
+        lanes,
+        all_lanes,
+        counts,
+    }
 }

@@ -713,7 +713,7 @@ pub fn queue_ship(
     ctx: &mut Context,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<owt_protocol::QueueShipOutput> {
-    let report = crate::guard::ops::queue_report(ctx)?;
+    let report = super::guard::queue_report(ctx)?;
     let mut order: Vec<String> = report.steps.iter().map(|s| s.session.clone()).collect();
     // Ready sessions whose work is not committed yet come last.
     for view in super::list::session_views_with(ctx, false)? {

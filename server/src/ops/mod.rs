@@ -6,10 +6,15 @@
 //! report progress through a callback) and know nothing of clap or LSP.
 
 pub mod acp;
+pub mod agent;
 pub mod cleanup;
+pub mod db;
 pub mod delete;
 pub mod deps;
 pub mod doctor;
+pub mod editor;
+pub mod guard;
+pub mod host;
 pub mod list;
 pub mod merge;
 pub mod new;
@@ -57,6 +62,19 @@ impl Context {
     /// Opens the repository containing `dir` (or the current directory), its
     /// configuration and the store.
     pub fn open(dir: Option<&Path>) -> anyhow::Result<Context> {
+        Context::open_with(dir, owt_home)
+    }
+
+    /// As [`Context::open`], with the store under `home` (not
+    /// [`owt_home`]'s).
+    pub fn open_in(dir: Option<&Path>, home: &Path) -> anyhow::Result<Context> {
+        Context::open_with(dir, || Ok(home.to_path_buf()))
+    }
+
+    fn open_with(
+        dir: Option<&Path>,
+        home: impl FnOnce() -> anyhow::Result<PathBuf>,
+    ) -> anyhow::Result<Context> {
         let cwd;
         let dir = match dir {
             Some(dir) => dir,
@@ -66,7 +84,7 @@ impl Context {
             }
         };
         let repo = Repo::discover(dir)?;
-        let home = owt_home()?;
+        let home = home()?;
         let store = Store::open(&home)?;
         let config = config::load(Some(repo.main_root()), &trust::StoreTrust(&store))?;
         let repo_row = store.ensure_repo(repo.common_dir(), repo.main_root())?;

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context as _};
+use owt_protocol::SessionKind;
 use serde::{Deserialize, Serialize};
 
 use super::owned::OwnedFile;
@@ -187,17 +188,20 @@ pub fn new_session(
             .store
             .sessions(ctx.repo_row.id)?
             .into_iter()
-            .find(|s| s.kind == "branch")
+            .find(|s| s.kind == SessionKind::Branch)
         {
             bail!(
                 "the main checkout already hosts the branch session `{}`; ship or delete it first, or start this one in a worktree (without --in-place)",
                 other.name
             );
         }
-        ("branch", main_root.to_string_lossy().into_owned())
+        (
+            SessionKind::Branch,
+            main_root.to_string_lossy().into_owned(),
+        )
     } else {
         (
-            "worktree",
+            SessionKind::Worktree,
             base_dir.join("{name}").to_string_lossy().into_owned(),
         )
     };

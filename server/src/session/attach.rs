@@ -6,15 +6,15 @@
 //! twice types one literal prefix. The terminal is restored on every exit
 //! path (a guard's `Drop`, which also runs on unwinding).
 
-use std::fs::File;
 use std::io::{Read, Write};
-use std::mem::ManuallyDrop;
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::sync::atomic::{AtomicI32, Ordering};
 
 use owt_protocol::host::{self as proto, AgentExit, FrameKind, Resize, Role};
+use rustix::event::{PollFd, PollFlags};
+use rustix::termios::{self, OptionalActions, Termios};
+use signal_hook::consts::{SIGHUP, SIGQUIT, SIGTERM, SIGWINCH};
 
 use super::client::HostConn;
 use super::SessionError;
@@ -30,54 +30,28 @@ pub enum AttachEnd {
     HostGone,
 }
 
-/// The signal pipe's write end, for the async-signal-safe handler.
-static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
-
-extern "C" fn on_signal(signo: libc::c_int) {
-    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
-    if fd >= 0 {
-        let b = signo as u8;
-        // SAFETY: write(2) is async-signal-safe; one byte from the stack.
-        unsafe { libc::write(fd, (&b as *const u8).cast(), 1) };
-    }
-}
-
-fn os_err(context: &str) -> SessionError {
-    SessionError::Host(format!("{context}: {}", std::io::Error::last_os_error()))
-}
-
 /// The size of the terminal on `fd`, if it is one.
-pub fn terminal_size(fd: RawFd) -> Option<(u16, u16)> {
-    // SAFETY: winsize is plain data; TIOCGWINSZ writes one.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
-    (rc == 0 && ws.ws_row > 0 && ws.ws_col > 0).then_some((ws.ws_row, ws.ws_col))
+pub fn terminal_size(fd: impl AsFd) -> Option<(u16, u16)> {
+    let ws = termios::tcgetwinsize(fd).ok()?;
+    (ws.ws_row > 0 && ws.ws_col > 0).then_some((ws.ws_row, ws.ws_col))
 }
 
 /// Raw mode on the terminal plus our screen setup; undone on drop.
 struct TerminalGuard {
-    fd: RawFd,
-    saved: libc::termios,
+    saved: Termios,
 }
 
 impl TerminalGuard {
-    fn enter(fd: RawFd) -> Result<TerminalGuard, SessionError> {
-        // SAFETY: termios is plain data filled by tcgetattr.
-        let mut saved: libc::termios = unsafe { std::mem::zeroed() };
-        // SAFETY: valid pointer to a termios.
-        if unsafe { libc::tcgetattr(fd, &mut saved) } != 0 {
-            return Err(os_err("reading the terminal mode"));
-        }
-        let mut raw = saved;
-        // SAFETY: cfmakeraw edits the struct in place.
-        unsafe { libc::cfmakeraw(&mut raw) };
-        // SAFETY: valid pointer to a termios.
-        if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &raw) } != 0 {
-            return Err(os_err("switching the terminal to raw mode"));
-        }
+    fn enter() -> Result<TerminalGuard, SessionError> {
+        let stdin = std::io::stdin();
+        let saved = termios::tcgetattr(&stdin)
+            .map_err(|e| SessionError::io("reading the terminal mode", e.into()))?;
+        let mut raw = saved.clone();
+        raw.make_raw();
+        termios::tcsetattr(&stdin, OptionalActions::Now, &raw)
+            .map_err(|e| SessionError::io("switching the terminal to raw mode", e.into()))?;
         write_stdout(b"\x1b[?1049h\x1b[H\x1b[2J");
-        Ok(TerminalGuard { fd, saved })
+        Ok(TerminalGuard { saved })
     }
 }
 
@@ -88,20 +62,26 @@ impl Drop for TerminalGuard {
         write_stdout(
             b"\x1b[0m\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[?1l\x1b>\x1b[?1049l",
         );
-        // SAFETY: restoring the mode read in `enter`.
-        unsafe { libc::tcsetattr(self.fd, libc::TCSANOW, &self.saved) };
+        let _ = termios::tcsetattr(std::io::stdin(), OptionalActions::Now, &self.saved);
     }
 }
 
-fn stdout_file() -> ManuallyDrop<File> {
-    // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop
-    // keeps us from closing it.
-    ManuallyDrop::new(unsafe { File::from_raw_fd(1) })
+/// Standard output, unbuffered: each write goes to the terminal at once
+/// (std's `Stdout` holds lines back).
+struct RawStdout;
+
+impl Write for RawStdout {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        Ok(rustix::io::write(std::io::stdout(), bytes)?)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn write_stdout(bytes: &[u8]) {
-    let mut out = stdout_file();
-    let _ = out.write_all(bytes);
+    let _ = RawStdout.write_all(bytes);
 }
 
 /// What the detach-key state machine makes of one input chunk.
@@ -155,56 +135,77 @@ impl DetachKeys {
     }
 }
 
+/// The signals an attach handles, each waking the input loop through a
+/// socket pair (signal-hook's self-pipe: the handler only writes a byte).
+struct Signals {
+    /// Readable after a window-size change.
+    winch: UnixStream,
+    /// Readable after a hang-up, termination or quit: detach.
+    quit: UnixStream,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl Signals {
+    fn register() -> std::io::Result<Signals> {
+        let (winch, winch_tx) = UnixStream::pair()?;
+        let (quit, quit_tx) = UnixStream::pair()?;
+        winch.set_nonblocking(true)?;
+        quit.set_nonblocking(true)?;
+        let mut ids = vec![signal_hook::low_level::pipe::register(SIGWINCH, winch_tx)?];
+        for signal in [SIGHUP, SIGTERM, SIGQUIT] {
+            ids.push(signal_hook::low_level::pipe::register(
+                signal,
+                quit_tx.try_clone()?,
+            )?);
+        }
+        Ok(Signals { winch, quit, ids })
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+/// Reads whatever is queued on a non-blocking socket.
+fn drain(stream: &UnixStream) {
+    let mut bytes = [0u8; 64];
+    while (&*stream).read(&mut bytes).is_ok_and(|n| n > 0) {}
+}
+
 /// Attaches this process's terminal to the host at `socket` until the user
 /// detaches (`prefix` then `d`), the agent exits or the host goes.
 pub fn attach(socket: &Path, prefix: u8) -> Result<AttachEnd, SessionError> {
-    let stdin_fd = std::io::stdin().as_raw_fd();
-    // SAFETY: isatty has no preconditions.
-    if unsafe { libc::isatty(stdin_fd) } != 1 {
-        return Err(SessionError::Host(
-            "owt attach needs a terminal on standard input (use `owt send` / `owt peek` in scripts)".into(),
-        ));
+    if !termios::isatty(std::io::stdin()) {
+        return Err(SessionError::NotATerminal);
     }
-    let (rows, cols) = terminal_size(stdin_fd).unwrap_or((24, 80));
+    let (rows, cols) = terminal_size(std::io::stdin()).unwrap_or((24, 80));
     let conn = HostConn::connect(socket, Role::Attach, rows, cols)?;
     let mut to_host = conn.stream;
     let from_host = to_host
         .try_clone()
-        .map_err(|e| SessionError::Host(format!("cloning the host socket: {e}")))?;
+        .map_err(|e| SessionError::io("cloning the host socket", e))?;
+    let signals =
+        Signals::register().map_err(|e| SessionError::io("handling the terminal's signals", e))?;
+    // The output thread says it ended on this pair.
+    let (done, done_tx) =
+        UnixStream::pair().map_err(|e| SessionError::io("creating a socket pair", e))?;
 
-    // Signals arrive as bytes on a pipe the main loop polls.
-    let mut sig_fds = [0; 2];
-    // SAFETY: room for two descriptors.
-    if unsafe { libc::pipe2(sig_fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-        return Err(os_err("creating the signal pipe"));
-    }
-    // And the output thread says it ended on another.
-    let mut done_fds = [0; 2];
-    // SAFETY: room for two descriptors.
-    if unsafe { libc::pipe2(done_fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(os_err("creating a pipe"));
-    }
-    SIGNAL_PIPE.store(sig_fds[1], Ordering::Relaxed);
-    let handled = [libc::SIGWINCH, libc::SIGHUP, libc::SIGTERM, libc::SIGQUIT];
-    let mut previous = Vec::new();
-    for sig in handled {
-        // SAFETY: installing a handler that only calls write(2).
-        previous.push(unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) });
-    }
-
-    let guard = TerminalGuard::enter(stdin_fd)?;
-    let done_write = done_fds[1];
+    let guard = TerminalGuard::enter()?;
     let output = std::thread::Builder::new()
         .name("attach-output".into())
         .spawn(move || {
             let end = pump_output(from_host);
-            // SAFETY: wake the main loop; one byte.
-            unsafe { libc::write(done_write, b"x".as_ptr().cast(), 1) };
+            // Wake the input loop.
+            let _ = (&done_tx).write_all(b"x");
             end
         })
-        .map_err(|e| SessionError::Host(format!("spawning the output thread: {e}")))?;
+        .map_err(|e| SessionError::io("spawning the output thread", e))?;
 
-    let end = input_loop(stdin_fd, sig_fds[0], done_fds[0], prefix, &mut to_host);
+    let end = input_loop(&signals, &done, prefix, &mut to_host);
     let end = match end {
         Some(end) => {
             let _ = proto::write_frame(&mut to_host, FrameKind::Detach, b"");
@@ -215,15 +216,7 @@ pub fn attach(socket: &Path, prefix: u8) -> Result<AttachEnd, SessionError> {
         None => output.join().unwrap_or(AttachEnd::HostGone),
     };
     drop(guard);
-    for (sig, prev) in handled.iter().zip(previous) {
-        // SAFETY: restoring the previous disposition.
-        unsafe { libc::signal(*sig, prev) };
-    }
-    SIGNAL_PIPE.store(-1, Ordering::Relaxed);
-    for fd in sig_fds.into_iter().chain(done_fds) {
-        // SAFETY: closing the pipes created above.
-        unsafe { libc::close(fd) };
-    }
+    drop(signals);
     Ok(end)
 }
 
@@ -232,7 +225,7 @@ pub fn attach(socket: &Path, prefix: u8) -> Result<AttachEnd, SessionError> {
 fn pump_output(from_host: UnixStream) -> AttachEnd {
     // Buffered: a small frame (an echoed key) costs one read, not two.
     let mut from_host = std::io::BufReader::with_capacity(64 * 1024, from_host);
-    let mut out = stdout_file();
+    let mut out = RawStdout;
     loop {
         match proto::read_frame(&mut from_host) {
             Ok(Some(frame)) => match frame.kind {
@@ -262,64 +255,41 @@ fn pump_output(from_host: UnixStream) -> AttachEnd {
 /// Forwards stdin to the host until a detach, a signal to quit, or the
 /// output side ending (`None`).
 fn input_loop(
-    stdin_fd: RawFd,
-    sig_fd: RawFd,
-    done_fd: RawFd,
+    signals: &Signals,
+    done: &UnixStream,
     prefix: u8,
     to_host: &mut UnixStream,
 ) -> Option<AttachEnd> {
+    let stdin = std::io::stdin();
     let mut keys = DetachKeys::new(prefix);
     let mut buf = [0u8; 4096];
     loop {
         let mut fds = [
-            libc::pollfd {
-                fd: stdin_fd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: sig_fd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: done_fd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
+            PollFd::new(&stdin, PollFlags::IN),
+            PollFd::new(&signals.winch, PollFlags::IN),
+            PollFd::new(&signals.quit, PollFlags::IN),
+            PollFd::new(done, PollFlags::IN),
         ];
-        // SAFETY: three valid pollfds.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) };
-        if rc < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Some(AttachEnd::HostGone);
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return Some(AttachEnd::HostGone),
         }
-        if fds[2].revents != 0 {
+        let ready = fds.map(|fd| !fd.revents().is_empty());
+        if ready[3] {
             return None;
         }
-        if fds[1].revents != 0 {
-            let mut sigs = [0u8; 16];
-            // SAFETY: reading into a local buffer.
-            let n = unsafe { libc::read(sig_fd, sigs.as_mut_ptr().cast(), sigs.len()) };
-            for &s in sigs.iter().take(n.max(0) as usize) {
-                if i32::from(s) == libc::SIGWINCH {
-                    if let Some((rows, cols)) = terminal_size(stdin_fd) {
-                        let _ =
-                            proto::write_json(to_host, FrameKind::Resize, &Resize { rows, cols });
-                    }
-                } else {
-                    return Some(AttachEnd::Detached);
-                }
+        if ready[2] {
+            return Some(AttachEnd::Detached);
+        }
+        if ready[1] {
+            drain(&signals.winch);
+            if let Some((rows, cols)) = terminal_size(&stdin) {
+                let _ = proto::write_json(to_host, FrameKind::Resize, &Resize { rows, cols });
             }
         }
-        if fds[0].revents != 0 {
-            let mut stdin = ManuallyDrop::new(
-                // SAFETY: borrowing fd 0 without closing it.
-                unsafe { File::from_raw_fd(stdin_fd) },
-            );
-            let n = match stdin.read(&mut buf) {
+        if ready[0] {
+            let n = match rustix::io::read(&stdin, &mut buf) {
                 Ok(0) | Err(_) => return Some(AttachEnd::Detached),
                 Ok(n) => n,
             };

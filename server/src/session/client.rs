@@ -3,7 +3,7 @@
 
 use std::io;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use owt_protocol::host::{
@@ -13,6 +13,7 @@ use owt_protocol::host::{
 };
 
 use super::SessionError;
+use crate::guard::journal::JournalSource;
 
 /// An open, greeted connection to a session host.
 #[derive(Debug)]
@@ -22,7 +23,7 @@ pub struct HostConn {
 }
 
 fn io_err(context: &str, e: io::Error) -> SessionError {
-    SessionError::Host(format!("{context}: {e}"))
+    SessionError::io(context, e)
 }
 
 impl HostConn {
@@ -84,13 +85,13 @@ impl HostConn {
                 .map_err(|e| io_err("reading the welcome", e))?,
             FrameKind::Error => return Err(host_error(&frame)),
             other => {
-                return Err(SessionError::Host(format!(
+                return Err(SessionError::Protocol(format!(
                     "the session host answered hello with {other:?}"
                 )))
             }
         };
         if welcome.version != HOST_PROTOCOL_VERSION {
-            return Err(SessionError::Host(format!(
+            return Err(SessionError::Protocol(format!(
                 "protocol mismatch: the session host speaks version {}, this owt speaks {HOST_PROTOCOL_VERSION}",
                 welcome.version
             )));
@@ -151,7 +152,7 @@ impl HostConn {
         if frame.kind != FrameKind::Journal {
             return Err(match frame.kind {
                 FrameKind::Error => host_error(&frame),
-                other => SessionError::Host(format!(
+                other => SessionError::Protocol(format!(
                     "the session host answered a journal request with {other:?}"
                 )),
             });
@@ -222,6 +223,36 @@ fn read(stream: &mut UnixStream, what: &str) -> Result<Frame, SessionError> {
 fn host_error(frame: &Frame) -> SessionError {
     match frame.json::<HostError>() {
         Ok(e) => SessionError::Host(e.message),
-        Err(e) => SessionError::Host(format!("the session host sent an unreadable error: {e}")),
+        Err(e) => SessionError::Protocol(format!("the session host sent an unreadable error: {e}")),
+    }
+}
+
+/// A session host's work journal, as the Conflict Guard asks for it
+/// ([`JournalSource`]) before walking the agent's checkout.
+#[derive(Debug, Clone)]
+pub struct HostJournal {
+    socket: PathBuf,
+}
+
+/// How long a full scan waits for a host's journal before walking.
+const ASK_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl HostJournal {
+    /// The journal of the host at `socket`.
+    pub fn new(socket: PathBuf) -> HostJournal {
+        HostJournal { socket }
+    }
+}
+
+impl JournalSource for HostJournal {
+    fn ask(&self) -> Option<JournalView> {
+        let mut conn = HostConn::connect_quick(&self.socket, ASK_TIMEOUT).ok()?;
+        match conn.journal(ASK_TIMEOUT) {
+            Ok(view) => view.ready.then_some(view),
+            Err(e) => {
+                tracing::debug!("no journal from {}: {e}", self.socket.display());
+                None
+            }
+        }
     }
 }

@@ -30,12 +30,13 @@ pub fn parse_event(event: &str) -> Option<AgentSignal> {
 /// Records a hook signal for the session with short id `short_id`.
 pub fn record_hook(home: &Path, short_id: &str, signal: AgentSignal) -> Result<(), SessionError> {
     let store = Store::open(home)?;
-    let session = store.session_by_short_id(short_id)?.ok_or_else(|| {
-        SessionError::Host(format!(
-            "no session with id {short_id} in {}",
-            home.display()
-        ))
-    })?;
+    let session =
+        store
+            .session_by_short_id(short_id)?
+            .ok_or_else(|| SessionError::UnknownSession {
+                short_id: short_id.to_string(),
+                home: home.to_path_buf(),
+            })?;
     store.record_fact(session.id, kind::HOOK, &signal)?;
     Ok(())
 }
@@ -50,50 +51,48 @@ pub fn install_hooks(provider_hooks: Hooks, worktree: &Path) -> Result<(), Sessi
         Hooks::Claude => worktree.join(".claude/settings.local.json"),
         Hooks::Droid => worktree.join(".factory/settings.json"),
     };
-    let exe = std::env::current_exe()
-        .map_err(|e| SessionError::Host(format!("finding the owt binary: {e}")))?;
+    let exe = std::env::current_exe().map_err(|e| SessionError::io("finding the owt binary", e))?;
     let exe = exe.to_string_lossy();
-    let quoted =
-        shlex::try_quote(&exe).map_err(|e| SessionError::Host(format!("quoting {exe}: {e}")))?;
+    let quoted = shlex::try_quote(&exe)
+        .map_err(|e| SessionError::io(format!("quoting {exe}"), std::io::Error::other(e)))?;
     install_hooks_file(&file, &quoted)
 }
 
 /// [`install_hooks`] for one settings file and a (shell-quoted) owt command.
 pub fn install_hooks_file(file: &Path, owt: &str) -> Result<(), SessionError> {
-    let err =
-        |context: String, e: &dyn std::fmt::Display| SessionError::Host(format!("{context}: {e}"));
+    let settings = |problem: String| SessionError::Settings {
+        path: file.to_path_buf(),
+        problem,
+    };
     let mut root = match std::fs::read_to_string(file) {
         Ok(text) if text.trim().is_empty() => Value::Object(Map::new()),
-        Ok(text) => serde_json::from_str::<Value>(&text).map_err(|e| {
-            err(
-                format!("{} is not valid JSON; not touching it", file.display()),
-                &e,
-            )
-        })?,
+        Ok(text) => serde_json::from_str::<Value>(&text)
+            .map_err(|e| settings(format!("it is not valid JSON ({e})")))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Object(Map::new()),
-        Err(e) => return Err(err(format!("reading {}", file.display()), &e)),
+        Err(e) => return Err(SessionError::io(format!("reading {}", file.display()), e)),
     };
-    merge_hooks(&mut root, owt)
-        .map_err(|m| SessionError::Host(format!("{}: {m}", file.display())))?;
+    merge_hooks(&mut root, owt).map_err(settings)?;
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| err(format!("creating {}", dir.display()), &e))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| SessionError::io(format!("creating {}", dir.display()), e))?;
     }
     let mut text = serde_json::to_string_pretty(&root).unwrap_or_default();
     text.push('\n');
-    std::fs::write(file, text).map_err(|e| err(format!("writing {}", file.display()), &e))
+    std::fs::write(file, text)
+        .map_err(|e| SessionError::io(format!("writing {}", file.display()), e))
 }
 
 /// Merges owt's hook entries into a settings document.
 fn merge_hooks(root: &mut Value, owt: &str) -> Result<(), String> {
     let obj = root
         .as_object_mut()
-        .ok_or("the settings are not a JSON object; not touching them")?;
+        .ok_or("the settings are not a JSON object")?;
     let hooks = obj
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()));
     let hooks = hooks
         .as_object_mut()
-        .ok_or("`hooks` is not a JSON object; not touching it")?;
+        .ok_or("`hooks` is not a JSON object")?;
     let ours = [
         ("UserPromptSubmit", None, "working"),
         ("Stop", None, "waiting"),
@@ -105,7 +104,7 @@ fn merge_hooks(root: &mut Value, owt: &str) -> Result<(), String> {
             .or_insert_with(|| Value::Array(Vec::new()));
         let list = list
             .as_array_mut()
-            .ok_or_else(|| format!("`hooks.{event}` is not a list; not touching it"))?;
+            .ok_or_else(|| format!("`hooks.{event}` is not a list"))?;
         // Drop owt's previous entries (from this or another owt binary).
         for group in list.iter_mut() {
             if let Some(inner) = group.get_mut("hooks").and_then(Value::as_array_mut) {
@@ -197,7 +196,14 @@ mod tests {
         let file = dir.path().join("settings.json");
         std::fs::write(&file, "[1, 2]").unwrap();
         let err = install_hooks_file(&file, "owt").unwrap_err().to_string();
-        assert!(err.contains("not a JSON object"), "{err}");
+        assert!(
+            err.ends_with("the settings are not a JSON object; not touching it"),
+            "{err}"
+        );
+        assert!(matches!(
+            install_hooks_file(&file, "owt"),
+            Err(SessionError::Settings { .. })
+        ));
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "[1, 2]");
     }
 }

@@ -25,7 +25,7 @@ pub mod rules;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -33,23 +33,83 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use owt_protocol::host::{PeekView, Role, ScreenView, Transport};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, Signal};
 use serde::{Deserialize, Serialize};
 
 use crate::status::{self, kind, Derived, ExitFact, HostFact, SessionFacts};
 use crate::store::{now_ms, SessionRow, Store};
 
-pub use client::HostConn;
+pub use client::{HostConn, HostJournal};
 pub use hooks::{install_hooks, record_hook};
 
+/// What went wrong with a session host. Each variant prints its cause in
+/// its own message (none is also a `source`: `{:#}` says it once).
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
+    /// What went wrong inside a session host, or what it reported.
     #[error("session host: {0}")]
     Host(String),
     /// The host does not answer (exited, lost or never started).
     #[error("session host: {0}")]
     NotRunning(String),
+    /// The host speaks another protocol version, or answered out of turn.
+    #[error("session host: {0}")]
+    Protocol(String),
+    /// The host did not say it was ready in time.
+    #[error("the session host did not become ready within {seconds}s; see {}", log.display())]
+    NotReady { seconds: u64, log: PathBuf },
+    /// The host ended before it was ready (`tail`: the end of its log).
+    #[error("the session host exited before it was ready; see {}{}", log.display(), if tail.is_empty() { String::new() } else { format!(":\n{tail}") })]
+    ExitedEarly { log: PathBuf, tail: String },
+    /// A file, pipe, socket or process operation failed while `doing` it.
+    #[error("{doing}: {error}")]
+    Io {
+        doing: String,
+        error: std::io::Error,
+    },
+    /// An agent settings file owt leaves alone.
+    #[error("{}: {problem}; not touching it", path.display())]
+    Settings { path: PathBuf, problem: String },
+    /// No session has this short id (a hook of a deleted session).
+    #[error("no session with id {short_id} in {}", home.display())]
+    UnknownSession { short_id: String, home: PathBuf },
+    /// `owt attach` needs a terminal on standard input.
+    #[error(
+        "owt attach needs a terminal on standard input (use `owt send` / `owt peek` in scripts)"
+    )]
+    NotATerminal,
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+}
+
+impl SessionError {
+    /// An I/O failure while `doing` something.
+    pub fn io(doing: impl Into<String>, error: std::io::Error) -> SessionError {
+        SessionError::Io {
+            doing: doing.into(),
+            error,
+        }
+    }
+
+    /// What a person can do about it, when something helps.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            SessionError::NotRunning(_) => Some(
+                "`owt list` shows whether the agent is still running; `owt peek NAME` shows its last screen"
+                    .into(),
+            ),
+            SessionError::Settings { path, .. } => Some(format!(
+                "fix {} (or move it away) and run the command again",
+                path.display()
+            )),
+            SessionError::Protocol(_) => Some(
+                "the session was started by another version of owt; finish it with that version, or `owt delete` it"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// Everything a session host needs to start an agent.
@@ -120,45 +180,37 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 pub fn start_host(spec: &HostSpec) -> Result<Started, SessionError> {
     let exe = match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
         Some(bin) => PathBuf::from(bin),
-        None => std::env::current_exe()
-            .map_err(|e| SessionError::Host(format!("finding the owt binary: {e}")))?,
+        None => {
+            std::env::current_exe().map_err(|e| SessionError::io("finding the owt binary", e))?
+        }
     };
     start_host_with(spec, &exe)
 }
 
 /// As [`start_host`], running the host from the owt binary `exe`.
 pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionError> {
-    let err =
-        |context: &str, e: &dyn std::fmt::Display| SessionError::Host(format!("{context}: {e}"));
+    let err = |doing: &str, e: std::io::Error| SessionError::io(doing, e);
     let logs = spec.home.join("logs");
     host::ensure_private_dir(&logs)?;
     let spec_file = logs.join(format!("{}.spec.json", spec.short_id));
-    let json = serde_json::to_vec_pretty(spec).map_err(|e| err("encoding the host spec", &e))?;
+    let json = serde_json::to_vec_pretty(spec)
+        .map_err(|e| err("encoding the host spec", std::io::Error::other(e)))?;
     crate::store::write_private(&spec_file, &json)
-        .map_err(|e| err(&format!("writing {}", spec_file.display()), &e))?;
+        .map_err(|e| err(&format!("writing {}", spec_file.display()), e))?;
     let log_file = log_path(&spec.home, &spec.short_id);
     let log = File::options()
         .create(true)
         .append(true)
         .mode(0o600)
         .open(&log_file)
-        .map_err(|e| err(&format!("opening {}", log_file.display()), &e))?;
+        .map_err(|e| err(&format!("opening {}", log_file.display()), e))?;
     let log2 = log
         .try_clone()
-        .map_err(|e| err("duplicating the log file", &e))?;
+        .map_err(|e| err("duplicating the log file", e))?;
 
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(err(
-            "creating the readiness pipe",
-            &std::io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: pipe2 just returned these descriptors; we own them.
-    let (read_end, write_end) =
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let write_fd = fds[1];
+    let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| err("creating the readiness pipe", e.into()))?;
+    let write_fd = write_end.as_raw_fd();
     const READY_FD: i32 = 3;
 
     let mut cmd = Command::new(exe);
@@ -169,12 +221,14 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2);
-    // SAFETY: only async-signal-safe calls (setsid, dup2) between fork and exec.
+    // SAFETY: `pre_exec` runs between fork and exec, where only
+    // async-signal-safe calls are allowed: setsid, fcntl and dup2 are, and
+    // nothing here allocates or takes a lock. No crate covers this step
+    // (the raw descriptor numbers are the point: the child must find the
+    // pipe at READY_FD).
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
+            rustix::process::setsid()?;
             // dup2 clears close-on-exec on the copy (but is a no-op when
             // the descriptor already has that number).
             if write_fd == READY_FD {
@@ -187,32 +241,29 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
     }
     let mut child = cmd
         .spawn()
-        .map_err(|e| err(&format!("starting the session host {}", exe.display()), &e))?;
+        .map_err(|e| err(&format!("starting the session host {}", exe.display()), e))?;
     drop(write_end);
     let host_pid = child.id();
 
     // Wait for one line on the pipe (or its end), with a deadline.
     let deadline = Instant::now() + START_TIMEOUT;
-    let mut pfd = libc::pollfd {
-        fd: fds[0],
-        events: libc::POLLIN,
-        revents: 0,
-    };
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            // SAFETY: kill has no memory preconditions.
-            unsafe { libc::kill(host_pid as i32, libc::SIGKILL) };
+            kill(host_pid, Signal::KILL);
             let _ = child.wait();
-            return Err(SessionError::Host(format!(
-                "the session host did not become ready within {}s; see {}",
-                START_TIMEOUT.as_secs(),
-                log_file.display()
-            )));
+            return Err(SessionError::NotReady {
+                seconds: START_TIMEOUT.as_secs(),
+                log: log_file,
+            });
         }
-        // SAFETY: one valid pollfd.
-        let rc = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(1_000) as i32) };
-        if rc > 0 {
+        let wait = left.min(Duration::from_secs(1));
+        let timeout = Timespec {
+            tv_sec: wait.as_secs() as i64,
+            tv_nsec: i64::from(wait.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(&read_end, PollFlags::IN)];
+        if rustix::event::poll(&mut fds, Some(&timeout)).is_ok_and(|n| n > 0) {
             break;
         }
     }
@@ -246,27 +297,27 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
                 .join("\n")
         })
         .unwrap_or_default();
-    Err(SessionError::Host(format!(
-        "the session host exited before it was ready; see {}{}{}",
-        log_file.display(),
-        if tail.is_empty() { "" } else { ":\n" },
-        tail
-    )))
+    Err(SessionError::ExitedEarly {
+        log: log_file,
+        tail,
+    })
 }
 
 /// Runs the host in this process (the `__host run` subcommand).
 /// `ready_fd` is the readiness pipe [`start_host`] passes.
 pub fn run_host(spec: HostSpec, ready_fd: Option<i32>) -> Result<(), SessionError> {
     let ready = ready_fd.map(|fd| {
-        // SAFETY: the parent passed this descriptor for us to own; keep it
-        // out of the agent.
-        unsafe {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-            File::from_raw_fd(fd)
-        }
+        // SAFETY: the parent passed this descriptor number for this process
+        // to own (`--ready-fd`), and nothing else here uses it. Taking
+        // ownership of an inherited descriptor has no safe API.
+        let file = unsafe { File::from_raw_fd(fd) };
+        // Keep it out of the agent.
+        let _ = rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::CLOEXEC);
+        file
     });
     // A dying client must not kill the host.
-    // SAFETY: setting a signal disposition has no memory preconditions.
+    // SAFETY: SIG_IGN is no handler, so nothing runs in signal context;
+    // rustix offers no safe way to set a disposition.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
@@ -282,10 +333,13 @@ pub fn pid_alive(pid: u32) -> bool {
     if pid == 0 {
         return false;
     }
-    // SAFETY: signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    if rc != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EPERM) {
+    let Some(process) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
         return false;
+    };
+    match rustix::process::test_kill_process(process) {
+        // Another user's process exists too.
+        Ok(()) | Err(rustix::io::Errno::PERM) => {}
+        Err(_) => return false,
     }
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name.
@@ -377,19 +431,15 @@ pub fn stop_leftovers(home: &Path, short_id: &str) {
     }
     tracing::info!(?left, "stopping what the session left running");
     for pid in &left {
-        // SAFETY: kill has no memory preconditions.
-        unsafe {
-            libc::kill(*pid as libc::pid_t, libc::SIGHUP);
-            libc::kill(*pid as libc::pid_t, libc::SIGTERM);
-        }
+        kill(*pid, Signal::HUP);
+        kill(*pid, Signal::TERM);
     }
     let deadline = Instant::now() + STOP_GRACE;
     while left.iter().any(|p| pid_alive(*p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     for pid in session_processes(home, short_id) {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        kill(pid, Signal::KILL);
     }
 }
 
@@ -421,23 +471,33 @@ fn stop_agent_and_host(home: &Path, session: &SessionRow) -> Result<(), SessionE
         .agent_pid
         .filter(|p| pid_alive(*p) && is_agent_of(*p, &session.short_id))
     {
-        let pgid = agent as libc::pid_t;
-        // SAFETY: kill has no memory preconditions.
-        unsafe { libc::kill(-pgid, libc::SIGHUP) };
+        kill_group(agent, Signal::HUP);
         let deadline = Instant::now() + STOP_GRACE;
         while pid_alive(agent) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
         if pid_alive(agent) {
-            // SAFETY: as above.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            kill_group(agent, Signal::KILL);
         }
     }
     if pid_alive(host.host_pid) && is_host_of(host.host_pid, &session.short_id) {
-        // SAFETY: as above.
-        unsafe { libc::kill(host.host_pid as libc::pid_t, libc::SIGKILL) };
+        kill(host.host_pid, Signal::KILL);
     }
     Ok(())
+}
+
+/// Sends `signal` to process `pid` (best effort: it may be gone).
+fn kill(pid: u32, signal: Signal) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
+/// Sends `signal` to the process group led by `pid` (best effort).
+fn kill_group(pid: u32, signal: Signal) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
 }
 
 /// Whether `pid`'s environment names this session (`OWT_SESSION`).

@@ -77,7 +77,7 @@ fn session(store: &mut Store) -> SessionRow {
                 base_branch: "main",
                 worktree_template: "/w/{name}",
                 provider: "generic",
-                kind: "worktree",
+                kind: owt_protocol::SessionKind::Worktree,
             },
             |_| false,
         )

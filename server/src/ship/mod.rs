@@ -23,9 +23,9 @@ use git_cli::GitCli;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShipError {
-    #[error("git: {0}")]
+    #[error(transparent)]
     Git(#[from] git2::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Cli(#[from] git_cli::GitCliError),
     #[error("{0}")]
     Refused(String),
@@ -604,10 +604,8 @@ pub fn is_disk_full(message: &str) -> bool {
 /// tests inject SIGKILL between the steps of merge and ship this way).
 pub fn failpoint(point: &str) {
     if std::env::var("OWT_FAILPOINT").is_ok_and(|v| v == point) {
-        // SAFETY: raise SIGKILL on ourselves.
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     }
 }
 

@@ -22,6 +22,7 @@ mod usage;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use owt_protocol::SessionKind;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{de::DeserializeOwned, Serialize};
 
@@ -30,15 +31,15 @@ pub use usage::{UsageCursor, UsageDelta, UsageRow, NO_SESSION};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot create the owt state folder {path}: {source}")]
+    #[error("cannot create the owt state folder {path}: {error}")]
     CreateHome {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("cannot open the status store {path}: {source}")]
+    #[error("cannot open the status store {path}: {error}")]
     Open {
         path: PathBuf,
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
     #[error("the status store {path} has schema version {found}, newer than this owt ({supported}); upgrade owt")]
     TooNew {
@@ -49,36 +50,59 @@ pub enum StoreError {
     #[error("the status store {path} is empty (0 bytes) beside its write-ahead log: it was truncated while owt processes had it open{holders}, and owt cannot read it any more; move it aside with `mkdir {path}.broken && mv {path} {path}-* {path}.broken/` (owt then starts a new store), and run `owt doctor --fix` in each repository to re-adopt the sessions that still run")]
     Truncated { path: String, holders: String },
     #[error("status store: {0}")]
-    Sql(#[from] rusqlite::Error),
+    Sql(rusqlite::Error),
     #[error("status store: bad stored value: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
+}
+
+// Each variant prints its cause in its own message, so none is also a
+// `source` (that would print it twice under `{:#}`).
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sql(e)
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Json(e)
+    }
+}
+
+impl StoreError {
+    /// The SQLite error underneath, if any.
+    pub fn sqlite(&self) -> Option<&rusqlite::Error> {
+        match self {
+            StoreError::Open { error, .. } | StoreError::Sql(error) => Some(error),
+            _ => None,
+        }
+    }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Whether `err` (or one of its causes) is SQLite failing on the file
-/// system under the store — full, read-only, an I/O error, unopenable —
-/// rather than on the data. [`storage_diagnosis`] then says why.
-pub fn is_storage_failure(err: &(dyn std::error::Error + 'static)) -> bool {
-    use rusqlite::ErrorCode;
-    let mut cause = Some(err);
-    while let Some(e) = cause {
-        if let Some(sql) = e.downcast_ref::<rusqlite::Error>() {
-            if matches!(
-                sql.sqlite_error_code(),
-                Some(
-                    ErrorCode::DiskFull
-                        | ErrorCode::SystemIoFailure
-                        | ErrorCode::ReadOnly
-                        | ErrorCode::CannotOpen
-                )
-            ) {
-                return true;
-            }
-        }
-        cause = e.source();
+impl StoreError {
+    /// Whether this is SQLite failing on the file system under the store —
+    /// full, read-only, an I/O error, unopenable — rather than on the data.
+    /// [`storage_diagnosis`] then says why.
+    pub fn is_storage_failure(&self) -> bool {
+        self.sqlite().is_some_and(is_storage_failure)
     }
-    false
+}
+
+/// Whether `sql` is SQLite failing on the file system (see
+/// [`StoreError::is_storage_failure`]).
+pub fn is_storage_failure(sql: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode;
+    matches!(
+        sql.sqlite_error_code(),
+        Some(
+            ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::ReadOnly
+                | ErrorCode::CannotOpen
+        )
+    )
 }
 
 /// Below this much free space, a failed write is blamed on a full disk.
@@ -88,31 +112,23 @@ const NEARLY_FULL_BYTES: u64 = 1024 * 1024;
 /// when a write failed: read-only, full, or not writable; `None` when it
 /// looks fine.
 pub fn storage_diagnosis(dir: &Path) -> Option<String> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: zeroed statvfs is a valid out-parameter.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is NUL-terminated; `st` is valid for writes.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
+    use rustix::fs::{Access, StatVfsMountFlags};
+    let st = rustix::fs::statvfs(dir).ok()?;
+    let path = dir;
     let dir = dir.display();
-    if st.f_flag & libc::ST_RDONLY != 0 {
+    if st.f_flag.contains(StatVfsMountFlags::RDONLY) {
         return Some(format!(
             "{dir} is on a read-only file system; remount it read-write, or set OWT_HOME to a writable folder"
         ));
     }
-    // fsblkcnt_t and c_ulong are 32-bit on some targets.
-    #[allow(clippy::useless_conversion)]
-    let free = u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize));
+    let free = st.f_bavail.saturating_mul(st.f_frsize);
     if free < NEARLY_FULL_BYTES {
         return Some(format!(
             "the disk holding {dir} is full ({} KiB free); free some space, or set OWT_HOME to a folder on another disk",
             free / 1024
         ));
     }
-    // SAFETY: `path` is NUL-terminated.
-    if unsafe { libc::access(path.as_ptr(), libc::W_OK) } != 0 {
+    if rustix::fs::access(path, Access::WRITE_OK).is_err() {
         return Some(format!(
             "{dir} is not writable by you; fix its permissions, or set OWT_HOME to a writable folder"
         ));
@@ -199,8 +215,7 @@ pub struct SessionRow {
     pub base_branch: String,
     pub worktree_path: PathBuf,
     pub provider: String,
-    /// `worktree` or `branch`.
-    pub kind: String,
+    pub kind: SessionKind,
     pub created_at: i64,
 }
 
@@ -217,7 +232,7 @@ pub struct NewSession<'a> {
     /// `{name}` is replaced by the chosen name.
     pub worktree_template: &'a str,
     pub provider: &'a str,
-    pub kind: &'a str,
+    pub kind: SessionKind,
 }
 
 /// A repository known to the store.
@@ -345,7 +360,7 @@ impl Store {
             .create(home)
             .map_err(|source| StoreError::CreateHome {
                 path: home.to_path_buf(),
-                source,
+                error: source,
             })?;
         make_private(home);
         let db = home.join("owt.db");
@@ -366,7 +381,7 @@ impl Store {
         }
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
-            source,
+            error: source,
         };
         let conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
@@ -470,7 +485,7 @@ impl Store {
                 new.base_branch,
                 worktree,
                 new.provider,
-                new.kind,
+                new.kind.as_str(),
                 created_at
             ],
         )?;
@@ -490,7 +505,7 @@ impl Store {
             base_branch: new.base_branch.to_string(),
             worktree_path: PathBuf::from(worktree),
             provider: new.provider.to_string(),
-            kind: new.kind.to_string(),
+            kind: new.kind,
             created_at,
         })
     }
@@ -523,7 +538,7 @@ impl Store {
                 row.base_branch,
                 row.worktree_path.to_string_lossy(),
                 row.provider,
-                row.kind,
+                row.kind.as_str(),
                 row.created_at
             ],
         )?;
@@ -877,6 +892,18 @@ impl Store {
 
 const SESSION_COLUMNS: &str = "id, repo_id, name, short_id, task, branch, base_branch, worktree_path, provider, kind, created_at";
 
+/// The stored `kind` column; anything but `worktree` or `branch` is an
+/// error (nothing acts on a session it cannot classify).
+fn session_kind(text: &str) -> rusqlite::Result<SessionKind> {
+    SessionKind::parse(text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            9,
+            rusqlite::types::Type::Text,
+            format!("unknown session kind `{text}`").into(),
+        )
+    })
+}
+
 fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
         id: row.get(0)?,
@@ -888,7 +915,7 @@ fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
         base_branch: row.get(6)?,
         worktree_path: PathBuf::from(row.get::<_, String>(7)?),
         provider: row.get(8)?,
-        kind: row.get(9)?,
+        kind: session_kind(row.get_ref(9)?.as_str()?)?,
         created_at: row.get(10)?,
     })
 }

@@ -15,7 +15,7 @@ fn new_session<'a>(repo_id: i64, name: &'a str) -> NewSession<'a> {
         base_branch: "main",
         worktree_template: "/wt/{name}",
         provider: "fake",
-        kind: "worktree",
+        kind: owt_protocol::SessionKind::Worktree,
     }
 }
 

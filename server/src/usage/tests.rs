@@ -188,7 +188,7 @@ impl Fixture {
                     base_branch: "main",
                     worktree_template: &template,
                     provider,
-                    kind: "worktree",
+                    kind: owt_protocol::SessionKind::Worktree,
                 },
                 |_| false,
             )

@@ -285,20 +285,6 @@ impl Drop for Env {
     }
 }
 
-pub fn pid_alive(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks existence.
-    if unsafe { libc::kill(pid as i32, 0) } != 0 {
-        return false;
-    }
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            !s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with(['Z', 'X']))
-        })
-        .unwrap_or(false)
-}
-
 /// An `owt attach` process in a real PTY, its output read into a vt100
 /// screen.
 pub struct AttachClient {

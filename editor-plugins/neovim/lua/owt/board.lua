@@ -1,5 +1,9 @@
 --- The board buffer: NEEDS YOU / READY TO SHIP / IN FLIGHT, one row per
 --- session, refreshed on owt/boardChanged, with keys on each row.
+---
+--- It shows what the server decided and decides nothing itself: the lanes,
+--- their titles, order and counts come in `board.all_lanes`, and a row's
+--- keys are the actions its session's `actions` mark available.
 local actions = require("owt.actions")
 local client_mod = require("owt.client")
 local ui = require("owt.ui")
@@ -7,11 +11,6 @@ local ui = require("owt.ui")
 local M = {}
 
 local NAME = "owt://board"
-local LANES = {
-  { lane = "needs-you", title = "NEEDS YOU" },
-  { lane = "ready-to-ship", title = "READY TO SHIP" },
-  { lane = "in-flight", title = "IN FLIGHT" },
-}
 
 ---@class owt.BoardView
 ---@field rows table<integer, table>  line number → SessionView
@@ -22,19 +21,43 @@ local LANES = {
 ---@type table<integer, owt.BoardView>
 M.views = {}
 
---- Every key, in footer order, with its label and whether it applies to a
---- row (`session` nil on lines that are not sessions).
+--- Every key, in footer order, with its label and the session action it
+--- runs (keys without one work on any line).
 M.keys = {
-  { key = "a", label = "attach", applies = function(s) return s ~= nil and s.status ~= "exited" end },
-  { key = "s", label = "ship", applies = function(s) return s ~= nil and ((s.ahead or 0) > 0 or (s.changed_files or 0) > 0) end },
-  { key = "m", label = "merge", applies = function(s) return s ~= nil and (s.ahead or 0) > 0 end },
-  { key = "p", label = "peek", applies = function(s) return s ~= nil end },
-  { key = "f", label = "conflicted files", applies = function(s) return s ~= nil and #(s.conflicted_files or {}) > 0 end },
-  { key = "d", label = "delete", applies = function(s) return s ~= nil end },
-  { key = "n", label = "new", applies = function() return true end },
-  { key = "r", label = "refresh", applies = function() return true end },
-  { key = "q", label = "close", applies = function() return true end },
+  { key = "a", label = "attach", action = "attach" },
+  { key = "s", label = "ship", action = "ship" },
+  { key = "m", label = "merge", action = "merge" },
+  { key = "p", label = "peek", action = "peek" },
+  { key = "t", label = "send", action = "send" },
+  { key = "f", label = "conflicted files", action = "conflicts" },
+  { key = "d", label = "delete", action = "delete" },
+  { key = "n", label = "new" },
+  { key = "r", label = "refresh" },
+  { key = "q", label = "close" },
 }
+
+--- The server's verdict on `action` for `session`: nil when it is
+--- available, else why not.
+---@param session table|nil
+---@param action string
+---@return string|nil
+function M.why_not(session, action)
+  if not session then
+    return "not on a session's row"
+  end
+  for _, state in ipairs(session.actions or {}) do
+    if state.action == action then
+      return (not state.available) and (state.reason or "not available now") or nil
+    end
+  end
+  return "the server did not offer it"
+end
+
+--- Whether key spec `k` applies to `session` (nil on lines that are not
+--- sessions).
+local function applies(k, session)
+  return k.action == nil or M.why_not(session, k.action) == nil
+end
 
 local function age(created_at)
   if type(created_at) ~= "number" then
@@ -65,7 +88,7 @@ end
 function M.footer_text(session)
   local parts = {}
   for _, k in ipairs(M.keys) do
-    if k.applies(session) then
+    if applies(k, session) then
       parts[#parts + 1] = k.key .. " " .. k.label
     end
   end
@@ -114,10 +137,10 @@ function M.render(buf, board, err)
     for _, lane in ipairs(board.lanes or {}) do
       by_lane[lane.lane] = lane.sessions or {}
     end
-    for _, lane in ipairs(LANES) do
+    for _, lane in ipairs(board.all_lanes or {}) do
       local sessions = by_lane[lane.lane] or {}
       lines[#lines + 1] = ""
-      lines[#lines + 1] = ("%s (%d)"):format(lane.title, #sessions)
+      lines[#lines + 1] = ("%s (%d)"):format(lane.title, lane.count)
       if #sessions == 0 then
         lines[#lines + 1] = "  (none)"
       else
@@ -191,8 +214,14 @@ function M.press(buf, key)
       spec = k
     end
   end
-  if not spec or not spec.applies(session) then
-    vim.notify(("owt: `%s` does not apply here (%s)"):format(key, M.footer_text(session)), vim.log.levels.WARN, { title = "owt" })
+  if not spec then
+    return
+  end
+  if not applies(spec, session) then
+    local why = M.why_not(session, spec.action)
+    local what = session and ("owt: cannot %s %s: %s"):format(spec.label, session.name, why)
+      or ("owt: `%s` %s (%s)"):format(key, why, M.footer_text(session))
+    vim.notify(what, vim.log.levels.WARN, { title = "owt" })
     return
   end
   local name = session and session.name
@@ -204,6 +233,12 @@ function M.press(buf, key)
     actions.merge(name, function() M.refresh(buf) end)
   elseif key == "p" then
     actions.peek(name)
+  elseif key == "t" then
+    vim.ui.input({ prompt = ("owt: send to %s: "):format(name) }, function(text)
+      if text and text ~= "" then
+        actions.send(name, text)
+      end
+    end)
   elseif key == "f" then
     local items = {}
     for _, path in ipairs(session.conflicted_files) do

@@ -57,41 +57,23 @@ function M.sessions(board)
   return out
 end
 
---- Statusline text, e.g. `owt 3 working · 1 needs you · 2 ready`; empty when
---- there is no owt server or no session.
+--- Statusline text: the board's `counts.summary` (e.g. `owt 3 working · 1
+--- needs you · 2 ready`); empty when there is no owt server or no session.
 ---@param bufnr integer|nil
 ---@return string
 function M.status(bufnr)
-  local board = M.board_for(bufnr)
-  if not board then
+  return M.status_of(M.board_for(bufnr))
+end
+
+--- The statusline text of `board` (nil: no board).
+---@param board table|nil
+---@return string
+function M.status_of(board)
+  local summary = board and board.counts and board.counts.summary or ""
+  if summary == "" then
     return ""
   end
-  local working, needs, ready = 0, 0, 0
-  for _, lane in ipairs(board.lanes or {}) do
-    for _, session in ipairs(lane.sessions or {}) do
-      if lane.lane == "needs-you" then
-        needs = needs + 1
-      elseif lane.lane == "ready-to-ship" then
-        ready = ready + 1
-      elseif session.status == "working" or session.status == "starting" then
-        working = working + 1
-      end
-    end
-  end
-  local parts = {}
-  if working > 0 then
-    parts[#parts + 1] = working .. " working"
-  end
-  if needs > 0 then
-    parts[#parts + 1] = needs .. " needs you"
-  end
-  if ready > 0 then
-    parts[#parts + 1] = ready .. " ready"
-  end
-  if #parts == 0 then
-    return ""
-  end
-  return "owt " .. table.concat(parts, " · ")
+  return "owt " .. summary
 end
 
 return M

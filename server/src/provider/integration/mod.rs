@@ -32,10 +32,10 @@ use super::LaunchMode;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IntegrationError {
-    #[error("{context}: {source}")]
+    #[error("{context}: {error}")]
     Io {
         context: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{0}")]
     Invalid(String),
@@ -111,7 +111,7 @@ fn write_if_changed(path: &Path, text: &str) -> Result<(), IntegrationError> {
     if std::fs::read_to_string(path).is_ok_and(|t| t == text) {
         return Ok(());
     }
-    let io = |context: String| move |source| IntegrationError::Io { context, source };
+    let io = |context: String| move |error| IntegrationError::Io { context, error };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
     let name = path

@@ -1,21 +1,27 @@
-//! Glue between the guard and the rest of owt: participants from the
-//! store's sessions and the repository, facts recorded in the store, the
+//! The Conflict Guard's use cases: participants from the store's sessions
+//! and the repository, the guard's facts recorded in the store, the
 //! reports `owt guard` and `owt queue` print, and the overlap counts `owt
 //! list` shows.
 //!
-//! Invariants: the only guard module that reads or writes the store; it
-//! computes on demand (the LSP keeps a live [`GuardEngine`] instead).
+//! Invariants: the only code that records the guard's facts (`guard`,
+//! `overlaps`); the git fact the guard's snapshots yield is handed to
+//! [`super::list::record_git_fact`], its one writer. It computes on demand
+//! (the LSP keeps a live [`GuardEngine`] instead).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use owt_protocol::guard::{GuardReport, QueueReport};
 use owt_protocol::Status;
 
-use super::engine::{GuardEngine, Participant, YOU};
-use super::kind;
-use super::queue::{self, Candidate};
+use super::Context;
 use crate::git;
-use crate::ops::Context;
-use crate::status::{self, OverlapFact};
+use crate::guard::kind;
+use crate::guard::queue::{self, Candidate};
+use crate::guard::{GuardEngine, Participant, YOU};
+use crate::session;
+use crate::status::{self, GitFact, OverlapFact};
 use crate::store::Store;
 
 /// Every session with a checkout on disk, and the human's checkout (unless
@@ -35,7 +41,10 @@ pub fn participants(ctx: &Context) -> anyhow::Result<Vec<Participant>> {
             session_id: Some(row.id),
             worktree: row.worktree_path.clone(),
             base_branch: row.base_branch.clone(),
-            journal: Some(crate::session::socket_path(&ctx.home, &row.short_id)),
+            journal: Some(Arc::new(session::HostJournal::new(session::socket_path(
+                &ctx.home,
+                &row.short_id,
+            )))),
         });
     }
     if !main_taken {
@@ -66,27 +75,41 @@ pub fn compute(ctx: &Context) -> anyhow::Result<GuardEngine> {
     Ok(engine)
 }
 
-/// Records each session's guard fact and overlap count.
-pub fn record_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<()> {
+/// A session's git fact as the guard's snapshot shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotGitFact {
+    /// The session's name (its participant id).
+    pub session: String,
+    pub session_id: i64,
+    pub fact: GitFact,
+}
+
+/// Records the guard fact of every session (of those in `changed`, when
+/// given) and every session's overlap count (when it changed: a pair's
+/// other member counts differently too), and returns the git fact each
+/// recorded session's snapshot shows (commits ahead, changed files: no
+/// second scan of the worktree for `owt list` and the board), for
+/// [`super::list::record_git_fact`].
+pub fn record_facts(
+    store: &Store,
+    engine: &GuardEngine,
+    changed: Option<&BTreeSet<String>>,
+) -> anyhow::Result<Vec<SnapshotGitFact>> {
+    let mut git_facts = Vec::new();
     for participant in engine.participants() {
         let Some(session_id) = participant.session_id else {
             continue;
         };
-        if let Some(fact) = engine.guard_fact(&participant.id) {
-            // Commits ahead and changed paths fall out of the snapshot: no
-            // second scan of the worktree for `owt list` and the board.
-            let git_fact = status::GitFact {
-                ahead: commits_ahead(engine, fact.head.as_deref(), &participant.base_branch),
-                changed_files: fact.changes.len() as u32,
-            };
-            let stored = store
-                .fact::<status::GitFact>(session_id, status::kind::GIT)
-                .ok()
-                .flatten()
-                .map(|(f, _)| f);
-            if stored.as_ref() != Some(&git_fact) {
-                store.record_fact(session_id, status::kind::GIT, &git_fact)?;
-            }
+        let wanted = changed.is_none_or(|changed| changed.contains(&participant.id));
+        if let Some(fact) = engine.guard_fact(&participant.id).filter(|_| wanted) {
+            git_facts.push(SnapshotGitFact {
+                session: participant.id.clone(),
+                session_id,
+                fact: GitFact {
+                    ahead: commits_ahead(engine, fact.head.as_deref(), &participant.base_branch),
+                    changed_files: fact.changes.len() as u32,
+                },
+            });
             store.record_fact(session_id, kind::GUARD, &fact)?;
         }
         let count = OverlapFact {
@@ -100,6 +123,14 @@ pub fn record_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<()> {
         if stored.as_ref() != Some(&count) {
             store.record_fact(session_id, status::kind::OVERLAPS, &count)?;
         }
+    }
+    Ok(git_facts)
+}
+
+/// [`record_facts`] of every session, and their git facts.
+pub fn record_all_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<()> {
+    for git in record_facts(store, engine, None)? {
+        super::list::record_git_fact(store, git.session_id, &git.fact)?;
     }
     Ok(())
 }
@@ -130,7 +161,7 @@ pub fn report(ctx: &Context, name: Option<&str>) -> anyhow::Result<GuardReport> 
         }
     }
     let engine = compute(ctx)?;
-    record_facts(&ctx.store, &engine)?;
+    record_all_facts(&ctx.store, &engine)?;
     let mut report = engine.report(&ctx.repo.main_root().to_string_lossy());
     if let Some(name) = name {
         report.pairs.retain(|p| p.a == name || p.b == name);
@@ -144,14 +175,14 @@ pub fn refresh_overlaps(ctx: &Context) -> anyhow::Result<()> {
         return Ok(());
     }
     let engine = compute(ctx)?;
-    record_facts(&ctx.store, &engine)
+    record_all_facts(&ctx.store, &engine)
 }
 
 /// `owt queue`: sessions ready to ship — commits ahead of their base and no
 /// unresolved merge in their worktree — in merge order. (Whether the agent
 /// is still working is the board's business: the queue is about the code.)
 pub fn queue_report(ctx: &Context) -> anyhow::Result<QueueReport> {
-    let views = crate::ops::list::session_views(ctx)?;
+    let views = super::list::session_views(ctx)?;
     let candidates = views
         .into_iter()
         .filter(|v| v.ahead > 0 && v.status != Status::Conflict)

@@ -1,0 +1,123 @@
+//! What can be done to a session now, and the board's counts: the one
+//! place these are decided. Every surface shows what comes out of here
+//! (`owt --json`, the LSP's code actions and board, the Neovim board, the
+//! VS Code tree), so no plugin keeps rules of its own.
+//!
+//! Invariant: pure — a function of the [`SessionView`] fields (themselves
+//! derived by [`crate::status::derive_status`]); no clock, store, git or
+//! process access.
+
+use owt_protocol::{
+    ActionState, BoardCounts, BoardLane, Lane, LaneCount, SessionAction, SessionView, Status,
+};
+
+/// Every [`SessionAction`], in menu order, with whether `view` allows it
+/// now and why not.
+pub fn session_actions(view: &SessionView) -> Vec<ActionState> {
+    SessionAction::ALL
+        .iter()
+        .map(|&action| {
+            let reason = why_not(view, action);
+            ActionState {
+                action,
+                available: reason.is_none(),
+                reason,
+            }
+        })
+        .collect()
+}
+
+/// Why `action` cannot be done to `view` now (`None`: it can).
+fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
+    let gone = if view.host_lost {
+        Some("the session host is gone".to_string())
+    } else if view.status == Status::Exited {
+        // `the agent exited`, `the agent exited with code 2`
+        Some(format!("the agent {}", view.status_text))
+    } else {
+        None
+    };
+    let conflicted = (view.status == Status::Conflict).then(|| {
+        "a merge or rebase stopped on conflicts in its worktree; resolve them first".to_string()
+    });
+    match action {
+        SessionAction::Attach | SessionAction::Send => gone,
+        // An exited agent's host saved its last screen.
+        SessionAction::Peek => view
+            .host_lost
+            .then(|| "the session host is gone and saved no screen".to_string()),
+        SessionAction::Merge => conflicted.or_else(|| {
+            (view.ahead == 0).then(|| {
+                if view.changed_files > 0 {
+                    "no commits to merge yet (ship commits the changed files first)".to_string()
+                } else {
+                    "no commits to merge".to_string()
+                }
+            })
+        }),
+        SessionAction::Ship => conflicted.or_else(|| {
+            (view.ahead == 0 && view.changed_files == 0)
+                .then(|| "nothing to ship: no commits and no changed files".to_string())
+        }),
+        SessionAction::Delete => None,
+        SessionAction::Conflicts => view
+            .conflicted_files
+            .is_empty()
+            .then(|| "no file has unresolved conflicts".to_string()),
+    }
+}
+
+/// Groups sessions into lanes: the non-empty lanes (with their sessions),
+/// every lane's title and count, and the status line's counts.
+pub fn lanes(sessions: Vec<SessionView>) -> (Vec<BoardLane>, Vec<LaneCount>, BoardCounts) {
+    let mut counts = BoardCounts::default();
+    for session in &sessions {
+        counts.total += 1;
+        match session.lane {
+            Lane::NeedsYou => counts.needs_you += 1,
+            Lane::ReadyToShip => counts.ready += 1,
+            Lane::InFlight if matches!(session.status, Status::Working | Status::Starting) => {
+                counts.working += 1
+            }
+            Lane::InFlight => counts.idle += 1,
+        }
+    }
+    counts.summary = [
+        (counts.working, "working"),
+        (counts.needs_you, "needs you"),
+        (counts.ready, "ready"),
+        (counts.idle, "idle"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect::<Vec<_>>()
+    .join(" · ");
+    let mut all_lanes = Vec::new();
+    let mut lanes = Vec::new();
+    for lane in Lane::ALL {
+        let in_lane: Vec<SessionView> = sessions
+            .iter()
+            .filter(|s| s.lane == lane)
+            .cloned()
+            .collect();
+        let count = in_lane.len() as u32;
+        all_lanes.push(LaneCount {
+            lane,
+            title: lane.title().to_string(),
+            count,
+        });
+        if count > 0 {
+            lanes.push(BoardLane {
+                lane,
+                title: lane.title().to_string(),
+                count,
+                sessions: in_lane,
+            });
+        }
+    }
+    (lanes, all_lanes, counts)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,170 @@
+//! The rules of [`super::session_actions`] and [`super::lanes`], as tables.
+
+use expect_test::{expect, Expect};
+use owt_protocol::{Lane, SessionKind, SessionView, Status};
+
+use super::*;
+
+fn session(name: &str, status: Status, lane: Lane) -> SessionView {
+    SessionView {
+        name: name.into(),
+        id: format!("id-{name}"),
+        task: "task".into(),
+        branch: format!("owt/{name}"),
+        base: "main".into(),
+        worktree: format!("/w/{name}"),
+        provider: "claude".into(),
+        kind: SessionKind::Worktree,
+        status,
+        status_text: status.as_str().into(),
+        lane,
+        created_at: 0,
+        exit_code: None,
+        host_lost: false,
+        ahead: 0,
+        changed_files: 0,
+        overlaps: 0,
+        conflicted_files: Vec::new(),
+        agent_pid: None,
+        actions: Vec::new(),
+        usage: None,
+    }
+}
+
+/// One line per action: `+name` (available) or `-name: reason`.
+fn check(view: &SessionView, expect: Expect) {
+    let text: String = session_actions(view)
+        .iter()
+        .map(|a| match &a.reason {
+            None => format!("+{}\n", a.action.as_str()),
+            Some(reason) => format!("-{}: {reason}\n", a.action.as_str()),
+        })
+        .collect();
+    expect.assert_eq(&text);
+}
+
+#[test]
+fn a_working_agent_with_nothing_changed_offers_its_terminal_and_delete() {
+    check(
+        &session("a", Status::Working, Lane::InFlight),
+        expect![[r#"
+            +attach
+            +peek
+            +send
+            -merge: no commits to merge
+            -ship: nothing to ship: no commits and no changed files
+            +delete
+            -conflicts: no file has unresolved conflicts
+        "#]],
+    );
+}
+
+#[test]
+fn uncommitted_work_can_ship_but_not_merge() {
+    let mut view = session("a", Status::Idle, Lane::InFlight);
+    view.changed_files = 2;
+    check(
+        &view,
+        expect![[r#"
+            +attach
+            +peek
+            +send
+            -merge: no commits to merge yet (ship commits the changed files first)
+            +ship
+            +delete
+            -conflicts: no file has unresolved conflicts
+        "#]],
+    );
+}
+
+#[test]
+fn an_exited_agent_with_commits_merges_and_shows_its_last_screen() {
+    let mut view = session("a", Status::Exited, Lane::ReadyToShip);
+    view.status_text = "exited with code 2".into();
+    view.exit_code = Some(2);
+    view.ahead = 3;
+    check(
+        &view,
+        expect![[r#"
+            -attach: the agent exited with code 2
+            +peek
+            -send: the agent exited with code 2
+            +merge
+            +ship
+            +delete
+            -conflicts: no file has unresolved conflicts
+        "#]],
+    );
+}
+
+#[test]
+fn a_lost_host_leaves_only_what_needs_no_agent() {
+    let mut view = session("a", Status::Exited, Lane::NeedsYou);
+    view.status_text = "exited (host lost)".into();
+    view.host_lost = true;
+    view.ahead = 1;
+    check(
+        &view,
+        expect![[r#"
+            -attach: the session host is gone
+            -peek: the session host is gone and saved no screen
+            -send: the session host is gone
+            +merge
+            +ship
+            +delete
+            -conflicts: no file has unresolved conflicts
+        "#]],
+    );
+}
+
+#[test]
+fn a_stopped_merge_blocks_merge_and_ship_until_resolved() {
+    let mut view = session("a", Status::Conflict, Lane::NeedsYou);
+    view.ahead = 2;
+    view.conflicted_files = vec!["src/lib.rs".into()];
+    check(
+        &view,
+        expect![[r#"
+            +attach
+            +peek
+            +send
+            -merge: a merge or rebase stopped on conflicts in its worktree; resolve them first
+            -ship: a merge or rebase stopped on conflicts in its worktree; resolve them first
+            +delete
+            +conflicts
+        "#]],
+    );
+}
+
+#[test]
+fn counts_put_each_session_in_one_bucket_and_lanes_keep_their_order() {
+    let sessions = vec![
+        session("w", Status::Working, Lane::InFlight),
+        session("s", Status::Starting, Lane::InFlight),
+        session("i", Status::Idle, Lane::InFlight),
+        session("n", Status::NeedsInput, Lane::NeedsYou),
+        session("d", Status::Done, Lane::ReadyToShip),
+    ];
+    let (lanes, all_lanes, counts) = lanes(sessions);
+    let text = format!(
+        "{:?}\n{:?}\n{:?}",
+        lanes
+            .iter()
+            .map(|l| (l.title.as_str(), l.count, l.sessions.len()))
+            .collect::<Vec<_>>(),
+        all_lanes
+            .iter()
+            .map(|l| (l.title.as_str(), l.count))
+            .collect::<Vec<_>>(),
+        counts
+    );
+    expect![[r#"
+        [("NEEDS YOU", 1, 1), ("READY TO SHIP", 1, 1), ("IN FLIGHT", 3, 3)]
+        [("NEEDS YOU", 1), ("READY TO SHIP", 1), ("IN FLIGHT", 3)]
+        BoardCounts { total: 5, working: 2, needs_you: 1, ready: 1, idle: 1, summary: "2 working · 1 needs you · 1 ready · 1 idle" }"#]]
+    .assert_eq(&text);
+    let (lanes, all_lanes, counts) = super::lanes(Vec::new());
+    assert!(lanes.is_empty());
+    assert_eq!(all_lanes.len(), 3, "every lane, empty ones too");
+    assert_eq!(counts.summary, "");
+}

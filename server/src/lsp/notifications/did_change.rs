@@ -1,0 +1,18 @@
+//! `textDocument/didChange`: apply the edits (full or ranged); the guard
+//! gets the new text soon.
+
+use tower_lsp_server::ls_types::DidChangeTextDocumentParams;
+
+use super::super::convert::apply_change;
+use super::super::guard_live;
+use super::super::state::State;
+
+pub fn handle(state: &mut State, params: DidChangeTextDocumentParams) {
+    if let Some(doc) = state.docs.get_mut(&params.text_document.uri) {
+        for change in &params.content_changes {
+            apply_change(&mut doc.text, change);
+        }
+        doc.version = params.text_document.version;
+    }
+    guard_live::buffers_changed(state);
+}

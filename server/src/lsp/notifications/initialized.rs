@@ -1,0 +1,18 @@
+//! `initialized`: say what the repository was not trusted with, read the
+//! sessions (which starts the git refresher and the live guard) and publish
+//! the first diagnostics.
+
+use tower_lsp_server::ls_types::MessageType;
+
+use super::super::sessions;
+use super::super::state::State;
+
+pub fn handle(state: &mut State) {
+    state.initialized = true;
+    if let Some(notice) = state.trust_notice.take() {
+        state
+            .outbox
+            .show_message(MessageType::WARNING, format!("owt: {notice}"));
+    }
+    sessions::refresh(state, true);
+}

@@ -1,0 +1,7 @@
+//! One file per notification the server acts on (`textDocument/didSave`
+//! needs nothing: the guard's watcher sees the file change).
+
+pub mod did_change;
+pub mod did_close;
+pub mod did_open;
+pub mod initialized;

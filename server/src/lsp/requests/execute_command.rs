@@ -1,0 +1,80 @@
+//! `workspace/executeCommand`: parses the one argument, runs the command
+//! ([`super::super::commands`]: quick ones here, long ones on a worker),
+//! and replies — the one place a command's result becomes a JSON-RPC
+//! response.
+
+use owt_protocol::lsp::{commands, CommandArgs};
+use serde_json::Value;
+use tower_lsp_server::ls_types::ExecuteCommandParams;
+
+use super::super::commands::{self as run, CommandError, CommandResult, Job, Worker};
+use super::super::convert::{failed, invalid_params};
+use super::super::event::Reply;
+use super::super::state::State;
+
+pub fn handle(state: &mut State, params: ExecuteCommandParams, reply: Reply<Option<Value>>) {
+    let command = params.command.as_str();
+    let args = match parse_args(command, params.arguments.first()) {
+        Ok(args) => args,
+        Err(e) => return respond(reply, Err(e)),
+    };
+    let Some(root) = state.root.clone().filter(|_| state.ctx.is_some()) else {
+        let why = anyhow::anyhow!("{}", state.no_repo_reason());
+        return respond(reply, Err(CommandError::Failed(why)));
+    };
+    let long = |command: &'static str, args: CommandArgs, task| Job {
+        command,
+        args,
+        task,
+    };
+    let job = match command {
+        commands::ATTACH => return respond(reply, run::attach(state, &args)),
+        commands::SEND => return respond(reply, run::send(state, &args)),
+        commands::PEEK => return respond(reply, run::peek(state, &args)),
+        commands::OPEN_AGENT_FILE => return respond(reply, run::open_agent_file(state, &args)),
+        commands::SPAWN => match run::spawn_task(state, &args) {
+            Ok(task) => long(commands::SPAWN, args, Some(task)),
+            Err(e) => return respond(reply, Err(e)),
+        },
+        commands::MERGE | commands::SHIP | commands::DELETE => {
+            if let Err(e) = run::session_arg(command, &args) {
+                return respond(reply, Err(e));
+            }
+            let command = commands::ALL
+                .iter()
+                .find(|c| **c == command)
+                .copied()
+                .unwrap_or(commands::DELETE);
+            long(command, args, None)
+        }
+        other => {
+            let why = format!(
+                "unknown command `{other}`; owt's commands are {}",
+                commands::ALL.join(", ")
+            );
+            return respond(reply, Err(CommandError::Invalid(why)));
+        }
+    };
+    Worker::start(state, root, job, move |result| respond(reply, result));
+}
+
+/// The one argument of every command (none: all defaults).
+fn parse_args(command: &str, arg: Option<&Value>) -> Result<CommandArgs, CommandError> {
+    let Some(value) = arg else {
+        return Ok(CommandArgs::default());
+    };
+    serde_json::from_value(value.clone()).map_err(|e| {
+        CommandError::Invalid(format!(
+            "{command}: the argument must be an object like {{\"session\": \"name\"}}: {e}"
+        ))
+    })
+}
+
+/// Sends a command's result as the response.
+fn respond(reply: Reply<Option<Value>>, result: CommandResult) {
+    let _ = reply.send(match result {
+        Ok(value) => Ok(Some(value)),
+        Err(CommandError::Invalid(message)) => Err(invalid_params(message)),
+        Err(CommandError::Failed(e)) => Err(failed(&e)),
+    });
+}
