@@ -93,7 +93,7 @@ pub enum Command {
     /// Stop a session's agent and remove its worktree and branch.
     #[command(visible_alias = "rm")]
     Delete(delete::Args),
-    /// Attach this terminal to an agent (detach: Ctrl-\ then d).
+    /// Attach this terminal to an agent (detach: Ctrl-\ then d; an ACP session: its transcript and a prompt line).
     Attach(attach::Args),
     /// Attach to an agent (another name for attach).
     #[command(visible_alias = "s")]
