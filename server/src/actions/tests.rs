@@ -26,6 +26,9 @@ fn session(name: &str, status: Status, lane: Lane) -> SessionView {
         overlaps: 0,
         conflicted_files: Vec::new(),
         agent_pid: None,
+        transport: Default::default(),
+        permission: None,
+        acp: None,
         actions: Vec::new(),
         usage: None,
     }

@@ -66,7 +66,7 @@ pub fn sessions(ctx: &Context) -> anyhow::Result<Vec<(SessionRow, SessionView)>>
         let view = super::list::session_view(ctx, &row)?;
         out.push((row, view));
     }
-    out.sort_by(|a, b| b.0.created_at.cmp(&a.0.created_at));
+    out.sort_by_key(|s| std::cmp::Reverse(s.0.created_at));
     Ok(out)
 }
 

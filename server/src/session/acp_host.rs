@@ -731,10 +731,8 @@ fn on_update(host: &Arc<Host>, raw: &Value) {
     let update = schema::read_update(raw);
     let mut state = lock(&host.state);
     match &update {
-        Update::Unknown(kind) => {
-            if state.unknown_kinds.insert(kind.clone()) {
-                tracing::info!("ignoring session/update of unknown kind {kind:?}");
-            }
+        Update::Unknown(kind) if state.unknown_kinds.insert(kind.clone()) => {
+            tracing::info!("ignoring session/update of unknown kind {kind:?}");
         }
         Update::Usage {
             used,
@@ -1060,11 +1058,8 @@ fn serve_client(host: &Arc<Host>, mut stream: UnixStream) {
         };
         let reply = handle_request(host, &frame);
         match reply {
-            Some(bytes) => {
-                if tx.send(bytes).is_err() {
-                    break;
-                }
-            }
+            Some(bytes) if tx.send(bytes).is_err() => break,
+            Some(_) => {}
             None if frame.kind == FrameKind::Detach => break,
             None => {}
         }
