@@ -1057,11 +1057,13 @@ fn serve_client(host: &Arc<Host>, mut stream: UnixStream) {
             }
         };
         let reply = handle_request(host, &frame);
-        match reply {
-            Some(bytes) if tx.send(bytes).is_err() => break,
-            Some(_) => {}
-            None if frame.kind == FrameKind::Detach => break,
-            None => {}
+        // The client is gone, or it left.
+        let done = match reply {
+            Some(bytes) => tx.send(bytes).is_err(),
+            None => frame.kind == FrameKind::Detach,
+        };
+        if done {
+            break;
         }
     }
     drop(tx);
