@@ -2,10 +2,12 @@
 //!
 //! Everything that crosses a process boundary is defined here and nowhere
 //! else: the JSON printed by `owt --json <verb>` ([`cli`]), and the frames
-//! spoken on a session host's unix socket ([`host`]). The server crate and the
+//! spoken on a session host's unix socket ([`host`]) and on the bridge to a
+//! remote machine ([`bridge`]). The server crate and the
 //! end-to-end tests both depend on this crate, so a change of format is a
 //! change of this crate.
 
+pub mod bridge;
 pub mod cli;
 pub mod guard;
 pub mod host;

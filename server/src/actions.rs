@@ -37,16 +37,26 @@ fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
     } else {
         None
     };
+    // A remote that cannot be reached: nothing can be done to its
+    // sessions until it is back (owt reconnects on its own).
+    let unreachable = (view.status == Status::Unreachable).then(|| {
+        format!(
+            "{} is unreachable",
+            view.remote.as_deref().unwrap_or("its remote")
+        )
+    });
+    let gone = unreachable.clone().or(gone);
     let conflicted = (view.status == Status::Conflict).then(|| {
         "a merge or rebase stopped on conflicts in its worktree; resolve them first".to_string()
     });
     match action {
         SessionAction::Attach | SessionAction::Send => gone,
         // An exited agent's host saved its last screen.
-        SessionAction::Peek => view
-            .host_lost
-            .then(|| "the session host is gone and saved no screen".to_string()),
-        SessionAction::Merge => conflicted.or_else(|| {
+        SessionAction::Peek => unreachable.or_else(|| {
+            view.host_lost
+                .then(|| "the session host is gone and saved no screen".to_string())
+        }),
+        SessionAction::Merge => unreachable.or(conflicted).or_else(|| {
             (view.ahead == 0).then(|| {
                 if view.changed_files > 0 {
                     "no commits to merge yet (ship commits the changed files first)".to_string()
@@ -55,15 +65,21 @@ fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
                 }
             })
         }),
-        SessionAction::Ship => conflicted.or_else(|| {
+        SessionAction::Ship => unreachable.or(conflicted).or_else(|| {
             (view.ahead == 0 && view.changed_files == 0)
                 .then(|| "nothing to ship: no commits and no changed files".to_string())
         }),
-        SessionAction::Delete => None,
-        SessionAction::Conflicts => view
-            .conflicted_files
-            .is_empty()
-            .then(|| "no file has unresolved conflicts".to_string()),
+        SessionAction::Delete => unreachable,
+        SessionAction::Conflicts => match &view.remote {
+            // Its files are over there: attach and resolve them there.
+            Some(remote) => Some(format!(
+                "its files are on {remote} (attach to resolve them)"
+            )),
+            None => view
+                .conflicted_files
+                .is_empty()
+                .then(|| "no file has unresolved conflicts".to_string()),
+        },
     }
 }
 

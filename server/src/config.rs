@@ -48,6 +48,31 @@ pub struct Config {
     pub environment: EnvironmentConfig,
     /// Custom task templates for `owt new --template NAME`.
     pub templates: BTreeMap<String, TemplateConfig>,
+    /// Machines agents may run on (`owt new --on NAME`), reached over SSH.
+    pub remotes: BTreeMap<String, RemoteConfig>,
+}
+
+/// `[remotes.NAME]`: a machine reached with the user's own `ssh`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RemoteConfig {
+    /// What `ssh` is given: an alias of `~/.ssh/config`, `user@host`, …
+    pub host: String,
+    /// The repository's clone there (`~/src/app`, or absolute).
+    pub path: String,
+    /// The owt binary there (a name on its `PATH`, `~/.local/bin` included,
+    /// or a path).
+    pub owt: String,
+}
+
+impl Default for RemoteConfig {
+    fn default() -> Self {
+        RemoteConfig {
+            host: String::new(),
+            path: String::new(),
+            owt: "owt".into(),
+        }
+    }
 }
 
 /// A custom template: a protocol kind plus extra instructions.
@@ -257,10 +282,16 @@ pub fn dotted(path: &[String]) -> String {
 /// `agent.default_tool`, `agent.env.*`, `environment.auto_install_deps =
 /// true`, and a `worktree.base_directory` that is not a plain
 /// (non-hidden) folder beside the repository at `repo_root`.
-/// `[tools.NAME]` of a built-in agent is refused outright.
+/// `[tools.NAME]` of a built-in agent is refused outright. `[remotes.*]`
+/// needs trust too: it makes owt run `ssh` and a program on another machine.
 pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     let mut gated = Gated::default();
     let key = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    if let Some(toml::Value::Table(remotes)) = table.get("remotes") {
+        for name in remotes.keys() {
+            gated.need_trust.push(key(&["remotes", name]));
+        }
+    }
     if let Some(toml::Value::Table(tools)) = table.get("tools") {
         for name in tools.keys() {
             let path = key(&["tools", name]);
@@ -856,6 +887,32 @@ mod tests {
         }
         let (need, _) = gated("[environment]\nauto_install_deps = false\n");
         assert!(need.is_empty());
+    }
+
+    #[test]
+    fn a_repositorys_remotes_need_trust_and_parse_with_defaults() {
+        let (need, refused) = gated(
+            "[remotes.devbox]\nhost = \"me@devbox\"\npath = \"~/src/app\"\n[remotes.gpu]\nhost = \"gpu\"\npath = \"/srv/app\"\nowt = \"/opt/owt/bin/owt\"\n",
+        );
+        assert_eq!(need, vec!["remotes.devbox", "remotes.gpu"]);
+        assert!(refused.is_empty());
+        let config: Config =
+            toml::from_str("[remotes.devbox]\nhost = \"me@devbox\"\npath = \"~/src/app\"\n")
+                .unwrap();
+        assert_eq!(
+            config.remotes["devbox"],
+            RemoteConfig {
+                host: "me@devbox".into(),
+                path: "~/src/app".into(),
+                owt: "owt".into()
+            }
+        );
+        let err = parse_file(
+            Path::new("/u/config.toml"),
+            "[remotes.devbox]\nhost = \"devbox\"\nport = 22\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("unknown field `port`"), "{err}");
     }
 
     #[test]

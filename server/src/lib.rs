@@ -24,6 +24,7 @@ pub mod ops;
 pub mod printable;
 pub mod procs;
 pub mod provider;
+pub mod remote;
 pub mod session;
 pub mod ship;
 pub mod status;

@@ -6,7 +6,10 @@
 //!
 //! 1. an exit fact wins (`exited`, or `exited (host lost)`); a headless
 //!    run (the agent's non-interactive form) that exited with code 0 is
-//!    `done`;
+//!    `done`; then, for a remote session, an `unreachable` fact (its
+//!    bridge is down: `unreachable (since 14:02:07 UTC)`, lane IN FLIGHT —
+//!    the agent goes on over there, owt just cannot see it; never
+//!    `exited`);
 //! 2. an unresolved merge conflict in the worktree is `conflict`;
 //! 3. *sticky* states — `blocked`, `needs-input`, `done` — hold until newer
 //!    input reaches the agent or a hook reports a new turn (`working`); tool
@@ -71,6 +74,9 @@ pub mod kind {
     /// `owt_protocol::AcpView`: the agent, its conversation id, and the
     /// tokens and cost it reported (cumulative for the session).
     pub const ACP_USAGE: &str = "acp-usage";
+    /// [`super::UnreachableFact`]: a remote session's bridge is down;
+    /// `observed_at` is since when. Cleared when it is back.
+    pub const UNREACHABLE: &str = "unreachable";
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -192,6 +198,16 @@ pub struct OverlapFact {
     pub count: u32,
 }
 
+/// The machine a remote session runs on cannot be reached (recorded by the
+/// bridge keeper, see `crate::remote`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UnreachableFact {
+    pub remote: String,
+    /// The last error (`ssh: connect to host … refused`).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
 /// Everything [`derive_status`] looks at, decoded from the store.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionFacts {
@@ -212,6 +228,8 @@ pub struct SessionFacts {
     pub acp_permission: Option<owt_protocol::host::PendingPermission>,
     /// What an ACP session's agent reported (shown, not derived from).
     pub acp_usage: Option<owt_protocol::AcpView>,
+    /// A remote session's bridge is down, since when.
+    pub unreachable: Option<(UnreachableFact, i64)>,
 }
 
 impl SessionFacts {
@@ -244,6 +262,7 @@ impl SessionFacts {
                 kind::ACP => facts.acp = decode(row).map(|v| (v, at)),
                 kind::ACP_PERMISSION => facts.acp_permission = decode(row),
                 kind::ACP_USAGE => facts.acp_usage = decode(row),
+                kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
                 _ => {}
             }
         }
@@ -287,6 +306,9 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         }
     } else if facts.host_lost_at.is_some() {
         (Status::Exited, "exited (host lost)".to_string(), None, true)
+    } else if let Some((_, since)) = &facts.unreachable {
+        let text = format!("unreachable (since {})", utc_time_of_day(*since));
+        (Status::Unreachable, text, None, false)
     } else if facts.conflict.as_ref().is_some_and(|c| !c.files.is_empty()) {
         let n = facts.conflict.as_ref().map_or(0, |c| c.files.len());
         let text = format!("conflict in {n} file{}", if n == 1 { "" } else { "s" });
@@ -313,7 +335,7 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         Status::Exited => Lane::NeedsYou,
         Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
         Status::Done | Status::NeedsInput => Lane::NeedsYou,
-        Status::Starting | Status::Working | Status::Idle => Lane::InFlight,
+        Status::Starting | Status::Working | Status::Idle | Status::Unreachable => Lane::InFlight,
     };
     Derived {
         status,
@@ -322,6 +344,17 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         exit_code,
         host_lost,
     }
+}
+
+/// `14:02:07 UTC` for a Unix time in ms (no time zone database: pure).
+fn utc_time_of_day(ms: i64) -> String {
+    let secs = ms.div_euclid(1000).rem_euclid(86_400);
+    format!(
+        "{:02}:{:02}:{:02} UTC",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }
 
 fn agent_status(facts: &SessionFacts, now: i64) -> Status {

@@ -10,6 +10,7 @@
 pub mod acp;
 pub mod agents;
 pub mod lsp;
+pub mod remote;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
  * The display status of a session, derived from its stored facts by one pure
  * function (`owt::status::derive_status`). Never stored.
  */
-export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict";
+export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "unreachable";
 
 /**
  * The board lane a session is shown in.
@@ -106,6 +106,12 @@ export type SessionView = {
    * for agents whose records owt cannot read).
    */
   usage?: TokenUsage | null,
+  /**
+   * The remote (`[remotes.NAME]`) the session runs on; `None` for a
+   * session on this machine. A remote session's `name` is
+   * `REMOTE:name` and its `worktree` is `REMOTE:/path/on/the/remote`.
+   */
+  remote?: string | null,
 };
 
 /**

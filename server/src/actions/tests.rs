@@ -29,8 +29,9 @@ fn session(name: &str, status: Status, lane: Lane) -> SessionView {
         transport: Default::default(),
         permission: None,
         acp: None,
-        actions: Vec::new(),
+        remote: None,
         usage: None,
+        actions: Vec::new(),
     }
 }
 
@@ -135,6 +136,46 @@ fn a_stopped_merge_blocks_merge_and_ship_until_resolved() {
             -ship: a merge or rebase stopped on conflicts in its worktree; resolve them first
             +delete
             +conflicts
+        "#]],
+    );
+}
+
+#[test]
+fn a_remote_session_resolves_its_conflicts_over_there() {
+    let mut view = session("devbox:a", Status::Conflict, Lane::NeedsYou);
+    view.remote = Some("devbox".into());
+    view.ahead = 2;
+    view.conflicted_files = vec!["src/lib.rs".into()];
+    check(
+        &view,
+        expect![[r#"
+            +attach
+            +peek
+            +send
+            -merge: a merge or rebase stopped on conflicts in its worktree; resolve them first
+            -ship: a merge or rebase stopped on conflicts in its worktree; resolve them first
+            +delete
+            -conflicts: its files are on devbox (attach to resolve them)
+        "#]],
+    );
+}
+
+#[test]
+fn an_unreachable_remote_session_offers_nothing_until_it_is_back() {
+    let mut view = session("devbox:a", Status::Unreachable, Lane::InFlight);
+    view.remote = Some("devbox".into());
+    view.status_text = "unreachable (since 09:12 UTC)".into();
+    view.ahead = 1;
+    check(
+        &view,
+        expect![[r#"
+            -attach: devbox is unreachable
+            -peek: devbox is unreachable
+            -send: devbox is unreachable
+            -merge: devbox is unreachable
+            -ship: devbox is unreachable
+            -delete: devbox is unreachable
+            -conflicts: its files are on devbox (attach to resolve them)
         "#]],
     );
 }

@@ -38,6 +38,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
             template: None,
             raw: false,
             acp: false,
+            on: None,
         },
     )
 }

@@ -10,6 +10,7 @@ mod approve;
 pub mod attach;
 mod board;
 mod branch;
+mod bridge;
 mod cleanup;
 mod completions;
 mod config;
@@ -29,6 +30,7 @@ pub(crate) mod new;
 mod note;
 pub mod peek;
 mod queue;
+mod remote;
 pub mod send;
 mod ship;
 mod sync;
@@ -153,6 +155,9 @@ pub enum Command {
     Doctor(doctor::Args),
     /// Trust this repository's own files that make owt run programs (.owt.toml, .owt/setup.sh).
     Trust(trust::Args),
+    /// Machines agents run on over SSH: list, check, setup, install.
+    #[command(subcommand)]
+    Remote(remote::Command),
     /// Show or validate the configuration.
     #[command(subcommand)]
     Config(config::Command),
@@ -179,6 +184,9 @@ pub enum Command {
     /// The session host (started by owt itself).
     #[command(name = "__host", hide = true)]
     Host(host::Args),
+    /// The bridge to a remote (started by owt itself).
+    #[command(name = "__bridge", hide = true)]
+    Bridge(bridge::Args),
 }
 
 /// Entry point of the binary.
@@ -225,6 +233,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Queue(args)) => queue::run(dir, &out, args),
         Some(Command::Doctor(args)) => doctor::run(dir, &out, args),
         Some(Command::Trust(args)) => trust::run(dir, &out, args),
+        Some(Command::Remote(cmd)) => remote::run(dir, &out, cmd),
+        Some(Command::Bridge(args)) => bridge::run(dir, &out, args),
         Some(Command::Config(cmd)) => config::run(dir, &out, cmd),
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),

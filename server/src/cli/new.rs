@@ -11,6 +11,7 @@ Examples:
   owt new \"Add JWT auth\"                 branch owt/add-jwt-auth, session add-jwt-auth
   owt new \"Fix login\" --ai-tool codex    pick the agent
   owt new \"Spike\" --branch spike/x       reuse or create a branch of your choice
+  owt new --on devbox \"Fix login\"       on the remote devbox ([remotes.devbox]): session devbox:fix-login
 The task is passed to the agent as one argument (or typed into it); it never goes through a shell.")]
 pub struct Args {
     /// What the agent should do; becomes its first prompt.
@@ -47,8 +48,11 @@ pub struct Args {
     /// (claude, codex, opencode, gemini, or a [tools.NAME] with `acp`): status
     /// comes from the protocol; `owt attach` shows the transcript, `owt send`
     /// prompts, `owt approve` / `owt deny` answer its permission requests.
-    #[arg(long, conflicts_with_all = ["headless", "plan_mode", "in_place"])]
+    #[arg(long, conflicts_with_all = ["headless", "plan_mode", "in_place", "on"])]
     pub acp: bool,
+    /// Run the agent on the remote NAME ([remotes.NAME]): its owt creates the session there.
+    #[arg(long, value_name = "NAME")]
+    pub on: Option<String>,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
@@ -69,6 +73,35 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         no_prompt: false,
         acp_mcp_servers: Vec::new(),
     };
+    if let Some(remote) = &args.on {
+        let made = ops::remote::new_on(&mut ctx, remote, &req, &mut |line| out.progress(line))?;
+        for warning in &made.output.warnings {
+            out.warn(warning);
+        }
+        let view = list::session_view(&ctx, &made.session)?;
+        let doc = owt_protocol::NewOutput {
+            session: view.clone(),
+            warnings: made.output.warnings.clone(),
+        };
+        out.emit(&doc, || {
+            if made.agent_started {
+                format!(
+                    "Started session {} ({}) on branch {} in {}.\nAttach with: owt attach {}",
+                    view.name, view.provider, view.branch, view.worktree, view.name
+                )
+            } else {
+                format!(
+                    "Created session {} in {}, but its agent did not start (see the warning above).",
+                    view.name, view.worktree
+                )
+            }
+        })?;
+        return Ok(if made.agent_started {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     let result = ops::new::new_session(&mut ctx, &req, &mut |line| out.progress(line))?;
     for warning in &result.warnings {
         out.warn(warning);

@@ -161,6 +161,35 @@ impl GuardEngine {
         Ok(())
     }
 
+    /// Adds (or replaces) a participant with no checkout here — a session
+    /// on a remote — whose working state is the snapshot commit at
+    /// `snapshot_ref` (tree = snapshot, parent = its HEAD), fetched into
+    /// this repository. Its `worktree` is ignored; it is re-read on
+    /// [`GuardEngine::on_refs_changed`] (a fetch moves the ref).
+    pub fn add_snapshot_participant(
+        &mut self,
+        mut participant: Participant,
+        snapshot_ref: &str,
+    ) -> Result<(), GuardError> {
+        let work =
+            WorkState::open_pinned(self.repo.path(), snapshot_ref, &participant.base_branch)?;
+        participant.worktree = PathBuf::new();
+        participant.journal = None;
+        self.remove_participant(&participant.id);
+        self.states.insert(
+            participant.id.clone(),
+            State {
+                participant,
+                work,
+                changes: Vec::new(),
+                raw: Vec::new(),
+                computed_for: None,
+                computed_at: 0,
+            },
+        );
+        Ok(())
+    }
+
     pub fn remove_participant(&mut self, id: &str) {
         self.states.remove(id);
         self.pairs.retain(|(a, b), _| a != id && b != id);
@@ -174,7 +203,7 @@ impl GuardEngine {
     pub fn participant_for_path(&self, path: &Path) -> Option<&str> {
         self.states
             .values()
-            .filter(|s| path.starts_with(&s.work.worktree))
+            .filter(|s| s.work.pinned.is_none() && path.starts_with(&s.work.worktree))
             .max_by_key(|s| s.work.worktree.as_os_str().len())
             .map(|s| s.participant.id.as_str())
     }
@@ -183,6 +212,7 @@ impl GuardEngine {
     pub fn watch_roots(&self) -> Vec<(String, PathBuf, PathBuf)> {
         self.states
             .values()
+            .filter(|s| s.work.pinned.is_none())
             .map(|s| {
                 (
                     s.participant.id.clone(),

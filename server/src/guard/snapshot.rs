@@ -70,6 +70,10 @@ pub struct WorkState {
     pub journal: Option<std::sync::Arc<dyn super::journal::JournalSource>>,
     /// How the last full scan found its paths.
     pub last_scan: Option<ScanSource>,
+    /// A participant with no checkout here (a session on a remote): its
+    /// working state is the commit this ref names (tree = the snapshot,
+    /// parent = its HEAD), fetched from the remote.
+    pub pinned: Option<String>,
     stat_cache: HashMap<String, (StatKey, Entry)>,
     /// `core.autocrlf` or `info/attributes` (looked up once).
     global_filters: Option<bool>,
@@ -85,6 +89,8 @@ pub enum ScanSource {
     Walk,
     /// `git status` (or libgit2's), where the walk does not apply.
     Git,
+    /// A snapshot commit fetched from a remote (no checkout here).
+    Snapshot,
 }
 
 impl ScanSource {
@@ -94,6 +100,7 @@ impl ScanSource {
             ScanSource::Journal => "journal",
             ScanSource::Walk => "walk",
             ScanSource::Git => "git",
+            ScanSource::Snapshot => "snapshot",
         }
     }
 }
@@ -130,10 +137,49 @@ impl WorkState {
             snapshot: None,
             journal: None,
             last_scan: None,
+            pinned: None,
             stat_cache: HashMap::new(),
             global_filters: None,
             repo,
         })
+    }
+
+    /// A participant without a checkout here, whose working state is the
+    /// snapshot commit at `snapshot_ref` in the repository at `repo_dir`
+    /// (see [`WorkState::pinned`]); nothing is read yet.
+    pub fn open_pinned(
+        repo_dir: &Path,
+        snapshot_ref: &str,
+        base_branch: &str,
+    ) -> Result<WorkState, GuardError> {
+        Ok(WorkState {
+            worktree: PathBuf::new(),
+            base_branch: base_branch.to_string(),
+            head: None,
+            head_tree: None,
+            base_tip: None,
+            merge_base: None,
+            merge_base_tree: None,
+            dirty: BTreeMap::new(),
+            overrides: BTreeMap::new(),
+            snapshot: None,
+            journal: None,
+            last_scan: None,
+            pinned: Some(snapshot_ref.to_string()),
+            stat_cache: HashMap::new(),
+            global_filters: None,
+            repo: Repository::open(repo_dir)?,
+        })
+    }
+
+    /// Re-reads a pinned participant's snapshot commit (and the merge base
+    /// of its parent with the base branch). Returns whether the snapshot
+    /// changed.
+    fn read_pinned(&mut self) -> Result<bool, GuardError> {
+        let before = self.snapshot;
+        self.read_refs()?;
+        self.last_scan = Some(ScanSource::Snapshot);
+        Ok(before != self.snapshot)
     }
 
     pub fn repo(&self) -> &Repository {
@@ -152,6 +198,9 @@ impl WorkState {
     /// else libgit2's status) and re-evaluates each. Returns whether the
     /// snapshot changed.
     pub fn scan_full(&mut self) -> Result<bool, GuardError> {
+        if self.pinned.is_some() {
+            return self.read_pinned();
+        }
         // Asked before HEAD and the index are read: whatever moves after
         // the answer shows up as a mismatch below.
         let view = self.journal.as_ref().and_then(|journal| journal.ask());
@@ -389,6 +438,9 @@ impl WorkState {
     /// Re-evaluates `paths` (relative to the worktree, or absolute inside
     /// it; folders are expanded). Returns whether the snapshot changed.
     pub fn refresh_paths(&mut self, paths: &[PathBuf]) -> Result<bool, GuardError> {
+        if self.pinned.is_some() {
+            return Ok(false);
+        }
         let mut rels = BTreeSet::new();
         for path in paths {
             let rel = if path.is_absolute() {
@@ -415,6 +467,9 @@ impl WorkState {
     /// when HEAD moved, re-evaluates only the dirty paths and the paths
     /// HEAD's own diff names. Returns whether the snapshot changed.
     pub fn refresh_refs(&mut self) -> Result<bool, GuardError> {
+        if self.pinned.is_some() {
+            return self.read_pinned();
+        }
         let old_head_tree = self.head_tree;
         self.read_refs()?;
         if old_head_tree != self.head_tree {
@@ -436,15 +491,30 @@ impl WorkState {
         &mut self,
         overrides: BTreeMap<String, String>,
     ) -> Result<bool, GuardError> {
+        if self.pinned.is_some() {
+            return Ok(false);
+        }
         self.overrides = overrides;
         self.rebuild()
     }
 
     fn read_refs(&mut self) -> Result<(), GuardError> {
-        let head = match self.repo.head() {
-            Ok(head) => Some(head.peel_to_commit()?),
-            Err(e) if e.code() == git2::ErrorCode::UnbornBranch => None,
-            Err(e) => return Err(e.into()),
+        let head = if let Some(pinned) = &self.pinned {
+            // The snapshot commit's parent is the session's HEAD; a ref not
+            // fetched yet (or removed) is no snapshot at all.
+            let commit = self
+                .repo
+                .find_reference(pinned)
+                .and_then(|r| r.peel_to_commit())
+                .ok();
+            self.snapshot = commit.as_ref().map(|c| c.tree_id());
+            commit.and_then(|c| c.parent(0).ok())
+        } else {
+            match self.repo.head() {
+                Ok(head) => Some(head.peel_to_commit()?),
+                Err(e) if e.code() == git2::ErrorCode::UnbornBranch => None,
+                Err(e) => return Err(e.into()),
+            }
         };
         self.head = head.as_ref().map(|c| c.id());
         self.head_tree = head.as_ref().map(|c| c.tree_id());

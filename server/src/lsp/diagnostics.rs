@@ -300,6 +300,10 @@ fn related(
         return None;
     }
     let root = &inputs.guard.participant(side.other)?.worktree;
+    // A session on a remote has no copy on this machine to point at.
+    if root.as_os_str().is_empty() {
+        return None;
+    }
     let uri = path_to_uri(&root.join(&side.path.path))?;
     Some(vec![DiagnosticRelatedInformation {
         location: Location {

@@ -88,7 +88,8 @@ pub fn ensure(state: &mut State) {
     let members: Vec<(String, PathBuf)> = state
         .sessions
         .iter()
-        .filter(|s| Path::new(&s.worktree).is_dir())
+        // Remote sessions take part through their fetched snapshots.
+        .filter(|s| s.remote.is_some() || Path::new(&s.worktree).is_dir())
         .map(|s| (s.name.clone(), PathBuf::from(&s.worktree)))
         .collect();
     let guard = &mut state.guard;

@@ -37,7 +37,7 @@ pub fn send(ctx: &Context, to: &SendTo, text: &str, enter: bool) -> anyhow::Resu
         SendTo::Session(name) => vec![ctx.session(name)?],
         SendTo::All | SendTo::Working => {
             let mut out = Vec::new();
-            for row in ctx.store.sessions(ctx.repo_row.id)? {
+            for row in ctx.store.all_sessions(ctx.repo_row.id)? {
                 let derived = session::derived_status(&ctx.store, &ctx.home, &row)?;
                 let wanted = if *to == SendTo::Working {
                     derived.status == Status::Working

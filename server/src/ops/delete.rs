@@ -24,6 +24,9 @@ pub fn delete_session(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<DeleteOutput> {
     let row = ctx.session(name)?;
+    if row.remote().is_some() {
+        return super::remote::delete(ctx, &row, force, how, progress);
+    }
     let _span = tracing::info_span!("session", session = %row.name).entered();
     tracing::info!(worktree = %row.worktree_path.display(), "deleting the session");
     let worktree_exists = row.worktree_path.exists();

@@ -69,6 +69,7 @@ pub fn compute(ctx: &Context) -> anyhow::Result<GuardEngine> {
             .add_participant(participant)
             .with_context(|| format!("opening the checkout of {name}"))?;
     }
+    crate::remote::add_guard_participants(ctx, &mut engine)?;
     engine
         .full_recompute()
         .context("computing the conflict guard")?;
@@ -100,7 +101,9 @@ pub fn record_facts(
         let Some(session_id) = participant.session_id else {
             continue;
         };
-        let wanted = changed.is_none_or(|changed| changed.contains(&participant.id));
+        // A remote session's git and guard facts come from its machine.
+        let remote = participant.worktree.as_os_str().is_empty();
+        let wanted = !remote && changed.is_none_or(|changed| changed.contains(&participant.id));
         if let Some(fact) = engine.guard_fact(&participant.id).filter(|_| wanted) {
             git_facts.push(SnapshotGitFact {
                 session: participant.id.clone(),

@@ -22,13 +22,31 @@ pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
 
 /// Every session, reconciled with its host; git facts re-read only when
 /// `refresh_git` (they cost a `git status` per worktree). Overlap counts are
-/// read as stored (the LSP's live guard keeps them current).
+/// read as stored (the LSP's live guard keeps them current). Sessions on
+/// remotes are included (their facts come through their bridge, started
+/// here when it does not run).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
-    let rows = ctx.store.sessions(ctx.repo_row.id)?;
-    crate::usage::refresh(&ctx.store, &ctx.usage_places(), &rows);
+    let rows = all_rows(ctx)?;
     rows.iter()
         .map(|row| session_view_with(ctx, row, refresh_git))
         .collect()
+}
+
+/// Every session, local and remote, with the local ones' token records
+/// read on (an agent's records are on its own machine) and the bridges of
+/// the remotes they run on started when they do not run.
+fn all_rows(ctx: &Context) -> anyhow::Result<Vec<SessionRow>> {
+    let rows = ctx.store.all_sessions(ctx.repo_row.id)?;
+    if rows.iter().any(|row| row.remote().is_some()) {
+        crate::remote::keeper::ensure_all(ctx);
+    }
+    let local: Vec<SessionRow> = rows
+        .iter()
+        .filter(|r| r.remote().is_none())
+        .cloned()
+        .collect();
+    crate::usage::refresh(&ctx.store, &ctx.usage_places(), &local);
+    Ok(rows)
 }
 
 /// Every session as [`session_views_with`] (no git re-read), with the git
@@ -39,8 +57,7 @@ pub fn session_views_newer_git(
     ctx: &Context,
     newer: &std::collections::HashMap<String, GitFact>,
 ) -> anyhow::Result<Vec<SessionView>> {
-    let rows = ctx.store.sessions(ctx.repo_row.id)?;
-    crate::usage::refresh(&ctx.store, &ctx.usage_places(), &rows);
+    let rows = all_rows(ctx)?;
     rows.iter()
         .map(|row| view_of(ctx, row, false, newer.get(&row.name)))
         .collect()
@@ -114,7 +131,8 @@ fn view_of(
 
 /// Records commits ahead and changed paths when they changed.
 fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
-    if !row.worktree_path.exists() {
+    // A remote session's git facts come from its machine.
+    if row.remote().is_some() || !row.worktree_path.exists() {
         return;
     }
     let ahead = ctx
@@ -182,13 +200,17 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
 /// from the store by the caller).
 pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
     let derived = derive_status(facts, now);
+    let remote = row.remote();
     let mut view = SessionView {
         name: row.name.clone(),
         id: row.short_id.clone(),
         task: row.task.clone(),
         branch: row.branch.clone(),
         base: row.base_branch.clone(),
-        worktree: row.worktree_path.to_string_lossy().into_owned(),
+        worktree: match &remote {
+            Some((remote, path)) => format!("{remote}:{path}"),
+            None => row.worktree_path.to_string_lossy().into_owned(),
+        },
         provider: row.provider.clone(),
         kind: row.kind,
         status: derived.status,
@@ -205,7 +227,13 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .as_ref()
             .map(|c| c.files.clone())
             .unwrap_or_default(),
-        agent_pid: facts.host.as_ref().and_then(|(h, _)| h.agent_pid),
+        // A pid on another machine means nothing here.
+        agent_pid: facts
+            .host
+            .as_ref()
+            .and_then(|(h, _)| h.agent_pid)
+            .filter(|_| remote.is_none()),
+        remote: remote.map(|(remote, _)| remote.to_string()),
         transport: facts
             .host
             .as_ref()

@@ -324,10 +324,13 @@ pub fn merge_session(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<MergeOutput> {
     let row = ctx.session(name)?;
+    if row.remote().is_some() {
+        return super::remote::merge(ctx, &row, "merge", opts, None, progress);
+    }
     merge_row(ctx, &row, "merge", opts, progress)
 }
 
-fn merge_row(
+pub(crate) fn merge_row(
     ctx: &mut Context,
     row: &SessionRow,
     op: &str,
@@ -543,6 +546,9 @@ pub fn ship_session(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<ShipOutput> {
     let row = ctx.session(name)?;
+    if row.remote().is_some() {
+        return super::remote::ship(ctx, &row, message, opts, progress);
+    }
     if !row.worktree_path.exists() && ctx.store.fact::<Journal>(row.id, JOURNAL)?.is_none() {
         bail!(
             "the worktree of `{name}` ({}) is gone; run `owt doctor --fix`",
@@ -652,7 +658,7 @@ fn finish_if_merged(
     }))
 }
 
-fn default_message(row: &SessionRow) -> String {
+pub(crate) fn default_message(row: &SessionRow) -> String {
     let first = row.task.lines().next().unwrap_or("").trim();
     let subject = if first.is_empty() {
         row.name.as_str()

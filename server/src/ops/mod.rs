@@ -21,6 +21,7 @@ pub mod new;
 pub mod notes;
 pub mod owned;
 pub mod prompt;
+pub mod remote;
 pub mod setup;
 pub mod sync;
 pub mod trash;
@@ -107,11 +108,15 @@ impl Context {
     /// the sessions that exist.
     pub fn session(&self, name: &str) -> anyhow::Result<SessionRow> {
         if let Some(row) = self.store.session_by_name(self.repo_row.id, name)? {
+            if row.remote().is_some() {
+                // Its host socket here is served by the remote's bridge.
+                crate::remote::keeper::ensure_socket(self, &row);
+            }
             return Ok(row);
         }
         let names: Vec<String> = self
             .store
-            .sessions(self.repo_row.id)?
+            .all_sessions(self.repo_row.id)?
             .into_iter()
             .map(|s| s.name)
             .collect();

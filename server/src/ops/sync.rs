@@ -40,6 +40,13 @@ pub fn sync(
             conflicts: Vec::new(),
             detail: None,
         };
+        if let Some((remote, _)) = row.remote() {
+            result.detail = Some(format!(
+                "it runs on {remote}, whose clone has its own base; sync it there"
+            ));
+            out.sessions.push(result);
+            continue;
+        }
         if !row.worktree_path.is_dir() {
             result.detail = Some(format!(
                 "its worktree {} is gone",

@@ -358,6 +358,10 @@ pub fn host_answers(home: &Path, short_id: &str) -> bool {
 
 /// Records `host-lost` for a session whose host is gone without an exit fact.
 pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(), SessionError> {
+    // A remote session's host is over there (its own owt reconciles it).
+    if session.remote().is_some() {
+        return Ok(());
+    }
     let facts = store.facts(session.id)?;
     let has = |k: &str| facts.iter().any(|f| f.kind == k);
     if has(kind::EXIT) || has(kind::HOST_LOST) {

@@ -534,3 +534,131 @@ fn unknown_fact_rows_are_ignored() {
         }
     );
 }
+
+fn unreachable(f: &mut SessionFacts, since: i64) {
+    f.unreachable = Some((
+        UnreachableFact {
+            remote: "devbox".into(),
+            reason: Some("ssh: connect to host devbox port 22: Connection refused".into()),
+        },
+        since,
+    ));
+}
+
+/// A remote session whose bridge is down: never `exited` or lost, its
+/// last known facts kept; a final fact it sent before (exit, host lost)
+/// still wins.
+#[test]
+fn derive_status_of_unreachable_remote_sessions() {
+    use AgentSignal::*;
+    let cases = vec![
+        Case {
+            name: "working when the bridge went down",
+            facts: with(|f| {
+                f.hook = Some((Working, at(70_000)));
+                unreachable(f, at(60_000));
+            }),
+            status: Status::Unreachable,
+            text: "unreachable (since 13:45:40 UTC)",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "blocked with work when the bridge went down",
+            facts: with(|f| {
+                work(f);
+                f.screen = Some((Blocked, at(90_000)));
+                unreachable(f, at(1_000));
+            }),
+            status: Status::Unreachable,
+            text: "unreachable (since 13:46:39 UTC)",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "no output long ago is still not exited",
+            facts: with(|f| {
+                f.last_output_at = Some(at(86_400_000));
+                unreachable(f, at(3_600_000));
+            }),
+            status: Status::Unreachable,
+            text: "unreachable (since 12:46:40 UTC)",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "an exit seen before the bridge went down wins",
+            facts: with(|f| {
+                work(f);
+                f.exit = Some((
+                    ExitFact {
+                        code: Some(0),
+                        signal: None,
+                    },
+                    at(120_000),
+                ));
+                unreachable(f, at(60_000));
+            }),
+            status: Status::Exited,
+            text: "exited",
+            lane: Lane::ReadyToShip,
+        },
+        Case {
+            name: "a host lost over there, seen before, wins",
+            facts: with(|f| {
+                f.host_lost_at = Some(at(120_000));
+                unreachable(f, at(60_000));
+            }),
+            status: Status::Exited,
+            text: "exited (host lost)",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "unreachable beats a merge conflict (cannot be seen)",
+            facts: with(|f| {
+                f.conflict = Some(ConflictFact {
+                    files: vec!["a.rs".into()],
+                });
+                unreachable(f, at(0));
+            }),
+            status: Status::Unreachable,
+            text: "unreachable (since 13:46:40 UTC)",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "since before the epoch's day boundary",
+            facts: with(|f| unreachable(f, 86_400_000 - 1)),
+            status: Status::Unreachable,
+            text: "unreachable (since 23:59:59 UTC)",
+            lane: Lane::InFlight,
+        },
+    ];
+    for case in cases {
+        let derived = derive_status(&case.facts, NOW);
+        assert_eq!(derived.status, case.status, "{}: status", case.name);
+        assert_eq!(derived.text, case.text, "{}: text", case.name);
+        assert_eq!(derived.lane, case.lane, "{}: lane", case.name);
+        assert!(
+            !derived.host_lost || case.facts.host_lost_at.is_some(),
+            "{}: host_lost",
+            case.name
+        );
+    }
+}
+
+#[test]
+fn unreachable_is_decoded_from_its_fact_row() {
+    let rows = vec![crate::store::FactRow {
+        kind: kind::UNREACHABLE.into(),
+        value: serde_json::json!({"remote": "devbox", "reason": null}),
+        observed_at: 42,
+    }];
+    let facts = SessionFacts::from_rows(1, &rows);
+    assert_eq!(
+        facts.unreachable,
+        Some((
+            UnreachableFact {
+                remote: "devbox".into(),
+                reason: None
+            },
+            42
+        ))
+    );
+}

@@ -51,6 +51,8 @@ pub enum StoreError {
     Truncated { path: String, holders: String },
     #[error("status store: {0}")]
     Sql(rusqlite::Error),
+    #[error("a session of this machine is already called `{0}`")]
+    NameTaken(String),
     #[error("status store: bad stored value: {0}")]
     Json(serde_json::Error),
 }
@@ -216,6 +218,47 @@ pub struct SessionRow {
     pub worktree_path: PathBuf,
     pub provider: String,
     pub kind: SessionKind,
+    pub created_at: i64,
+}
+
+/// How a remote session's `worktree_path` starts: `remote://NAME/path`
+/// (never a local path, which is absolute).
+pub const REMOTE_SCHEME: &str = "remote://";
+
+/// The stored location of a remote session's worktree.
+pub fn remote_location(remote: &str, worktree: &str) -> String {
+    format!(
+        "{REMOTE_SCHEME}{remote}/{}",
+        worktree.trim_start_matches('/')
+    )
+}
+
+impl SessionRow {
+    /// `(remote, worktree path on the remote)` of a session recorded from
+    /// a remote; `None` for a session of this machine.
+    pub fn remote(&self) -> Option<(&str, String)> {
+        let location = self.worktree_path.to_str()?;
+        let rest = location.strip_prefix(REMOTE_SCHEME)?;
+        let (remote, path) = rest.split_once('/')?;
+        Some((remote, format!("/{path}")))
+    }
+}
+
+/// What [`Store::upsert_remote_session`] records.
+#[derive(Debug, Clone)]
+pub struct RemoteSessionRecord<'a> {
+    pub repo_id: i64,
+    pub remote: &'a str,
+    /// The local name: `REMOTE:name`.
+    pub name: &'a str,
+    pub task: &'a str,
+    pub branch: &'a str,
+    pub base_branch: &'a str,
+    /// Absolute, on the remote.
+    pub worktree: &'a str,
+    pub provider: &'a str,
+    pub kind: SessionKind,
+    /// Already shifted into this machine's clock.
     pub created_at: i64,
 }
 
@@ -551,13 +594,129 @@ impl Store {
         Ok(SessionRow { id, ..row.clone() })
     }
 
-    /// Sessions of a repository, oldest first.
+    /// Sessions of a repository that run on this machine, oldest first.
+    ///
+    /// Sessions recorded from a remote ([`SessionRow::remote`]) are left
+    /// out: nothing that works on local worktrees (guard, doctor, sync,
+    /// cleanup of folders) may ever take a remote path for a local one.
+    /// [`Store::all_sessions`] has both.
     pub fn sessions(&self, repo_id: i64) -> Result<Vec<SessionRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE repo_id = ?1
+             AND worktree_path NOT LIKE '{REMOTE_SCHEME}%' ORDER BY created_at, id"
+        ))?;
+        let rows = stmt.query_map(params![repo_id], session_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every session of a repository, local and remote, oldest first.
+    pub fn all_sessions(&self, repo_id: i64) -> Result<Vec<SessionRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SESSION_COLUMNS} FROM sessions WHERE repo_id = ?1 ORDER BY created_at, id"
         ))?;
         let rows = stmt.query_map(params![repo_id], session_from_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The sessions of a repository recorded from `remote` (every remote
+    /// when `None`), oldest first.
+    pub fn remote_sessions(&self, repo_id: i64, remote: Option<&str>) -> Result<Vec<SessionRow>> {
+        let prefix = match remote {
+            Some(name) => format!("{REMOTE_SCHEME}{name}/"),
+            None => REMOTE_SCHEME.to_string(),
+        };
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE repo_id = ?1
+             AND substr(worktree_path, 1, length(?2)) = ?2 ORDER BY created_at, id"
+        ))?;
+        let rows = stmt.query_map(params![repo_id, prefix], session_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Records (or updates) a session that runs on a remote, under its
+    /// exact local name (`REMOTE:name`). Fails when a session of this
+    /// machine holds that name.
+    pub fn upsert_remote_session(&mut self, new: &RemoteSessionRecord<'_>) -> Result<SessionRow> {
+        let location = remote_location(new.remote, new.worktree);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let existing: Option<SessionRow> = tx
+            .query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE repo_id = ?1 AND name = ?2"),
+                params![new.repo_id, new.name],
+                session_from_row,
+            )
+            .optional()?;
+        let row = match existing {
+            Some(row) if row.remote().is_none() => {
+                return Err(StoreError::NameTaken(new.name.to_string()))
+            }
+            Some(row) => {
+                tx.execute(
+                    "UPDATE sessions SET task = ?2, branch = ?3, base_branch = ?4, worktree_path = ?5,
+                                         provider = ?6, kind = ?7 WHERE id = ?1",
+                    params![
+                        row.id,
+                        new.task,
+                        new.branch,
+                        new.base_branch,
+                        location,
+                        new.provider,
+                        new.kind.as_str()
+                    ],
+                )?;
+                SessionRow {
+                    task: new.task.to_string(),
+                    branch: new.branch.to_string(),
+                    base_branch: new.base_branch.to_string(),
+                    worktree_path: PathBuf::from(&location),
+                    provider: new.provider.to_string(),
+                    kind: new.kind,
+                    ..row
+                }
+            }
+            None => {
+                let short_id = new_short_id(&tx)?;
+                tx.execute(
+                    "INSERT INTO sessions (repo_id, name, short_id, task, branch, base_branch,
+                                           worktree_path, provider, kind, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    params![
+                        new.repo_id,
+                        new.name,
+                        short_id,
+                        new.task,
+                        new.branch,
+                        new.base_branch,
+                        location,
+                        new.provider,
+                        new.kind.as_str(),
+                        new.created_at
+                    ],
+                )?;
+                let id = tx.last_insert_rowid();
+                tx.execute(
+                    "INSERT INTO events (repo_id, session_name, kind, detail, at) VALUES (?1, ?2, 'created', ?3, ?4)",
+                    params![new.repo_id, new.name, new.provider, now_ms()],
+                )?;
+                SessionRow {
+                    id,
+                    repo_id: new.repo_id,
+                    name: new.name.to_string(),
+                    short_id,
+                    task: new.task.to_string(),
+                    branch: new.branch.to_string(),
+                    base_branch: new.base_branch.to_string(),
+                    worktree_path: PathBuf::from(&location),
+                    provider: new.provider.to_string(),
+                    kind: new.kind,
+                    created_at: new.created_at,
+                }
+            }
+        };
+        tx.commit()?;
+        Ok(row)
     }
 
     pub fn session_by_name(&self, repo_id: i64, name: &str) -> Result<Option<SessionRow>> {

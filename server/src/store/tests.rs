@@ -180,3 +180,69 @@ fn concurrent_writers_lose_nothing() {
     assert_eq!(store.count("notes").unwrap(), 160);
     assert_eq!(store.sessions(repo_id).unwrap().len(), 160);
 }
+
+fn remote_record<'a>(repo_id: i64, name: &'a str, task: &'a str) -> RemoteSessionRecord<'a> {
+    RemoteSessionRecord {
+        repo_id,
+        remote: "devbox",
+        name,
+        task,
+        branch: "owt/fix-login",
+        base_branch: "main",
+        worktree: "/home/me/src/app.worktrees/fix-login",
+        provider: "claude",
+        kind: owt_protocol::SessionKind::Worktree,
+        created_at: 1_000,
+    }
+}
+
+/// Remote sessions are kept apart from the local ones every
+/// worktree-handling verb walks (guard, doctor, sync), so a path on
+/// another machine is never taken for a local one.
+#[test]
+fn remote_sessions_are_apart_from_local_ones() {
+    let (_dir, mut store) = store();
+    let repo = store
+        .ensure_repo(Path::new("/r/.git"), Path::new("/r"))
+        .unwrap();
+    let local = store
+        .insert_session(&new_session(repo.id, "fix-login"), |_| false)
+        .unwrap();
+    let remote = store
+        .upsert_remote_session(&remote_record(repo.id, "devbox:fix-login", "fix it"))
+        .unwrap();
+    assert_eq!(remote.created_at, 1_000);
+    assert_eq!(
+        remote.remote(),
+        Some(("devbox", "/home/me/src/app.worktrees/fix-login".to_string()))
+    );
+    assert_eq!(local.remote(), None);
+    let names = |rows: Vec<SessionRow>| rows.into_iter().map(|r| r.name).collect::<Vec<_>>();
+    assert_eq!(names(store.sessions(repo.id).unwrap()), ["fix-login"]);
+    assert_eq!(
+        names(store.all_sessions(repo.id).unwrap()),
+        ["devbox:fix-login", "fix-login"]
+    );
+    assert_eq!(
+        names(store.remote_sessions(repo.id, Some("devbox")).unwrap()),
+        ["devbox:fix-login"]
+    );
+    assert!(store
+        .remote_sessions(repo.id, Some("dev"))
+        .unwrap()
+        .is_empty());
+    // Upserting again updates in place (same id and short id).
+    let again = store
+        .upsert_remote_session(&remote_record(repo.id, "devbox:fix-login", "fix it well"))
+        .unwrap();
+    assert_eq!((again.id, &again.short_id), (remote.id, &remote.short_id));
+    assert_eq!(
+        store.session_by_id(remote.id).unwrap().unwrap().task,
+        "fix it well"
+    );
+    // A local session's name is never taken over.
+    let err = store
+        .upsert_remote_session(&remote_record(repo.id, "fix-login", "x"))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NameTaken(_)), "{err}");
+}

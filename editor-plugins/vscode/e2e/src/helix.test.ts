@@ -61,14 +61,16 @@ describe('owt in a real Helix (in a terminal)', () => {
     await tmux.picture(browser, path.join(artifacts, 'helix-diagnostics.png'), 'hx src/cart.py');
   });
 
-  it("code actions (Space a): open the agent's copy, tell it, attach, merge, ship", async () => {
+  it("code actions (Space a): open the agent's copy, tell it, attach, ship; no merge before the agent commits", async () => {
     const { tmux, browser, artifacts } = scn();
     tmux.keys('Space');
     tmux.text('a');
     const screen = await tmux.until('the code action menu', /owt: ship tax-fix/);
-    for (const item of ["owt: open tax-fix's copy of src/cart.py", 'owt: tell tax-fix about this overlap', 'owt: attach to tax-fix', 'owt: merge tax-fix']) {
+    for (const item of ["owt: open tax-fix's copy of src/cart.py", 'owt: tell tax-fix about this overlap', 'owt: attach to tax-fix']) {
       assert.ok(screen.includes(item), `the menu lacks “${item}”:\n${screen}`);
     }
+    // The agent has changed files but no commit: the server's actions leave merge out.
+    assert.ok(!screen.includes('owt: merge tax-fix'), `the menu offers a merge with nothing committed:\n${screen}`);
     await tmux.picture(browser, path.join(artifacts, 'helix-code-actions.png'), 'hx src/cart.py — Space a');
     tmux.keys('Escape');
     await tmux.until('the menu to close', (t) => !t.includes('owt: ship tax-fix'));

@@ -70,13 +70,15 @@ describe('owt in a real Neovim (in a terminal)', () => {
     await tmux.picture(browser, path.join(artifacts, 'neovim-diagnostics.png'), 'nvim src/cart.py');
   });
 
-  it("code actions: open the agent's copy, tell it, attach, merge, ship", async () => {
+  it("code actions: open the agent's copy, tell it, attach, ship; no merge before the agent commits", async () => {
     const { tmux, browser, artifacts } = scn();
     tmux.text(':lua vim.lsp.buf.code_action()\r');
     const screen = await tmux.until('the code action menu', /owt: ship tax-fix/);
-    for (const item of ["owt: open tax-fix's copy of src/cart.py", 'owt: tell tax-fix about this overlap', 'owt: attach to tax-fix', 'owt: merge tax-fix']) {
+    for (const item of ["owt: open tax-fix's copy of src/cart.py", 'owt: tell tax-fix about this overlap', 'owt: attach to tax-fix']) {
       assert.ok(screen.includes(item), `the menu lacks “${item}”:\n${screen}`);
     }
+    // The agent has changed files but no commit: the server's actions leave merge out.
+    assert.ok(!screen.includes('owt: merge tax-fix'), `the menu offers a merge with nothing committed:\n${screen}`);
     await tmux.picture(browser, path.join(artifacts, 'neovim-code-actions.png'), 'nvim src/cart.py — code actions');
     tmux.keys('Escape');
     await tmux.until('the menu to close', (t) => !t.includes('owt: ship tax-fix'));

@@ -360,7 +360,9 @@ export class Window {
     const file = path.join(this.artifacts, `${name}.png`);
     // Nothing blinks or animates in the picture.
     await this.page.mouse.move(1279, 799);
-    await this.page.screenshot({ path: file, ...(clip ? { clip } : {}) });
+    // Within the window as it is: a capture beyond the viewport resizes it,
+    // and VS Code closes an open menu (the Quick Fix one) on a resize.
+    await this.page.screenshot({ path: file, captureBeyondViewport: false, ...(clip ? { clip } : {}) });
     return file;
   }
 

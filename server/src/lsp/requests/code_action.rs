@@ -84,7 +84,30 @@ pub(in super::super) fn code_actions(
     if let Some(session) = path.as_ref().and_then(|p| state.session_of_path(p)) {
         in_worktree(session, &mut actions);
     }
+    if let Some(only) = &params.context.only {
+        actions.retain(|a| wanted(a, only));
+    }
     Some(actions)
+}
+
+/// Whether a client that asked for `only` these kinds wants `action`: its
+/// kind is one of them or below one (`source.owt.spawn` is under `source`).
+/// VS Code asks for `quickfix` alone on its Quick Fix menu and drops (with
+/// a warning in its log) whatever else comes back.
+fn wanted(action: &CodeActionOrCommand, only: &[CodeActionKind]) -> bool {
+    let CodeActionOrCommand::CodeAction(CodeAction {
+        kind: Some(kind), ..
+    }) = action
+    else {
+        return true;
+    };
+    only.iter().any(|o| {
+        kind.as_str() == o.as_str()
+            || kind
+                .as_str()
+                .strip_prefix(o.as_str())
+                .is_some_and(|rest| rest.starts_with('.'))
+    })
 }
 
 /// What owt offers on one of its diagnostics.
@@ -211,6 +234,33 @@ mod tests {
                 character: end.1,
             },
         }
+    }
+
+    #[test]
+    fn only_the_kinds_the_client_asked_for() {
+        let spawn = action(
+            "spawn".into(),
+            commands::SPAWN,
+            json!({}),
+            CodeActionKind::new("source.owt.spawn"),
+            None,
+        );
+        let fix = action(
+            "fix".into(),
+            commands::ATTACH,
+            json!({}),
+            CodeActionKind::QUICKFIX,
+            None,
+        );
+        let quickfix = [CodeActionKind::QUICKFIX];
+        assert!(wanted(&fix, &quickfix));
+        assert!(!wanted(&spawn, &quickfix));
+        assert!(wanted(&spawn, &[CodeActionKind::SOURCE]));
+        assert!(wanted(&spawn, &[CodeActionKind::new("source.owt.spawn")]));
+        assert!(
+            !wanted(&spawn, &[CodeActionKind::new("source.ow")]),
+            "a kind is below another only at a dot"
+        );
     }
 
     #[test]
