@@ -501,6 +501,21 @@ pub struct DbHealth {
     pub messages: u64,
     pub notes: u64,
     pub events: u64,
+    /// Rows of token counts (a session and local day; a deleted session's
+    /// are kept for `owt usage` until `owt db purge`).
+    #[serde(default)]
+    pub usage_rows: u64,
+    /// Of those, the rows of sessions that no longer exist.
+    #[serde(default)]
+    pub usage_rows_deleted_sessions: u64,
+    /// How far each agent record file was read (per session and file).
+    #[serde(default)]
+    pub usage_sources: u64,
+    /// Of those, the ones no session will read on (of sessions that no
+    /// longer exist, or files no session owns that are gone): what `owt db
+    /// purge` deletes; `--check` reports them.
+    #[serde(default)]
+    pub usage_sources_stale: u64,
     /// Thresholds exceeded (only filled by `--check`).
     pub problems: Vec<String>,
 }
@@ -514,6 +529,14 @@ pub struct DbPurge {
     /// Trash folders (`$OWT_HOME/trash/…`) older than `days`, deleted.
     #[serde(default)]
     pub trash_deleted: Vec<String>,
+    /// Token counts (a session and day) of sessions that no longer exist,
+    /// last added to more than `days` days ago, deleted.
+    #[serde(default)]
+    pub usage_rows_deleted: u64,
+    /// Read positions in agent record files no session will read on,
+    /// deleted.
+    #[serde(default)]
+    pub usage_sources_deleted: u64,
 }
 
 /// `owt config show --json`.

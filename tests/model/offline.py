@@ -94,7 +94,9 @@ def setup(agent, home, url, trusted=(), ask=True):
     elif agent == "gemini":
         _write(home / ".gemini/settings.json", json.dumps({
             "security": {"auth": {"selectedType": "gemini-api-key"}},
-            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            # ("tools.autoAccept" does not cover its edit tools.)
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True,
+                        "defaultApprovalMode": "default" if ask else "auto_edit"},
             "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
             "tools": {"autoAccept": not ask}}))
         _write(home / ".gemini/trustedFolders.json", json.dumps({str(p): "TRUST_FOLDER" for p in trusted}))

@@ -432,7 +432,12 @@ pub fn setup_offline(
                 &home.join(".gemini/settings.json"),
                 &serde_json::json!({
                     "security": {"auth": {"selectedType": "gemini-api-key"}},
-                    "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+                    "general": {
+                        "disableAutoUpdate": true,
+                        "disableUpdateNag": true,
+                        // ("tools.autoAccept" does not cover its edit tools.)
+                        "defaultApprovalMode": if ask { "default" } else { "auto_edit" },
+                    },
                     "privacy": {"usageStatisticsEnabled": false},
                     "telemetry": {"enabled": false},
                     "tools": {"autoAccept": !ask},

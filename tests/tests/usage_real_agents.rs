@@ -4,13 +4,14 @@
 //! different `usage` per request (cache reads and writes too, where the
 //! API has them); `owt list --json` and `owt usage --json` must show
 //! exactly what the model reported for the requests the agent records,
-//! in the agent's own accounting, and keep it after the session is gone.
+//! in the agent's own accounting, and keep it after the session is gone
+//! (until `owt db purge` drops it).
 
 use std::time::{Duration, Instant};
 
 use owt_e2e::agents::{setup_offline, Agent, Model, ModelRequest};
 use owt_e2e::TestEnv;
-use owt_protocol::{SessionList, TokenUsage, UsageOutput};
+use owt_protocol::{DbHealth, DbPurge, SessionList, TokenUsage, UsageOutput};
 use serde_json::json;
 
 /// Deadline for the agent's turn (start, two model round trips).
@@ -51,8 +52,7 @@ fn expected(agent: Agent, requests: &[ModelRequest]) -> TokenUsage {
                 n(u, "cache_read_tokens"),
                 n(u, "cache_write_tokens"),
             ),
-            // OpenAI's input tokens include the cached ones (Gemini's
-            // too; owt reads no Gemini CLI records yet: no test).
+            // OpenAI's and Gemini's input tokens include the cached ones.
             Agent::Codex | Agent::OpenCode | Agent::Pi | Agent::Gemini => (
                 n(u, "input_tokens") - n(u, "cache_read_tokens"),
                 n(u, "cache_read_tokens"),
@@ -182,14 +182,21 @@ fn tokens_of_a_turn(agent: Agent) {
                 .and_then(|s| s.usage.clone())
         },
     );
-    assert_eq!(
-        std::fs::read_to_string(worktree.join("hello.txt"))
-            .unwrap_or_default()
-            .trim(),
-        "hello from the scripted model",
-        "{}: the turn did its work",
-        agent.name()
-    );
+    // The turn did its work (Aider logs the reply's tokens before it
+    // writes the file: under load the file may come a moment later).
+    let deadline = Instant::now() + NOTICE;
+    loop {
+        let text = std::fs::read_to_string(worktree.join("hello.txt")).unwrap_or_default();
+        if text.trim() == "hello from the scripted model" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}: hello.txt holds {text:?} after {NOTICE:?}",
+            agent.name()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 
     // owt usage --json: the same tokens per session, agent and day.
     let mut report: Option<UsageOutput> = None;
@@ -226,6 +233,28 @@ fn tokens_of_a_turn(agent: Agent) {
         !session.live && same(&session.tokens, &want),
         "{want:?} expected after the delete: {usage:#?}"
     );
+    let rows = usage.by_day.len() as u64;
+
+    // The store's health counts them; `owt db purge` drops them once they
+    // are older than its --days, and the read positions at once.
+    let health: DbHealth = env.owt_json(&repo, ["db", "health", "--check"]);
+    assert!(
+        health.usage_rows >= rows
+            && health.usage_rows_deleted_sessions == rows
+            && health.usage_sources_stale == 0
+            && health.problems.is_empty(),
+        "{health:#?}"
+    );
+    let purged: DbPurge = env.owt_json(&repo, ["db", "purge", "--days", "1"]);
+    assert_eq!(purged.usage_rows_deleted, 0, "{purged:#?}");
+    let usage: UsageOutput = env.owt_json(&repo, ["usage", "--days", "1"]);
+    assert!(usage.sessions.iter().any(|s| s.name == name), "{usage:#?}");
+    let purged: DbPurge = env.owt_json(&repo, ["db", "purge", "--days", "0"]);
+    assert_eq!(purged.usage_rows_deleted, rows, "{purged:#?}");
+    let usage: UsageOutput = env.owt_json(&repo, ["usage", "--days", "1"]);
+    assert!(!usage.sessions.iter().any(|s| s.name == name), "{usage:#?}");
+    let health: DbHealth = env.owt_json(&repo, ["db", "health"]);
+    assert_eq!(health.usage_rows_deleted_sessions, 0, "{health:#?}");
 }
 
 /// Polls `shown` until it equals what the model's log says the agent
@@ -302,4 +331,9 @@ fn opencode_tokens() {
 #[test]
 fn aider_tokens() {
     tokens_of_a_turn(Agent::Aider);
+}
+
+#[test]
+fn gemini_tokens() {
+    tokens_of_a_turn(Agent::Gemini);
 }

@@ -6,13 +6,15 @@ use crate::ops::db;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Size, row counts, WAL and integrity of the store.
+    /// Size, row counts (token counts and record read positions too), WAL
+    /// and integrity of the store.
     Health {
         /// Exit non-zero when a threshold is exceeded or the integrity check fails (for CI).
         #[arg(long)]
         check: bool,
     },
-    /// Delete messages, history and trash (files `owt delete` kept) older than N days.
+    /// Delete messages, history, trash (files `owt delete` kept) and deleted sessions' token
+    /// counts older than N days, and read positions of agent records no session needs.
     Purge {
         #[arg(long, default_value_t = 30)]
         days: u32,
@@ -45,6 +47,13 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
                         health.notes,
                         health.events
                     ),
+                    format!(
+                        "Tokens: {} rows ({} of deleted sessions), {} record files read ({} no session needs)",
+                        health.usage_rows,
+                        health.usage_rows_deleted_sessions,
+                        health.usage_sources,
+                        health.usage_sources_stale
+                    ),
                 ];
                 lines.extend(health.problems.iter().map(|p| format!("Problem: {p}")));
                 lines.join("\n")
@@ -58,12 +67,16 @@ pub fn run(out: &super::Out, cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Purge { days } => {
             let doc = db::purge(days)?;
             let trash = doc.trash_deleted.len();
+            let (rows, sources) = (doc.usage_rows_deleted, doc.usage_sources_deleted);
+            let s = |n: u64| if n == 1 { "" } else { "s" };
             out.emit(&doc, || {
                 format!(
-                    "Deleted {} messages, {} history events and {trash} trash folder{} older than {days} days.",
+                    "Deleted {} messages, {} history events, {trash} trash folder{} and {rows} token count{} of deleted sessions older than {days} days, and {sources} read position{} no session needs.",
                     doc.messages_deleted,
                     doc.events_deleted,
-                    if trash == 1 { "" } else { "s" }
+                    s(trash as u64),
+                    s(rows),
+                    s(sources),
                 )
             })?;
             Ok(ExitCode::SUCCESS)

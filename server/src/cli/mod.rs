@@ -130,9 +130,10 @@ pub enum Command {
     /// them: Claude Code's transcripts (~/.claude/projects), Codex's
     /// rollouts ($CODEX_HOME/sessions), OpenCode's database
     /// (~/.local/share/opencode), Pi's sessions (~/.pi/agent/sessions),
-    /// Aider's analytics log (owt asks Aider to write one under
-    /// $OWT_HOME/usage) or its chat history. Gemini CLI's are not read yet.
-    /// Nothing leaves the machine.
+    /// Gemini CLI's chat records (~/.gemini/tmp/<project>/chats), Aider's
+    /// analytics log (owt asks Aider to write one under $OWT_HOME/usage)
+    /// or its chat history. A deleted session's tokens stay until `owt db
+    /// purge` drops them by age. Nothing leaves the machine.
     ///
     /// `in` counts input that was neither read from nor written to the
     /// prompt cache, so in + out + cache read + cache written is every

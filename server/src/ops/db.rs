@@ -38,6 +38,10 @@ pub fn health(check: bool) -> anyhow::Result<DbHealth> {
         messages: store.count("messages")?,
         notes: store.count("notes")?,
         events: store.count("events")?,
+        usage_rows: store.count("usage")?,
+        usage_rows_deleted_sessions: store.usage_rows_of_deleted_sessions()?,
+        usage_sources: store.count("usage_sources")?,
+        usage_sources_stale: store.stale_usage_sources()?.len() as u64,
         problems: Vec::new(),
     };
     if check {
@@ -70,13 +74,22 @@ fn problems(health: &DbHealth) -> Vec<String> {
             health.messages
         ));
     }
+    if health.usage_sources_stale > 0 {
+        problems.push(format!(
+            "{} read positions of agent records no session needs; run `owt db purge`",
+            health.usage_sources_stale
+        ));
+    }
     problems
 }
 
-/// Deletes messages, history and trash folders (what `owt delete` kept)
-/// older than `days`.
+/// Deletes messages, history, trash folders (what `owt delete` kept) and
+/// deleted sessions' token counts older than `days`, and the read
+/// positions in agent records no session needs.
 pub fn purge(days: u32) -> anyhow::Result<DbPurge> {
-    let (messages, events) = open()?.purge(days)?;
+    let store = open()?;
+    let (messages, events) = store.purge(days)?;
+    let usage = store.purge_usage(crate::store::now_ms() - i64::from(days) * 86_400_000)?;
     let home = owt_home()?;
     let trash = super::trash::purge(&home, days)
         .with_context(|| format!("emptying the trash under {}", home.display()))?
@@ -88,6 +101,8 @@ pub fn purge(days: u32) -> anyhow::Result<DbPurge> {
         messages_deleted: messages,
         events_deleted: events,
         trash_deleted: trash,
+        usage_rows_deleted: usage.rows,
+        usage_sources_deleted: usage.sources,
     })
 }
 

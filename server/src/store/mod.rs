@@ -27,7 +27,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{de::DeserializeOwned, Serialize};
 
 pub use migrations::SCHEMA_VERSION;
-pub use usage::{UsageCursor, UsageDelta, UsageRow, NO_SESSION};
+pub use usage::{UsageCursor, UsageDelta, UsagePurged, UsageRow, NO_SESSION};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -513,7 +513,7 @@ impl Store {
         };
         let branch = new.branch_template.replace("{name}", &name);
         let worktree = new.worktree_template.replace("{name}", &name);
-        let short_id = new_short_id(&tx)?;
+        let short_id = new_short_id(&tx, random_u32)?;
         let created_at = now_ms();
         tx.execute(
             "INSERT INTO sessions (repo_id, name, short_id, task, branch, base_branch,
@@ -677,7 +677,7 @@ impl Store {
                 }
             }
             None => {
-                let short_id = new_short_id(&tx)?;
+                let short_id = new_short_id(&tx, random_u32)?;
                 tx.execute(
                     "INSERT INTO sessions (repo_id, name, short_id, task, branch, base_branch,
                                            worktree_path, provider, kind, created_at)
@@ -1079,12 +1079,14 @@ fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
-/// A random 8-hex-digit id not used by any session (names the host socket).
-fn new_short_id(tx: &rusqlite::Transaction<'_>) -> Result<String> {
+/// A random 8-hex-digit id not used by any session (names the host
+/// socket), nor by the tokens of a deleted one (they are kept under it).
+fn new_short_id(tx: &rusqlite::Transaction<'_>, mut random: impl FnMut() -> u32) -> Result<String> {
     loop {
-        let id = format!("{:08x}", random_u32());
+        let id = format!("{:08x}", random());
         let exists: bool = tx.query_row(
-            "SELECT EXISTS(SELECT 1 FROM sessions WHERE short_id = ?1)",
+            "SELECT EXISTS(SELECT 1 FROM sessions WHERE short_id = ?1)
+                 OR EXISTS(SELECT 1 FROM usage WHERE session_short_id = ?1)",
             params![id],
             |row| row.get(0),
         )?;

@@ -151,6 +151,132 @@ fn messages_are_read_once_per_session() {
     assert!(store.take_messages(a.id, "x").unwrap().is_empty());
 }
 
+/// Records `tokens` input tokens for `session` on `day`, read from `path`.
+fn add_usage(store: &Store, session: &SessionRow, path: &str, day: &str, tokens: i64) {
+    store
+        .advance_usage::<StoreError>(session, path, |_| {
+            Ok(Some((
+                UsageCursor {
+                    size: 1,
+                    offset: 1,
+                    ..UsageCursor::default()
+                },
+                vec![UsageDelta {
+                    day: day.into(),
+                    input_tokens: tokens,
+                    ..UsageDelta::default()
+                }],
+            )))
+        })
+        .unwrap();
+}
+
+#[test]
+fn purge_drops_deleted_sessions_tokens_and_unneeded_read_positions() {
+    let (dir, mut store) = store();
+    let a = store
+        .ensure_repo(Path::new("/a/.git"), Path::new("/a"))
+        .unwrap();
+    let live = store
+        .insert_session(&new_session(a.id, "live"), |_| false)
+        .unwrap();
+    let gone = store
+        .insert_session(&new_session(a.id, "gone"), |_| false)
+        .unwrap();
+    let crashed = store
+        .insert_session(&new_session(a.id, "crashed"), |_| false)
+        .unwrap();
+    add_usage(&store, &live, "/records/live.jsonl", "2026-01-01", 10);
+    add_usage(&store, &live, "/records/live.jsonl", "2026-01-02", 20);
+    add_usage(&store, &gone, "/records/gone.jsonl", "2026-01-01", 30);
+    add_usage(&store, &crashed, "/records/crashed.jsonl", "2026-01-01", 40);
+    // Files of no session: one still there, one gone.
+    let kept = dir.path().join("rollout-kept.jsonl");
+    std::fs::write(&kept, "{}\n").unwrap();
+    store
+        .claim_usage_source(NO_SESSION, &kept.to_string_lossy())
+        .unwrap();
+    store
+        .claim_usage_source(NO_SESSION, "/records/rollout-gone.jsonl")
+        .unwrap();
+    store.remove_session(&gone, "deleted").unwrap();
+    // A session that went without `remove_session` (its read position
+    // stays behind).
+    store
+        .conn()
+        .execute("DELETE FROM sessions WHERE id = ?1", [crashed.id])
+        .unwrap();
+    assert_eq!(store.count("usage").unwrap(), 4);
+    assert_eq!(store.usage_rows_of_deleted_sessions().unwrap(), 2);
+    assert_eq!(store.count("usage_sources").unwrap(), 4);
+    let mut stale = store.stale_usage_sources().unwrap();
+    stale.sort();
+    assert_eq!(
+        stale,
+        vec![
+            (NO_SESSION.to_string(), "/records/rollout-gone.jsonl".into()),
+            (crashed.short_id.clone(), "/records/crashed.jsonl".into()),
+        ]
+    );
+
+    // Counts added to within the last day stay; read positions no
+    // session needs go whatever their age.
+    let purged = store.purge_usage(now_ms() - 86_400_000).unwrap();
+    assert_eq!(
+        purged,
+        UsagePurged {
+            rows: 0,
+            sources: 2
+        }
+    );
+    assert!(store.stale_usage_sources().unwrap().is_empty());
+    assert_eq!(store.count("usage_sources").unwrap(), 2);
+    assert_eq!(
+        store.usage_source_owner(&kept.to_string_lossy()).unwrap(),
+        Some(NO_SESSION.to_string())
+    );
+    // Older than the cutoff: a deleted session's counts go, a live
+    // session's stay, all of them.
+    let purged = store.purge_usage(now_ms() + 1).unwrap();
+    assert_eq!(
+        purged,
+        UsagePurged {
+            rows: 2,
+            sources: 0
+        }
+    );
+    assert_eq!(store.count("usage").unwrap(), 2);
+    assert_eq!(
+        store
+            .session_usage(&live.short_id)
+            .unwrap()
+            .unwrap()
+            .input_tokens,
+        30
+    );
+    assert_eq!(store.session_usage(&gone.short_id).unwrap(), None);
+    assert_eq!(store.usage_rows_of_deleted_sessions().unwrap(), 0);
+}
+
+#[test]
+fn a_new_session_never_takes_a_deleted_sessions_short_id() {
+    let (_dir, mut store) = store();
+    let a = store
+        .ensure_repo(Path::new("/a/.git"), Path::new("/a"))
+        .unwrap();
+    let old = store
+        .insert_session(&new_session(a.id, "old"), |_| false)
+        .unwrap();
+    add_usage(&store, &old, "/records/old.jsonl", "2026-01-01", 10);
+    store.remove_session(&old, "deleted").unwrap();
+    // The random source offers the deleted session's id first.
+    let taken = u32::from_str_radix(&old.short_id, 16).unwrap();
+    let mut offers = [taken, taken ^ 1].into_iter();
+    let tx = store.conn.transaction().unwrap();
+    let id = new_short_id(&tx, || offers.next().unwrap()).unwrap();
+    assert_eq!(id, format!("{:08x}", taken ^ 1));
+}
+
 #[test]
 fn concurrent_writers_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();

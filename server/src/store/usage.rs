@@ -146,6 +146,77 @@ impl Store {
     }
 }
 
+/// What [`Store::purge_usage`] deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UsagePurged {
+    /// `usage` rows (a session and day) of sessions that no longer exist.
+    pub rows: u64,
+    /// `usage_sources` rows no session will read on.
+    pub sources: u64,
+}
+
+impl Store {
+    /// Read positions no session will use again: those of sessions that
+    /// no longer exist (`owt delete` drops its own; a crash may leave
+    /// some), and those of files no session owns ([`NO_SESSION`]) that
+    /// are gone. As `(owner, path)`.
+    pub fn stale_usage_sources(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT session_short_id, path FROM usage_sources
+             WHERE session_short_id = ?1
+                OR session_short_id NOT IN (SELECT short_id FROM sessions)",
+        )?;
+        let rows = stmt.query_map(params![NO_SESSION], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        let mut stale = Vec::new();
+        for row in rows {
+            let (owner, path): (String, String) = row?;
+            let gone = || !std::path::Path::new(&path).exists();
+            if owner != NO_SESSION || gone() {
+                stale.push((owner, path));
+            }
+        }
+        Ok(stale)
+    }
+
+    /// How many `usage` rows belong to sessions that no longer exist.
+    pub fn usage_rows_of_deleted_sessions(&self) -> Result<u64> {
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM usage WHERE session_short_id NOT IN (SELECT short_id FROM sessions)",
+            [],
+            |row| row.get(0),
+        )?;
+        Ok(n as u64)
+    }
+
+    /// Deletes the tokens of sessions that no longer exist last added to
+    /// before `cutoff_ms` (a live session keeps all of its days, so its
+    /// total stays whole), and the [stale read
+    /// positions](Store::stale_usage_sources).
+    pub fn purge_usage(&self, cutoff_ms: i64) -> Result<UsagePurged> {
+        let stale = self.stale_usage_sources()?;
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        let rows = tx.execute(
+            "DELETE FROM usage WHERE updated_at < ?1
+                 AND session_short_id NOT IN (SELECT short_id FROM sessions)",
+            params![cutoff_ms],
+        )?;
+        let mut sources = 0;
+        for (owner, path) in &stale {
+            sources += tx.execute(
+                "DELETE FROM usage_sources WHERE session_short_id = ?1 AND path = ?2
+                     AND (session_short_id = ?3
+                          OR session_short_id NOT IN (SELECT short_id FROM sessions))",
+                params![owner, path, NO_SESSION],
+            )?;
+        }
+        tx.commit()?;
+        Ok(UsagePurged {
+            rows: rows as u64,
+            sources: sources as u64,
+        })
+    }
+}
+
 fn token_usage(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenUsage> {
     let count = |i: usize| -> rusqlite::Result<u64> {
         Ok(row.get::<_, Option<i64>>(i)?.unwrap_or(0).max(0) as u64)

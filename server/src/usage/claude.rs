@@ -12,12 +12,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{parse_timestamp_ms, refresh_lines, Budget, Places, Record, Tally, UsageError};
+use super::{
+    latest_of, parse_timestamp_ms, recent_jsonl, refresh_lines, Budget, Places, Record, Tally,
+    UsageError,
+};
 use crate::store::{SessionRow, Store};
-
-/// How many message ids a reader remembers to recognise the repeated
-/// lines of one message across reads.
-const RECENT_IDS: usize = 64;
 
 /// Claude Code's folder name for a project path: every character other
 /// than an ASCII letter or digit becomes `-` (per UTF-16 unit, as in
@@ -75,41 +74,6 @@ pub fn project_dirs(config_dir: &Path, worktree: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// The transcripts in a project folder modified since `since_ms`.
-fn transcripts(dir: &Path, since_ms: i64) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(meta) = entry.metadata() else { continue };
-        if meta.is_dir() {
-            // <conversation>/subagents/*.jsonl
-            if let Ok(sub) = std::fs::read_dir(path.join("subagents")) {
-                out.extend(
-                    sub.flatten()
-                        .map(|e| e.path())
-                        .filter(|p| is_recent_jsonl(p, since_ms)),
-                );
-            }
-        } else if is_recent_jsonl(&path, since_ms) {
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
-}
-
-fn is_recent_jsonl(path: &Path, since_ms: i64) -> bool {
-    path.extension().is_some_and(|e| e == "jsonl")
-        && std::fs::metadata(path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .is_some_and(|d| d.as_millis() as i64 >= since_ms)
-}
-
 pub(super) fn refresh(
     store: &Store,
     budget: &Budget,
@@ -123,7 +87,8 @@ pub(super) fn refresh(
     // only what was written since this one was created is its own.
     let since = session.created_at - 1000;
     for dir in project_dirs(config, &session.worktree_path) {
-        for path in transcripts(&dir, since) {
+        // <conversation>.jsonl, <conversation>/subagents/*.jsonl
+        for path in recent_jsonl(&dir, "subagents", since) {
             refresh_lines(
                 store,
                 budget,
@@ -165,24 +130,5 @@ pub fn parse_line(line: &[u8], carry: &mut Value, since_ms: i64) -> Option<Recor
         Some(req) => format!("{id}:{req}"),
         None => id.to_string(),
     };
-    if !carry.is_array() {
-        *carry = Value::Array(Vec::new());
-    }
-    let recent = carry.as_array_mut()?;
-    let seen = recent
-        .iter()
-        .position(|e| e[0].as_str() == Some(key.as_str()));
-    let delta = match seen {
-        Some(i) => {
-            let old = Tally::from_json(&recent[i][1]).unwrap_or_default();
-            recent.remove(i);
-            tally.minus(&old)
-        }
-        None => tally,
-    };
-    recent.push(serde_json::json!([key, tally.to_json()]));
-    if recent.len() > RECENT_IDS {
-        recent.remove(0);
-    }
-    Some((at, delta))
+    Some((at, latest_of(carry, key, tally)))
 }

@@ -8,10 +8,13 @@
 //! its SQLite database ([`opencode`]); Aider logs each message's tokens and
 //! cost to the analytics log owt asks it to write, and reports them in its
 //! chat history ([`aider`]); Pi writes a JSONL session per conversation
-//! under `~/.pi/agent/sessions/<mangled cwd>/` ([`pi`]). A record belongs to the session whose worktree
-//! it names (the transcript folder, the rollout's `cwd`, OpenCode's session
-//! directory, the checkout holding the chat history), from the moment the
-//! session was created.
+//! under `~/.pi/agent/sessions/<mangled cwd>/` ([`pi`]); Gemini CLI writes
+//! a JSONL chat record per conversation under
+//! `~/.gemini/tmp/<project name>/chats/` with each answer's tokens
+//! ([`gemini`]). A record belongs to the session whose worktree it names
+//! (the transcript folder, the rollout's `cwd`, OpenCode's session
+//! directory, the checkout holding the chat history, Gemini CLI's project
+//! registry), from the moment the session was created.
 //!
 //! Nothing is read twice: the store remembers, per session and file, the
 //! size and modification time last seen and how far the file was read
@@ -29,6 +32,7 @@
 pub mod aider;
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 pub mod opencode;
 pub mod pi;
 mod time;
@@ -118,6 +122,40 @@ impl Tally {
     }
 }
 
+/// How many message ids a reader remembers to recognise the repeated
+/// lines of one message across reads.
+const RECENT_IDS: usize = 64;
+
+/// The tokens a record of message `key` adds when the agent writes a
+/// message again as it grows (Claude Code: one line per content block;
+/// Gemini CLI: again with its tool calls): `tally` minus what earlier
+/// records of the same message counted, remembered in `carry` (the last
+/// [`RECENT_IDS`] messages).
+fn latest_of(carry: &mut serde_json::Value, key: String, tally: Tally) -> Tally {
+    if !carry.is_array() {
+        *carry = serde_json::Value::Array(Vec::new());
+    }
+    let Some(recent) = carry.as_array_mut() else {
+        return tally;
+    };
+    let seen = recent
+        .iter()
+        .position(|e| e[0].as_str() == Some(key.as_str()));
+    let delta = match seen {
+        Some(i) => {
+            let old = Tally::from_json(&recent[i][1]).unwrap_or_default();
+            recent.remove(i);
+            tally.minus(&old)
+        }
+        None => tally,
+    };
+    recent.push(serde_json::json!([key, tally.to_json()]));
+    if recent.len() > RECENT_IDS {
+        recent.remove(0);
+    }
+    delta
+}
+
 /// A record's tokens and when it was made (Unix milliseconds).
 pub type Record = (i64, Tally);
 
@@ -158,6 +196,8 @@ pub struct Places {
     pub opencode_db: Option<PathBuf>,
     /// `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
     pub pi_agent_dir: Option<PathBuf>,
+    /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
+    pub gemini_dir: Option<PathBuf>,
     /// `$OWT_HOME/usage`: the logs owt asks agents to write (Aider's
     /// analytics log).
     pub owt_usage: PathBuf,
@@ -177,6 +217,9 @@ impl Places {
                 .map(|d| d.join("opencode/opencode.db")),
             pi_agent_dir: var("PI_CODING_AGENT_DIR")
                 .or_else(|| home.as_ref().map(|h| h.join(".pi/agent"))),
+            gemini_dir: var("GEMINI_CLI_HOME")
+                .or_else(|| home.clone())
+                .map(|h| h.join(".gemini")),
             owt_usage: owt_home.join("usage"),
         }
     }
@@ -273,6 +316,7 @@ fn refresh_within(store: &Store, budget: &Budget, places: &Places, sessions: &[S
             "opencode" => opencode::refresh(store, places, session),
             "aider" => aider::refresh(store, budget, places, session),
             "pi" => pi::refresh(store, budget, places, session),
+            "gemini" => gemini::refresh(store, budget, places, session),
             _ => Ok(()),
         };
         if let Err(e) = result {
@@ -416,6 +460,42 @@ fn read_appended(
     };
     cursor.mtime_ns = mtime_ns;
     Ok(Some((cursor, records, done)))
+}
+
+/// The `.jsonl` files in `dir` and in `<each folder of dir>/<nested>`
+/// (the agents' subagent records), modified since `since_ms`, sorted.
+fn recent_jsonl(dir: &Path, nested: &str, since_ms: i64) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = entry.metadata() else { continue };
+        if meta.is_dir() {
+            if let Ok(sub) = std::fs::read_dir(path.join(nested)) {
+                out.extend(
+                    sub.flatten()
+                        .map(|e| e.path())
+                        .filter(|p| is_recent_jsonl(p, since_ms)),
+                );
+            }
+        } else if is_recent_jsonl(&path, since_ms) {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Whether `path` is a `.jsonl` file modified since `since_ms`.
+fn is_recent_jsonl(path: &Path, since_ms: i64) -> bool {
+    path.extension().is_some_and(|e| e == "jsonl")
+        && std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .is_some_and(|d| d.as_millis() as i64 >= since_ms)
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

@@ -1,5 +1,5 @@
 //! The record readers on files the real CLIs wrote (Claude Code 2.1.197,
-//! Codex 0.171.0, Aider 0.86.2, run against a scripted model whose
+//! Codex 0.171.0, Aider 0.86.2, Gemini CLI 0.61.0, run against a scripted model whose
 //! `usage` differed per request; trimmed of long prompt text), and the
 //! incremental reading through a real store.
 
@@ -16,6 +16,7 @@ const CLAUDE: &str = include_str!("testdata/claude-2.1.197.jsonl");
 const CODEX: &str = include_str!("testdata/codex-0.171.0.jsonl");
 const AIDER_LOG: &str = include_str!("testdata/aider-0.86.2.analytics.jsonl");
 const AIDER_HISTORY: &str = include_str!("testdata/aider-0.86.2.chat.history.md");
+const GEMINI: &str = include_str!("testdata/gemini-0.61.0.jsonl");
 
 /// Adds what `parse` finds in every line of `text`, as the store would.
 fn sum_lines(text: &str, mut parse: impl FnMut(&[u8], &mut Value) -> Option<Record>) -> Tally {
@@ -143,6 +144,36 @@ fn aider_chat_history_reports_are_read_as_printed() {
     assert_eq!(aider::parse_history_line(b"> Tokens: lots sent", 0), None);
     assert_eq!(
         aider::parse_history_line(b"Tokens: 5 sent, 1 received.", 0),
+        None
+    );
+}
+
+#[test]
+fn gemini_chat_record_counts_each_answer_once() {
+    // The model answered two requests: usageMetadata (1234 prompt, 700
+    // of them cached, 31 out), a write_file call whose message Gemini CLI
+    // wrote twice (again with the call's result), then (1517, 950, 47).
+    let sum = sum_lines(GEMINI, |line, carry| gemini::parse_line(line, carry, 0));
+    assert_eq!(
+        sum,
+        tally(1234 - 700 + 1517 - 950, 31 + 47, 700 + 950, 0, None)
+    );
+}
+
+#[test]
+fn gemini_thoughts_are_output_and_tool_prompts_input() {
+    let line = r#"{"id":"m1","timestamp":"2026-12-01T08:53:38.141Z","type":"gemini","content":"","tokens":{"input":100,"output":10,"cached":40,"thoughts":7,"tool":5,"total":122}}"#;
+    let sum = sum_lines(line, |line, carry| gemini::parse_line(line, carry, 0));
+    assert_eq!(sum, tally(100 - 40 + 5, 10 + 7, 40, 0, None));
+    // Before the session, or not a model message: nothing.
+    let at = parse_timestamp_ms("2026-12-01T08:53:38.141Z").unwrap();
+    assert_eq!(
+        gemini::parse_line(line.as_bytes(), &mut Value::Null, at + 1),
+        None
+    );
+    let user = line.replace(r#""type":"gemini""#, r#""type":"user""#);
+    assert_eq!(
+        gemini::parse_line(user.as_bytes(), &mut Value::Null, 0),
         None
     );
 }
@@ -385,6 +416,70 @@ fn codex_rollouts_are_attributed_by_working_directory() {
     assert_eq!(
         fx.usage(&mine),
         Some(tokens(1021 - 533 + 1028 - 544, 29 + 32, 533 + 544, 0, None))
+    );
+}
+
+/// Gemini CLI's project registry and folder for `worktree`, as it makes
+/// them (`~/.gemini/projects.json`, `tmp/<name>/.project_root`).
+fn gemini_project(places: &Places, worktree: &Path, name: &str) -> PathBuf {
+    let gemini = places.gemini_dir.clone().unwrap();
+    let registry = gemini.join("projects.json");
+    let mut projects: Value = std::fs::read(&registry)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| serde_json::json!({"projects": {}}));
+    projects["projects"][worktree.to_string_lossy().as_ref()] = Value::from(name);
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(&registry, projects.to_string()).unwrap();
+    let dir = gemini.join("tmp").join(name);
+    append(&dir.join(".project_root"), &worktree.to_string_lossy());
+    dir
+}
+
+#[test]
+fn gemini_chats_are_found_through_its_project_registry() {
+    let mut fx = Fixture::new();
+    let mine = fx.session("x", "gemini");
+    let other = fx.session("y", "gemini");
+    let full = tokens(1234 - 700 + 1517 - 950, 31 + 47, 700 + 950, 0, None);
+    let dir = gemini_project(&fx.places, &mine.worktree_path, "x");
+    // Half the conversation, then the rest: read on, never twice (the
+    // message written again with its tool call's result counts once).
+    let cut = GEMINI.find(r#""toolCalls""#).unwrap();
+    let cut = GEMINI[..cut].rfind('\n').unwrap() + 1;
+    let chat = dir.join("chats/session-2026-12-01T08-53-bb652395.jsonl");
+    append(&chat, &GEMINI[..cut]);
+    refresh(&fx.store, &fx.places, std::slice::from_ref(&mine));
+    assert_eq!(fx.usage(&mine), Some(tokens(1234 - 700, 31, 700, 0, None)));
+    append(&chat, &GEMINI[cut..]);
+    refresh(&fx.store, &fx.places, std::slice::from_ref(&mine));
+    refresh(&fx.store, &fx.places, std::slice::from_ref(&mine));
+    assert_eq!(fx.usage(&mine), Some(full.clone()));
+    // A subagent's record counts for its session too.
+    append(&dir.join("chats/bb652395/sub-1.jsonl"), GEMINI);
+    refresh(&fx.store, &fx.places, std::slice::from_ref(&mine));
+    assert_eq!(
+        fx.usage(&mine).map(|u| u.output_tokens),
+        Some(2 * (31 + 47))
+    );
+    // Another worktree's project is not this session's; nor is a folder
+    // whose .project_root names another directory.
+    let theirs = gemini_project(&fx.places, &other.worktree_path, "y");
+    std::fs::write(theirs.join(".project_root"), "/somewhere/else").unwrap();
+    append(
+        &theirs.join("chats/session-2026-12-01T08-54-aaaaaaaa.jsonl"),
+        GEMINI,
+    );
+    refresh(&fx.store, &fx.places, std::slice::from_ref(&other));
+    assert_eq!(fx.usage(&other), None);
+    // A name that would leave tmp/ is not followed.
+    let registry = fx.places.gemini_dir.clone().unwrap().join("projects.json");
+    let mut projects: Value = serde_json::from_slice(&std::fs::read(&registry).unwrap()).unwrap();
+    projects["projects"][other.worktree_path.to_string_lossy().as_ref()] = Value::from("../x");
+    std::fs::write(&registry, projects.to_string()).unwrap();
+    assert!(
+        gemini::project_dirs(fx.places.gemini_dir.as_ref().unwrap(), &other.worktree_path)
+            .is_empty()
     );
 }
 
