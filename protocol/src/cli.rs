@@ -24,6 +24,10 @@ pub enum Status {
     Exited,
     /// A merge or rebase in the session's worktree stopped on conflicts.
     Conflict,
+    /// Created with its worktree, waiting for room on the machine (`[agent]
+    /// max_running`, `min_free_memory`): its agent starts when a running
+    /// one ends or frees memory.
+    Queued,
     /// A remote session whose machine owt cannot reach right now (its
     /// bridge is down); its last known state is kept, nothing is deleted.
     Unreachable,
@@ -40,6 +44,7 @@ impl Status {
             Status::Done => "done",
             Status::Exited => "exited",
             Status::Conflict => "conflict",
+            Status::Queued => "queued",
             Status::Unreachable => "unreachable",
         }
     }
@@ -198,6 +203,17 @@ pub struct SessionView {
     #[serde(default)]
     #[cfg_attr(test, ts(optional = nullable))]
     pub acp: Option<AcpView>,
+    /// Resident memory of the agent's whole process tree, in bytes, as its
+    /// session host last sampled it (every few seconds); `None` when the
+    /// agent is not running or was not sampled yet.
+    #[serde(default)]
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub rss_bytes: Option<u64>,
+    /// The session's block of TCP ports (`[worktree] ports = N`), given to
+    /// the agent and the setup script as `OWT_PORT` (the first) and
+    /// `OWT_PORTS` (all, space-separated); empty when none was asked for.
+    #[serde(default)]
+    pub ports: Vec<u16>,
     /// Every [`SessionAction`], in menu order, with whether it can be done
     /// now (computed by the server; plugins show exactly these).
     #[serde(default)]
@@ -347,7 +363,7 @@ pub struct LaneCount {
 }
 
 /// Sessions counted for a status line: each session is in exactly one of
-/// `working`, `needs_you`, `ready` and `idle`.
+/// `working`, `needs_you`, `ready`, `idle` and `queued`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BoardCounts {
@@ -360,6 +376,9 @@ pub struct BoardCounts {
     pub ready: u32,
     /// Everything else (idle, done, exited outside the lanes above).
     pub idle: u32,
+    /// In flight, waiting for room on the machine (`queued`).
+    #[serde(default)]
+    pub queued: u32,
     /// The non-zero counts in words, e.g. `3 working · 1 needs you`
     /// (empty when there is no session).
     pub summary: String,

@@ -99,6 +99,10 @@ pub struct WorktreeConfig {
     /// keeping a copy in the trash (caches: `["node_modules", "target"]`).
     /// A pattern without `/` matches a name at any depth.
     pub disposable: Vec<String>,
+    /// How many TCP ports each session gets (a block of consecutive free
+    /// ports, held while the session lives; `OWT_PORT` and `OWT_PORTS` for
+    /// the agent and the setup script). 0: none.
+    pub ports: u16,
 }
 
 impl Default for WorktreeConfig {
@@ -108,6 +112,7 @@ impl Default for WorktreeConfig {
             copy_files: vec![".env".into()],
             auto_cleanup_days: 14,
             disposable: Vec::new(),
+            ports: 0,
         }
     }
 }
@@ -119,6 +124,88 @@ pub struct AgentConfig {
     pub default_tool: Option<String>,
     /// Extra environment for every agent.
     pub env: BTreeMap<String, String>,
+    /// Agents that may run at once on this machine (every repository of
+    /// the store counts); `owt new` beyond it queues the session. Default:
+    /// as many as memory holds (what is available now, against how much
+    /// each provider's agents were seen to need).
+    pub max_running: Option<u32>,
+    /// No agent is started while less memory than this is available
+    /// (`"2 GiB"`, `"512 MiB"`). Default: a tenth of the machine's memory,
+    /// at most 2 GiB.
+    pub min_free_memory: Option<ByteSize>,
+    /// Lines of scrollback each session host keeps (tmux's default, 2000).
+    pub scrollback: Option<u32>,
+}
+
+/// An amount of memory, written with a unit: `"2 GiB"`, `"512 MiB"`,
+/// `"800M"`, `"0"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    /// Parses `"2 GiB"`, `"1.5G"`, `"512 MiB"`, `"300MB"`, `"4096 KiB"`,
+    /// `"0"` (a plain number is bytes). Units are powers of 1024.
+    pub fn parse(text: &str) -> Result<ByteSize, String> {
+        let t = text.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (number, unit) = t.split_at(split);
+        let number: f64 = number.parse().map_err(|_| {
+            format!("`{text}` is not a size; write it like \"2 GiB\" or \"512 MiB\"")
+        })?;
+        let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1.0,
+            "k" | "kb" | "kib" => 1024.0,
+            "m" | "mb" | "mib" => 1024.0 * 1024.0,
+            "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+            "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+            other => {
+                return Err(format!(
+                    "unknown unit `{other}` in `{text}`; use B, KiB, MiB, GiB or TiB"
+                ))
+            }
+        };
+        Ok(ByteSize((number * scale) as u64))
+    }
+}
+
+impl std::fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&human_bytes(self.0))
+    }
+}
+
+/// `1.5 GiB`, `512 MiB`, `900 KiB`, `12 B`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value >= 100.0 || value.fract() < 0.05 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+impl Serialize for ByteSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ByteSize, D::Error> {
+        let text = String::deserialize(d)?;
+        ByteSize::parse(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// How a custom tool receives its first prompt.
@@ -278,8 +365,9 @@ pub fn dotted(path: &[String]) -> String {
 
 /// Which keys of a repository's (translated) configuration table run
 /// programs, set an agent's environment, or choose where owt writes
-/// outside the repository's parent folder: `[tools.*]`,
-/// `agent.default_tool`, `agent.env.*`, `environment.auto_install_deps =
+/// outside the repository's parent folder, or lift the machine's limits on
+/// running agents: `[tools.*]`, `agent.default_tool`, `agent.max_running`,
+/// `agent.min_free_memory`, `agent.env.*`, `environment.auto_install_deps =
 /// true`, and a `worktree.base_directory` that is not a plain
 /// (non-hidden) folder beside the repository at `repo_root`.
 /// `[tools.NAME]` of a built-in agent is refused outright. `[remotes.*]`
@@ -305,6 +393,13 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     if let Some(toml::Value::Table(agent)) = table.get("agent") {
         if agent.contains_key("default_tool") {
             gated.need_trust.push(key(&["agent", "default_tool"]));
+        }
+        // What keeps the machine from running out of memory is the
+        // user's: a cloned repository may not lift it.
+        for limit in ["max_running", "min_free_memory"] {
+            if agent.contains_key(limit) {
+                gated.need_trust.push(key(&["agent", limit]));
+            }
         }
         if let Some(toml::Value::Table(env)) = agent.get("env") {
             for name in env.keys() {
@@ -887,6 +982,14 @@ mod tests {
         }
         let (need, _) = gated("[environment]\nauto_install_deps = false\n");
         assert!(need.is_empty());
+        let (need, _) = gated(
+            "[agent]\nmax_running = 500\nmin_free_memory = \"0 B\"\nscrollback = 100\n[worktree]\nports = 4\n",
+        );
+        assert_eq!(
+            need,
+            vec!["agent.max_running", "agent.min_free_memory"],
+            "the machine's limits on agents need trust; scrollback and ports do not"
+        );
     }
 
     #[test]

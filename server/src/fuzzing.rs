@@ -100,7 +100,7 @@ pub fn host_frames(data: &[u8]) {
     if let Some(Ok(hello)) = frames_iter.next().map(host::decode_hello) {
         assert_eq!(hello.version, HOST_PROTOCOL_VERSION);
         assert!(hello.rows <= host::MAX_ROWS && hello.cols <= host::MAX_COLS);
-        let mut parser = vt100::Parser::new(24, 80, host::SCROLLBACK_LINES);
+        let mut parser = vt100::Parser::new(24, 80, crate::session::DEFAULT_SCROLLBACK);
         if hello.role == proto::Role::Attach && hello.rows > 0 && hello.cols > 0 {
             parser.screen_mut().set_size(hello.rows, hello.cols);
         }

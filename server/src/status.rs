@@ -30,6 +30,8 @@
 //!    turn running is `working`, a permission request `blocked`, a turn
 //!    ended `needs-input`); screens, hooks and output have no say (rules 1
 //!    and 2 still come first).
+//! 8. a session waiting for room on the machine (a `queued` fact, no host
+//!    started yet) is `queued`, in the IN FLIGHT lane.
 
 use owt_protocol::{Lane, Status};
 use serde::{Deserialize, Serialize};
@@ -74,6 +76,12 @@ pub mod kind {
     /// `owt_protocol::AcpView`: the agent, its conversation id, and the
     /// tokens and cost it reported (cumulative for the session).
     pub const ACP_USAGE: &str = "acp-usage";
+    /// The session waits for room to start its agent (`owt new` beyond
+    /// `[agent] max_running` or `min_free_memory`); the value holds how to
+    /// launch it (`ops::queue::QueuedLaunch`). Cleared once it starts.
+    pub const QUEUED: &str = "queued";
+    /// [`super::MemoryFact`]: the agent's process tree's resident memory.
+    pub const MEMORY: &str = "memory";
     /// [`super::UnreachableFact`]: a remote session's bridge is down;
     /// `observed_at` is since when. Cleared when it is back.
     pub const UNREACHABLE: &str = "unreachable";
@@ -198,6 +206,15 @@ pub struct OverlapFact {
     pub count: u32,
 }
 
+/// Resident memory of the agent's process tree, sampled by its host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MemoryFact {
+    /// Now (at the fact's time).
+    pub rss_bytes: u64,
+    /// The most seen since the agent started.
+    pub peak_bytes: u64,
+}
+
 /// The machine a remote session runs on cannot be reached (recorded by the
 /// bridge keeper, see `crate::remote`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -228,6 +245,12 @@ pub struct SessionFacts {
     pub acp_permission: Option<owt_protocol::host::PendingPermission>,
     /// What an ACP session's agent reported (shown, not derived from).
     pub acp_usage: Option<owt_protocol::AcpView>,
+    /// When the session was queued, while it waits to start.
+    pub queued_at: Option<i64>,
+    /// The queued session's agent is to run as an ACP server (`owt new
+    /// --acp`): its view says `acp` before its host records it.
+    pub queued_acp: bool,
+    pub memory: Option<MemoryFact>,
     /// A remote session's bridge is down, since when.
     pub unreachable: Option<(UnreachableFact, i64)>,
 }
@@ -262,6 +285,11 @@ impl SessionFacts {
                 kind::ACP => facts.acp = decode(row).map(|v| (v, at)),
                 kind::ACP_PERMISSION => facts.acp_permission = decode(row),
                 kind::ACP_USAGE => facts.acp_usage = decode(row),
+                kind::QUEUED => {
+                    facts.queued_at = Some(at);
+                    facts.queued_acp = row.value["acp"] == true;
+                }
+                kind::MEMORY => facts.memory = decode(row),
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
                 _ => {}
             }
@@ -306,6 +334,9 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         }
     } else if facts.host_lost_at.is_some() {
         (Status::Exited, "exited (host lost)".to_string(), None, true)
+    } else if facts.queued_at.is_some() && facts.host.is_none() {
+        // Rule 8.
+        (Status::Queued, "queued".to_string(), None, false)
     } else if let Some((_, since)) = &facts.unreachable {
         let text = format!("unreachable (since {})", utc_time_of_day(*since));
         (Status::Unreachable, text, None, false)
@@ -335,7 +366,11 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         Status::Exited => Lane::NeedsYou,
         Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
         Status::Done | Status::NeedsInput => Lane::NeedsYou,
-        Status::Starting | Status::Working | Status::Idle | Status::Unreachable => Lane::InFlight,
+        Status::Starting
+        | Status::Working
+        | Status::Idle
+        | Status::Queued
+        | Status::Unreachable => Lane::InFlight,
     };
     Derived {
         status,

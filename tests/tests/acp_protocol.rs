@@ -316,3 +316,46 @@ fn owt_acp_answers_bad_lines_and_goes_on() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// A session beyond `[agent] max_running` waits in the queue as an ACP
+/// session; once started (`owt start`, the same launch the queue uses when
+/// a running agent ends) its agent runs as the ACP server it was asked
+/// for, and its first prompt goes through the protocol.
+#[test]
+fn a_queued_acp_session_starts_as_an_acp_session() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let log = fake_acp_tool(&env, "ok");
+    // One agent at a time; no memory kept free, so only the count decides.
+    let config = env.home.join(".config/owt/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[agent]\nmax_running = 1\nmin_free_memory = \"0 B\"\n");
+    std::fs::write(&config, text).unwrap();
+
+    start(&env, &repo, "first", "hello");
+    wait_status(&env, &repo, "first", |s| s.status == Status::NeedsInput);
+    let queued = start(&env, &repo, "later", "the queued task");
+    assert_eq!(queued.status, Status::Queued, "{queued:?}");
+    assert_eq!(queued.agent_pid, None, "{queued:?}");
+    assert!(
+        !fake_log(&log)
+            .iter()
+            .any(|m| m.to_string().contains("the queued task")),
+        "a queued session's agent has not been asked anything"
+    );
+
+    let started: SessionView = env.owt_json(&repo, ["start", "later"]);
+    assert_eq!(
+        started.transport,
+        owt_protocol::host::Transport::Acp,
+        "{started:?}"
+    );
+    let later = wait_status(&env, &repo, "later", |s| s.status == Status::NeedsInput);
+    assert_eq!(later.acp.as_ref().map(|a| a.turns), Some(1), "{later:?}");
+    let peek = env.owt_ok(&repo, ["peek", "later"]);
+    assert!(peek.contains("fake reply to: the queued task"), "{peek}");
+    let prompted = fake_log(&log)
+        .iter()
+        .any(|m| m["method"] == "session/prompt" && m.to_string().contains("the queued task"));
+    assert!(prompted, "the first prompt went through session/prompt");
+}

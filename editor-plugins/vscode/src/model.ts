@@ -138,6 +138,8 @@ export function statusIcon(s: SessionView): string {
       return s.exit_code === 0 ? 'circle-slash' : 'error';
     case 'conflict':
       return 'git-merge';
+    case 'queued':
+      return 'watch';
     case 'unreachable':
       return 'debug-disconnect';
   }

@@ -7,7 +7,7 @@
  * The display status of a session, derived from its stored facts by one pure
  * function (`owt::status::derive_status`). Never stored.
  */
-export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "unreachable";
+export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "queued" | "unreachable";
 
 /**
  * The board lane a session is shown in.
@@ -95,6 +95,18 @@ export type SessionView = {
    * ACP sessions: what the protocol reported (agent, tokens, cost).
    */
   acp?: AcpView | null,
+  /**
+   * Resident memory of the agent's whole process tree, in bytes, as its
+   * session host last sampled it (every few seconds); `None` when the
+   * agent is not running or was not sampled yet.
+   */
+  rss_bytes: number | null,
+  /**
+   * The session's block of TCP ports (`[worktree] ports = N`), given to
+   * the agent and the setup script as `OWT_PORT` (the first) and
+   * `OWT_PORTS` (all, space-separated); empty when none was asked for.
+   */
+  ports: Array<number>,
   /**
    * Every [`SessionAction`], in menu order, with whether it can be done
    * now (computed by the server; plugins show exactly these).
@@ -241,7 +253,7 @@ export type LaneCount = {
 
 /**
  * Sessions counted for a status line: each session is in exactly one of
- * `working`, `needs_you`, `ready` and `idle`.
+ * `working`, `needs_you`, `ready`, `idle` and `queued`.
  */
 export type BoardCounts = {
   total: number,
@@ -261,6 +273,10 @@ export type BoardCounts = {
    * Everything else (idle, done, exited outside the lanes above).
    */
   idle: number,
+  /**
+   * In flight, waiting for room on the machine (`queued`).
+   */
+  queued: number,
   /**
    * The non-zero counts in words, e.g. `3 working · 1 needs you`
    * (empty when there is no session).

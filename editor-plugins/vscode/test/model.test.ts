@@ -138,7 +138,18 @@ describe('tree model', () => {
   });
 
   it('gives every status an icon', () => {
-    const statuses = ['starting', 'working', 'idle', 'needs-input', 'blocked', 'done', 'exited', 'conflict', 'unreachable'] as const;
+    const statuses = [
+      'starting',
+      'working',
+      'idle',
+      'needs-input',
+      'blocked',
+      'done',
+      'exited',
+      'conflict',
+      'queued',
+      'unreachable',
+    ] as const;
     for (const status of statuses) {
       assert.ok(model.statusIcon(session({ name: 's', status })).length > 0, status);
     }

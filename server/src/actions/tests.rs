@@ -30,8 +30,10 @@ fn session(name: &str, status: Status, lane: Lane) -> SessionView {
         permission: None,
         acp: None,
         remote: None,
-        usage: None,
+        rss_bytes: None,
+        ports: Vec::new(),
         actions: Vec::new(),
+        usage: None,
     }
 }
 
@@ -141,6 +143,22 @@ fn a_stopped_merge_blocks_merge_and_ship_until_resolved() {
 }
 
 #[test]
+fn a_queued_session_has_no_agent_to_attach_to_yet() {
+    check(
+        &session("q", Status::Queued, Lane::InFlight),
+        expect![[r#"
+            -attach: the agent has not started: it waits for room on the machine (owt start starts it now)
+            -peek: the agent has not started: it waits for room on the machine (owt start starts it now)
+            -send: the agent has not started: it waits for room on the machine (owt start starts it now)
+            -merge: no commits to merge
+            -ship: nothing to ship: no commits and no changed files
+            +delete
+            -conflicts: no file has unresolved conflicts
+        "#]],
+    );
+}
+
+#[test]
 fn a_remote_session_resolves_its_conflicts_over_there() {
     let mut view = session("devbox:a", Status::Conflict, Lane::NeedsYou);
     view.remote = Some("devbox".into());
@@ -185,6 +203,7 @@ fn counts_put_each_session_in_one_bucket_and_lanes_keep_their_order() {
     let sessions = vec![
         session("w", Status::Working, Lane::InFlight),
         session("s", Status::Starting, Lane::InFlight),
+        session("q", Status::Queued, Lane::InFlight),
         session("i", Status::Idle, Lane::InFlight),
         session("n", Status::NeedsInput, Lane::NeedsYou),
         session("d", Status::Done, Lane::ReadyToShip),
@@ -203,10 +222,12 @@ fn counts_put_each_session_in_one_bucket_and_lanes_keep_their_order() {
         counts
     );
     expect![[r#"
-        [("NEEDS YOU", 1, 1), ("READY TO SHIP", 1, 1), ("IN FLIGHT", 3, 3)]
-        [("NEEDS YOU", 1), ("READY TO SHIP", 1), ("IN FLIGHT", 3)]
-        BoardCounts { total: 5, working: 2, needs_you: 1, ready: 1, idle: 1, summary: "2 working · 1 needs you · 1 ready · 1 idle" }"#]]
+        [("NEEDS YOU", 1, 1), ("READY TO SHIP", 1, 1), ("IN FLIGHT", 4, 4)]
+        [("NEEDS YOU", 1), ("READY TO SHIP", 1), ("IN FLIGHT", 4)]
+        BoardCounts { total: 6, working: 2, needs_you: 1, ready: 1, idle: 1, queued: 1, summary: "2 working · 1 needs you · 1 ready · 1 idle · 1 queued" }"#]]
     .assert_eq(&text);
+    let in_flight: Vec<&str> = lanes[2].sessions.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(in_flight, ["w", "s", "i", "q"], "queued sessions come last");
     let (lanes, all_lanes, counts) = super::lanes(Vec::new());
     assert!(lanes.is_empty());
     assert_eq!(all_lanes.len(), 3, "every lane, empty ones too");

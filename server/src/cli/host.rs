@@ -56,6 +56,9 @@ pub enum HostCommand {
         rows: u16,
         #[arg(long, default_value_t = 80)]
         cols: u16,
+        /// Lines of scrollback the host keeps.
+        #[arg(long, default_value_t = session::DEFAULT_SCROLLBACK)]
+        scrollback: usize,
         /// Extra environment, `KEY=VALUE`.
         #[arg(long = "env")]
         env: Vec<String>,
@@ -104,6 +107,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
             acp,
             rows,
             cols,
+            scrollback,
             env,
             argv,
         } => {
@@ -126,6 +130,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
                 acp,
                 rows,
                 cols,
+                scrollback,
                 env: env_map,
                 argv,
                 cwd,

@@ -13,6 +13,8 @@ pub struct Args {}
 
 pub fn run(dir: Option<&Path>, out: &super::Out, _args: Args) -> anyhow::Result<ExitCode> {
     let ctx = ops::Context::open(dir)?;
+    // Sessions waiting for room start first when there is room now.
+    ops::queue::admit(&ctx.home, &mut |line| out.progress(line));
     let sessions = list::session_views(&ctx)?;
     let doc = SessionList {
         repository: ctx.repo.main_root().to_string_lossy().into_owned(),
@@ -22,20 +24,25 @@ pub fn run(dir: Option<&Path>, out: &super::Out, _args: Args) -> anyhow::Result<
     Ok(ExitCode::SUCCESS)
 }
 
-/// The text table.
+/// The text table. RSS is the agent's process tree's resident memory
+/// (while it runs); PORTS shows only when a session holds ports.
 pub fn render(sessions: &[SessionView], now: i64) -> String {
     if sessions.is_empty() {
         return "No sessions in this repository. Start one with: owt new \"describe the task\""
             .into();
     }
-    let header = [
-        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "TOKENS", "AGE",
-        "WORKTREE",
+    let with_ports = sessions.iter().any(|s| !s.ports.is_empty());
+    let mut header = vec![
+        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "TOKENS", "RSS", "AGE",
     ];
-    let rows: Vec<[String; 10]> = sessions
+    if with_ports {
+        header.push("PORTS");
+    }
+    header.push("WORKTREE");
+    let rows: Vec<Vec<String>> = sessions
         .iter()
         .map(|s| {
-            [
+            let mut row = vec![
                 s.name.clone(),
                 crate::printable::line(&s.status_text).into_owned(),
                 crate::printable::line(&s.provider).into_owned(),
@@ -46,12 +53,18 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
                 s.usage
                     .as_ref()
                     .map_or_else(|| "-".to_string(), super::usage_figure),
+                s.rss_bytes
+                    .map_or_else(|| "-".to_string(), crate::config::human_bytes),
                 super::age(s.created_at, now),
-                crate::printable::line(&s.worktree).into_owned(),
-            ]
+            ];
+            if with_ports {
+                row.push(ports_text(&s.ports));
+            }
+            row.push(crate::printable::line(&s.worktree).into_owned());
+            row
         })
         .collect();
-    let mut widths = header.map(str::len);
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -59,7 +72,7 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
     }
     let line = |cells: Vec<&str>| {
         let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
             if i + 1 == cells.len() {
                 s.push_str(cell);
             } else {
@@ -68,9 +81,18 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
         }
         s.trim_end().to_string()
     };
-    let mut lines = vec![line(header.to_vec())];
+    let mut lines = vec![line(header.clone())];
     for row in &rows {
         lines.push(line(row.iter().map(String::as_str).collect()));
     }
     lines.join("\n")
+}
+
+/// `20000-20003` for a block, `-` for none.
+fn ports_text(ports: &[u16]) -> String {
+    match (ports.first(), ports.last()) {
+        (Some(first), Some(last)) if first == last => first.to_string(),
+        (Some(first), Some(last)) => format!("{first}-{last}"),
+        _ => "-".to_string(),
+    }
 }

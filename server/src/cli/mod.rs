@@ -33,6 +33,7 @@ mod queue;
 mod remote;
 pub mod send;
 mod ship;
+mod start;
 mod sync;
 mod trust;
 mod usage;
@@ -100,6 +101,8 @@ pub enum Command {
     /// Attach to an agent (another name for attach).
     #[command(visible_alias = "s")]
     Switch(attach::Args),
+    /// Start a queued session's agent now, beyond [agent] max_running.
+    Start(start::Args),
     /// Type text (then Enter) into an agent, or into all of them.
     Send(send::Args),
     /// Print an agent's current screen (an ACP session: its transcript's tail).
@@ -185,6 +188,10 @@ pub enum Command {
     /// The session host (started by owt itself).
     #[command(name = "__host", hide = true)]
     Host(host::Args),
+    /// Start the queued sessions there is room for (run by session hosts
+    /// and `owt lsp`).
+    #[command(name = "__admit", hide = true)]
+    Admit,
     /// The bridge to a remote (started by owt itself).
     #[command(name = "__bridge", hide = true)]
     Bridge(bridge::Args),
@@ -224,6 +231,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Wait(args)) => wait::run(dir, &out, args),
         Some(Command::Hook(args)) => hook::run(dir, &out, args),
         Some(Command::Host(args)) => host::run(dir, &out, args),
+        Some(Command::Start(args)) => start::run(dir, &out, args),
+        Some(Command::Admit) => start::admit(),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),
         Some(Command::Note(args)) => note::run(dir, &out, args),

@@ -266,7 +266,13 @@ fn spawn(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::
     };
     let created = ops::new::new_session(ctx, &req, report)?;
     let view = ops::list::session_view(ctx, &created.session)?;
-    let mut message = format!("owt: started {} ({})", view.name, view.provider);
+    let mut message = match &created.queued {
+        Some(why) => format!(
+            "owt: queued {} ({}): {why}; it starts when a running agent ends or frees memory",
+            view.name, view.provider
+        ),
+        None => format!("owt: started {} ({})", view.name, view.provider),
+    };
     for warning in &created.warnings {
         message.push_str(&format!("; warning: {warning}"));
     }

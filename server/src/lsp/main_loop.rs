@@ -88,8 +88,20 @@ fn run(mut state: State, rx: Receiver<Event>) {
                 guarded("the session refresh", || {
                     sessions::refresh(&mut state, false)
                 });
+                guarded("watching the machine", || watch_machine(&mut state));
             }
         }
+    }
+}
+
+/// Memory pressure (a warning before the OOM killer picks an agent) and
+/// room for queued sessions.
+fn watch_machine(state: &mut State) {
+    let Some(ctx) = &state.ctx else { return };
+    if let Some(warning) = state.machine.poll(ctx, &state.sessions) {
+        state
+            .outbox
+            .show_message(tower_lsp_server::ls_types::MessageType::WARNING, warning);
     }
 }
 

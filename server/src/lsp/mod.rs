@@ -41,6 +41,7 @@ pub(crate) mod fuzzing;
 mod git_refresher;
 mod guard_live;
 mod guard_view;
+mod machine;
 mod main_loop;
 mod notifications;
 mod outbox;

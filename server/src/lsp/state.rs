@@ -51,6 +51,8 @@ pub struct State {
     pub shut_down: bool,
     /// The last error about the store's file shown to the user (shown once).
     pub store_trouble: Option<String>,
+    /// Memory pressure and room for queued sessions.
+    pub machine: super::machine::MachineWatch,
     /// What the repository's own files were not allowed to do (trust),
     /// said once the client is initialized.
     pub trust_notice: Option<String>,
@@ -84,6 +86,7 @@ impl State {
             initialized: false,
             shut_down: false,
             store_trouble: None,
+            machine: super::machine::MachineWatch::default(),
             trust_notice: None,
             next_token: 0,
         }

@@ -51,6 +51,9 @@ pub fn start(
         no_prompt: true,
         acp_mcp_servers: mcp_servers,
         size: (40, 120),
+        // The editor waits for this conversation: it starts now, as with
+        // `owt new --now`, rather than wait in the queue.
+        now: true,
         ..NewRequest::default()
     };
     new_session(ctx, &req, &mut |line| tracing::info!("{line}"))
@@ -123,6 +126,12 @@ pub fn reopen(ctx: &Context, row: &SessionRow) -> anyhow::Result<bool> {
         home: ctx.home.clone(),
         rows: 40,
         cols: 120,
+        scrollback: ctx
+            .config
+            .config
+            .agent
+            .scrollback
+            .map_or(session::DEFAULT_SCROLLBACK, |n| n as usize),
         transport: Transport::Acp,
         acp_load,
         acp_mcp_servers: Vec::new(),

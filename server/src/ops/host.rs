@@ -28,6 +28,8 @@ pub struct RawSession {
     pub acp: bool,
     pub rows: u16,
     pub cols: u16,
+    /// Lines of scrollback the host keeps.
+    pub scrollback: usize,
     pub env: BTreeMap<String, String>,
     pub argv: Vec<String>,
     /// The checkout it runs in.
@@ -73,6 +75,7 @@ pub fn spawn(ctx: &mut Context, raw: RawSession) -> anyhow::Result<(SessionRow, 
         home: ctx.home.clone(),
         rows: raw.rows,
         cols: raw.cols,
+        scrollback: raw.scrollback,
     };
     let started = session::start_host(&spec).with_context(|| format!("starting {}", row.name))?;
     Ok((row, started))

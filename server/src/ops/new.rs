@@ -38,6 +38,66 @@ pub struct NewRequest {
     pub no_prompt: bool,
     /// ACP: MCP servers to pass to the agent besides owt's own.
     pub acp_mcp_servers: Vec<serde_json::Value>,
+    /// Start the agent now even beyond `[agent] max_running` or
+    /// `min_free_memory` (never queue it).
+    pub now: bool,
+}
+
+impl NewRequest {
+    /// How the agent is to be launched (now, or once the queue starts it).
+    pub fn launch_options(&self) -> LaunchOptions {
+        LaunchOptions {
+            headless: self.headless,
+            plan: self.plan,
+            template: self.template.clone(),
+            raw: self.raw,
+            rows: self.size.0,
+            cols: self.size.1,
+            acp: self.acp,
+            no_prompt: self.no_prompt,
+            acp_mcp_servers: self.acp_mcp_servers.clone(),
+        }
+    }
+}
+
+/// How a session's agent is launched: what `owt new` was asked. A queued
+/// session keeps it (the `queued` fact) until its agent starts; the first
+/// prompt is built when it does, so it names the peers of that moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchOptions {
+    #[serde(default)]
+    pub headless: bool,
+    #[serde(default)]
+    pub plan: bool,
+    #[serde(default)]
+    pub template: Option<String>,
+    #[serde(default)]
+    pub raw: bool,
+    #[serde(default)]
+    pub rows: u16,
+    #[serde(default)]
+    pub cols: u16,
+    /// Run the agent's ACP server instead of its terminal UI.
+    #[serde(default)]
+    pub acp: bool,
+    /// ACP: start the agent without a first prompt (the editor sends it).
+    #[serde(default)]
+    pub no_prompt: bool,
+    /// ACP: MCP servers to pass to the agent besides owt's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acp_mcp_servers: Vec<serde_json::Value>,
+}
+
+impl LaunchOptions {
+    fn mode(&self) -> LaunchMode {
+        if self.headless {
+            LaunchMode::Headless
+        } else if self.plan {
+            LaunchMode::Plan
+        } else {
+            LaunchMode::Interactive
+        }
+    }
 }
 
 /// A created session and what went wrong without stopping it.
@@ -46,8 +106,12 @@ pub struct NewResult {
     pub session: SessionRow,
     pub warnings: Vec<String>,
     /// Whether the session host started the agent (the CLI exits non-zero
-    /// when it did not).
+    /// when it did not, unless the session was queued).
     pub agent_started: bool,
+    /// The session waits for room on the machine (`[agent] max_running`,
+    /// `min_free_memory`): its agent starts when a running one ends or
+    /// frees memory. Why, for people.
+    pub queued: Option<String>,
 }
 
 /// Fact: how the session's branch came to be (so delete only deletes
@@ -107,31 +171,20 @@ pub fn new_session(
             }
         }
     };
-    let mode = if req.headless {
-        LaunchMode::Headless
-    } else if req.plan {
-        LaunchMode::Plan
-    } else {
-        LaunchMode::Interactive
-    };
+    let options = req.launch_options();
+    let mode = options.mode();
     // Checked before anything is created (e.g. no headless form, no ACP
     // server).
-    let acp_argv = if req.acp {
+    if req.acp {
         if req.headless || req.plan || req.in_place {
             bail!("--acp does not combine with --headless, --plan-mode or --in-place");
         }
-        Some(resolved.provider.acp_argv()?)
+        resolved.provider.acp_argv()?;
     } else {
         resolved
             .provider
             .launch(&resolved.binary_path, task, mode)?;
-        None
-    };
-    let launch_transport = if acp_argv.is_some() {
-        owt_protocol::host::Transport::Acp
-    } else {
-        owt_protocol::host::Transport::Pty
-    };
+    }
 
     let base = match &req.base {
         Some(base) => base.clone(),
@@ -229,62 +282,19 @@ pub fn new_session(
 
     let _span = tracing::info_span!("session", session = %session.name).entered();
     tracing::info!(branch = %session.branch, provider = %resolved.provider.name, "creating the session");
+    // Its ports first: the setup script and the agent are told them.
+    if let Err(e) = super::ports::allocate(&mut ctx.store, &session, config.worktree.ports) {
+        ctx.store.remove_session(&session, "failed")?;
+        return Err(e);
+    }
     // The agent's argv, checked before anything is created on disk: exec
-    // would refuse it later with a cryptic failure in the host.
-    let mut env = ctx.config.config.agent.env.clone();
-    env.extend(resolved.provider.env.clone());
-    // The agent's native status signals, for this session only (arguments,
-    // environment, files under $OWT_HOME: nothing in the worktree).
-    let integration = std::env::current_exe()
-        .map_err(|e| e.to_string())
-        .and_then(|owt| {
-            if acp_argv.is_some() {
-                // The protocol is the status signal.
-                return Ok(provider::integration::Integration::default());
-            }
-            provider::integration::prepare(&resolved.provider.name, mode, &owt, &ctx.home, &env)
-                .map_err(|e| e.to_string())
-        });
-    let integration = match integration {
-        Ok(integration) => integration,
-        Err(e) => {
-            warnings.push(format!(
-                "owt will read {}'s status from its screen only: {e}",
-                resolved.provider.name
-            ));
-            provider::integration::Integration::default()
+    // would refuse it later with a cryptic failure in the host. (A queued
+    // session's is built again when it starts.)
+    let spec = match host_spec(ctx, &session, &resolved, &options) {
+        Ok((spec, notes)) => {
+            warnings.extend(notes);
+            spec
         }
-    };
-    let launch = first_prompt(ctx, &session, req)
-        .and_then(|prompt| {
-            let prompt = if req.raw { task.to_string() } else { prompt };
-            if let Some(argv) = &acp_argv {
-                // The first prompt goes through the protocol.
-                return Ok(provider::Launch {
-                    argv: argv.clone(),
-                    typed_prompt: (!req.no_prompt).then_some(prompt),
-                    prompt_in_argv: false,
-                    env: resolved.provider.env.clone(),
-                });
-            }
-            let mut args = provider::integration::placement_args(
-                &resolved.provider.name,
-                mode,
-                &session.worktree_path,
-            );
-            args.extend(integration.args.iter().cloned());
-            Ok(resolved
-                .provider
-                .launch_with(&resolved.binary_path, &prompt, mode, &args)?)
-        })
-        .and_then(|launch| {
-            env.extend(launch.env.clone());
-            env.extend(integration.env);
-            check_exec(Path::new(&launch.argv[0]), &launch.argv, &env)?;
-            Ok((launch, env))
-        });
-    let (launch, env) = match launch {
-        Ok(ok) => ok,
         Err(e) => {
             ctx.store.remove_session(&session, "failed")?;
             return Err(e);
@@ -341,7 +351,7 @@ pub fn new_session(
     // files there (no hooks, no MCP registration; status comes from the screen).
     // An ACP session's status comes from the protocol, and owt's MCP
     // server is passed in `session/new`: nothing is written for them.
-    let hooks = if in_place || acp_argv.is_some() {
+    let hooks = if in_place || req.acp {
         crate::provider::Hooks::None
     } else {
         resolved.provider.hooks
@@ -353,7 +363,7 @@ pub fn new_session(
             resolved.provider.name
         )),
     }
-    let register = if in_place || acp_argv.is_some() {
+    let register = if in_place || req.acp {
         Ok(Vec::new())
     } else {
         crate::mcp::register_mcp(&resolved.provider.name, &session.worktree_path)
@@ -388,12 +398,127 @@ pub fn new_session(
         ));
     }
 
-    progress(&format!(
-        "Starting {} in {}",
-        resolved.provider.name, session.name
-    ));
+    if req.now {
+        progress(&format!(
+            "Starting {} in {}",
+            resolved.provider.name, session.name
+        ));
+        let agent_started = match session::start_host(&spec) {
+            Ok(_) => true,
+            Err(e) => {
+                warnings.push(format!(
+                    "the agent did not start: {e}; the worktree is kept (remove it with `owt delete {}`)",
+                    session.name
+                ));
+                false
+            }
+        };
+        return Ok(NewResult {
+            session,
+            warnings,
+            agent_started,
+            queued: None,
+        });
+    }
+    // Through the queue: started here when there is room and nothing
+    // queued before it, else when a running agent ends or frees memory.
+    drop(spec);
+    ctx.store
+        .record_fact(session.id, crate::status::kind::QUEUED, &options)?;
+    let admitted = super::queue::admit(&ctx.home, progress);
+    let mine = admitted.iter().find(|a| a.session_id == session.id);
+    let (agent_started, queued) = match mine {
+        Some(a) => match &a.outcome {
+            Ok(()) => (true, None),
+            Err(e) => {
+                warnings.push(format!(
+                    "the agent did not start: {e}; the worktree is kept (remove it with `owt delete {}`)",
+                    session.name
+                ));
+                (false, None)
+            }
+        },
+        // Another owt process may have started it meanwhile.
+        None if !super::queue::is_queued(&ctx.store, &session) => (true, None),
+        None => (false, Some(super::queue::why_waiting(&ctx.home, &session))),
+    };
+    Ok(NewResult {
+        session,
+        warnings,
+        agent_started,
+        queued,
+    })
+}
+
+/// The session host's spec for `session`'s agent: argv (checked against
+/// exec's limits), environment (config, provider, native-signal
+/// integration, ports), first prompt, terminal size, scrollback; with
+/// what the user should know (an integration that could not be set up).
+pub(crate) fn host_spec(
+    ctx: &mut Context,
+    session: &SessionRow,
+    resolved: &provider::Resolved,
+    options: &LaunchOptions,
+) -> anyhow::Result<(HostSpec, Vec<String>)> {
+    let mut warnings = Vec::new();
+    let mode = options.mode();
+    let task = session.task.trim();
+    let mut env = ctx.config.config.agent.env.clone();
+    env.extend(resolved.provider.env.clone());
+    // The agent's native status signals, for this session only (arguments,
+    // environment, files under $OWT_HOME: nothing in the worktree).
+    let integration = std::env::current_exe()
+        .map_err(|e| e.to_string())
+        .and_then(|owt| {
+            if options.acp {
+                // The protocol is the status signal.
+                return Ok(provider::integration::Integration::default());
+            }
+            provider::integration::prepare(&resolved.provider.name, mode, &owt, &ctx.home, &env)
+                .map_err(|e| e.to_string())
+        });
+    let integration = match integration {
+        Ok(integration) => integration,
+        Err(e) => {
+            warnings.push(format!(
+                "owt will read {}'s status from its screen only: {e}",
+                resolved.provider.name
+            ));
+            provider::integration::Integration::default()
+        }
+    };
+    let prompt = first_prompt(ctx, session, options)?;
+    let prompt = if options.raw {
+        task.to_string()
+    } else {
+        prompt
+    };
+    let (launch, transport) = if options.acp {
+        // The first prompt goes through the protocol.
+        let launch = provider::Launch {
+            argv: resolved.provider.acp_argv()?,
+            typed_prompt: (!options.no_prompt).then_some(prompt),
+            prompt_in_argv: false,
+            env: resolved.provider.env.clone(),
+        };
+        (launch, owt_protocol::host::Transport::Acp)
+    } else {
+        let mut args = provider::integration::placement_args(
+            &resolved.provider.name,
+            mode,
+            &session.worktree_path,
+        );
+        args.extend(integration.args.iter().cloned());
+        let launch = resolved
+            .provider
+            .launch_with(&resolved.binary_path, &prompt, mode, &args)?;
+        (launch, owt_protocol::host::Transport::Pty)
+    };
+    env.extend(launch.env.clone());
+    env.extend(integration.env);
+    env.extend(super::ports::env(&super::ports::of(&ctx.store, session.id)));
+    check_exec(Path::new(&launch.argv[0]), &launch.argv, &env)?;
     // Where the agent can keep an exact record of its tokens for owt.
-    let mut env = env;
     let places = ctx.usage_places();
     let record_env = crate::usage::agent_env(
         &resolved.provider.name,
@@ -408,9 +533,9 @@ pub fn new_session(
         env.extend(record_env);
     }
     let spec = HostSpec {
-        transport: launch_transport,
+        transport,
         acp_load: None,
-        acp_mcp_servers: req.acp_mcp_servers.clone(),
+        acp_mcp_servers: options.acp_mcp_servers.clone(),
         session_id: session.id,
         session_name: session.name.clone(),
         short_id: session.short_id.clone(),
@@ -420,26 +545,18 @@ pub fn new_session(
         env,
         typed_prompt: launch.typed_prompt,
         prompt_in_argv: launch.prompt_in_argv,
-        headless: req.headless,
+        headless: options.headless,
         home: ctx.home.clone(),
-        rows: req.size.0,
-        cols: req.size.1,
+        rows: options.rows,
+        cols: options.cols,
+        scrollback: ctx
+            .config
+            .config
+            .agent
+            .scrollback
+            .map_or(session::DEFAULT_SCROLLBACK, |n| n as usize),
     };
-    let agent_started = match session::start_host(&spec) {
-        Ok(_) => true,
-        Err(e) => {
-            warnings.push(format!(
-                "the agent did not start: {e}; the worktree is kept (remove it with `owt delete {}`)",
-                session.name
-            ));
-            false
-        }
-    };
-    Ok(NewResult {
-        session,
-        warnings,
-        agent_started,
-    })
+    Ok((spec, warnings))
 }
 
 /// The agent's first prompt: the task with its protocol, the session, the
@@ -447,7 +564,7 @@ pub fn new_session(
 fn first_prompt(
     ctx: &mut Context,
     session: &SessionRow,
-    req: &NewRequest,
+    options: &LaunchOptions,
 ) -> anyhow::Result<String> {
     let notes: Vec<String> = ctx
         .store
@@ -473,14 +590,14 @@ fn first_prompt(
         .collect();
     let input = super::prompt::PromptInput {
         task: &session.task,
-        template: req.template.as_deref(),
+        template: options.template.as_deref(),
         templates: Some(&ctx.config.config.templates),
         session: &session.name,
         branch: &session.branch,
         base: &session.base_branch,
         notes: &notes,
         peers: &peers,
-        plan: req.plan,
+        plan: options.plan,
         budget: super::prompt::DEFAULT_BUDGET,
     };
     super::prompt::build(&input).map_err(|e| anyhow::anyhow!(e))

@@ -38,8 +38,6 @@ use super::{rules, HostSpec, SessionError};
 use crate::status::{kind, AgentSignal, ExitFact, HostFact};
 use crate::store::{now_ms, Store};
 
-/// Lines of scrollback kept by the screen model.
-pub const SCROLLBACK_LINES: usize = 5_000;
 /// Largest screen the host models; a client asking for more gets this (the
 /// screen model allocates every cell, and its scrollback every line).
 pub const MAX_ROWS: u16 = 500;
@@ -424,7 +422,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         agent_pid,
         started_at: now_ms(),
         state: Mutex::new(State {
-            parser: vt100::Parser::new(rows, cols, SCROLLBACK_LINES),
+            parser: vt100::Parser::new(rows, cols, spec.scrollback),
             scanner: QueryScanner::new(),
             output_seq: 0,
             last_output: None,
@@ -832,6 +830,9 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
         && rules::input_box_before_argv_task(provider);
     let mut prompt = shared.spec.typed_prompt.clone().filter(|p| !p.is_empty());
     let mut question_noted = false;
+    // The agent's memory, sampled now and then (`memory` facts; queued
+    // sessions are looked at when it gives back a lot).
+    let mut memory = shared.agent_pid.map(super::memory::Sampler::new);
     loop {
         let mut flushed = None;
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -852,11 +853,28 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
                     signal: exit.signal,
                 };
                 record(kind::EXIT, now_ms(), &fact);
+                // Its place on the machine is free: a queued session may start.
+                if let Some(store) = &store {
+                    super::admit_if_queued(store, &shared.spec.home);
+                }
                 let _ = done.send(());
                 return;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if let Some(sample) = memory.as_mut().and_then(|m| m.poll()) {
+            if let (Some(fact), Some(store)) = (sample.record, &store) {
+                record(kind::MEMORY, now_ms(), &fact);
+                if let Err(e) =
+                    store.record_agent_peak(&shared.spec.short_id, provider, fact.peak_bytes)
+                {
+                    tracing::warn!("recording the agent's peak memory: {e}");
+                }
+            }
+            if let (true, Some(store)) = (sample.freed, &store) {
+                super::admit_if_queued(store, &shared.spec.home);
+            }
         }
         let now = now_ms();
         let quiet_enough =

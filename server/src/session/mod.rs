@@ -19,6 +19,7 @@ pub mod attach;
 pub mod client;
 pub mod hooks;
 pub mod host;
+pub mod memory;
 pub mod queries;
 pub mod rules;
 
@@ -146,6 +147,17 @@ pub struct HostSpec {
     /// editor gave `owt acp` in `session/new`).
     #[serde(default)]
     pub acp_mcp_servers: Vec<serde_json::Value>,
+    /// Lines of scrollback the host keeps (`[agent] scrollback`).
+    #[serde(default = "default_scrollback")]
+    pub scrollback: usize,
+}
+
+/// Lines of scrollback a host keeps unless configured: tmux's default
+/// (`history-limit`).
+pub const DEFAULT_SCROLLBACK: usize = 2_000;
+
+fn default_scrollback() -> usize {
+    DEFAULT_SCROLLBACK
 }
 
 /// A started host.
@@ -178,13 +190,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// The host is this program's `__host run` (or `$OWT_BIN`, for tests that
 /// link this library into another executable).
 pub fn start_host(spec: &HostSpec) -> Result<Started, SessionError> {
-    let exe = match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
-        Some(bin) => PathBuf::from(bin),
-        None => {
-            std::env::current_exe().map_err(|e| SessionError::io("finding the owt binary", e))?
-        }
-    };
-    start_host_with(spec, &exe)
+    start_host_with(spec, &owt_exe()?)
 }
 
 /// As [`start_host`], running the host from the owt binary `exe`.
@@ -301,6 +307,69 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
         log: log_file,
         tail,
     })
+}
+
+/// The owt binary to run for hosts and helpers: `$OWT_BIN` (tests that
+/// link this library into another executable) or this program.
+fn owt_exe() -> Result<PathBuf, SessionError> {
+    match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
+        Some(bin) => Ok(PathBuf::from(bin)),
+        None => std::env::current_exe().map_err(|e| SessionError::io("finding the owt binary", e)),
+    }
+}
+
+/// Starts `owt __admit` detached (its own session, no terminal): it
+/// starts the queued sessions there is room for now. What a session host
+/// does when its agent ended or gave back memory, and `owt lsp` when it
+/// sees sessions waiting; it returns at once.
+pub fn spawn_admitter(home: &Path) -> Result<(), SessionError> {
+    let exe = owt_exe()?;
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(home.join("logs").join("admit.log"))
+        .ok();
+    let mut cmd = Command::new(&exe);
+    cmd.arg("__admit")
+        .env("OWT_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    match log {
+        Some(log) => cmd.stderr(log),
+        None => cmd.stderr(Stdio::null()),
+    };
+    // SAFETY: only async-signal-safe calls (setsid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| SessionError::io(format!("starting {} __admit", exe.display()), e))?;
+    // Reap it when it ends, if this process lives that long.
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    Ok(())
+}
+
+/// Starts an admitter ([`spawn_admitter`]) when sessions wait in the
+/// queue; logs what goes wrong.
+pub fn admit_if_queued(store: &Store, home: &Path) {
+    match store.any_queued() {
+        Ok(true) => {
+            if let Err(e) = spawn_admitter(home) {
+                tracing::warn!("starting queued sessions: {e}");
+            }
+        }
+        Ok(false) => {}
+        Err(e) => tracing::warn!("looking for queued sessions: {e}"),
+    }
 }
 
 /// Runs the host in this process (the `__host run` subcommand).

@@ -424,6 +424,34 @@ fn derive_status_table() {
             lane: Lane::InFlight,
         },
         Case {
+            name: "waiting for room on the machine: queued, in flight",
+            facts: SessionFacts {
+                created_at: at(60_000),
+                queued_at: Some(at(60_000)),
+                ..SessionFacts::default()
+            },
+            status: Status::Queued,
+            text: "queued",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "a queued session whose host started is no longer queued",
+            facts: with(|f| f.queued_at = Some(at(60_000))),
+            status: Status::Starting,
+            text: "starting",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "acp: a started session that was queued follows the protocol",
+            facts: with(|f| {
+                f.queued_at = Some(at(60_000));
+                f.acp = acp(AcpState::Waiting, None);
+            }),
+            status: Status::NeedsInput,
+            text: "needs-input",
+            lane: Lane::NeedsYou,
+        },
+        Case {
             name: "acp: a turn running is working, however old its last output",
             facts: with(|f| {
                 f.acp = acp(AcpState::Working, None);
@@ -481,6 +509,23 @@ fn derive_status_table() {
             }),
             status: Status::Exited,
             text: "exited with code 1",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "a queued session that could not start shows its exit",
+            facts: SessionFacts {
+                queued_at: Some(at(60_000)),
+                exit: Some((
+                    ExitFact {
+                        code: None,
+                        signal: Some("not started: no agent".into()),
+                    },
+                    at(1),
+                )),
+                ..SessionFacts::default()
+            },
+            status: Status::Exited,
+            text: "exited (not started: no agent)",
             lane: Lane::NeedsYou,
         },
     ];

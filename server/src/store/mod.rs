@@ -17,6 +17,7 @@
 //! that is fixed the first time the store is opened, with a log line.
 
 mod migrations;
+mod scale;
 mod usage;
 
 use std::path::{Path, PathBuf};
