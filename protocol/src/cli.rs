@@ -24,6 +24,20 @@ pub enum Status {
     Exited,
     /// A merge or rebase in the session's worktree stopped on conflicts.
     Conflict,
+    /// The agent's turn is over and `[checks]` run on its work (or are due).
+    ChecksRunning,
+    /// The checks failed on the agent's work (see `checks`): the agent is
+    /// fixing them (IN FLIGHT) or gave up / was not asked (NEEDS YOU).
+    ChecksFailed,
+    /// The pull request's CI failed (see `pr`).
+    CiFailed,
+    /// A reviewer asked for changes on the pull request.
+    ChangesRequested,
+    /// A pull request is open (CI running or green; READY TO SHIP once
+    /// approved).
+    PrOpen,
+    /// The pull request was merged: nothing is left but cleaning up.
+    Merged,
     /// Created with its worktree, waiting for room on the machine (`[agent]
     /// max_running`, `min_free_memory`): its agent starts when a running
     /// one ends or frees memory.
@@ -44,6 +58,12 @@ impl Status {
             Status::Done => "done",
             Status::Exited => "exited",
             Status::Conflict => "conflict",
+            Status::ChecksRunning => "checks-running",
+            Status::ChecksFailed => "checks-failed",
+            Status::CiFailed => "ci-failed",
+            Status::ChangesRequested => "changes-requested",
+            Status::PrOpen => "pr-open",
+            Status::Merged => "merged",
             Status::Queued => "queued",
             Status::Unreachable => "unreachable",
         }
@@ -58,16 +78,24 @@ pub enum Lane {
     NeedsYou,
     ReadyToShip,
     InFlight,
+    /// The work landed elsewhere (a merged pull request): delete the session.
+    ReadyToClean,
 }
 
 impl Lane {
-    pub const ALL: [Lane; 3] = [Lane::NeedsYou, Lane::ReadyToShip, Lane::InFlight];
+    pub const ALL: [Lane; 4] = [
+        Lane::NeedsYou,
+        Lane::ReadyToShip,
+        Lane::InFlight,
+        Lane::ReadyToClean,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
             Lane::NeedsYou => "NEEDS YOU",
             Lane::ReadyToShip => "READY TO SHIP",
             Lane::InFlight => "IN FLIGHT",
+            Lane::ReadyToClean => "READY TO CLEAN",
         }
     }
 }
@@ -186,6 +214,10 @@ pub struct SessionView {
     pub changed_files: u32,
     /// Sessions (or "you") whose changes overlap this one's.
     pub overlaps: u32,
+    /// Paths where its work no longer merges into its base branch's tip
+    /// (the base moved under it: Conflict Guard's `base-conflict`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_conflicts: Vec<String>,
     /// Files with unresolved merge conflicts in the worktree.
     pub conflicted_files: Vec<String>,
     pub agent_pid: Option<u32>,
@@ -203,6 +235,14 @@ pub struct SessionView {
     #[serde(default)]
     #[cfg_attr(test, ts(optional = nullable))]
     pub acp: Option<AcpView>,
+    /// The last `[checks]` run on this session's work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub checks: Option<ChecksView>,
+    /// The session's pull request (`owt pr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub pr: Option<PrView>,
     /// Resident memory of the agent's whole process tree, in bytes, as its
     /// session host last sampled it (every few seconds); `None` when the
     /// agent is not running or was not sampled yet.
@@ -318,6 +358,51 @@ impl TokenUsage {
     }
 }
 
+/// The last checks run of a session, as `owt list` and the boards show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ChecksView {
+    /// `running`, `passed`, `failed`, `cancelled` or `skipped`.
+    pub state: String,
+    /// What started it: `turn-end`, `ship`, `pr` or `manual`.
+    pub trigger: String,
+    /// Failed runs in a row, this one included (0 once they pass).
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub duration_ms: Option<u64>,
+    /// The run's whole output: `$OWT_HOME/logs/checks/…`.
+    pub log: Option<String>,
+    /// Unix ms.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub started_at: i64,
+    /// The result holds for the work as it is now (no input reached the
+    /// agent since).
+    pub current: bool,
+}
+
+/// A session's pull (or merge) request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PrView {
+    #[cfg_attr(test, ts(type = "number"))]
+    pub number: u64,
+    pub url: String,
+    /// `open`, `closed` or `merged`.
+    pub state: String,
+    pub draft: bool,
+    /// `none`, `pending`, `passing` or `failing`.
+    pub ci: String,
+    /// `none`, `review-required`, `approved` or `changes-requested`.
+    pub review: String,
+    /// What went wrong the last time owt looked at it (rate limit, network).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub error: Option<String>,
+}
+
 /// `owt list --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionList {
@@ -376,6 +461,9 @@ pub struct BoardCounts {
     pub ready: u32,
     /// Everything else (idle, done, exited outside the lanes above).
     pub idle: u32,
+    /// In the READY TO CLEAN lane (a merged pull request).
+    #[serde(default)]
+    pub to_clean: u32,
     /// In flight, waiting for room on the machine (`queued`).
     #[serde(default)]
     pub queued: u32,
@@ -639,10 +727,19 @@ pub struct MergeOutput {
 /// `owt ship --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct ShipOutput {
     /// The commit made of the worktree's uncommitted work, if there was any.
     pub committed: Option<String>,
     pub merge: MergeOutput,
+    /// Changed files shipped without being marked reviewed since their
+    /// last change (`owt review NAME --mark`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreviewed: Vec<String>,
+    /// `[checks]` before shipping: `passed`, `skipped` (`--no-checks`) or
+    /// `not-run` (`when = "manual"`); absent without checks configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<String>,
 }
 
 /// `owt queue --ship --json`: what shipped and where it stopped.

@@ -103,6 +103,7 @@ pub fn lanes(sessions: Vec<SessionView>) -> (Vec<BoardLane>, Vec<LaneCount>, Boa
             }
             Lane::InFlight if session.status == Status::Queued => counts.queued += 1,
             Lane::InFlight => counts.idle += 1,
+            Lane::ReadyToClean => counts.to_clean += 1,
         }
     }
     counts.summary = [
@@ -110,6 +111,7 @@ pub fn lanes(sessions: Vec<SessionView>) -> (Vec<BoardLane>, Vec<LaneCount>, Boa
         (counts.needs_you, "needs you"),
         (counts.ready, "ready"),
         (counts.idle, "idle"),
+        (counts.to_clean, "to clean"),
         (counts.queued, "queued"),
     ]
     .iter()

@@ -44,10 +44,17 @@ pub struct Config {
     /// Custom agents (and overrides of built-in ones), by name.
     pub tools: BTreeMap<String, ToolConfig>,
     pub guard: GuardConfig,
+    pub ship: ShipConfig,
     pub attach: AttachConfig,
     pub environment: EnvironmentConfig,
     /// Custom task templates for `owt new --template NAME`.
     pub templates: BTreeMap<String, TemplateConfig>,
+    /// Local checks run on an agent's work (`owt checks`).
+    pub checks: ChecksConfig,
+    /// What owt tells agents on its own (conflicts).
+    pub feedback: FeedbackConfig,
+    /// Pull requests (`owt pr`, `owt watch`).
+    pub pr: PrConfig,
     /// Machines agents may run on (`owt new --on NAME`), reached over SSH.
     pub remotes: BTreeMap<String, RemoteConfig>,
 }
@@ -249,11 +256,49 @@ pub struct ToolConfig {
     pub acp: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GuardConfig {
     /// Globs whose same-file overlaps are not reported (conflicts always are).
     pub ignore: Vec<String>,
+    /// `owt lsp`: a hint on the lines another participant is changing in a
+    /// document you have open, before you edit it (`aware`).
+    pub awareness: bool,
+    /// What an agent's pre-edit hook (`owt hook --pre-edit`) answers when
+    /// another participant is changing the lines it is about to edit.
+    pub pre_edit: PreEdit,
+}
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            ignore: Vec::new(),
+            awareness: true,
+            pre_edit: PreEdit::Warn,
+        }
+    }
+}
+
+/// `[guard] pre_edit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PreEdit {
+    /// Let the edit through and tell the agent who else is there.
+    #[default]
+    Warn,
+    /// Refuse the edit with a message the agent can act on.
+    Block,
+    /// Say nothing.
+    Off,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShipConfig {
+    /// `owt ship` refuses while a changed file is not marked reviewed
+    /// since its last change (`owt review NAME --mark`); otherwise it
+    /// only warns.
+    pub require_review: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -286,6 +331,151 @@ impl Default for EnvironmentConfig {
         EnvironmentConfig {
             auto_install_deps: false,
             copy_env_file: true,
+        }
+    }
+}
+
+/// When owt runs `[checks] command` on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChecksWhen {
+    /// When an agent ends a turn with new changes, and before `owt ship`.
+    #[default]
+    TurnEnd,
+    /// Before `owt ship` and `owt pr` only.
+    Ship,
+    /// Only on `owt checks NAME --run`.
+    Manual,
+}
+
+impl ChecksWhen {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChecksWhen::TurnEnd => "turn-end",
+            ChecksWhen::Ship => "ship",
+            ChecksWhen::Manual => "manual",
+        }
+    }
+}
+
+/// `[checks]`: the command that says whether an agent's work is good.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChecksConfig {
+    /// Split into argv words like `command_template` (shell quoting rules)
+    /// and run without a shell (write `sh -c "…"` for one). Unset: no checks.
+    pub command: Option<String>,
+    /// Seconds before the run is killed (its whole process group).
+    pub timeout: u64,
+    pub when: ChecksWhen,
+    /// Type the failure into the agent and ask it to fix it.
+    pub auto_fix: bool,
+    /// Failed runs in a row (auto-fix attempts) before the session needs you.
+    pub max_attempts: u32,
+    /// Lines of the output's end kept as the failure excerpt.
+    pub excerpt_lines: u32,
+}
+
+impl Default for ChecksConfig {
+    fn default() -> Self {
+        ChecksConfig {
+            command: None,
+            timeout: 600,
+            when: ChecksWhen::TurnEnd,
+            auto_fix: true,
+            max_attempts: 3,
+            excerpt_lines: 60,
+        }
+    }
+}
+
+/// `[feedback] conflicts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConflictFeedback {
+    /// Type a short message into the agent, once per new conflict.
+    #[default]
+    Tell,
+    Off,
+}
+
+/// `[feedback]`: what owt tells agents on its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FeedbackConfig {
+    /// A new real conflict with the base or another session.
+    pub conflicts: ConflictFeedback,
+}
+
+/// Which forge hosts the remote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForgeKind {
+    Github,
+    Gitlab,
+}
+
+impl ForgeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForgeKind::Github => "github",
+            ForgeKind::Gitlab => "gitlab",
+        }
+    }
+
+    /// The forge's own command-line client.
+    pub fn default_cli(self) -> &'static str {
+        match self {
+            ForgeKind::Github => "gh",
+            ForgeKind::Gitlab => "glab",
+        }
+    }
+}
+
+/// What happens to a session whose pull request was merged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnMerged {
+    /// Shown in READY TO CLEAN until you delete it.
+    #[default]
+    Keep,
+    /// Deleted as `owt delete` would (never with uncommitted work).
+    Delete,
+}
+
+/// `[pr]`: pull requests through the forge's own CLI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PrConfig {
+    /// `github` or `gitlab`; default: told from the remote's URL.
+    pub forge: Option<ForgeKind>,
+    /// The forge CLI to run (default `gh` or `glab`, looked up on `PATH`).
+    pub cli: Option<String>,
+    /// The remote to push to (default: the base branch's upstream remote,
+    /// else `origin`, else the only remote).
+    pub remote: Option<String>,
+    /// Open pull requests as drafts.
+    pub draft: bool,
+    /// Open a pull request when a session's checks pass.
+    pub auto: bool,
+    /// Seconds between two looks at an open pull request (doubling while
+    /// nothing changes, up to `poll_max`).
+    pub poll_interval: u64,
+    pub poll_max: u64,
+    pub on_merged: OnMerged,
+}
+
+impl Default for PrConfig {
+    fn default() -> Self {
+        PrConfig {
+            forge: None,
+            cli: None,
+            remote: None,
+            draft: true,
+            auto: false,
+            poll_interval: 30,
+            poll_max: 300,
+            on_merged: OnMerged::Keep,
         }
     }
 }
@@ -429,7 +619,27 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
                 .push(key(&["environment", "auto_install_deps"]));
         }
     }
+    gate_feedback_keys(table, &mut gated);
     gated
+}
+
+/// `checks.command` and `pr.cli` run programs; `pr.auto = true` pushes to
+/// a remote unasked.
+fn gate_feedback_keys(table: &toml::Table, gated: &mut Gated) {
+    let key = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    if let Some(toml::Value::Table(checks)) = table.get("checks") {
+        if checks.contains_key("command") {
+            gated.need_trust.push(key(&["checks", "command"]));
+        }
+    }
+    if let Some(toml::Value::Table(pr)) = table.get("pr") {
+        if pr.contains_key("cli") {
+            gated.need_trust.push(key(&["pr", "cli"]));
+        }
+        if pr.get("auto") == Some(&toml::Value::Boolean(true)) {
+            gated.need_trust.push(key(&["pr", "auto"]));
+        }
+    }
 }
 
 /// The value at `path` in `table`, if any.

@@ -12,6 +12,8 @@ pub mod cli;
 pub mod config;
 pub mod editor;
 pub mod errors;
+pub mod feedback;
+pub mod forge;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod git;

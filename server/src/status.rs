@@ -32,11 +32,15 @@
 //!    and 2 still come first).
 //! 8. a session waiting for room on the machine (a `queued` fact, no host
 //!    started yet) is `queued`, in the IN FLIGHT lane.
+//! 9. once the agent's turn is over, the feedback loops' facts (checks,
+//!    pull request) may say more: see [`feedback`].
 
 use owt_protocol::{Lane, Status};
 use serde::{Deserialize, Serialize};
 
 use crate::store::FactRow;
+
+pub mod feedback;
 
 /// A hook `working` older than this is re-checked against the screen.
 pub const HOOK_STALE_MS: i64 = 120_000;
@@ -204,6 +208,10 @@ pub struct GitFact {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OverlapFact {
     pub count: u32,
+    /// Paths where the session's work no longer merges into its base's tip
+    /// (Conflict Guard's `base-conflict`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_conflicts: Vec<String>,
 }
 
 /// Resident memory of the agent's process tree, sampled by its host.
@@ -245,6 +253,9 @@ pub struct SessionFacts {
     pub acp_permission: Option<owt_protocol::host::PendingPermission>,
     /// What an ACP session's agent reported (shown, not derived from).
     pub acp_usage: Option<owt_protocol::AcpView>,
+    pub base_conflicts: Vec<String>,
+    /// Checks and pull request ([`feedback`]).
+    pub feedback: feedback::FeedbackFacts,
     /// When the session was queued, while it waits to start.
     pub queued_at: Option<i64>,
     /// The queued session's agent is to run as an ACP server (`owt new
@@ -280,11 +291,16 @@ impl SessionFacts {
                 kind::CONFLICT => facts.conflict = decode(row),
                 kind::GIT => facts.git = decode(row).unwrap_or_default(),
                 kind::OVERLAPS => {
-                    facts.overlaps = decode::<OverlapFact>(row).map_or(0, |o| o.count)
+                    let fact = decode::<OverlapFact>(row).unwrap_or_default();
+                    facts.overlaps = fact.count;
+                    facts.base_conflicts = fact.base_conflicts;
                 }
                 kind::ACP => facts.acp = decode(row).map(|v| (v, at)),
                 kind::ACP_PERMISSION => facts.acp_permission = decode(row),
                 kind::ACP_USAGE => facts.acp_usage = decode(row),
+                feedback::kind::CHECKS => facts.feedback.checks = decode(row),
+                feedback::kind::CHECKS_SETUP => facts.feedback.setup = decode(row),
+                feedback::kind::PR => facts.feedback.pr = decode(row),
                 kind::QUEUED => {
                     facts.queued_at = Some(at);
                     facts.queued_acp = row.value["acp"] == true;
@@ -297,7 +313,7 @@ impl SessionFacts {
         facts
     }
 
-    fn has_work(&self) -> bool {
+    pub(crate) fn has_work(&self) -> bool {
         self.git.ahead > 0 || self.git.changed_files > 0
     }
 }
@@ -360,7 +376,26 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         };
         (status, status.as_str().to_string(), None, false)
     };
-    let lane = match status {
+    // An unreachable machine's last known checks and PR say nothing now.
+    let said = (status != Status::Unreachable)
+        .then(|| feedback::feedback_status(facts, status, exit_code))
+        .flatten();
+    let (status, text, lane) = match said {
+        Some(said) => said,
+        None => (status, text, agent_lane(facts, status, exit_code)),
+    };
+    Derived {
+        status,
+        text,
+        lane,
+        exit_code,
+        host_lost,
+    }
+}
+
+/// The board lane of the agent's own status.
+fn agent_lane(facts: &SessionFacts, status: Status, exit_code: Option<i32>) -> Lane {
+    match status {
         Status::Conflict | Status::Blocked => Lane::NeedsYou,
         Status::Exited if exit_code == Some(0) && facts.has_work() => Lane::ReadyToShip,
         Status::Exited => Lane::NeedsYou,
@@ -371,13 +406,9 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         | Status::Idle
         | Status::Queued
         | Status::Unreachable => Lane::InFlight,
-    };
-    Derived {
-        status,
-        text,
-        lane,
-        exit_code,
-        host_lost,
+        Status::ChecksFailed | Status::CiFailed => Lane::NeedsYou,
+        Status::ChecksRunning | Status::ChangesRequested | Status::PrOpen => Lane::InFlight,
+        Status::Merged => Lane::ReadyToClean,
     }
 }
 

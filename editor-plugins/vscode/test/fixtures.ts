@@ -84,6 +84,7 @@ export function sampleBoard(): Board {
       { lane: 'needs-you', title: 'NEEDS YOU', count: 1 },
       { lane: 'ready-to-ship', title: 'READY TO SHIP', count: 1 },
       { lane: 'in-flight', title: 'IN FLIGHT', count: 3 },
+      { lane: 'ready-to-clean', title: 'READY TO CLEAN', count: 0 },
     ],
     counts: {
       total: 5,
@@ -91,6 +92,7 @@ export function sampleBoard(): Board {
       needs_you: 1,
       ready: 1,
       idle: 1,
+      to_clean: 0,
       queued: 0,
       summary: '2 working · 1 needs you · 1 ready · 1 idle',
     },

@@ -25,10 +25,13 @@ fn session(name: &str, status: Status, lane: Lane) -> SessionView {
         changed_files: 0,
         overlaps: 0,
         conflicted_files: Vec::new(),
+        base_conflicts: Vec::new(),
         agent_pid: None,
         transport: Default::default(),
         permission: None,
         acp: None,
+        checks: None,
+        pr: None,
         remote: None,
         rss_bytes: None,
         ports: Vec::new(),
@@ -207,6 +210,7 @@ fn counts_put_each_session_in_one_bucket_and_lanes_keep_their_order() {
         session("i", Status::Idle, Lane::InFlight),
         session("n", Status::NeedsInput, Lane::NeedsYou),
         session("d", Status::Done, Lane::ReadyToShip),
+        session("m", Status::Merged, Lane::ReadyToClean),
     ];
     let (lanes, all_lanes, counts) = lanes(sessions);
     let text = format!(
@@ -222,14 +226,18 @@ fn counts_put_each_session_in_one_bucket_and_lanes_keep_their_order() {
         counts
     );
     expect![[r#"
-        [("NEEDS YOU", 1, 1), ("READY TO SHIP", 1, 1), ("IN FLIGHT", 4, 4)]
-        [("NEEDS YOU", 1), ("READY TO SHIP", 1), ("IN FLIGHT", 4)]
-        BoardCounts { total: 6, working: 2, needs_you: 1, ready: 1, idle: 1, queued: 1, summary: "2 working · 1 needs you · 1 ready · 1 idle · 1 queued" }"#]]
+        [("NEEDS YOU", 1, 1), ("READY TO SHIP", 1, 1), ("IN FLIGHT", 4, 4), ("READY TO CLEAN", 1, 1)]
+        [("NEEDS YOU", 1), ("READY TO SHIP", 1), ("IN FLIGHT", 4), ("READY TO CLEAN", 1)]
+        BoardCounts { total: 7, working: 2, needs_you: 1, ready: 1, idle: 1, to_clean: 1, queued: 1, summary: "2 working · 1 needs you · 1 ready · 1 idle · 1 to clean · 1 queued" }"#]]
     .assert_eq(&text);
     let in_flight: Vec<&str> = lanes[2].sessions.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(in_flight, ["w", "s", "i", "q"], "queued sessions come last");
     let (lanes, all_lanes, counts) = super::lanes(Vec::new());
     assert!(lanes.is_empty());
-    assert_eq!(all_lanes.len(), 3, "every lane, empty ones too");
+    assert_eq!(
+        all_lanes.len(),
+        Lane::ALL.len(),
+        "every lane, empty ones too"
+    );
     assert_eq!(counts.summary, "");
 }

@@ -66,12 +66,28 @@ pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
                     if s.ahead == 1 { "" } else { "s" }
                 ));
             }
+            if !s.base_conflicts.is_empty() {
+                parts.push(format!(
+                    "conflicts with {} in {}",
+                    printable::line(&s.base),
+                    printable::line(&s.base_conflicts.join(", "))
+                ));
+            }
             if s.overlaps > 0 {
                 parts.push(format!(
                     "{} overlap{}",
                     s.overlaps,
                     if s.overlaps == 1 { "" } else { "s" }
                 ));
+            }
+            if s.checks
+                .as_ref()
+                .is_some_and(|c| c.state == "passed" && c.current)
+            {
+                parts.push("checks passed".into());
+            }
+            if s.pr.is_some() && !s.status_text.contains('#') {
+                parts.push(format!("PR {}", super::list::pr_cell(s)));
             }
             if let Some(usage) = &s.usage {
                 parts.push(super::usage_figure(usage));

@@ -24,6 +24,40 @@ pub fn run(dir: Option<&Path>, out: &super::Out, _args: Args) -> anyhow::Result<
     Ok(ExitCode::SUCCESS)
 }
 
+/// The CHECKS column: the last run's state (`-`: none), `(old)` when
+/// input reached the agent since.
+pub fn checks_cell(s: &SessionView) -> String {
+    let Some(c) = &s.checks else {
+        return "-".into();
+    };
+    let mut cell = match c.state.as_str() {
+        "failed" if c.max_attempts > 0 && c.attempt > 0 => {
+            format!(
+                "failed {}/{}",
+                c.attempt.min(c.max_attempts),
+                c.max_attempts
+            )
+        }
+        state => state.to_string(),
+    };
+    if !c.current && c.state != "running" {
+        cell.push_str(" (old)");
+    }
+    cell
+}
+
+/// The PR column: `#12`, `#12 draft`, `#12 merged`, … (`-`: none).
+pub fn pr_cell(s: &SessionView) -> String {
+    let Some(pr) = &s.pr else {
+        return "-".into();
+    };
+    match (pr.state.as_str(), pr.draft) {
+        ("open", true) => format!("#{} draft", pr.number),
+        ("open", false) => format!("#{}", pr.number),
+        (state, _) => format!("#{} {state}", pr.number),
+    }
+}
+
 /// The text table. RSS is the agent's process tree's resident memory
 /// (while it runs); PORTS shows only when a session holds ports.
 pub fn render(sessions: &[SessionView], now: i64) -> String {
@@ -33,7 +67,8 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
     }
     let with_ports = sessions.iter().any(|s| !s.ports.is_empty());
     let mut header = vec![
-        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "TOKENS", "RSS", "AGE",
+        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "CHECKS", "PR",
+        "TOKENS", "RSS", "AGE",
     ];
     if with_ports {
         header.push("PORTS");
@@ -50,6 +85,8 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
                 s.ahead.to_string(),
                 s.changed_files.to_string(),
                 s.overlaps.to_string(),
+                checks_cell(s),
+                pr_cell(s),
                 s.usage
                     .as_ref()
                     .map_or_else(|| "-".to_string(), super::usage_figure),

@@ -11,12 +11,15 @@ pub mod attach;
 mod board;
 mod branch;
 mod bridge;
+mod checks;
 mod cleanup;
+mod comment;
 mod completions;
 mod config;
 mod db;
 mod delete;
 mod deny;
+mod diff;
 mod doctor;
 mod editor;
 mod guard;
@@ -29,8 +32,10 @@ mod merge;
 pub(crate) mod new;
 mod note;
 pub mod peek;
+mod pr;
 mod queue;
 mod remote;
+mod review;
 pub mod send;
 mod ship;
 mod start;
@@ -39,6 +44,7 @@ mod trust;
 mod usage;
 mod version;
 pub mod wait;
+mod watch;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -116,8 +122,22 @@ pub enum Command {
     /// Merge a session's branch into its base branch (two phases, conflict-safe).
     #[command(visible_alias = "m")]
     Merge(merge::Args),
-    /// Commit, merge and delete a session in one shot.
+    /// Commit, merge and delete a session in one shot (behind its [checks]).
     Ship(ship::Args),
+    /// Show an agent's changes against its base: what ship would commit.
+    Diff(diff::Args),
+    /// Where an agent's changes are (file:line per hunk), and mark files reviewed.
+    Review(review::Args),
+    /// Send a review comment on lines of an agent's file to the agent.
+    Comment(comment::CommentArgs),
+    /// List (or resolve) the review comments sent to an agent.
+    Comments(comment::CommentsArgs),
+    /// Show a session's [checks], or run them now (--run).
+    Checks(checks::Args),
+    /// Push a session's branch and open a pull request (gh, glab).
+    Pr(pr::Args),
+    /// Watch the sessions' pull requests and route CI failures and reviews to their agents.
+    Watch(watch::Args),
     /// Share a note with every agent (now and in future first prompts).
     Note(note::Args),
     /// Bring the base branch (updated from its upstream) into session branches.
@@ -144,10 +164,14 @@ pub enum Command {
     Usage(usage::Args),
     /// Conflict Guard: which agents (and you) touch the same code, down to the lines.
     ///
-    /// Every pair of sessions and your checkout, at three levels, cheapest
-    /// first: `overlap` (both changed a path), `hunk-overlap` (their changed
-    /// lines meet), `conflict` (a real three-way merge of their working
-    /// states fails; with the conflicting lines on each side). Committed,
+    /// Every pair of sessions and your checkout, least first: `same-change`
+    /// (both made the very same change), `overlap` (both changed a path),
+    /// `hunk-overlap` (their changed lines meet), `semantic` (git merges
+    /// them, but one changed a function's signature and the other's changes
+    /// use it), `conflict` (merging one's working state after shipping the
+    /// other's into the base fails, in either order; with the conflicting
+    /// lines on each side). And per session, `base-conflict`: its working
+    /// state no longer merges into its base branch's tip. Committed,
     /// staged, unstaged and untracked work all count. A live agent's
     /// checkout is read from its session host's journal of writes; any
     /// other checkout is walked (`--json` names which per participant:
@@ -235,6 +259,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Admit) => start::admit(),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),
+        Some(Command::Diff(args)) => diff::run(dir, &out, args),
+        Some(Command::Review(args)) => review::run(dir, &out, args),
+        Some(Command::Comment(args)) => comment::run_comment(dir, &out, args),
+        Some(Command::Comments(args)) => comment::run_comments(dir, &out, args),
+        Some(Command::Checks(args)) => checks::run(dir, &out, args),
+        Some(Command::Pr(args)) => pr::run(dir, &out, args),
+        Some(Command::Watch(args)) => watch::run(dir, &out, args),
         Some(Command::Note(args)) => note::run(dir, &out, args),
         Some(Command::Sync(args)) => sync::run(dir, &out, args),
         Some(Command::Cleanup(args)) => cleanup::run(dir, &out, args),
@@ -408,6 +439,15 @@ fn correlation_id() -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     format!("{:08x}", nanos ^ std::process::id().rotate_left(13))
+}
+
+/// ` 3m ago` of a Unix ms time (empty for a time in the future).
+pub fn age_suffix(then_ms: i64) -> String {
+    let now = crate::store::now_ms();
+    if then_ms > now {
+        return String::new();
+    }
+    format!(", {} ago", age(then_ms, now))
 }
 
 /// A count as people read it at a glance: `950`, `12.3k`, `456k`, `4.5M`.

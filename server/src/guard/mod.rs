@@ -7,7 +7,12 @@
 //! - [`snapshot`]: a participant's working state as a git tree;
 //! - [`changes`]: paths and hunks from the merge base to a snapshot;
 //! - [`merge`]: merge verdicts (libgit2 on restricted trees, or git);
-//! - [`levels`]: `overlap` / `hunk-overlap` / `conflict` for one pair;
+//! - [`verdict`]: the merges a supervisor asks about — a state into its
+//!   base's tip (`base-conflict`), one state after another's (`conflict`);
+//! - [`levels`]: `same-change` / `overlap` / `hunk-overlap` / `semantic` /
+//!   `conflict` for one pair, `base-conflict` for one participant;
+//! - [`symbols`]: enclosing symbols of hunks and signature changes
+//!   (tree-sitter);
 //! - [`engine`]: [`GuardEngine`], the incremental owner of all of the above
 //!   (the API the LSP drives);
 //! - [`watch`]: the inotify watcher feeding the engine;
@@ -25,13 +30,19 @@
 //! knows the session hosts.
 
 pub mod changes;
+#[cfg(any(test, feature = "corpus"))]
+pub mod corpus;
 pub mod engine;
 pub mod journal;
 pub mod levels;
 pub mod merge;
+pub mod patch;
+pub mod pre_edit;
 pub mod queue;
 pub mod snapshot;
+pub mod symbols;
 pub mod tree;
+pub mod verdict;
 pub mod watch;
 
 use std::path::PathBuf;
@@ -91,5 +102,7 @@ impl From<globset::Error> for GuardError {
     }
 }
 
+#[cfg(test)]
+mod history_tests;
 #[cfg(test)]
 mod tests;

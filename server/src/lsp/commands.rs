@@ -298,10 +298,10 @@ fn merge(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::
     })
 }
 
-/// `owt.ship`: commit, merge and delete.
+/// `owt.ship`: commit, merge and delete (behind the `[checks]`).
 fn ship(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::Result<Done> {
     let name = job.args.session.as_deref().unwrap_or_default();
-    let out = ops::merge::ship_session(ctx, name, None, MergeOptions::default(), report)?;
+    let out = ops::checks::ship_checked(ctx, name, None, MergeOptions::default(), false, report)?;
     let message = format!("owt: shipped {} into {}", out.merge.name, out.merge.base);
     Ok(Done {
         value: serde_json::to_value(out)?,

@@ -6,6 +6,11 @@
 //! through the line diff between the base version of the file and the
 //! current text (the unsaved buffer, or the file on disk), so a diagnostic
 //! follows the human's edits above it.
+//!
+//! Awareness (level `aware`, a hint): in a document open in the editor
+//! that you have not changed, the lines another participant is changing,
+//! before you type. Once you change the file (saved or not) the pair forms
+//! and its overlap / hunk-overlap / conflict diagnostic replaces the hint.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -105,7 +110,13 @@ pub struct Inputs<'a> {
     pub related: bool,
     /// Only these paths (relative to the checkouts); `None`: every path.
     pub only: Option<&'a BTreeSet<String>>,
+    /// Awareness hints in open documents.
+    pub awareness: bool,
 }
+
+/// The level name of awareness hints (not a pair level: only the editor
+/// shows it).
+pub const AWARE: &str = "aware";
 
 /// Diagnostics for every file of `my_root` that some pair touched (of
 /// `only` those paths, when given).
@@ -147,7 +158,112 @@ pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
             }
         }
     }
+    if inputs.awareness {
+        awareness(inputs, &mut out);
+    }
     out
+}
+
+/// Awareness hints (see the module doc): for each open document of my
+/// checkout (of `only`, when given) and each other participant changing
+/// that file, when no pair of mine with it names the file yet, a hint on
+/// its changed lines.
+fn awareness(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
+    let mut open: Vec<(&PathBuf, &String)> = inputs.open.iter().collect();
+    open.sort();
+    for (file, current) in open {
+        let Ok(rel) = file.strip_prefix(inputs.my_root) else {
+            continue;
+        };
+        let Some(rel) = rel.to_str() else { continue };
+        if inputs.only.is_some_and(|only| !only.contains(rel)) {
+            continue;
+        }
+        let Some(uri) = path_to_uri(file) else {
+            continue;
+        };
+        for (name, side) in inputs.guard.participants() {
+            if name == inputs.me {
+                continue;
+            }
+            let paired = inputs.guard.pairs().any(|live| {
+                let pair = &live.pair;
+                (pair.a == inputs.me && pair.b == *name || pair.b == inputs.me && pair.a == *name)
+                    && pair.paths.iter().any(|p| p.path == rel)
+            });
+            if paired {
+                continue;
+            }
+            let Some(change) = side.changes.get(rel) else {
+                continue;
+            };
+            // A file new on its side, or a binary, has no lines to point at
+            // in yours: the first line stands for it.
+            let base = side
+                .merge_base
+                .as_deref()
+                .and_then(|oid| base_text(inputs.repo, oid, rel));
+            let map = LineMap::new(base.as_deref().unwrap_or(current), current);
+            let ranges: Vec<LineRange> = if change.binary || change.hunks.is_empty() {
+                vec![LineRange { start: 1, lines: 1 }]
+            } else {
+                change.hunks.iter().map(|h| h.base_range()).collect()
+            };
+            let (verb, kind) = match (change.added, change.deleted) {
+                (true, _) => ("is adding", " (a new file on its side)"),
+                (_, true) => ("is deleting", " (the whole file)"),
+                _ if change.binary => ("is changing", " (binary)"),
+                _ => ("is changing", ""),
+            };
+            let churn = if change.binary {
+                String::new()
+            } else {
+                let (add, del) = change.hunks.iter().fold((0, 0), |(add, del), h| {
+                    (add + h.new_lines, del + h.old_lines)
+                });
+                format!(" (+{add} −{del})")
+            };
+            let who_text = who(inputs.sessions, name);
+            let severity = inputs
+                .severities
+                .and_then(|s| s.aware.as_deref())
+                .and_then(named_severity)
+                .unwrap_or(DiagnosticSeverity::HINT);
+            for range in ranges {
+                let (first, last) = map.range(range);
+                let lines = if first == last {
+                    format!("line {}", first + 1)
+                } else {
+                    format!("lines {}–{}", first + 1, last + 1)
+                };
+                out.entry(uri.clone()).or_default().push(Diagnostic {
+                    range: line_range(first, last),
+                    severity: Some(severity),
+                    code: Some(NumberOrString::String(AWARE.to_string())),
+                    code_description: None,
+                    source: Some("owt".into()),
+                    message: format!("{who_text} {verb} {lines} here{kind}{churn}"),
+                    related_information: None,
+                    tags: None,
+                    data: serde_json::to_value(DiagnosticData {
+                        session: name.clone(),
+                        level: AWARE.to_string(),
+                    })
+                    .ok(),
+                });
+            }
+        }
+    }
+}
+
+fn named_severity(name: &str) -> Option<DiagnosticSeverity> {
+    match name.to_ascii_lowercase().as_str() {
+        "error" => Some(DiagnosticSeverity::ERROR),
+        "warning" | "warn" => Some(DiagnosticSeverity::WARNING),
+        "information" | "info" => Some(DiagnosticSeverity::INFORMATION),
+        "hint" => Some(DiagnosticSeverity::HINT),
+        _ => None,
+    }
 }
 
 /// `(other participant, its ranges, the pair's other member when neither is me)`.
@@ -201,17 +317,16 @@ fn severity(level: Level, severities: Option<&Severities>) -> DiagnosticSeverity
     let configured = severities.and_then(|s| match level {
         Level::Overlap => s.overlap.as_deref(),
         Level::HunkOverlap => s.hunk_overlap.as_deref(),
-        Level::Conflict => s.conflict.as_deref(),
+        Level::Conflict | Level::BaseConflict => s.conflict.as_deref(),
+        Level::SameChange | Level::Semantic => None,
     });
-    match configured.map(str::to_ascii_lowercase).as_deref() {
-        Some("error") => DiagnosticSeverity::ERROR,
-        Some("warning") | Some("warn") => DiagnosticSeverity::WARNING,
-        Some("information") | Some("info") => DiagnosticSeverity::INFORMATION,
-        Some("hint") => DiagnosticSeverity::HINT,
-        _ => match level {
+    match configured.and_then(named_severity) {
+        Some(severity) => severity,
+        None => match level {
+            Level::SameChange => DiagnosticSeverity::HINT,
             Level::Overlap => DiagnosticSeverity::INFORMATION,
-            Level::HunkOverlap => DiagnosticSeverity::WARNING,
-            Level::Conflict => DiagnosticSeverity::ERROR,
+            Level::HunkOverlap | Level::Semantic => DiagnosticSeverity::WARNING,
+            Level::Conflict | Level::BaseConflict => DiagnosticSeverity::ERROR,
         },
     }
 }
@@ -280,6 +395,10 @@ fn message_parts(inputs: &Inputs<'_>, side: &Side<'_>) -> (String, String) {
         (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes",
         (Level::Overlap, None) => "; you changed other lines of this file",
         (Level::Overlap, Some(_)) => "; both changed this file",
+        (Level::SameChange, None) => ", the same change as yours",
+        (Level::SameChange, Some(_)) => ", the same change on both sides",
+        (Level::Semantic, _) => "; it uses a signature the other side changed",
+        (Level::BaseConflict, _) => "; it no longer merges into its base",
     };
     let detail = path
         .detail

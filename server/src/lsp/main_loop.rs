@@ -14,7 +14,7 @@ use tower_lsp_server::Client;
 
 use super::event::Event;
 use super::state::State;
-use super::{guard_live, notifications, requests, sessions};
+use super::{guard_live, notifications, requests, review_live, sessions};
 
 /// How often the board and statuses are re-read.
 const TICK: Duration = Duration::from_millis(500);
@@ -54,7 +54,7 @@ fn run(mut state: State, rx: Receiver<Event>) {
     // is over.
     let mut trimmer = crate::memory::Trimmer::new();
     loop {
-        let wake = [state.guard.overrides_due, trimmer.due()]
+        let wake = [state.guard.overrides_due, trimmer.due(), state.review.due()]
             .into_iter()
             .flatten()
             .fold(next_tick, Instant::min);
@@ -81,6 +81,11 @@ fn run(mut state: State, rx: Receiver<Event>) {
             });
             trimmer.activity();
         }
+        if state.review.due().is_some_and(|due| Instant::now() >= due) {
+            guarded("typing review comments", || {
+                review_live::deliver_due(&mut state)
+            });
+        }
         trimmer.poll();
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + TICK;
@@ -89,6 +94,9 @@ fn run(mut state: State, rx: Receiver<Event>) {
                     sessions::refresh(&mut state, false)
                 });
                 guarded("watching the machine", || watch_machine(&mut state));
+                guarded("the review comments' refresh", || {
+                    review_live::recheck(&mut state)
+                });
             }
         }
     }
@@ -119,6 +127,7 @@ fn handle(state: &mut State, event: Event) {
             requests::execute_command::handle(state, params, reply)
         }
         Event::Board(reply) => requests::board::handle(state, reply),
+        Event::Diff(params, reply) => requests::diff::handle(state, params, reply),
         Event::Refresh => sessions::refresh(state, true),
         Event::GitRefreshed => sessions::refresh(state, false),
         Event::GuardChanged(delta) => guard_live::on_delta(state, *delta),

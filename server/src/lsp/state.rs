@@ -46,7 +46,11 @@ pub struct State {
     pub watch: SessionWatch,
     /// Started with the first refresh.
     pub git: Option<GitRefresher>,
+    /// The pull-request watcher (`owt watch`'s loop: CI failures, reviews
+    /// and new conflicts routed to agents), started with the first refresh.
+    pub pr_watch: Option<crate::forge::watch::Background>,
     pub guard: GuardLive,
+    pub review: super::review_live::ReviewLive,
     pub initialized: bool,
     pub shut_down: bool,
     /// The last error about the store's file shown to the user (shown once).
@@ -82,7 +86,9 @@ impl State {
             sessions: Vec::new(),
             watch: SessionWatch::default(),
             git: None,
+            pr_watch: None,
             guard: GuardLive::default(),
+            review: Default::default(),
             initialized: false,
             shut_down: false,
             store_trouble: None,

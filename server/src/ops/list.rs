@@ -224,6 +224,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         ahead: facts.git.ahead,
         changed_files: facts.git.changed_files,
         overlaps: facts.overlaps,
+        base_conflicts: facts.base_conflicts.clone(),
         conflicted_files: facts
             .conflict
             .as_ref()
@@ -246,6 +247,12 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .clone()
             .filter(|_| derived.status == owt_protocol::Status::Blocked),
         acp: facts.acp_usage.clone(),
+        checks: facts
+            .feedback
+            .checks
+            .as_ref()
+            .map(|c| c.view(facts.last_input_at)),
+        pr: facts.feedback.pr.as_ref().map(|p| p.view()),
         rss_bytes: facts
             .memory
             .filter(|_| facts.exit.is_none() && facts.host_lost_at.is_none() && local)

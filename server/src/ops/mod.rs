@@ -7,6 +7,7 @@
 
 pub mod acp;
 pub mod agent;
+pub mod checks;
 pub mod cleanup;
 pub mod db;
 pub mod delete;
@@ -21,9 +22,11 @@ pub mod new;
 pub mod notes;
 pub mod owned;
 pub mod ports;
+pub mod pr;
 pub mod prompt;
 pub mod queue;
 pub mod remote;
+pub mod review;
 pub mod setup;
 pub mod sync;
 pub mod trash;

@@ -520,6 +520,18 @@ fn serve(started: Started) {
         let shared = shared.clone();
         spawn_guarded("monitor", move || monitor(&shared, store, monitor_rx));
     }
+    if !shared.spec.headless {
+        // Checks when the agent's turn ends, the failure typed back.
+        let typer = shared.clone();
+        let watcher = shared.clone();
+        let side = crate::feedback::turn::HostSide {
+            session_id: shared.spec.session_id,
+            home: shared.spec.home.clone(),
+            type_text: Box::new(move |text| type_text(&typer, text, true)),
+            exiting: Box::new(move || watcher.exiting.load(Ordering::SeqCst)),
+        };
+        spawn_guarded("feedback", move || crate::feedback::turn::run(side));
+    }
     {
         let shared = shared.clone();
         spawn_guarded("waiter", move || {
@@ -588,6 +600,8 @@ fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonito
     }
     shared.exiting.store(true, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(LINGER_MS));
+    // A checks run still going ends with the host.
+    crate::feedback::run::kill_all();
     let _ = std::fs::remove_file(super::socket_path(&shared.spec.home, &shared.spec.short_id));
     tracing::info!("host exiting");
     std::process::exit(0);

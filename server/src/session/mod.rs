@@ -731,6 +731,17 @@ pub fn wait(
             Status::Done | Status::NeedsInput | Status::Blocked => {
                 return Ok(WaitOutcome::Ready(derived))
             }
+            // The feedback loops' statuses: ready once nobody is at work
+            // on them (checks or CI the agent fixes are still in flight).
+            Status::ChecksFailed
+            | Status::CiFailed
+            | Status::ChangesRequested
+            | Status::PrOpen
+            | Status::Merged
+                if derived.lane != owt_protocol::Lane::InFlight =>
+            {
+                return Ok(WaitOutcome::Ready(derived))
+            }
             _ => {}
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
