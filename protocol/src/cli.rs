@@ -221,6 +221,20 @@ pub struct SessionView {
     /// Files with unresolved merge conflicts in the worktree.
     pub conflicted_files: Vec<String>,
     pub agent_pid: Option<u32>,
+    /// How the host talks to the agent: its terminal (`pty`) or the Agent
+    /// Client Protocol (`acp`).
+    #[serde(default)]
+    #[cfg_attr(test, ts(as = "Option<crate::host::Transport>", optional))]
+    pub transport: crate::host::Transport,
+    /// ACP sessions: the permission request the agent waits on (while
+    /// `blocked`); answer with `owt approve` / `owt deny`.
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional = nullable))]
+    pub permission: Option<crate::host::PendingPermission>,
+    /// ACP sessions: what the protocol reported (agent, tokens, cost).
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional = nullable))]
+    pub acp: Option<AcpView>,
     /// The last `[checks]` run on this session's work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -256,6 +270,42 @@ pub struct SessionView {
     #[serde(default)]
     #[cfg_attr(test, ts(optional = nullable))]
     pub remote: Option<String>,
+}
+
+/// What an ACP session's agent reported through the protocol. Token counts
+/// add up the agent's per-turn reports (`PromptResponse.usage`); agents
+/// that report none (Codex's adapter) leave them at 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct AcpView {
+    /// The agent's name and version (`agentInfo`), e.g.
+    /// `@zed-industries/claude-agent-acp 0.23.1`.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The agent's own id of the conversation (`session/load` reopens it).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Turns ended.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub turns: u64,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub input_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub output_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub cache_read_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub cache_write_tokens: u64,
+    /// Reasoning tokens, where reported separately.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub thought_tokens: u64,
+    /// Cumulative cost in US dollars (`usage_update.cost`), where reported.
+    pub cost_usd: Option<f64>,
+    /// Tokens in the context window and its size (`usage_update`).
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub context_used: Option<u64>,
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub context_size: Option<u64>,
 }
 
 impl SessionView {

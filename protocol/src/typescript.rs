@@ -6,7 +6,7 @@
 
 use ts_rs::TS;
 
-use crate::host::{PeekView, ScreenView};
+use crate::host::{PeekView, PendingPermission, PermissionOption, ScreenView, Transport};
 use crate::lsp::{
     commands, CommandArgs, DiagnosticData, InitializationOptions, OpenTerminalParams,
     OpenTerminalResult, Severities, METHOD_BOARD, METHOD_BOARD_CHANGED, METHOD_OPEN_TERMINAL,
@@ -90,6 +90,10 @@ fn generate() -> String {
     declare::<ChecksView>(&mut out);
     declare::<PrView>(&mut out);
     declare::<TokenUsage>(&mut out);
+    declare::<AcpView>(&mut out);
+    declare::<Transport>(&mut out);
+    declare::<PendingPermission>(&mut out);
+    declare::<PermissionOption>(&mut out);
     declare::<BoardLane>(&mut out);
     declare::<LaneCount>(&mut out);
     declare::<BoardCounts>(&mut out);

@@ -250,6 +250,10 @@ pub struct ToolConfig {
     /// Accepted for compatibility with the seed's config; hooks are
     /// installed for the built-in providers that have them.
     pub supports_hooks: bool,
+    /// The agent's Agent Client Protocol server, for `owt new --acp`:
+    /// `{binary} acp`, or another program (`my-agent-acp --stdio`). Split
+    /// into words like `command_template`, never run through a shell.
+    pub acp: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,6 +6,7 @@
 //! [`lsp`], [`mcp`]); the edges parse, call one library function and
 //! format. See `docs/ARCHITECTURE.md`.
 
+pub mod acp;
 pub mod actions;
 pub mod cli;
 pub mod config;

@@ -7,6 +7,7 @@
 //! that was started with its `OWT_HOME` (session hosts and agents), so no
 //! test leaves agents behind.
 
+pub mod acp;
 pub mod agents;
 pub mod lsp;
 pub mod remote;

@@ -308,6 +308,9 @@ fn start_hosts(owt: &Path, dir: &Path, worktrees: &[PathBuf]) -> Hosts {
             home: home.clone(),
             rows: 24,
             cols: 80,
+            transport: Default::default(),
+            acp_load: None,
+            acp_mcp_servers: Vec::new(),
         };
         let mut child = Command::new(owt)
             .args(["__host", "run", "--spec", "-"])

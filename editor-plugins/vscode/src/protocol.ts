@@ -87,6 +87,20 @@ export type SessionView = {
   conflicted_files: Array<string>,
   agent_pid: number | null,
   /**
+   * How the host talks to the agent: its terminal (`pty`) or the Agent
+   * Client Protocol (`acp`).
+   */
+  transport?: Transport,
+  /**
+   * ACP sessions: the permission request the agent waits on (while
+   * `blocked`); answer with `owt approve` / `owt deny`.
+   */
+  permission?: PendingPermission | null,
+  /**
+   * ACP sessions: what the protocol reported (agent, tokens, cost).
+   */
+  acp?: AcpView | null,
+  /**
    * The last `[checks]` run on this session's work.
    */
   checks?: ChecksView,
@@ -207,6 +221,85 @@ export type TokenUsage = {
    * where it does not (Claude Code, Codex record tokens only).
    */
   cost_usd: number | null,
+};
+
+/**
+ * What an ACP session's agent reported through the protocol. Token counts
+ * add up the agent's per-turn reports (`PromptResponse.usage`); agents
+ * that report none (Codex's adapter) leave them at 0.
+ */
+export type AcpView = {
+  /**
+   * The agent's name and version (`agentInfo`), e.g.
+   * `@zed-industries/claude-agent-acp 0.23.1`.
+   */
+  agent: string | null,
+  /**
+   * The agent's own id of the conversation (`session/load` reopens it).
+   */
+  session_id: string | null,
+  /**
+   * Turns ended.
+   */
+  turns: number,
+  input_tokens: number,
+  output_tokens: number,
+  cache_read_tokens: number,
+  cache_write_tokens: number,
+  /**
+   * Reasoning tokens, where reported separately.
+   */
+  thought_tokens: number,
+  /**
+   * Cumulative cost in US dollars (`usage_update.cost`), where reported.
+   */
+  cost_usd: number | null,
+  /**
+   * Tokens in the context window and its size (`usage_update`).
+   */
+  context_used: number | null,
+  context_size: number | null,
+};
+
+/**
+ * How a session's host talks to its agent.
+ */
+export type Transport = "pty" | "acp";
+
+/**
+ * A permission request the agent is waiting on.
+ */
+export type PendingPermission = {
+  /**
+   * Numbers the requests of one host (answers name no id: there is at
+   * most one pending at a time per turn).
+   */
+  id: number,
+  /**
+   * The tool call's title, e.g. `Write hello.txt`.
+   */
+  question: string,
+  /**
+   * The tool's kind (`edit`, `execute`, `read`, …), if the agent said.
+   */
+  tool_kind: string | null,
+  /**
+   * Paths the tool call touches.
+   */
+  paths: Array<string>,
+  options: Array<PermissionOption>,
+};
+
+/**
+ * One choice of a permission request, as the agent offered it.
+ */
+export type PermissionOption = {
+  id: string,
+  name: string,
+  /**
+   * `allow_once`, `allow_always`, `reject_once` or `reject_always`.
+   */
+  kind: string,
 };
 
 export type BoardLane = {

@@ -40,6 +40,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
             in_place: true,
             template: None,
             raw: false,
+            acp: false,
             now: args.now,
             on: None,
         },

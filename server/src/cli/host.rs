@@ -48,6 +48,10 @@ pub enum HostCommand {
         /// Run as a `--headless` session.
         #[arg(long)]
         headless: bool,
+        /// ARGV is an ACP agent: the host is its client (the typed prompt
+        /// is the first prompt).
+        #[arg(long)]
+        acp: bool,
         #[arg(long, default_value_t = 24)]
         rows: u16,
         #[arg(long, default_value_t = 80)]
@@ -100,6 +104,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
             typed_prompt,
             prompt_in_argv,
             headless,
+            acp,
             rows,
             cols,
             scrollback,
@@ -122,6 +127,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
                 typed_prompt,
                 prompt_in_argv,
                 headless,
+                acp,
                 rows,
                 cols,
                 scrollback,

@@ -5,6 +5,8 @@
 //! sentences for people, the `owt-protocol` type for `--json`. No git,
 //! SQLite or PTY calls here.
 
+mod acp;
+mod approve;
 pub mod attach;
 mod board;
 mod branch;
@@ -16,6 +18,7 @@ mod completions;
 mod config;
 mod db;
 mod delete;
+mod deny;
 mod diff;
 mod doctor;
 mod editor;
@@ -99,7 +102,7 @@ pub enum Command {
     /// Stop a session's agent and remove its worktree and branch.
     #[command(visible_alias = "rm")]
     Delete(delete::Args),
-    /// Attach this terminal to an agent (detach: Ctrl-\ then d).
+    /// Attach this terminal to an agent (detach: Ctrl-\ then d; an ACP session: its transcript and a prompt line).
     Attach(attach::Args),
     /// Attach to an agent (another name for attach).
     #[command(visible_alias = "s")]
@@ -108,8 +111,12 @@ pub enum Command {
     Start(start::Args),
     /// Type text (then Enter) into an agent, or into all of them.
     Send(send::Args),
-    /// Print an agent's current screen.
+    /// Print an agent's current screen (an ACP session: its transcript's tail).
     Peek(peek::Args),
+    /// Approve an ACP session's permission request (the first "allow" option, or OPTION).
+    Approve(approve::Args),
+    /// Refuse an ACP session's permission request.
+    Deny(deny::Args),
     /// Block until an agent is done, needs input, or exited.
     Wait(wait::Args),
     /// Merge a session's branch into its base branch (two phases, conflict-safe).
@@ -189,6 +196,9 @@ pub enum Command {
     Lsp(lsp::Args),
     /// Serve MCP peer tools to an agent on stdio.
     Mcp(mcp::Args),
+    /// Be an Agent Client Protocol agent on stdio (for Zed, JetBrains, Neovim, Emacs, …):
+    /// the owt sessions of the workspace behind one connection.
+    Acp(acp::Args),
     /// Print or install editor configuration.
     #[command(subcommand)]
     Editor(editor::Command),
@@ -214,7 +224,10 @@ pub enum Command {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log_format, cli.verbose);
+    // A session host logs to its own file, set up by `__host` itself.
+    if !matches!(cli.command, Some(Command::Host(_))) {
+        init_logging(cli.log_format, cli.verbose);
+    }
     let json = cli.json;
     let cid = correlation_id();
     let span = tracing::info_span!("command", cid = %cid);
@@ -237,6 +250,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Attach(args)) | Some(Command::Switch(args)) => attach::run(dir, &out, args),
         Some(Command::Send(args)) => send::run(dir, &out, args),
         Some(Command::Peek(args)) => peek::run(dir, &out, args),
+        Some(Command::Approve(args)) => approve::run(dir, &out, args),
+        Some(Command::Deny(args)) => deny::run(dir, &out, args),
         Some(Command::Wait(args)) => wait::run(dir, &out, args),
         Some(Command::Hook(args)) => hook::run(dir, &out, args),
         Some(Command::Host(args)) => host::run(dir, &out, args),
@@ -265,6 +280,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),
         Some(Command::Mcp(args)) => mcp::run(dir, &out, args),
+        Some(Command::Acp(args)) => acp::run(dir, args),
         Some(Command::Editor(cmd)) => editor::run(dir, &out, cmd),
         Some(Command::Version) => version::run(&out),
         Some(Command::Completions(args)) => completions::run(args),

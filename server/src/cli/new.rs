@@ -46,6 +46,12 @@ pub struct Args {
     /// Send the task verbatim, without the protocol, notes and context owt adds.
     #[arg(long)]
     pub raw: bool,
+    /// Run the agent's Agent Client Protocol server instead of its terminal UI
+    /// (claude, codex, opencode, gemini, or a [tools.NAME] with `acp`): status
+    /// comes from the protocol; `owt attach` shows the transcript, `owt send`
+    /// prompts, `owt approve` / `owt deny` answer its permission requests.
+    #[arg(long, conflicts_with_all = ["headless", "plan_mode", "in_place", "on"])]
+    pub acp: bool,
     /// Start the agent now, even beyond [agent] max_running or min_free_memory
     /// (by default a session beyond them is queued and starts when there is room).
     #[arg(long)]
@@ -69,6 +75,9 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         template: args.template,
         raw: args.raw,
         size: terminal_size(),
+        acp: args.acp,
+        no_prompt: false,
+        acp_mcp_servers: Vec::new(),
         now: args.now,
     };
     if let Some(remote) = &args.on {

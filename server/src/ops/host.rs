@@ -24,6 +24,8 @@ pub struct RawSession {
     pub prompt_in_argv: bool,
     /// Run as a `--headless` session.
     pub headless: bool,
+    /// The argv is an ACP agent (the host is its client).
+    pub acp: bool,
     pub rows: u16,
     pub cols: u16,
     /// Lines of scrollback the host keeps.
@@ -53,6 +55,13 @@ pub fn spawn(ctx: &mut Context, raw: RawSession) -> anyhow::Result<(SessionRow, 
         |_| false,
     )?;
     let spec = HostSpec {
+        transport: if raw.acp {
+            owt_protocol::host::Transport::Acp
+        } else {
+            owt_protocol::host::Transport::Pty
+        },
+        acp_load: None,
+        acp_mcp_servers: Vec::new(),
         session_id: row.id,
         session_name: row.name.clone(),
         short_id: row.short_id.clone(),

@@ -237,6 +237,16 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .and_then(|(h, _)| h.agent_pid)
             .filter(|_| remote.is_none()),
         remote: remote.map(|(remote, _)| remote.to_string()),
+        transport: match &facts.host {
+            Some((h, _)) => h.transport,
+            None if facts.queued_acp => owt_protocol::host::Transport::Acp,
+            None => Default::default(),
+        },
+        permission: facts
+            .acp_permission
+            .clone()
+            .filter(|_| derived.status == owt_protocol::Status::Blocked),
+        acp: facts.acp_usage.clone(),
         checks: facts
             .feedback
             .checks

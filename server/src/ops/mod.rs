@@ -5,6 +5,7 @@
 //! `session` and `status`; they print nothing (they return values and
 //! report progress through a callback) and know nothing of clap or LSP.
 
+pub mod acp;
 pub mod agent;
 pub mod checks;
 pub mod cleanup;

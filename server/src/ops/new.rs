@@ -31,6 +31,13 @@ pub struct NewRequest {
     pub raw: bool,
     /// Terminal size for the agent (rows, cols).
     pub size: (u16, u16),
+    /// Run the agent's ACP server instead of its terminal UI.
+    pub acp: bool,
+    /// Start the agent without a first prompt (`owt acp`: the editor sends
+    /// it). Only with `acp`.
+    pub no_prompt: bool,
+    /// ACP: MCP servers to pass to the agent besides owt's own.
+    pub acp_mcp_servers: Vec<serde_json::Value>,
     /// Start the agent now even beyond `[agent] max_running` or
     /// `min_free_memory` (never queue it).
     pub now: bool,
@@ -46,6 +53,9 @@ impl NewRequest {
             raw: self.raw,
             rows: self.size.0,
             cols: self.size.1,
+            acp: self.acp,
+            no_prompt: self.no_prompt,
+            acp_mcp_servers: self.acp_mcp_servers.clone(),
         }
     }
 }
@@ -67,6 +77,15 @@ pub struct LaunchOptions {
     pub rows: u16,
     #[serde(default)]
     pub cols: u16,
+    /// Run the agent's ACP server instead of its terminal UI.
+    #[serde(default)]
+    pub acp: bool,
+    /// ACP: start the agent without a first prompt (the editor sends it).
+    #[serde(default)]
+    pub no_prompt: bool,
+    /// ACP: MCP servers to pass to the agent besides owt's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acp_mcp_servers: Vec<serde_json::Value>,
 }
 
 impl LaunchOptions {
@@ -154,10 +173,18 @@ pub fn new_session(
     };
     let options = req.launch_options();
     let mode = options.mode();
-    // Checked before anything is created (e.g. no headless form).
-    resolved
-        .provider
-        .launch(&resolved.binary_path, task, mode)?;
+    // Checked before anything is created (e.g. no headless form, no ACP
+    // server).
+    if req.acp {
+        if req.headless || req.plan || req.in_place {
+            bail!("--acp does not combine with --headless, --plan-mode or --in-place");
+        }
+        resolved.provider.acp_argv()?;
+    } else {
+        resolved
+            .provider
+            .launch(&resolved.binary_path, task, mode)?;
+    }
 
     let base = match &req.base {
         Some(base) => base.clone(),
@@ -322,7 +349,9 @@ pub fn new_session(
     let mut owt_files: Vec<OwnedFile> = prepared.owned;
     // A branch session works in the human's own checkout: owt writes no
     // files there (no hooks, no MCP registration; status comes from the screen).
-    let hooks = if in_place {
+    // An ACP session's status comes from the protocol, and owt's MCP
+    // server is passed in `session/new`: nothing is written for them.
+    let hooks = if in_place || req.acp {
         crate::provider::Hooks::None
     } else {
         resolved.provider.hooks
@@ -334,7 +363,7 @@ pub fn new_session(
             resolved.provider.name
         )),
     }
-    let register = if in_place {
+    let register = if in_place || req.acp {
         Ok(Vec::new())
     } else {
         crate::mcp::register_mcp(&resolved.provider.name, &session.worktree_path)
@@ -441,6 +470,10 @@ pub(crate) fn host_spec(
     let integration = std::env::current_exe()
         .map_err(|e| e.to_string())
         .and_then(|owt| {
+            if options.acp {
+                // The protocol is the status signal.
+                return Ok(provider::integration::Integration::default());
+            }
             provider::integration::prepare(&resolved.provider.name, mode, &owt, &ctx.home, &env)
                 .map_err(|e| e.to_string())
         });
@@ -460,19 +493,31 @@ pub(crate) fn host_spec(
     } else {
         prompt
     };
-    let mut args = provider::integration::placement_args(
-        &resolved.provider.name,
-        mode,
-        &session.worktree_path,
-    );
-    args.extend(integration.args.iter().cloned());
-    let launch = resolved
-        .provider
-        .launch_with(&resolved.binary_path, &prompt, mode, &args)?;
+    let (launch, transport) = if options.acp {
+        // The first prompt goes through the protocol.
+        let launch = provider::Launch {
+            argv: resolved.provider.acp_argv()?,
+            typed_prompt: (!options.no_prompt).then_some(prompt),
+            prompt_in_argv: false,
+            env: resolved.provider.env.clone(),
+        };
+        (launch, owt_protocol::host::Transport::Acp)
+    } else {
+        let mut args = provider::integration::placement_args(
+            &resolved.provider.name,
+            mode,
+            &session.worktree_path,
+        );
+        args.extend(integration.args.iter().cloned());
+        let launch = resolved
+            .provider
+            .launch_with(&resolved.binary_path, &prompt, mode, &args)?;
+        (launch, owt_protocol::host::Transport::Pty)
+    };
     env.extend(launch.env.clone());
     env.extend(integration.env);
     env.extend(super::ports::env(&super::ports::of(&ctx.store, session.id)));
-    check_exec(&resolved.binary_path, &launch.argv, &env)?;
+    check_exec(Path::new(&launch.argv[0]), &launch.argv, &env)?;
     // Where the agent can keep an exact record of its tokens for owt.
     let places = ctx.usage_places();
     let record_env = crate::usage::agent_env(
@@ -488,6 +533,9 @@ pub(crate) fn host_spec(
         env.extend(record_env);
     }
     let spec = HostSpec {
+        transport,
+        acp_load: None,
+        acp_mcp_servers: options.acp_mcp_servers.clone(),
         session_id: session.id,
         session_name: session.name.clone(),
         short_id: session.short_id.clone(),

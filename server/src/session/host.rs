@@ -256,7 +256,7 @@ impl Client {
 
 /// Locks a mutex, recovering from poisoning (a panicked thread was already
 /// reported; the data is still the best we have).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -395,6 +395,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
                 agent_pid,
                 socket: socket.to_string_lossy().into_owned(),
                 headless: spec.headless,
+                transport: Default::default(),
             };
             if let Err(e) = store.record_fact(spec.session_id, kind::HOST, &fact) {
                 tracing::warn!("recording the host fact: {e}");
@@ -462,7 +463,7 @@ fn start(spec: &HostSpec) -> Result<Started, SessionError> {
 
 /// Runs `body` on a named thread; a panic is logged instead of unwinding
 /// into nothing.
-fn spawn_guarded(
+pub(super) fn spawn_guarded(
     name: &str,
     body: impl FnOnce() + Send + 'static,
 ) -> Option<std::thread::JoinHandle<()>> {
@@ -1114,7 +1115,7 @@ fn redraw(screen: &vt100::Screen) -> Vec<u8> {
     out
 }
 
-fn peer_uid(stream: &UnixStream) -> Option<u32> {
+pub(super) fn peer_uid(stream: &UnixStream) -> Option<u32> {
     use std::os::fd::AsRawFd;
     let mut cred = libc::ucred {
         pid: 0,
@@ -1161,6 +1162,19 @@ fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
         Ok(None) | Err(_) => return,
     };
     let _ = stream.set_read_timeout(None);
+    if hello.role == Role::Events {
+        let _ = proto::write_json(
+            &mut stream,
+            FrameKind::Error,
+            &HostError {
+                message: format!(
+                    "{} runs in a terminal, not through ACP: attach to it (owt attach {})",
+                    shared.spec.session_name, shared.spec.session_name
+                ),
+            },
+        );
+        return;
+    }
     let write_half = match stream.try_clone() {
         Ok(s) => s,
         Err(e) => {

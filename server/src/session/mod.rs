@@ -13,6 +13,8 @@
 //! alive while its host answers or its host pid lives; nothing here kills a
 //! process it cannot show is this session's.
 
+pub mod acp_attach;
+pub mod acp_host;
 pub mod attach;
 pub mod client;
 pub mod hooks;
@@ -31,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use owt_protocol::host::{PeekView, Role, ScreenView};
+use owt_protocol::host::{PeekView, Role, ScreenView, Transport};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, Signal};
 use serde::{Deserialize, Serialize};
@@ -133,6 +135,18 @@ pub struct HostSpec {
     pub home: PathBuf,
     pub rows: u16,
     pub cols: u16,
+    /// How the host talks to the agent: `acp` runs `argv` as the agent's
+    /// ACP server and `typed_prompt` is the first prompt.
+    #[serde(default)]
+    pub transport: Transport,
+    /// ACP: reopen this conversation of the agent (`session/load`) instead
+    /// of starting one.
+    #[serde(default)]
+    pub acp_load: Option<String>,
+    /// ACP: MCP servers to pass to the agent besides owt's own (what an
+    /// editor gave `owt acp` in `session/new`).
+    #[serde(default)]
+    pub acp_mcp_servers: Vec<serde_json::Value>,
     /// Lines of scrollback the host keeps (`[agent] scrollback`).
     #[serde(default = "default_scrollback")]
     pub scrollback: usize,
@@ -377,7 +391,10 @@ pub fn run_host(spec: HostSpec, ready_fd: Option<i32>) -> Result<(), SessionErro
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
     }
-    host::run(spec, ready)
+    match spec.transport {
+        Transport::Pty => host::run(spec, ready),
+        Transport::Acp => acp_host::run(spec, ready),
+    }
 }
 
 /// Whether `pid` is a live (not zombie) process.
@@ -641,6 +658,47 @@ pub fn send(
             other => other,
         })?;
     conn.send(text, enter)
+}
+
+/// How the session's host talks to its agent (from its host fact; a
+/// session whose host never started is a terminal one).
+pub fn transport(store: &Store, session: &SessionRow) -> Result<Transport, SessionError> {
+    Ok(store
+        .fact::<HostFact>(session.id, kind::HOST)?
+        .map_or(Transport::Pty, |(h, _)| h.transport))
+}
+
+/// A control connection to a live ACP session's host.
+fn acp_conn(store: &Store, home: &Path, session: &SessionRow) -> Result<HostConn, SessionError> {
+    if transport(store, session)? != Transport::Acp {
+        return Err(SessionError::Host(format!(
+            "{} runs its agent in a terminal, not through ACP: answer its dialog there (owt attach {}, or owt send {} <key>)",
+            session.name, session.name, session.name
+        )));
+    }
+    HostConn::connect(&socket_path(home, &session.short_id), Role::Control, 0, 0).map_err(|e| {
+        match e {
+            SessionError::NotRunning(_) => {
+                SessionError::NotRunning(format!("{} is not running", session.name))
+            }
+            other => other,
+        }
+    })
+}
+
+/// Answers an ACP session's pending permission request.
+pub fn answer_permission(
+    store: &Store,
+    home: &Path,
+    session: &SessionRow,
+    answer: &owt_protocol::host::PermissionAnswer,
+) -> Result<owt_protocol::host::PermissionAnswered, SessionError> {
+    acp_conn(store, home, session)?.answer(answer)
+}
+
+/// Cancels an ACP session's turn in progress.
+pub fn cancel_turn(store: &Store, home: &Path, session: &SessionRow) -> Result<(), SessionError> {
+    acp_conn(store, home, session)?.cancel()
 }
 
 /// How [`wait`] ended.
