@@ -41,7 +41,7 @@ const STATUSES = [
   'queued',
   'unreachable',
 ];
-const LANES = ['needs-you', 'ready-to-ship', 'in-flight'];
+const LANES = ['needs-you', 'ready-to-ship', 'in-flight', 'ready-to-clean'];
 
 /** Checks a Board has the serde shape of `owt_protocol::Board`. */
 function assertBoard(value: unknown, what: string): asserts value is Board {
