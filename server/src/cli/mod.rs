@@ -166,9 +166,7 @@ pub enum Command {
     ///
     /// Every pair of sessions and your checkout, least first: `same-change`
     /// (both made the very same change), `overlap` (both changed a path),
-    /// `hunk-overlap` (their changed lines meet), `semantic` (git merges
-    /// them, but one changed a function's signature and the other's changes
-    /// use it), `conflict` (merging one's working state after shipping the
+    /// `hunk-overlap` (their changed lines meet), `conflict` (merging one's working state after shipping the
     /// other's into the base fails, in either order; with the conflicting
     /// lines on each side). And per session, `base-conflict`: its working
     /// state no longer merges into its base branch's tip. Committed,

@@ -23,7 +23,6 @@ use super::changes::{self, Change};
 use super::journal::JournalSource;
 use super::levels::{self, Side};
 use super::snapshot::WorkState;
-use super::symbols::SymbolIndex;
 use super::tree::{self, RawChange};
 use super::verdict::{self, Caches, Landing};
 use super::{GuardError, GuardFact};
@@ -89,8 +88,6 @@ pub struct GuardEngine {
     states: BTreeMap<String, State>,
     pairs: BTreeMap<(String, String), Option<GuardPair>>,
     caches: Caches,
-    /// Symbols of changed files (`None`: symbol-aware messages off).
-    symbols: Option<SymbolIndex>,
     subscribers: Vec<mpsc::Sender<GuardUpdate>>,
 }
 
@@ -143,7 +140,6 @@ impl GuardEngine {
             states: BTreeMap::new(),
             pairs: BTreeMap::new(),
             caches: Caches::default(),
-            symbols: Some(SymbolIndex::default()),
             subscribers: Vec::new(),
         })
     }
@@ -310,9 +306,6 @@ impl GuardEngine {
     pub fn recompute_pairs(&mut self) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
         self.caches.clear_verdicts();
-        if let Some(symbols) = &mut self.symbols {
-            *symbols = SymbolIndex::default();
-        }
         for state in self.states.values_mut() {
             state.computed_for = None;
             state.landed_for = None;
@@ -508,7 +501,6 @@ impl GuardEngine {
             &side(sa, snap_a, landing_a),
             &side(sb, snap_b, landing_b),
             &mut self.caches,
-            self.symbols.as_mut(),
         )?;
         let key = (a.to_string(), b.to_string());
         update.pairs.push(key.clone());
@@ -634,16 +626,6 @@ impl GuardEngine {
     /// Merge verdicts cached so far (for diagnostics and benchmarks).
     pub fn cached_merges(&self) -> usize {
         self.caches.merges.len() + self.caches.landings.len()
-    }
-
-    /// Turns symbol-aware messages (and the `semantic` level) on or off;
-    /// takes effect at the next recompute.
-    pub fn set_symbols(&mut self, on: bool) {
-        match (on, self.symbols.is_some()) {
-            (true, false) => self.symbols = Some(SymbolIndex::default()),
-            (false, true) => self.symbols = None,
-            _ => {}
-        }
     }
 
     /// How each participant's last full scan found its paths.

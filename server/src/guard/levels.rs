@@ -24,7 +24,6 @@ use owt_protocol::guard::{BaseConflict, GuardPair, GuardPath, Level, LineRange};
 
 use super::changes::{ranges_near, Change, ChangeKind, Hunk, HunkCache};
 use super::merge::MergeOutcome;
-use super::symbols::{self, SymbolIndex};
 use super::tree::{self, RawChange};
 use super::verdict::{self, Caches, Landing};
 use super::GuardError;
@@ -298,14 +297,12 @@ fn change_word(change: Option<&Change>, path: &str) -> Option<String> {
 }
 
 /// The pair's report, or `None` when they share nothing worth saying.
-#[allow(clippy::too_many_arguments)]
 pub fn compare(
     repo: &Repository,
     ignore: &GlobSet,
     a: &Side<'_>,
     b: &Side<'_>,
     caches: &mut Caches,
-    symbols: Option<&mut SymbolIndex>,
 ) -> Result<Option<GuardPair>, GuardError> {
     let a_touched = touched(a.changes);
     let b_touched = touched(b.changes);
@@ -333,11 +330,7 @@ pub fn compare(
     for path in &verdict.conflicts {
         candidates.entry(path.clone()).or_insert(None);
     }
-    let notes = match symbols {
-        Some(index) => symbols::semantic_notes(repo, index, a, b)?,
-        None => Vec::new(),
-    };
-    if candidates.is_empty() && notes.is_empty() {
+    if candidates.is_empty() {
         return Ok(None);
     }
     // The pair's coordinates: the shared merge base, or their best common
@@ -439,7 +432,6 @@ pub fn compare(
         let detail = clash
             .map(str::to_string)
             .or_else(|| detail_of(&path, a_change, b_change, level));
-        let (a_symbols, b_symbols) = (Vec::new(), Vec::new());
         paths.push(GuardPath {
             a_change: change_word(a_change, &path),
             b_change: change_word(b_change, &path),
@@ -449,14 +441,13 @@ pub fn compare(
             b_ranges,
             detail,
             ignored,
-            a_symbols,
-            b_symbols,
+            // Enclosing symbols and signature notes (`semantic`) are not
+            // computed yet (#18 item 5): the wire keeps their fields empty.
+            a_symbols: Vec::new(),
+            b_symbols: Vec::new(),
         });
     }
-    for note in &notes {
-        symbols::note_path(&mut paths, note, a.name);
-    }
-    if paths.is_empty() && notes.is_empty() {
+    if paths.is_empty() {
         return Ok(None);
     }
     let mut level = paths
@@ -464,9 +455,6 @@ pub fn compare(
         .map(|p| p.level)
         .max()
         .unwrap_or(Level::Overlap);
-    if !notes.is_empty() && level < Level::Semantic {
-        level = Level::Semantic;
-    }
     if !verdict.clean {
         level = Level::Conflict;
     }
@@ -483,7 +471,7 @@ pub fn compare(
             .map(|(commit, _)| commit)
             .filter(|c| !c.is_zero())
             .map(|c| c.to_string()),
-        semantic: notes,
+        semantic: Vec::new(),
     }))
 }
 
