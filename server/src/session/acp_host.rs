@@ -43,7 +43,7 @@ use owt_protocol::host::{
 use owt_protocol::AcpView;
 use serde_json::{json, Value};
 
-use super::host::{decode_hello, decode_request, lock, peer_uid, spawn_guarded, Request};
+use super::host::{accept_hello, decode_request, lock, spawn_guarded, Request};
 use super::{HostSpec, SessionError};
 use crate::acp::conn::{CallError, Conn, Incoming};
 use crate::acp::rpc::{self, Id, RpcError};
@@ -971,31 +971,9 @@ fn status(host: &Host) -> HostStatus {
 }
 
 fn serve_client(host: &Arc<Host>, mut stream: UnixStream) {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if peer_uid(&stream) != Some(me) {
-        tracing::warn!("refused a client of another user");
-        let _ = proto::write_json(
-            &mut stream,
-            FrameKind::Error,
-            &HostError {
-                message: "this session host belongs to another user".into(),
-            },
-        );
+    let Some(hello) = accept_hello(&mut stream) else {
         return;
-    }
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let hello = match proto::read_frame(&mut stream) {
-        Ok(Some(frame)) => match decode_hello(&frame) {
-            Ok(hello) => hello,
-            Err(message) => {
-                let _ = proto::write_json(&mut stream, FrameKind::Error, &HostError { message });
-                return;
-            }
-        },
-        Ok(None) | Err(_) => return,
     };
-    let _ = stream.set_read_timeout(None);
     if hello.role == Role::Attach {
         let _ = proto::write_json(
             &mut stream,

@@ -1137,31 +1137,9 @@ pub(super) fn peer_uid(stream: &UnixStream) -> Option<u32> {
 }
 
 fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if peer_uid(&stream) != Some(me) {
-        tracing::warn!("refused a client of another user");
-        let _ = proto::write_json(
-            &mut stream,
-            FrameKind::Error,
-            &HostError {
-                message: "this session host belongs to another user".into(),
-            },
-        );
+    let Some(hello) = accept_hello(&mut stream) else {
         return;
-    }
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let hello = match proto::read_frame(&mut stream) {
-        Ok(Some(frame)) => match decode_hello(&frame) {
-            Ok(hello) => hello,
-            Err(message) => {
-                let _ = proto::write_json(&mut stream, FrameKind::Error, &HostError { message });
-                return;
-            }
-        },
-        Ok(None) | Err(_) => return,
     };
-    let _ = stream.set_read_timeout(None);
     if hello.role == Role::Events {
         let _ = proto::write_json(
             &mut stream,
@@ -1268,6 +1246,38 @@ fn error_reply(message: String) -> Reply {
 /// The first frame of a connection, checked (pure: no I/O), its size
 /// clamped like a resize. `Err` is the message of the `Error` frame the
 /// host answers before hanging up.
+/// A new client's first steps, shared by both kinds of host: refuses
+/// another user, then reads its hello (10 s at most). `None`: the client
+/// was answered with an error, or went away.
+pub(crate) fn accept_hello(stream: &mut UnixStream) -> Option<proto::Hello> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if peer_uid(stream) != Some(me) {
+        tracing::warn!("refused a client of another user");
+        let _ = proto::write_json(
+            stream,
+            FrameKind::Error,
+            &HostError {
+                message: "this session host belongs to another user".into(),
+            },
+        );
+        return None;
+    }
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let hello = match proto::read_frame(stream) {
+        Ok(Some(frame)) => match decode_hello(&frame) {
+            Ok(hello) => hello,
+            Err(message) => {
+                let _ = proto::write_json(stream, FrameKind::Error, &HostError { message });
+                return None;
+            }
+        },
+        Ok(None) | Err(_) => return None,
+    };
+    let _ = stream.set_read_timeout(None);
+    Some(hello)
+}
+
 pub(crate) fn decode_hello(frame: &proto::Frame) -> Result<proto::Hello, String> {
     if frame.kind != FrameKind::Hello {
         return Err(format!(
