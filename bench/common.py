@@ -107,7 +107,17 @@ def file_text(i, lines=30):
 
 
 def agent_config():
-    return f'[agent]\ndefault_tool = "fake"\n[tools.fake]\nbinary = "{IDLE_AGENT}"\n'
+    # An explicit limit on running agents: that every session of a benchmark
+    # runs must not depend on how much memory a shared machine has left
+    # (unset, the limit is what memory holds and later sessions queue).
+    return (f'[agent]\ndefault_tool = "fake"\nmax_running = 1000\n'
+            f'[tools.fake]\nbinary = "{IDLE_AGENT}"\n')
+
+
+def trust(owt, repo, env):
+    """`owt trust` in `repo`: its `.owt.toml` declares the fake agent, which
+    owt runs only from a file the user trusts (in this env's store)."""
+    subprocess.run([str(owt), "trust"], cwd=repo, env=env, check=True, capture_output=True)
 
 
 def generated_repo(n_files, log=print):

@@ -84,6 +84,8 @@ def main():
         (repo / ".owt.toml").write_text(f'[agent]\ndefault_tool = "fake"\n[tools.fake]\nbinary = "{agent}"\n')
         git("add", ".")
         git("commit", "-q", "-m", "initial")
+        # The fake agent runs only from a configuration the user trusts.
+        subprocess.run([str(owt), "trust"], cwd=repo, env=env, check=True, capture_output=True)
         for i in range(args.sessions):
             subprocess.run([str(owt), "new", f"bench task {i}"], cwd=repo, env=env, check=True, capture_output=True)
         try:

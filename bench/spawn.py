@@ -36,6 +36,7 @@ def main():
     owt_s, git_s = [], []
     with tempfile.TemporaryDirectory(prefix="owt-bench-spawn-") as tmpdir:
         env = common.hermetic_env(pathlib.Path(tmpdir))
+        common.trust(owt, repo, env)
         try:
             for i in range(args.rounds):
                 t0 = time.perf_counter()

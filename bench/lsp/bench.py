@@ -23,7 +23,11 @@ Baseline, same run, same change: `git status --porcelain` in that worktree
 and its RSS is read (the idle RSS reported).
 
     python3 bench/lsp/bench.py [--files 50000] [--sessions 16] [--writes 40]
-                               [--runs 3] [--json]
+                               [--runs 3] [--list-calls N] [--json]
+
+With --list-calls N, each run also times N `owt list` against N
+`git worktree list` in the main checkout (alternating, every session idle).
+The idle hosts' memory is read once per run (the median reading reported).
 """
 
 import argparse
@@ -276,6 +280,7 @@ def setup(owt, repo, env, args):
         common.git(repo, "worktree", "remove", "--force", str(wt), env=env)
         common.git(repo, "branch", "-q", "-D", f"baseline-{i}", env=env)
     sessions, new_s = [], []
+    common.trust(owt, repo, env)
     log(f"creating {args.sessions} sessions with owt new on {args.files} files")
     for i in range(args.sessions):
         t0 = time.perf_counter()
@@ -289,9 +294,28 @@ def setup(owt, repo, env, args):
     return git_add_s, new_s, sessions
 
 
-def idle_hosts(env, n):
+def idle_hosts(env, n, samples=1):
+    """`samples` readings of the idle hosts' memory (each against a new
+    tmux server), a second apart."""
     time.sleep(2.0)
-    return hosts_memory(env, n)
+    out = []
+    for i in range(samples):
+        if i:
+            time.sleep(1.0)
+        out.append(hosts_memory(env, n))
+    return out
+
+
+def list_vs_git(owt, repo, env, calls):
+    """`owt list` and `git worktree list` in the main checkout, alternating,
+    `calls` of each: their medians in ms."""
+    owt_ms, git_ms = [], []
+    for _ in range(calls):
+        for argv, out in (([str(owt), "list"], owt_ms), (["git", "worktree", "list"], git_ms)):
+            t0 = time.perf_counter()
+            subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)
+            out.append((time.perf_counter() - t0) * 1000)
+    return common.median(owt_ms), common.median(git_ms)
 
 
 def pss_kib(pid):
@@ -379,6 +403,9 @@ def main():
     ap.add_argument("--reuse", metavar="STATE", help="measure with the sessions of an earlier --keep")
     ap.add_argument("--teardown", metavar="STATE", help="stop and remove the sessions of an earlier --keep")
     ap.add_argument("--verbose", action="store_true", help="print every latency")
+    ap.add_argument("--list-calls", type=int, default=0,
+                    help="per run, this many `owt list` and `git worktree list` in the main checkout, alternating, "
+                         "with every session idle (before the LSP starts)")
     args = ap.parse_args()
     owt = pathlib.Path(args.owt).resolve()
     if not os.access(owt, os.X_OK):
@@ -395,7 +422,8 @@ def main():
         state = json.loads(pathlib.Path(args.reuse).read_text())
         repo, env, sessions = pathlib.Path(state["repo"]), state["env"], state["sessions"]
         new_s, git_add_s = state["owt_new_s"], state["git_worktree_add_s"]
-        hosts = idle_hosts(env, len(sessions))
+        hosts_runs = idle_hosts(env, len(sessions), args.runs)
+        lists = [list_vs_git(owt, repo, env, args.list_calls) for _ in range(args.runs if args.list_calls else 0)]
         runs = [one_run(owt, repo, env, sessions, rel, args.writes, pathlib.Path(state["tmp"]), r,
                         args.hold if r == args.runs - 1 else 0)
                 for r in range(args.runs)]
@@ -406,7 +434,11 @@ def main():
         keep = False
         try:
             git_add_s, new_s, sessions = setup(owt, repo, env, args)
-            hosts = idle_hosts(env, args.sessions)
+            hosts_runs = idle_hosts(env, args.sessions, args.runs)
+            lists = []
+            for r in range(args.runs if args.list_calls else 0):
+                log(f"run {r + 1}/{args.runs}: {args.list_calls} x owt list, git worktree list")
+                lists.append(list_vs_git(owt, repo, env, args.list_calls))
             if args.keep:
                 pathlib.Path(args.keep).write_text(json.dumps({
                     "repo": str(repo), "files": args.files, "env": env, "sessions": sessions, "tmp": str(tmp),
@@ -428,6 +460,7 @@ def main():
     g50s = [common.percentile(r["git_status_ms"], 50) for r in runs]
     g95s = [common.percentile(r["git_status_ms"], 95) for r in runs]
     rss = [r["rss_after_kib"] / 1024 for r in runs]
+    hosts = sorted(hosts_runs, key=lambda h: h["hosts_pss_total_mib"])[len(hosts_runs) // 2]
     result = {
         "files": args.files,
         "sessions": args.sessions,
@@ -444,6 +477,9 @@ def main():
         "sessions_on_board": [r["sessions_on_board"] for r in runs],
         "owt_new_s": new_s, "owt_new_median_s": common.median(new_s),
         "git_worktree_add_s": git_add_s, "hosts": hosts, "git_worktree_add_median_s": common.median(git_add_s),
+        "hosts_pss_runs_mib": [h["hosts_pss_total_mib"] for h in hosts_runs],
+        "tmux_pss_runs_mib": [h["tmux_server_pss_mib"] for h in hosts_runs],
+        "owt_list_runs_ms": [o for o, _ in lists], "git_worktree_list_runs_ms": [g for _, g in lists],
     }
     if args.json:
         print(json.dumps(result))
@@ -462,6 +498,9 @@ def main():
     print(f"  {hosts['hosts']} idle session hosts: RSS median {hosts['host_rss_median_mib']:.1f} MiB each,"
           f" PSS total {hosts['hosts_pss_total_mib']:.1f} MiB; tmux server with {args.sessions} windows of the"
           f" same agent: PSS {hosts['tmux_server_pss_mib']:.1f} MiB (RSS {hosts['tmux_server_rss_mib']:.1f})")
+    if lists:
+        print(f"  owt list: {[round(o, 1) for o, _ in lists]} ms; git worktree list: "
+              f"{[round(g, 1) for _, g in lists]} ms (medians of {args.list_calls} per run)")
     print("  targets: p95 <= 100 ms, idle RSS <= 20 MiB")
     if args.verbose:
         for i, r in enumerate(runs):

@@ -8,7 +8,9 @@ Pushes N MB of text through (a) an owt session host to an attached
 in real PTYs of 50x200, in one run; prints both times and the ratio. Then
 measures keystroke echo round trips (type one byte into the attached
 client, wait until the agent's echo comes back out of it) and the host's
-resident memory (and the tmux server's, at the same point). Needs python3, tmux, git and a release owt
+resident memory (and the tmux server's, at the same point; both split into
+anonymous memory and mapped files). The host keeps as much scrollback as
+tmux's default (2000 lines). Needs python3, tmux, git and a release owt
 (`cargo build --release --bin owt`).
 """
 import argparse
@@ -102,7 +104,7 @@ def rss_kb(pid):
     vals = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith(("VmRSS", "VmHWM")):
+            if line.startswith(("VmRSS", "VmHWM", "RssAnon", "RssFile")):
                 k, v = line.split(":")
                 vals[k] = int(v.split()[0])
     return vals
@@ -196,6 +198,9 @@ def main():
             "tmux_echo_p99_ms": sorted(tmux_echo)[int(len(tmux_echo) * 0.99) - 1],
             "host_rss_mib": rss.get("VmRSS", 0) / 1024, "host_peak_mib": rss.get("VmHWM", 0) / 1024,
             "tmux_rss_mib": tmux_rss.get("VmRSS", 0) / 1024, "tmux_peak_mib": tmux_rss.get("VmHWM", 0) / 1024,
+            # Heap and stacks vs mapped files (the binary, libraries).
+            "host_anon_mib": rss.get("RssAnon", 0) / 1024, "host_file_mib": rss.get("RssFile", 0) / 1024,
+            "tmux_anon_mib": tmux_rss.get("RssAnon", 0) / 1024, "tmux_file_mib": tmux_rss.get("RssFile", 0) / 1024,
         }))
         return
     print(f"throughput ({mb:.0f} MB, {COLS}x{ROWS}):")
@@ -206,8 +211,10 @@ def main():
         rtts.sort()
         print(f"echo round trip via {name:11}: median {statistics.median(rtts):.3f} ms"
               f"  p99 {rtts[int(len(rtts) * 0.99) - 1]:.3f} ms  ({len(rtts)} keys)")
-    print(f"owt host memory: RSS {rss.get('VmRSS', 0) / 1024:.1f} MiB, peak {rss.get('VmHWM', 0) / 1024:.1f} MiB")
-    print(f"tmux server memory: RSS {tmux_rss.get('VmRSS', 0) / 1024:.1f} MiB, "
+    print(f"owt host memory: RSS {rss.get('VmRSS', 0) / 1024:.1f} MiB (anonymous {rss.get('RssAnon', 0) / 1024:.1f}, "
+          f"files {rss.get('RssFile', 0) / 1024:.1f}), peak {rss.get('VmHWM', 0) / 1024:.1f} MiB")
+    print(f"tmux server memory: RSS {tmux_rss.get('VmRSS', 0) / 1024:.1f} MiB (anonymous "
+          f"{tmux_rss.get('RssAnon', 0) / 1024:.1f}, files {tmux_rss.get('RssFile', 0) / 1024:.1f}), "
           f"peak {tmux_rss.get('VmHWM', 0) / 1024:.1f} MiB (same point: after the throughput run)")
 
 

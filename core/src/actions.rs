@@ -29,7 +29,12 @@ pub fn session_actions(view: &SessionView) -> Vec<ActionState> {
 
 /// Why `action` cannot be done to `view` now (`None`: it can).
 fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
-    let gone = if view.host_lost {
+    let gone = if view.status == Status::Queued {
+        Some(
+            "the agent has not started: it waits for room on the machine (owt start starts it now)"
+                .to_string(),
+        )
+    } else if view.host_lost {
         Some("the session host is gone".to_string())
     } else if view.status == Status::Exited {
         // `the agent exited`, `the agent exited with code 2`
@@ -52,6 +57,7 @@ fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
     match action {
         SessionAction::Attach | SessionAction::Send => gone,
         // An exited agent's host saved its last screen.
+        SessionAction::Peek if view.status == Status::Queued => gone,
         SessionAction::Peek => unreachable.or_else(|| {
             view.host_lost
                 .then(|| "the session host is gone and saved no screen".to_string())
@@ -95,7 +101,9 @@ pub fn lanes(sessions: Vec<SessionView>) -> (Vec<BoardLane>, Vec<LaneCount>, Boa
             Lane::InFlight if matches!(session.status, Status::Working | Status::Starting) => {
                 counts.working += 1
             }
+            Lane::InFlight if session.status == Status::Queued => counts.queued += 1,
             Lane::InFlight => counts.idle += 1,
+            Lane::ReadyToClean => counts.to_clean += 1,
         }
     }
     counts.summary = [
@@ -103,6 +111,8 @@ pub fn lanes(sessions: Vec<SessionView>) -> (Vec<BoardLane>, Vec<LaneCount>, Boa
         (counts.needs_you, "needs you"),
         (counts.ready, "ready"),
         (counts.idle, "idle"),
+        (counts.to_clean, "to clean"),
+        (counts.queued, "queued"),
     ]
     .iter()
     .filter(|(n, _)| *n > 0)
@@ -112,11 +122,13 @@ pub fn lanes(sessions: Vec<SessionView>) -> (Vec<BoardLane>, Vec<LaneCount>, Boa
     let mut all_lanes = Vec::new();
     let mut lanes = Vec::new();
     for lane in Lane::ALL {
-        let in_lane: Vec<SessionView> = sessions
+        let mut in_lane: Vec<SessionView> = sessions
             .iter()
             .filter(|s| s.lane == lane)
             .cloned()
             .collect();
+        // Sessions waiting for room come last (IN FLIGHT's QUEUED part).
+        in_lane.sort_by_key(|s| s.status == Status::Queued);
         let count = in_lane.len() as u32;
         all_lanes.push(LaneCount {
             lane,

@@ -44,10 +44,17 @@ pub struct Config {
     /// Custom agents (and overrides of built-in ones), by name.
     pub tools: BTreeMap<String, ToolConfig>,
     pub guard: GuardConfig,
+    pub ship: ShipConfig,
     pub attach: AttachConfig,
     pub environment: EnvironmentConfig,
     /// Custom task templates for `owt new --template NAME`.
     pub templates: BTreeMap<String, TemplateConfig>,
+    /// Local checks run on an agent's work (`owt checks`).
+    pub checks: ChecksConfig,
+    /// What owt tells agents on its own (conflicts).
+    pub feedback: FeedbackConfig,
+    /// Pull requests (`owt pr`, `owt watch`).
+    pub pr: PrConfig,
     /// Machines agents may run on (`owt new --on NAME`), reached over SSH.
     pub remotes: BTreeMap<String, RemoteConfig>,
 }
@@ -99,6 +106,10 @@ pub struct WorktreeConfig {
     /// keeping a copy in the trash (caches: `["node_modules", "target"]`).
     /// A pattern without `/` matches a name at any depth.
     pub disposable: Vec<String>,
+    /// How many TCP ports each session gets (a block of consecutive free
+    /// ports, held while the session lives; `OWT_PORT` and `OWT_PORTS` for
+    /// the agent and the setup script). 0: none.
+    pub ports: u16,
 }
 
 impl Default for WorktreeConfig {
@@ -108,6 +119,7 @@ impl Default for WorktreeConfig {
             copy_files: vec![".env".into()],
             auto_cleanup_days: 14,
             disposable: Vec::new(),
+            ports: 0,
         }
     }
 }
@@ -119,6 +131,88 @@ pub struct AgentConfig {
     pub default_tool: Option<String>,
     /// Extra environment for every agent.
     pub env: BTreeMap<String, String>,
+    /// Agents that may run at once on this machine (every repository of
+    /// the store counts); `owt new` beyond it queues the session. Default:
+    /// as many as memory holds (what is available now, against how much
+    /// each provider's agents were seen to need).
+    pub max_running: Option<u32>,
+    /// No agent is started while less memory than this is available
+    /// (`"2 GiB"`, `"512 MiB"`). Default: a tenth of the machine's memory,
+    /// at most 2 GiB.
+    pub min_free_memory: Option<ByteSize>,
+    /// Lines of scrollback each session host keeps (tmux's default, 2000).
+    pub scrollback: Option<u32>,
+}
+
+/// An amount of memory, written with a unit: `"2 GiB"`, `"512 MiB"`,
+/// `"800M"`, `"0"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    /// Parses `"2 GiB"`, `"1.5G"`, `"512 MiB"`, `"300MB"`, `"4096 KiB"`,
+    /// `"0"` (a plain number is bytes). Units are powers of 1024.
+    pub fn parse(text: &str) -> Result<ByteSize, String> {
+        let t = text.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (number, unit) = t.split_at(split);
+        let number: f64 = number.parse().map_err(|_| {
+            format!("`{text}` is not a size; write it like \"2 GiB\" or \"512 MiB\"")
+        })?;
+        let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1.0,
+            "k" | "kb" | "kib" => 1024.0,
+            "m" | "mb" | "mib" => 1024.0 * 1024.0,
+            "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+            "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+            other => {
+                return Err(format!(
+                    "unknown unit `{other}` in `{text}`; use B, KiB, MiB, GiB or TiB"
+                ))
+            }
+        };
+        Ok(ByteSize((number * scale) as u64))
+    }
+}
+
+impl std::fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&human_bytes(self.0))
+    }
+}
+
+/// `1.5 GiB`, `512 MiB`, `900 KiB`, `12 B`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value >= 100.0 || value.fract() < 0.05 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+impl Serialize for ByteSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ByteSize, D::Error> {
+        let text = String::deserialize(d)?;
+        ByteSize::parse(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// How a custom tool receives its first prompt.
@@ -156,13 +250,55 @@ pub struct ToolConfig {
     /// Accepted for compatibility with the seed's config; hooks are
     /// installed for the built-in providers that have them.
     pub supports_hooks: bool,
+    /// The agent's Agent Client Protocol server, for `owt new --acp`:
+    /// `{binary} acp`, or another program (`my-agent-acp --stdio`). Split
+    /// into words like `command_template`, never run through a shell.
+    pub acp: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GuardConfig {
     /// Globs whose same-file overlaps are not reported (conflicts always are).
     pub ignore: Vec<String>,
+    /// `owt lsp`: a hint on the lines another participant is changing in a
+    /// document you have open, before you edit it (`aware`).
+    pub awareness: bool,
+    /// What an agent's pre-edit hook (`owt hook --pre-edit`) answers when
+    /// another participant is changing the lines it is about to edit.
+    pub pre_edit: PreEdit,
+}
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            ignore: Vec::new(),
+            awareness: true,
+            pre_edit: PreEdit::Warn,
+        }
+    }
+}
+
+/// `[guard] pre_edit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PreEdit {
+    /// Let the edit through and tell the agent who else is there.
+    #[default]
+    Warn,
+    /// Refuse the edit with a message the agent can act on.
+    Block,
+    /// Say nothing.
+    Off,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShipConfig {
+    /// `owt ship` refuses while a changed file is not marked reviewed
+    /// since its last change (`owt review NAME --mark`); otherwise it
+    /// only warns.
+    pub require_review: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,6 +331,151 @@ impl Default for EnvironmentConfig {
         EnvironmentConfig {
             auto_install_deps: false,
             copy_env_file: true,
+        }
+    }
+}
+
+/// When owt runs `[checks] command` on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChecksWhen {
+    /// When an agent ends a turn with new changes, and before `owt ship`.
+    #[default]
+    TurnEnd,
+    /// Before `owt ship` and `owt pr` only.
+    Ship,
+    /// Only on `owt checks NAME --run`.
+    Manual,
+}
+
+impl ChecksWhen {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChecksWhen::TurnEnd => "turn-end",
+            ChecksWhen::Ship => "ship",
+            ChecksWhen::Manual => "manual",
+        }
+    }
+}
+
+/// `[checks]`: the command that says whether an agent's work is good.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChecksConfig {
+    /// Split into argv words like `command_template` (shell quoting rules)
+    /// and run without a shell (write `sh -c "…"` for one). Unset: no checks.
+    pub command: Option<String>,
+    /// Seconds before the run is killed (its whole process group).
+    pub timeout: u64,
+    pub when: ChecksWhen,
+    /// Type the failure into the agent and ask it to fix it.
+    pub auto_fix: bool,
+    /// Failed runs in a row (auto-fix attempts) before the session needs you.
+    pub max_attempts: u32,
+    /// Lines of the output's end kept as the failure excerpt.
+    pub excerpt_lines: u32,
+}
+
+impl Default for ChecksConfig {
+    fn default() -> Self {
+        ChecksConfig {
+            command: None,
+            timeout: 600,
+            when: ChecksWhen::TurnEnd,
+            auto_fix: true,
+            max_attempts: 3,
+            excerpt_lines: 60,
+        }
+    }
+}
+
+/// `[feedback] conflicts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConflictFeedback {
+    /// Type a short message into the agent, once per new conflict.
+    #[default]
+    Tell,
+    Off,
+}
+
+/// `[feedback]`: what owt tells agents on its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FeedbackConfig {
+    /// A new real conflict with the base or another session.
+    pub conflicts: ConflictFeedback,
+}
+
+/// Which forge hosts the remote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForgeKind {
+    Github,
+    Gitlab,
+}
+
+impl ForgeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForgeKind::Github => "github",
+            ForgeKind::Gitlab => "gitlab",
+        }
+    }
+
+    /// The forge's own command-line client.
+    pub fn default_cli(self) -> &'static str {
+        match self {
+            ForgeKind::Github => "gh",
+            ForgeKind::Gitlab => "glab",
+        }
+    }
+}
+
+/// What happens to a session whose pull request was merged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnMerged {
+    /// Shown in READY TO CLEAN until you delete it.
+    #[default]
+    Keep,
+    /// Deleted as `owt delete` would (never with uncommitted work).
+    Delete,
+}
+
+/// `[pr]`: pull requests through the forge's own CLI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PrConfig {
+    /// `github` or `gitlab`; default: told from the remote's URL.
+    pub forge: Option<ForgeKind>,
+    /// The forge CLI to run (default `gh` or `glab`, looked up on `PATH`).
+    pub cli: Option<String>,
+    /// The remote to push to (default: the base branch's upstream remote,
+    /// else `origin`, else the only remote).
+    pub remote: Option<String>,
+    /// Open pull requests as drafts.
+    pub draft: bool,
+    /// Open a pull request when a session's checks pass.
+    pub auto: bool,
+    /// Seconds between two looks at an open pull request (doubling while
+    /// nothing changes, up to `poll_max`).
+    pub poll_interval: u64,
+    pub poll_max: u64,
+    pub on_merged: OnMerged,
+}
+
+impl Default for PrConfig {
+    fn default() -> Self {
+        PrConfig {
+            forge: None,
+            cli: None,
+            remote: None,
+            draft: true,
+            auto: false,
+            poll_interval: 30,
+            poll_max: 300,
+            on_merged: OnMerged::Keep,
         }
     }
 }
@@ -274,8 +555,9 @@ pub fn dotted(path: &[String]) -> String {
 
 /// Which keys of a repository's (translated) configuration table run
 /// programs, set an agent's environment, or choose where owt writes
-/// outside the repository's parent folder: `[tools.*]`,
-/// `agent.default_tool`, `agent.env.*`, `environment.auto_install_deps =
+/// outside the repository's parent folder, or lift the machine's limits on
+/// running agents: `[tools.*]`, `agent.default_tool`, `agent.max_running`,
+/// `agent.min_free_memory`, `agent.env.*`, `environment.auto_install_deps =
 /// true`, and a `worktree.base_directory` that is not a plain
 /// (non-hidden) folder beside the repository at `repo_root`.
 /// `[tools.NAME]` of a built-in agent is refused outright. `[remotes.*]`
@@ -301,6 +583,13 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     if let Some(toml::Value::Table(agent)) = table.get("agent") {
         if agent.contains_key("default_tool") {
             gated.need_trust.push(key(&["agent", "default_tool"]));
+        }
+        // What keeps the machine from running out of memory is the
+        // user's: a cloned repository may not lift it.
+        for limit in ["max_running", "min_free_memory"] {
+            if agent.contains_key(limit) {
+                gated.need_trust.push(key(&["agent", limit]));
+            }
         }
         if let Some(toml::Value::Table(env)) = agent.get("env") {
             for name in env.keys() {
@@ -330,7 +619,27 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
                 .push(key(&["environment", "auto_install_deps"]));
         }
     }
+    gate_feedback_keys(table, &mut gated);
     gated
+}
+
+/// `checks.command` and `pr.cli` run programs; `pr.auto = true` pushes to
+/// a remote unasked.
+fn gate_feedback_keys(table: &toml::Table, gated: &mut Gated) {
+    let key = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    if let Some(toml::Value::Table(checks)) = table.get("checks") {
+        if checks.contains_key("command") {
+            gated.need_trust.push(key(&["checks", "command"]));
+        }
+    }
+    if let Some(toml::Value::Table(pr)) = table.get("pr") {
+        if pr.contains_key("cli") {
+            gated.need_trust.push(key(&["pr", "cli"]));
+        }
+        if pr.get("auto") == Some(&toml::Value::Boolean(true)) {
+            gated.need_trust.push(key(&["pr", "auto"]));
+        }
+    }
 }
 
 /// The value at `path` in `table`, if any.
@@ -883,6 +1192,14 @@ mod tests {
         }
         let (need, _) = gated("[environment]\nauto_install_deps = false\n");
         assert!(need.is_empty());
+        let (need, _) = gated(
+            "[agent]\nmax_running = 500\nmin_free_memory = \"0 B\"\nscrollback = 100\n[worktree]\nports = 4\n",
+        );
+        assert_eq!(
+            need,
+            vec!["agent.max_running", "agent.min_free_memory"],
+            "the machine's limits on agents need trust; scrollback and ports do not"
+        );
     }
 
     #[test]

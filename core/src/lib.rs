@@ -8,10 +8,13 @@
 //! each other only along the edges `docs/ARCHITECTURE.md` lists
 //! (`scripts/check-layers` checks them).
 
+pub mod acp;
 pub mod actions;
 pub mod config;
 pub mod editor;
 pub mod errors;
+pub mod feedback;
+pub mod forge;
 pub mod git;
 pub mod guard;
 pub mod memory;

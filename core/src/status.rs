@@ -25,12 +25,22 @@
 //! 5. without hooks or screen rules: recent output is `working`, older
 //!    output `idle`, no output yet `starting`;
 //! 6. a headless run is `working` until it exits (it waits for nobody),
-//!    unless it shows a permission dialog.
+//!    unless it shows a permission dialog;
+//! 7. an ACP session's status is what the protocol says ([`AcpFact`]: a
+//!    turn running is `working`, a permission request `blocked`, a turn
+//!    ended `needs-input`); screens, hooks and output have no say (rules 1
+//!    and 2 still come first).
+//! 8. a session waiting for room on the machine (a `queued` fact, no host
+//!    started yet) is `queued`, in the IN FLIGHT lane.
+//! 9. once the agent's turn is over, the feedback loops' facts (checks,
+//!    pull request) may say more: see [`feedback`].
 
 use owt_protocol::{Lane, Status};
 use serde::{Deserialize, Serialize};
 
 use crate::store::FactRow;
+
+pub mod feedback;
 
 /// A hook `working` older than this is re-checked against the screen.
 pub const HOOK_STALE_MS: i64 = 120_000;
@@ -62,6 +72,20 @@ pub mod kind {
     pub const GIT: &str = "git";
     /// [`super::OverlapFact`]: Conflict Guard's overlap count.
     pub const OVERLAPS: &str = "overlaps";
+    /// [`super::AcpFact`]: an ACP session's state, from the protocol.
+    pub const ACP: &str = "acp";
+    /// `owt_protocol::host::PendingPermission`: the permission request an
+    /// ACP agent waits on (cleared once answered).
+    pub const ACP_PERMISSION: &str = "acp-permission";
+    /// `owt_protocol::AcpView`: the agent, its conversation id, and the
+    /// tokens and cost it reported (cumulative for the session).
+    pub const ACP_USAGE: &str = "acp-usage";
+    /// The session waits for room to start its agent (`owt new` beyond
+    /// `[agent] max_running` or `min_free_memory`); the value holds how to
+    /// launch it (`ops::queue::QueuedLaunch`). Cleared once it starts.
+    pub const QUEUED: &str = "queued";
+    /// [`super::MemoryFact`]: the agent's process tree's resident memory.
+    pub const MEMORY: &str = "memory";
     /// [`super::UnreachableFact`]: a remote session's bridge is down;
     /// `observed_at` is since when. Cleared when it is back.
     pub const UNREACHABLE: &str = "unreachable";
@@ -75,6 +99,41 @@ pub struct HostFact {
     /// The agent runs its non-interactive form to completion (`--headless`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub headless: bool,
+    /// How the host talks to the agent (absent: its terminal).
+    #[serde(default, skip_serializing_if = "is_pty")]
+    pub transport: owt_protocol::host::Transport,
+}
+
+fn is_pty(t: &owt_protocol::host::Transport) -> bool {
+    *t == owt_protocol::host::Transport::Pty
+}
+
+/// Where an ACP session's conversation is, as the protocol tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AcpState {
+    /// Connecting: `initialize` and `session/new` not answered yet.
+    Starting,
+    /// A prompt turn is running (`session/prompt` not answered yet).
+    Working,
+    /// The agent waits on `session/request_permission`.
+    Blocked,
+    /// The turn ended (`stopReason`); the agent waits for the next prompt.
+    Waiting,
+    /// The connection failed (see `error`); the agent is being stopped.
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcpFact {
+    pub state: AcpState,
+    /// The last turn's `stopReason` (`end_turn`, `cancelled`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// Why the connection failed (a protocol version owt does not speak,
+    /// an agent that wants a login, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,6 +208,19 @@ pub struct GitFact {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OverlapFact {
     pub count: u32,
+    /// Paths where the session's work no longer merges into its base's tip
+    /// (Conflict Guard's `base-conflict`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_conflicts: Vec<String>,
+}
+
+/// Resident memory of the agent's process tree, sampled by its host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MemoryFact {
+    /// Now (at the fact's time).
+    pub rss_bytes: u64,
+    /// The most seen since the agent started.
+    pub peak_bytes: u64,
 }
 
 /// The machine a remote session runs on cannot be reached (recorded by the
@@ -176,6 +248,20 @@ pub struct SessionFacts {
     pub conflict: Option<ConflictFact>,
     pub git: GitFact,
     pub overlaps: u32,
+    pub acp: Option<(AcpFact, i64)>,
+    /// What an ACP session's agent asks (shown, not derived from).
+    pub acp_permission: Option<owt_protocol::host::PendingPermission>,
+    /// What an ACP session's agent reported (shown, not derived from).
+    pub acp_usage: Option<owt_protocol::AcpView>,
+    pub base_conflicts: Vec<String>,
+    /// Checks and pull request ([`feedback`]).
+    pub feedback: feedback::FeedbackFacts,
+    /// When the session was queued, while it waits to start.
+    pub queued_at: Option<i64>,
+    /// The queued session's agent is to run as an ACP server (`owt new
+    /// --acp`): its view says `acp` before its host records it.
+    pub queued_acp: bool,
+    pub memory: Option<MemoryFact>,
     /// A remote session's bridge is down, since when.
     pub unreachable: Option<(UnreachableFact, i64)>,
 }
@@ -205,8 +291,21 @@ impl SessionFacts {
                 kind::CONFLICT => facts.conflict = decode(row),
                 kind::GIT => facts.git = decode(row).unwrap_or_default(),
                 kind::OVERLAPS => {
-                    facts.overlaps = decode::<OverlapFact>(row).map_or(0, |o| o.count)
+                    let fact = decode::<OverlapFact>(row).unwrap_or_default();
+                    facts.overlaps = fact.count;
+                    facts.base_conflicts = fact.base_conflicts;
                 }
+                kind::ACP => facts.acp = decode(row).map(|v| (v, at)),
+                kind::ACP_PERMISSION => facts.acp_permission = decode(row),
+                kind::ACP_USAGE => facts.acp_usage = decode(row),
+                feedback::kind::CHECKS => facts.feedback.checks = decode(row),
+                feedback::kind::CHECKS_SETUP => facts.feedback.setup = decode(row),
+                feedback::kind::PR => facts.feedback.pr = decode(row),
+                kind::QUEUED => {
+                    facts.queued_at = Some(at);
+                    facts.queued_acp = row.value["acp"] == true;
+                }
+                kind::MEMORY => facts.memory = decode(row),
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
                 _ => {}
             }
@@ -214,7 +313,7 @@ impl SessionFacts {
         facts
     }
 
-    fn has_work(&self) -> bool {
+    pub(crate) fn has_work(&self) -> bool {
         self.git.ahead > 0 || self.git.changed_files > 0
     }
 }
@@ -236,7 +335,12 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         if headless && exit.code == Some(0) {
             (Status::Done, "done".to_string(), exit.code, false)
         } else {
+            let acp_error = facts
+                .acp
+                .as_ref()
+                .and_then(|(a, _)| a.error.as_deref().filter(|_| a.state == AcpState::Failed));
             let text = match (exit.code, &exit.signal) {
+                _ if acp_error.is_some() => format!("exited: {}", acp_error.unwrap_or_default()),
                 (Some(0), _) => "exited".to_string(),
                 (Some(code), _) => format!("exited with code {code}"),
                 (None, Some(signal)) => format!("exited ({signal})"),
@@ -246,6 +350,9 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         }
     } else if facts.host_lost_at.is_some() {
         (Status::Exited, "exited (host lost)".to_string(), None, true)
+    } else if facts.queued_at.is_some() && facts.host.is_none() {
+        // Rule 8.
+        (Status::Queued, "queued".to_string(), None, false)
     } else if let Some((_, since)) = &facts.unreachable {
         let text = format!("unreachable (since {})", utc_time_of_day(*since));
         (Status::Unreachable, text, None, false)
@@ -253,6 +360,14 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         let n = facts.conflict.as_ref().map_or(0, |c| c.files.len());
         let text = format!("conflict in {n} file{}", if n == 1 { "" } else { "s" });
         (Status::Conflict, text, None, false)
+    } else if let Some((acp, _)) = &facts.acp {
+        let status = match acp.state {
+            AcpState::Starting => Status::Starting,
+            AcpState::Working | AcpState::Failed => Status::Working,
+            AcpState::Blocked => Status::Blocked,
+            AcpState::Waiting => Status::NeedsInput,
+        };
+        (status, status.as_str().to_string(), None, false)
     } else {
         let status = match agent_status(facts, now) {
             Status::Blocked => Status::Blocked,
@@ -261,13 +376,13 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         };
         (status, status.as_str().to_string(), None, false)
     };
-    let lane = match status {
-        Status::Conflict | Status::Blocked => Lane::NeedsYou,
-        Status::Exited if exit_code == Some(0) && facts.has_work() => Lane::ReadyToShip,
-        Status::Exited => Lane::NeedsYou,
-        Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
-        Status::Done | Status::NeedsInput => Lane::NeedsYou,
-        Status::Starting | Status::Working | Status::Idle | Status::Unreachable => Lane::InFlight,
+    // An unreachable machine's last known checks and PR say nothing now.
+    let said = (status != Status::Unreachable)
+        .then(|| feedback::feedback_status(facts, status, exit_code))
+        .flatten();
+    let (status, text, lane) = match said {
+        Some(said) => said,
+        None => (status, text, agent_lane(facts, status, exit_code)),
     };
     Derived {
         status,
@@ -275,6 +390,25 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         lane,
         exit_code,
         host_lost,
+    }
+}
+
+/// The board lane of the agent's own status.
+fn agent_lane(facts: &SessionFacts, status: Status, exit_code: Option<i32>) -> Lane {
+    match status {
+        Status::Conflict | Status::Blocked => Lane::NeedsYou,
+        Status::Exited if exit_code == Some(0) && facts.has_work() => Lane::ReadyToShip,
+        Status::Exited => Lane::NeedsYou,
+        Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
+        Status::Done | Status::NeedsInput => Lane::NeedsYou,
+        Status::Starting
+        | Status::Working
+        | Status::Idle
+        | Status::Queued
+        | Status::Unreachable => Lane::InFlight,
+        Status::ChecksFailed | Status::CiFailed => Lane::NeedsYou,
+        Status::ChecksRunning | Status::ChangesRequested | Status::PrOpen => Lane::InFlight,
+        Status::Merged => Lane::ReadyToClean,
     }
 }
 

@@ -48,6 +48,14 @@ impl Backend {
         self.request(Event::Board)
     }
 
+    /// `owt/diff`.
+    pub fn diff(
+        &self,
+        params: owt_protocol::review::DiffParams,
+    ) -> impl Future<Output = Result<owt_protocol::review::DiffReport>> + Send + 'static {
+        self.request(|reply| Event::Diff(params, reply))
+    }
+
     /// `$/owt/flush` (the test harness only).
     #[cfg(test)]
     pub fn flush(&self, marker: String) -> impl Future<Output = ()> + Send + 'static {

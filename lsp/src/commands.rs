@@ -266,7 +266,13 @@ fn spawn(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::
     };
     let created = ops::new::new_session(ctx, &req, report)?;
     let view = ops::list::session_view(ctx, &created.session)?;
-    let mut message = format!("owt: started {} ({})", view.name, view.provider);
+    let mut message = match &created.queued {
+        Some(why) => format!(
+            "owt: queued {} ({}): {why}; it starts when a running agent ends or frees memory",
+            view.name, view.provider
+        ),
+        None => format!("owt: started {} ({})", view.name, view.provider),
+    };
     for warning in &created.warnings {
         message.push_str(&format!("; warning: {warning}"));
     }
@@ -292,10 +298,10 @@ fn merge(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::
     })
 }
 
-/// `owt.ship`: commit, merge and delete.
+/// `owt.ship`: commit, merge and delete (behind the `[checks]`).
 fn ship(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::Result<Done> {
     let name = job.args.session.as_deref().unwrap_or_default();
-    let out = ops::merge::ship_session(ctx, name, None, MergeOptions::default(), report)?;
+    let out = ops::checks::ship_checked(ctx, name, None, MergeOptions::default(), false, report)?;
     let message = format!("owt: shipped {} into {}", out.merge.name, out.merge.base);
     Ok(Done {
         value: serde_json::to_value(out)?,

@@ -6,6 +6,11 @@
 //! through the line diff between the base version of the file and the
 //! current text (the unsaved buffer, or the file on disk), so a diagnostic
 //! follows the human's edits above it.
+//!
+//! Awareness (level `aware`, a hint): in a document open in the editor
+//! that you have not changed, the lines another participant is changing,
+//! before you type. Once you change the file (saved or not) the pair forms
+//! and its overlap / hunk-overlap / conflict diagnostic replaces the hint.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -13,80 +18,12 @@ use std::path::{Path, PathBuf};
 use owt_protocol::guard::{GuardPair, GuardPath, Level, LineRange};
 use owt_protocol::lsp::{DiagnosticData, Severities};
 use owt_protocol::SessionView;
-use similar::{DiffOp, TextDiff};
 use tower_lsp_server::ls_types::*;
 
 use super::convert::{line_range, path_to_uri};
 use super::guard_view::{GuardView, LivePair};
+use owt_core::guard::line_map::LineMap;
 use owt_core::guard::YOU;
-
-/// Maps 1-based base line numbers to 0-based current line numbers.
-pub struct LineMap {
-    /// For each base line (0-based), its 0-based line in the current text.
-    map: Vec<u32>,
-    current_lines: u32,
-}
-
-impl LineMap {
-    pub fn new(base: &str, current: &str) -> LineMap {
-        let diff = TextDiff::from_lines(base, current);
-        let mut map = vec![0u32; base.lines().count() + 1];
-        for op in diff.ops() {
-            match *op {
-                DiffOp::Equal {
-                    old_index,
-                    new_index,
-                    len,
-                } => {
-                    for i in 0..len {
-                        map[old_index + i] = (new_index + i) as u32;
-                    }
-                }
-                DiffOp::Delete {
-                    old_index,
-                    old_len,
-                    new_index,
-                } => {
-                    for i in 0..old_len {
-                        map[old_index + i] = new_index as u32;
-                    }
-                }
-                DiffOp::Replace {
-                    old_index,
-                    old_len,
-                    new_index,
-                    new_len,
-                } => {
-                    for i in 0..old_len {
-                        map[old_index + i] = (new_index + i.min(new_len.saturating_sub(1))) as u32;
-                    }
-                }
-                DiffOp::Insert { .. } => {}
-            }
-        }
-        let current_lines = current.lines().count() as u32;
-        let base_lines = base.lines().count();
-        map[base_lines] = current_lines;
-        LineMap { map, current_lines }
-    }
-
-    /// 0-based inclusive current lines covering a base range (an empty
-    /// range — a pure insertion — covers the line it sits before).
-    pub fn range(&self, range: LineRange) -> (u32, u32) {
-        let index = |line: u32| -> u32 {
-            let i = (line.saturating_sub(1) as usize).min(self.map.len() - 1);
-            self.map[i]
-        };
-        let first = index(range.start);
-        let last = if range.lines == 0 {
-            first
-        } else {
-            index(range.start + range.lines - 1).max(first)
-        };
-        let clamp = self.current_lines.saturating_sub(1);
-        (first.min(clamp), last.min(clamp))
-    }
-}
 
 /// Everything diagnostics are computed from.
 pub struct Inputs<'a> {
@@ -105,7 +42,13 @@ pub struct Inputs<'a> {
     pub related: bool,
     /// Only these paths (relative to the checkouts); `None`: every path.
     pub only: Option<&'a BTreeSet<String>>,
+    /// Awareness hints in open documents.
+    pub awareness: bool,
 }
+
+/// The level name of awareness hints (not a pair level: only the editor
+/// shows it).
+pub const AWARE: &str = "aware";
 
 /// Diagnostics for every file of `my_root` that some pair touched (of
 /// `only` those paths, when given).
@@ -147,7 +90,112 @@ pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
             }
         }
     }
+    if inputs.awareness {
+        awareness(inputs, &mut out);
+    }
     out
+}
+
+/// Awareness hints (see the module doc): for each open document of my
+/// checkout (of `only`, when given) and each other participant changing
+/// that file, when no pair of mine with it names the file yet, a hint on
+/// its changed lines.
+fn awareness(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
+    let mut open: Vec<(&PathBuf, &String)> = inputs.open.iter().collect();
+    open.sort();
+    for (file, current) in open {
+        let Ok(rel) = file.strip_prefix(inputs.my_root) else {
+            continue;
+        };
+        let Some(rel) = rel.to_str() else { continue };
+        if inputs.only.is_some_and(|only| !only.contains(rel)) {
+            continue;
+        }
+        let Some(uri) = path_to_uri(file) else {
+            continue;
+        };
+        for (name, side) in inputs.guard.participants() {
+            if name == inputs.me {
+                continue;
+            }
+            let paired = inputs.guard.pairs().any(|live| {
+                let pair = &live.pair;
+                (pair.a == inputs.me && pair.b == *name || pair.b == inputs.me && pair.a == *name)
+                    && pair.paths.iter().any(|p| p.path == rel)
+            });
+            if paired {
+                continue;
+            }
+            let Some(change) = side.changes.get(rel) else {
+                continue;
+            };
+            // A file new on its side, or a binary, has no lines to point at
+            // in yours: the first line stands for it.
+            let base = side
+                .merge_base
+                .as_deref()
+                .and_then(|oid| base_text(inputs.repo, oid, rel));
+            let map = LineMap::new(base.as_deref().unwrap_or(current), current);
+            let ranges: Vec<LineRange> = if change.binary || change.hunks.is_empty() {
+                vec![LineRange { start: 1, lines: 1 }]
+            } else {
+                change.hunks.iter().map(|h| h.base_range()).collect()
+            };
+            let (verb, kind) = match (change.added, change.deleted) {
+                (true, _) => ("is adding", " (a new file on its side)"),
+                (_, true) => ("is deleting", " (the whole file)"),
+                _ if change.binary => ("is changing", " (binary)"),
+                _ => ("is changing", ""),
+            };
+            let churn = if change.binary {
+                String::new()
+            } else {
+                let (add, del) = change.hunks.iter().fold((0, 0), |(add, del), h| {
+                    (add + h.new_lines, del + h.old_lines)
+                });
+                format!(" (+{add} −{del})")
+            };
+            let who_text = who(inputs.sessions, name);
+            let severity = inputs
+                .severities
+                .and_then(|s| s.aware.as_deref())
+                .and_then(named_severity)
+                .unwrap_or(DiagnosticSeverity::HINT);
+            for range in ranges {
+                let (first, last) = map.range(range);
+                let lines = if first == last {
+                    format!("line {}", first + 1)
+                } else {
+                    format!("lines {}–{}", first + 1, last + 1)
+                };
+                out.entry(uri.clone()).or_default().push(Diagnostic {
+                    range: line_range(first, last),
+                    severity: Some(severity),
+                    code: Some(NumberOrString::String(AWARE.to_string())),
+                    code_description: None,
+                    source: Some("owt".into()),
+                    message: format!("{who_text} {verb} {lines} here{kind}{churn}"),
+                    related_information: None,
+                    tags: None,
+                    data: serde_json::to_value(DiagnosticData {
+                        session: name.clone(),
+                        level: AWARE.to_string(),
+                    })
+                    .ok(),
+                });
+            }
+        }
+    }
+}
+
+fn named_severity(name: &str) -> Option<DiagnosticSeverity> {
+    match name.to_ascii_lowercase().as_str() {
+        "error" => Some(DiagnosticSeverity::ERROR),
+        "warning" | "warn" => Some(DiagnosticSeverity::WARNING),
+        "information" | "info" => Some(DiagnosticSeverity::INFORMATION),
+        "hint" => Some(DiagnosticSeverity::HINT),
+        _ => None,
+    }
 }
 
 /// `(other participant, its ranges, the pair's other member when neither is me)`.
@@ -201,17 +249,16 @@ fn severity(level: Level, severities: Option<&Severities>) -> DiagnosticSeverity
     let configured = severities.and_then(|s| match level {
         Level::Overlap => s.overlap.as_deref(),
         Level::HunkOverlap => s.hunk_overlap.as_deref(),
-        Level::Conflict => s.conflict.as_deref(),
+        Level::Conflict | Level::BaseConflict => s.conflict.as_deref(),
+        Level::SameChange | Level::Semantic => None,
     });
-    match configured.map(str::to_ascii_lowercase).as_deref() {
-        Some("error") => DiagnosticSeverity::ERROR,
-        Some("warning") | Some("warn") => DiagnosticSeverity::WARNING,
-        Some("information") | Some("info") => DiagnosticSeverity::INFORMATION,
-        Some("hint") => DiagnosticSeverity::HINT,
-        _ => match level {
+    match configured.and_then(named_severity) {
+        Some(severity) => severity,
+        None => match level {
+            Level::SameChange => DiagnosticSeverity::HINT,
             Level::Overlap => DiagnosticSeverity::INFORMATION,
-            Level::HunkOverlap => DiagnosticSeverity::WARNING,
-            Level::Conflict => DiagnosticSeverity::ERROR,
+            Level::HunkOverlap | Level::Semantic => DiagnosticSeverity::WARNING,
+            Level::Conflict | Level::BaseConflict => DiagnosticSeverity::ERROR,
         },
     }
 }
@@ -280,6 +327,10 @@ fn message_parts(inputs: &Inputs<'_>, side: &Side<'_>) -> (String, String) {
         (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes",
         (Level::Overlap, None) => "; you changed other lines of this file",
         (Level::Overlap, Some(_)) => "; both changed this file",
+        (Level::SameChange, None) => ", the same change as yours",
+        (Level::SameChange, Some(_)) => ", the same change on both sides",
+        (Level::Semantic, _) => "; it uses a signature the other side changed",
+        (Level::BaseConflict, _) => "; it no longer merges into its base",
     };
     let detail = path
         .detail
@@ -354,37 +405,4 @@ fn path_diagnostics(
             }
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn r(start: u32, lines: u32) -> LineRange {
-        LineRange { start, lines }
-    }
-
-    #[test]
-    fn ranges_follow_edits_above_them() {
-        let base = "a\nb\nc\nd\ne\n";
-        // Two lines inserted at the top, `c` edited.
-        let current = "new1\nnew2\na\nb\nC!\nd\ne\n";
-        let map = LineMap::new(base, current);
-        assert_eq!(map.range(r(4, 2)), (5, 6), "d..e moved down by two");
-        assert_eq!(
-            map.range(r(3, 1)),
-            (4, 4),
-            "an edited line maps to its replacement"
-        );
-        assert_eq!(map.range(r(1, 0)), (2, 2), "a pure insertion before line 1");
-    }
-
-    #[test]
-    fn deleted_lines_map_to_where_they_were() {
-        let base = "a\nb\nc\nd\n";
-        let current = "a\nd\n";
-        let map = LineMap::new(base, current);
-        assert_eq!(map.range(r(2, 2)), (1, 1));
-        assert_eq!(map.range(r(9, 3)), (1, 1), "clamped to the text");
-    }
 }

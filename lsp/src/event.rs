@@ -26,6 +26,10 @@ pub enum Event {
     CodeAction(Box<CodeActionParams>, Reply<Option<CodeActionResponse>>),
     ExecuteCommand(ExecuteCommandParams, Reply<Option<Value>>),
     Board(Reply<Board>),
+    Diff(
+        owt_protocol::review::DiffParams,
+        Reply<owt_protocol::review::DiffReport>,
+    ),
     /// A worker finished something that changes sessions.
     Refresh,
     /// The Conflict Guard's watcher applied a batch of file changes: what

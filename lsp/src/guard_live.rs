@@ -51,7 +51,7 @@ pub struct GuardLive {
     view: GuardView,
     /// What was last published, per document, with the document version
     /// it was published for.
-    published: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
+    pub published: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
     /// When the unsaved buffers are next handed to the guard.
     pub overrides_due: Option<Instant>,
     /// Engines started so far.
@@ -219,8 +219,14 @@ pub fn on_delta(state: &mut State, mut delta: GuardDelta) {
     }
     let me = state.guard.me.clone();
     let git = std::mem::take(&mut delta.git);
+    let changed: Vec<String> = delta
+        .participants
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect();
     let applied = state.guard.view.apply(delta, &me);
     publish(state, applied);
+    super::review_live::sessions_changed(state, &changed);
     // After the diagnostics (they go out first), before the next request:
     // what the editor asks next (code actions) sees these facts.
     sessions::apply_guard_git(state, &git);
@@ -261,7 +267,15 @@ pub fn apply_overrides(state: &mut State) {
             let applied = state.guard.view.apply(delta, &me);
             publish(state, applied);
         }
-        // Nothing moved for the guard, but a buffer's version may have.
+        // Nothing moved for the guard, but a buffer's version may have,
+        // or a document opened (its awareness hints).
+        Ok(None) if awareness(state) => publish(
+            state,
+            Applied {
+                paths: Some(BTreeSet::new()),
+                new_conflicts: Vec::new(),
+            },
+        ),
         Ok(None) => republish_versions(state),
         Err(e) => tracing::warn!("handing unsaved buffers to the guard failed: {e}"),
     }
@@ -322,10 +336,20 @@ fn republish_versions(state: &mut State) {
 pub fn stop(state: &mut State) {
     state.guard.running = None;
     for (uri, _) in std::mem::take(&mut state.guard.published) {
-        state
-            .outbox
-            .send(Outgoing::Diagnostics(uri, Vec::new(), None));
+        let diags = super::review_live::with_comments(state, &uri, Vec::new());
+        state.outbox.send(Outgoing::Diagnostics(uri, diags, None));
     }
+}
+
+/// Whether awareness hints are on (`initializationOptions.awareness`, else
+/// `[guard] awareness`).
+fn awareness(state: &State) -> bool {
+    state.options.awareness.unwrap_or_else(|| {
+        state
+            .ctx
+            .as_ref()
+            .is_none_or(|ctx| ctx.config.config.guard.awareness)
+    })
 }
 
 /// The open documents of my checkout, by path.
@@ -366,6 +390,19 @@ fn publish(state: &mut State, applied: Applied) {
         return;
     };
     let open = open_texts(state);
+    let awareness = awareness(state);
+    // Awareness hints follow every participant's changes: every open
+    // document is looked at again (a few diffs).
+    let mut applied = applied;
+    if awareness {
+        if let Some(paths) = applied.paths.as_mut() {
+            paths.extend(
+                open.keys().filter_map(|path| {
+                    Some(path.strip_prefix(my_root).ok()?.to_str()?.to_string())
+                }),
+            );
+        }
+    }
     let mut next = diagnostics::diagnostics(&diagnostics::Inputs {
         guard: &state.guard.view,
         repo: ctx.repo.git2(),
@@ -376,6 +413,7 @@ fn publish(state: &mut State, applied: Applied) {
         severities: state.options.severities.as_ref(),
         related: state.related_supported,
         only: applied.paths.as_ref(),
+        awareness,
     });
     let scope: Option<HashSet<Uri>> = applied.paths.as_ref().map(|paths| {
         paths
@@ -399,14 +437,17 @@ fn publish(state: &mut State, applied: Applied) {
         }
         published.insert(uri, (version, diags));
     }
-    for (uri, diags) in to_send {
+    for (uri, diags) in &to_send {
         if diags.is_empty() {
-            published.remove(&uri);
+            published.remove(uri);
         }
+    }
+    published.retain(|_, (_, d)| !d.is_empty());
+    for (uri, diags) in to_send {
         let version = state.docs.get(&uri).map(|d| d.version);
+        let diags = super::review_live::with_comments(state, &uri, diags);
         state
             .outbox
             .send(Outgoing::Diagnostics(uri, diags, version));
     }
-    published.retain(|_, (_, d)| !d.is_empty());
 }

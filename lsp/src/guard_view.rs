@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use owt_protocol::guard::{GuardPair, Level};
 
@@ -28,6 +29,18 @@ pub struct SideInfo {
     pub worktree: PathBuf,
     /// The commit its changes are counted from.
     pub merge_base: Option<String>,
+    /// Every path it changed (for the awareness hint in open documents).
+    pub changes: Arc<BTreeMap<String, ChangedPath>>,
+}
+
+/// One path a participant changed, as the awareness hint needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangedPath {
+    pub hunks: Vec<Hunk>,
+    /// New on its side.
+    pub added: bool,
+    pub deleted: bool,
+    pub binary: bool,
 }
 
 /// One overlapping pair and each member's hunks in its paths.
@@ -66,9 +79,26 @@ pub struct GuardDelta {
 }
 
 fn side_info(engine: &GuardEngine, id: &str) -> Option<SideInfo> {
+    let changes = engine
+        .changes(id)
+        .unwrap_or_default()
+        .iter()
+        .map(|change| {
+            (
+                change.path.clone(),
+                ChangedPath {
+                    hunks: change.hunks.clone(),
+                    added: change.old.is_none(),
+                    deleted: change.new.is_none(),
+                    binary: change.binary,
+                },
+            )
+        })
+        .collect();
     Some(SideInfo {
         worktree: engine.worktree(id)?.to_path_buf(),
         merge_base: engine.merge_base(id).map(|oid| oid.to_string()),
+        changes: Arc::new(changes),
     })
 }
 
@@ -173,6 +203,11 @@ impl GuardView {
         self.participants.get(id).map(|(_, side)| side)
     }
 
+    /// Every participant, in id order.
+    pub fn participants(&self) -> impl Iterator<Item = (&String, &SideInfo)> {
+        self.participants.iter().map(|(id, (_, side))| (id, side))
+    }
+
     /// Every overlapping pair, in id order.
     pub fn pairs(&self) -> impl Iterator<Item = &LivePair> {
         self.pairs.values().filter_map(|(_, pair)| pair.as_ref())
@@ -271,9 +306,17 @@ mod tests {
                         b_ranges: Vec::new(),
                         detail: None,
                         ignored: false,
+                        a_change: None,
+                        b_change: None,
+                        a_symbols: Vec::new(),
+                        b_symbols: Vec::new(),
                     })
                     .collect(),
                 conflicting_paths: Vec::new(),
+                conflicting_orders: Vec::new(),
+                not_merged: Vec::new(),
+                lines_from: None,
+                semantic: Vec::new(),
             },
             hunks: BTreeMap::new(),
         }
@@ -337,6 +380,7 @@ mod tests {
         let side = |base: &str| SideInfo {
             worktree: "/r".into(),
             merge_base: Some(base.into()),
+            changes: Arc::default(),
         };
         let mut moved = delta(2, false, None);
         moved.participants = vec![("you".into(), side("c1"))];

@@ -34,7 +34,7 @@
 mod backend;
 mod commands;
 mod convert;
-mod diagnostics;
+pub(crate) mod diagnostics;
 mod event;
 pub mod framing;
 #[doc(hidden)]
@@ -42,11 +42,13 @@ pub mod fuzzing;
 mod git_refresher;
 mod guard_live;
 mod guard_view;
+mod machine;
 mod main_loop;
 mod notifications;
 mod outbox;
 mod progress;
 mod requests;
+mod review_live;
 mod sessions;
 mod state;
 mod terminal;
@@ -98,7 +100,8 @@ async fn serve(
         owner = main_loop::spawn_owner(client, handle, owner_tx, rx, home);
         backend::Backend::new(tx)
     })
-    .custom_method(owt_protocol::lsp::METHOD_BOARD, backend::Backend::board);
+    .custom_method(owt_protocol::lsp::METHOD_BOARD, backend::Backend::board)
+    .custom_method(owt_protocol::review::METHOD_DIFF, backend::Backend::diff);
     #[cfg(test)]
     let builder = builder.custom_method("$/owt/flush", backend::Backend::flush);
     let (service, socket) = builder.finish();

@@ -14,7 +14,7 @@ use tower_lsp_server::Client;
 
 use super::event::Event;
 use super::state::State;
-use super::{guard_live, notifications, requests, sessions};
+use super::{guard_live, notifications, requests, review_live, sessions};
 
 /// How often the board and statuses are re-read.
 const TICK: Duration = Duration::from_millis(500);
@@ -54,7 +54,7 @@ fn run(mut state: State, rx: Receiver<Event>) {
     // is over.
     let mut trimmer = owt_core::memory::Trimmer::new();
     loop {
-        let wake = [state.guard.overrides_due, trimmer.due()]
+        let wake = [state.guard.overrides_due, trimmer.due(), state.review.due()]
             .into_iter()
             .flatten()
             .fold(next_tick, Instant::min);
@@ -81,6 +81,11 @@ fn run(mut state: State, rx: Receiver<Event>) {
             });
             trimmer.activity();
         }
+        if state.review.due().is_some_and(|due| Instant::now() >= due) {
+            guarded("typing review comments", || {
+                review_live::deliver_due(&mut state)
+            });
+        }
         trimmer.poll();
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + TICK;
@@ -88,8 +93,23 @@ fn run(mut state: State, rx: Receiver<Event>) {
                 guarded("the session refresh", || {
                     sessions::refresh(&mut state, false)
                 });
+                guarded("watching the machine", || watch_machine(&mut state));
+                guarded("the review comments' refresh", || {
+                    review_live::recheck(&mut state)
+                });
             }
         }
+    }
+}
+
+/// Memory pressure (a warning before the OOM killer picks an agent) and
+/// room for queued sessions.
+fn watch_machine(state: &mut State) {
+    let Some(ctx) = &state.ctx else { return };
+    if let Some(warning) = state.machine.poll(ctx, &state.sessions) {
+        state
+            .outbox
+            .show_message(tower_lsp_server::ls_types::MessageType::WARNING, warning);
     }
 }
 
@@ -107,6 +127,7 @@ fn handle(state: &mut State, event: Event) {
             requests::execute_command::handle(state, params, reply)
         }
         Event::Board(reply) => requests::board::handle(state, reply),
+        Event::Diff(params, reply) => requests::diff::handle(state, params, reply),
         Event::Refresh => sessions::refresh(state, true),
         Event::GitRefreshed => sessions::refresh(state, false),
         Event::GuardChanged(delta) => guard_live::on_delta(state, *delta),

@@ -53,6 +53,10 @@ pub fn refresh(state: &mut State, force_git: bool) {
             );
         }
     }
+    if state.pr_watch.is_none() {
+        // Never two watchers for one pull request: a lease in the store.
+        state.pr_watch = owt_core::ops::watch::Background::start(ctx.repo.main_root(), true);
+    }
     state.watch.pending_git.retain(|name, (git, since)| {
         since.elapsed() < PENDING_GIT && !ops::list::git_fact_recorded(ctx, name, git)
     });
@@ -197,6 +201,18 @@ fn transition_message(view: &SessionView) -> Option<(MessageType, String)> {
         Status::Conflict => Some((
             MessageType::WARNING,
             format!("owt: {name} stopped on a merge conflict"),
+        )),
+        Status::ChecksFailed | Status::CiFailed | Status::ChangesRequested => Some((
+            if view.lane == owt_protocol::Lane::NeedsYou {
+                MessageType::WARNING
+            } else {
+                MessageType::INFO
+            },
+            format!("owt: {name}: {}", view.status_text),
+        )),
+        Status::Merged => Some((
+            MessageType::INFO,
+            format!("owt: {name}: its pull request was merged; delete the session to clean up"),
         )),
         _ => None,
     }

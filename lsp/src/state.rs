@@ -46,11 +46,17 @@ pub struct State {
     pub watch: SessionWatch,
     /// Started with the first refresh.
     pub git: Option<GitRefresher>,
+    /// The pull-request watcher (`owt watch`'s loop: CI failures, reviews
+    /// and new conflicts routed to agents), started with the first refresh.
+    pub pr_watch: Option<owt_core::ops::watch::Background>,
     pub guard: GuardLive,
+    pub review: super::review_live::ReviewLive,
     pub initialized: bool,
     pub shut_down: bool,
     /// The last error about the store's file shown to the user (shown once).
     pub store_trouble: Option<String>,
+    /// Memory pressure and room for queued sessions.
+    pub machine: super::machine::MachineWatch,
     /// What the repository's own files were not allowed to do (trust),
     /// said once the client is initialized.
     pub trust_notice: Option<String>,
@@ -80,10 +86,13 @@ impl State {
             sessions: Vec::new(),
             watch: SessionWatch::default(),
             git: None,
+            pr_watch: None,
             guard: GuardLive::default(),
+            review: Default::default(),
             initialized: false,
             shut_down: false,
             store_trouble: None,
+            machine: super::machine::MachineWatch::default(),
             trust_notice: None,
             next_token: 0,
         }

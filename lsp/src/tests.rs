@@ -215,7 +215,7 @@ fn check(fixture: &str, edits: &[(&str, &str)], expect: Expect) {
 }
 
 #[test]
-fn an_agents_change_shows_once_you_touch_the_file_and_clears_when_you_undo() {
+fn an_agents_change_shows_once_you_touch_the_file_and_is_a_hint_again_when_you_undo() {
     let base = ten_lines();
     let agent = with_line(&base, 3, "agent 3");
     let fixture = format!("//- a.txt\n{base}//- @agent-1 a.txt\n{agent}");
@@ -237,7 +237,7 @@ fn an_agents_change_shows_once_you_touch_the_file_and_clears_when_you_undo() {
             a.txt:3-3 overlap information: agent-1 (fake, starting) changed line 3 here (+1 −1); you changed other lines of this file
               related: a.txt:3 agent-1's copy
             -- a.txt edited
-            a.txt: (cleared)
+            a.txt:3-3 aware hint: agent-1 (fake, starting) is changing line 3 here (+1 −1)
         "#]],
     );
 }

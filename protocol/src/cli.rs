@@ -24,6 +24,24 @@ pub enum Status {
     Exited,
     /// A merge or rebase in the session's worktree stopped on conflicts.
     Conflict,
+    /// The agent's turn is over and `[checks]` run on its work (or are due).
+    ChecksRunning,
+    /// The checks failed on the agent's work (see `checks`): the agent is
+    /// fixing them (IN FLIGHT) or gave up / was not asked (NEEDS YOU).
+    ChecksFailed,
+    /// The pull request's CI failed (see `pr`).
+    CiFailed,
+    /// A reviewer asked for changes on the pull request.
+    ChangesRequested,
+    /// A pull request is open (CI running or green; READY TO SHIP once
+    /// approved).
+    PrOpen,
+    /// The pull request was merged: nothing is left but cleaning up.
+    Merged,
+    /// Created with its worktree, waiting for room on the machine (`[agent]
+    /// max_running`, `min_free_memory`): its agent starts when a running
+    /// one ends or frees memory.
+    Queued,
     /// A remote session whose machine owt cannot reach right now (its
     /// bridge is down); its last known state is kept, nothing is deleted.
     Unreachable,
@@ -40,6 +58,13 @@ impl Status {
             Status::Done => "done",
             Status::Exited => "exited",
             Status::Conflict => "conflict",
+            Status::ChecksRunning => "checks-running",
+            Status::ChecksFailed => "checks-failed",
+            Status::CiFailed => "ci-failed",
+            Status::ChangesRequested => "changes-requested",
+            Status::PrOpen => "pr-open",
+            Status::Merged => "merged",
+            Status::Queued => "queued",
             Status::Unreachable => "unreachable",
         }
     }
@@ -53,16 +78,24 @@ pub enum Lane {
     NeedsYou,
     ReadyToShip,
     InFlight,
+    /// The work landed elsewhere (a merged pull request): delete the session.
+    ReadyToClean,
 }
 
 impl Lane {
-    pub const ALL: [Lane; 3] = [Lane::NeedsYou, Lane::ReadyToShip, Lane::InFlight];
+    pub const ALL: [Lane; 4] = [
+        Lane::NeedsYou,
+        Lane::ReadyToShip,
+        Lane::InFlight,
+        Lane::ReadyToClean,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
             Lane::NeedsYou => "NEEDS YOU",
             Lane::ReadyToShip => "READY TO SHIP",
             Lane::InFlight => "IN FLIGHT",
+            Lane::ReadyToClean => "READY TO CLEAN",
         }
     }
 }
@@ -181,9 +214,46 @@ pub struct SessionView {
     pub changed_files: u32,
     /// Sessions (or "you") whose changes overlap this one's.
     pub overlaps: u32,
+    /// Paths where its work no longer merges into its base branch's tip
+    /// (the base moved under it: Conflict Guard's `base-conflict`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_conflicts: Vec<String>,
     /// Files with unresolved merge conflicts in the worktree.
     pub conflicted_files: Vec<String>,
     pub agent_pid: Option<u32>,
+    /// How the host talks to the agent: its terminal (`pty`) or the Agent
+    /// Client Protocol (`acp`).
+    #[serde(default)]
+    #[cfg_attr(test, ts(as = "Option<crate::host::Transport>", optional))]
+    pub transport: crate::host::Transport,
+    /// ACP sessions: the permission request the agent waits on (while
+    /// `blocked`); answer with `owt approve` / `owt deny`.
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional = nullable))]
+    pub permission: Option<crate::host::PendingPermission>,
+    /// ACP sessions: what the protocol reported (agent, tokens, cost).
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional = nullable))]
+    pub acp: Option<AcpView>,
+    /// The last `[checks]` run on this session's work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub checks: Option<ChecksView>,
+    /// The session's pull request (`owt pr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub pr: Option<PrView>,
+    /// Resident memory of the agent's whole process tree, in bytes, as its
+    /// session host last sampled it (every few seconds); `None` when the
+    /// agent is not running or was not sampled yet.
+    #[serde(default)]
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub rss_bytes: Option<u64>,
+    /// The session's block of TCP ports (`[worktree] ports = N`), given to
+    /// the agent and the setup script as `OWT_PORT` (the first) and
+    /// `OWT_PORTS` (all, space-separated); empty when none was asked for.
+    #[serde(default)]
+    pub ports: Vec<u16>,
     /// Every [`SessionAction`], in menu order, with whether it can be done
     /// now (computed by the server; plugins show exactly these).
     #[serde(default)]
@@ -200,6 +270,42 @@ pub struct SessionView {
     #[serde(default)]
     #[cfg_attr(test, ts(optional = nullable))]
     pub remote: Option<String>,
+}
+
+/// What an ACP session's agent reported through the protocol. Token counts
+/// add up the agent's per-turn reports (`PromptResponse.usage`); agents
+/// that report none (Codex's adapter) leave them at 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct AcpView {
+    /// The agent's name and version (`agentInfo`), e.g.
+    /// `@zed-industries/claude-agent-acp 0.23.1`.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The agent's own id of the conversation (`session/load` reopens it).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Turns ended.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub turns: u64,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub input_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub output_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub cache_read_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub cache_write_tokens: u64,
+    /// Reasoning tokens, where reported separately.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub thought_tokens: u64,
+    /// Cumulative cost in US dollars (`usage_update.cost`), where reported.
+    pub cost_usd: Option<f64>,
+    /// Tokens in the context window and its size (`usage_update`).
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub context_used: Option<u64>,
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub context_size: Option<u64>,
 }
 
 impl SessionView {
@@ -252,6 +358,51 @@ impl TokenUsage {
     }
 }
 
+/// The last checks run of a session, as `owt list` and the boards show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ChecksView {
+    /// `running`, `passed`, `failed`, `cancelled` or `skipped`.
+    pub state: String,
+    /// What started it: `turn-end`, `ship`, `pr` or `manual`.
+    pub trigger: String,
+    /// Failed runs in a row, this one included (0 once they pass).
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    #[cfg_attr(test, ts(type = "number | null"))]
+    pub duration_ms: Option<u64>,
+    /// The run's whole output: `$OWT_HOME/logs/checks/…`.
+    pub log: Option<String>,
+    /// Unix ms.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub started_at: i64,
+    /// The result holds for the work as it is now (no input reached the
+    /// agent since).
+    pub current: bool,
+}
+
+/// A session's pull (or merge) request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PrView {
+    #[cfg_attr(test, ts(type = "number"))]
+    pub number: u64,
+    pub url: String,
+    /// `open`, `closed` or `merged`.
+    pub state: String,
+    pub draft: bool,
+    /// `none`, `pending`, `passing` or `failing`.
+    pub ci: String,
+    /// `none`, `review-required`, `approved` or `changes-requested`.
+    pub review: String,
+    /// What went wrong the last time owt looked at it (rate limit, network).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub error: Option<String>,
+}
+
 /// `owt list --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionList {
@@ -297,7 +448,7 @@ pub struct LaneCount {
 }
 
 /// Sessions counted for a status line: each session is in exactly one of
-/// `working`, `needs_you`, `ready` and `idle`.
+/// `working`, `needs_you`, `ready`, `idle` and `queued`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BoardCounts {
@@ -310,6 +461,12 @@ pub struct BoardCounts {
     pub ready: u32,
     /// Everything else (idle, done, exited outside the lanes above).
     pub idle: u32,
+    /// In the READY TO CLEAN lane (a merged pull request).
+    #[serde(default)]
+    pub to_clean: u32,
+    /// In flight, waiting for room on the machine (`queued`).
+    #[serde(default)]
+    pub queued: u32,
     /// The non-zero counts in words, e.g. `3 working · 1 needs you`
     /// (empty when there is no session).
     pub summary: String,
@@ -570,10 +727,19 @@ pub struct MergeOutput {
 /// `owt ship --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(optional_fields))]
 pub struct ShipOutput {
     /// The commit made of the worktree's uncommitted work, if there was any.
     pub committed: Option<String>,
     pub merge: MergeOutput,
+    /// Changed files shipped without being marked reviewed since their
+    /// last change (`owt review NAME --mark`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreviewed: Vec<String>,
+    /// `[checks]` before shipping: `passed`, `skipped` (`--no-checks`) or
+    /// `not-run` (`when = "manual"`); absent without checks configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<String>,
 }
 
 /// `owt queue --ship --json`: what shipped and where it stopped.

@@ -9,10 +9,13 @@
 
 pub mod bridge;
 pub mod cli;
+pub mod feedback;
 pub mod guard;
 pub mod host;
 pub mod lsp;
+pub mod review;
 #[cfg(test)]
 mod typescript;
 
 pub use cli::*;
+pub use feedback::*;

@@ -31,6 +31,13 @@ pub mod commands {
     pub const SHIP: &str = "owt.ship";
     pub const DELETE: &str = "owt.delete";
     pub const OPEN_AGENT_FILE: &str = "owt.openAgentFile";
+    /// A review comment to the agent (`{session, path | uri, start_line,
+    /// end_line, text}`; only `text` after a code action on a selection).
+    pub const COMMENT: &str = "owt.comment";
+    /// A read-only copy of the base version of a file of an agent.
+    pub const SHOW_BASE: &str = "owt.showBase";
+    /// Marks a file (or every changed file) of an agent reviewed.
+    pub const MARK_REVIEWED: &str = "owt.markReviewed";
     pub const ALL: &[&str] = &[
         SPAWN,
         ATTACH,
@@ -40,6 +47,9 @@ pub mod commands {
         SHIP,
         DELETE,
         OPEN_AGENT_FILE,
+        COMMENT,
+        SHOW_BASE,
+        MARK_REVIEWED,
     ];
 }
 
@@ -56,6 +66,12 @@ pub struct InitializationOptions {
     pub open_terminal: bool,
     /// Severity per level (`error`, `warning`, `information`, `hint`).
     pub severities: Option<Severities>,
+    /// Hints on the lines other participants are changing in open
+    /// documents you have not edited (level `aware`); `false` turns them
+    /// off. Absent: the `[guard] awareness` config key decides (on by
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awareness: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -66,6 +82,8 @@ pub struct Severities {
     pub overlap: Option<String>,
     pub hunk_overlap: Option<String>,
     pub conflict: Option<String>,
+    /// The awareness hint (`aware`; default `hint`).
+    pub aware: Option<String>,
 }
 
 /// `owt/openTerminal` params: run `argv` in `cwd` in a terminal titled `title`.

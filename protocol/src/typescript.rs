@@ -6,11 +6,15 @@
 
 use ts_rs::TS;
 
-use crate::host::{PeekView, ScreenView};
+use crate::host::{PeekView, PendingPermission, PermissionOption, ScreenView, Transport};
 use crate::lsp::{
     commands, CommandArgs, DiagnosticData, InitializationOptions, OpenTerminalParams,
     OpenTerminalResult, Severities, METHOD_BOARD, METHOD_BOARD_CHANGED, METHOD_OPEN_TERMINAL,
     SEVERITY_VALUES,
+};
+use crate::review::{
+    CommentsOutput, DiffFile, DiffHunk, DiffLine, DiffParams, DiffReport, FileStatus,
+    ReviewComment, ReviewedOutput, COMMENT_SOURCE, METHOD_DIFF,
 };
 use crate::*;
 
@@ -83,7 +87,13 @@ fn generate() -> String {
     declare::<SessionAction>(&mut out);
     declare::<ActionState>(&mut out);
     declare::<SessionView>(&mut out);
+    declare::<ChecksView>(&mut out);
+    declare::<PrView>(&mut out);
     declare::<TokenUsage>(&mut out);
+    declare::<AcpView>(&mut out);
+    declare::<Transport>(&mut out);
+    declare::<PendingPermission>(&mut out);
+    declare::<PermissionOption>(&mut out);
     declare::<BoardLane>(&mut out);
     declare::<LaneCount>(&mut out);
     declare::<BoardCounts>(&mut out);
@@ -102,10 +112,21 @@ fn generate() -> String {
     declare::<OpenTerminalResult>(&mut out);
     declare::<CommandArgs>(&mut out);
     declare::<DiagnosticData>(&mut out);
+    declare::<DiffParams>(&mut out);
+    declare::<FileStatus>(&mut out);
+    declare::<DiffLine>(&mut out);
+    declare::<DiffHunk>(&mut out);
+    declare::<DiffFile>(&mut out);
+    declare::<DiffReport>(&mut out);
+    declare::<ReviewComment>(&mut out);
+    declare::<CommentsOutput>(&mut out);
+    declare::<ReviewedOutput>(&mut out);
     out.push_str(&format!(
         "export const METHOD_BOARD = '{METHOD_BOARD}';\n\
          export const METHOD_BOARD_CHANGED = '{METHOD_BOARD_CHANGED}';\n\
-         export const METHOD_OPEN_TERMINAL = '{METHOD_OPEN_TERMINAL}';\n\n"
+         export const METHOD_OPEN_TERMINAL = '{METHOD_OPEN_TERMINAL}';\n\
+         export const METHOD_DIFF = '{METHOD_DIFF}';\n\
+         export const COMMENT_SOURCE = '{COMMENT_SOURCE}';\n\n"
     ));
     out.push_str("/** Command ids of `workspace/executeCommand`. */\nexport const Commands = {\n");
     for id in commands::ALL {

@@ -9,7 +9,8 @@
 //! Not an API: hidden from the docs, used only by the fuzz targets and the
 //! tests. Invariants: nothing here talks to the outside world except
 //! [`config`], which writes its files into a private temporary folder; the
-//! LSP checks live in `lsp::fuzzing`, since only `lsp` knows LSP types.
+//! LSP checks live in `lsp::fuzzing`, since only `lsp` knows LSP types, and
+//! the ACP ones in `acp::fuzzing`.
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +35,23 @@ use crate::session::host::{self, Request};
 /// the input was split; positions convert to char boundaries inside the text.
 pub fn lsp_framing(data: &[u8]) {
     crate::lsp::fuzzing::lsp_framing(data);
+}
+
+/// Target `acp_framing`: the bytes an ACP peer (an agent on an ACP
+/// session host's pipe, an editor on `owt acp`'s stdin) sends, through
+/// the line reader ([`crate::acp::rpc::LineReader`]), the JSON-RPC decoder
+/// and the readers of ACP messages, into a transcript.
+///
+/// The first byte chooses the reader's buffer size (how reads split).
+/// Invariants: nothing panics; bytes are conserved (every byte is in a
+/// line, a line skipped as too long, or a newline); every line decodes to
+/// a message that re-encodes as one line decoding to the same message, or
+/// to an error whose response is a JSON-RPC parse or invalid-request
+/// error; updates, permission requests (and answers to them), prompt and
+/// initialize results are read without panicking; the transcript stays
+/// bounded, renders and replays.
+pub fn acp_framing(data: &[u8]) {
+    crate::acp::fuzzing::acp_framing(data);
 }
 
 /// Target `host_frames`: the session host's frame decoder.
@@ -82,7 +100,7 @@ pub fn host_frames(data: &[u8]) {
     if let Some(Ok(hello)) = frames_iter.next().map(host::decode_hello) {
         assert_eq!(hello.version, HOST_PROTOCOL_VERSION);
         assert!(hello.rows <= host::MAX_ROWS && hello.cols <= host::MAX_COLS);
-        let mut parser = vt100::Parser::new(24, 80, host::SCROLLBACK_LINES);
+        let mut parser = vt100::Parser::new(24, 80, crate::session::DEFAULT_SCROLLBACK);
         if hello.role == proto::Role::Attach && hello.rows > 0 && hello.cols > 0 {
             parser.screen_mut().set_size(hello.rows, hello.cols);
         }
@@ -347,6 +365,11 @@ mod tests {
     #[test]
     fn lsp_framing_corpus() {
         replay("lsp_framing", lsp_framing);
+    }
+
+    #[test]
+    fn acp_framing_corpus() {
+        replay("acp_framing", acp_framing);
     }
 
     #[test]

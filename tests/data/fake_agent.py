@@ -17,6 +17,12 @@ is appended to $FAKE_LOG as one JSON string per line. Commands:
               outlives the agent's process group); prints its pid
   query       ask the terminal for the cursor position and print the answer
   draw        paint a coloured box with ANSI escapes
+  write F T   work for 1 s, writing T (the rest of the line) to file F
+  commit M    `git commit -a -m M` in its worktree
+A message owt types after failed checks or CI ("Fix it ... end your turn")
+makes it "fix" the work when $FAKE_FIX is `FILE=TEXT`: 1 s of work writing
+TEXT to FILE (and committing it with $FAKE_FIX_COMMIT set). Without
+$FAKE_FIX it fixes nothing (an agent that gives up).
 anything else is echoed back as `got: <text>`.
 """
 import json
@@ -99,6 +105,27 @@ def animate():
     w("\x1b[H\x1b[2Jfake TUI\r\n\r\nReady for your next task.\r\n\r\n> ")
 
 
+def write_file(path, text):
+    """The agent's work: a file written in its worktree, behind a spinner."""
+    with open(path, "w") as f:
+        f.write(text + "\n")
+    spin(1)
+    w(f"\r\nwrote {path}")
+
+
+def fix(line):
+    """Told its checks or CI failed: fix the work (if it knows how)."""
+    spec = os.environ.get("FAKE_FIX")
+    if not spec:
+        w("\r\ncannot fix that")
+        return
+    path, _, text = spec.partition("=")
+    write_file(path, text)
+    if os.environ.get("FAKE_FIX_COMMIT"):
+        subprocess.run(["git", "commit", "-q", "-a", "-m", f"fix {path}"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def run(line):
     global dialog, anim_dialog
     log(line)
@@ -150,6 +177,14 @@ def run(line):
         return
     elif cmd == "query":
         w(f"\r\ncursor answer: {ask_cursor()}")
+    elif cmd == "write" and len(words) >= 2:
+        write_file(words[1], " ".join(words[2:]))
+    elif cmd == "commit":
+        subprocess.run(["git", "commit", "-q", "-a", "-m", " ".join(words[1:]) or "work"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        w("\r\ncommitted")
+    elif "end your turn" in line and line.startswith("owt:"):
+        fix(line)
     elif cmd == "draw":
         w("\r\n\x1b[44;37m+------+\x1b[0m\r\n\x1b[44;37m| box  |\x1b[0m\r\n\x1b[44;37m+------+\x1b[0m")
     else:

@@ -49,9 +49,9 @@ def load_script(path):
         if not isinstance(turn_steps, list) or not turn_steps:
             raise SystemExit(f"{path}: turn {t} has no steps")
         for s in turn_steps:
-            kinds = [k for k in ("write", "run", "text") if k in s]
+            kinds = [k for k in ("write", "read", "run", "text") if k in s]
             if len(kinds) != 1:
-                raise SystemExit(f"{path}: turn {t}: a step is exactly one of write, run, text: {s}")
+                raise SystemExit(f"{path}: turn {t}: a step is exactly one of write, read, run, text: {s}")
             step = dict(s)
             step["kind"] = kinds[0]
             step["turn"] = t
@@ -252,7 +252,9 @@ def position(steps, assistants, calls):
 def marker(step):
     """What a step's tool call carries that names it (for APIs that drop
     call ids): the file path or the command."""
-    return step["write"]["path"] if step["kind"] == "write" else step["run"]["command"]
+    if step["kind"] in ("write", "read"):
+        return step[step["kind"]]["path"]
+    return step["run"]["command"]
 
 
 # ---------------------------------------------------------------- answers
@@ -287,6 +289,15 @@ def plan_answer(api, body, steps, index, tools):
         return ("text", "\n".join(parts)), step
     if step["kind"] == "text":
         return ("text", step["text"]), step
+    if step["kind"] == "read":
+        # Claude Code writes over a file only after reading it.
+        path = step["read"]["path"]
+        cwd = body_cwd(body)
+        full = path if path.startswith("/") or not cwd else f"{cwd}/{path}"
+        for name in ("Read", "read", "read_file"):
+            if name in tools:
+                return ("call", name, {path_key(api, body, name, "file_path"): full}), step
+        return shell_call(tools, f"cat {path}", step, cwd), step
     if step["kind"] == "write":
         path, content = step["write"]["path"], step["write"]["content"]
         cwd = body_cwd(body)

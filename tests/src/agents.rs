@@ -87,6 +87,9 @@ pub struct ModelRequest {
     pub user_messages: Vec<String>,
     #[serde(default)]
     pub usage: serde_json::Value,
+    /// The whole request body ([`Model::start_logging_bodies`] only).
+    #[serde(default)]
+    pub body: Option<serde_json::Value>,
 }
 
 impl ModelRequest {
@@ -106,6 +109,16 @@ impl Model {
     /// Starts the server with `script` (`{"turns": [{"steps": [...]}]}`),
     /// its script and log in `dir`.
     pub fn start(dir: &Path, script: &serde_json::Value) -> Model {
+        Model::start_with(dir, script, false)
+    }
+
+    /// As [`Model::start`], the log also holding each request's whole body
+    /// (what a tool result said to the model, say).
+    pub fn start_logging_bodies(dir: &Path, script: &serde_json::Value) -> Model {
+        Model::start_with(dir, script, true)
+    }
+
+    fn start_with(dir: &Path, script: &serde_json::Value, bodies: bool) -> Model {
         std::fs::create_dir_all(dir).unwrap();
         let script_file = dir.join("model-script.json");
         std::fs::write(&script_file, serde_json::to_vec_pretty(script).unwrap()).unwrap();
@@ -116,6 +129,7 @@ impl Model {
             .arg(&script_file)
             .arg("--log")
             .arg(&log)
+            .args(bodies.then_some("--log-bodies"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -7,6 +7,7 @@
 //! that was started with its `OWT_HOME` (session hosts and agents), so no
 //! test leaves agents behind.
 
+pub mod acp;
 pub mod agents;
 pub mod lsp;
 pub mod remote;
@@ -115,6 +116,13 @@ impl TestEnv {
         let home = root.path().join("home");
         let owt_home = root.path().join("owt");
         std::fs::create_dir_all(&home).unwrap();
+        // An explicit limit on running agents, so that whether a test's
+        // sessions start does not depend on how much memory the machine
+        // running the suite has left (the default limit is what memory
+        // holds; tests of the queue set their own in `.owt.toml`).
+        let config = home.join(".config/owt");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("config.toml"), "[agent]\nmax_running = 64\n").unwrap();
         TestEnv {
             root,
             home,

@@ -250,6 +250,20 @@ impl LspClient {
         incoming
     }
 
+    /// The params of notifications `method` received so far that no await
+    /// consumed.
+    pub fn notifications(&self, method: &str) -> Vec<Value> {
+        self.seen
+            .iter()
+            .filter_map(|m| match m {
+                Incoming::Notification { method: m2, params } if m2 == method => {
+                    Some(params.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Waits for a notification `method` whose params satisfy `pred`
     /// (earlier ones seen are checked first and consumed).
     pub fn await_notification(

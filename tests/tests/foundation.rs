@@ -314,8 +314,16 @@ fn config_show_and_version_json() {
     let env = TestEnv::new();
     let repo = env.repo("app");
     let show: ConfigShow = env.owt_json(&repo, ["config", "show"]);
-    assert_eq!(show.sources.len(), 1);
-    assert!(show.sources[0].ends_with(".owt.toml"));
+    // The repository's file and the user's (the test env's limit on
+    // running agents).
+    assert_eq!(show.sources.len(), 2, "{:?}", show.sources);
+    assert!(
+        show.sources.iter().any(|s| s.ends_with(".owt.toml"))
+            && show.sources.iter().any(|s| s.ends_with("owt/config.toml")),
+        "{:?}",
+        show.sources
+    );
+    assert_eq!(show.config["agent"]["max_running"], 64);
     assert_eq!(show.config["agent"]["default_tool"], "fake");
     let text = env.owt_ok(&repo, ["config", "show"]);
     assert!(text.contains("[tools.fake]"), "{text}");

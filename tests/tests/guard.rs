@@ -116,6 +116,69 @@ fn guard_reports_every_pair_with_levels_paths_and_lines() {
 }
 
 #[test]
+fn a_base_that_moved_under_a_session_is_a_base_conflict_in_guard_and_on_the_board() {
+    let env = TestEnv::new();
+    let repo = repo_with_numbered_file(&env);
+    let one = new_session(&env, &repo, "one");
+    let two = new_session(&env, &repo, "two");
+    std::fs::write(one.join("f.txt"), numbered(&[(3, "one was here")])).unwrap();
+    std::fs::write(two.join("other.txt"), "two\n").unwrap();
+    // main moves on under them: line 3 changes there too.
+    std::fs::write(repo.join("f.txt"), numbered(&[(3, "main moved")])).unwrap();
+    env.git(&repo, ["commit", "-q", "-am", "main moves"]);
+
+    let report: GuardReport = env.owt_json(&repo, ["guard"]);
+    assert_eq!(report.base_conflicts.len(), 1, "{report:#?}");
+    let conflict = &report.base_conflicts[0];
+    assert_eq!(
+        (conflict.name.as_str(), conflict.base.as_str()),
+        ("one", "main")
+    );
+    assert_eq!(conflict.conflicting_paths, ["f.txt"]);
+    assert_eq!(conflict.paths[0].level, Level::BaseConflict);
+    assert_eq!(conflict.paths[0].a_ranges[0].start, 3);
+    assert_eq!(conflict.paths[0].b_ranges[0].start, 3);
+    assert!(report.pairs.is_empty(), "{report:#?}");
+    let text = env.owt_ok(&repo, ["guard"]);
+    assert!(
+        text.contains("one no longer merges into main (main moved on):\n  f.txt (conflict): one: lines 3; main: lines 3."),
+        "{text}"
+    );
+    assert_eq!(
+        env.owt_ok(&repo, ["guard", "two"]).trim(),
+        "two overlaps nobody."
+    );
+
+    // The board and `owt list --json` show it from the recorded facts.
+    let list: SessionList = env.owt_json(&repo, ["list"]);
+    let conflicts: Vec<(String, Vec<String>)> = list
+        .sessions
+        .iter()
+        .map(|s| (s.name.clone(), s.base_conflicts.clone()))
+        .collect();
+    assert_eq!(
+        conflicts,
+        [
+            ("one".into(), vec!["f.txt".to_string()]),
+            ("two".into(), vec![])
+        ]
+    );
+    let board = env.owt_ok(&repo, Vec::<String>::new());
+    let line = board
+        .lines()
+        .find(|l| l.trim_start().starts_with("one "))
+        .unwrap();
+    assert!(line.contains("conflicts with main in f.txt"), "{board}");
+
+    // Resolved in the worktree (it takes main's line): gone everywhere.
+    std::fs::write(one.join("f.txt"), numbered(&[(3, "main moved")])).unwrap();
+    let report: GuardReport = env.owt_json(&repo, ["guard"]);
+    assert!(report.base_conflicts.is_empty(), "{report:#?}");
+    let list: SessionList = env.owt_json(&repo, ["list"]);
+    assert!(list.sessions.iter().all(|s| s.base_conflicts.is_empty()));
+}
+
+#[test]
 fn guard_honours_ignore_globs_but_shows_conflicts() {
     let env = TestEnv::new();
     let repo = repo_with_numbered_file(&env);

@@ -229,7 +229,7 @@ fn code_actions_on_a_selection_and_in_a_session_worktree() {
     let (actions, commands) = code_actions(&mut client, &wt_file, 0, json!([]));
     assert_eq!(
         commands,
-        vec!["owt.attach", "owt.peek"],
+        vec!["owt.attach", "owt.peek", "owt.showBase"],
         "nothing to merge or ship yet (the session's actions say so)"
     );
     assert!(actions[0]["command"]["arguments"][0]["session"] == created.session.name.as_str());
@@ -252,7 +252,13 @@ fn code_actions_on_a_selection_and_in_a_session_worktree() {
     let (_, commands) = code_actions(&mut client, &wt_file, 0, json!([]));
     assert_eq!(
         commands,
-        vec!["owt.ship", "owt.merge", "owt.attach", "owt.peek"]
+        vec![
+            "owt.ship",
+            "owt.merge",
+            "owt.attach",
+            "owt.peek",
+            "owt.showBase"
+        ]
     );
 
     // An owt diagnostic offers open / tell / attach / merge / ship for its session.

@@ -78,8 +78,11 @@ fn an_agent_write_shows_on_the_lines_it_changed_and_clears_on_revert() {
     client.await_diagnostics(&uri(&file), DEADLINE, |d| d.is_empty());
 }
 
+/// Awake before you type: an agent's lines in a document you opened but
+/// did not change are a hint (`aware`); typing on those lines (unsaved)
+/// makes it the pair's conflict; undone, the hint is back.
 #[test]
-fn unsaved_edits_create_and_clear_a_hunk_overlap() {
+fn unsaved_edits_turn_the_awareness_hint_into_a_conflict_and_back() {
     let env = TestEnv::new();
     let (repo, session) = setup(&env);
     let wt = Path::new(&session.session.worktree);
@@ -97,25 +100,94 @@ fn unsaved_edits_create_and_clear_a_hunk_overlap() {
     );
     let file = repo.join("src.txt");
     open(&mut client, &file);
-    // The same change, typed but not saved: hunk-overlap, not a conflict.
+    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| !d.is_empty());
+    assert_eq!(codes(&diags), vec![("aware".to_string(), 4)]);
+    assert_eq!(diags[0]["severity"], 4, "the awareness hint is a Hint");
+    assert_eq!(diags[0]["data"]["level"], "aware");
+    let message = diags[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("{} (fake, ", session.session.name))
+            && message.contains("is changing line 5 here (+1 −1)"),
+        "{message}"
+    );
+    // Another change of that line, typed but not saved: a conflict.
     client.notify(
         "textDocument/didChange",
         json!({"textDocument": {"uri": uri(&file), "version": 2},
-               "contentChanges": [{"text": with_line(&ten_lines(), 5, "same change")}]}),
+               "contentChanges": [{"text": with_line(&ten_lines(), 5, "human 5")}]}),
     );
-    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| !d.is_empty());
-    assert_eq!(codes(&diags), vec![("hunk-overlap".to_string(), 4)]);
-    assert_eq!(diags[0]["severity"], 2, "hunk-overlap is Warning");
+    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| {
+        d.iter().all(|x| x["code"] != "aware") && !d.is_empty()
+    });
+    assert_eq!(codes(&diags), vec![("conflict".to_string(), 4)]);
+    assert_eq!(diags[0]["severity"], 1, "conflict is Error");
     assert!(
         std::fs::read_to_string(&file).unwrap() == ten_lines(),
         "nothing was saved"
     );
-    // Undo in the buffer: the overlap goes away.
+    // Undo in the buffer: the overlap goes, the hint is back.
     client.notify(
         "textDocument/didChange",
         json!({"textDocument": {"uri": uri(&file), "version": 3}, "contentChanges": [{"text": ten_lines()}]}),
     );
-    client.await_diagnostics(&uri(&file), DEADLINE, |d| d.is_empty());
+    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| {
+        d.iter().all(|x| x["code"] == "aware") && !d.is_empty()
+    });
+    assert_eq!(codes(&diags), vec![("aware".to_string(), 4)]);
+}
+
+/// `initializationOptions.awareness: false` and `[guard] awareness =
+/// false`: no hint for an untouched document; the pair's diagnostics as
+/// before.
+#[test]
+fn awareness_off_by_option_or_config_shows_only_the_pairs_diagnostics() {
+    let env = TestEnv::new();
+    let (repo, session) = setup(&env);
+    let wt = Path::new(&session.session.worktree);
+    std::fs::write(wt.join("src.txt"), with_line(&ten_lines(), 5, "agent")).unwrap();
+    let file = repo.join("src.txt");
+    for (options, config) in [(json!({"awareness": false}), false), (json!({}), true)] {
+        if config {
+            let toml = std::fs::read_to_string(repo.join(".owt.toml")).unwrap_or_default();
+            std::fs::write(
+                repo.join(".owt.toml"),
+                format!("{toml}\n[guard]\nawareness = false\n"),
+            )
+            .unwrap();
+            env.owt_ok(&repo, ["trust"]);
+        }
+        let mut client = LspClient::start(
+            &env,
+            &repo,
+            options.clone(),
+            LspClient::default_capabilities(),
+            false,
+        );
+        open(&mut client, &file);
+        client.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri(&file), "version": 2},
+                   "contentChanges": [{"text": with_line(&ten_lines(), 2, "human")}]}),
+        );
+        let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| !d.is_empty());
+        assert_eq!(codes(&diags), vec![("overlap".to_string(), 4)], "{options}");
+        client.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri(&file), "version": 3}, "contentChanges": [{"text": ten_lines()}]}),
+        );
+        // (With the hint on, the undo would bring it back: never empty.)
+        client.await_diagnostics(&uri(&file), DEADLINE, |d| d.is_empty());
+        let published = client.notifications("textDocument/publishDiagnostics");
+        assert!(
+            published.iter().all(|p| p["diagnostics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|d| d["code"] != "aware")),
+            "no awareness hint with {options} (config off: {config}): {published:?}"
+        );
+        client.kill();
+    }
 }
 
 /// Found by the Helix suite in a terminal: when a newer version of the
@@ -134,10 +206,12 @@ fn regression_unchanged_diagnostics_are_published_again_for_a_newer_buffer_versi
         let list: SessionList = env.owt_json(&repo, ["list"]);
         list.sessions.iter().any(|s| s.status_text == "needs-input")
     });
+    // (No awareness hint: it would stand for the conflict until the typed
+    // text reaches the guard.)
     let mut client = LspClient::start(
         &env,
         &repo,
-        json!({}),
+        json!({"awareness": false}),
         LspClient::default_capabilities(),
         false,
     );

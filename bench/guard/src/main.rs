@@ -14,6 +14,13 @@
 //! Usage: cargo run --release --manifest-path bench/guard/Cargo.toml --
 //!        [--sizes 10000,100000] [--participants 32] [--rounds 40]
 //!        [--dir /tmp/owt-guard-bench] [--owt target/release/owt]
+//!
+//! With `--corpus SPEC` (`bench/corpus/git-topics.json.gz`) it runs the
+//! Conflict Guard corpus instead: the spec's repository built under
+//! `--dir`, every topic as a session in each shape × variant
+//! (`owt::guard::corpus`), the guard's base-conflict and pair verdicts
+//! against git's (`git merge-tree --write-tree` on the exact states), with
+//! both times; one line per case, then one JSON line of totals.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -301,6 +308,9 @@ fn start_hosts(owt: &Path, dir: &Path, worktrees: &[PathBuf]) -> Hosts {
             home: home.clone(),
             rows: 24,
             cols: 80,
+            transport: Default::default(),
+            acp_load: None,
+            acp_mcp_servers: Vec::new(),
         };
         let mut child = Command::new(owt)
             .args(["__host", "run", "--spec", "-"])
@@ -539,6 +549,10 @@ fn main() {
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1).cloned())
     };
+    if let Some(spec) = arg("--corpus") {
+        let dir = PathBuf::from(arg("--dir").unwrap_or_else(|| "/tmp/owt-guard-corpus".into()));
+        return corpus(Path::new(&spec), &dir);
+    }
     let sizes: Vec<usize> = arg("--sizes")
         .unwrap_or_else(|| "10000,100000".into())
         .split(',')
@@ -617,4 +631,75 @@ fn main() {
             ms(big.incr_median) / ms(small.incr_median).max(1e-9)
         );
     }
+}
+
+/// The corpus run (see the module doc).
+fn corpus(spec_path: &Path, dir: &Path) {
+    use owt::guard::corpus::{build, evaluate, Corpus, Counts, Spec, SHAPES, VARIANTS};
+    let spec = Spec::read(spec_path).unwrap_or_else(|e| panic!("{}: {e}", spec_path.display()));
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).expect("clearing --dir (the benchmark's own)");
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    let dir = std::fs::canonicalize(dir).unwrap();
+    let main = build(&spec, &dir).expect("building the corpus repository");
+    let corpus = Corpus::open(&main, &dir.join("wt"), None);
+    let scratch = dir.join("scratch-index");
+    let (mut base, mut pairs) = (Counts::default(), Counts::default());
+    let (mut guard_s, mut git_s, mut cases, mut exact) = (0.0, 0.0, 0, 0);
+    let mut pair_conflicts = std::collections::BTreeSet::new();
+    println!(
+        "{:<9} {:<10} {:>8} {:>22} {:>24} {:>10} {:>10}",
+        "shape", "variant", "sessions", "base tp/fp/fn/tn", "pairs tp/fp/fn/tn", "guard", "git"
+    );
+    for shape in SHAPES {
+        for variant in VARIANTS {
+            let case = corpus.setup(shape, variant);
+            let r = evaluate(&main, &case, &scratch);
+            let guard = ms(r.guard_full + r.guard_verdicts);
+            let git = ms(r.git_full);
+            let counts = |c: &Counts| {
+                format!(
+                    "{}/{}/{}/{}",
+                    c.true_positive, c.false_positive, c.false_negative, c.true_negative
+                )
+            };
+            println!(
+                "{:<9} {:<10} {:>8} {:>22} {:>24} {:>8.0}ms {:>8.0}ms{}",
+                shape.name(),
+                variant.name(),
+                r.sessions,
+                counts(&r.base),
+                counts(&r.pairs),
+                guard,
+                git,
+                if r.exact { "" } else { "  NOT EXACT" }
+            );
+            for p in r.engine.pairs() {
+                if p.level == owt_protocol::guard::Level::Conflict {
+                    pair_conflicts.insert(format!("{}: {} × {}", shape.name(), p.a, p.b));
+                }
+            }
+            base.merge(r.base);
+            pairs.merge(r.pairs);
+            guard_s += guard / 1000.0;
+            git_s += git / 1000.0;
+            cases += 1;
+            exact += usize::from(r.exact);
+        }
+    }
+    for p in &pair_conflicts {
+        println!("conflicting pair {p}");
+    }
+    println!(
+        "{{\"topics\": {}, \"cases\": {cases}, \"exact_cases\": {exact}, \"base_precision\": {}, \"base_recall\": {}, \"pair_precision\": {}, \"pair_recall\": {}, \"base_conflicts\": {}, \"pair_conflicts\": {}, \"pairs\": {}, \"guard_s\": {guard_s:.3}, \"git_s\": {git_s:.3}}}",
+        corpus.topics.len(),
+        base.precision(),
+        base.recall(),
+        pairs.precision(),
+        pairs.recall(),
+        base.true_positive + base.false_negative,
+        pairs.true_positive + pairs.false_negative,
+        pairs.true_positive + pairs.false_positive + pairs.false_negative + pairs.true_negative,
+    );
 }

@@ -25,10 +25,18 @@ fn session(name: &str, status: Status, lane: Lane) -> SessionView {
         changed_files: 0,
         overlaps: 0,
         conflicted_files: Vec::new(),
+        base_conflicts: Vec::new(),
         agent_pid: None,
+        transport: Default::default(),
+        permission: None,
+        acp: None,
+        checks: None,
+        pr: None,
         remote: None,
-        usage: None,
+        rss_bytes: None,
+        ports: Vec::new(),
         actions: Vec::new(),
+        usage: None,
     }
 }
 
@@ -138,6 +146,22 @@ fn a_stopped_merge_blocks_merge_and_ship_until_resolved() {
 }
 
 #[test]
+fn a_queued_session_has_no_agent_to_attach_to_yet() {
+    check(
+        &session("q", Status::Queued, Lane::InFlight),
+        expect![[r#"
+            -attach: the agent has not started: it waits for room on the machine (owt start starts it now)
+            -peek: the agent has not started: it waits for room on the machine (owt start starts it now)
+            -send: the agent has not started: it waits for room on the machine (owt start starts it now)
+            -merge: no commits to merge
+            -ship: nothing to ship: no commits and no changed files
+            +delete
+            -conflicts: no file has unresolved conflicts
+        "#]],
+    );
+}
+
+#[test]
 fn a_remote_session_resolves_its_conflicts_over_there() {
     let mut view = session("devbox:a", Status::Conflict, Lane::NeedsYou);
     view.remote = Some("devbox".into());
@@ -182,9 +206,11 @@ fn counts_put_each_session_in_one_bucket_and_lanes_keep_their_order() {
     let sessions = vec![
         session("w", Status::Working, Lane::InFlight),
         session("s", Status::Starting, Lane::InFlight),
+        session("q", Status::Queued, Lane::InFlight),
         session("i", Status::Idle, Lane::InFlight),
         session("n", Status::NeedsInput, Lane::NeedsYou),
         session("d", Status::Done, Lane::ReadyToShip),
+        session("m", Status::Merged, Lane::ReadyToClean),
     ];
     let (lanes, all_lanes, counts) = lanes(sessions);
     let text = format!(
@@ -200,12 +226,18 @@ fn counts_put_each_session_in_one_bucket_and_lanes_keep_their_order() {
         counts
     );
     expect![[r#"
-        [("NEEDS YOU", 1, 1), ("READY TO SHIP", 1, 1), ("IN FLIGHT", 3, 3)]
-        [("NEEDS YOU", 1), ("READY TO SHIP", 1), ("IN FLIGHT", 3)]
-        BoardCounts { total: 5, working: 2, needs_you: 1, ready: 1, idle: 1, summary: "2 working · 1 needs you · 1 ready · 1 idle" }"#]]
+        [("NEEDS YOU", 1, 1), ("READY TO SHIP", 1, 1), ("IN FLIGHT", 4, 4), ("READY TO CLEAN", 1, 1)]
+        [("NEEDS YOU", 1), ("READY TO SHIP", 1), ("IN FLIGHT", 4), ("READY TO CLEAN", 1)]
+        BoardCounts { total: 7, working: 2, needs_you: 1, ready: 1, idle: 1, to_clean: 1, queued: 1, summary: "2 working · 1 needs you · 1 ready · 1 idle · 1 to clean · 1 queued" }"#]]
     .assert_eq(&text);
+    let in_flight: Vec<&str> = lanes[2].sessions.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(in_flight, ["w", "s", "i", "q"], "queued sessions come last");
     let (lanes, all_lanes, counts) = super::lanes(Vec::new());
     assert!(lanes.is_empty());
-    assert_eq!(all_lanes.len(), 3, "every lane, empty ones too");
+    assert_eq!(
+        all_lanes.len(),
+        Lane::ALL.len(),
+        "every lane, empty ones too"
+    );
     assert_eq!(counts.summary, "");
 }

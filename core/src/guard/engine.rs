@@ -17,13 +17,14 @@ use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository};
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use owt_protocol::guard::{GuardPair, GuardParticipant, GuardReport};
+use owt_protocol::guard::{BaseConflict, GuardPair, GuardParticipant, GuardReport, Level};
 
-use super::changes::{self, Change, HunkCache};
+use super::changes::{self, Change};
 use super::journal::JournalSource;
-use super::levels::{self, MergeCache, Side};
+use super::levels::{self, Side};
 use super::snapshot::WorkState;
 use super::tree::{self, RawChange};
+use super::verdict::{self, Caches, Landing};
 use super::{GuardError, GuardFact};
 use crate::store::now_ms;
 
@@ -58,6 +59,9 @@ pub struct GuardUpdate {
     pub pairs: Vec<(String, String)>,
     /// Pairs whose report changed.
     pub changed_pairs: Vec<(String, String)>,
+    /// Participants whose conflict with their base appeared, changed or
+    /// went away.
+    pub changed_base_conflicts: Vec<String>,
     pub elapsed: Duration,
 }
 
@@ -66,9 +70,14 @@ struct State {
     work: WorkState,
     changes: Vec<Change>,
     /// The tree diff the changes came from.
-    raw: Vec<RawChange>,
+    raw: Arc<Vec<RawChange>>,
     /// `(snapshot, merge base)` the changes were computed for.
     computed_for: Option<(Oid, Option<Oid>)>,
+    /// The state merged into its base's tip.
+    landing: Option<Landing>,
+    /// `(snapshot, HEAD, base tip)` the landing was computed for.
+    landed_for: Option<(Oid, Option<Oid>, Option<Oid>)>,
+    base_conflict: Option<BaseConflict>,
     computed_at: i64,
 }
 
@@ -78,8 +87,7 @@ pub struct GuardEngine {
     ignore: GlobSet,
     states: BTreeMap<String, State>,
     pairs: BTreeMap<(String, String), Option<GuardPair>>,
-    hunks: HunkCache,
-    merges: MergeCache,
+    caches: Caches,
     subscribers: Vec<mpsc::Sender<GuardUpdate>>,
 }
 
@@ -131,8 +139,7 @@ impl GuardEngine {
             ignore: ignore_set(ignore_globs)?,
             states: BTreeMap::new(),
             pairs: BTreeMap::new(),
-            hunks: HunkCache::default(),
-            merges: MergeCache::default(),
+            caches: Caches::default(),
             subscribers: Vec::new(),
         })
     }
@@ -153,8 +160,11 @@ impl GuardEngine {
                 participant,
                 work,
                 changes: Vec::new(),
-                raw: Vec::new(),
+                raw: Arc::default(),
                 computed_for: None,
+                landing: None,
+                landed_for: None,
+                base_conflict: None,
                 computed_at: 0,
             },
         );
@@ -182,8 +192,11 @@ impl GuardEngine {
                 participant,
                 work,
                 changes: Vec::new(),
-                raw: Vec::new(),
+                raw: Arc::default(),
                 computed_for: None,
+                landing: None,
+                landed_for: None,
+                base_conflict: None,
                 computed_at: 0,
             },
         );
@@ -272,7 +285,7 @@ impl GuardEngine {
         let ids: Vec<String> = self.states.keys().cloned().collect();
         let mut update = GuardUpdate::default();
         for id in &ids {
-            if self.recompute_changes(id)? {
+            if self.recompute_participant(id, &mut update)? {
                 update.participants.push(id.clone());
             }
         }
@@ -292,15 +305,15 @@ impl GuardEngine {
     /// verdicts (what a moved base branch or new `[guard]` settings need).
     pub fn recompute_pairs(&mut self) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
-        self.merges.clear();
-        self.hunks = HunkCache::default();
+        self.caches.clear_verdicts();
         for state in self.states.values_mut() {
             state.computed_for = None;
+            state.landed_for = None;
         }
         let ids: Vec<String> = self.states.keys().cloned().collect();
         let mut update = GuardUpdate::default();
         for id in &ids {
-            if self.recompute_changes(id)? {
+            if self.recompute_participant(id, &mut update)? {
                 update.participants.push(id.clone());
             }
         }
@@ -385,7 +398,7 @@ impl GuardEngine {
     /// its pairs when its snapshot or merge base changed.
     fn settle(&mut self, id: &str, started: Instant) -> Result<GuardUpdate, GuardError> {
         let mut update = GuardUpdate::default();
-        if self.recompute_changes(id)? {
+        if self.recompute_participant(id, &mut update)? {
             update.participants.push(id.to_string());
             let others: Vec<String> = self.states.keys().filter(|k| *k != id).cloned().collect();
             for other in others {
@@ -404,9 +417,14 @@ impl GuardEngine {
         Ok(update)
     }
 
-    /// Returns whether the changes were recomputed (the snapshot or merge
-    /// base changed).
-    fn recompute_changes(&mut self, id: &str) -> Result<bool, GuardError> {
+    /// Recomputes a participant's changes when its snapshot or merge base
+    /// changed, and its landing when its snapshot, HEAD or base tip did.
+    /// Returns whether either changed (its pairs need recomputing).
+    fn recompute_participant(
+        &mut self,
+        id: &str,
+        update: &mut GuardUpdate,
+    ) -> Result<bool, GuardError> {
         let state = self
             .states
             .get_mut(id)
@@ -414,15 +432,52 @@ impl GuardEngine {
         let Some(snapshot) = state.work.snapshot else {
             return Ok(false);
         };
+        let mut changed = false;
         let key = (snapshot, state.work.merge_base);
-        if state.computed_for == Some(key) {
-            return Ok(false);
+        if state.computed_for != Some(key) {
+            let raw = tree::diff_trees(&self.repo, state.work.merge_base_tree, Some(snapshot))?;
+            state.changes =
+                changes::changes_from_raw(&self.repo, raw.clone(), &mut self.caches.hunks)?;
+            state.raw = Arc::new(raw);
+            if let Some(base_tree) = state.work.merge_base_tree {
+                self.caches
+                    .remember_diff(base_tree, snapshot, state.raw.clone());
+            }
+            state.computed_for = Some(key);
+            state.computed_at = now_ms();
+            changed = true;
         }
-        state.raw = tree::diff_trees(&self.repo, state.work.merge_base_tree, Some(snapshot))?;
-        state.changes = changes::changes_from_raw(&self.repo, state.raw.clone(), &mut self.hunks)?;
-        state.computed_for = Some(key);
-        state.computed_at = now_ms();
-        Ok(true)
+        let landed_key = (snapshot, state.work.head, state.work.base_tip);
+        if changed || state.landed_for != Some(landed_key) {
+            let landing = verdict::land(
+                &self.repo,
+                &mut self.caches,
+                &verdict::State {
+                    head: state.work.head,
+                    base_tip: state.work.base_tip,
+                    snapshot,
+                },
+            )?;
+            if state.landing.as_ref() != Some(&landing) {
+                changed = true;
+            }
+            state.landing = Some(landing);
+            state.landed_for = Some(landed_key);
+            let base_conflict = match (&state.landing, state.work.snapshot) {
+                (Some(landing), Some(snapshot)) => levels::base_conflict(
+                    &self.repo,
+                    &mut self.caches,
+                    &side(state, snapshot, landing),
+                    &state.participant.base_branch,
+                )?,
+                _ => None,
+            };
+            if base_conflict != state.base_conflict {
+                update.changed_base_conflicts.push(id.to_string());
+                state.base_conflict = base_conflict;
+            }
+        }
+        Ok(changed)
     }
 
     fn recompute_pair(
@@ -437,24 +492,15 @@ impl GuardEngine {
         let (Some(snap_a), Some(snap_b)) = (sa.work.snapshot, sb.work.snapshot) else {
             return Ok(());
         };
-        fn side(s: &State, snapshot: Oid) -> Side<'_> {
-            Side {
-                name: &s.participant.id,
-                head: s.work.head,
-                merge_base: s.work.merge_base,
-                merge_base_tree: s.work.merge_base_tree,
-                snapshot,
-                changes: &s.changes,
-                raw: &s.raw,
-            }
-        }
+        let (Some(landing_a), Some(landing_b)) = (&sa.landing, &sb.landing) else {
+            return Ok(());
+        };
         let result = levels::compare(
             &self.repo,
             &self.ignore,
-            &side(sa, snap_a),
-            &side(sb, snap_b),
-            &mut self.hunks,
-            &mut self.merges,
+            &side(sa, snap_a, landing_a),
+            &side(sb, snap_b, landing_b),
+            &mut self.caches,
         )?;
         let key = (a.to_string(), b.to_string());
         update.pairs.push(key.clone());
@@ -491,9 +537,26 @@ impl GuardEngine {
             .collect()
     }
 
-    /// How many other participants `id` overlaps (at any level).
+    /// How many other participants `id` overlaps (at any level above
+    /// `same-change`).
     pub fn overlap_count(&self, id: &str) -> u32 {
-        self.pairs_of(id).len() as u32
+        self.pairs_of(id)
+            .iter()
+            .filter(|p| p.level > Level::SameChange)
+            .count() as u32
+    }
+
+    /// Whether `id`'s state does not merge into its base's tip, and where.
+    pub fn base_conflict(&self, id: &str) -> Option<&BaseConflict> {
+        self.states.get(id)?.base_conflict.as_ref()
+    }
+
+    /// Every participant whose state does not merge into its base's tip.
+    pub fn base_conflicts(&self) -> Vec<&BaseConflict> {
+        self.states
+            .values()
+            .filter_map(|s| s.base_conflict.as_ref())
+            .collect()
     }
 
     /// A participant's changes from its merge base.
@@ -555,13 +618,14 @@ impl GuardEngine {
             repository: repository.to_string(),
             participants,
             pairs: self.pairs().into_iter().cloned().collect(),
+            base_conflicts: self.base_conflicts().into_iter().cloned().collect(),
             computed_at: now_ms(),
         }
     }
 
     /// Merge verdicts cached so far (for diagnostics and benchmarks).
     pub fn cached_merges(&self) -> usize {
-        self.merges.len()
+        self.caches.merges.len() + self.caches.landings.len()
     }
 
     /// How each participant's last full scan found its paths.
@@ -578,5 +642,19 @@ impl GuardEngine {
             .iter()
             .filter_map(|(k, s)| s.work.snapshot.map(|o| (k.clone(), o)))
             .collect()
+    }
+}
+
+fn side<'a>(s: &'a State, snapshot: Oid, landing: &'a Landing) -> Side<'a> {
+    Side {
+        name: &s.participant.id,
+        head: s.work.head,
+        base_tip: s.work.base_tip,
+        merge_base: s.work.merge_base,
+        merge_base_tree: s.work.merge_base_tree,
+        snapshot,
+        changes: &s.changes,
+        raw: &s.raw,
+        landing,
     }
 }

@@ -1,14 +1,16 @@
 //! Three-way merge verdicts of two trees over a base tree, in memory.
 //!
 //! Two backends give the same answer as `git merge-tree --write-tree`:
-//! - **libgit2** (`merge_trees`) on trees *restricted* to the paths either
-//!   side changed, so the cost grows with the changes, not the repository.
-//!   Used when neither side deletes a path and no file/folder clash exists,
-//!   where libgit2 and git's `ort` agree (content merges, additions, modes).
+//! - **libgit2** (`merge_trees`) on trees *restricted* to the paths both
+//!   sides changed, so the cost grows with the changes, not the repository.
+//!   Used where no rename, directory rename or file/folder clash can be
+//!   involved ([`needs_git`]), where libgit2 and git's `ort` agree (content
+//!   merges, additions, modes).
 //! - **git** (`git merge-tree --write-tree --merge-base=…`, git ≥ 2.40) for
-//!   everything involving deletions — renames, directory renames, edit vs
-//!   delete, file vs folder — where libgit2 and `ort` can disagree and git's
-//!   answer is the truth.
+//!   the rest — renames, directory renames, edit vs delete, file vs folder
+//!   — where libgit2 and `ort` can disagree and git's answer is the truth;
+//!   and, given commits, for histories with several merge bases
+//!   ([`merge_commits_with_git`]), which git merges recursively.
 //!
 //! Invariants: no index, working file or ref is touched; only objects are
 //! written.
@@ -56,6 +58,82 @@ fn folder_clash(a: &BTreeSet<&str>, b: &BTreeSet<&str>) -> bool {
     })
 }
 
+/// Whether git must judge a merge of these two diffs (from the same base):
+/// where renames (a deletion and an addition on one side), directory
+/// renames or file/folder clashes may be involved, libgit2 and git's `ort`
+/// can disagree. Elsewhere a merge is path by path, and only paths both
+/// sides changed can conflict. Deletions far from the other side's changes
+/// (a file the base's history removed, which the session never touched)
+/// do not send a merge to git:
+/// - a path both changed that one side deleted (edit/delete, a rename's
+///   source, rename/rename);
+/// - a path both changed that one side added while that side also deleted
+///   something (a rename's target);
+/// - a path one side added under a folder (not the top one) in which the
+///   other deleted something (a directory rename moves it);
+/// - a file on one side where the other has a folder.
+pub fn needs_git(
+    ours: &[RawChange],
+    theirs: &[RawChange],
+    ours_paths: &BTreeSet<&str>,
+    theirs_paths: &BTreeSet<&str>,
+) -> bool {
+    if folder_clash(ours_paths, theirs_paths) || folder_clash(theirs_paths, ours_paths) {
+        return true;
+    }
+    let deletes = |d: &[RawChange]| d.iter().any(|c| c.2.is_none());
+    let (ours_deletes, theirs_deletes) = (deletes(ours), deletes(theirs));
+    if !ours_deletes && !theirs_deletes {
+        return false;
+    }
+    fn index(d: &[RawChange]) -> BTreeMap<&str, (bool, bool)> {
+        d.iter()
+            .map(|(p, o, n)| (p.as_str(), (o.is_none(), n.is_none())))
+            .collect()
+    }
+    let (ours_kinds, theirs_kinds) = (index(ours), index(theirs));
+    for path in ours_paths.intersection(theirs_paths) {
+        let (o_added, o_deleted) = ours_kinds[path];
+        let (t_added, t_deleted) = theirs_kinds[path];
+        if o_deleted || t_deleted || (o_added && ours_deletes) || (t_added && theirs_deletes) {
+            return true;
+        }
+    }
+    added_under_emptied(ours, theirs) || added_under_emptied(theirs, ours)
+}
+
+/// Whether `b` added a path under a folder (not the top one) in which `a`
+/// deleted a path.
+fn added_under_emptied(a: &[RawChange], b: &[RawChange]) -> bool {
+    let mut folders: BTreeSet<&str> = BTreeSet::new();
+    for (path, _, new) in a {
+        if new.is_none() {
+            let mut dir = path.as_str();
+            while let Some((up, _)) = dir.rsplit_once('/') {
+                if !folders.insert(up) {
+                    break;
+                }
+                dir = up;
+            }
+        }
+    }
+    if folders.is_empty() {
+        return false;
+    }
+    b.iter()
+        .filter(|(_, old, _)| old.is_none())
+        .any(|(path, _, _)| {
+            let mut dir = path.as_str();
+            while let Some((up, _)) = dir.rsplit_once('/') {
+                if folders.contains(up) {
+                    return true;
+                }
+                dir = up;
+            }
+            false
+        })
+}
+
 /// Merges `ours` and `theirs` (trees) over `base` (a tree).
 pub fn merge_trees(
     repo: &Repository,
@@ -95,12 +173,7 @@ pub fn merge_trees_with_diffs(
     }
     let ours_paths: BTreeSet<&str> = ours_diff.iter().map(|c| c.0.as_str()).collect();
     let theirs_paths: BTreeSet<&str> = theirs_diff.iter().map(|c| c.0.as_str()).collect();
-    let deletes = |d: &[RawChange]| d.iter().any(|c| c.2.is_none());
-    let needs_git = deletes(&ours_diff)
-        || deletes(&theirs_diff)
-        || folder_clash(&ours_paths, &theirs_paths)
-        || folder_clash(&theirs_paths, &ours_paths);
-    if needs_git {
+    if needs_git(&ours_diff, &theirs_diff, &ours_paths, &theirs_paths) {
         return merge_with_git(repo.path(), base, ours, theirs, want_tree);
     }
     if ours_paths.is_disjoint(&theirs_paths) {
@@ -187,11 +260,38 @@ pub fn merge_with_git(
     theirs: Oid,
     want_tree: bool,
 ) -> Result<MergeOutcome, GuardError> {
-    let output = Command::new("git")
+    git_merge_tree(git_dir, Some(base), ours, theirs, want_tree)
+}
+
+/// `git merge-tree --write-tree` on two commits: git finds their merge
+/// bases itself (and merges several recursively, as `git merge` does).
+pub fn merge_commits_with_git(
+    git_dir: &Path,
+    ours: Oid,
+    theirs: Oid,
+    want_tree: bool,
+) -> Result<MergeOutcome, GuardError> {
+    git_merge_tree(git_dir, None, ours, theirs, want_tree)
+}
+
+fn git_merge_tree(
+    git_dir: &Path,
+    base: Option<Oid>,
+    ours: Oid,
+    theirs: Oid,
+    want_tree: bool,
+) -> Result<MergeOutcome, GuardError> {
+    let mut command = Command::new("git");
+    command
         .arg("--git-dir")
         .arg(git_dir)
-        .args(["merge-tree", "--write-tree", "--name-only", "-z"])
-        .arg(format!("--merge-base={base}"))
+        .args(["merge-tree", "--write-tree", "--name-only", "-z"]);
+    if let Some(base) = base {
+        command.arg(format!("--merge-base={base}"));
+    } else {
+        command.arg("--allow-unrelated-histories");
+    }
+    let output = command
         .arg(ours.to_string())
         .arg(theirs.to_string())
         .stdin(Stdio::null())

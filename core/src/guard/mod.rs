@@ -7,13 +7,19 @@
 //! - [`snapshot`]: a participant's working state as a git tree;
 //! - [`changes`]: paths and hunks from the merge base to a snapshot;
 //! - [`merge`]: merge verdicts (libgit2 on restricted trees, or git);
-//! - [`levels`]: `overlap` / `hunk-overlap` / `conflict` for one pair;
+//! - [`verdict`]: the merges a supervisor asks about — a state into its
+//!   base's tip (`base-conflict`), one state after another's (`conflict`);
+//! - [`levels`]: `same-change` / `overlap` / `hunk-overlap` / `conflict`
+//!   for one pair, `base-conflict` for one participant (the `semantic`
+//!   level and the symbol fields of the wire are reserved: no symbol index
+//!   exists yet, #18 item 5);
 //! - [`engine`]: [`GuardEngine`], the incremental owner of all of the above
 //!   (the API the LSP drives);
 //! - [`watch`]: the inotify watcher feeding the engine;
 //! - [`journal`]: what a session host keeps of its worktree's changes, so
 //!   a full scan of a live agent's checkout looks only at those;
-//! - [`queue`]: the merge order of sessions ready to ship.
+//! - [`queue`]: the merge order of sessions ready to ship;
+//! - [`line_map`]: base line numbers mapped into the current text.
 //!
 //! The glue to the store and the repository context (participants, facts,
 //! reports) is a use case: `crate::ops::guard`.
@@ -25,13 +31,19 @@
 //! knows the session hosts.
 
 pub mod changes;
+#[cfg(any(test, feature = "corpus"))]
+pub mod corpus;
 pub mod engine;
 pub mod journal;
 pub mod levels;
+pub mod line_map;
 pub mod merge;
+pub mod patch;
+pub mod pre_edit;
 pub mod queue;
 pub mod snapshot;
 pub mod tree;
+pub mod verdict;
 pub mod watch;
 
 use std::path::PathBuf;
@@ -91,5 +103,7 @@ impl From<globset::Error> for GuardError {
     }
 }
 
+#[cfg(test)]
+mod history_tests;
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ use owt_protocol::guard::{GuardPair, Level};
 use super::engine::{GuardEngine, Participant, YOU};
 use super::GuardWatcher;
 
-fn hermetic() {
+pub(super) fn hermetic() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let empty = std::env::temp_dir().join("owt-guard-tests-empty-config");
@@ -50,22 +50,22 @@ pub(crate) fn git(cwd: &Path, args: &[&str]) -> String {
     owt_e2e::git(cwd, args)
 }
 
-use owt_e2e::ten_lines as lines;
+pub(super) use owt_e2e::ten_lines as lines;
 
 /// `lines()` with line `n` (1-based) replaced.
-fn with_line(n: usize, text: &str) -> String {
+pub(super) fn with_line(n: usize, text: &str) -> String {
     owt_e2e::with_line(&lines(), n, text)
 }
 
-struct Fixture {
+pub(super) struct Fixture {
     _dir: tempfile::TempDir,
-    main: PathBuf,
-    root: PathBuf,
+    pub(super) main: PathBuf,
+    pub(super) root: PathBuf,
 }
 
 impl Fixture {
     /// A repository on `main` with `files` committed.
-    fn new(files: &[(&str, &str)]) -> Fixture {
+    pub(super) fn new(files: &[(&str, &str)]) -> Fixture {
         hermetic();
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
@@ -85,7 +85,7 @@ impl Fixture {
     }
 
     /// A linked worktree on a new branch `name` from `main`.
-    fn worktree(&self, name: &str) -> PathBuf {
+    pub(super) fn worktree(&self, name: &str) -> PathBuf {
         let path = self.root.join(name);
         git(
             &self.main,
@@ -102,7 +102,7 @@ impl Fixture {
         path
     }
 
-    fn engine(&self, names: &[&str], ignore: &[&str]) -> GuardEngine {
+    pub(super) fn engine(&self, names: &[&str], ignore: &[&str]) -> GuardEngine {
         let ignore: Vec<String> = ignore.iter().map(|s| s.to_string()).collect();
         let mut engine = GuardEngine::new(&self.main, &ignore).unwrap();
         for name in names {
@@ -126,13 +126,13 @@ impl Fixture {
     }
 }
 
-fn write(root: &Path, path: &str, text: &str) {
+pub(super) fn write(root: &Path, path: &str, text: &str) {
     let abs = root.join(path);
     std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
     std::fs::write(abs, text).unwrap();
 }
 
-fn render_pairs(pairs: &[&GuardPair]) -> String {
+pub(super) fn render_pairs(pairs: &[&GuardPair]) -> String {
     let mut out = String::new();
     for pair in pairs {
         out.push_str(&format!(
@@ -149,12 +149,17 @@ fn render_pairs(pairs: &[&GuardPair]) -> String {
                     .collect::<Vec<_>>()
                     .join(",")
             };
+            let side =
+                |ranges: &[owt_protocol::guard::LineRange], change: &Option<String>| match change {
+                    Some(change) => format!("[{}] {change}", fmt(ranges)),
+                    None => format!("[{}]", fmt(ranges)),
+                };
             out.push_str(&format!(
-                "  {} {} a=[{}] b=[{}]{}{}\n",
+                "  {} {} a={} b={}{}{}\n",
                 p.path,
                 p.level.as_str(),
-                fmt(&p.a_ranges),
-                fmt(&p.b_ranges),
+                side(&p.a_ranges, &p.a_change),
+                side(&p.b_ranges, &p.b_change),
                 p.detail
                     .as_ref()
                     .map(|d| format!(" ({d})"))
@@ -194,8 +199,8 @@ fn same_change_on_both_sides_is_not_a_conflict() {
         |a| write(a, "f.txt", &with_line(5, "same")),
         |b| write(b, "f.txt", &with_line(5, "same")),
         expect![[r#"
-            a ~ b: hunk-overlap (conflicting: [])
-              f.txt hunk-overlap a=[5+1] b=[5+1]
+            a ~ b: same-change (conflicting: [])
+              f.txt same-change a=[5+1] b=[5+1]
         "#]],
     );
 }
@@ -259,7 +264,7 @@ fn edit_vs_delete_conflicts() {
         |b| std::fs::remove_file(b.join("f.txt")).unwrap(),
         expect![[r#"
             a ~ b: conflict (conflicting: ["f.txt"])
-              f.txt conflict a=[2+1] b=[1+10] (edit/delete)
+              f.txt conflict a=[2+1] b=[1+10] deleted (edit/delete)
         "#]],
     );
 }
@@ -272,7 +277,7 @@ fn rename_vs_edit_merges_cleanly() {
         |b| write(b, "f.txt", &with_line(2, "edited")),
         expect![[r#"
             a ~ b: overlap (conflicting: [])
-              f.txt overlap a=[] b=[2+1] (rename)
+              f.txt overlap a=[] renamed away b=[2+1] (rename)
         "#]],
     );
 }
@@ -285,9 +290,9 @@ fn rename_vs_rename_conflicts() {
         |b| std::fs::rename(b.join("f.txt"), b.join("two.txt")).unwrap(),
         expect![[r#"
             a ~ b: conflict (conflicting: ["f.txt", "one.txt", "two.txt"])
-              f.txt conflict a=[] b=[] (rename/rename)
-              one.txt conflict a=[] b=[]
-              two.txt conflict a=[] b=[]
+              f.txt conflict a=[] renamed away b=[] renamed away (rename/rename)
+              one.txt conflict a=[] renamed here b=[]
+              two.txt conflict a=[] b=[] renamed here
         "#]],
     );
 }
@@ -300,7 +305,7 @@ fn file_vs_directory_conflicts() {
         |b| write(b, "lib/mod.rs", "a folder\n"),
         expect![[r#"
             a ~ b: conflict (conflicting: ["lib"])
-              lib conflict a=[1+0] b=[] (file/directory)
+              lib conflict a=[] added b=[] (file/directory)
         "#]],
     );
 }
@@ -319,7 +324,7 @@ fn binary_files_changed_on_both_sides_conflict() {
     let engine = fx.engine(&["a", "b"], &[]);
     expect![[r#"
         a ~ b: conflict (conflicting: ["img.bin"])
-          img.bin conflict a=[] b=[] (binary)
+          img.bin conflict a=[] binary b=[] binary (binary file changed on both sides)
     "#]]
     .assert_eq(&render_pairs(&engine.pairs()));
     assert!(engine.changes("a").unwrap()[0].binary);
@@ -332,8 +337,8 @@ fn untracked_new_file_on_both_sides() {
         |a| write(a, "new.txt", "same\n"),
         |b| write(b, "new.txt", "same\n"),
         expect![[r#"
-            a ~ b: hunk-overlap (conflicting: [])
-              new.txt hunk-overlap a=[1+0] b=[1+0] (added on both sides)
+            a ~ b: same-change (conflicting: [])
+              new.txt same-change a=[] added b=[] added (the same new file on both sides)
         "#]],
     );
     check(
@@ -342,7 +347,7 @@ fn untracked_new_file_on_both_sides() {
         |b| write(b, "new.txt", "from b\n"),
         expect![[r#"
             a ~ b: conflict (conflicting: ["new.txt"])
-              new.txt conflict a=[1+0] b=[1+0] (added on both sides)
+              new.txt conflict a=[] added b=[] added (new file on both sides)
         "#]],
     );
 }
@@ -359,7 +364,7 @@ fn mode_change_vs_edit_merges_cleanly() {
         |b| write(b, "run.sh", &with_line(2, "edited")),
         expect![[r#"
             a ~ b: overlap (conflicting: [])
-              run.sh overlap a=[] b=[2+1] (mode)
+              run.sh overlap a=[] mode b=[2+1] (mode)
         "#]],
     );
 }
@@ -589,14 +594,19 @@ fn a_commit_of_the_working_state_reports_the_moved_head() {
     write(&a, "f.txt", &with_line(3, "a"));
     let mut engine = fx.engine(&["a"], &[]);
     git(&a, &["commit", "-q", "-am", "work"]);
+    let before = engine.changes("a").unwrap().to_vec();
     let update = engine.on_refs_changed("a").unwrap();
-    assert!(
-        update.participants.is_empty(),
+    assert_eq!(
+        engine.changes("a").unwrap(),
+        &before[..],
         "the working state is the same"
     );
+    // (Its landing — the state as a commit on its HEAD, which the pair
+    // verdicts merge — did move: the participant is recomputed.)
     assert_eq!(update.heads_moved, ["a"]);
     let unchanged = engine.on_refs_changed("a").unwrap();
     assert!(unchanged.heads_moved.is_empty());
+    assert!(unchanged.participants.is_empty(), "nothing moved again");
 }
 
 #[test]
@@ -766,22 +776,22 @@ fn watcher_sees_files_in_folders_made_after_it_started() {
 
 /// A tiny deterministic generator (xorshift64*), so a failure names its
 /// seed and replays.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
 
-fn files_in(root: &Path) -> Vec<String> {
+pub(super) fn files_in(root: &Path) -> Vec<String> {
     let out = git(
         root,
         &["ls-files", "--cached", "--others", "--exclude-standard"],
@@ -797,7 +807,7 @@ fn files_in(root: &Path) -> Vec<String> {
 }
 
 /// One random edit of the checkout at `root`.
-fn random_edit(rng: &mut Rng, root: &Path, tag: &str) -> String {
+pub(super) fn random_edit(rng: &mut Rng, root: &Path, tag: &str) -> String {
     use std::os::unix::fs::PermissionsExt;
     let files = files_in(root);
     let pick = |rng: &mut Rng| files[rng.below(files.len())].clone();
@@ -862,7 +872,7 @@ fn random_edit(rng: &mut Rng, root: &Path, tag: &str) -> String {
 }
 
 /// The conflicting paths git reports when merging commits `a` and `b`.
-fn git_merge_tree_conflicts(repo: &Path, a: &str, b: &str) -> (bool, Vec<String>) {
+pub(super) fn git_merge_tree_conflicts(repo: &Path, a: &str, b: &str) -> (bool, Vec<String>) {
     let out = Command::new("git")
         .args(["merge-tree", "--write-tree", "--name-only", "-z", a, b])
         .current_dir(repo)

@@ -81,6 +81,21 @@ pub fn wait(
 
 /// Attaches this terminal to the agent until the person detaches, the
 /// agent exits or its host goes away; the session's name and which.
+/// An ACP session's name and socket (`owt attach` shows its transcript
+/// instead of a terminal); `None` for a terminal session.
+pub fn acp_socket(
+    ctx: &Context,
+    name: &str,
+) -> anyhow::Result<Option<(String, std::path::PathBuf)>> {
+    let row = ctx.session(name)?;
+    session::reconcile(&ctx.store, &ctx.home, &row)?;
+    if session::transport(&ctx.store, &row)? != owt_protocol::host::Transport::Acp {
+        return Ok(None);
+    }
+    let socket = session::socket_path(&ctx.home, &row.short_id);
+    Ok(Some((row.name, socket)))
+}
+
 pub fn attach(ctx: &Context, name: &str) -> anyhow::Result<(String, AttachEnd)> {
     let row = ctx.session(name)?;
     let prefix = ctx

@@ -49,8 +49,13 @@ pub fn delete_session(
         }
         uncommitted = dirt;
     }
-    progress(&format!("Stopping the agent of {name}"));
-    session::stop(&ctx.home, &row).with_context(|| format!("stopping the agent of {name}"))?;
+    // A queued session is held out of the queue first, so that nobody
+    // starts its agent while it is deleted.
+    let was_queued = super::queue::hold_for_delete(ctx, &row)?;
+    if !was_queued {
+        progress(&format!("Stopping the agent of {name}"));
+        session::stop(&ctx.home, &row).with_context(|| format!("stopping the agent of {name}"))?;
+    }
     // The agent's last records (some live in the worktree) before it goes;
     // the tokens stay in the store for `owt usage`.
     let places = ctx.usage_places();
@@ -126,6 +131,10 @@ pub fn delete_session(
     }
     ctx.store.remove_session(&row, how)?;
     crate::usage::forget(&places, &row);
+    if !was_queued {
+        // Its place on the machine is free: a queued session may start.
+        super::queue::admit(&ctx.home, progress);
+    }
     Ok(out)
 }
 

@@ -117,6 +117,10 @@ pub fn record_facts(
         }
         let count = OverlapFact {
             count: engine.overlap_count(&participant.id),
+            base_conflicts: engine
+                .base_conflict(&participant.id)
+                .map(|c| c.conflicting_paths.clone())
+                .unwrap_or_default(),
         };
         let stored = store
             .fact::<OverlapFact>(session_id, status::kind::OVERLAPS)
@@ -136,6 +140,75 @@ pub fn record_all_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<(
         super::list::record_git_fact(store, git.session_id, &git.fact)?;
     }
     Ok(())
+}
+
+/// `owt hook --pre-edit`: what the pre-edit hook of the session with short
+/// id `short_id` answers for the tool call `input` (Claude Code's
+/// `PreToolUse` input), as Claude Code's hook output; `None` to say
+/// nothing (the edit goes on as usual). Per `[guard] pre_edit`: `warn`
+/// adds who else is there to the agent's context, `block` denies the edit
+/// with a reason the agent can act on.
+pub fn pre_edit(
+    ctx: &Context,
+    short_id: &str,
+    input: &serde_json::Value,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    use crate::config::PreEdit;
+    use crate::guard::pre_edit::{hit_text, parse_hook_input, who_else};
+    let mode = ctx.config.config.guard.pre_edit;
+    if mode == PreEdit::Off {
+        return Ok(None);
+    }
+    let Some(edit) = parse_hook_input(input) else {
+        return Ok(None);
+    };
+    let Some(row) = ctx.store.session_by_short_id(short_id)? else {
+        return Ok(None);
+    };
+    let everyone = participants(ctx)?;
+    let Some(me) = everyone.iter().find(|p| p.id == row.name) else {
+        return Ok(None);
+    };
+    let (rel, hits) = who_else(me, &everyone, &edit);
+    if hits.is_empty() {
+        return Ok(None);
+    }
+    let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    let who = |name: &str| -> String {
+        if name == YOU {
+            return "the main checkout (you)".into();
+        }
+        match rows.iter().find(|r| r.name == name) {
+            Some(r) => format!("{} ({})", r.name, r.provider),
+            None => name.to_string(),
+        }
+    };
+    let said: Vec<String> = hits
+        .iter()
+        .map(|h| hit_text(h, &who(&h.name), &rel))
+        .collect();
+    let first = hits
+        .iter()
+        .find(|h| h.name != YOU)
+        .map_or("NAME", |h| h.name.as_str());
+    let output = match mode {
+        PreEdit::Block => serde_json::json!({
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": format!(
+                "owt Conflict Guard refused this edit: {}. Coordinate with `owt send {first} \"…\"` or change other lines.",
+                said.join("; ")
+            ),
+        }),
+        _ => serde_json::json!({
+            "hookEventName": "PreToolUse",
+            "additionalContext": format!(
+                "owt Conflict Guard: {}. Your edit goes through; merging may conflict there: coordinate with `owt send {first} \"…\"` or change other lines.",
+                said.join("; ")
+            ),
+        }),
+    };
+    Ok(Some(serde_json::json!({ "hookSpecificOutput": output })))
 }
 
 /// Commits on `head` that `base` does not have.
@@ -168,6 +241,7 @@ pub fn report(ctx: &Context, name: Option<&str>) -> anyhow::Result<GuardReport> 
     let mut report = engine.report(&ctx.repo.main_root().to_string_lossy());
     if let Some(name) = name {
         report.pairs.retain(|p| p.a == name || p.b == name);
+        report.base_conflicts.retain(|c| c.name == name);
     }
     Ok(report)
 }

@@ -13,6 +13,16 @@ use super::Context;
 use crate::session::{self, HostSpec, Started};
 use crate::store::{NewSession, SessionRow};
 
+/// What a session host's feedback loop asks of the use cases: the
+/// configuration of a worktree, and the pull request's part once the work
+/// passes its checks ([`super::pr::after_turn`]).
+pub fn turn_hooks() -> crate::feedback::turn::TurnHooks {
+    crate::feedback::turn::TurnHooks {
+        config: |worktree| Ok(Context::open(Some(worktree))?.config.config),
+        after_turn: super::pr::after_turn,
+    }
+}
+
 /// A session to register and start.
 #[derive(Debug, Clone)]
 pub struct RawSession {
@@ -24,8 +34,12 @@ pub struct RawSession {
     pub prompt_in_argv: bool,
     /// Run as a `--headless` session.
     pub headless: bool,
+    /// The argv is an ACP agent (the host is its client).
+    pub acp: bool,
     pub rows: u16,
     pub cols: u16,
+    /// Lines of scrollback the host keeps.
+    pub scrollback: usize,
     pub env: BTreeMap<String, String>,
     pub argv: Vec<String>,
     /// The checkout it runs in.
@@ -51,6 +65,13 @@ pub fn spawn(ctx: &mut Context, raw: RawSession) -> anyhow::Result<(SessionRow, 
         |_| false,
     )?;
     let spec = HostSpec {
+        transport: if raw.acp {
+            owt_protocol::host::Transport::Acp
+        } else {
+            owt_protocol::host::Transport::Pty
+        },
+        acp_load: None,
+        acp_mcp_servers: Vec::new(),
         session_id: row.id,
         session_name: row.name.clone(),
         short_id: row.short_id.clone(),
@@ -64,6 +85,7 @@ pub fn spawn(ctx: &mut Context, raw: RawSession) -> anyhow::Result<(SessionRow, 
         home: ctx.home.clone(),
         rows: raw.rows,
         cols: raw.cols,
+        scrollback: raw.scrollback,
     };
     let started = session::start_host(&spec).with_context(|| format!("starting {}", row.name))?;
     Ok((row, started))

@@ -125,6 +125,7 @@ fn view_of(
         facts.git = git.clone();
     }
     let mut view = view(row, &facts, now_ms());
+    view.ports = super::ports::of(&ctx.store, row.id);
     view.usage = ctx.store.session_usage(&row.short_id)?;
     Ok(view)
 }
@@ -201,6 +202,7 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
 pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
     let derived = derive_status(facts, now);
     let remote = row.remote();
+    let local = remote.is_none();
     let mut view = SessionView {
         name: row.name.clone(),
         id: row.short_id.clone(),
@@ -222,6 +224,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         ahead: facts.git.ahead,
         changed_files: facts.git.changed_files,
         overlaps: facts.overlaps,
+        base_conflicts: facts.base_conflicts.clone(),
         conflicted_files: facts
             .conflict
             .as_ref()
@@ -234,6 +237,27 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
             .and_then(|(h, _)| h.agent_pid)
             .filter(|_| remote.is_none()),
         remote: remote.map(|(remote, _)| remote.to_string()),
+        transport: match &facts.host {
+            Some((h, _)) => h.transport,
+            None if facts.queued_acp => owt_protocol::host::Transport::Acp,
+            None => Default::default(),
+        },
+        permission: facts
+            .acp_permission
+            .clone()
+            .filter(|_| derived.status == owt_protocol::Status::Blocked),
+        acp: facts.acp_usage.clone(),
+        checks: facts
+            .feedback
+            .checks
+            .as_ref()
+            .map(|c| c.view(facts.last_input_at)),
+        pr: facts.feedback.pr.as_ref().map(|p| p.view()),
+        rss_bytes: facts
+            .memory
+            .filter(|_| facts.exit.is_none() && facts.host_lost_at.is_none() && local)
+            .map(|m| m.rss_bytes),
+        ports: Vec::new(),
         actions: Vec::new(),
         usage: None,
     };

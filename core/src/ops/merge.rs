@@ -559,10 +559,13 @@ pub fn ship_session(
         return Ok(ShipOutput {
             committed: None,
             merge,
+            unreviewed: Vec::new(),
+            checks: None,
         });
     }
     refuse_git_locks(ctx, &row)?;
     recover(ctx, &row, progress)?;
+    let unreviewed = unreviewed_before_ship(ctx, &row, progress)?;
     let base_before = ctx.repo.branch_tip(&row.base_branch)?.to_string();
     let branch_before = ctx.repo.branch_tip(&row.branch)?.to_string();
     journal(ctx, &row, "ship", "commit", &base_before, &branch_before)?;
@@ -598,7 +601,45 @@ pub fn ship_session(
     Ok(ShipOutput {
         committed: committed.map(|oid| oid.to_string()),
         merge,
+        unreviewed,
+        checks: None,
     })
+}
+
+/// The changed files not marked reviewed since their last change: said as
+/// a warning, or a refusal (nothing changed) under `[ship] require_review`.
+fn unreviewed_before_ship(
+    ctx: &Context,
+    row: &SessionRow,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Vec<String>> {
+    if !row.worktree_path.is_dir() {
+        return Ok(Vec::new());
+    }
+    let review = super::review::review_status(ctx, &row.name)?;
+    if review.unreviewed.is_empty() {
+        return Ok(review.unreviewed);
+    }
+    let n = review.unreviewed.len();
+    let files = format!(
+        "{n} file{} not reviewed since {} last change ({})",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "its" } else { "their" },
+        review.unreviewed.join(", ")
+    );
+    if ctx.config.config.ship.require_review {
+        bail!(
+            "not shipping `{}`: {files}, and [ship] require_review is set; read them with `owt diff {}` and mark them with `owt review {} --mark`",
+            row.name,
+            row.name,
+            row.name
+        );
+    }
+    progress(&format!(
+        "Warning: shipping {files}; `owt diff {}` shows them",
+        row.name
+    ));
+    Ok(review.unreviewed)
 }
 
 /// Completes a merge or ship that was interrupted after the base branch
@@ -738,7 +779,8 @@ pub fn queue_ship(
     };
     for (i, name) in order.iter().enumerate() {
         progress(&format!("Shipping {name} ({}/{})", i + 1, order.len()));
-        match ship_session(ctx, name, None, MergeOptions::default(), progress) {
+        match super::checks::ship_checked(ctx, name, None, MergeOptions::default(), false, progress)
+        {
             Ok(shipped) => out.shipped.push(shipped),
             Err(e) => {
                 out.stopped_at = Some(name.clone());

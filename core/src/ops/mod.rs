@@ -5,8 +5,11 @@
 //! `session` and `status`; they print nothing (they return values and
 //! report progress through a callback) and know nothing of clap or LSP.
 
+pub mod acp;
 pub mod agent;
+pub mod checks;
 pub mod cleanup;
+pub mod conflicts;
 pub mod db;
 pub mod delete;
 pub mod deps;
@@ -19,13 +22,18 @@ pub mod merge;
 pub mod new;
 pub mod notes;
 pub mod owned;
+pub mod ports;
+pub mod pr;
 pub mod prompt;
+pub mod queue;
 pub mod remote;
+pub mod review;
 pub mod setup;
 pub mod sync;
 pub mod trash;
 pub mod trust;
 pub mod usage;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 

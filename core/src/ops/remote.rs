@@ -755,7 +755,12 @@ pub fn ship(
         Some(commit),
         progress,
     )?;
-    Ok(ShipOutput { committed, merge })
+    Ok(ShipOutput {
+        committed,
+        merge,
+        unreviewed: Vec::new(),
+        checks: None,
+    })
 }
 
 /// `owt __bridge info` (on the remote): this owt and the clone.

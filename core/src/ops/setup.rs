@@ -62,6 +62,7 @@ pub fn prepare_worktree(
             .env("OWT_WORKTREE", &session.worktree_path)
             .env("OWT_REPO_PATH", main_root)
             .env("OWT_SESSION", &session.name)
+            .envs(super::ports::env(&super::ports::of(&ctx.store, session.id)))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::inherit())

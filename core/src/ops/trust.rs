@@ -202,6 +202,21 @@ fn runs_of(ctx: &Context, table: &toml::Table, gated: &config::Gated) -> Vec<Str
                     ));
                 }
             }
+            ["checks", "command"] | ["pr", "cli"] => {
+                if let Some(value) = config::value_at(table, key).and_then(|v| v.as_str()) {
+                    runs.push(if key[0] == "checks" {
+                        format!("checks in each session's worktree: {value}")
+                    } else {
+                        format!("the forge CLI for pull requests: {value}")
+                    });
+                }
+            }
+            ["pr", "auto"] => {
+                runs.push(
+                    "git push of a session's branch, and a pull request, when its checks pass"
+                        .into(),
+                );
+            }
             _ => {}
         }
     }

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Headless, Hooks, PromptDelivery, Provider};
+use super::{AcpCommand, Headless, Hooks, PromptDelivery, Provider};
 
 /// Auto-detection order.
 pub const BUILTIN_ORDER: &[&str] = &[
@@ -156,5 +156,29 @@ pub fn builtin(name: &str) -> Option<Provider> {
         ],
         env: BTreeMap::new(),
         hooks,
+        acp: acp(name),
+    })
+}
+
+/// The ACP server of a built-in agent: its own (`opencode acp`, `gemini
+/// --acp`) or Zed's adapter from npm (checked with the versions pinned in
+/// scripts/install-agents: claude-agent-acp 0.23.1, codex-acp 0.16.0).
+fn acp(name: &str) -> Option<AcpCommand> {
+    let (binary, args, hint) = match name {
+        "claude" => (
+            "claude-agent-acp",
+            "",
+            "npm install -g @zed-industries/claude-agent-acp",
+        ),
+        "codex" => ("codex-acp", "", "npm install -g @zed-industries/codex-acp"),
+        "opencode" => ("opencode", "acp", "npm install -g opencode-ai"),
+        // `--experimental-acp` is deprecated since 0.61 (`--acp`).
+        "gemini" => ("gemini", "--acp", "npm install -g @google/gemini-cli"),
+        _ => return None,
+    };
+    Some(AcpCommand {
+        binary: binary.to_string(),
+        args: words(args),
+        install_hint: hint.to_string(),
     })
 }

@@ -33,6 +33,14 @@ pub enum ProviderError {
     BadTemplate { name: String, message: String },
     #[error("agent `{name}` has no non-interactive (headless) form")]
     NoHeadless { name: String },
+    #[error("agent `{name}` speaks no Agent Client Protocol that owt knows of; agents with an ACP server: {known} (or set `acp` under [tools.{name}])")]
+    NoAcp { name: String, known: String },
+    #[error("the ACP server of `{name}` is not installed (`{binary}` not found on PATH or in its known paths); {hint}")]
+    AcpNotInstalled {
+        name: String,
+        binary: String,
+        hint: String,
+    },
 }
 
 /// How an agent receives its first prompt.
@@ -88,6 +96,17 @@ pub struct Provider {
     pub known_paths: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub hooks: Hooks,
+    /// Its Agent Client Protocol server, if it has one (`owt new --acp`).
+    pub acp: Option<AcpCommand>,
+}
+
+/// How to start an agent's ACP server (it speaks ACP on stdio).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AcpCommand {
+    /// Program name or path (`claude-agent-acp`), found like a binary.
+    pub binary: String,
+    pub args: Vec<String>,
+    pub install_hint: String,
 }
 
 /// How an agent is started.
@@ -165,7 +184,41 @@ impl Provider {
             known_paths: tool.known_paths.clone(),
             env: tool.env.clone(),
             hooks: Hooks::None,
+            acp: match &tool.acp {
+                Some(t) => {
+                    Some(acp_command(&tool.binary, t).map_err(|m| bad(format!("acp: {m}")))?)
+                }
+                None => None,
+            },
         })
+    }
+
+    /// The argv of this agent's ACP server, its program found on `PATH` or
+    /// in the known paths.
+    pub fn acp_argv(&self) -> Result<Vec<String>, ProviderError> {
+        let acp = self.acp.as_ref().ok_or_else(|| ProviderError::NoAcp {
+            name: self.name.clone(),
+            known: BUILTIN_ORDER
+                .iter()
+                .filter(|n| builtin(n).is_some_and(|p| p.acp.is_some()))
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+        let finder = Provider {
+            binary: acp.binary.clone(),
+            ..self.clone()
+        };
+        let program = finder
+            .find_binary()
+            .ok_or_else(|| ProviderError::AcpNotInstalled {
+                name: self.name.clone(),
+                binary: acp.binary.clone(),
+                hint: acp.install_hint.clone(),
+            })?;
+        let mut argv = vec![program.to_string_lossy().into_owned()];
+        argv.extend(acp.args.iter().cloned());
+        Ok(argv)
     }
 
     /// The argv (and typed prompt) that starts this agent on `prompt`.
@@ -274,6 +327,24 @@ impl Provider {
             .map(|p| expand_home(p))
             .find(|p| is_executable(p))
     }
+}
+
+/// An `acp` template: `{binary} args…` (the tool's own binary) or
+/// `program args…`.
+fn acp_command(binary: &str, template: &str) -> Result<AcpCommand, String> {
+    let words =
+        shlex::split(template).ok_or_else(|| format!("unbalanced quotes in `{template}`"))?;
+    let mut words = words.into_iter();
+    let program = match words.next() {
+        Some(first) if first == "{binary}" => binary.to_string(),
+        Some(first) if !first.trim().is_empty() => first,
+        _ => return Err("the command is empty".into()),
+    };
+    Ok(AcpCommand {
+        install_hint: format!("install `{program}`"),
+        binary: program,
+        args: words.collect(),
+    })
 }
 
 /// Splits a template into words (shell quoting rules, no shell) and drops

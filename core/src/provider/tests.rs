@@ -116,3 +116,65 @@ fn unknown_agent_lists_known_ones() {
         "{err}"
     );
 }
+
+#[test]
+fn acp_servers_of_builtins_and_custom_tools() {
+    let acp = |name: &str| builtin(name).and_then(|p| p.acp);
+    let claude = acp("claude").unwrap();
+    assert_eq!(
+        (claude.binary.as_str(), claude.args.len()),
+        ("claude-agent-acp", 0)
+    );
+    assert_eq!(acp("codex").unwrap().binary, "codex-acp");
+    let opencode = acp("opencode").unwrap();
+    assert_eq!(
+        (opencode.binary.as_str(), opencode.args.as_slice()),
+        ("opencode", &["acp".to_string()][..])
+    );
+    assert_eq!(acp("gemini").unwrap().args, ["--acp"]);
+    assert!(acp("aider").is_none());
+    let err = builtin("aider")
+        .unwrap()
+        .acp_argv()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("agents with an ACP server: claude, codex, opencode, gemini"),
+        "{err}"
+    );
+
+    let custom = Provider::from_config(
+        "mine",
+        &ToolConfig {
+            binary: "my-ai".into(),
+            acp: Some("{binary} --acp 'a b'".into()),
+            ..ToolConfig::default()
+        },
+    )
+    .unwrap();
+    let a = custom.acp.unwrap();
+    assert_eq!(
+        (a.binary.as_str(), a.args.as_slice()),
+        ("my-ai", &["--acp".to_string(), "a b".to_string()][..])
+    );
+    let other = Provider::from_config(
+        "mine",
+        &ToolConfig {
+            binary: "my-ai".into(),
+            acp: Some("/opt/x/acp-server".into()),
+            ..ToolConfig::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(other.acp.unwrap().binary, "/opt/x/acp-server");
+    let bad = Provider::from_config(
+        "mine",
+        &ToolConfig {
+            binary: "my-ai".into(),
+            acp: Some("'unbalanced".into()),
+            ..ToolConfig::default()
+        },
+    )
+    .unwrap_err();
+    assert!(bad.to_string().contains("acp: unbalanced quotes"), "{bad}");
+}

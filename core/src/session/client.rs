@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use owt_protocol::host::{
-    self as proto, Frame, FrameKind, Hello, HostError, HostStatus, JournalView, PeekRequest, Role,
-    ScreenView, SendText, Terminate, Welcome, HOST_PROTOCOL_VERSION,
+    self as proto, Frame, FrameKind, Hello, HostError, HostStatus, JournalView, PeekRequest,
+    PermissionAnswer, PermissionAnswered, Role, ScreenView, SendText, Terminate, TranscriptView,
+    Welcome, HOST_PROTOCOL_VERSION,
 };
 
 use super::SessionError;
@@ -157,6 +158,45 @@ impl HostConn {
             });
         }
         frame.json().map_err(|e| io_err("reading the journal", e))
+    }
+
+    /// Answers the ACP agent's pending permission request.
+    pub fn answer(
+        &mut self,
+        answer: &PermissionAnswer,
+    ) -> Result<PermissionAnswered, SessionError> {
+        let payload = serde_json::to_vec(answer).unwrap_or_default();
+        let frame = self.request(FrameKind::Answer, &payload, "the answer")?;
+        frame
+            .json()
+            .map_err(|e| io_err("reading the answer's reply", e))
+    }
+
+    /// Cancels the ACP agent's turn in progress.
+    pub fn cancel(&mut self) -> Result<(), SessionError> {
+        self.request(FrameKind::Cancel, b"", "cancel")?;
+        Ok(())
+    }
+
+    /// Connects as an `Events` client of an ACP session's host: the
+    /// transcript so far; then read `Event` frames from `stream`.
+    pub fn events(socket: &Path) -> Result<(HostConn, TranscriptView), SessionError> {
+        let mut conn = HostConn::connect(socket, Role::Events, 0, 0)?;
+        let _ = conn.stream.set_read_timeout(Some(Duration::from_secs(10)));
+        let frame = read(&mut conn.stream, "the transcript")?;
+        let _ = conn.stream.set_read_timeout(None);
+        match frame.kind {
+            FrameKind::Transcript => {
+                let view = frame
+                    .json()
+                    .map_err(|e| io_err("reading the transcript", e))?;
+                Ok((conn, view))
+            }
+            FrameKind::Error => Err(host_error(&frame)),
+            other => Err(SessionError::Host(format!(
+                "the session host sent {other:?} instead of the transcript"
+            ))),
+        }
     }
 
     /// Asks the host to hang up the agent (and kill it after `grace`).

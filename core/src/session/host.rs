@@ -43,17 +43,18 @@ use monitor::*;
 use output::*;
 pub use screen::screen_view;
 use screen::*;
+pub(crate) use socket::accept_hello;
 use socket::*;
 pub use socket::{decode_hello, decode_request, Request};
+pub(crate) use spawn::spawn_guarded;
 use spawn::*;
 
 use super::queries::{self, QueryScanner};
 use super::{rules, HostSpec, SessionError};
+use crate::feedback::turn::TurnHooks;
 use crate::status::{kind, AgentSignal, ExitFact, HostFact};
 use crate::store::{now_ms, Store};
 
-/// Lines of scrollback kept by the screen model.
-pub const SCROLLBACK_LINES: usize = 5_000;
 /// Largest screen the host models; a client asking for more gets this (the
 /// screen model allocates every cell, and its scrollback every line).
 pub const MAX_ROWS: u16 = 500;
@@ -89,14 +90,15 @@ const ENTER_DELAY_MS: u64 = 60;
 const LINGER_MS: u64 = 500;
 
 /// Runs a host until its agent exits. `ready` receives `ok <agent pid>` once
-/// the socket serves, or `error: …` if starting fails.
-pub fn run(spec: HostSpec, mut ready: Option<File>) -> Result<(), SessionError> {
+/// the socket serves, or `error: …` if starting fails. `hooks`: what the
+/// feedback loop asks of the use cases.
+pub fn run(spec: HostSpec, mut ready: Option<File>, hooks: TurnHooks) -> Result<(), SessionError> {
     match start(&spec) {
         Ok(started) => {
             if let Some(mut r) = ready.take() {
                 let _ = writeln!(r, "ok {}", started.agent_pid.unwrap_or(0));
             }
-            serve(started);
+            serve(started, hooks);
             Ok(())
         }
         Err(e) => {
@@ -272,7 +274,7 @@ impl Client {
 
 /// Locks a mutex, recovering from poisoning (a panicked thread was already
 /// reported; the data is still the best we have).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -345,7 +347,7 @@ pub(super) fn ensure_private_dir(dir: &Path) -> Result<(), SessionError> {
     Ok(())
 }
 
-fn serve(started: Started) {
+fn serve(started: Started, hooks: TurnHooks) {
     let Started {
         shared,
         listener,
@@ -380,6 +382,19 @@ fn serve(started: Started) {
     {
         let shared = shared.clone();
         spawn_guarded("monitor", move || monitor(&shared, store, monitor_rx));
+    }
+    if !shared.spec.headless {
+        // Checks when the agent's turn ends, the failure typed back.
+        let typer = shared.clone();
+        let watcher = shared.clone();
+        let side = crate::feedback::turn::HostSide {
+            session_id: shared.spec.session_id,
+            home: shared.spec.home.clone(),
+            type_text: Box::new(move |text| type_text(&typer, text, true)),
+            exiting: Box::new(move || watcher.exiting.load(Ordering::SeqCst)),
+            hooks,
+        };
+        spawn_guarded("feedback", move || crate::feedback::turn::run(side));
     }
     {
         let shared = shared.clone();
@@ -449,6 +464,8 @@ fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonito
     }
     shared.exiting.store(true, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(LINGER_MS));
+    // A checks run still going ends with the host.
+    crate::feedback::run::kill_all();
     let _ = std::fs::remove_file(super::socket_path(&shared.spec.home, &shared.spec.short_id));
     tracing::info!("host exiting");
     std::process::exit(0);

@@ -13,10 +13,13 @@
 //! alive while its host answers or its host pid lives; nothing here kills a
 //! process it cannot show is this session's.
 
+pub mod acp_attach;
+pub mod acp_host;
 pub mod attach;
 pub mod client;
 pub mod hooks;
 pub mod host;
+pub mod memory;
 pub mod queries;
 pub mod rules;
 
@@ -30,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use owt_protocol::host::{PeekView, Role, ScreenView};
+use owt_protocol::host::{PeekView, Role, ScreenView, Transport};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, Signal};
 use serde::{Deserialize, Serialize};
@@ -132,6 +135,29 @@ pub struct HostSpec {
     pub home: PathBuf,
     pub rows: u16,
     pub cols: u16,
+    /// How the host talks to the agent: `acp` runs `argv` as the agent's
+    /// ACP server and `typed_prompt` is the first prompt.
+    #[serde(default)]
+    pub transport: Transport,
+    /// ACP: reopen this conversation of the agent (`session/load`) instead
+    /// of starting one.
+    #[serde(default)]
+    pub acp_load: Option<String>,
+    /// ACP: MCP servers to pass to the agent besides owt's own (what an
+    /// editor gave `owt acp` in `session/new`).
+    #[serde(default)]
+    pub acp_mcp_servers: Vec<serde_json::Value>,
+    /// Lines of scrollback the host keeps (`[agent] scrollback`).
+    #[serde(default = "default_scrollback")]
+    pub scrollback: usize,
+}
+
+/// Lines of scrollback a host keeps unless configured: tmux's default
+/// (`history-limit`).
+pub const DEFAULT_SCROLLBACK: usize = 2_000;
+
+fn default_scrollback() -> usize {
+    DEFAULT_SCROLLBACK
 }
 
 /// A started host.
@@ -164,13 +190,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// The host is this program's `__host run` (or `$OWT_BIN`, for tests that
 /// link this library into another executable).
 pub fn start_host(spec: &HostSpec) -> Result<Started, SessionError> {
-    let exe = match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
-        Some(bin) => PathBuf::from(bin),
-        None => {
-            std::env::current_exe().map_err(|e| SessionError::io("finding the owt binary", e))?
-        }
-    };
-    start_host_with(spec, &exe)
+    start_host_with(spec, &owt_exe()?)
 }
 
 /// As [`start_host`], running the host from the owt binary `exe`.
@@ -289,9 +309,78 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
     })
 }
 
+/// The owt binary to run for hosts and helpers: `$OWT_BIN` (tests that
+/// link this library into another executable) or this program.
+fn owt_exe() -> Result<PathBuf, SessionError> {
+    match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
+        Some(bin) => Ok(PathBuf::from(bin)),
+        None => std::env::current_exe().map_err(|e| SessionError::io("finding the owt binary", e)),
+    }
+}
+
+/// Starts `owt __admit` detached (its own session, no terminal): it
+/// starts the queued sessions there is room for now. What a session host
+/// does when its agent ended or gave back memory, and `owt lsp` when it
+/// sees sessions waiting; it returns at once.
+pub fn spawn_admitter(home: &Path) -> Result<(), SessionError> {
+    let exe = owt_exe()?;
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(home.join("logs").join("admit.log"))
+        .ok();
+    let mut cmd = Command::new(&exe);
+    cmd.arg("__admit")
+        .env("OWT_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    match log {
+        Some(log) => cmd.stderr(log),
+        None => cmd.stderr(Stdio::null()),
+    };
+    // SAFETY: only async-signal-safe calls (setsid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| SessionError::io(format!("starting {} __admit", exe.display()), e))?;
+    // Reap it when it ends, if this process lives that long.
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    Ok(())
+}
+
+/// Starts an admitter ([`spawn_admitter`]) when sessions wait in the
+/// queue; logs what goes wrong.
+pub fn admit_if_queued(store: &Store, home: &Path) {
+    match store.any_queued() {
+        Ok(true) => {
+            if let Err(e) = spawn_admitter(home) {
+                tracing::warn!("starting queued sessions: {e}");
+            }
+        }
+        Ok(false) => {}
+        Err(e) => tracing::warn!("looking for queued sessions: {e}"),
+    }
+}
+
 /// Runs the host in this process (the `__host run` subcommand).
-/// `ready_fd` is the readiness pipe [`start_host`] passes.
-pub fn run_host(spec: HostSpec, ready_fd: Option<i32>) -> Result<(), SessionError> {
+/// `ready_fd` is the readiness pipe [`start_host`] passes; `hooks`, what a
+/// terminal session's feedback loop asks of the use cases above
+/// (`ops::host::turn_hooks`).
+pub fn run_host(
+    spec: HostSpec,
+    ready_fd: Option<i32>,
+    hooks: crate::feedback::turn::TurnHooks,
+) -> Result<(), SessionError> {
     let ready = ready_fd.map(|fd| {
         // SAFETY: the parent passed this descriptor number for this process
         // to own (`--ready-fd`), and nothing else here uses it. Taking
@@ -308,7 +397,10 @@ pub fn run_host(spec: HostSpec, ready_fd: Option<i32>) -> Result<(), SessionErro
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
     }
-    host::run(spec, ready)
+    match spec.transport {
+        Transport::Pty => host::run(spec, ready, hooks),
+        Transport::Acp => acp_host::run(spec, ready),
+    }
 }
 
 /// Whether `pid` is a live (not zombie) process.
@@ -574,6 +666,47 @@ pub fn send(
     conn.send(text, enter)
 }
 
+/// How the session's host talks to its agent (from its host fact; a
+/// session whose host never started is a terminal one).
+pub fn transport(store: &Store, session: &SessionRow) -> Result<Transport, SessionError> {
+    Ok(store
+        .fact::<HostFact>(session.id, kind::HOST)?
+        .map_or(Transport::Pty, |(h, _)| h.transport))
+}
+
+/// A control connection to a live ACP session's host.
+fn acp_conn(store: &Store, home: &Path, session: &SessionRow) -> Result<HostConn, SessionError> {
+    if transport(store, session)? != Transport::Acp {
+        return Err(SessionError::Host(format!(
+            "{} runs its agent in a terminal, not through ACP: answer its dialog there (owt attach {}, or owt send {} <key>)",
+            session.name, session.name, session.name
+        )));
+    }
+    HostConn::connect(&socket_path(home, &session.short_id), Role::Control, 0, 0).map_err(|e| {
+        match e {
+            SessionError::NotRunning(_) => {
+                SessionError::NotRunning(format!("{} is not running", session.name))
+            }
+            other => other,
+        }
+    })
+}
+
+/// Answers an ACP session's pending permission request.
+pub fn answer_permission(
+    store: &Store,
+    home: &Path,
+    session: &SessionRow,
+    answer: &owt_protocol::host::PermissionAnswer,
+) -> Result<owt_protocol::host::PermissionAnswered, SessionError> {
+    acp_conn(store, home, session)?.answer(answer)
+}
+
+/// Cancels an ACP session's turn in progress.
+pub fn cancel_turn(store: &Store, home: &Path, session: &SessionRow) -> Result<(), SessionError> {
+    acp_conn(store, home, session)?.cancel()
+}
+
 /// How [`wait`] ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WaitOutcome {
@@ -602,6 +735,17 @@ pub fn wait(
         match derived.status {
             Status::Exited => return Ok(WaitOutcome::Exited(derived)),
             Status::Done | Status::NeedsInput | Status::Blocked => {
+                return Ok(WaitOutcome::Ready(derived))
+            }
+            // The feedback loops' statuses: ready once nobody is at work
+            // on them (checks or CI the agent fixes are still in flight).
+            Status::ChecksFailed
+            | Status::CiFailed
+            | Status::ChangesRequested
+            | Status::PrOpen
+            | Status::Merged
+                if derived.lane != owt_protocol::Lane::InFlight =>
+            {
                 return Ok(WaitOutcome::Ready(derived))
             }
             _ => {}

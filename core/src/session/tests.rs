@@ -103,6 +103,7 @@ fn reconcile_records_host_lost_once_for_a_dead_host() {
             .to_string_lossy()
             .into_owned(),
         headless: false,
+        transport: Default::default(),
     };
     store.record_fact(row.id, kind::HOST, &host).unwrap();
     reconcile(&store, dir.path(), &row).unwrap();
@@ -127,6 +128,7 @@ fn reconcile_leaves_a_live_host_alone() {
         agent_pid: None,
         socket: String::new(),
         headless: false,
+        transport: Default::default(),
     };
     store.record_fact(row.id, kind::HOST, &host).unwrap();
     reconcile(&store, dir.path(), &row).unwrap();

@@ -25,6 +25,7 @@ fn base() -> SessionFacts {
                 agent_pid: Some(11),
                 socket: "/run/x.sock".into(),
                 headless: false,
+                transport: Default::default(),
             },
             at(600_000),
         )),
@@ -51,6 +52,17 @@ fn exit(code: i32) -> Option<(ExitFact, i64)> {
             signal: None,
         },
         at(1),
+    ))
+}
+
+fn acp(state: AcpState, error: Option<&str>) -> Option<(AcpFact, i64)> {
+    Some((
+        AcpFact {
+            state,
+            stop_reason: None,
+            error: error.map(str::to_string),
+        },
+        at(5_000),
     ))
 }
 
@@ -402,6 +414,118 @@ fn derive_status_table() {
             }),
             status: Status::NeedsInput,
             text: "needs-input",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "acp: connecting",
+            facts: with(|f| f.acp = acp(AcpState::Starting, None)),
+            status: Status::Starting,
+            text: "starting",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "waiting for room on the machine: queued, in flight",
+            facts: SessionFacts {
+                created_at: at(60_000),
+                queued_at: Some(at(60_000)),
+                ..SessionFacts::default()
+            },
+            status: Status::Queued,
+            text: "queued",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "a queued session whose host started is no longer queued",
+            facts: with(|f| f.queued_at = Some(at(60_000))),
+            status: Status::Starting,
+            text: "starting",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "acp: a started session that was queued follows the protocol",
+            facts: with(|f| {
+                f.queued_at = Some(at(60_000));
+                f.acp = acp(AcpState::Waiting, None);
+            }),
+            status: Status::NeedsInput,
+            text: "needs-input",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "acp: a turn running is working, however old its last output",
+            facts: with(|f| {
+                f.acp = acp(AcpState::Working, None);
+                f.last_output_at = Some(at(600_000));
+            }),
+            status: Status::Working,
+            text: "working",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "acp: a permission request is blocked, whatever a hook said after",
+            facts: with(|f| {
+                f.acp = acp(AcpState::Blocked, None);
+                f.hook = Some((Working, at(1)));
+            }),
+            status: Status::Blocked,
+            text: "blocked",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "acp: a turn ended waits for the human, fresh output or not",
+            facts: with(|f| {
+                f.acp = acp(AcpState::Waiting, None);
+                f.last_output_at = Some(at(10));
+                work(f);
+            }),
+            status: Status::NeedsInput,
+            text: "needs-input",
+            lane: Lane::ReadyToShip,
+        },
+        Case {
+            name: "acp: a failed connection names its error once the agent is gone",
+            facts: with(|f| {
+                f.acp = acp(
+                    AcpState::Failed,
+                    Some("the agent speaks ACP protocol version 2; owt speaks version 1"),
+                );
+                f.exit = Some((
+                    ExitFact {
+                        code: None,
+                        signal: Some("SIGTERM".into()),
+                    },
+                    at(1),
+                ));
+            }),
+            status: Status::Exited,
+            text: "exited: the agent speaks ACP protocol version 2; owt speaks version 1",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "acp: the exit wins",
+            facts: with(|f| {
+                f.acp = acp(AcpState::Working, None);
+                f.exit = exit(1);
+            }),
+            status: Status::Exited,
+            text: "exited with code 1",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "a queued session that could not start shows its exit",
+            facts: SessionFacts {
+                queued_at: Some(at(60_000)),
+                exit: Some((
+                    ExitFact {
+                        code: None,
+                        signal: Some("not started: no agent".into()),
+                    },
+                    at(1),
+                )),
+                ..SessionFacts::default()
+            },
+            status: Status::Exited,
+            text: "exited (not started: no agent)",
             lane: Lane::NeedsYou,
         },
     ];

@@ -100,6 +100,28 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_short_id, path)
     );
     CREATE INDEX usage_sources_path ON usage_sources(path);",
+    // 4: scale on one machine. Each session's block of TCP ports (held
+    // until the session is removed); leases that keep two processes from
+    // starting the same queued session; the peak resident memory each
+    // agent reached (kept after its session is gone: owt learns from it
+    // how much a provider's agent needs).
+    "CREATE TABLE port_blocks (
+        session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        first_port INTEGER NOT NULL,
+        count INTEGER NOT NULL CHECK (count > 0)
+    );
+    CREATE TABLE start_leases (
+        session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        owner TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+    );
+    CREATE TABLE agent_peaks (
+        short_id TEXT PRIMARY KEY,
+        provider TEXT NOT NULL,
+        peak_bytes INTEGER NOT NULL,
+        observed_at INTEGER NOT NULL
+    );
+    CREATE INDEX agent_peaks_provider ON agent_peaks(provider, observed_at);",
 ];
 
 /// The schema version this build writes.

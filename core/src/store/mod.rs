@@ -16,7 +16,9 @@
 //! file owt writes there 0600 ([`write_private`]); an install made before
 //! that is fixed the first time the store is opened, with a log line.
 
+mod leases;
 mod migrations;
+mod scale;
 mod usage;
 
 use std::path::{Path, PathBuf};

@@ -21,6 +21,7 @@ return {
   init_options = {
     openTerminal = true,
     severities = config.get().severities,
+    awareness = config.get().awareness,
   },
   handlers = {
     ["owt/openTerminal"] = function(err, params, ctx)

@@ -13,6 +13,11 @@ end
 
 vim.lsp.enable("owt")
 
+-- "Ask <agent> to change this…" code actions: the comment is asked for here.
+vim.lsp.commands["owt.comment"] = function(command, ctx)
+  require("owt.review").comment_command(command, ctx)
+end
+
 local group = vim.api.nvim_create_augroup("owt", { clear = true })
 
 -- Neovim attaches servers on FileType only; buffers with no filetype (a
@@ -40,7 +45,7 @@ end, {
   nargs = "*",
   range = true,
   bang = true,
-  desc = "owt: board, new, list, attach, send, peek, merge, ship, delete, queue, guard",
+  desc = "owt: board, new, list, attach, send, peek, merge, ship, delete, review, queue, guard",
   complete = function(...)
     return require("owt.commands").complete(...)
   end,

@@ -48,9 +48,9 @@ h.run({
     "each row's keys are its session's available actions",
     function()
       local want = {
-        ["blocked-one"] = "a attach  p peek  t send  d delete  n new  r refresh  q close",
-        ["odd-one"] = "m merge  d delete  n new  r refresh  q close",
-        ["conflicted"] = "a attach  p peek  t send  f conflicted files  d delete  n new  r refresh  q close",
+        ["blocked-one"] = "a attach  p peek  t send  d delete  v review  n new  r refresh  q close",
+        ["odd-one"] = "m merge  d delete  v review  n new  r refresh  q close",
+        ["conflicted"] = "a attach  p peek  t send  f conflicted files  d delete  v review  n new  r refresh  q close",
       }
       for name, footer in pairs(want) do
         h.eq(footer, board_mod.footer_text(fixture_session(name)), "footer of " .. name)

@@ -56,7 +56,7 @@ h.run({
       local row = line_of(board_buf, "^  " .. vim.pesc(session.name) .. " ")
       vim.api.nvim_win_set_cursor(0, { row, 0 })
       vim.api.nvim_exec_autocmds("CursorMoved", { buffer = board_buf })
-      h.eq("a attach  s ship  m merge  p peek  t send  d delete  n new  r refresh  q close", footer(board_buf), "footer on a ready row")
+      h.eq("a attach  s ship  m merge  p peek  t send  d delete  v review  n new  r refresh  q close", footer(board_buf), "footer on a ready row")
       vim.api.nvim_win_set_cursor(0, { 1, 0 })
       vim.api.nvim_exec_autocmds("CursorMoved", { buffer = board_buf })
       h.eq("n new  r refresh  q close", footer(board_buf), "footer on the title line")

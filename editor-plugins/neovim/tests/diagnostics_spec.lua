@@ -37,9 +37,13 @@ h.run({
       local theirs = vim.deepcopy(ORIGINAL)
       theirs[5], theirs[6] = "line 5 (agent)", "line 6 (agent)"
       h.write(session.worktree .. "/src/shared.txt", table.concat(theirs, "\n") .. "\n")
+      -- (The agent's write may be seen before your unsaved lines: an
+      -- awareness hint first, then the pair's diagnostics.)
       local diagnostics = h.wait(30000, function()
         local d = owt_diagnostics()
-        return #d > 0 and d or nil
+        return #d > 0 and vim.iter(d):all(function(x)
+          return x.code ~= "aware"
+        end) and d or nil
       end, "owt diagnostics in src/shared.txt (the server must publish Conflict Guard diagnostics)")
       for _, d in ipairs(diagnostics) do
         h.truthy(LEVELS[d.code], "diagnostic code is a level: " .. vim.inspect(d.code))

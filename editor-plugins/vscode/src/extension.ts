@@ -5,9 +5,11 @@
 // language client registers them itself; this file registers only `owt.ui.*`
 // commands, which call `workspace/executeCommand` through the client.
 
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { promisify } from 'node:util';
 import * as vscode from 'vscode';
 import {
   CloseAction,
@@ -27,6 +29,9 @@ import {
   childrenOf,
   findSession,
   allSessions,
+  BASE_SCHEME,
+  changesResources,
+  parseBaseQuery,
   sessionActions,
   sessionDescription,
   statusBarModel,
@@ -41,7 +46,10 @@ import {
   METHOD_BOARD,
   METHOD_BOARD_CHANGED,
   METHOD_OPEN_TERMINAL,
+  METHOD_DIFF,
   type Board,
+  type DiffParams,
+  type DiffReport,
   type CommandArgs,
   type CommandId,
   type InitializationOptions,
@@ -52,10 +60,12 @@ import {
 } from './protocol';
 
 const VIEW_ID = 'owt.agents';
+const execFileAsync = promisify(execFile);
 
 const BoardRequest = new RequestType0<Board, void>(METHOD_BOARD);
 const BoardChanged = new NotificationType<Board>(METHOD_BOARD_CHANGED);
 const OpenTerminal = new RequestType<OpenTerminalParams, OpenTerminalResult, void>(METHOD_OPEN_TERMINAL);
+const DiffRequest = new RequestType<DiffParams, DiffReport, void>(METHOD_DIFF);
 
 // ---------------------------------------------------------------- settings
 
@@ -289,6 +299,22 @@ class Owt implements vscode.Disposable {
       documentSelector: [{ scheme: 'file' }],
       initializationOptions: initializationOptions(),
       outputChannel: this.output,
+      middleware: {
+        // "Ask <agent> to change this…": the comment is asked for here.
+        executeCommand: async (command, args, next) => {
+          const first = (args[0] ?? {}) as CommandArgs;
+          if (command === Commands.comment && !first.text) {
+            const text = await vscode.window.showInputBox({
+              title: `owt: Ask ${first.session ?? 'the agent'} to change this`,
+              prompt: 'Your comment, typed into the agent with the file, lines and their text',
+              ignoreFocusOut: true,
+            });
+            if (text === undefined || text.trim().length === 0) return undefined;
+            return next(command, [{ ...first, text }]);
+          }
+          return next(command, args);
+        },
+      },
       errorHandler: {
         error: (_error, _message, count) => ({
           action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown,
@@ -382,6 +408,18 @@ class Owt implements vscode.Disposable {
       if (c === 'Restart') void this.restart();
     });
     return undefined;
+  }
+
+  /** `owt/diff`: the agent's whole working state against its base. */
+  async diff(session: string): Promise<DiffReport | undefined> {
+    const client = this.running();
+    if (!client) return undefined;
+    try {
+      return await client.sendRequest(DiffRequest, { session });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`owt: cannot diff ${session}: ${messageOf(err)}`);
+      return undefined;
+    }
   }
 
   /** `workspace/executeCommand` of a server-declared owt command. */
@@ -563,6 +601,52 @@ export function activate(context: vscode.ExtensionContext): void {
       'Delete (force)',
     );
     if (c) await owt.execute(Commands.delete, { session: s.name, force: c === 'Delete (force)' });
+  });
+
+  // The base side of the review diff: `git cat-file blob` in the worktree.
+  context.subscriptions.push(
+    vscode.workspace.registerTextDocumentContentProvider(BASE_SCHEME, {
+      provideTextDocumentContent: async (uri) => {
+        const { worktree, blob } = parseBaseQuery(uri.query);
+        if (!blob) return '';
+        const { stdout } = await execFileAsync('git', ['-C', worktree, 'cat-file', 'blob', blob], {
+          maxBuffer: 64 * 1024 * 1024,
+        });
+        return stdout;
+      },
+    }),
+  );
+  register('owt.ui.review', async (arg) => {
+    let name: string | undefined;
+    if (arg !== null && typeof arg === 'object' && 'kind' in arg && (arg as TreeNode).kind === 'session') {
+      name = (arg as SessionNode).session.name;
+    } else if (typeof arg === 'string') {
+      name = arg;
+    } else {
+      const sessions = allSessions(owt.board());
+      const picked = await vscode.window.showQuickPick(
+        sessions.map((s) => ({ label: s.name, description: sessionDescription(s), detail: s.task })),
+        { placeHolder: 'Review which agent?' },
+      );
+      name = picked?.label;
+    }
+    if (!name) return;
+    const report = await owt.diff(name);
+    if (!report) return;
+    if (report.files.length === 0) {
+      void vscode.window.showInformationMessage(`owt: ${name} has no changes against ${report.base}.`);
+      return;
+    }
+    const resources = changesResources(report).map(
+      (r) => [vscode.Uri.parse(r.label), vscode.Uri.parse(r.original), vscode.Uri.parse(r.modified)] as const,
+    );
+    await vscode.commands.executeCommand(
+      'vscode.changes',
+      `owt: review ${name} (+${report.additions} −${report.deletions} against ${report.base})`,
+      resources,
+    );
+    // Shown whole: every file is reviewed as it is now.
+    await owt.execute(Commands.markReviewed, { session: name });
   });
 
   context.subscriptions.push(

@@ -5,7 +5,7 @@
 // titles, order and counts, the status bar counts and every session's
 // actions come in the Board (`owt_protocol::Board`, `SessionView.actions`).
 
-import type { Board, Lane, SessionAction, SessionView, TokenUsage } from './protocol';
+import type { Board, ChecksView, DiffFile, DiffReport, Lane, PrView, SessionAction, SessionView, TokenUsage } from './protocol';
 
 export type { SessionAction };
 
@@ -73,10 +73,26 @@ export function usageFigure(u: TokenUsage): string {
 }
 
 /** The one-line description of a session, in the CLI board's words. */
+/** `PR #12`, `PR #12 draft`, `PR #12 merged`. */
+export function prFigure(pr: PrView): string {
+  if (pr.state === 'open') return `PR #${pr.number}${pr.draft ? ' draft' : ''}`;
+  return `PR #${pr.number} ${pr.state}`;
+}
+
+/** `checks failed (exit code 1, fix 2 of 3)` … from the server's checks view. */
+export function checksLine(c: ChecksView): string {
+  const why = c.timed_out ? 'timed out' : c.exit_code !== null ? `exit code ${c.exit_code}` : '';
+  const fixes = c.state === 'failed' && c.max_attempts > 0 ? `fix ${Math.min(c.attempt, c.max_attempts)} of ${c.max_attempts}` : '';
+  const detail = [why, fixes].filter((p) => p.length > 0).join(', ');
+  const stale = c.current || c.state === 'running' ? '' : '; the agent has had input since';
+  return `checks ${c.state}${detail ? ` (${detail})` : ''}${stale}${c.log ? `, log ${c.log}` : ''}`;
+}
+
 export function sessionDescription(s: SessionView): string {
   const parts = [s.status_text || s.status, s.provider];
   if (s.ahead > 0) parts.push(`+${plural(s.ahead, 'commit')}`);
   if (s.overlaps > 0) parts.push(plural(s.overlaps, 'overlap'));
+  if (s.pr && !(s.status_text || '').includes('#')) parts.push(prFigure(s.pr));
   if (s.usage) parts.push(usageFigure(s.usage));
   return parts.filter((p) => p.length > 0).join(' · ');
 }
@@ -96,6 +112,12 @@ export function sessionTooltip(s: SessionView): string {
       `tokens: ${compactCount(totalTokens(u))} (in ${compactCount(u.input_tokens)}, out ${compactCount(u.output_tokens)}, ` +
         `cache ${compactCount(u.cache_read_tokens)} read, ${compactCount(u.cache_write_tokens)} written${cost})`,
     );
+  }
+  if (s.checks) lines.push(checksLine(s.checks));
+  if (s.pr) {
+    const pr = s.pr;
+    lines.push(`pull request: ${prFigure(pr).slice(3)}, CI ${pr.ci}, review ${pr.review}: ${pr.url}`);
+    if (pr.error) lines.push(`forge: ${pr.error}`);
   }
   if (s.conflicted_files.length > 0) {
     lines.push(`merge conflicts: ${s.conflicted_files.join(', ')}`);
@@ -138,6 +160,19 @@ export function statusIcon(s: SessionView): string {
       return s.exit_code === 0 ? 'circle-slash' : 'error';
     case 'conflict':
       return 'git-merge';
+    case 'checks-running':
+      return 'beaker';
+    case 'checks-failed':
+    case 'ci-failed':
+      return 'warning';
+    case 'changes-requested':
+      return 'comment-discussion';
+    case 'pr-open':
+      return 'git-pull-request';
+    case 'merged':
+      return 'check-all';
+    case 'queued':
+      return 'watch';
     case 'unreachable':
       return 'debug-disconnect';
   }
@@ -232,4 +267,43 @@ export function taskPrefill(
   const lines = startLine1 === endLine1 ? `${startLine1}` : `${startLine1}-${endLine1}`;
   const where = `(${relativePath}:${lines})`;
   return text.length > 0 ? `${text} ${where}` : where;
+}
+
+// ---------------------------------------------------------------- review
+
+/** URI scheme of the base versions the review diff shows (read-only). */
+export const BASE_SCHEME = 'owt-base';
+
+/** One row of VS Code's multi-file diff (`vscode.changes`), as URI strings. */
+export interface ChangeResource {
+  label: string;
+  original: string;
+  modified: string;
+}
+
+/** `owt-base:` URI of the base side of `file` (no blob: an empty document). */
+export function baseUri(report: DiffReport, file: DiffFile): string {
+  const rel = (file.old_path ?? file.path).split('/').map(encodeURIComponent).join('/');
+  const query = new URLSearchParams({ worktree: report.worktree, blob: file.base_blob ?? '' });
+  return `${BASE_SCHEME}:/${encodeURIComponent(report.session)}/${rel}?${query.toString()}`;
+}
+
+/** The parts of an `owt-base:` URI's query: where to read which blob. */
+export function parseBaseQuery(query: string): { worktree: string; blob: string } {
+  const q = new URLSearchParams(query);
+  return { worktree: q.get('worktree') ?? '', blob: q.get('blob') ?? '' };
+}
+
+/**
+ * The resources of `owt/diff`'s report for `vscode.changes`: the base
+ * version (an `owt-base:` document, empty for an added file) against the
+ * agent's file (its `file:` URI; an empty base document for a deleted one).
+ */
+export function changesResources(report: DiffReport): ChangeResource[] {
+  return report.files.map((f) => {
+    const original = baseUri(report, f);
+    const empty = baseUri(report, { ...f, base_blob: undefined });
+    const modified = f.agent_uri ?? empty;
+    return { label: f.agent_uri ?? original, original, modified };
+  });
 }

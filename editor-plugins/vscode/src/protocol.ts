@@ -7,12 +7,12 @@
  * The display status of a session, derived from its stored facts by one pure
  * function (`owt::status::derive_status`). Never stored.
  */
-export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "unreachable";
+export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "checks-running" | "checks-failed" | "ci-failed" | "changes-requested" | "pr-open" | "merged" | "queued" | "unreachable";
 
 /**
  * The board lane a session is shown in.
  */
-export type Lane = "needs-you" | "ready-to-ship" | "in-flight";
+export type Lane = "needs-you" | "ready-to-ship" | "in-flight" | "ready-to-clean";
 
 /**
  * How a session holds its code.
@@ -77,10 +77,49 @@ export type SessionView = {
    */
   overlaps: number,
   /**
+   * Paths where its work no longer merges into its base branch's tip
+   * (the base moved under it: Conflict Guard's `base-conflict`).
+   */
+  base_conflicts?: Array<string>,
+  /**
    * Files with unresolved merge conflicts in the worktree.
    */
   conflicted_files: Array<string>,
   agent_pid: number | null,
+  /**
+   * How the host talks to the agent: its terminal (`pty`) or the Agent
+   * Client Protocol (`acp`).
+   */
+  transport?: Transport,
+  /**
+   * ACP sessions: the permission request the agent waits on (while
+   * `blocked`); answer with `owt approve` / `owt deny`.
+   */
+  permission?: PendingPermission | null,
+  /**
+   * ACP sessions: what the protocol reported (agent, tokens, cost).
+   */
+  acp?: AcpView | null,
+  /**
+   * The last `[checks]` run on this session's work.
+   */
+  checks?: ChecksView,
+  /**
+   * The session's pull request (`owt pr`).
+   */
+  pr?: PrView,
+  /**
+   * Resident memory of the agent's whole process tree, in bytes, as its
+   * session host last sampled it (every few seconds); `None` when the
+   * agent is not running or was not sampled yet.
+   */
+  rss_bytes: number | null,
+  /**
+   * The session's block of TCP ports (`[worktree] ports = N`), given to
+   * the agent and the setup script as `OWT_PORT` (the first) and
+   * `OWT_PORTS` (all, space-separated); empty when none was asked for.
+   */
+  ports: Array<number>,
   /**
    * Every [`SessionAction`], in menu order, with whether it can be done
    * now (computed by the server; plugins show exactly these).
@@ -98,6 +137,66 @@ export type SessionView = {
    * `REMOTE:name` and its `worktree` is `REMOTE:/path/on/the/remote`.
    */
   remote?: string | null,
+};
+
+/**
+ * The last checks run of a session, as `owt list` and the boards show it.
+ */
+export type ChecksView = {
+  /**
+   * `running`, `passed`, `failed`, `cancelled` or `skipped`.
+   */
+  state: string,
+  /**
+   * What started it: `turn-end`, `ship`, `pr` or `manual`.
+   */
+  trigger: string,
+  /**
+   * Failed runs in a row, this one included (0 once they pass).
+   */
+  attempt: number,
+  max_attempts: number,
+  exit_code: number | null,
+  timed_out: boolean,
+  duration_ms: number | null,
+  /**
+   * The run's whole output: `$OWT_HOME/logs/checks/…`.
+   */
+  log: string | null,
+  /**
+   * Unix ms.
+   */
+  started_at: number,
+  /**
+   * The result holds for the work as it is now (no input reached the
+   * agent since).
+   */
+  current: boolean,
+};
+
+/**
+ * A session's pull (or merge) request.
+ */
+export type PrView = {
+  number: number,
+  url: string,
+  /**
+   * `open`, `closed` or `merged`.
+   */
+  state: string,
+  draft: boolean,
+  /**
+   * `none`, `pending`, `passing` or `failing`.
+   */
+  ci: string,
+  /**
+   * `none`, `review-required`, `approved` or `changes-requested`.
+   */
+  review: string,
+  /**
+   * What went wrong the last time owt looked at it (rate limit, network).
+   */
+  error?: string,
 };
 
 /**
@@ -124,6 +223,85 @@ export type TokenUsage = {
   cost_usd: number | null,
 };
 
+/**
+ * What an ACP session's agent reported through the protocol. Token counts
+ * add up the agent's per-turn reports (`PromptResponse.usage`); agents
+ * that report none (Codex's adapter) leave them at 0.
+ */
+export type AcpView = {
+  /**
+   * The agent's name and version (`agentInfo`), e.g.
+   * `@zed-industries/claude-agent-acp 0.23.1`.
+   */
+  agent: string | null,
+  /**
+   * The agent's own id of the conversation (`session/load` reopens it).
+   */
+  session_id: string | null,
+  /**
+   * Turns ended.
+   */
+  turns: number,
+  input_tokens: number,
+  output_tokens: number,
+  cache_read_tokens: number,
+  cache_write_tokens: number,
+  /**
+   * Reasoning tokens, where reported separately.
+   */
+  thought_tokens: number,
+  /**
+   * Cumulative cost in US dollars (`usage_update.cost`), where reported.
+   */
+  cost_usd: number | null,
+  /**
+   * Tokens in the context window and its size (`usage_update`).
+   */
+  context_used: number | null,
+  context_size: number | null,
+};
+
+/**
+ * How a session's host talks to its agent.
+ */
+export type Transport = "pty" | "acp";
+
+/**
+ * A permission request the agent is waiting on.
+ */
+export type PendingPermission = {
+  /**
+   * Numbers the requests of one host (answers name no id: there is at
+   * most one pending at a time per turn).
+   */
+  id: number,
+  /**
+   * The tool call's title, e.g. `Write hello.txt`.
+   */
+  question: string,
+  /**
+   * The tool's kind (`edit`, `execute`, `read`, …), if the agent said.
+   */
+  tool_kind: string | null,
+  /**
+   * Paths the tool call touches.
+   */
+  paths: Array<string>,
+  options: Array<PermissionOption>,
+};
+
+/**
+ * One choice of a permission request, as the agent offered it.
+ */
+export type PermissionOption = {
+  id: string,
+  name: string,
+  /**
+   * `allow_once`, `allow_always`, `reject_once` or `reject_always`.
+   */
+  kind: string,
+};
+
 export type BoardLane = {
   lane: Lane,
   /**
@@ -148,7 +326,7 @@ export type LaneCount = {
 
 /**
  * Sessions counted for a status line: each session is in exactly one of
- * `working`, `needs_you`, `ready` and `idle`.
+ * `working`, `needs_you`, `ready`, `idle` and `queued`.
  */
 export type BoardCounts = {
   total: number,
@@ -168,6 +346,14 @@ export type BoardCounts = {
    * Everything else (idle, done, exited outside the lanes above).
    */
   idle: number,
+  /**
+   * In the READY TO CLEAN lane (a merged pull request).
+   */
+  to_clean: number,
+  /**
+   * In flight, waiting for room on the machine (`queued`).
+   */
+  queued: number,
   /**
    * The non-zero counts in words, e.g. `3 working · 1 needs you`
    * (empty when there is no session).
@@ -302,8 +488,18 @@ export type ShipOutput = {
   /**
    * The commit made of the worktree's uncommitted work, if there was any.
    */
-  committed: string | null,
+  committed?: string,
   merge: MergeOutput,
+  /**
+   * Changed files shipped without being marked reviewed since their
+   * last change (`owt review NAME --mark`).
+   */
+  unreviewed: Array<string>,
+  /**
+   * `[checks]` before shipping: `passed`, `skipped` (`--no-checks`) or
+   * `not-run` (`when = "manual"`); absent without checks configured.
+   */
+  checks?: string,
 };
 
 /**
@@ -352,6 +548,10 @@ export type Severities = {
   overlap?: string,
   "hunk-overlap"?: string,
   conflict?: string,
+  /**
+   * The awareness hint (`aware`; default `hint`).
+   */
+  aware?: string,
 };
 
 /**
@@ -366,6 +566,13 @@ export type InitializationOptions = {
    * Severity per level (`error`, `warning`, `information`, `hint`).
    */
   severities?: Severities,
+  /**
+   * Hints on the lines other participants are changing in open
+   * documents you have not edited (level `aware`); `false` turns them
+   * off. Absent: the `[guard] awareness` config key decides (on by
+   * default).
+   */
+  awareness?: boolean,
 };
 
 /**
@@ -430,9 +637,191 @@ export type DiagnosticData = {
   level: string,
 };
 
+/**
+ * `owt/diff` params.
+ */
+export type DiffParams = {
+  session: string,
+  /**
+   * Only this file (relative to the worktree, `/`-separated).
+   */
+  path?: string,
+};
+
+/**
+ * How a file changed between the merge base and the agent's working state.
+ */
+export type FileStatus = "added" | "deleted" | "modified" | "renamed" | "mode-changed" | "type-changed";
+
+/**
+ * One line of a hunk.
+ */
+export type DiffLine = {
+  /**
+   * `" "` context, `"+"` added, `"-"` removed.
+   */
+  origin: string,
+  /**
+   * The line without its newline (invalid UTF-8 replaced).
+   */
+  text: string,
+  /**
+   * 1-based line in the base (context and removed lines).
+   */
+  old_line?: number,
+  /**
+   * 1-based line in the agent's file (context and added lines).
+   */
+  new_line?: number,
+  /**
+   * This line ends its file with no newline.
+   */
+  no_newline: boolean,
+};
+
+/**
+ * One hunk, with three lines of context (as `git diff`).
+ */
+export type DiffHunk = {
+  /**
+   * `@@ -a,b +c,d @@ …` as git prints it.
+   */
+  header: string,
+  old_start: number,
+  old_lines: number,
+  new_start: number,
+  new_lines: number,
+  lines: Array<DiffLine>,
+};
+
+/**
+ * One changed file.
+ */
+export type DiffFile = {
+  /**
+   * Relative to the worktree, `/`-separated (the new path of a rename).
+   */
+  path: string,
+  /**
+   * The path in the base, for a rename.
+   */
+  old_path?: string,
+  status: FileStatus,
+  binary: boolean,
+  /**
+   * Octal git modes (`100644`, `100755`, `120000`); absent on the side
+   * where the file does not exist.
+   */
+  old_mode?: string,
+  new_mode?: string,
+  /**
+   * The base's blob (`git cat-file blob ID` in the repository).
+   */
+  base_blob?: string,
+  /**
+   * The agent's blob: its file's content now, as ship would commit it.
+   */
+  agent_blob?: string,
+  /**
+   * `file://` URI of the agent's copy (absent for a deleted file).
+   */
+  agent_uri?: string,
+  additions: number,
+  deletions: number,
+  /**
+   * The human marked this file reviewed and it has not changed since.
+   */
+  reviewed: boolean,
+  hunks: Array<DiffHunk>,
+};
+
+/**
+ * `owt diff NAME --json` and `owt/diff`: the agent's whole working state
+ * (committed, staged, unstaged, untracked) against its merge base.
+ */
+export type DiffReport = {
+  session: string,
+  /**
+   * The session's worktree.
+   */
+  worktree: string,
+  /**
+   * The base branch.
+   */
+  base: string,
+  /**
+   * The commit the diff starts from (absent on an unborn branch).
+   */
+  merge_base?: string,
+  /**
+   * The tree of the agent's working state (what ship commits).
+   */
+  snapshot: string,
+  files: Array<DiffFile>,
+  additions: number,
+  deletions: number,
+};
+
+/**
+ * A review comment sent to an agent.
+ */
+export type ReviewComment = {
+  /**
+   * Unique within the session.
+   */
+  id: number,
+  path: string,
+  /**
+   * 1-based, inclusive, in the agent's file when the comment was made.
+   */
+  start_line: number,
+  end_line: number,
+  /**
+   * The lines commented on, as they were.
+   */
+  selected: string,
+  text: string,
+  /**
+   * Milliseconds since the Unix epoch.
+   */
+  created_at: bigint,
+  /**
+   * `open`, `addressed` (the agent changed those lines since) or
+   * `resolved` (by the human).
+   */
+  state: string,
+  /**
+   * Whether it was typed into the agent (false when its agent is not
+   * running: it is still listed).
+   */
+  delivered: boolean,
+};
+
+/**
+ * `owt comments NAME --json`, and what `owt comment` answers.
+ */
+export type CommentsOutput = {
+  session: string,
+  comments: Array<ReviewComment>,
+};
+
+/**
+ * `owt review NAME --mark` answer: files now marked reviewed.
+ */
+export type ReviewedOutput = {
+  session: string,
+  reviewed: Array<string>,
+  /**
+   * Changed files not reviewed since their last change.
+   */
+  unreviewed: Array<string>,
+};
+
 export const METHOD_BOARD = 'owt/board';
 export const METHOD_BOARD_CHANGED = 'owt/boardChanged';
 export const METHOD_OPEN_TERMINAL = 'owt/openTerminal';
+export const METHOD_DIFF = 'owt/diff';
+export const COMMENT_SOURCE = 'owt-review';
 
 /** Command ids of `workspace/executeCommand`. */
 export const Commands = {
@@ -444,11 +833,14 @@ export const Commands = {
   ship: 'owt.ship',
   delete: 'owt.delete',
   openAgentFile: 'owt.openAgentFile',
+  comment: 'owt.comment',
+  showBase: 'owt.showBase',
+  markReviewed: 'owt.markReviewed',
 } as const;
 
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 
-export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.openAgentFile'];
+export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.openAgentFile', 'owt.comment', 'owt.showBase', 'owt.markReviewed'];
 
 export const SESSION_ACTIONS: readonly SessionAction[] = ['attach', 'peek', 'send', 'merge', 'ship', 'delete', 'conflicts'];
 

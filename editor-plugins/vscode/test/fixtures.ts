@@ -41,6 +41,8 @@ export function session(over: Partial<SessionView> & Pick<SessionView, 'name'>):
     overlaps: 0,
     conflicted_files: [],
     agent_pid: 4242,
+    rss_bytes: null,
+    ports: [],
     actions: actions('attach', 'peek', 'send', 'delete'),
     ...over,
   };
@@ -82,7 +84,17 @@ export function sampleBoard(): Board {
       { lane: 'needs-you', title: 'NEEDS YOU', count: 1 },
       { lane: 'ready-to-ship', title: 'READY TO SHIP', count: 1 },
       { lane: 'in-flight', title: 'IN FLIGHT', count: 3 },
+      { lane: 'ready-to-clean', title: 'READY TO CLEAN', count: 0 },
     ],
-    counts: { total: 5, working: 2, needs_you: 1, ready: 1, idle: 1, summary: '2 working · 1 needs you · 1 ready · 1 idle' },
+    counts: {
+      total: 5,
+      working: 2,
+      needs_you: 1,
+      ready: 1,
+      idle: 1,
+      to_clean: 0,
+      queued: 0,
+      summary: '2 working · 1 needs you · 1 ready · 1 idle',
+    },
   };
 }

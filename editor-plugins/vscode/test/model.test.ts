@@ -103,6 +103,25 @@ describe('tree model', () => {
     }
   });
 
+  it('shows the checks and the pull request the server sent', () => {
+    const node = model.sessionNode(
+      session({
+        name: 'api',
+        status: 'checks-failed',
+        status_text: 'checks failed, agent fixing (1 of 3)',
+        checks: { state: 'failed', trigger: 'turn-end', attempt: 1, max_attempts: 3, exit_code: 101, timed_out: false,
+          duration_ms: 1200, log: '/owt/logs/checks/x.log', started_at: 0, current: true },
+        pr: { number: 12, url: 'https://github.com/o/r/pull/12', state: 'open', draft: true, ci: 'failing', review: 'none' },
+      }),
+    );
+    assert.equal(node.icon, 'warning');
+    assert.ok(node.description.startsWith('checks failed, agent fixing (1 of 3)'), node.description);
+    assert.ok(node.description.includes('PR #12 draft'), node.description);
+    for (const part of ['checks failed (exit code 101, fix 1 of 3), log /owt/logs/checks/x.log', 'pull request: #12 draft, CI failing, review none: https://github.com/o/r/pull/12']) {
+      assert.ok(node.tooltip.includes(part), `tooltip lacks ${JSON.stringify(part)}:\n${node.tooltip}`);
+    }
+  });
+
   it('offers exactly the actions the server marked available', () => {
     const working = model.sessionNode(session({ name: 'w' }));
     assert.equal(working.contextValue, 'owt.session:attach:peek:send:delete');
@@ -138,7 +157,24 @@ describe('tree model', () => {
   });
 
   it('gives every status an icon', () => {
-    const statuses = ['starting', 'working', 'idle', 'needs-input', 'blocked', 'done', 'exited', 'conflict', 'unreachable'] as const;
+    const statuses = [
+      'starting',
+      'working',
+      'idle',
+      'needs-input',
+      'blocked',
+      'done',
+      'exited',
+      'conflict',
+      'queued',
+      'unreachable',
+      'checks-running',
+      'checks-failed',
+      'ci-failed',
+      'changes-requested',
+      'pr-open',
+      'merged',
+    ] as const;
     for (const status of statuses) {
       assert.ok(model.statusIcon(session({ name: 's', status })).length > 0, status);
     }
@@ -164,12 +200,12 @@ describe('status bar', () => {
     assert.equal(m.attention, true);
     assert.ok(m.tooltip.includes('5 agent sessions in /repo'));
     assert.ok(m.tooltip.includes('NEEDS YOU: fix-login'));
-    const calm: Board = { ...sampleBoard(), counts: { total: 3, working: 3, needs_you: 0, ready: 0, idle: 0, summary: '3 working' } };
+    const calm: Board = { ...sampleBoard(), counts: { total: 3, working: 3, needs_you: 0, ready: 0, idle: 0, to_clean: 0, queued: 0, summary: '3 working' } };
     assert.deepEqual([model.statusBarModel(calm).text, model.statusBarModel(calm).attention], ['owt: 3 working', false]);
   });
 
   it('says when there are no agents or no server', () => {
-    const empty: Board = { repository: '/r', lanes: [], all_lanes: [], counts: { total: 0, working: 0, needs_you: 0, ready: 0, idle: 0, summary: '' } };
+    const empty: Board = { repository: '/r', lanes: [], all_lanes: [], counts: { total: 0, working: 0, needs_you: 0, ready: 0, idle: 0, to_clean: 0, queued: 0, summary: '' } };
     assert.deepEqual([model.statusBarModel(undefined).text, model.statusBarModel(empty).text], ['owt: no agents', 'owt: no agents']);
     assert.equal(model.statusBarModel(undefined).attention, false);
     assert.equal(model.statusBarModel(sampleBoard(), false).text, 'owt: not running');

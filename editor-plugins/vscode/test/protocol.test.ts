@@ -29,8 +29,19 @@ import { LspServer, TestEnv, owtBin } from './harness';
 const STEP_MS = 15_000;
 const AGENT_MS = 30_000;
 
-const STATUSES = ['starting', 'working', 'idle', 'needs-input', 'blocked', 'done', 'exited', 'conflict', 'unreachable'];
-const LANES = ['needs-you', 'ready-to-ship', 'in-flight'];
+const STATUSES = [
+  'starting',
+  'working',
+  'idle',
+  'needs-input',
+  'blocked',
+  'done',
+  'exited',
+  'conflict',
+  'queued',
+  'unreachable',
+];
+const LANES = ['needs-you', 'ready-to-ship', 'in-flight', 'ready-to-clean'];
 
 /** Checks a Board has the serde shape of `owt_protocol::Board`. */
 function assertBoard(value: unknown, what: string): asserts value is Board {

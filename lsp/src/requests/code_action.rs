@@ -12,8 +12,22 @@ use super::super::convert::uri_to_path;
 use super::super::event::Reply;
 use super::super::state::State;
 
-pub fn handle(state: &State, params: &CodeActionParams, reply: Reply<Option<CodeActionResponse>>) {
-    let _ = reply.send(Ok(code_actions(state, params)));
+pub fn handle(
+    state: &mut State,
+    params: &CodeActionParams,
+    reply: Reply<Option<CodeActionResponse>>,
+) {
+    let mut actions = code_actions(state, params).unwrap_or_default();
+    super::super::review_live::code_actions(
+        state,
+        &params.text_document.uri,
+        selection_lines(params.range),
+        &mut actions,
+    );
+    if let Some(only) = &params.context.only {
+        actions.retain(|a| wanted(a, only));
+    }
+    let _ = reply.send(Ok(Some(actions)));
 }
 
 /// Whether the session `name` (as last read) allows `action` now.

@@ -10,6 +10,7 @@ use tower_lsp_server::ls_types::ExecuteCommandParams;
 use super::super::commands::{self as run, CommandError, CommandResult, Job, Worker};
 use super::super::convert::{failed, invalid_params};
 use super::super::event::Reply;
+use super::super::review_live;
 use super::super::state::State;
 
 pub fn handle(state: &mut State, params: ExecuteCommandParams, reply: Reply<Option<Value>>) {
@@ -32,6 +33,9 @@ pub fn handle(state: &mut State, params: ExecuteCommandParams, reply: Reply<Opti
         commands::SEND => return respond(reply, run::send(state, &args)),
         commands::PEEK => return respond(reply, run::peek(state, &args)),
         commands::OPEN_AGENT_FILE => return respond(reply, run::open_agent_file(state, &args)),
+        commands::COMMENT => return respond(reply, review_live::comment(state, &args)),
+        commands::SHOW_BASE => return respond(reply, review_live::show_base(state, &args)),
+        commands::MARK_REVIEWED => return respond(reply, review_live::mark_reviewed(state, &args)),
         commands::SPAWN => match run::spawn_task(state, &args) {
             Ok(task) => long(commands::SPAWN, args, Some(task)),
             Err(e) => return respond(reply, Err(e)),
@@ -63,6 +67,13 @@ fn parse_args(command: &str, arg: Option<&Value>) -> Result<CommandArgs, Command
     let Some(value) = arg else {
         return Ok(CommandArgs::default());
     };
+    // `:lsp-workspace-command owt.comment "text"` (Helix): the text alone.
+    if let (commands::COMMENT, Value::String(text)) = (command, value) {
+        return Ok(CommandArgs {
+            text: Some(text.clone()),
+            ..CommandArgs::default()
+        });
+    }
     serde_json::from_value(value.clone()).map_err(|e| {
         CommandError::Invalid(format!(
             "{command}: the argument must be an object like {{\"session\": \"name\"}}: {e}"

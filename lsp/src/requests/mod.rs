@@ -3,6 +3,7 @@
 
 pub mod board;
 pub mod code_action;
+pub mod diff;
 pub mod execute_command;
 pub mod initialize;
 pub mod shutdown;

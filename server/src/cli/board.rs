@@ -11,6 +11,7 @@ use crate::store::now_ms;
 
 pub fn run(dir: Option<&Path>, out: &super::Out) -> anyhow::Result<ExitCode> {
     let ctx = ops::Context::open(dir)?;
+    ops::queue::admit(&ctx.home, &mut |line| out.progress(line));
     let sessions = list::session_views(&ctx)?;
     let board = list::board(
         ctx.repo.main_root().to_string_lossy().into_owned(),
@@ -41,7 +42,18 @@ pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
         .unwrap_or(0);
     for lane in &board.lanes {
         lines.push(format!("{} ({})", lane.title, lane.sessions.len()));
+        let n_queued = lane
+            .sessions
+            .iter()
+            .filter(|s| s.status == owt_protocol::Status::Queued)
+            .count();
+        let mut queued_titled = false;
         for s in &lane.sessions {
+            // The queued ones come last in their lane, under their own title.
+            if s.status == owt_protocol::Status::Queued && !queued_titled {
+                lines.push(format!("  QUEUED ({n_queued})"));
+                queued_titled = true;
+            }
             let mut parts = vec![
                 printable::line(&s.status_text).into_owned(),
                 super::age(s.created_at, now),
@@ -54,12 +66,28 @@ pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
                     if s.ahead == 1 { "" } else { "s" }
                 ));
             }
+            if !s.base_conflicts.is_empty() {
+                parts.push(format!(
+                    "conflicts with {} in {}",
+                    printable::line(&s.base),
+                    printable::line(&s.base_conflicts.join(", "))
+                ));
+            }
             if s.overlaps > 0 {
                 parts.push(format!(
                     "{} overlap{}",
                     s.overlaps,
                     if s.overlaps == 1 { "" } else { "s" }
                 ));
+            }
+            if s.checks
+                .as_ref()
+                .is_some_and(|c| c.state == "passed" && c.current)
+            {
+                parts.push("checks passed".into());
+            }
+            if s.pr.is_some() && !s.status_text.contains('#') {
+                parts.push(format!("PR {}", super::list::pr_cell(s)));
             }
             if let Some(usage) = &s.usage {
                 parts.push(super::usage_figure(usage));

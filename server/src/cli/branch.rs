@@ -20,6 +20,9 @@ pub struct Args {
     pub base: Option<String>,
     #[arg(long, value_name = "TOOL")]
     pub ai_tool: Option<String>,
+    /// Start the agent now, even beyond [agent] max_running or min_free_memory.
+    #[arg(long)]
+    pub now: bool,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
@@ -37,6 +40,8 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
             in_place: true,
             template: None,
             raw: false,
+            acp: false,
+            now: args.now,
             on: None,
         },
     )

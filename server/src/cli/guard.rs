@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use owt_protocol::guard::{GuardPair, GuardReport, Level, LineRange};
+use owt_protocol::guard::{BaseConflict, GuardPair, GuardPath, GuardReport, Level, LineRange};
 
 use crate::ops;
 
@@ -37,32 +37,86 @@ fn lines(ranges: &[LineRange]) -> String {
     }
 }
 
+/// What one side did to a path: its lines, or what happened to the file.
+fn side_text(change: Option<&str>, ranges: &[LineRange], symbols: &[String]) -> String {
+    let what = match change {
+        Some("added") => "new file".to_string(),
+        Some("deleted") => "deleted".to_string(),
+        Some("renamed away") => "renamed it away".to_string(),
+        Some("binary") => "binary".to_string(),
+        Some("mode") if ranges.is_empty() => "file mode".to_string(),
+        Some("type") => "file type".to_string(),
+        _ => lines(ranges),
+    };
+    if symbols.is_empty() {
+        what
+    } else {
+        format!("{what} (in {})", symbols.join(", "))
+    }
+}
+
+fn path_line(path: &GuardPath, a: &str, b: &str) -> String {
+    let what = match path.level {
+        Level::BaseConflict | Level::Conflict => "conflict",
+        Level::Semantic => "uses a changed signature",
+        Level::HunkOverlap => "lines meet",
+        Level::Overlap => "same file, other lines",
+        Level::SameChange => "same change",
+    };
+    let detail = path
+        .detail
+        .as_ref()
+        .map(|d| format!(", {d}"))
+        .unwrap_or_default();
+    format!(
+        "  {} ({what}{detail}): {a}: {}; {b}: {}.\n",
+        path.path,
+        side_text(path.a_change.as_deref(), &path.a_ranges, &path.a_symbols),
+        side_text(path.b_change.as_deref(), &path.b_ranges, &path.b_symbols),
+    )
+}
+
 fn sentence(pair: &GuardPair) -> String {
     let mut out = String::new();
     let verb = match pair.level {
-        Level::Conflict => "would conflict",
+        Level::Conflict | Level::BaseConflict => "would conflict",
+        Level::Semantic => "merge cleanly, but one uses a signature the other changed",
         Level::HunkOverlap => "changed nearby lines",
         Level::Overlap => "changed the same files",
+        Level::SameChange => "made the same changes",
     };
     out.push_str(&format!("{} and {} {}:\n", pair.a, pair.b, verb));
     for path in &pair.paths {
-        let what = match path.level {
-            Level::Conflict => "conflict",
-            Level::HunkOverlap => "lines meet",
-            Level::Overlap => "same file, other lines",
-        };
-        let detail = path
-            .detail
+        out.push_str(&path_line(path, &pair.a, &pair.b));
+    }
+    for note in &pair.semantic {
+        let inside = note
+            .used_inside
             .as_ref()
-            .map(|d| format!(", {d}"))
+            .map(|s| format!(" in {s}"))
             .unwrap_or_default();
         out.push_str(&format!(
-            "  {} ({what}{detail}): {}: {}; {}: {}.\n",
-            path.path,
-            pair.a,
-            lines(&path.a_ranges),
-            pair.b,
-            lines(&path.b_ranges)
+            "  {} changed {} ({}, {}): `{}` -> `{}`; {} uses it{inside} at {} of {}.\n",
+            note.changed_by,
+            note.symbol,
+            note.path,
+            lines(std::slice::from_ref(&note.lines)),
+            note.before,
+            note.after,
+            note.used_by,
+            lines(&note.used_at),
+            note.used_in,
+        ));
+    }
+    if let [[first, second]] = pair.conflicting_orders.as_slice() {
+        out.push_str(&format!(
+            "  Only in this order: {second} merged after {first} ships.\n"
+        ));
+    }
+    if !pair.not_merged.is_empty() {
+        out.push_str(&format!(
+            "  Not merged with each other while {} conflicts with its base.\n",
+            pair.not_merged.join(" and ")
         ));
     }
     if pair.level == Level::Conflict && pair.paths.iter().all(|p| p.level != Level::Conflict) {
@@ -73,9 +127,29 @@ fn sentence(pair: &GuardPair) -> String {
     out
 }
 
+fn base_sentence(conflict: &BaseConflict) -> String {
+    let mut out = format!(
+        "{} no longer merges into {} ({} moved on):\n",
+        conflict.name, conflict.base, conflict.base
+    );
+    for path in &conflict.paths {
+        out.push_str(&path_line(path, &conflict.name, &conflict.base));
+    }
+    out
+}
+
 /// The text report.
 pub fn render(report: &GuardReport, name: Option<&str>) -> String {
     let n = report.participants.len();
+    let base: Vec<String> = report
+        .base_conflicts
+        .iter()
+        .filter(|c| name.is_none_or(|name| c.name == name))
+        .map(base_sentence)
+        .collect();
+    if report.pairs.is_empty() && !base.is_empty() {
+        return base.join("\n");
+    }
     if report.pairs.is_empty() {
         return match name {
             Some(name) => format!("{name} overlaps nobody."),
@@ -85,10 +159,8 @@ pub fn render(report: &GuardReport, name: Option<&str>) -> String {
             ),
         };
     }
-    report
-        .pairs
-        .iter()
-        .map(sentence)
+    base.into_iter()
+        .chain(report.pairs.iter().map(sentence))
         .collect::<Vec<_>>()
         .join("\n")
 }

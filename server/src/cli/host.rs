@@ -48,10 +48,17 @@ pub enum HostCommand {
         /// Run as a `--headless` session.
         #[arg(long)]
         headless: bool,
+        /// ARGV is an ACP agent: the host is its client (the typed prompt
+        /// is the first prompt).
+        #[arg(long)]
+        acp: bool,
         #[arg(long, default_value_t = 24)]
         rows: u16,
         #[arg(long, default_value_t = 80)]
         cols: u16,
+        /// Lines of scrollback the host keeps.
+        #[arg(long, default_value_t = session::DEFAULT_SCROLLBACK)]
+        scrollback: usize,
         /// Extra environment, `KEY=VALUE`.
         #[arg(long = "env")]
         env: Vec<String>,
@@ -80,7 +87,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
                     .with_context(|| format!("reading {}", spec.display()))?
             };
             let spec: HostSpec = serde_json::from_str(&text).context("parsing the host spec")?;
-            session::run_host(spec, ready_fd)?;
+            session::run_host(spec, ready_fd, ops::host::turn_hooks())?;
             Ok(ExitCode::SUCCESS)
         }
         HostCommand::Stop { name } => {
@@ -97,8 +104,10 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
             typed_prompt,
             prompt_in_argv,
             headless,
+            acp,
             rows,
             cols,
+            scrollback,
             env,
             argv,
         } => {
@@ -118,8 +127,10 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
                 typed_prompt,
                 prompt_in_argv,
                 headless,
+                acp,
                 rows,
                 cols,
+                scrollback,
                 env: env_map,
                 argv,
                 cwd,

@@ -5,15 +5,21 @@
 //! sentences for people, the `owt-protocol` type for `--json`. No git,
 //! SQLite or PTY calls here.
 
+mod acp;
+mod approve;
 pub mod attach;
 mod board;
 mod branch;
 mod bridge;
+mod checks;
 mod cleanup;
+mod comment;
 mod completions;
 mod config;
 mod db;
 mod delete;
+mod deny;
+mod diff;
 mod doctor;
 mod editor;
 mod guard;
@@ -26,15 +32,19 @@ mod merge;
 pub(crate) mod new;
 mod note;
 pub mod peek;
+mod pr;
 mod queue;
 mod remote;
+mod review;
 pub mod send;
 mod ship;
+mod start;
 mod sync;
 mod trust;
 mod usage;
 mod version;
 pub mod wait;
+mod watch;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -92,22 +102,42 @@ pub enum Command {
     /// Stop a session's agent and remove its worktree and branch.
     #[command(visible_alias = "rm")]
     Delete(delete::Args),
-    /// Attach this terminal to an agent (detach: Ctrl-\ then d).
+    /// Attach this terminal to an agent (detach: Ctrl-\ then d; an ACP session: its transcript and a prompt line).
     Attach(attach::Args),
     /// Attach to an agent (another name for attach).
     #[command(visible_alias = "s")]
     Switch(attach::Args),
+    /// Start a queued session's agent now, beyond [agent] max_running.
+    Start(start::Args),
     /// Type text (then Enter) into an agent, or into all of them.
     Send(send::Args),
-    /// Print an agent's current screen.
+    /// Print an agent's current screen (an ACP session: its transcript's tail).
     Peek(peek::Args),
+    /// Approve an ACP session's permission request (the first "allow" option, or OPTION).
+    Approve(approve::Args),
+    /// Refuse an ACP session's permission request.
+    Deny(deny::Args),
     /// Block until an agent is done, needs input, or exited.
     Wait(wait::Args),
     /// Merge a session's branch into its base branch (two phases, conflict-safe).
     #[command(visible_alias = "m")]
     Merge(merge::Args),
-    /// Commit, merge and delete a session in one shot.
+    /// Commit, merge and delete a session in one shot (behind its [checks]).
     Ship(ship::Args),
+    /// Show an agent's changes against its base: what ship would commit.
+    Diff(diff::Args),
+    /// Where an agent's changes are (file:line per hunk), and mark files reviewed.
+    Review(review::Args),
+    /// Send a review comment on lines of an agent's file to the agent.
+    Comment(comment::CommentArgs),
+    /// List (or resolve) the review comments sent to an agent.
+    Comments(comment::CommentsArgs),
+    /// Show a session's [checks], or run them now (--run).
+    Checks(checks::Args),
+    /// Push a session's branch and open a pull request (gh, glab).
+    Pr(pr::Args),
+    /// Watch the sessions' pull requests and route CI failures and reviews to their agents.
+    Watch(watch::Args),
     /// Share a note with every agent (now and in future first prompts).
     Note(note::Args),
     /// Bring the base branch (updated from its upstream) into session branches.
@@ -134,10 +164,12 @@ pub enum Command {
     Usage(usage::Args),
     /// Conflict Guard: which agents (and you) touch the same code, down to the lines.
     ///
-    /// Every pair of sessions and your checkout, at three levels, cheapest
-    /// first: `overlap` (both changed a path), `hunk-overlap` (their changed
-    /// lines meet), `conflict` (a real three-way merge of their working
-    /// states fails; with the conflicting lines on each side). Committed,
+    /// Every pair of sessions and your checkout, least first: `same-change`
+    /// (both made the very same change), `overlap` (both changed a path),
+    /// `hunk-overlap` (their changed lines meet), `conflict` (merging one's working state after shipping the
+    /// other's into the base fails, in either order; with the conflicting
+    /// lines on each side). And per session, `base-conflict`: its working
+    /// state no longer merges into its base branch's tip. Committed,
     /// staged, unstaged and untracked work all count. A live agent's
     /// checkout is read from its session host's journal of writes; any
     /// other checkout is walked (`--json` names which per participant:
@@ -162,6 +194,9 @@ pub enum Command {
     Lsp(lsp::Args),
     /// Serve MCP peer tools to an agent on stdio.
     Mcp(mcp::Args),
+    /// Be an Agent Client Protocol agent on stdio (for Zed, JetBrains, Neovim, Emacs, …):
+    /// the owt sessions of the workspace behind one connection.
+    Acp(acp::Args),
     /// Print or install editor configuration.
     #[command(subcommand)]
     Editor(editor::Command),
@@ -175,6 +210,10 @@ pub enum Command {
     /// The session host (started by owt itself).
     #[command(name = "__host", hide = true)]
     Host(host::Args),
+    /// Start the queued sessions there is room for (run by session hosts
+    /// and `owt lsp`).
+    #[command(name = "__admit", hide = true)]
+    Admit,
     /// The bridge to a remote (started by owt itself).
     #[command(name = "__bridge", hide = true)]
     Bridge(bridge::Args),
@@ -183,7 +222,10 @@ pub enum Command {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log_format, cli.verbose);
+    // A session host logs to its own file, set up by `__host` itself.
+    if !matches!(cli.command, Some(Command::Host(_))) {
+        init_logging(cli.log_format, cli.verbose);
+    }
     let json = cli.json;
     let cid = correlation_id();
     let span = tracing::info_span!("command", cid = %cid);
@@ -206,11 +248,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Attach(args)) | Some(Command::Switch(args)) => attach::run(dir, &out, args),
         Some(Command::Send(args)) => send::run(dir, &out, args),
         Some(Command::Peek(args)) => peek::run(dir, &out, args),
+        Some(Command::Approve(args)) => approve::run(dir, &out, args),
+        Some(Command::Deny(args)) => deny::run(dir, &out, args),
         Some(Command::Wait(args)) => wait::run(dir, &out, args),
         Some(Command::Hook(args)) => hook::run(dir, &out, args),
         Some(Command::Host(args)) => host::run(dir, &out, args),
+        Some(Command::Start(args)) => start::run(dir, &out, args),
+        Some(Command::Admit) => start::admit(),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),
+        Some(Command::Diff(args)) => diff::run(dir, &out, args),
+        Some(Command::Review(args)) => review::run(dir, &out, args),
+        Some(Command::Comment(args)) => comment::run_comment(dir, &out, args),
+        Some(Command::Comments(args)) => comment::run_comments(dir, &out, args),
+        Some(Command::Checks(args)) => checks::run(dir, &out, args),
+        Some(Command::Pr(args)) => pr::run(dir, &out, args),
+        Some(Command::Watch(args)) => watch::run(dir, &out, args),
         Some(Command::Note(args)) => note::run(dir, &out, args),
         Some(Command::Sync(args)) => sync::run(dir, &out, args),
         Some(Command::Cleanup(args)) => cleanup::run(dir, &out, args),
@@ -225,6 +278,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Db(cmd)) => db::run(&out, cmd),
         Some(Command::Lsp(args)) => lsp::run(args),
         Some(Command::Mcp(args)) => mcp::run(dir, &out, args),
+        Some(Command::Acp(args)) => acp::run(dir, args),
         Some(Command::Editor(cmd)) => editor::run(dir, &out, cmd),
         Some(Command::Version) => version::run(&out),
         Some(Command::Completions(args)) => completions::run(args),
@@ -383,6 +437,15 @@ fn correlation_id() -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     format!("{:08x}", nanos ^ std::process::id().rotate_left(13))
+}
+
+/// ` 3m ago` of a Unix ms time (empty for a time in the future).
+pub fn age_suffix(then_ms: i64) -> String {
+    let now = crate::store::now_ms();
+    if then_ms > now {
+        return String::new();
+    }
+    format!(", {} ago", age(then_ms, now))
 }
 
 /// A count as people read it at a glance: `950`, `12.3k`, `456k`, `4.5M`.

@@ -12,7 +12,9 @@ Examples:
   owt new \"Fix login\" --ai-tool codex    pick the agent
   owt new \"Spike\" --branch spike/x       reuse or create a branch of your choice
   owt new --on devbox \"Fix login\"       on the remote devbox ([remotes.devbox]): session devbox:fix-login
-The task is passed to the agent as one argument (or typed into it); it never goes through a shell.")]
+The task is passed to the agent as one argument (or typed into it); it never goes through a shell.
+Beyond [agent] max_running agents (default: what memory holds) the session is queued: its
+worktree is made now and its agent starts when a running one ends or frees memory (--now: start anyway).")]
 pub struct Args {
     /// What the agent should do; becomes its first prompt.
     pub task: String,
@@ -44,6 +46,16 @@ pub struct Args {
     /// Send the task verbatim, without the protocol, notes and context owt adds.
     #[arg(long)]
     pub raw: bool,
+    /// Run the agent's Agent Client Protocol server instead of its terminal UI
+    /// (claude, codex, opencode, gemini, or a [tools.NAME] with `acp`): status
+    /// comes from the protocol; `owt attach` shows the transcript, `owt send`
+    /// prompts, `owt approve` / `owt deny` answer its permission requests.
+    #[arg(long, conflicts_with_all = ["headless", "plan_mode", "in_place", "on"])]
+    pub acp: bool,
+    /// Start the agent now, even beyond [agent] max_running or min_free_memory
+    /// (by default a session beyond them is queued and starts when there is room).
+    #[arg(long)]
+    pub now: bool,
     /// Run the agent on the remote NAME ([remotes.NAME]): its owt creates the session there.
     #[arg(long, value_name = "NAME")]
     pub on: Option<String>,
@@ -63,6 +75,10 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         template: args.template,
         raw: args.raw,
         size: terminal_size(),
+        acp: args.acp,
+        no_prompt: false,
+        acp_mcp_servers: Vec::new(),
+        now: args.now,
     };
     if let Some(remote) = &args.on {
         let made = ops::remote::new_on(&mut ctx, remote, &req, &mut |line| out.progress(line))?;
@@ -102,6 +118,15 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         session: view.clone(),
         warnings: result.warnings.clone(),
     };
+    if let Some(why) = &result.queued {
+        out.emit(&doc, || {
+            format!(
+                "Queued session {} ({}) on branch {} in {}: {why}.\nIts agent starts when a running one ends or frees memory; start it now with: owt start {}",
+                view.name, view.provider, view.branch, view.worktree, view.name
+            )
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if !result.agent_started {
         out.emit(&doc, || {
             format!(

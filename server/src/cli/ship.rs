@@ -10,7 +10,12 @@ use crate::ops;
 Commits everything in the worktree (running your commit hooks; a rejecting hook stops the ship \
 and changes nothing), merges it as `owt merge` does, then stops the agent and removes the \
 worktree and branch. The agent keeps running until the merge has succeeded. If owt is \
-interrupted, run the same command again to complete it (or `owt doctor --fix` to roll back).")]
+interrupted, run the same command again to complete it (or `owt doctor --fix` to roll back).
+
+With [checks] configured, the checks run first on the work as it is (unless a passing run of \
+exactly this work is on record; with `when = \"manual\"` only a failed run on record counts); \
+when they fail nothing is shipped, and the error shows the end of their output and the log. \
+--no-checks ships anyway, and says so.")]
 pub struct Args {
     /// The session to ship.
     pub name: String,
@@ -23,6 +28,9 @@ pub struct Args {
     /// Resolve conflicting hunks automatically (ours = the agent's side wins).
     #[arg(long, value_enum)]
     pub strategy: Option<super::merge::StrategyArg>,
+    /// Ship even if the [checks] fail (they are not run).
+    #[arg(long)]
+    pub no_checks: bool,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
@@ -33,15 +41,24 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         leave_conflicts: false,
         keep: false,
     };
-    let result = ops::merge::ship_session(
+    let result = ops::checks::ship_checked(
         &mut ctx,
         &args.name,
         args.message.as_deref(),
         opts,
+        args.no_checks,
         &mut |l| out.progress(l),
     )?;
     out.emit(&result, || {
         let mut text = String::new();
+        match result.checks.as_deref() {
+            Some("passed") => text.push_str("The checks passed. "),
+            Some("skipped") => text.push_str("The checks were skipped (--no-checks). "),
+            Some("not-run") => {
+                text.push_str("The checks were not run ([checks] when = \"manual\"). ")
+            }
+            _ => {}
+        }
         if let Some(commit) = &result.committed {
             text.push_str(&format!("Committed the work as {}. ", &commit[..10]));
         }

@@ -20,6 +20,8 @@ pub struct Args {
 
 pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
+    // A queued session starts when there is room; it may be now.
+    crate::ops::queue::admit(&ctx.home, &mut |_| {});
     let timeout = args.timeout.map(|s| Duration::from_secs_f64(s.max(0.0)));
     let (name, outcome) = agent::wait(&ctx, &args.name, timeout)?;
     let (derived, code) = match &outcome {

@@ -2,7 +2,7 @@
 
 mod exec;
 
-use std::collections::BTreeMap;
+use std::path::Path;
 
 use anyhow::{bail, Context as _};
 use owt_protocol::SessionKind;
@@ -33,6 +33,73 @@ pub struct NewRequest {
     pub raw: bool,
     /// Terminal size for the agent (rows, cols).
     pub size: (u16, u16),
+    /// Run the agent's ACP server instead of its terminal UI.
+    pub acp: bool,
+    /// Start the agent without a first prompt (`owt acp`: the editor sends
+    /// it). Only with `acp`.
+    pub no_prompt: bool,
+    /// ACP: MCP servers to pass to the agent besides owt's own.
+    pub acp_mcp_servers: Vec<serde_json::Value>,
+    /// Start the agent now even beyond `[agent] max_running` or
+    /// `min_free_memory` (never queue it).
+    pub now: bool,
+}
+
+impl NewRequest {
+    /// How the agent is to be launched (now, or once the queue starts it).
+    pub fn launch_options(&self) -> LaunchOptions {
+        LaunchOptions {
+            headless: self.headless,
+            plan: self.plan,
+            template: self.template.clone(),
+            raw: self.raw,
+            rows: self.size.0,
+            cols: self.size.1,
+            acp: self.acp,
+            no_prompt: self.no_prompt,
+            acp_mcp_servers: self.acp_mcp_servers.clone(),
+        }
+    }
+}
+
+/// How a session's agent is launched: what `owt new` was asked. A queued
+/// session keeps it (the `queued` fact) until its agent starts; the first
+/// prompt is built when it does, so it names the peers of that moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchOptions {
+    #[serde(default)]
+    pub headless: bool,
+    #[serde(default)]
+    pub plan: bool,
+    #[serde(default)]
+    pub template: Option<String>,
+    #[serde(default)]
+    pub raw: bool,
+    #[serde(default)]
+    pub rows: u16,
+    #[serde(default)]
+    pub cols: u16,
+    /// Run the agent's ACP server instead of its terminal UI.
+    #[serde(default)]
+    pub acp: bool,
+    /// ACP: start the agent without a first prompt (the editor sends it).
+    #[serde(default)]
+    pub no_prompt: bool,
+    /// ACP: MCP servers to pass to the agent besides owt's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acp_mcp_servers: Vec<serde_json::Value>,
+}
+
+impl LaunchOptions {
+    fn mode(&self) -> LaunchMode {
+        if self.headless {
+            LaunchMode::Headless
+        } else if self.plan {
+            LaunchMode::Plan
+        } else {
+            LaunchMode::Interactive
+        }
+    }
 }
 
 /// A created session and what went wrong without stopping it.
@@ -41,8 +108,12 @@ pub struct NewResult {
     pub session: SessionRow,
     pub warnings: Vec<String>,
     /// Whether the session host started the agent (the CLI exits non-zero
-    /// when it did not).
+    /// when it did not, unless the session was queued).
     pub agent_started: bool,
+    /// The session waits for room on the machine (`[agent] max_running`,
+    /// `min_free_memory`): its agent starts when a running one ends or
+    /// frees memory. Why, for people.
+    pub queued: Option<String>,
 }
 
 /// Fact: how the session's branch came to be (so delete only deletes
@@ -58,10 +129,11 @@ pub struct BranchFact {
 /// worktree exists; a failing setup script is a warning.
 ///
 /// The phases, in order: [`validate`] the request (nothing is created),
-/// [`reserve`] the name in the store, [`plan_launch`] (the agent's argv,
-/// built once and checked against exec's limits), [`place_worktree`],
-/// [`install_integrations`] (setup, hooks, MCP, owt's own files), then
-/// [`launch`] the session host.
+/// [`reserve`] the name in the store and the session's ports,
+/// [`host_spec`] (the agent's launch, built once and checked against
+/// exec's limits), [`place_worktree`], [`install_integrations`] (setup,
+/// hooks, MCP, owt's own files), then [`launch`] the session host, now or
+/// through the queue.
 pub fn new_session(
     ctx: &mut Context,
     req: &NewRequest,
@@ -72,8 +144,21 @@ pub fn new_session(
     let session = reserve(ctx, req, &plan)?;
     let _span = tracing::info_span!("session", session = %session.name).entered();
     tracing::info!(branch = %session.branch, provider = %plan.resolved.provider.name, "creating the session");
-    let (launch_plan, env) = match plan_launch(ctx, &session, req, &plan, &mut warnings) {
-        Ok(ok) => ok,
+    // Its ports first: the setup script and the agent are told them.
+    let ports = ctx.config.config.worktree.ports;
+    if let Err(e) = super::ports::allocate(&mut ctx.store, &session, ports) {
+        ctx.store.remove_session(&session, "failed")?;
+        return Err(e);
+    }
+    // The agent's argv, checked before anything is created on disk: exec
+    // would refuse it later with a cryptic failure in the host. (A queued
+    // session's is built again when it starts.)
+    let options = req.launch_options();
+    let spec = match host_spec(ctx, &session, &plan.resolved, &options) {
+        Ok((spec, notes)) => {
+            warnings.extend(notes);
+            spec
+        }
         Err(e) => {
             ctx.store.remove_session(&session, "failed")?;
             return Err(e);
@@ -95,21 +180,26 @@ pub fn new_session(
             created: created_branch,
         },
     )?;
-    install_integrations(ctx, &session, &plan, req.in_place, progress, &mut warnings);
-    let agent_started = launch(
+    // A branch session works in the human's own checkout: owt writes no
+    // files there (no hooks, no MCP registration; status comes from the
+    // screen). An ACP session's status comes from the protocol, and owt's
+    // MCP server is passed in `session/new`: nothing is written for them.
+    let write_integrations = !(req.in_place || req.acp);
+    install_integrations(
         ctx,
         &session,
-        req,
         &plan,
-        launch_plan,
-        env,
+        write_integrations,
         progress,
         &mut warnings,
     );
+    let (agent_started, queued) =
+        launch(ctx, &session, req, &options, spec, progress, &mut warnings)?;
     Ok(NewResult {
         session,
         warnings,
         agent_started,
+        queued,
     })
 }
 
@@ -119,7 +209,6 @@ struct Plan<'r> {
     task: &'r str,
     wanted_name: &'r str,
     resolved: provider::Resolved,
-    mode: LaunchMode,
     base: String,
     explicit_branch: Option<String>,
     base_dir: std::path::PathBuf,
@@ -137,15 +226,16 @@ fn validate<'r>(ctx: &Context, req: &'r NewRequest) -> anyhow::Result<Plan<'r>> 
     }
     check_template(ctx, req.template.as_deref())?;
     let resolved = resolve_agent(ctx, req.ai_tool.as_deref())?;
-    let mode = if req.headless {
-        LaunchMode::Headless
-    } else if req.plan {
-        LaunchMode::Plan
+    // The agent can run this way at all (e.g. it has a headless form, an
+    // ACP server).
+    if req.acp {
+        if req.headless || req.plan || req.in_place {
+            bail!("--acp does not combine with --headless, --plan-mode or --in-place");
+        }
+        resolved.provider.acp_argv()?;
     } else {
-        LaunchMode::Interactive
-    };
-    // The agent can run in this mode at all (e.g. it has a headless form).
-    resolved.provider.supports(mode)?;
+        resolved.provider.supports(req.launch_options().mode())?;
+    }
     let base = match &req.base {
         Some(base) => base.clone(),
         None => ctx.repo.default_base()?,
@@ -157,7 +247,6 @@ fn validate<'r>(ctx: &Context, req: &'r NewRequest) -> anyhow::Result<Plan<'r>> 
         task,
         wanted_name,
         resolved,
-        mode,
         base,
         explicit_branch: explicit_branch(ctx, req)?,
         base_dir: worktrees_folder(ctx)?,
@@ -295,50 +384,113 @@ fn reserve(ctx: &mut Context, req: &NewRequest, plan: &Plan) -> anyhow::Result<S
     )?)
 }
 
-/// The agent's launch — its native status signals (arguments, environment,
-/// files under $OWT_HOME: nothing in the worktree) and the first prompt —
-/// built once and checked before anything is created on disk: exec would
-/// refuse it later with a cryptic failure in the host.
-fn plan_launch(
+/// The session host's spec for `session`'s agent: argv (checked against
+/// exec's limits), environment (config, provider, native-signal
+/// integration, ports), first prompt, terminal size, scrollback; with
+/// what the user should know (an integration that could not be set up).
+pub(crate) fn host_spec(
     ctx: &mut Context,
     session: &SessionRow,
-    req: &NewRequest,
-    plan: &Plan,
-    warnings: &mut Vec<String>,
-) -> anyhow::Result<(provider::Launch, BTreeMap<String, String>)> {
-    let name = &plan.resolved.provider.name;
+    resolved: &provider::Resolved,
+    options: &LaunchOptions,
+) -> anyhow::Result<(HostSpec, Vec<String>)> {
+    let mut warnings = Vec::new();
+    let mode = options.mode();
+    let task = session.task.trim();
     let mut env = ctx.config.config.agent.env.clone();
-    env.extend(plan.resolved.provider.env.clone());
+    env.extend(resolved.provider.env.clone());
+    // The agent's native status signals, for this session only (arguments,
+    // environment, files under $OWT_HOME: nothing in the worktree).
     let integration = std::env::current_exe()
         .map_err(|e| e.to_string())
         .and_then(|owt| {
-            provider::integration::prepare(name, plan.mode, &owt, &ctx.home, &env)
+            if options.acp {
+                // The protocol is the status signal.
+                return Ok(provider::integration::Integration::default());
+            }
+            provider::integration::prepare(&resolved.provider.name, mode, &owt, &ctx.home, &env)
                 .map_err(|e| e.to_string())
-        })
-        .unwrap_or_else(|e| {
+        });
+    let integration = match integration {
+        Ok(integration) => integration,
+        Err(e) => {
             warnings.push(format!(
-                "owt will read {name}'s status from its screen only: {e}"
+                "owt will read {}'s status from its screen only: {e}",
+                resolved.provider.name
             ));
             provider::integration::Integration::default()
-        });
-    let prompt = first_prompt(ctx, session, req)?;
-    let prompt = if req.raw {
-        plan.task.to_string()
+        }
+    };
+    let prompt = first_prompt(ctx, session, options)?;
+    let prompt = if options.raw {
+        task.to_string()
     } else {
         prompt
     };
-    let mut args = provider::integration::placement_args(name, plan.mode, &session.worktree_path);
-    args.extend(integration.args.iter().cloned());
-    let launch = plan.resolved.provider.launch_with(
-        &plan.resolved.binary_path,
-        &prompt,
-        plan.mode,
-        &args,
-    )?;
+    let (launch, transport) = if options.acp {
+        // The first prompt goes through the protocol.
+        let launch = provider::Launch {
+            argv: resolved.provider.acp_argv()?,
+            typed_prompt: (!options.no_prompt).then_some(prompt),
+            prompt_in_argv: false,
+            env: resolved.provider.env.clone(),
+        };
+        (launch, owt_protocol::host::Transport::Acp)
+    } else {
+        let mut args = provider::integration::placement_args(
+            &resolved.provider.name,
+            mode,
+            &session.worktree_path,
+        );
+        args.extend(integration.args.iter().cloned());
+        let launch = resolved
+            .provider
+            .launch_with(&resolved.binary_path, &prompt, mode, &args)?;
+        (launch, owt_protocol::host::Transport::Pty)
+    };
     env.extend(launch.env.clone());
     env.extend(integration.env);
-    exec::check_exec(&plan.resolved.binary_path, &launch.argv, &env)?;
-    Ok((launch, env))
+    env.extend(super::ports::env(&super::ports::of(&ctx.store, session.id)));
+    exec::check_exec(Path::new(&launch.argv[0]), &launch.argv, &env)?;
+    // Where the agent can keep an exact record of its tokens for owt.
+    let places = ctx.usage_places();
+    let record_env = crate::usage::agent_env(
+        &resolved.provider.name,
+        &places,
+        &session.short_id,
+        |name| env.contains_key(name) || std::env::var_os(name).is_some(),
+    );
+    if !record_env.is_empty() {
+        if let Err(e) = crate::usage::aider::prepare(&places) {
+            tracing::warn!("creating {}: {e}", places.owt_usage.display());
+        }
+        env.extend(record_env);
+    }
+    let spec = HostSpec {
+        transport,
+        acp_load: None,
+        acp_mcp_servers: options.acp_mcp_servers.clone(),
+        session_id: session.id,
+        session_name: session.name.clone(),
+        short_id: session.short_id.clone(),
+        provider: resolved.provider.name.clone(),
+        argv: launch.argv,
+        cwd: session.worktree_path.clone(),
+        env,
+        typed_prompt: launch.typed_prompt,
+        prompt_in_argv: launch.prompt_in_argv,
+        headless: options.headless,
+        home: ctx.home.clone(),
+        rows: options.rows,
+        cols: options.cols,
+        scrollback: ctx
+            .config
+            .config
+            .agent
+            .scrollback
+            .map_or(session::DEFAULT_SCROLLBACK, |n| n as usize),
+    };
+    Ok((spec, warnings))
 }
 
 /// Creates the branch and the worktree (or switches the main checkout, for
@@ -387,14 +539,14 @@ fn place_worktree(
 
 /// The setup (copied files, dependencies, script), the agent's hooks and
 /// MCP registration, and owt's and the agent's own files kept out of
-/// commits and the guard. Each failure is a warning. A branch session
-/// works in the human's own checkout: owt writes no files there (no hooks,
-/// no MCP registration; status comes from the screen).
+/// commits and the guard. Each failure is a warning. Without
+/// `write_agent_files` (a branch session, an ACP session) no hooks or MCP
+/// registration are written.
 fn install_integrations(
     ctx: &mut Context,
     session: &SessionRow,
     plan: &Plan,
-    in_place: bool,
+    write_agent_files: bool,
     progress: &mut dyn FnMut(&str),
     warnings: &mut Vec<String>,
 ) {
@@ -403,7 +555,7 @@ fn install_integrations(
     let prepared = setup::prepare_worktree(ctx, session, progress);
     warnings.extend(prepared.warnings);
     let mut owt_files: Vec<OwnedFile> = prepared.owned;
-    let hooks = if in_place {
+    let hooks = if !write_agent_files {
         provider::Hooks::None
     } else {
         plan.resolved.provider.hooks
@@ -412,7 +564,7 @@ fn install_integrations(
         Ok(_) => owt_files.extend(claude::hooks_file(hooks).map(OwnedFile::written)),
         Err(e) => warnings.push(format!("could not install {name} hooks: {e}")),
     }
-    let register = if in_place {
+    let register = if !write_agent_files {
         Ok(Vec::new())
     } else {
         claude::register_mcp(name, &session.worktree_path)
@@ -447,57 +599,53 @@ fn install_integrations(
     }
 }
 
-/// Starts the session host with the planned launch; whether the agent
-/// started (a failure is a warning: the worktree is kept).
-#[allow(clippy::too_many_arguments)]
+/// Starts the session host, now (`--now`) or through the queue: started
+/// here when there is room and nothing queued before it, else when a
+/// running agent ends or frees memory. Whether the agent started, and why
+/// it waits when queued (a failure to start is a warning: the worktree is
+/// kept).
 fn launch(
-    ctx: &Context,
+    ctx: &mut Context,
     session: &SessionRow,
     req: &NewRequest,
-    plan: &Plan,
-    launch: provider::Launch,
-    mut env: BTreeMap<String, String>,
+    options: &LaunchOptions,
+    spec: HostSpec,
     progress: &mut dyn FnMut(&str),
     warnings: &mut Vec<String>,
-) -> bool {
-    let name = &plan.resolved.provider.name;
-    progress(&format!("Starting {name} in {}", session.name));
-    // Where the agent can keep an exact record of its tokens for owt.
-    let places = ctx.usage_places();
-    let record_env = crate::usage::agent_env(name, &places, &session.short_id, |var| {
-        env.contains_key(var) || std::env::var_os(var).is_some()
-    });
-    if !record_env.is_empty() {
-        if let Err(e) = crate::usage::aider::prepare(&places) {
-            tracing::warn!("creating {}: {e}", places.owt_usage.display());
-        }
-        env.extend(record_env);
-    }
-    let spec = HostSpec {
-        session_id: session.id,
-        session_name: session.name.clone(),
-        short_id: session.short_id.clone(),
-        provider: name.clone(),
-        argv: launch.argv,
-        cwd: session.worktree_path.clone(),
-        env,
-        typed_prompt: launch.typed_prompt,
-        prompt_in_argv: launch.prompt_in_argv,
-        headless: req.headless,
-        home: ctx.home.clone(),
-        rows: req.size.0,
-        cols: req.size.1,
+) -> anyhow::Result<(bool, Option<String>)> {
+    let not_started = |e: &dyn std::fmt::Display| {
+        format!(
+            "the agent did not start: {e}; the worktree is kept (remove it with `owt delete {}`)",
+            session.name
+        )
     };
-    match session::start_host(&spec) {
-        Ok(_) => true,
-        Err(e) => {
-            warnings.push(format!(
-                "the agent did not start: {e}; the worktree is kept (remove it with `owt delete {}`)",
-                session.name
-            ));
-            false
-        }
+    if req.now {
+        progress(&format!("Starting {} in {}", spec.provider, session.name));
+        return Ok(match session::start_host(&spec) {
+            Ok(_) => (true, None),
+            Err(e) => {
+                warnings.push(not_started(&e));
+                (false, None)
+            }
+        });
     }
+    drop(spec);
+    ctx.store
+        .record_fact(session.id, crate::status::kind::QUEUED, options)?;
+    let admitted = super::queue::admit(&ctx.home, progress);
+    let mine = admitted.iter().find(|a| a.session_id == session.id);
+    Ok(match mine {
+        Some(a) => match &a.outcome {
+            Ok(()) => (true, None),
+            Err(e) => {
+                warnings.push(not_started(e));
+                (false, None)
+            }
+        },
+        // Another owt process may have started it meanwhile.
+        None if !super::queue::is_queued(&ctx.store, session) => (true, None),
+        None => (false, Some(super::queue::why_waiting(&ctx.home, session))),
+    })
 }
 
 /// The agent's first prompt: the task with its protocol, the session, the
@@ -505,7 +653,7 @@ fn launch(
 fn first_prompt(
     ctx: &mut Context,
     session: &SessionRow,
-    req: &NewRequest,
+    options: &LaunchOptions,
 ) -> anyhow::Result<String> {
     let notes: Vec<String> = ctx
         .store
@@ -531,14 +679,14 @@ fn first_prompt(
         .collect();
     let input = super::prompt::PromptInput {
         task: &session.task,
-        template: req.template.as_deref(),
+        template: options.template.as_deref(),
         templates: Some(&ctx.config.config.templates),
         session: &session.name,
         branch: &session.branch,
         base: &session.base_branch,
         notes: &notes,
         peers: &peers,
-        plan: req.plan,
+        plan: options.plan,
         budget: super::prompt::DEFAULT_BUDGET,
     };
     super::prompt::build(&input).map_err(|e| anyhow::anyhow!(e))

@@ -51,6 +51,10 @@ pub fn hooks_file(hooks: Hooks) -> Option<&'static str> {
 
 /// Marks owt's entries in a settings file.
 const MARKER: &str = " hook --event ";
+/// Marks owt's pre-edit entry.
+const PRE_EDIT_MARKER: &str = " hook --pre-edit";
+/// The tools whose calls the pre-edit hook sees (Claude Code's matcher).
+const PRE_EDIT_TOOLS: &str = "Edit|Write|MultiEdit|NotebookEdit";
 
 /// Writes owt's hooks into the agent settings of `worktree`; returns the
 /// file (none for an agent without hooks).
@@ -87,11 +91,21 @@ pub fn merge_hooks(root: &mut Value, owt: &str) -> Result<(), String> {
         .as_object_mut()
         .ok_or("`hooks` is not a JSON object")?;
     let ours = [
-        ("UserPromptSubmit", None, "working"),
-        ("Stop", None, "waiting"),
-        ("Notification", Some("permission_prompt"), "blocked"),
+        ("UserPromptSubmit", None, format!("{owt}{MARKER}working")),
+        ("Stop", None, format!("{owt}{MARKER}waiting")),
+        (
+            "Notification",
+            Some("permission_prompt"),
+            format!("{owt}{MARKER}blocked"),
+        ),
+        // Conflict Guard before each edit ([guard] pre_edit decides).
+        (
+            "PreToolUse",
+            Some(PRE_EDIT_TOOLS),
+            format!("{owt}{PRE_EDIT_MARKER}"),
+        ),
     ];
-    for (event, matcher, signal) in ours {
+    for (event, matcher, command) in ours {
         let list = hooks
             .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -104,7 +118,7 @@ pub fn merge_hooks(root: &mut Value, owt: &str) -> Result<(), String> {
                 inner.retain(|h| {
                     !h.get("command")
                         .and_then(Value::as_str)
-                        .is_some_and(|c| c.contains(MARKER))
+                        .is_some_and(|c| c.contains(MARKER) || c.ends_with(PRE_EDIT_MARKER))
                 });
             }
         }
@@ -120,7 +134,7 @@ pub fn merge_hooks(root: &mut Value, owt: &str) -> Result<(), String> {
         }
         group.insert(
             "hooks".into(),
-            json!([{ "type": "command", "command": format!("{owt}{MARKER}{signal}") }]),
+            json!([{ "type": "command", "command": command, "timeout": 10 }]),
         );
         list.push(Value::Object(group));
     }
@@ -351,6 +365,10 @@ mod tests {
             v["hooks"]["Notification"][0]["hooks"][0]["command"],
             "/opt/owt hook --event blocked"
         );
+        let pre = v["hooks"]["PreToolUse"].as_array().unwrap();
+        assert_eq!(pre.len(), 2, "the user's Bash hook kept, owt's added once");
+        assert_eq!(pre[1]["matcher"], "Edit|Write|MultiEdit|NotebookEdit");
+        assert_eq!(pre[1]["hooks"][0]["command"], "/opt/owt hook --pre-edit");
     }
 
     #[test]
@@ -361,7 +379,7 @@ mod tests {
         install_hooks_file(&file, "/new/owt").unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(!text.contains("/old/owt"), "{text}");
-        assert_eq!(text.matches("/new/owt").count(), 3);
+        assert_eq!(text.matches("/new/owt").count(), 4);
     }
 
     #[test]

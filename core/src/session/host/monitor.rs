@@ -33,6 +33,9 @@ pub(super) fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Rece
         && rules::input_box_before_argv_task(provider);
     let mut prompt = shared.spec.typed_prompt.clone().filter(|p| !p.is_empty());
     let mut question_noted = false;
+    // The agent's memory, sampled now and then (`memory` facts; queued
+    // sessions are looked at when it gives back a lot).
+    let mut memory = shared.agent_pid.map(super::super::memory::Sampler::new);
     loop {
         let mut flushed = None;
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -53,11 +56,28 @@ pub(super) fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Rece
                     signal: exit.signal,
                 };
                 record(kind::EXIT, now_ms(), &fact);
+                // Its place on the machine is free: a queued session may start.
+                if let Some(store) = &store {
+                    super::super::admit_if_queued(store, &shared.spec.home);
+                }
                 let _ = done.send(());
                 return;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if let Some(sample) = memory.as_mut().and_then(|m| m.poll()) {
+            if let (Some(fact), Some(store)) = (sample.record, &store) {
+                record(kind::MEMORY, now_ms(), &fact);
+                if let Err(e) =
+                    store.record_agent_peak(&shared.spec.short_id, provider, fact.peak_bytes)
+                {
+                    tracing::warn!("recording the agent's peak memory: {e}");
+                }
+            }
+            if let (true, Some(store)) = (sample.freed, &store) {
+                super::super::admit_if_queued(store, &shared.spec.home);
+            }
         }
         let now = now_ms();
         let quiet_enough =

@@ -26,31 +26,22 @@ pub(super) fn peer_uid(stream: &UnixStream) -> Option<u32> {
 }
 
 pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if peer_uid(&stream) != Some(me) {
-        tracing::warn!("refused a client of another user");
+    let Some(hello) = accept_hello(&mut stream) else {
+        return;
+    };
+    if hello.role == Role::Events {
         let _ = proto::write_json(
             &mut stream,
             FrameKind::Error,
             &HostError {
-                message: "this session host belongs to another user".into(),
+                message: format!(
+                    "{} runs in a terminal, not through ACP: attach to it (owt attach {})",
+                    shared.spec.session_name, shared.spec.session_name
+                ),
             },
         );
         return;
     }
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let hello = match proto::read_frame(&mut stream) {
-        Ok(Some(frame)) => match decode_hello(&frame) {
-            Ok(hello) => hello,
-            Err(message) => {
-                let _ = proto::write_json(&mut stream, FrameKind::Error, &HostError { message });
-                return;
-            }
-        },
-        Ok(None) | Err(_) => return,
-    };
-    let _ = stream.set_read_timeout(None);
     let write_half = match stream.try_clone() {
         Ok(s) => s,
         Err(e) => {
@@ -139,6 +130,38 @@ pub(super) enum Reply {
 
 pub(super) fn error_reply(message: String) -> Reply {
     Reply::Frame(proto::encode_json(FrameKind::Error, &HostError { message }))
+}
+
+/// A new client's first steps, shared by both kinds of host: refuses
+/// another user, then reads its hello (10 s at most). `None`: the client
+/// was answered with an error, or went away.
+pub(crate) fn accept_hello(stream: &mut UnixStream) -> Option<proto::Hello> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if peer_uid(stream) != Some(me) {
+        tracing::warn!("refused a client of another user");
+        let _ = proto::write_json(
+            stream,
+            FrameKind::Error,
+            &HostError {
+                message: "this session host belongs to another user".into(),
+            },
+        );
+        return None;
+    }
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let hello = match proto::read_frame(stream) {
+        Ok(Some(frame)) => match decode_hello(&frame) {
+            Ok(hello) => hello,
+            Err(message) => {
+                let _ = proto::write_json(stream, FrameKind::Error, &HostError { message });
+                return None;
+            }
+        },
+        Ok(None) | Err(_) => return None,
+    };
+    let _ = stream.set_read_timeout(None);
+    Some(hello)
 }
 
 /// The first frame of a connection, checked (pure: no I/O), its size

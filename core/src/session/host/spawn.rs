@@ -69,6 +69,7 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
                 agent_pid,
                 socket: socket.to_string_lossy().into_owned(),
                 headless: spec.headless,
+                transport: Default::default(),
             };
             if let Err(e) = store.record_fact(spec.session_id, kind::HOST, &fact) {
                 tracing::warn!("recording the host fact: {e}");
@@ -95,7 +96,7 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         agent_pid,
         started_at: now_ms(),
         state: Mutex::new(State {
-            parser: vt100::Parser::new(rows, cols, SCROLLBACK_LINES),
+            parser: vt100::Parser::new(rows, cols, spec.scrollback),
             scanner: QueryScanner::new(),
             output_seq: 0,
             last_output: None,
@@ -136,7 +137,7 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
 
 /// Runs `body` on a named thread; a panic is logged instead of unwinding
 /// into nothing.
-pub(super) fn spawn_guarded(
+pub(crate) fn spawn_guarded(
     name: &str,
     body: impl FnOnce() + Send + 'static,
 ) -> Option<std::thread::JoinHandle<()>> {

@@ -42,6 +42,30 @@ impl Cell {
         usize::from(self.len & LEN_BITS)
     }
 
+    /// owt: the length byte as stored (content length and wide flags)
+    /// and the content bytes, for [`crate::compact::CompactRow`].
+    pub(crate) fn raw(&self) -> (u8, &[u8]) {
+        (self.len, &self.contents[..self.len()])
+    }
+
+    /// owt: how many content bytes a stored length byte counts.
+    pub(crate) fn content_len(len: u8) -> usize {
+        usize::from(len & LEN_BITS)
+    }
+
+    /// owt: the cell [`Cell::raw`] described.
+    pub(crate) fn from_raw(
+        len: u8,
+        contents: &[u8],
+        attrs: crate::attrs::Attrs,
+    ) -> Self {
+        let mut cell = Self::new();
+        cell.contents[..contents.len()].copy_from_slice(contents);
+        cell.len = len;
+        cell.attrs = attrs;
+        cell
+    }
+
     pub(crate) fn set(&mut self, c: char, a: crate::attrs::Attrs) {
         self.len = 0;
         self.append_char(0, c);

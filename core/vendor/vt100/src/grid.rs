@@ -10,9 +10,13 @@ pub struct Grid {
     scroll_bottom: u16,
     origin_mode: bool,
     saved_origin_mode: bool,
-    scrollback: std::collections::VecDeque<crate::row::Row>,
+    /// owt: rows scrolled off the top, compact (see [`crate::compact`]).
+    scrollback: std::collections::VecDeque<crate::compact::CompactRow>,
     scrollback_len: usize,
     scrollback_offset: usize,
+    /// owt: the scrollback rows in view (expanded), while
+    /// `scrollback_offset > 0`; empty otherwise.
+    scrollback_view: Vec<crate::row::Row>,
 }
 
 impl Grid {
@@ -29,6 +33,7 @@ impl Grid {
             scrollback: std::collections::VecDeque::new(),
             scrollback_len,
             scrollback_offset: 0,
+            scrollback_view: Vec::new(),
         }
     }
 
@@ -97,6 +102,10 @@ impl Grid {
         if self.saved_pos.col > self.size.cols - 1 {
             self.saved_pos.col = self.size.cols - 1;
         }
+        // owt: as many scrollback rows are in view as the screen has rows.
+        if self.scrollback_offset > 0 {
+            self.update_scrollback_view();
+        }
     }
 
     pub fn pos(&self) -> Pos {
@@ -124,23 +133,36 @@ impl Grid {
     }
 
     pub fn visible_rows(&self) -> impl Iterator<Item = &crate::row::Row> {
-        let scrollback_len = self.scrollback.len();
         let rows_len = self.rows.len();
-        self.scrollback
-            .iter()
-            .skip(scrollback_len - self.scrollback_offset)
-            // when scrollback_offset > rows_len (e.g. rows = 3,
-            // scrollback_len = 10, offset = 9) the skip(10 - 9)
-            // will take 9 rows instead of 3. we need to set
-            // the upper bound to rows_len (e.g. 3)
-            .take(rows_len)
-            // same for rows_len - scrollback_offset (e.g. 3 - 9).
-            // it'll panic with overflow. we have to saturate the subtraction.
-            .chain(
-                self.rows
-                    .iter()
-                    .take(rows_len.saturating_sub(self.scrollback_offset)),
-            )
+        // owt: the scrollback rows in view were expanded when the offset
+        // or the scrollback last changed (`update_scrollback_view`).
+        self.scrollback_view.iter().chain(
+            self.rows
+                .iter()
+                // when rows_len - scrollback_offset would underflow (e.g.
+                // 3 - 9), no row of the screen is in view.
+                .take(rows_len.saturating_sub(self.scrollback_offset)),
+        )
+    }
+
+    /// owt: expands the scrollback rows in view: from `scrollback_offset`
+    /// rows above the screen, at most a screenful (when the offset is
+    /// larger than the screen, e.g. rows = 3, scrollback = 10, offset = 9,
+    /// only rows 1..4 of the scrollback are in view).
+    fn update_scrollback_view(&mut self) {
+        self.scrollback_view.clear();
+        if self.scrollback_offset == 0 {
+            self.scrollback_view.shrink_to_fit();
+            return;
+        }
+        let first = self.scrollback.len() - self.scrollback_offset;
+        self.scrollback_view.extend(
+            self.scrollback
+                .iter()
+                .skip(first)
+                .take(self.rows.len())
+                .map(crate::compact::CompactRow::expand),
+        );
     }
 
     pub fn drawing_rows(&self) -> impl Iterator<Item = &crate::row::Row> {
@@ -197,6 +219,7 @@ impl Grid {
 
     pub fn set_scrollback(&mut self, rows: usize) {
         self.scrollback_offset = rows.min(self.scrollback.len());
+        self.update_scrollback_view();
     }
 
     pub fn write_contents(&self, contents: &mut String) {
@@ -559,20 +582,29 @@ impl Grid {
     }
 
     pub fn scroll_up(&mut self, count: u16) {
+        let mut scrolled_back = false;
         for _ in 0..(count.min(self.size.rows - self.scroll_top)) {
-            self.rows
-                .insert(usize::from(self.scroll_bottom) + 1, self.new_row());
-            let removed = self.rows.remove(usize::from(self.scroll_top));
+            // owt: the row leaving the top is cleared and comes back at
+            // the bottom (upstream allocates a new one: same rows, same
+            // cells), after a compact copy of it went to the scrollback.
+            let mut removed = self.rows.remove(usize::from(self.scroll_top));
             if self.scrollback_len > 0 && !self.scroll_region_active() {
-                self.scrollback.push_back(removed);
+                self.scrollback
+                    .push_back(crate::compact::CompactRow::new(&removed));
                 while self.scrollback.len() > self.scrollback_len {
                     self.scrollback.pop_front();
                 }
                 if self.scrollback_offset > 0 {
                     self.scrollback_offset =
                         self.scrollback.len().min(self.scrollback_offset + 1);
+                    scrolled_back = true;
                 }
             }
+            removed.clear(crate::attrs::Attrs::default());
+            self.rows.insert(usize::from(self.scroll_bottom), removed);
+        }
+        if scrolled_back {
+            self.update_scrollback_view();
         }
     }
 

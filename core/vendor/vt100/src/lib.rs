@@ -49,6 +49,7 @@
 mod attrs;
 mod callbacks;
 mod cell;
+mod compact;
 mod grid;
 mod parser;
 mod perform;

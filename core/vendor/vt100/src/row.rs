@@ -33,6 +33,11 @@ impl Row {
         self.cells.iter()
     }
 
+    /// owt: the cells, for [`crate::compact::CompactRow`].
+    pub(crate) fn cells_slice(&self) -> &[crate::Cell] {
+        &self.cells
+    }
+
     pub fn get(&self, col: u16) -> Option<&crate::Cell> {
         self.cells.get(usize::from(col))
     }

@@ -640,6 +640,12 @@ impl Screen {
         }
     }
 
+    /// owt: a row of the drawing grid, for the compact-row tests.
+    #[cfg(test)]
+    pub(crate) fn grid_row_for_tests(&self, row: u16) -> &crate::row::Row {
+        self.grid().drawing_row(row).unwrap()
+    }
+
     fn grid_mut(&mut self) -> &mut crate::grid::Grid {
         if self.mode(MODE_ALTERNATE_SCREEN) {
             &mut self.alternate_grid

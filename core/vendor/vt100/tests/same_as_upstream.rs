@@ -72,14 +72,39 @@ fn observe_ours(screen: &mut vt100::Screen) -> String {
             }
         }
     }
+    // Every row of the scrollback, cell by cell, then back to where the
+    // step left the view (a step may hold it scrolled back).
+    let kept = screen.scrollback();
     screen.set_scrollback(usize::MAX);
     let total = screen.scrollback();
-    out += &format!("scrollback {total}\n");
+    out += &format!("scrollback {total} (in view {kept})\n");
     for offset in (1..=total).rev() {
         screen.set_scrollback(offset);
-        out += &format!("{offset}: {:?}\n", screen.rows(0, cols).next());
+        out += &format!(
+            "{offset}: {:?} {:?} wrapped {}\n",
+            screen.rows(0, cols).next(),
+            screen.rows_formatted(0, cols).next(),
+            screen.row_wrapped(0),
+        );
+        for col in 0..cols {
+            if let Some(c) = screen.cell(0, col) {
+                out += &format!(
+                    "{offset},{col} {:?} w{} c{} {:?} {:?} {}{}{}{}{}\n",
+                    c.contents(),
+                    c.is_wide(),
+                    c.is_wide_continuation(),
+                    c.fgcolor(),
+                    c.bgcolor(),
+                    c.bold(),
+                    c.dim(),
+                    c.italic(),
+                    c.underline(),
+                    c.inverse()
+                );
+            }
+        }
     }
-    screen.set_scrollback(0);
+    screen.set_scrollback(kept);
     out
 }
 
@@ -129,14 +154,39 @@ fn observe_upstream(screen: &mut upstream::Screen) -> String {
             }
         }
     }
+    // Every row of the scrollback, cell by cell, then back to where the
+    // step left the view (a step may hold it scrolled back).
+    let kept = screen.scrollback();
     screen.set_scrollback(usize::MAX);
     let total = screen.scrollback();
-    out += &format!("scrollback {total}\n");
+    out += &format!("scrollback {total} (in view {kept})\n");
     for offset in (1..=total).rev() {
         screen.set_scrollback(offset);
-        out += &format!("{offset}: {:?}\n", screen.rows(0, cols).next());
+        out += &format!(
+            "{offset}: {:?} {:?} wrapped {}\n",
+            screen.rows(0, cols).next(),
+            screen.rows_formatted(0, cols).next(),
+            screen.row_wrapped(0),
+        );
+        for col in 0..cols {
+            if let Some(c) = screen.cell(0, col) {
+                out += &format!(
+                    "{offset},{col} {:?} w{} c{} {:?} {:?} {}{}{}{}{}\n",
+                    c.contents(),
+                    c.is_wide(),
+                    c.is_wide_continuation(),
+                    c.fgcolor(),
+                    c.bgcolor(),
+                    c.bold(),
+                    c.dim(),
+                    c.italic(),
+                    c.underline(),
+                    c.inverse()
+                );
+            }
+        }
     }
-    screen.set_scrollback(0);
+    screen.set_scrollback(kept);
     out
 }
 
@@ -144,6 +194,9 @@ fn observe_upstream(screen: &mut upstream::Screen) -> String {
 enum Step<'a> {
     Bytes(&'a [u8]),
     Resize(u16, u16),
+    /// Scroll the view back this many rows (and keep it there while the
+    /// next steps print).
+    Scrollback(usize),
 }
 
 /// Runs `steps` through both crates, comparing after each step. Upstream
@@ -172,6 +225,14 @@ fn check(
                 })),
                 catch_unwind(AssertUnwindSafe(|| {
                     theirs.screen_mut().set_size(*rows, *cols)
+                })),
+            ),
+            Step::Scrollback(offset) => (
+                catch_unwind(AssertUnwindSafe(|| {
+                    ours.screen_mut().set_scrollback(*offset)
+                })),
+                catch_unwind(AssertUnwindSafe(|| {
+                    theirs.screen_mut().set_scrollback(*offset)
                 })),
             ),
         };
@@ -399,6 +460,26 @@ fn scroll_regions_and_the_alternate_screen() {
 }
 
 #[test]
+fn output_while_the_view_is_scrolled_back() {
+    let mut bytes = Vec::new();
+    for i in 0..40 {
+        bytes.extend_from_slice(
+            format!("\x1b[3{}mline {i} 你好 \x1b[7mé\x1b[m\r\n", i % 8)
+                .as_bytes(),
+        );
+    }
+    let mut steps = vec![Step::Bytes(&bytes[..bytes.len() / 2])];
+    steps.push(Step::Scrollback(3));
+    steps.extend(chunked(&bytes[bytes.len() / 2..], &mut Rng::new(3)));
+    steps.push(Step::Resize(7, 15));
+    steps.push(Step::Scrollback(9));
+    steps.push(Step::Bytes(b"more\r\nand more\r\n"));
+    steps.push(Step::Resize(2, 30));
+    steps.push(Step::Scrollback(0));
+    check("scrolled back", 5, 20, 12, &steps);
+}
+
+#[test]
 fn resizes_between_output() {
     let text = "wrap me around the edge of a small screen ".repeat(8);
     let wide = "你好 wide 😀 ".repeat(6);
@@ -429,6 +510,12 @@ fn random_streams() {
             let at = rng.below(steps.len() as u64 + 1) as usize;
             let size = (1 + rng.below(30) as u16, 1 + rng.below(90) as u16);
             steps.insert(at, Step::Resize(size.0, size.1));
+        }
+        if seed % 3 == 0 {
+            // The view held scrolled back while output goes on (and
+            // scrolls rows into, and out of, a full scrollback).
+            let at = rng.below(steps.len() as u64 + 1) as usize;
+            steps.insert(at, Step::Scrollback(rng.below(40) as usize));
         }
         check(&format!("seed {seed}"), rows, cols, scrollback, &steps);
     }

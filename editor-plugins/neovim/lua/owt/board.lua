@@ -31,6 +31,7 @@ M.keys = {
   { key = "t", label = "send", action = "send" },
   { key = "f", label = "conflicted files", action = "conflicts" },
   { key = "d", label = "delete", action = "delete" },
+  { key = "v", label = "review", session = true },
   { key = "n", label = "new" },
   { key = "r", label = "refresh" },
   { key = "q", label = "close" },
@@ -56,6 +57,9 @@ end
 --- Whether key spec `k` applies to `session` (nil on lines that are not
 --- sessions).
 local function applies(k, session)
+  if k.session then
+    return session ~= nil
+  end
   return k.action == nil or M.why_not(session, k.action) == nil
 end
 
@@ -254,6 +258,8 @@ function M.press(buf, key)
         actions.delete(name, idx == 2, function() M.refresh(buf) end)
       end
     end)
+  elseif key == "v" then
+    require("owt.review").open(name)
   elseif key == "n" then
     actions.new_interactive({}, function() M.refresh(buf) end)
   elseif key == "r" then

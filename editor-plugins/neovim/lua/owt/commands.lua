@@ -6,9 +6,9 @@ local config = require("owt.config")
 local M = {}
 
 --- Subcommands that take a session name as their first argument.
-local WITH_SESSION = { attach = true, send = true, peek = true, merge = true, ship = true, delete = true }
+local WITH_SESSION = { attach = true, send = true, peek = true, merge = true, ship = true, delete = true, review = true }
 
-M.subcommands = { "board", "new", "list", "attach", "send", "peek", "merge", "ship", "delete", "queue", "guard" }
+M.subcommands = { "board", "new", "list", "attach", "send", "peek", "merge", "ship", "delete", "review", "queue", "guard" }
 
 --- Session names, from the latest board, else `owt --json list`.
 ---@return string[]
@@ -152,6 +152,10 @@ function M.run(cmd)
   elseif sub == "delete" then
     with_session(name, sub, function(session)
       actions.delete(session, cmd.bang)
+    end)
+  elseif sub == "review" then
+    with_session(name, sub, function(session)
+      require("owt.review").open(session)
     end)
   elseif sub == "queue" or sub == "guard" then
     show_cli(sub, args)

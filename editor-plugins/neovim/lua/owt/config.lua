@@ -10,7 +10,8 @@ local M = {}
 ---@field board { position: "split"|"vsplit"|"tab"|"current" }
 ---@field ask_provider boolean    `:Owt new` asks for the agent with vim.ui.select
 ---@field notify_progress boolean|"auto"  vim.notify progress ("auto": unless a progress plugin is loaded)
----@field severities table|nil    per level: { overlap = "hint", ["hunk-overlap"] = "warning", conflict = "error" }
+---@field severities table|nil    per level: { aware = "hint", overlap = "information", ["hunk-overlap"] = "warning", conflict = "error" }
+---@field awareness boolean|nil  hints on lines agents are changing in files you have open (nil: `[guard] awareness`, on)
 
 ---@class owt.TerminalConfig
 ---@field position "vsplit"|"split"|"tab"|"float"
@@ -26,6 +27,7 @@ M.defaults = {
   ask_provider = true,
   notify_progress = "auto",
   severities = nil,
+  awareness = nil,
 }
 
 --- The effective configuration: defaults overridden by `vim.g.owt`.

@@ -14,7 +14,11 @@ function M.setup(opts)
   local config = require("owt.config")
   vim.lsp.config("owt", {
     cmd = config.cmd(),
-    init_options = { openTerminal = true, severities = config.get().severities },
+    init_options = {
+      openTerminal = true,
+      severities = config.get().severities,
+      awareness = config.get().awareness,
+    },
   })
 end
 

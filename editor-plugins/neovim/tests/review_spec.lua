@@ -1,0 +1,172 @@
+-- Review in Neovim: `:Owt review NAME` opens a tab with the agent's changed
+-- files and a side-by-side diff whose two sides hold the base and the
+-- agent's text; opening a file marks it reviewed, and that survives a
+-- restart (another process reads it); "Ask <agent> to change this…" on a
+-- selection reaches the scripted agent as one message with file, lines,
+-- text and comment; the comment shows as a Hint (source owt-review) until
+-- the agent changes those lines.
+local h = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
+
+local function numbered(n)
+  local lines = {}
+  for i = 1, n do
+    lines[i] = ("line %d"):format(i)
+  end
+  return lines
+end
+local base_text = table.concat(numbered(10), "\n") .. "\n"
+local agent_log -- what the scripted agent was typed, one JSON string a line
+
+-- The scripted agent (tests/data/fake_agent.py) logs every input it gets.
+do
+  local tmp_log = vim.fn.tempname() .. ".agent-log"
+  agent_log = tmp_log
+  h.setup({
+    ["a.txt"] = base_text,
+    ["b.txt"] = "bee\n",
+    [".owt.toml"] = ('[agent]\ndefault_tool = "fake"\nenv = { FAKE_LOG = "%s" }\n[tools.fake]\nbinary = "%s"\n'):format(
+      tmp_log,
+      h.repo_root .. "/tests/data/fake_agent.py"
+    ),
+  })
+end
+
+local review = require("owt.review")
+local session, view
+
+local function agent_lines()
+  local text = h.read(agent_log) or ""
+  local out = {}
+  for line in text:gmatch("[^\n]+") do
+    out[#out + 1] = vim.json.decode(line)
+  end
+  return out
+end
+
+local function review_hints(buf)
+  return vim.tbl_filter(function(d)
+    return d.source == "owt-review"
+  end, vim.diagnostic.get(buf))
+end
+
+h.run({
+  {
+    ":Owt review opens the file list and a diff of both sides",
+    function()
+      session = h.new_session("change a and b")
+      h.wait(30000, function()
+        local lines = vim.system({ h.bin, "-C", h.repo, "peek", session.name }, { text = true }):wait().stdout or ""
+        return lines:find("FAKE AGENT READY", 1, true)
+      end, "the scripted agent to start")
+      local agent_a = { "line 1", "line 2", "line THREE", "line 4", "line 5", "line 6", "line 7", "line 8", "line 9", "line 10", "line 11" }
+      h.write(session.worktree .. "/a.txt", table.concat(agent_a, "\n") .. "\n")
+      h.write(session.worktree .. "/c.txt", "new file\n")
+      h.open("b.txt")
+      vim.cmd("Owt review " .. session.name)
+      view = h.wait(20000, function()
+        local v = review.views[vim.api.nvim_get_current_tabpage()]
+        return v and v.index and v or nil
+      end, "the review tab")
+      local side = table.concat(vim.api.nvim_buf_get_lines(view.sidebar, 0, -1, false), "\n")
+      h.truthy(side:find("M +2 −1", 1, true) and side:find("a.txt", 1, true), "a.txt with its counts in:\n" .. side)
+      h.truthy(side:find("A +1 −0", 1, true) and side:find("c.txt", 1, true), "c.txt added in:\n" .. side)
+      h.truthy(not side:find("b.txt", 1, true), "b.txt did not change:\n" .. side)
+      -- Two diff windows beside the sidebar: base | agent.
+      local diffed = {}
+      for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+        if vim.wo[win].diff then
+          diffed[#diffed + 1] = vim.api.nvim_win_get_buf(win)
+        end
+      end
+      h.eq(2, #diffed, "two windows in diff mode")
+      local base_buf = vim.iter(diffed):find(function(b)
+        return vim.api.nvim_buf_get_name(b):find("owt-base://", 1, true)
+      end)
+      local agent_buf = vim.iter(diffed):find(function(b)
+        return b ~= base_buf
+      end)
+      h.eq(base_text:sub(1, -2), h.text(base_buf), "the base side")
+      h.eq(false, vim.bo[base_buf].modifiable, "the base is read-only")
+      h.eq(table.concat(agent_a, "\n"), h.text(agent_buf), "the agent's side")
+      h.eq(session.worktree .. "/a.txt", vim.api.nvim_buf_get_name(agent_buf), "the agent's own file")
+      -- OWT_CAPTURE=FILE: the tab's windows as text, for docs/neovim.md.
+      local capture = os.getenv("OWT_CAPTURE")
+      if capture and capture ~= "" then
+        local out = {}
+        for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+          local b = vim.api.nvim_win_get_buf(win)
+          out[#out + 1] = "── " .. vim.fn.fnamemodify(vim.api.nvim_buf_get_name(b), ":t") .. (vim.wo[win].diff and " (diff)" or "")
+          vim.list_extend(out, vim.api.nvim_buf_get_lines(b, 0, -1, false))
+        end
+        h.write(capture, table.concat(out, "\n") .. "\n")
+      end
+    end,
+  },
+  {
+    "]f moves to the next file; opened files are reviewed, for other processes too",
+    function()
+      vim.cmd("normal ]f")
+      h.wait(10000, function()
+        return view.index == 2
+      end, "the second file")
+      h.wait(10000, function()
+        local report = h.owt_json({ "diff", session.name })
+        local all = true
+        for _, f in ipairs(report.files) do
+          all = all and f.reviewed
+        end
+        return all
+      end, "both files reviewed (read by a new owt process)")
+      local side = h.wait(10000, function()
+        local text = table.concat(vim.api.nvim_buf_get_lines(view.sidebar, 0, -1, false), "\n")
+        return select(2, text:gsub("✓", "")) == 2 and text or nil
+      end, "both rows checked in the sidebar")
+      h.truthy(side, "sidebar")
+    end,
+  },
+  {
+    "a comment on a selection reaches the agent as one message and shows until the agent changes those lines",
+    function()
+      vim.cmd("normal [f")
+      h.wait(10000, function()
+        return view.index == 1
+      end, "back to a.txt")
+      local agent_buf = vim.api.nvim_get_current_buf()
+      h.eq(session.worktree .. "/a.txt", vim.api.nvim_buf_get_name(agent_buf), "in the agent's copy")
+      h.client(agent_buf)
+      vim.ui.input = function(_, on_confirm)
+        on_confirm("spell it as a digit")
+      end
+      local applied = false
+      vim.lsp.buf.code_action({
+        range = { start = { 3, 0 }, ["end"] = { 4, 3 } },
+        filter = function(action)
+          return action.title:find("ask " .. session.name .. " to change this", 1, true) ~= nil
+        end,
+        apply = true,
+      })
+      local expected = "Review comment from the human supervising you (owt review). Please change the code as asked:\n\n"
+        .. "a.txt lines 3-4:\n    line THREE\n    line 4\nComment: spell it as a digit"
+      h.wait(30000, function()
+        for _, line in ipairs(agent_lines()) do
+          if line == expected then
+            applied = true
+          end
+        end
+        return applied
+      end, "the comment in the agent's input: " .. vim.inspect(agent_lines()))
+      local hints = h.wait(20000, function()
+        local d = review_hints(agent_buf)
+        return #d > 0 and d or nil
+      end, "the comment as a diagnostic")
+      h.eq(vim.diagnostic.severity.HINT, hints[1].severity, "a Hint")
+      h.eq(2, hints[1].lnum, "on line 3")
+      -- The agent changes line 3: the comment is addressed and clears.
+      local changed = { "line 1", "line 2", "line 3", "line 4", "line 5", "line 6", "line 7", "line 8", "line 9", "line 10", "line 11" }
+      h.write(session.worktree .. "/a.txt", table.concat(changed, "\n") .. "\n")
+      h.wait(30000, function()
+        return #review_hints(agent_buf) == 0
+      end, "the comment diagnostic to clear")
+    end,
+  },
+})

@@ -1,0 +1,115 @@
+//! `owt watch [--once]`: the pull-request watcher, headless.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use owt_protocol::{WatchEvent, WatchOutput};
+
+use crate::ops;
+use crate::ops::watch;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Watches the open pull requests of this repository's sessions (`owt pr`) through the forge's CLI: \
+every [pr] poll_interval seconds (30), doubling while nothing changes up to [pr] poll_max (300), \
+waiting out a rate limit until the forge says it resets. A failed CI run is typed into the agent \
+with the end of its failing log (up to [checks] max_attempts times; then the session needs you), \
+each new review comment once with its file:line, a conflict with the base with an `owt sync` \
+hint; a merged pull request makes the session READY TO CLEAN (or deletes it: [pr] on_merged = \
+\"delete\"). With [feedback] conflicts = \"tell\", Conflict Guard runs too and new conflicts \
+between sessions are typed into the agents concerned, once each.
+
+`owt lsp` runs the same watcher while an editor is open; never two watch one pull request (a \
+lease in the store). Stop with Ctrl-C.")]
+pub struct Args {
+    /// Look at every open pull request once, now (ignoring backoff), print what happened, and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Do not run Conflict Guard.
+    #[arg(long)]
+    pub no_guard: bool,
+}
+
+fn line(e: &WatchEvent) -> String {
+    let told = if e.told_agent {
+        " (told the agent)"
+    } else {
+        ""
+    };
+    let pr = if e.pr > 0 {
+        format!(" #{}", e.pr)
+    } else {
+        String::new()
+    };
+    format!(
+        "{}{pr}: {}: {}{told}",
+        e.session,
+        e.kind,
+        crate::printable::line(&e.detail)
+    )
+}
+
+pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
+    let cwd;
+    let dir = match dir {
+        Some(dir) => dir,
+        None => {
+            cwd = std::env::current_dir()?;
+            &cwd
+        }
+    };
+    if args.once {
+        let mut ctx = ops::Context::open(Some(dir))?;
+        let holder = watch::holder_id();
+        let mut events = watch::poll(&mut ctx, &holder, true)?;
+        watch::release_all(&ctx, &holder);
+        if !args.no_guard
+            && ctx.config.config.feedback.conflicts == crate::config::ConflictFeedback::Tell
+        {
+            for (session, text) in watch::guard_pass(&ctx) {
+                events.push(WatchEvent {
+                    session,
+                    pr: 0,
+                    kind: "guard-conflict".into(),
+                    detail: text.lines().next().unwrap_or("").to_string(),
+                    told_agent: true,
+                });
+            }
+        }
+        let doc = WatchOutput { events };
+        out.emit(&doc, || {
+            if doc.events.is_empty() {
+                "No open pull requests to look at.".into()
+            } else {
+                doc.events.iter().map(line).collect::<Vec<_>>().join("\n")
+            }
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Opened once up front so a bad directory fails at once.
+    ops::Context::open(Some(dir))?;
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe).
+        unsafe {
+            libc::signal(signal, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+    out.progress("Watching pull requests (Ctrl-C to stop)…");
+    let json = out.json;
+    watch::run(dir, !args.no_guard, &STOP, &mut |e| {
+        if json {
+            println!("{}", serde_json::to_string(e).unwrap_or_default());
+        } else {
+            println!("{}", line(e));
+        }
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Set by SIGINT / SIGTERM: the watcher gives its leases up and ends.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}

@@ -1,0 +1,298 @@
+//! The preventive guard: `owt hook --pre-edit` answers an agent's pre-edit
+//! hook with who else is changing the lines it is about to change, per
+//! `[guard] pre_edit` (warn, block, off), and fails open. First through
+//! the real owt binary with Claude Code's hook input on stdin, then with
+//! the real Claude Code (pinned, `scripts/install-agents`) under `owt new`
+//! against the scripted model (`tests/model/`): its Write is warned or
+//! refused, and what the model is told names the other session.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use owt_e2e::agents::{setup_offline, Agent, Model};
+use owt_e2e::TestEnv;
+use owt_protocol::{NewOutput, SessionList};
+use serde_json::{json, Value};
+
+/// Deadline for anything an agent does (start, a model round trip).
+const AGENT: Duration = Duration::from_secs(120);
+
+fn twenty_lines() -> String {
+    (1..=20).map(|i| format!("line {i}\n")).collect()
+}
+
+fn with_lines(lines: &[usize], tag: &str) -> String {
+    (1..=20)
+        .map(|i| {
+            if lines.contains(&i) {
+                format!("line {i} ({tag})\n")
+            } else {
+                format!("line {i}\n")
+            }
+        })
+        .collect()
+}
+
+/// A repository with `src/shared.txt` (20 lines), `[guard] pre_edit =
+/// mode` (none: the default), and a fake-agent session `a0` whose worktree
+/// changed lines 8–10.
+fn setup(env: &TestEnv, mode: Option<&str>) -> (PathBuf, NewOutput) {
+    let repo = env.repo("app");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::write(repo.join("src/shared.txt"), twenty_lines()).unwrap();
+    if let Some(mode) = mode {
+        set_mode(env, &repo, mode);
+    }
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "twenty lines"]);
+    let a0: NewOutput = env.owt_json(&repo, ["new", "rework shared", "--name", "a0"]);
+    std::fs::write(
+        Path::new(&a0.session.worktree).join("src/shared.txt"),
+        with_lines(&[8, 9, 10], "a0"),
+    )
+    .unwrap();
+    (repo.canonicalize().unwrap(), a0)
+}
+
+fn set_mode(env: &TestEnv, repo: &Path, mode: &str) {
+    let toml = std::fs::read_to_string(repo.join(".owt.toml")).unwrap();
+    let toml = match toml.find("\n[guard]") {
+        Some(at) => toml[..at].to_string(),
+        None => toml,
+    };
+    std::fs::write(
+        repo.join(".owt.toml"),
+        format!("{toml}\n[guard]\npre_edit = \"{mode}\"\n"),
+    )
+    .unwrap();
+    env.trust(repo);
+}
+
+/// `OWT_SESSION` of a session, read from its agent's environment.
+fn short_id(env: &TestEnv, repo: &Path, name: &str) -> String {
+    let list: SessionList = env.owt_json(repo, ["list"]);
+    let pid = list
+        .sessions
+        .iter()
+        .find(|s| s.name == name)
+        .and_then(|s| s.agent_pid)
+        .unwrap_or_else(|| panic!("{name} has no agent pid"));
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    environ
+        .split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"OWT_SESSION="))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .expect("OWT_SESSION in the agent's environment")
+}
+
+/// Runs `owt hook --pre-edit` as Claude Code would: in the session's
+/// worktree, `OWT_SESSION` set, the tool call on stdin. Returns (exit
+/// status, stdout, stderr).
+fn hook(env: &TestEnv, cwd: &Path, session: &str, input: &str) -> (bool, String, String) {
+    let mut cmd = env.owt_cmd(cwd, ["hook", "--pre-edit"]);
+    cmd.env("OWT_SESSION", session)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn edit_input(worktree: &Path, old: &str) -> String {
+    json!({
+        "session_id": "x", "hook_event_name": "PreToolUse", "cwd": worktree,
+        "tool_name": "Edit",
+        "tool_input": {"file_path": worktree.join("src/shared.txt"), "old_string": old, "new_string": "changed\n"}
+    })
+    .to_string()
+}
+
+#[test]
+fn the_pre_edit_hook_names_who_else_is_on_those_lines_per_config_and_fails_open() {
+    let env = TestEnv::new();
+    let (repo, a0) = setup(&env, None);
+    let b0: NewOutput = env.owt_json(&repo, ["new", "also shared", "--name", "b0"]);
+    let wt = PathBuf::from(&b0.session.worktree);
+    let id = short_id(&env, &repo, "b0");
+
+    // warn (the default): the edit goes on, the agent is told who is there.
+    let (ok, out, err) = hook(&env, &wt, &id, &edit_input(&wt, "line 9\n"));
+    assert!(ok, "{err}");
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out:?} {err}"));
+    let said = &answer["hookSpecificOutput"];
+    assert_eq!(said["hookEventName"], "PreToolUse");
+    assert!(said.get("permissionDecision").is_none(), "{answer}");
+    let context = said["additionalContext"].as_str().unwrap();
+    assert!(
+        context.contains("a0 (fake) is editing lines 8–10 of src/shared.txt")
+            && context.contains("owt send a0"),
+        "{context}"
+    );
+
+    // Other lines (two away from a0's): nothing to say.
+    let (ok, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 2\nline 3\n"));
+    assert!(ok && out.trim().is_empty(), "{out}");
+    // A line next to a0's meets them (git would conflict there too).
+    let (_, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 11\n"));
+    assert!(out.contains("a0 (fake) is editing lines 8–10"), "{out}");
+
+    // The human's uncommitted change in the main checkout counts too.
+    std::fs::write(repo.join("src/shared.txt"), with_lines(&[15], "you")).unwrap();
+    let (_, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 15\n"));
+    assert!(
+        out.contains("the main checkout (you) has changes on line 15 of src/shared.txt"),
+        "{out}"
+    );
+    std::fs::write(repo.join("src/shared.txt"), twenty_lines()).unwrap();
+
+    // block: refused, with what to do about it.
+    set_mode(&env, &repo, "block");
+    let (ok, out, err) = hook(&env, &wt, &id, &edit_input(&wt, "line 9\n"));
+    assert!(ok, "{err}");
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out:?} {err}"));
+    let said = &answer["hookSpecificOutput"];
+    assert_eq!(said["permissionDecision"], "deny", "{answer}");
+    let reason = said["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains("a0 (fake) is editing lines 8–10 of src/shared.txt")
+            && reason.contains("owt send a0")
+            && reason.contains("change other lines"),
+        "{reason}"
+    );
+    // A new file only this session writes is nobody else's.
+    let write_new = json!({"hook_event_name": "PreToolUse", "cwd": wt, "tool_name": "Write",
+        "tool_input": {"file_path": wt.join("src/new.txt"), "content": "x\n"}});
+    let (_, out, _) = hook(&env, &wt, &id, &write_new.to_string());
+    assert!(out.trim().is_empty(), "{out}");
+    // …but one a0 also created is.
+    std::fs::write(
+        PathBuf::from(&a0.session.worktree).join("src/new.txt"),
+        "a0's\n",
+    )
+    .unwrap();
+    let (_, out, _) = hook(&env, &wt, &id, &write_new.to_string());
+    assert!(
+        out.contains("a0 (fake) is also creating src/new.txt"),
+        "{out}"
+    );
+
+    // off: silent.
+    set_mode(&env, &repo, "off");
+    let (ok, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 9\n"));
+    assert!(ok && out.trim().is_empty(), "{out}");
+
+    // Fails open: garbage, an unknown session, another tool, no session.
+    set_mode(&env, &repo, "block");
+    let edit9 = edit_input(&wt, "line 9\n");
+    for (session, input) in [
+        (id.as_str(), "not json"),
+        ("nosuchid", edit9.as_str()),
+        (
+            id.as_str(),
+            r#"{"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}"#,
+        ),
+        ("", edit9.as_str()),
+    ] {
+        let (ok, out, _) = hook(&env, &wt, session, input);
+        assert!(ok && out.trim().is_empty(), "{session} {input}: {out}");
+    }
+}
+
+/// Claude Code, its Write answered by the pre-edit hook owt installed;
+/// returns (the model's log entry of the request after the Write, the
+/// file in Claude's worktree afterwards).
+fn claude_writes_over_a0s_lines(mode: Option<&str>) -> (Value, String) {
+    let mut env = TestEnv::new();
+    let (repo, _a0) = setup(&env, mode);
+    let name = "claude-edit";
+    let worktree = env.path().join("app.worktrees").join(name);
+    let model = Model::start_logging_bodies(
+        &env.path().join("model"),
+        &json!({"turns": [{"steps": [
+            {"read": {"path": "src/shared.txt"}},
+            {"write": {"path": "src/shared.txt", "content": with_lines(&[9], "claude")}},
+            {"text": "I changed line 9."}
+        ]}]}),
+    );
+    setup_offline(
+        &mut env,
+        Agent::Claude,
+        &model,
+        &[repo.clone(), worktree.clone()],
+        false,
+    );
+    env.owt_ok(
+        &repo,
+        [
+            "new",
+            "Change line 9 of src/shared.txt",
+            "--name",
+            name,
+            "--ai-tool",
+            "claude",
+        ],
+    );
+    let after = model.wait_step_answered(2, AGENT);
+    let text = std::fs::read_to_string(worktree.join("src/shared.txt")).unwrap();
+    (after.body.expect("the request's body is logged"), text)
+}
+
+/// The tool result of the Write (step 1) in the request that followed it.
+fn write_result(body: &Value) -> (String, bool) {
+    let messages = body["messages"].as_array().expect("messages");
+    for message in messages.iter().rev() {
+        for part in message["content"].as_array().into_iter().flatten() {
+            if part["type"] == "tool_result"
+                && part["tool_use_id"]
+                    .as_str()
+                    .is_some_and(|id| id.ends_with("owt_step_1"))
+            {
+                let text = match &part["content"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                return (text, part["is_error"] == true);
+            }
+        }
+    }
+    panic!("no tool result for the Write in {body}");
+}
+
+#[test]
+fn claude_code_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
+    let (body, text) = claude_writes_over_a0s_lines(Some("block"));
+    let (result, is_error) = write_result(&body);
+    assert!(is_error, "the Write was refused: {result}");
+    assert!(
+        result.contains("a0 (fake) is editing lines 8–10 of src/shared.txt")
+            && result.contains("owt send a0"),
+        "the model is told who and what to do: {result}"
+    );
+    assert_eq!(text, twenty_lines(), "the file was not written");
+}
+
+#[test]
+fn claude_code_write_goes_through_with_a_warning_naming_the_other_session() {
+    let (body, text) = claude_writes_over_a0s_lines(None);
+    let (result, is_error) = write_result(&body);
+    assert!(!is_error, "the Write went through: {result}");
+    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
+    let whole = body.to_string();
+    assert!(
+        whole.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
+        "the warning reaches the model: {result}\n{whole}"
+    );
+}

@@ -1,0 +1,525 @@
+//! End-to-end tests of review with the real binary: `owt diff` (every
+//! kind of change: committed, staged, unstaged, untracked, binary, rename,
+//! deletion, mode, a file with no trailing newline — checked against
+//! `git diff` of the same state), `owt review` (locations, mark reviewed),
+//! `owt comment` / `owt comments` (a comment reaches a scripted agent as
+//! one message and is addressed when the agent changes those lines), and
+//! `owt ship`'s review check.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use owt_e2e::lsp::LspClient;
+use owt_e2e::{data_file, uri, wait_until, TestEnv};
+use owt_protocol::review::{CommentsOutput, DiffReport, FileStatus, ReviewedOutput};
+use owt_protocol::NewOutput;
+use serde_json::{json, Value};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn numbered(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+/// A repository whose agent is the scripted fake agent, logging what it
+/// is sent to `log`.
+fn repo_with_logging_agent(env: &TestEnv, log: &Path) -> PathBuf {
+    let repo = env.repo("app");
+    std::fs::write(
+        repo.join(".owt.toml"),
+        format!(
+            "[agent]\ndefault_tool = \"fake\"\nenv = {{ FAKE_LOG = \"{}\" }}\n\n[tools.fake]\nbinary = \"{}\"\n",
+            log.display(),
+            data_file("fake_agent.py").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(repo.join("a.txt"), numbered(10)).unwrap();
+    std::fs::write(repo.join("old.txt"), numbered(20)).unwrap();
+    std::fs::write(repo.join("gone.txt"), "bye\n").unwrap();
+    std::fs::write(repo.join("nonl.txt"), "one\ntwo\n").unwrap();
+    std::fs::write(repo.join("run.sh"), "echo hi\n").unwrap();
+    std::fs::write(repo.join("pic.bin"), [0u8, 1, 2, 3, 0, 255]).unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    env.trust(&repo);
+    repo
+}
+
+fn new_session(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
+    let out: NewOutput = env.owt_json(repo, ["new", &format!("work on {name}"), "--name", name]);
+    PathBuf::from(out.session.worktree)
+}
+
+/// Every kind of change, spread over commits, the index, the files and
+/// untracked ones.
+fn change_everything(env: &TestEnv, wt: &Path) {
+    // Committed on the branch.
+    std::fs::write(
+        wt.join("a.txt"),
+        numbered(10).replace("line 3\n", "line three\n"),
+    )
+    .unwrap();
+    env.git(wt, ["commit", "-q", "-am", "agent: line three"]);
+    // Staged: a rename with an edit.
+    env.git(wt, ["mv", "old.txt", "new.txt"]);
+    std::fs::write(
+        wt.join("new.txt"),
+        numbered(20).replace("line 20\n", "line twenty\n"),
+    )
+    .unwrap();
+    env.git(wt, ["add", "new.txt"]);
+    // Unstaged: a deletion, no trailing newline, a mode, a binary.
+    std::fs::remove_file(wt.join("gone.txt")).unwrap();
+    std::fs::write(wt.join("nonl.txt"), "one\ntwo\nthree").unwrap();
+    let script = wt.join("run.sh");
+    let mut perms = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).unwrap();
+    std::fs::write(wt.join("pic.bin"), [0u8, 9, 9, 0, 255]).unwrap();
+    // Untracked.
+    std::fs::write(wt.join("fresh.txt"), "new file\n").unwrap();
+}
+
+#[test]
+fn diff_shows_the_whole_working_state_as_git_diff_does() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    let base_commit = env.git(&repo, ["rev-parse", "HEAD"]).trim().to_string();
+    change_everything(&env, &wt);
+
+    let report: DiffReport = env.owt_json(&repo, ["diff", "agent"]);
+    assert_eq!(report.merge_base.as_deref(), Some(base_commit.as_str()));
+    let summary: Vec<(&str, FileStatus, bool, u32, u32)> = report
+        .files
+        .iter()
+        .map(|f| {
+            (
+                f.path.as_str(),
+                f.status,
+                f.binary,
+                f.additions,
+                f.deletions,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("a.txt", FileStatus::Modified, false, 1, 1),
+            ("fresh.txt", FileStatus::Added, false, 1, 0),
+            ("gone.txt", FileStatus::Deleted, false, 0, 1),
+            ("new.txt", FileStatus::Renamed, false, 1, 1),
+            ("nonl.txt", FileStatus::Modified, false, 1, 0),
+            ("pic.bin", FileStatus::Modified, true, 0, 0),
+            ("run.sh", FileStatus::ModeChanged, false, 0, 0),
+        ]
+    );
+    let file = |path: &str| report.files.iter().find(|f| f.path == path).unwrap();
+    assert_eq!(file("new.txt").old_path.as_deref(), Some("old.txt"));
+    let run = file("run.sh");
+    assert_eq!(
+        (run.old_mode.as_deref(), run.new_mode.as_deref()),
+        (Some("100644"), Some("100755"))
+    );
+    // Both sides' blob ids name the right contents.
+    let a = file("a.txt");
+    let base_blob = env.git(&repo, ["cat-file", "blob", a.base_blob.as_ref().unwrap()]);
+    assert_eq!(base_blob.trim_end(), numbered(10).trim_end());
+    let agent_blob = env.git(&repo, ["cat-file", "blob", a.agent_blob.as_ref().unwrap()]);
+    assert_eq!(
+        agent_blob.trim_end(),
+        std::fs::read_to_string(wt.join("a.txt"))
+            .unwrap()
+            .trim_end()
+    );
+    assert!(file("gone.txt").agent_blob.is_none() && file("gone.txt").agent_uri.is_none());
+    assert!(a.agent_uri.as_deref().unwrap().ends_with("/a.txt"));
+    // Hunks carry both sides' line numbers.
+    let hunk = &a.hunks[0];
+    assert_eq!((hunk.old_start, hunk.new_start), (1, 1));
+    let changed: Vec<(&str, &str, Option<u32>, Option<u32>)> = hunk
+        .lines
+        .iter()
+        .filter(|l| l.origin != " ")
+        .map(|l| (l.origin.as_str(), l.text.as_str(), l.old_line, l.new_line))
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            ("-", "line 3", Some(3), None),
+            ("+", "line three", None, Some(3))
+        ]
+    );
+    let last = file("nonl.txt").hunks[0].lines.last().unwrap();
+    assert_eq!((last.text.as_str(), last.no_newline), ("three", true));
+
+    // Not a terminal: the text is git's own diff of the same state.
+    let text = env.owt_ok(&repo, ["diff", "agent"]);
+    env.git(&wt, ["add", "-A"]);
+    let git = env.git(
+        &wt,
+        [
+            "diff",
+            "--cached",
+            "--no-color",
+            "-M",
+            "--no-ext-diff",
+            &base_commit,
+        ],
+    );
+    // owt leaves out git's "similarity index" line of a rename (a score
+    // git2 does not expose); the rest is git's text.
+    let git: String = git
+        .lines()
+        .filter(|l| !l.starts_with("similarity index"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(text.trim_end(), git.trim_end());
+    env.git(&wt, ["reset", "-q"]);
+
+    // One file; --stat.
+    let one: DiffReport = env.owt_json(&repo, ["diff", "agent", "nonl.txt"]);
+    assert_eq!(one.files.len(), 1);
+    let stat = env.owt_ok(&repo, ["diff", "agent", "--stat"]);
+    assert!(stat.contains(" old.txt => new.txt | 2 +-\n"), "{stat}");
+    assert!(stat.contains(" pic.bin            | Bin\n"), "{stat}");
+    assert!(
+        stat.ends_with(" 7 files changed, 4 insertions(+), 3 deletions(-)\n"),
+        "{stat}"
+    );
+    // Bad input: a clear error.
+    let err = env.owt_err(&repo, ["diff", "agent", "../outside"]);
+    assert!(err.contains("not a path inside the worktree"), "{err}");
+    let err = env.owt_err(&repo, ["diff", "nobody"]);
+    assert!(err.contains("no session named `nobody`"), "{err}");
+}
+
+#[test]
+fn review_marks_files_and_ship_warns_or_refuses_on_unreviewed_ones() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(
+        wt.join("a.txt"),
+        numbered(10).replace("line 7\n", "seven\n"),
+    )
+    .unwrap();
+    std::fs::write(wt.join("fresh.txt"), "new\n").unwrap();
+
+    // Locations an editor opens: the agent's copy at the change.
+    let text = env.owt_ok(&repo, ["review", "agent"]);
+    let a = wt.join("a.txt");
+    assert!(
+        text.contains(&format!(
+            "{}:7: +1 -1 (modified, +1 -1, not reviewed)",
+            a.display()
+        )),
+        "{text}"
+    );
+
+    let marked: ReviewedOutput = env.owt_json(&repo, ["review", "agent", "--mark", "a.txt"]);
+    assert_eq!(marked.reviewed, ["a.txt"]);
+    assert_eq!(marked.unreviewed, ["fresh.txt"]);
+    let report: DiffReport = env.owt_json(&repo, ["diff", "agent"]);
+    assert!(report.files.iter().any(|f| f.path == "a.txt" && f.reviewed));
+    // A change after the review makes the file unreviewed again.
+    std::fs::write(
+        wt.join("a.txt"),
+        numbered(10).replace("line 8\n", "eight\n"),
+    )
+    .unwrap();
+    let report: DiffReport = env.owt_json(&repo, ["diff", "agent"]);
+    assert!(report.files.iter().all(|f| !f.reviewed));
+    let err = env.owt_err(&repo, ["review", "agent", "--mark", "README.md"]);
+    assert!(
+        err.contains("README.md is not among the files agent changed"),
+        "{err}"
+    );
+
+    // [ship] require_review refuses, changing nothing.
+    let config = std::fs::read_to_string(repo.join(".owt.toml")).unwrap();
+    std::fs::write(
+        repo.join(".owt.toml"),
+        format!("{config}\n[ship]\nrequire_review = true\n"),
+    )
+    .unwrap();
+    let head = env.git(&repo, ["rev-parse", "main"]);
+    let err = env.owt_err(&repo, ["ship", "agent"]);
+    assert!(
+        err.contains(
+            "not shipping `agent`: 2 files not reviewed since their last change (a.txt, fresh.txt)"
+        ),
+        "{err}"
+    );
+    assert_eq!(env.git(&repo, ["rev-parse", "main"]), head);
+    assert!(wt.join("fresh.txt").exists());
+
+    // Reviewed: it ships.
+    env.owt_ok(&repo, ["review", "agent", "--mark"]);
+    let out = env.owt(&repo, ["ship", "agent"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not reviewed"));
+    assert_eq!(
+        std::fs::read_to_string(repo.join("fresh.txt")).unwrap(),
+        "new\n"
+    );
+}
+
+#[test]
+fn ship_without_review_warns_and_ships() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(wt.join("fresh.txt"), "new\n").unwrap();
+    let out = env.owt(&repo, ["ship", "agent"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Warning: shipping 1 file not reviewed since its last change (fresh.txt)"),
+        "{stderr}"
+    );
+}
+
+fn agent_lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<String>(l).expect("agent log line"))
+        .collect()
+}
+
+#[test]
+fn a_comment_reaches_the_agent_as_one_message_and_is_addressed_by_its_change() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(
+        wt.join("a.txt"),
+        numbered(10).replace("line 5\n", "let x = 5;\n"),
+    )
+    .unwrap();
+    // The agent is up (it logs what it is typed once ready).
+    wait_until("the agent to start", Duration::from_secs(30), || {
+        env.owt_ok(&repo, ["peek", "agent"])
+            .contains("FAKE AGENT READY")
+    });
+
+    let made: CommentsOutput = env.owt_json(
+        &repo,
+        ["comment", "agent", "a.txt:5-6", "use", "a", "constant"],
+    );
+    assert_eq!(made.comments.len(), 1);
+    assert!(made.comments[0].delivered);
+    assert_eq!(made.comments[0].selected, "let x = 5;\nline 6");
+    let expected = "Review comment from the human supervising you (owt review). \
+                    Please change the code as asked:\n\n\
+                    a.txt lines 5-6:\n    let x = 5;\n    line 6\nComment: use a constant";
+    wait_until(
+        "the comment to reach the agent",
+        Duration::from_secs(30),
+        || agent_lines(&log).iter().any(|l| l == expected),
+    );
+
+    // Listed while open; lines above it move it; bad input changes nothing.
+    let listed: CommentsOutput = env.owt_json(&repo, ["comments", "agent"]);
+    assert_eq!(listed.comments.len(), 1);
+    assert_eq!(listed.comments[0].state, "open");
+    std::fs::write(
+        wt.join("a.txt"),
+        format!(
+            "added\n{}",
+            numbered(10).replace("line 5\n", "let x = 5;\n")
+        ),
+    )
+    .unwrap();
+    let listed: CommentsOutput = env.owt_json(&repo, ["comments", "agent"]);
+    assert_eq!(
+        (listed.comments[0].start_line, listed.comments[0].end_line),
+        (6, 7)
+    );
+    for (location, error) in [
+        ("a.txt", "not a location"),
+        ("a.txt:40", "line 40 is past its end"),
+        ("missing.txt:1", "has no file missing.txt"),
+        ("../x:1", "not a path inside the worktree"),
+    ] {
+        let err = env.owt_err(&repo, ["comment", "agent", location, "x"]);
+        assert!(err.contains(error), "{location}: {err}");
+    }
+
+    // The agent changes those lines: addressed, no longer listed as open.
+    std::fs::write(
+        wt.join("a.txt"),
+        format!(
+            "added\n{}",
+            numbered(10).replace("line 5\n", "let x = FIVE;\n")
+        ),
+    )
+    .unwrap();
+    let listed: CommentsOutput = env.owt_json(&repo, ["comments", "agent"]);
+    assert!(listed.comments.is_empty(), "{listed:?}");
+    let all: CommentsOutput = env.owt_json(&repo, ["comments", "agent", "--all"]);
+    assert_eq!(all.comments[0].state, "addressed");
+
+    // A second comment, resolved by hand.
+    env.owt_ok(&repo, ["comment", "agent", "a.txt:1", "drop this line"]);
+    let text = env.owt_ok(&repo, ["comments", "agent"]);
+    assert_eq!(text.trim(), "2 a.txt:1 (open): drop this line");
+    let after: CommentsOutput = env.owt_json(&repo, ["comments", "agent", "--resolve", "2"]);
+    assert!(after.comments.is_empty());
+}
+
+fn lsp_code_actions(client: &mut LspClient, file: &Path, first: u32, last: u32) -> Vec<Value> {
+    client
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": uri(file)},
+                "range": {"start": {"line": first, "character": 0}, "end": {"line": last, "character": 3}},
+                "context": {"diagnostics": []}
+            }),
+        )
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_lsp_serves_the_diff_batches_comments_shows_them_until_addressed_and_the_base() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(wt.join("a.txt"), numbered(10).replace("line 2\n", "two\n")).unwrap();
+    wait_until("the agent to start", Duration::from_secs(30), || {
+        env.owt_ok(&repo, ["peek", "agent"])
+            .contains("FAKE AGENT READY")
+    });
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        true,
+    );
+    client.request("owt/board", Value::Null);
+
+    // owt/diff: the same report as `owt diff --json`.
+    let diff = client.request("owt/diff", json!({"session": "agent"}));
+    let diff: DiffReport = serde_json::from_value(diff).unwrap();
+    assert_eq!(diff.files.len(), 1);
+    assert_eq!(diff.files[0].path, "a.txt");
+    assert_eq!((diff.files[0].additions, diff.files[0].deletions), (1, 1));
+    let one = client.request("owt/diff", json!({"session": "agent", "path": "nonl.txt"}));
+    assert_eq!(one["files"], json!([]));
+    let err = client
+        .request_result("owt/diff", json!({"session": "ghost"}))
+        .unwrap_err();
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("no session named `ghost`"),
+        "{err}"
+    );
+
+    // A selection in the agent's copy offers the comment and the base.
+    let file = wt.join("a.txt");
+    let actions = lsp_code_actions(&mut client, &file, 4, 5);
+    let titles: Vec<&str> = actions
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert!(
+        titles.contains(&"owt: ask agent to change this…"),
+        "{titles:?}"
+    );
+    assert!(
+        titles.contains(&"owt: show the base version of a.txt"),
+        "{titles:?}"
+    );
+    let ask = actions
+        .iter()
+        .find(|a| a["command"]["command"] == "owt.comment")
+        .unwrap();
+    let mut arg = ask["command"]["arguments"][0].clone();
+    assert_eq!(
+        (arg["start_line"].clone(), arg["end_line"].clone()),
+        (json!(5), json!(6))
+    );
+
+    // Two comments in a row: one message.
+    arg["text"] = json!("rename this");
+    client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.comment", "arguments": [arg]}),
+    );
+    client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.comment", "arguments": [{"session": "agent", "path": "a.txt", "start_line": 9, "end_line": 9, "text": "and this"}]}),
+    );
+    let expected = "Review comments from the human supervising you (owt review). \
+                    Please change the code as asked in each:\n\n\
+                    a.txt lines 5-6:\n    line 5\n    line 6\nComment: rename this\n\n\
+                    a.txt line 9:\n    line 9\nComment: and this";
+    wait_until(
+        "the batch to reach the agent",
+        Duration::from_secs(30),
+        || agent_lines(&log).iter().any(|l| l == expected),
+    );
+    assert_eq!(
+        agent_lines(&log)
+            .iter()
+            .filter(|l| l.contains("owt review"))
+            .count(),
+        1,
+        "one message for both"
+    );
+
+    // Shown as Hints on those lines of the agent's copy.
+    let hints = client.await_diagnostics(&uri(&file), DEADLINE, |d| d.len() == 2);
+    let lines: Vec<(u64, &str, u64)> = hints
+        .iter()
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap(),
+                d["source"].as_str().unwrap(),
+                d["severity"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(lines, [(4, "owt-review", 4), (8, "owt-review", 4)]);
+
+    // The agent changes line 9: that comment clears, the other stays.
+    std::fs::write(
+        &file,
+        numbered(10)
+            .replace("line 2\n", "two\n")
+            .replace("line 9\n", "nine\n"),
+    )
+    .unwrap();
+    let left = client.await_diagnostics(&uri(&file), DEADLINE, |d| d.len() == 1);
+    assert_eq!(left[0]["range"]["start"]["line"], 4);
+
+    // The base version, read-only, through window/showDocument.
+    client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.showBase", "arguments": [{"session": "agent", "path": "a.txt"}]}),
+    );
+    let shown = client.await_request("window/showDocument", DEADLINE);
+    let copy = PathBuf::from(shown["uri"].as_str().unwrap().trim_start_matches("file://"));
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), numbered(10));
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&copy).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o400);
+}
