@@ -3,7 +3,8 @@
 use owt_protocol::{Board, SessionView};
 
 use super::Context;
-use crate::git;
+use crate::guard::changes;
+use crate::guard::snapshot::{ScanSource, WorkState};
 use crate::session;
 use crate::ship;
 use crate::status::{self, derive_status, ConflictFact, GitFact, SessionFacts};
@@ -20,8 +21,24 @@ pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
     session_views_with(ctx, true)
 }
 
+/// Reconciles every local session of the repository with its host (a host
+/// that died without a word is recorded lost). `owt list` and the board
+/// call it before admitting queued sessions: after every owt process died,
+/// the dead hosts must stop counting as running before the queue is asked
+/// for room, or the first listing starts nothing.
+pub fn reconcile_all(ctx: &Context) {
+    let Ok(rows) = ctx.store.all_sessions(ctx.repo_row.id) else {
+        return;
+    };
+    for row in rows.iter().filter(|r| r.remote().is_none()) {
+        if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
+            tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
+        }
+    }
+}
+
 /// Every session, reconciled with its host; git facts re-read only when
-/// `refresh_git` (they cost a `git status` per worktree). Overlap counts are
+/// `refresh_git` (from the live hosts' journals: see [`read_git_fact`]). Overlap counts are
 /// read as stored (the LSP's live guard keeps them current). Sessions on
 /// remotes are included (their facts come through their bridge, started
 /// here when it does not run).
@@ -130,27 +147,81 @@ fn view_of(
     Ok(view)
 }
 
-/// Records commits ahead and changed paths when they changed.
+/// Records commits ahead and changed files when they changed.
 fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
     // A remote session's git facts come from its machine.
     if row.remote().is_some() || !row.worktree_path.exists() {
         return;
     }
+    refresh_conflict_fact(ctx, row);
+    let fact = match read_git_fact(ctx, row) {
+        Ok(fact) => fact,
+        Err(e) => {
+            tracing::warn!(session = %row.name, "reading the git facts failed: {e:#}");
+            return;
+        }
+    };
+    if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
+        tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+    }
+}
+
+/// A session's commits ahead and changed files (against the merge base
+/// with its base branch, as the Conflict Guard counts them: a rename is one
+/// change), read without walking its checkout when its session host is
+/// live: the host's work journal names the few paths that may differ from
+/// HEAD, and only those are looked at (plus HEAD's tree diff against the
+/// merge base, which skips every folder that did not change). A listing
+/// then costs O(sessions + changed files), not O(files).
+///
+/// Fallback: a session whose host is not live (ended, lost, or an older
+/// host without a journal), or whose journal is not ready (a walk under way
+/// after a commit) or does not hold for the index and HEAD seen here, has
+/// its checkout walked ([`WorkState::scan_full`] does that itself).
+///
+/// [`WorkState::scan_full`]: crate::guard::snapshot::WorkState::scan_full
+fn read_git_fact(ctx: &Context, row: &SessionRow) -> anyhow::Result<GitFact> {
+    let mut work = WorkState::open(&row.worktree_path, &row.base_branch)?;
+    if host_live(ctx, row) {
+        work.journal = Some(std::sync::Arc::new(session::HostJournal::new(
+            session::socket_path(&ctx.home, &row.short_id),
+        )));
+    }
+    work.scan_full()?;
+    tracing::debug!(
+        session = %row.name,
+        "git facts from {}",
+        work.last_scan.map_or("nothing", ScanSource::name)
+    );
+    let changed = match work.snapshot {
+        Some(snapshot) => changes::changes(
+            work.repo(),
+            work.merge_base_tree,
+            snapshot,
+            &mut changes::HunkCache::default(),
+        )?
+        .len() as u32,
+        None => 0,
+    };
     let ahead = ctx
         .repo
         .commits_ahead(&row.branch, &row.base_branch)
         .unwrap_or(0);
-    let changed = git::changed_paths(&ctx.repo, &row.worktree_path, &row.base_branch)
-        .map(|paths| paths.len() as u32)
-        .unwrap_or(0);
-    let fact = GitFact {
+    Ok(GitFact {
         ahead,
         changed_files: changed,
+    })
+}
+
+/// Whether the session's host is running (as the store knows it after
+/// [`session::reconcile`]): it has a host fact and neither an exit nor a
+/// lost host.
+fn host_live(ctx: &Context, row: &SessionRow) -> bool {
+    let Ok(facts) = ctx.store.facts(row.id) else {
+        return false;
     };
-    refresh_conflict_fact(ctx, row);
-    if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
-        tracing::warn!(session = %row.name, "recording git facts failed: {e}");
-    }
+    let has = |kind: &str| facts.iter().any(|f| f.kind == kind);
+    has(status::kind::HOST) && !has(status::kind::EXIT) && !has(status::kind::HOST_LOST)
 }
 
 /// Records a session's git fact (commits ahead, changed files) when it
