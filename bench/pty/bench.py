@@ -186,7 +186,8 @@ def main():
     os.write(afd, b"\r")
     read_until(afd, MARK, 600)
     owt_s = time.perf_counter() - t0
-    drain(afd)
+    # Memory is read once the output has been quiet for a second (both).
+    drain(afd, quiet=1.0)
     if os.environ.get("BENCH_CPU"):
         for name, pid in (("host", owt_host), ("attach", apid)):
             f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
@@ -211,7 +212,7 @@ def main():
     os.write(tfd, b"\r")
     read_until(tfd, MARK, 600)
     tmux_s = time.perf_counter() - t0
-    drain(tfd)
+    drain(tfd, quiet=1.0)
     tmux_pid = int(subprocess.run(tmux + ["display-message", "-p", "#{pid}"], env=env, check=True,
                                   capture_output=True, text=True).stdout.strip())
     tmux_rss = rss_kb(tmux_pid)

@@ -15,7 +15,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out) -> anyhow::Result<ExitCode> {
     // sessions waiting for room start when there is room now.
     list::reconcile_all(&ctx);
     ops::queue::admit(&ctx.home, &mut |line| out.progress(line));
-    let sessions = list::session_views(&ctx)?;
+    let sessions = list::session_views_reconciled(&ctx)?;
     let board = list::board(
         ctx.repo.main_root().to_string_lossy().into_owned(),
         sessions,

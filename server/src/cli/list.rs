@@ -17,7 +17,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, _args: Args) -> anyhow::Result<
     // sessions waiting for room start when there is room now.
     list::reconcile_all(&ctx);
     ops::queue::admit(&ctx.home, &mut |line| out.progress(line));
-    let sessions = list::session_views(&ctx)?;
+    let sessions = list::session_views_reconciled(&ctx)?;
     let doc = SessionList {
         repository: ctx.repo.main_root().to_string_lossy().into_owned(),
         sessions,

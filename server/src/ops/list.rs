@@ -44,8 +44,16 @@ pub fn reconcile_all(ctx: &Context) {
 /// here when it does not run).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
     let rows = all_rows(ctx)?;
+    for row in &rows {
+        if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
+            tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
+        }
+    }
+    if refresh_git {
+        refresh_git_facts_of(ctx, &rows);
+    }
     rows.iter()
-        .map(|row| session_view_with(ctx, row, refresh_git))
+        .map(|row| view_of(ctx, row, false, None, false))
         .collect()
 }
 
@@ -76,7 +84,7 @@ pub fn session_views_newer_git(
 ) -> anyhow::Result<Vec<SessionView>> {
     let rows = all_rows(ctx)?;
     rows.iter()
-        .map(|row| view_of(ctx, row, false, newer.get(&row.name)))
+        .map(|row| view_of(ctx, row, false, newer.get(&row.name), true))
         .collect()
 }
 
@@ -87,7 +95,7 @@ pub fn session_view_newer_git(
     name: &str,
     git: &GitFact,
 ) -> anyhow::Result<SessionView> {
-    view_of(ctx, &ctx.session(name)?, false, Some(git))
+    view_of(ctx, &ctx.session(name)?, false, Some(git), true)
 }
 
 /// Whether the store holds `git` as `name`'s git fact already.
@@ -105,9 +113,7 @@ pub fn git_fact_recorded(ctx: &Context, name: &str, git: &GitFact) -> bool {
 /// Re-reads and records the git facts (commits ahead, changed files) of
 /// every session.
 pub fn refresh_git_facts(ctx: &Context) -> anyhow::Result<()> {
-    for row in ctx.store.sessions(ctx.repo_row.id)? {
-        refresh_git_fact(ctx, &row);
-    }
+    refresh_git_facts_of(ctx, &ctx.store.sessions(ctx.repo_row.id)?);
     Ok(())
 }
 
@@ -122,7 +128,18 @@ fn session_view_with(
     row: &SessionRow,
     refresh_git: bool,
 ) -> anyhow::Result<SessionView> {
-    view_of(ctx, row, refresh_git, None)
+    view_of(ctx, row, refresh_git, None, true)
+}
+
+/// Every session as [`session_views`] does, for a caller that reconciled
+/// them all with [`reconcile_all`] just before (`owt list`, the board):
+/// each host is not asked twice whether it lives.
+pub fn session_views_reconciled(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
+    let rows = all_rows(ctx)?;
+    refresh_git_facts_of(ctx, &rows);
+    rows.iter()
+        .map(|row| view_of(ctx, row, false, None, false))
+        .collect()
 }
 
 fn view_of(
@@ -130,12 +147,15 @@ fn view_of(
     row: &SessionRow,
     refresh_git: bool,
     newer_git: Option<&GitFact>,
+    reconcile: bool,
 ) -> anyhow::Result<SessionView> {
-    if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
-        tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
+    if reconcile {
+        if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
+            tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
+        }
     }
     if refresh_git {
-        refresh_git_fact(ctx, row);
+        refresh_git_facts_of(ctx, std::slice::from_ref(row));
     }
     let mut facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
     if let Some(git) = newer_git {
@@ -147,32 +167,71 @@ fn view_of(
     Ok(view)
 }
 
-/// Records commits ahead and changed files when they changed.
-fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
+/// Records the commits ahead and changed files of `rows` (local sessions
+/// with a checkout here) when they changed. They are read on a few threads
+/// at once: reading one mostly waits for its host to answer.
+fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
     // A remote session's git facts come from its machine.
-    if row.remote().is_some() || !row.worktree_path.exists() {
-        return;
-    }
-    refresh_conflict_fact(ctx, row);
-    let fact = match read_git_fact(ctx, row) {
-        Ok(fact) => fact,
-        Err(e) => {
-            tracing::warn!(session = %row.name, "reading the git facts failed: {e:#}");
-            return;
+    let rows: Vec<&SessionRow> = rows
+        .iter()
+        .filter(|row| row.remote().is_none() && row.worktree_path.exists())
+        .collect();
+    let jobs: Vec<GitJob> = rows
+        .iter()
+        .map(|row| GitJob {
+            worktree: row.worktree_path.clone(),
+            base_branch: row.base_branch.clone(),
+            journal: host_live(ctx, row).then(|| session::socket_path(&ctx.home, &row.short_id)),
+        })
+        .collect();
+    let threads = jobs.len().clamp(1, GIT_THREADS);
+    let chunk = jobs.len().div_ceil(threads).max(1);
+    let facts: Vec<anyhow::Result<GitFact>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .chunks(chunk)
+            .map(|jobs| scope.spawn(move || jobs.iter().map(read_git_fact).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec![Err(anyhow::anyhow!("a reading thread panicked"))])
+            })
+            .collect()
+    });
+    for (row, fact) in rows.iter().zip(facts) {
+        refresh_conflict_fact(ctx, row);
+        let fact = match fact {
+            Ok(fact) => fact,
+            Err(e) => {
+                tracing::warn!(session = %row.name, "reading the git facts failed: {e:#}");
+                continue;
+            }
+        };
+        if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
+            tracing::warn!(session = %row.name, "recording git facts failed: {e}");
         }
-    };
-    if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
-        tracing::warn!(session = %row.name, "recording git facts failed: {e}");
     }
 }
 
-/// A session's commits ahead and changed files (against the merge base
-/// with its base branch, as the Conflict Guard counts them: a rename is one
-/// change), read without walking its checkout when its session host is
-/// live: the host's work journal names the few paths that may differ from
-/// HEAD, and only those are looked at (plus HEAD's tree diff against the
-/// merge base, which skips every folder that did not change). A listing
-/// then costs O(sessions + changed files), not O(files).
+/// Threads reading git facts at once.
+const GIT_THREADS: usize = 8;
+
+/// What [`read_git_fact`] needs of a session.
+struct GitJob {
+    worktree: std::path::PathBuf,
+    base_branch: String,
+    /// The socket of its session host, when the host is live.
+    journal: Option<std::path::PathBuf>,
+}
+
+/// A session's commits ahead and changed files (HEAD against the merge
+/// base with its base branch, as the Conflict Guard counts them: a rename
+/// is one change), read without walking its checkout when its session host
+/// is live: the host's work journal names the few paths that may differ
+/// from HEAD, and only those are looked at (plus HEAD's tree diff against
+/// the merge base, which skips every folder that did not change). A
+/// listing then costs O(sessions + changed files), not O(files).
 ///
 /// Fallback: a session whose host is not live (ended, lost, or an older
 /// host without a journal), or whose journal is not ready (a walk under way
@@ -180,16 +239,16 @@ fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
 /// its checkout walked ([`WorkState::scan_full`] does that itself).
 ///
 /// [`WorkState::scan_full`]: crate::guard::snapshot::WorkState::scan_full
-fn read_git_fact(ctx: &Context, row: &SessionRow) -> anyhow::Result<GitFact> {
-    let mut work = WorkState::open(&row.worktree_path, &row.base_branch)?;
-    if host_live(ctx, row) {
+fn read_git_fact(job: &GitJob) -> anyhow::Result<GitFact> {
+    let mut work = WorkState::open(&job.worktree, &job.base_branch)?;
+    if let Some(socket) = &job.journal {
         work.journal = Some(std::sync::Arc::new(session::HostJournal::new(
-            session::socket_path(&ctx.home, &row.short_id),
+            socket.clone(),
         )));
     }
     work.scan_full()?;
     tracing::debug!(
-        session = %row.name,
+        worktree = %job.worktree.display(),
         "git facts from {}",
         work.last_scan.map_or("nothing", ScanSource::name)
     );
@@ -203,10 +262,10 @@ fn read_git_fact(ctx: &Context, row: &SessionRow) -> anyhow::Result<GitFact> {
         .len() as u32,
         None => 0,
     };
-    let ahead = ctx
-        .repo
-        .commits_ahead(&row.branch, &row.base_branch)
-        .unwrap_or(0);
+    let ahead = match (work.head, work.base_tip) {
+        (Some(head), Some(base)) => work.repo().graph_ahead_behind(head, base)?.0 as u32,
+        _ => 0,
+    };
     Ok(GitFact {
         ahead,
         changed_files: changed,

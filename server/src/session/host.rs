@@ -46,6 +46,11 @@ pub const MAX_COLS: u16 = 1_000;
 const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
 /// At most one `output` fact per this interval.
 const OUTPUT_FACT_MS: i64 = 1_000;
+/// Quiet output after which the host gives back what the burst used
+/// ([`crate::memory::release_after_burst`]), at most every
+/// [`RELEASE_INTERVAL`].
+const RELEASE_QUIET_MS: u64 = 200;
+const RELEASE_INTERVAL: Duration = Duration::from_secs(5);
 /// Quiet time after output before a typed prompt may be typed.
 const PROMPT_QUIET_MS: u64 = 800;
 /// A typed prompt is typed after this long when the agent's screen never
@@ -847,6 +852,10 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
     // The agent's memory, sampled now and then (`memory` facts; queued
     // sessions are looked at when it gives back a lot).
     let mut memory = shared.agent_pid.map(super::memory::Sampler::new);
+    // The output sequence number last followed by a release of memory, and
+    // when that was.
+    let mut released_seq = 0u64;
+    let mut released_at: Option<Instant> = None;
     loop {
         let mut flushed = None;
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -928,6 +937,16 @@ fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMoni
                 due,
             )
         };
+        // A burst of output is over: its buffers go back, and the binary's
+        // pages mapped to start the agent and parse its output too.
+        if seq != released_seq
+            && quiet_enough(quiet_for, RELEASE_QUIET_MS)
+            && released_at.is_none_or(|t| t.elapsed() >= RELEASE_INTERVAL)
+        {
+            released_seq = seq;
+            released_at = Some(Instant::now());
+            crate::memory::release_after_burst();
+        }
         if let Some(at) = out_at {
             let due =
                 recorded_output_at.is_none_or(|prev| at > prev && now - prev >= OUTPUT_FACT_MS);
