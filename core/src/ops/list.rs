@@ -38,8 +38,8 @@ pub fn reconcile_all(ctx: &Context) {
 }
 
 /// Every session, reconciled with its host; git facts re-read only when
-/// `refresh_git` (from the live hosts' journals: see [`read_git_fact`]). Overlap counts are
-/// read as stored (the LSP's live guard keeps them current). Sessions on
+/// `refresh_git` (from the live hosts' journals: see `read_git_fact`).
+/// Overlap counts are read as stored (the LSP's live guard keeps them current). Sessions on
 /// remotes are included (their facts come through their bridge, started
 /// here when it does not run).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
