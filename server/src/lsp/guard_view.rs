@@ -57,8 +57,15 @@ impl LivePair {
         self.hunks.get(who)?.get(path).map(Vec::as_slice)
     }
 
+    /// The paths its diagnostics are in: its paths, and the definitions and
+    /// uses of its `semantic` notes.
     fn paths(&self) -> impl Iterator<Item = &str> {
-        self.pair.paths.iter().map(|p| p.path.as_str())
+        self.pair.paths.iter().map(|p| p.path.as_str()).chain(
+            self.pair
+                .semantic
+                .iter()
+                .flat_map(|n| [n.path.as_str(), n.used_in.as_str()]),
+        )
     }
 }
 
