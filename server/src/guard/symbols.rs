@@ -582,6 +582,18 @@ fn lang_word(lang: Lang, word: &'static str) -> &'static str {
     }
 }
 
+/// A function definition, as signature changes compare them.
+struct Def {
+    /// [`canonical`] signature.
+    canon: String,
+    path: String,
+    symbol: Symbol,
+    lang: Lang,
+}
+
+/// Definitions by (language family, name).
+type Defs = BTreeMap<(u8, String), Vec<Def>>;
+
 /// A function one side's changes altered (signature) or removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignatureChange {
@@ -612,7 +624,6 @@ pub fn signature_changes(
     index: &mut SymbolIndex,
     changes: &[Change],
 ) -> Vec<SignatureChange> {
-    type Defs = BTreeMap<(u8, String), Vec<(String, String, Symbol, Lang)>>;
     let by_path: HashMap<&str, &Change> = changes.iter().map(|c| (c.path.as_str(), c)).collect();
     // (family, name) → [(canonical signature, path, symbol)].
     let mut old: Defs = BTreeMap::new();
@@ -636,47 +647,48 @@ pub fn signature_changes(
                 let canon = canonical(symbol.signature.as_deref().unwrap_or_default());
                 defs.entry((lang.family(), symbol.name.clone()))
                     .or_default()
-                    .push((canon, path.to_string(), symbol.clone(), lang));
+                    .push(Def {
+                        canon,
+                        path: path.to_string(),
+                        symbol: symbol.clone(),
+                        lang,
+                    });
             }
         }
     }
     let mut out = Vec::new();
     for (key, before) in &old {
         let after = new.get(key).map(Vec::as_slice).unwrap_or_default();
-        let sigs = |defs: &[(String, String, Symbol, Lang)]| -> BTreeSet<String> {
-            defs.iter().map(|d| d.0.clone()).collect()
-        };
+        let sigs =
+            |defs: &[Def]| -> BTreeSet<String> { defs.iter().map(|d| d.canon.clone()).collect() };
         let (was, now) = (sigs(before), sigs(after));
         if was == now {
             continue;
         }
-        let Some(gone) = before.iter().find(|d| !now.contains(&d.0)) else {
+        let Some(gone) = before.iter().find(|d| !now.contains(&d.canon)) else {
             // Only an overload added: every old call still resolves.
             continue;
         };
-        let came = after.iter().find(|d| !was.contains(&d.0)).or_else(|| {
+        let came = after.iter().find(|d| !was.contains(&d.canon)).or_else(|| {
             if !after.is_empty() {
                 return None;
             }
             // Renamed: a function of a new name written where it was.
             renamed_to(&old, &new, &by_path, gone)
         });
-        let (path, symbol, lang) = match came {
-            Some(d) => (&d.1, &d.2, d.3),
-            None => (&gone.1, &gone.2, gone.3),
-        };
+        let shown = came.unwrap_or(gone);
         out.push(SignatureChange {
-            lang,
-            symbol: symbol.label(),
+            lang: shown.lang,
+            symbol: shown.symbol.label(),
             name: key.1.clone(),
-            path: path.clone(),
-            lines: symbol.lines(),
-            before: shorten(gone.2.signature.as_deref().unwrap_or_default()),
+            path: shown.path.clone(),
+            lines: shown.symbol.lines(),
+            before: shorten(gone.symbol.signature.as_deref().unwrap_or_default()),
             after: came.map_or_else(
                 || "(removed)".to_string(),
-                |d| shorten(d.2.signature.as_deref().unwrap_or_default()),
+                |d| shorten(d.symbol.signature.as_deref().unwrap_or_default()),
             ),
-            file_local: gone.2.file_local,
+            file_local: gone.symbol.file_local,
         });
     }
     out
@@ -686,24 +698,24 @@ pub fn signature_changes(
 /// name the side did not have before, in the same file, starting in the
 /// lines of the hunk that replaced `gone`'s first line.
 fn renamed_to<'d>(
-    old: &BTreeMap<(u8, String), Vec<(String, String, Symbol, Lang)>>,
-    new: &'d BTreeMap<(u8, String), Vec<(String, String, Symbol, Lang)>>,
+    old: &Defs,
+    new: &'d Defs,
     by_path: &HashMap<&str, &Change>,
-    gone: &(String, String, Symbol, Lang),
-) -> Option<&'d (String, String, Symbol, Lang)> {
+    gone: &Def,
+) -> Option<&'d Def> {
     let change = by_path
         .values()
-        .find(|c| c.old_path.as_deref().unwrap_or(&c.path) == gone.1)?;
-    let line = gone.2.first;
+        .find(|c| c.old_path.as_deref().unwrap_or(&c.path) == gone.path)?;
+    let line = gone.symbol.first;
     let hunk = change.hunks.iter().find(|h| {
         let (start, end) = (h.old_start, h.old_start + h.old_lines);
         start <= line && line < end.max(start + 1)
     })?;
     let (start, end) = (hunk.new_start, hunk.new_start + hunk.new_lines);
     new.iter()
-        .filter(|(key, _)| !old.contains_key(*key) && key.0 == gone.3.family())
+        .filter(|(key, _)| !old.contains_key(*key) && key.0 == gone.lang.family())
         .flat_map(|(_, defs)| defs)
-        .find(|d| d.1 == change.path && start <= d.2.first && d.2.first < end)
+        .find(|d| d.path == change.path && start <= d.symbol.first && d.symbol.first < end)
 }
 
 /// The lines of its own file a change wrote (all of a new file's).
