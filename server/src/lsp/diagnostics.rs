@@ -160,10 +160,96 @@ pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
         }
     }
     semantic(inputs, &mut out);
+    base_conflicts(inputs, &mut out);
     if inputs.awareness {
         awareness(inputs, &mut out);
     }
     out
+}
+
+/// My `base-conflict`: my state no longer merges into my base branch's
+/// tip. On my conflicting lines (mapped like every diagnostic), naming the
+/// base's lines they meet, routed like a conflict (Error by default).
+fn base_conflicts(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
+    let Some(me) = inputs.guard.participant(inputs.me) else {
+        return;
+    };
+    let Some(conflict) = &me.base_conflict else {
+        return;
+    };
+    for path in &conflict.paths {
+        if inputs.only.is_some_and(|only| !only.contains(&path.path)) {
+            continue;
+        }
+        let file = inputs.my_root.join(&path.path);
+        let Some(uri) = path_to_uri(&file) else {
+            continue;
+        };
+        let current = match inputs.open.get(&file) {
+            Some(text) => Some(text.clone()),
+            None => std::fs::read_to_string(&file).ok(),
+        };
+        let Some(current) = current else { continue };
+        let base = me
+            .merge_base
+            .as_deref()
+            .and_then(|oid| base_text(inputs.repo, oid, &path.path))
+            .unwrap_or_else(|| current.clone());
+        let map = LineMap::new(&base, &current);
+        let text_of = |ranges: &[LineRange]| -> Vec<String> {
+            ranges
+                .iter()
+                .map(|r| {
+                    let (first, last) = map.range(*r);
+                    if first == last {
+                        format!("line {}", first + 1)
+                    } else {
+                        format!("lines {}–{}", first + 1, last + 1)
+                    }
+                })
+                .collect()
+        };
+        let theirs = text_of(&path.b_ranges);
+        let inside = if path.b_symbols.is_empty() {
+            String::new()
+        } else {
+            format!(" (in {})", path.b_symbols.join(", "))
+        };
+        let what = if theirs.is_empty() {
+            format!("{} changed this file", conflict.base)
+        } else {
+            format!("{} changed {}{inside}", conflict.base, theirs.join(", "))
+        };
+        let whole_file = [LineRange { start: 1, lines: 1 }];
+        let mine = if path.a_ranges.is_empty() {
+            &whole_file[..]
+        } else {
+            &path.a_ranges[..]
+        };
+        for range in mine {
+            let (first, last) = map.range(*range);
+            out.entry(uri.clone()).or_default().push(Diagnostic {
+                range: line_range(first, last),
+                severity: Some(severity(Level::BaseConflict, inputs.severities)),
+                code: Some(NumberOrString::String(
+                    Level::BaseConflict.as_str().to_string(),
+                )),
+                code_description: None,
+                source: Some("owt".into()),
+                message: format!(
+                    "{what} since you started; your changes here no longer merge into {}",
+                    conflict.base
+                ),
+                related_information: None,
+                tags: None,
+                data: serde_json::to_value(DiagnosticData {
+                    session: inputs.me.to_string(),
+                    level: Level::BaseConflict.as_str().to_string(),
+                })
+                .ok(),
+            });
+        }
+    }
 }
 
 /// The `semantic` notes of my pairs: on my uses of a signature another
