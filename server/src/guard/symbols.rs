@@ -25,13 +25,20 @@ use std::sync::Arc;
 
 use git2::{Oid, Repository};
 use owt_protocol::guard::{LineRange, SemanticNote};
-use tree_sitter::{Node, Parser};
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use tree_sitter::{Node, ParseOptions, Parser};
 
 use super::changes::{Change, ChangeKind};
 
 /// Files larger than this are not parsed (generated code, vendored
 /// bundles): no symbols, no notes.
 pub const MAX_BYTES: usize = 1 << 20;
+
+/// The longest one file's parse may take (a file of [`MAX_BYTES`] of
+/// ordinary code parses in a fraction of it).
+const PARSE_BUDGET: Duration = Duration::from_millis(500);
 
 /// Blobs kept before the cache starts over (a long `owt lsp` session sees
 /// many versions of the same files).
@@ -282,7 +289,19 @@ impl SymbolIndex {
 pub fn parse(source: &[u8], lang: Lang) -> Option<FileSymbols> {
     let mut parser = Parser::new();
     parser.set_language(&lang.grammar()).ok()?;
-    let tree = parser.parse(source, None)?;
+    // Hostile input must not hold the guard: a parse over its budget gives
+    // no symbols.
+    let started = Instant::now();
+    let mut within_budget = |_: &tree_sitter::ParseState| {
+        if started.elapsed() > PARSE_BUDGET {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let options = ParseOptions::new().progress_callback(&mut within_budget);
+    let mut read = |offset: usize, _: tree_sitter::Point| source.get(offset..).unwrap_or_default();
+    let tree = parser.parse_with_options(&mut read, None, Some(options))?;
     let mut out = FileSymbols::default();
     let mut names: HashSet<usize> = HashSet::new();
     // Depth-first, preorder, without recursion (hostile input may nest
