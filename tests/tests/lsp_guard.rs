@@ -489,7 +489,7 @@ fn a_signature_the_agent_changed_warns_on_your_new_call_and_lines_name_their_fun
 /// A base-conflict in your checkout: the editor is open in a session's
 /// worktree, the session changed line 5, and `main` moved under it with
 /// another change of line 5: an Error on the session's line, naming the
-/// base's; resolved (the session takes main's line), it clears.
+/// base's; resolved in the editor (main's line typed, unsaved), it clears.
 #[test]
 fn a_base_that_moved_under_the_session_is_an_error_on_its_lines() {
     let env = TestEnv::new();
@@ -509,8 +509,10 @@ fn a_base_that_moved_under_the_session_is_an_error_on_its_lines() {
     let main_text = with_line(&ten_lines(), 5, "main 5");
     std::fs::write(repo.join("src.txt"), &main_text).unwrap();
     env.git(&repo, ["commit", "-q", "-am", "main changes line 5"]);
+    // (Until the commit lands, main's uncommitted line is your change
+    // next to the session's: wait for the committed state.)
     let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| {
-        d.iter().any(|x| x["code"] == "base-conflict")
+        !d.is_empty() && d.iter().all(|x| x["code"] == "base-conflict")
     });
     assert_eq!(codes(&diags), vec![("base-conflict".to_string(), 4)]);
     let d = &diags[0];
@@ -521,8 +523,12 @@ fn a_base_that_moved_under_the_session_is_an_error_on_its_lines() {
         message,
         "main changed line 5 since you started; your changes here no longer merge into main"
     );
-    // The session takes main's line: it merges again, the error clears.
-    std::fs::write(wt.join("src.txt"), &main_text).unwrap();
+    // You take main's line in the editor (unsaved: your buffer is this
+    // checkout's state): it merges again, the error clears.
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&file), "version": 2}, "contentChanges": [{"text": main_text}]}),
+    );
     client.await_diagnostics(&uri(&file), DEADLINE, |d| {
         d.iter().all(|x| x["code"] != "base-conflict")
     });

@@ -426,3 +426,28 @@ fn an_update_parses_only_the_file_that_changed_and_symbols_can_be_off() {
         "nothing parsed while off"
     );
 }
+
+/// The LSP's view of a base-conflict follows the unsaved buffer of the
+/// checkout it is open in: main moved under `a`'s line 5; `a`'s buffer
+/// taking main's line clears it, and the update says so.
+#[test]
+fn a_base_conflict_clears_when_the_buffer_takes_the_bases_line() {
+    let fx = Fixture::new(&[("f.txt", &super::tests::lines())]);
+    let a = fx.worktree("a");
+    write(&a, "f.txt", &super::tests::with_line(5, "agent 5"));
+    let main_text = super::tests::with_line(5, "main 5");
+    write(&fx.main, "f.txt", &main_text);
+    super::tests::git(&fx.main, &["commit", "-q", "-am", "main moves"]);
+    let mut engine = fx.engine(&["a"], &[]);
+    let conflict = engine.base_conflict("a").expect("a base conflict");
+    assert_eq!(conflict.paths[0].a_ranges[0].start, 5);
+    let update = engine
+        .set_overrides("a", [(a.join("f.txt"), main_text)].into_iter().collect())
+        .unwrap();
+    assert_eq!(engine.base_conflict("a"), None);
+    assert!(
+        update.changed_base_conflicts.contains(&"a".to_string()),
+        "{update:?}"
+    );
+    assert!(update.participants.contains(&"a".to_string()), "{update:?}");
+}
