@@ -420,7 +420,7 @@ fn a_signature_the_agent_changed_warns_on_your_new_call_and_lines_name_their_fun
     let env = TestEnv::new();
     let repo = env.repo("app");
     let config = "pub struct Config;\n\npub fn parse_config(path: &str) -> Config {\n    let _ = path;\n    Config\n}\n";
-    let main = "use crate::config::parse_config;\n\nfn load() {\n    let _c = parse_config(\"a.toml\");\n}\n\nfn other() {}\n";
+    let main = "use config::parse_config;\n\nfn load() {\n    let _c = parse_config(\"a.toml\");\n}\n\nfn other() {}\n";
     std::fs::create_dir_all(repo.join("src")).unwrap();
     std::fs::write(repo.join("src/config.rs"), config).unwrap();
     std::fs::write(repo.join("src/main.rs"), main).unwrap();

@@ -53,7 +53,7 @@ fn notes(pair: &GuardPair) -> Vec<String> {
 }
 
 const CONFIG_RS: &str = "pub struct Config;\n\npub fn parse_config(path: &str) -> Config {\n    let _ = path;\n    Config\n}\n";
-const MAIN_RS: &str = "use crate::config::parse_config;\n\nfn load() {\n    let _c = parse_config(\"a.toml\");\n}\n\nfn other() {}\n";
+const MAIN_RS: &str = "use config::parse_config;\n\nfn load() {\n    let _c = parse_config(\"a.toml\");\n}\n\nfn other() {}\n";
 
 #[test]
 fn a_changed_signature_used_by_the_other_side_in_another_file_is_semantic() {
