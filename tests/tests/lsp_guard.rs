@@ -496,6 +496,11 @@ fn a_base_that_moved_under_the_session_is_an_error_on_its_lines() {
     let (repo, session) = setup(&env);
     let wt = Path::new(&session.session.worktree).canonicalize().unwrap();
     std::fs::write(wt.join("src.txt"), with_line(&ten_lines(), 5, "agent 5")).unwrap();
+    // main moves: line 5 changed and committed in the main checkout, before
+    // the editor starts (the guard's first full computation sees it).
+    let main_text = with_line(&ten_lines(), 5, "main 5");
+    std::fs::write(repo.join("src.txt"), &main_text).unwrap();
+    env.git(&repo, ["commit", "-q", "-am", "main changes line 5"]);
     let mut client = LspClient::start(
         &env,
         &wt,
@@ -505,14 +510,8 @@ fn a_base_that_moved_under_the_session_is_an_error_on_its_lines() {
     );
     let file = wt.join("src.txt");
     open(&mut client, &file);
-    // main moves: line 5 changed and committed in the main checkout.
-    let main_text = with_line(&ten_lines(), 5, "main 5");
-    std::fs::write(repo.join("src.txt"), &main_text).unwrap();
-    env.git(&repo, ["commit", "-q", "-am", "main changes line 5"]);
-    // (Until the commit lands, main's uncommitted line is your change
-    // next to the session's: wait for the committed state.)
     let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| {
-        !d.is_empty() && d.iter().all(|x| x["code"] == "base-conflict")
+        d.iter().any(|x| x["code"] == "base-conflict")
     });
     assert_eq!(codes(&diags), vec![("base-conflict".to_string(), 4)]);
     let d = &diags[0];
