@@ -100,6 +100,26 @@ impl Lane {
     }
 }
 
+/// Whether a READY TO SHIP session's work was reviewed: every changed
+/// file opened (marked reviewed) since the agent's last change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum ReviewState {
+    Reviewed,
+    NotReviewed,
+}
+
+impl ReviewState {
+    /// The words the board shows: `reviewed`, `not reviewed`.
+    pub fn text(self) -> &'static str {
+        match self {
+            ReviewState::Reviewed => "reviewed",
+            ReviewState::NotReviewed => "not reviewed",
+        }
+    }
+}
+
 /// How a session holds its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -270,6 +290,12 @@ pub struct SessionView {
     #[serde(default)]
     #[cfg_attr(test, ts(optional = nullable))]
     pub remote: Option<String>,
+    /// READY TO SHIP sessions on this machine: whether you reviewed every
+    /// changed file since the agent's last change (`owt review`, the
+    /// editors' review views); absent in the other lanes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub review: Option<ReviewState>,
 }
 
 /// What an ACP session's agent reported through the protocol. Token counts

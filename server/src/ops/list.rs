@@ -124,6 +124,18 @@ fn view_of(
     if let Some(git) = newer_git {
         facts.git = git.clone();
     }
+    if refresh_git && facts.reviewed_snapshot.is_some() && row.remote().is_none() {
+        // The guard's snapshot may be older than the agent's last change
+        // when no `owt lsp` watches: look again (only for sessions whose
+        // every file was reviewed, the one case the answer can be yes).
+        match super::review::current_snapshot(ctx, row) {
+            Ok(snapshot) => facts.snapshot = Some(snapshot),
+            Err(e) => {
+                tracing::warn!(session = %row.name, "reading the working state failed: {e:#}");
+                facts.snapshot = None;
+            }
+        }
+    }
     let mut view = view(row, &facts, now_ms());
     view.ports = super::ports::of(&ctx.store, row.id);
     view.usage = ctx.store.session_usage(&row.short_id)?;
@@ -260,6 +272,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         ports: Vec::new(),
         actions: Vec::new(),
         usage: None,
+        review: status::derive_review(facts, derived.lane, !local),
     };
     view.actions = crate::actions::session_actions(&view);
     view

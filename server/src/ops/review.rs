@@ -40,6 +40,11 @@ pub const COMMENTS_FACT: &str = "review_comments";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reviewed {
     pub files: BTreeMap<String, String>,
+    /// The snapshot tree of the agent's whole working state when every
+    /// changed file was reviewed (`None` while some file is not): the
+    /// board says `reviewed` while the agent's state is still this tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
 }
 
 /// A comment as stored.
@@ -73,6 +78,14 @@ pub struct NewComment {
 /// The agent's working state, scanned now (its session host's journal
 /// first, as the guard does).
 fn scan(ctx: &Context, row: &SessionRow) -> anyhow::Result<WorkState> {
+    if let Some((remote, path)) = row.remote() {
+        // Its files are on the remote; nothing here to diff or comment on.
+        let name = row.name.split_once(':').map_or(row.name.as_str(), |(_, n)| n);
+        anyhow::bail!(
+            "{} runs on {remote}: its files are there, and owt cannot review a remote session from this machine yet; on {remote}, run `owt diff {name}` (or `owt review`, `owt comment`) in {path}",
+            row.name
+        );
+    }
     if !row.worktree_path.is_dir() {
         anyhow::bail!(
             "the worktree of {} is gone ({}); `owt doctor` can repair the session",
@@ -206,8 +219,10 @@ pub fn mark_reviewed(
     // Files no longer changed are forgotten.
     seen.files
         .retain(|path, _| diff.files.iter().any(|f| &f.path == path));
+    let state = review_state(&row, &diff, &seen);
+    seen.snapshot = state.unreviewed.is_empty().then(|| diff.snapshot.clone());
     ctx.store.record_fact(row.id, REVIEWED_FACT, &seen)?;
-    Ok(review_state(&row, &diff, &seen))
+    Ok(state)
 }
 
 fn review_state(row: &SessionRow, diff: &DiffReport, seen: &Reviewed) -> ReviewedOutput {
@@ -220,6 +235,16 @@ fn review_state(row: &SessionRow, diff: &DiffReport, seen: &Reviewed) -> Reviewe
         reviewed: reviewed.iter().map(|f| f.path.clone()).collect(),
         unreviewed: unreviewed.iter().map(|f| f.path.clone()).collect(),
     }
+}
+
+/// The snapshot tree of `row`'s whole working state now (what
+/// [`Reviewed::snapshot`] is compared with), scanned as the guard does.
+pub fn current_snapshot(ctx: &Context, row: &SessionRow) -> anyhow::Result<String> {
+    let state = scan(ctx, row)?;
+    let snapshot = state
+        .snapshot
+        .with_context(|| format!("no snapshot of {}", row.name))?;
+    Ok(snapshot.to_string())
 }
 
 /// Which of the agent's changed files are reviewed as they are now.

@@ -96,4 +96,16 @@ describe('owt in a real Neovim (in a terminal)', () => {
     assert.match(screen, /ok #1: edit src\/cart\.py 5/);
     await tmux.picture(browser, path.join(artifacts, 'neovim-attach.png'), 'nvim — attached to tax-fix');
   });
+
+  it("review: :Owt review opens the agent's files beside the base, side by side", async () => {
+    const { tmux, browser, artifacts } = scn();
+    // Out of the attached terminal (terminal mode) first.
+    tmux.keys('C-\\', 'C-n');
+    tmux.text(':tabnew | Owt review tax-fix\r');
+    const screen = await tmux.until('the review tab: the file list and both sides of src/cart.py', (t) =>
+      /owt review: tax-fix \(\+1 −1 against main\)/.test(t) && t.includes('vat_rate(region)') && t.includes('amount * 0.20'),
+    );
+    assert.match(screen, /M \+1 −1\s+src\/cart\.py/, 'the file list names the changed file with its counts');
+    await tmux.picture(browser, path.join(artifacts, 'neovim-review.png'), 'nvim — :Owt review tax-fix');
+  });
 });
