@@ -547,7 +547,7 @@ fn ready_to_ship_sessions_say_whether_their_work_is_reviewed() {
     assert_eq!(view(&env).get("review"), None, "{}", view(&env));
     // It ends its turn with work: READY TO SHIP, not reviewed.
     env.owt_ok(&repo, ["send", "agent", "exit 0"]);
-    wait_until(DEADLINE, "the agent to exit into READY TO SHIP", || {
+    wait_until("the agent to exit into READY TO SHIP", DEADLINE, || {
         view(&env)["lane"] == "ready-to-ship"
     });
     assert_eq!(view(&env)["review"], "not-reviewed");
