@@ -95,11 +95,16 @@ describe('owt in a real Helix (in a terminal)', () => {
     const items = menu.split('\n').filter((l) => /owt: /.test(l)).map((l) => l.replace(/^.*?(owt: .*?)\s*(│.*)?$/, '$1').trim());
     const at = items.findIndex((i) => i.startsWith('owt: show the base version of src/cart.py'));
     assert.ok(at >= 0, `the menu: ${JSON.stringify(items)}`);
-    for (let i = 0; i <= at; i++) tmux.keys('Down');
+    // The menu opens on its first item.
+    for (let i = 0; i < at; i++) tmux.keys('Down');
     tmux.keys('Enter');
-    // window/showDocument: Helix opens owt's read-only copy of the base version.
-    const base = await tmux.until('the base version, read-only', (t) => /review\/.*src\/cart\.py/.test(t) && t.includes('tax = amount * 0.20') && !t.includes('vat_rate(region)'));
-    assert.match(base, /\[readonly\]|readonly/i, `Helix does not mark the copy read-only:\n${base}`);
+    // window/showDocument: Helix opens owt's copy of the base version.
+    const base = await tmux.until('the base version', (t) => /\/review\/\S*\/src\/cart\.py/.test(t) && t.includes('tax = amount * 0.20') && !t.includes('vat_rate(region)'));
+    const copy = /(\/\S*\/review\/\S*\/src\/cart\.py)/.exec(base)?.[1];
+    assert.ok(copy && fs.existsSync(copy), `the statusline names the copy: ${copy}\n${base}`);
+    // Read-only on disk (Helix shows no [readonly] for root, who may write anything).
+    assert.equal(fs.statSync(copy).mode & 0o777, 0o400, `${copy} is read-only`);
+    assert.ok(copy.startsWith(path.join(env.env.OWT_HOME ?? '', 'review')), `${copy} is under $OWT_HOME/review`);
     await tmux.picture(browser, path.join(artifacts, 'helix-review.png'), 'hx — the base version of src/cart.py (owt: show the base version)');
   });
 });
