@@ -80,7 +80,10 @@ pub struct NewComment {
 fn scan(ctx: &Context, row: &SessionRow) -> anyhow::Result<WorkState> {
     if let Some((remote, path)) = row.remote() {
         // Its files are on the remote; nothing here to diff or comment on.
-        let name = row.name.split_once(':').map_or(row.name.as_str(), |(_, n)| n);
+        let name = row
+            .name
+            .split_once(':')
+            .map_or(row.name.as_str(), |(_, n)| n);
         anyhow::bail!(
             "{} runs on {remote}: its files are there, and owt cannot review a remote session from this machine yet; on {remote}, run `owt diff {name}` (or `owt review`, `owt comment`) in {path}",
             row.name

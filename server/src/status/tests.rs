@@ -733,13 +733,55 @@ fn derive_review_from_the_guard_and_reviewed_facts() {
     };
     let ready = Lane::ReadyToShip;
     let cases = [
-        ("never reviewed", facts(Some("t1"), None), ready, false, Some(ReviewState::NotReviewed)),
-        ("reviewed, unchanged since", facts(Some("t1"), Some("t1")), ready, false, Some(ReviewState::Reviewed)),
-        ("the agent changed since", facts(Some("t2"), Some("t1")), ready, false, Some(ReviewState::NotReviewed)),
-        ("no snapshot known", facts(None, Some("t1")), ready, false, Some(ReviewState::NotReviewed)),
-        ("not every file reviewed", facts(Some("t1"), None), ready, false, Some(ReviewState::NotReviewed)),
-        ("in flight", facts(Some("t1"), Some("t1")), Lane::InFlight, false, None),
-        ("needs you", facts(Some("t1"), None), Lane::NeedsYou, false, None),
+        (
+            "never reviewed",
+            facts(Some("t1"), None),
+            ready,
+            false,
+            Some(ReviewState::NotReviewed),
+        ),
+        (
+            "reviewed, unchanged since",
+            facts(Some("t1"), Some("t1")),
+            ready,
+            false,
+            Some(ReviewState::Reviewed),
+        ),
+        (
+            "the agent changed since",
+            facts(Some("t2"), Some("t1")),
+            ready,
+            false,
+            Some(ReviewState::NotReviewed),
+        ),
+        (
+            "no snapshot known",
+            facts(None, Some("t1")),
+            ready,
+            false,
+            Some(ReviewState::NotReviewed),
+        ),
+        (
+            "not every file reviewed",
+            facts(Some("t1"), None),
+            ready,
+            false,
+            Some(ReviewState::NotReviewed),
+        ),
+        (
+            "in flight",
+            facts(Some("t1"), Some("t1")),
+            Lane::InFlight,
+            false,
+            None,
+        ),
+        (
+            "needs you",
+            facts(Some("t1"), None),
+            Lane::NeedsYou,
+            false,
+            None,
+        ),
         ("remote", facts(Some("t1"), Some("t1")), ready, true, None),
     ];
     for (name, facts, lane, remote, want) in cases {
