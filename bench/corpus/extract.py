@@ -16,7 +16,7 @@ topic's own commit changed, at each of those commits, as a sequence of line
 numbers: each distinct line of the real repository is one number, so two
 lines are equal in the corpus exactly when they are equal in the real
 repository, and nothing of the real content is kept. `owt::guard::corpus::build`
-(server/src/guard/corpus.rs) makes a repository from it whose merges behave as the real ones (line
+(core/src/guard/corpus.rs) makes a repository from it whose merges behave as the real ones (line
 equality is all git's merge looks at; rename detection by similarity may
 differ a little).
 

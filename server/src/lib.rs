@@ -1,34 +1,21 @@
 //! owt: supervise parallel AI coding agents from inside the editor.
 //!
-//! The library behind the `owt` binary. Core modules ([`store`], [`status`],
-//! [`actions`], [`git`], [`names`], [`config`], [`editor`], [`provider`],
-//! [`session`], [`guard`], [`ops`]) never import the edges ([`cli`],
-//! [`lsp`], [`mcp`]); the edges parse, call one library function and
-//! format. See `docs/ARCHITECTURE.md`.
+//! The `owt` binary's library: the command line ([`cli`]), `owt acp`'s
+//! agent side ([`acp_agent`]) and the fuzz targets' checks ([`fuzzing`]) on top of the layers below, which it
+//! re-exports under their usual names for the fuzz targets, benches and
+//! tests: `owt-core` (store, status, actions, git, names, config, editor,
+//! provider, session, guard, ship, usage, acp, feedback, forge, ops), `owt-lsp` ([`lsp`]) and
+//! `owt-mcp` ([`mcp`]). The core never imports an edge; the edges parse,
+//! call one use case and format. See `docs/ARCHITECTURE.md`, "Crates".
 
-pub mod acp;
-pub mod actions;
+pub use owt_core::{
+    acp, actions, config, editor, errors, feedback, forge, git, guard, memory, names, ops,
+    printable, procs, provider, remote, session, ship, status, store, usage,
+};
+pub use owt_lsp as lsp;
+pub use owt_mcp as mcp;
+
+pub mod acp_agent;
 pub mod cli;
-pub mod config;
-pub mod editor;
-pub mod errors;
-pub mod feedback;
-pub mod forge;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod git;
-pub mod guard;
-pub mod lsp;
-pub mod mcp;
-pub mod memory;
-pub mod names;
-pub mod ops;
-pub mod printable;
-pub mod procs;
-pub mod provider;
-pub mod remote;
-pub mod session;
-pub mod ship;
-pub mod status;
-pub mod store;
-pub mod usage;

@@ -308,6 +308,7 @@ fn start_hosts(owt: &Path, dir: &Path, worktrees: &[PathBuf]) -> Hosts {
             home: home.clone(),
             rows: 24,
             cols: 80,
+            scrollback: owt::session::DEFAULT_SCROLLBACK,
             transport: Default::default(),
             acp_load: None,
             acp_mcp_servers: Vec::new(),

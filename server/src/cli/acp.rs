@@ -20,11 +20,11 @@ pub struct Args {
 }
 
 pub fn run(dir: Option<&Path>, args: Args) -> anyhow::Result<ExitCode> {
-    let options = crate::acp::agent::Options {
+    let options = crate::acp_agent::Options {
         dir: dir.map(Path::to_path_buf),
         ai_tool: args.ai_tool,
     };
-    crate::acp::agent::serve(
+    crate::acp_agent::serve(
         options,
         std::io::stdin().lock(),
         Box::new(std::io::stdout()),

@@ -87,7 +87,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
                     .with_context(|| format!("reading {}", spec.display()))?
             };
             let spec: HostSpec = serde_json::from_str(&text).context("parsing the host spec")?;
-            session::run_host(spec, ready_fd)?;
+            session::run_host(spec, ready_fd, ops::host::turn_hooks())?;
             Ok(ExitCode::SUCCESS)
         }
         HostCommand::Stop { name } => {

@@ -482,13 +482,4 @@ pub fn usage_figure(usage: &owt_protocol::TokenUsage) -> String {
     s
 }
 
-/// `3h`, `12m`, `40s` since `then_ms`.
-pub fn age(then_ms: i64, now_ms: i64) -> String {
-    let secs = ((now_ms - then_ms) / 1000).max(0);
-    match secs {
-        0..=59 => format!("{secs}s"),
-        60..=3599 => format!("{}m", secs / 60),
-        3600..=86_399 => format!("{}h", secs / 3600),
-        _ => format!("{}d", secs / 86_400),
-    }
-}
+pub use crate::printable::age;

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use owt_protocol::{WatchEvent, WatchOutput};
 
-use crate::forge::watch;
 use crate::ops;
+use crate::ops::watch;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\

@@ -1,0 +1,109 @@
+//! Conflict Guard: live, three-level overlap detection between every pair
+//! of participants — each session's worktree and the human's checkout
+//! ("you", with unsaved editor buffers as overrides).
+//!
+//! Code map:
+//! - [`tree`]: pruned tree diff and tree overlay (the cost model's base);
+//! - [`snapshot`]: a participant's working state as a git tree;
+//! - [`changes`]: paths and hunks from the merge base to a snapshot;
+//! - [`merge`]: merge verdicts (libgit2 on restricted trees, or git);
+//! - [`verdict`]: the merges a supervisor asks about — a state into its
+//!   base's tip (`base-conflict`), one state after another's (`conflict`);
+//! - [`levels`]: `same-change` / `overlap` / `hunk-overlap` / `conflict`
+//!   for one pair, `base-conflict` for one participant (the `semantic`
+//!   level and the symbol fields of the wire are reserved: no symbol index
+//!   exists yet, #18 item 5);
+//! - [`engine`]: [`GuardEngine`], the incremental owner of all of the above
+//!   (the API the LSP drives);
+//! - [`watch`]: the inotify watcher feeding the engine;
+//! - [`journal`]: what a session host keeps of its worktree's changes, so
+//!   a full scan of a live agent's checkout looks only at those;
+//! - [`queue`]: the merge order of sessions ready to ship;
+//! - [`line_map`]: base line numbers mapped into the current text.
+//!
+//! The glue to the store and the repository context (participants, facts,
+//! reports) is a use case: `crate::ops::guard`.
+//!
+//! Invariants: guard computation is pure given snapshots (it reads and
+//! writes git objects only, never an index, a working file or a ref); only
+//! [`watch`] (for the LSP's engine) and [`journal`] (in a session host)
+//! subscribe to file-system events; nothing here touches the store or
+//! knows the session hosts.
+
+pub mod changes;
+#[cfg(any(test, feature = "corpus"))]
+pub mod corpus;
+pub mod engine;
+pub mod journal;
+pub mod levels;
+pub mod line_map;
+pub mod merge;
+pub mod patch;
+pub mod pre_edit;
+pub mod queue;
+pub mod snapshot;
+pub mod tree;
+pub mod verdict;
+pub mod watch;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use changes::{Change, ChangeKind, Hunk};
+pub use engine::{GuardEngine, GuardUpdate, Participant, YOU};
+pub use watch::GuardWatcher;
+
+/// Fact kinds the guard records (`facts.kind`), beside
+/// [`crate::status::kind::OVERLAPS`].
+pub mod kind {
+    /// [`super::GuardFact`]: a session's changes, hunks and snapshot.
+    pub const GUARD: &str = "guard";
+}
+
+/// What the guard stores per session (fact kind [`kind::GUARD`]), so `owt
+/// list`, editors and the MCP `get_peer_files` tool read it without
+/// recomputing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuardFact {
+    /// The snapshot tree of the session's whole working state.
+    pub snapshot: String,
+    pub head: Option<String>,
+    pub merge_base: Option<String>,
+    /// Changed paths with hunks (base coordinates in `old_*`).
+    pub changes: Vec<Change>,
+    /// Milliseconds since the Unix epoch.
+    pub computed_at: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    #[error(transparent)]
+    Git(#[from] git2::Error),
+    #[error("{0} is a bare repository")]
+    Bare(PathBuf),
+    #[error("{path}: {error}")]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("git merge-tree failed: {0}")]
+    GitCli(String),
+    #[error("bad [guard] ignore glob: {0}")]
+    Glob(globset::Error),
+    #[error("no participant `{0}`")]
+    NoParticipant(String),
+    #[error("conflict guard: {0}")]
+    Internal(String),
+}
+
+impl From<globset::Error> for GuardError {
+    fn from(e: globset::Error) -> Self {
+        GuardError::Glob(e)
+    }
+}
+
+#[cfg(test)]
+mod history_tests;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,31 @@
+//! owt-core: everything owt knows and does, below its three faces (the
+//! CLI in the `owt` binary, `owt-lsp`, `owt-mcp`).
+//!
+//! Modules: [`store`], [`status`], [`actions`], [`git`], [`names`],
+//! [`config`], [`editor`], [`provider`], [`remote`], [`session`], [`guard`],
+//! [`ship`], [`usage`] and the use cases, [`ops`]. Nothing here knows clap, LSP or
+//! MCP types (the crate does not depend on them), and the modules import
+//! each other only along the edges `docs/ARCHITECTURE.md` lists
+//! (`scripts/check-layers` checks them).
+
+pub mod acp;
+pub mod actions;
+pub mod config;
+pub mod editor;
+pub mod errors;
+pub mod feedback;
+pub mod forge;
+pub mod git;
+pub mod guard;
+pub mod memory;
+pub mod names;
+pub mod ops;
+pub mod printable;
+pub mod procs;
+pub mod provider;
+pub mod remote;
+pub mod session;
+pub mod ship;
+pub mod status;
+pub mod store;
+pub mod usage;

@@ -1,0 +1,459 @@
+//! The pull-request watcher: run by whichever long-lived owt process there
+//! is (`owt lsp`, or `owt watch` headless), it looks at each open pull
+//! request of a repository through the forge CLI, records what it sees as
+//! the session's `pr` fact, and routes to the agent: a failed CI run (its
+//! failing log's end, up to `[checks] max_attempts` times), new review
+//! comments (each once, with `path:line`), a merge conflict with the base
+//! (the `owt sync` hint); a merged pull request is cleaned up per
+//! `[pr] on_merged`.
+//!
+//! Invariants: never two watchers for one pull request (a lease in the
+//! store, renewed at each look, expiring if its holder dies); looks back
+//! off from `[pr] poll_interval` to `poll_max` while nothing changes, and
+//! wait out a rate limit until the forge says it resets; nothing is typed
+//! into an agent that is not live or shows a permission dialog (it is told
+//! at a later look).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use owt_protocol::WatchEvent;
+
+use super::conflicts;
+use super::Context;
+use crate::config::OnMerged;
+use crate::feedback::messages::{self, Comment};
+use crate::forge::{ForgeError, PrSnapshot};
+use crate::status::feedback::{kind, CiState, PrFact, PrState};
+use crate::store::{now_ms, SessionRow};
+
+/// Who holds a lease: this process, from this moment.
+pub fn holder_id() -> String {
+    format!("{}@{}", std::process::id(), now_ms())
+}
+
+fn event(row: &SessionRow, pr: u64, kind: &str, detail: String, told: bool) -> WatchEvent {
+    WatchEvent {
+        session: row.name.clone(),
+        pr,
+        kind: kind.into(),
+        detail,
+        told_agent: told,
+    }
+}
+
+/// Looks at every open pull request of the repository that is due (every
+/// one with `force`) and returns what happened.
+pub fn poll(ctx: &mut Context, holder: &str, force: bool) -> anyhow::Result<Vec<WatchEvent>> {
+    let mut events = Vec::new();
+    let now = now_ms();
+    for row in ctx.store.sessions(ctx.repo_row.id)? {
+        let Some((fact, _)) = ctx.store.fact::<PrFact>(row.id, kind::PR)? else {
+            continue;
+        };
+        if fact.state != PrState::Open {
+            continue;
+        }
+        if !force && fact.next_poll_at.is_some_and(|at| at > now) {
+            continue;
+        }
+        let poll_max = ctx.config.config.pr.poll_max.max(1) as i64 * 1000;
+        let ttl = (fact.interval_ms as i64).max(poll_max) * 2 + 60_000;
+        if !ctx
+            .store
+            .take_lease(row.id, kind::PR_LEASE, holder, now, ttl)?
+        {
+            if force {
+                events.push(event(
+                    &row,
+                    fact.number,
+                    "leased-elsewhere",
+                    "another owt process watches this pull request".into(),
+                    false,
+                ));
+            }
+            continue;
+        }
+        poll_one(ctx, &row, fact, &mut events)?;
+    }
+    Ok(events)
+}
+
+/// Gives up every lease `holder` has in the repository.
+pub fn release_all(ctx: &Context, holder: &str) {
+    if let Ok(rows) = ctx.store.sessions(ctx.repo_row.id) {
+        for row in rows {
+            let _ = ctx.store.release_lease(row.id, kind::PR_LEASE, holder);
+        }
+    }
+}
+
+fn poll_one(
+    ctx: &mut Context,
+    row: &SessionRow,
+    mut fact: PrFact,
+    events: &mut Vec<WatchEvent>,
+) -> anyhow::Result<()> {
+    let config = ctx.config.config.pr.clone();
+    let now = now_ms();
+    let min_ms = config.poll_interval.max(1) * 1000;
+    let max_ms = (config.poll_max.max(1) * 1000).max(min_ms);
+    let backoff = |interval: u64| (interval.max(min_ms) * 2).min(max_ms);
+    let snapshot = crate::ops::pr::forge_of_fact(&fact, config.cli.as_deref())
+        .and_then(|forge| forge.view_pr(fact.number).map(|s| (forge, s)));
+    fact.polled_at = Some(now);
+    let (forge, snapshot) = match snapshot {
+        Ok(found) => found,
+        Err(e) => {
+            let (next, kind) = match &e {
+                ForgeError::RateLimited { reset_at, .. } => (
+                    reset_at
+                        .map(|s| s * 1000 + 1000)
+                        .filter(|at| *at > now)
+                        .unwrap_or(now + max_ms as i64),
+                    "rate-limited",
+                ),
+                ForgeError::Unauthenticated { .. } | ForgeError::NoCli(_) => {
+                    (now + max_ms as i64, "error")
+                }
+                _ => {
+                    fact.interval_ms = backoff(fact.interval_ms);
+                    (now + fact.interval_ms as i64, "error")
+                }
+            };
+            fact.next_poll_at = Some(next);
+            fact.error = Some(e.to_string());
+            ctx.store.record_fact(row.id, kind::PR, &fact)?;
+            events.push(event(row, fact.number, kind, e.to_string(), false));
+            return Ok(());
+        }
+    };
+    let before = fact.clone();
+    let changed = apply(ctx, row, &mut fact, &snapshot, &forge, events)?;
+    if fact.state == PrState::Merged || fact.state == PrState::Closed {
+        return Ok(());
+    }
+    let changed = changed
+        || (before.ci, before.review, &before.mergeable, &before.head)
+            != (fact.ci, fact.review, &fact.mergeable, &fact.head);
+    fact.interval_ms = if changed || fact.ci == CiState::Pending {
+        min_ms
+    } else {
+        backoff(fact.interval_ms)
+    };
+    fact.next_poll_at = Some(now + fact.interval_ms as i64);
+    ctx.store.record_fact(row.id, kind::PR, &fact)?;
+    if events.iter().all(|e| e.session != row.name) {
+        events.push(event(
+            row,
+            fact.number,
+            "polled",
+            format!(
+                "ci {}, review {}, {}",
+                kebab(&fact.ci),
+                kebab(&fact.review),
+                fact.mergeable
+            ),
+            false,
+        ));
+    }
+    Ok(())
+}
+
+fn kebab<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Folds a snapshot into the fact and routes what is new; returns whether
+/// something new was told or seen.
+fn apply(
+    ctx: &mut Context,
+    row: &SessionRow,
+    fact: &mut PrFact,
+    pr: &PrSnapshot,
+    forge: &crate::forge::Forge,
+    events: &mut Vec<WatchEvent>,
+) -> anyhow::Result<bool> {
+    fact.state = pr.state;
+    fact.draft = pr.draft;
+    fact.ci = pr.ci;
+    fact.review = pr.review;
+    fact.mergeable = pr.mergeable.clone();
+    fact.head = pr.head.clone().or(fact.head.take());
+    if !pr.url.is_empty() {
+        fact.url = pr.url.clone();
+    }
+    fact.error = None;
+    let n = fact.number;
+    match pr.state {
+        PrState::Merged => {
+            ctx.store.record_fact(row.id, kind::PR, &*fact)?;
+            let _ = ctx
+                .store
+                .add_event(ctx.repo_row.id, &row.name, "pr", &format!("merged #{n}"));
+            events.push(event(row, n, "merged", format!("#{n} was merged"), false));
+            if ctx.config.config.pr.on_merged == OnMerged::Delete {
+                let deleted = crate::ops::delete::delete_session(
+                    ctx,
+                    &row.name,
+                    false,
+                    "merged",
+                    &mut |line| tracing::info!("{line}"),
+                );
+                events.push(match deleted {
+                    Ok(_) => event(
+                        row,
+                        n,
+                        "deleted",
+                        "deleted ([pr] on_merged = \"delete\")".into(),
+                        false,
+                    ),
+                    Err(e) => event(row, n, "error", format!("kept: {e:#}"), false),
+                });
+            }
+            return Ok(true);
+        }
+        PrState::Closed => {
+            ctx.store.record_fact(row.id, kind::PR, &*fact)?;
+            events.push(event(
+                row,
+                n,
+                "closed",
+                format!("#{n} was closed without merging"),
+                false,
+            ));
+            return Ok(true);
+        }
+        PrState::Open => {}
+    }
+    let tellable = conflicts::can_be_told(&ctx.store, row);
+    let mut news = false;
+    let send = |text: &str| crate::session::send(&ctx.home, row, text, true);
+    // CI: each failing head once, up to the attempts.
+    match pr.ci {
+        CiState::Failing if fact.ci_told_for != pr.head => {
+            let names: Vec<String> = pr.failing.iter().map(|c| c.name.clone()).collect();
+            if fact.ci_max_attempts > 0 && fact.ci_attempt >= fact.ci_max_attempts {
+                fact.ci_gave_up = true;
+                fact.ci_told_for = pr.head.clone();
+                events.push(event(
+                    row,
+                    n,
+                    "ci-failed",
+                    format!(
+                        "{} failed again; {} fixes tried, the session needs you",
+                        names.join(", "),
+                        fact.ci_attempt
+                    ),
+                    false,
+                ));
+                news = true;
+            } else if tellable {
+                let mut logs = Vec::new();
+                for check in pr.failing.iter().take(3) {
+                    match forge.failed_log(check) {
+                        Ok(log) if !log.is_empty() => {
+                            logs.push(format!("[{}] {}\n{log}", check.name, check.url))
+                        }
+                        Ok(_) => logs.push(format!("[{}] {}", check.name, check.url)),
+                        Err(e) => logs.push(format!(
+                            "[{}] {} (log not available: {e})",
+                            check.name, check.url
+                        )),
+                    }
+                }
+                let text = messages::ci_failed(
+                    n,
+                    &names,
+                    &logs.join("\n"),
+                    fact.ci_attempt + 1,
+                    fact.ci_max_attempts,
+                );
+                let told = send(&text).is_ok();
+                if told {
+                    fact.ci_attempt += 1;
+                    fact.ci_told_for = pr.head.clone();
+                }
+                events.push(event(row, n, "ci-failed", names.join(", "), told));
+                news = true;
+            }
+        }
+        CiState::Passing => {
+            fact.ci_attempt = 0;
+            fact.ci_gave_up = false;
+        }
+        _ => {}
+    }
+    // Review comments: each once.
+    let fresh: Vec<&crate::forge::ForgeComment> = pr
+        .comments
+        .iter()
+        .filter(|c| !fact.told_comments.contains(&c.id))
+        .collect();
+    if !fresh.is_empty() && tellable {
+        let comments: Vec<Comment> = fresh
+            .iter()
+            .map(|c| Comment {
+                author: c.author.clone(),
+                place: c.place.clone(),
+                body: c.body.clone(),
+            })
+            .collect();
+        let told = send(&messages::review_comments(n, &comments)).is_ok();
+        if told {
+            fact.told_comments
+                .extend(fresh.iter().map(|c| c.id.clone()));
+        }
+        events.push(event(
+            row,
+            n,
+            "review-comment",
+            fresh
+                .iter()
+                .map(|c| match &c.place {
+                    Some(place) => format!("@{} on {place}", c.author),
+                    None => format!("@{}", c.author),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            told,
+        ));
+        news = true;
+    }
+    // A conflict with the base: the `owt sync` hint, once per head.
+    if pr.mergeable == "conflicting" && fact.conflict_told_for != pr.head && tellable {
+        let told = send(&messages::pr_conflict(n, &row.name, &row.base_branch)).is_ok();
+        if told {
+            fact.conflict_told_for = pr.head.clone();
+        }
+        events.push(event(
+            row,
+            n,
+            "conflict",
+            format!("#{n} conflicts with {}", row.base_branch),
+            told,
+        ));
+        news = true;
+    }
+    Ok(news)
+}
+
+/// Runs until `stop`: a look at every due pull request each second, and
+/// (with `guard`) a Conflict Guard pass routing new conflicts every
+/// `[pr] poll_interval` (at least 30 s). `on_event` sees what happened.
+pub fn run(
+    dir: &Path,
+    guard: bool,
+    stop: &AtomicBool,
+    on_event: &mut dyn FnMut(&WatchEvent),
+) -> anyhow::Result<()> {
+    let holder = holder_id();
+    let mut last_guard: Option<std::time::Instant> = None;
+    let mut result = Ok(());
+    while !stop.load(Ordering::SeqCst) {
+        let mut ctx = match Context::open(Some(dir)) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        };
+        match poll(&mut ctx, &holder, false) {
+            Ok(events) => events
+                .iter()
+                .filter(|e| e.kind != "polled")
+                .for_each(&mut *on_event),
+            Err(e) => tracing::warn!("watching pull requests: {e:#}"),
+        }
+        let guard_every = Duration::from_secs(ctx.config.config.pr.poll_interval.max(30));
+        let tell = ctx.config.config.feedback.conflicts == crate::config::ConflictFeedback::Tell;
+        if guard && tell && last_guard.is_none_or(|t| t.elapsed() >= guard_every) {
+            last_guard = Some(std::time::Instant::now());
+            for (session, text) in guard_pass(&ctx) {
+                on_event(&WatchEvent {
+                    session,
+                    pr: 0,
+                    kind: "guard-conflict".into(),
+                    detail: text.lines().next().unwrap_or("").to_string(),
+                    told_agent: true,
+                });
+            }
+        }
+        release_if_stopping(&ctx, &holder, stop);
+        for _ in 0..10 {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    if let Ok(ctx) = Context::open(Some(dir)) {
+        release_all(&ctx, &holder);
+    }
+    result
+}
+
+fn release_if_stopping(ctx: &Context, holder: &str, stop: &AtomicBool) {
+    if stop.load(Ordering::SeqCst) {
+        release_all(ctx, holder);
+    }
+}
+
+/// Computes the guard and types each new conflict into its agents.
+pub fn guard_pass(ctx: &Context) -> Vec<(String, String)> {
+    match crate::ops::guard::compute(ctx) {
+        Ok(engine) => {
+            let _ = crate::ops::guard::record_all_facts(&ctx.store, &engine);
+            let pairs: Vec<_> = engine.pairs().into_iter().cloned().collect();
+            let notices = conflicts::notices(&pairs);
+            conflicts::tell_new(&ctx.store, &ctx.home, ctx.repo_row.id, &notices)
+        }
+        Err(e) => {
+            tracing::warn!("conflict guard pass: {e:#}");
+            Vec::new()
+        }
+    }
+}
+
+/// The watcher on a thread of a long-lived process (`owt lsp`); stops
+/// (giving its leases up) when the handle is dropped.
+pub struct Background {
+    stop: std::sync::Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    pub fn start(dir: &Path, guard: bool) -> Option<Background> {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let dir = dir.to_path_buf();
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("pr-watcher".into())
+            .spawn(move || {
+                let mut log = |e: &WatchEvent| {
+                    tracing::info!(session = %e.session, pr = e.pr, kind = %e.kind, told = e.told_agent, "{}", e.detail)
+                };
+                if let Err(e) = run(&dir, guard, &flag, &mut log) {
+                    tracing::warn!("the pull-request watcher stopped: {e:#}");
+                }
+            })
+            .ok()?;
+        Some(Background {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

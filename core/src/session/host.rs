@@ -1,0 +1,523 @@
+//! The session host process (`owt __host run`): owns one agent's PTY, its
+//! screen model and the unix socket clients attach to.
+//!
+//! Threads (std only, no async): the PTY reader (fans output out to
+//! attached clients at once and hands it, bounded, to the parser), the
+//! parser (the `vt100` screen model; answers terminal queries when nobody is
+//! attached; makes redraws at their exact place in the stream), the PTY
+//! writer (sent text, typed prompts, query answers; attached keys are
+//! written directly), the child waiter, the monitor (the only owner of the
+//! store: output/input/screen facts, typed prompt), the acceptor (main
+//! thread), and per connection a reader and a writer.
+//!
+//! Invariants: the agent never waits on a client — every client has a
+//! bounded queue, and a client that falls behind gets a fresh redraw instead
+//! of the bytes it missed. Lock order: `clients`, `State`, a client's queue.
+//! Nothing here panics on purpose; thread bodies are wrapped so a panic is
+//! logged (to the host log) instead of unwinding into nothing.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use owt_protocol::host::{
+    self as proto, AgentExit, FrameKind, HostError, HostStatus, JournalView, PeekRequest, Resize,
+    Role, ScreenView, SendText, Terminate, Welcome, HOST_PROTOCOL_VERSION,
+};
+use portable_pty::{CommandBuilder, MasterPty, PtySize};
+
+mod monitor;
+mod output;
+mod screen;
+mod socket;
+mod spawn;
+
+use monitor::*;
+use output::*;
+pub use screen::screen_view;
+use screen::*;
+pub(crate) use socket::accept_hello;
+use socket::*;
+pub use socket::{decode_hello, decode_request, Request};
+pub(crate) use spawn::spawn_guarded;
+use spawn::*;
+
+use super::queries::{self, QueryScanner};
+use super::{rules, HostSpec, SessionError};
+use crate::feedback::turn::TurnHooks;
+use crate::status::{kind, AgentSignal, ExitFact, HostFact};
+use crate::store::{now_ms, Store};
+
+/// Largest screen the host models; a client asking for more gets this (the
+/// screen model allocates every cell, and its scrollback every line).
+pub const MAX_ROWS: u16 = 500;
+pub const MAX_COLS: u16 = 1_000;
+/// Queued output bytes after which a client is considered behind.
+const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
+/// At most one `output` fact per this interval.
+const OUTPUT_FACT_MS: i64 = 1_000;
+/// Quiet time after output before a typed prompt may be typed.
+const PROMPT_QUIET_MS: u64 = 800;
+/// A typed prompt is typed after this long when the agent's screen never
+/// shows an input box it recognises — unless a question is on screen (owt
+/// answers nothing on the human's behalf).
+const PROMPT_DEADLINE_MS: u64 = 8_000;
+/// The same for agents with a ready rule of their own (Aider).
+const PROMPT_DEADLINE_KNOWN_MS: u64 = 30_000;
+/// With the task on its command line, a built-in agent whose screen shows
+/// an idle input box has not started on it yet
+/// (`rules::input_box_before_argv_task`): it reads as working until its
+/// screen shows work or a dialog, a native signal arrives, the human types,
+/// or this long passes.
+const FIRST_TURN_GRACE_MS: u64 = 60_000;
+/// An idle input box reads as waiting only once the output has been quiet
+/// this long: Codex shows its input box, and no spinner, while the model's
+/// answer streams in; a screen that still changes is not idle.
+const INPUT_BOX_QUIET_MS: u64 = 1_000;
+/// An unchanged screen judgement is recorded again after this long.
+const SCREEN_FACT_REFRESH_MS: u64 = 10_000;
+/// Pause between typed text and its Enter (TUIs treat a fast Enter as part
+/// of a paste).
+const ENTER_DELAY_MS: u64 = 60;
+/// How long the host stays after the agent exits, so a last peek works.
+const LINGER_MS: u64 = 500;
+
+/// Runs a host until its agent exits. `ready` receives `ok <agent pid>` once
+/// the socket serves, or `error: …` if starting fails. `hooks`: what the
+/// feedback loop asks of the use cases.
+pub fn run(spec: HostSpec, mut ready: Option<File>, hooks: TurnHooks) -> Result<(), SessionError> {
+    match start(&spec) {
+        Ok(started) => {
+            if let Some(mut r) = ready.take() {
+                let _ = writeln!(r, "ok {}", started.agent_pid.unwrap_or(0));
+            }
+            serve(started, hooks);
+            Ok(())
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            if let Some(mut r) = ready.take() {
+                let _ = writeln!(r, "error: {}", e.to_string().replace('\n', " "));
+            }
+            Err(e)
+        }
+    }
+}
+
+fn host_err(context: &str, e: impl std::fmt::Display) -> SessionError {
+    SessionError::Host(format!("{context}: {e}"))
+}
+
+/// Messages for the PTY writer thread.
+enum ToAgent {
+    Bytes(Vec<u8>),
+    /// Input that counts as the human's (records an `input` fact).
+    Input(Vec<u8>),
+    Pause(Duration),
+}
+
+/// Messages for the parser thread, in the order of the output stream.
+enum ToParser {
+    /// An encoded `Output` frame (header, then the agent's bytes).
+    Chunk(Arc<[u8]>),
+    /// A client needs a redraw at this point of the stream.
+    Redraw(Arc<Client>),
+    End,
+}
+
+/// Output chunks up to this size are parsed by the reader itself when the
+/// parser has nothing queued.
+const INLINE_PARSE_MAX: usize = 512;
+/// Chunks the reader may run ahead of the parser.
+const PARSER_BACKLOG: usize = 64;
+
+/// Messages for the monitor thread.
+enum ToMonitor {
+    /// Record the exit, then acknowledge.
+    Exited(AgentExit, mpsc::Sender<()>),
+    /// Record what is pending (the input just typed) now, then acknowledge:
+    /// a `send` returns only once its input is a fact, so a status read
+    /// right after it never sees the screen from before it.
+    Flush(mpsc::Sender<()>),
+}
+
+struct ClientQueue {
+    /// The unwritten rest of a frame a direct write cut short: it goes out
+    /// before anything else and is never dropped (the stream would tear).
+    head: Vec<u8>,
+    frames: VecDeque<Arc<[u8]>>,
+    bytes: usize,
+    /// Someone (the writer thread, or the reader with a direct write) is
+    /// writing to the socket; nobody else may.
+    writing: bool,
+    /// A redraw is coming from the parser; hold everything until then.
+    awaiting_redraw: bool,
+    /// Where that redraw goes in `frames`.
+    redraw_at: usize,
+    closed: bool,
+}
+
+struct Client {
+    id: u64,
+    queue: Mutex<ClientQueue>,
+    ready: Condvar,
+    /// The client's socket, written by the writer thread or, when its queue
+    /// is empty, directly by the PTY reader (one thread hop less per echo).
+    stream: UnixStream,
+}
+
+impl Client {
+    fn new(id: u64, stream: UnixStream) -> Arc<Client> {
+        Arc::new(Client {
+            id,
+            queue: Mutex::new(ClientQueue {
+                head: Vec::new(),
+                frames: VecDeque::new(),
+                bytes: 0,
+                writing: false,
+                awaiting_redraw: false,
+                redraw_at: 0,
+                closed: false,
+            }),
+            ready: Condvar::new(),
+            stream,
+        })
+    }
+
+    /// Queues a reply or control frame (never dropped).
+    fn push(&self, frame: Vec<u8>) {
+        let mut q = lock(&self.queue);
+        q.bytes += frame.len();
+        q.frames.push_back(frame.into());
+        drop(q);
+        self.ready.notify_one();
+    }
+
+    /// Queues output. A client too far behind loses its queue (this frame
+    /// included) and gets a redraw instead; returns whether the caller must
+    /// ask the parser for that redraw.
+    fn push_output(&self, frame: &Arc<[u8]>) -> bool {
+        let mut q = lock(&self.queue);
+        if q.closed {
+            return false;
+        }
+        if !q.awaiting_redraw && !q.writing && q.head.is_empty() && q.frames.is_empty() {
+            // Nothing is ahead of this frame: try the socket right away.
+            q.writing = true;
+            drop(q);
+            let sent = send_now(&self.stream, frame);
+            let mut q = lock(&self.queue);
+            q.writing = false;
+            match sent {
+                Ok(n) if n < frame.len() => {
+                    q.head.extend_from_slice(&frame[n..]);
+                    q.bytes += frame.len() - n;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!("client write: {e}");
+                    q.closed = true;
+                    let _ = self.stream.shutdown(std::net::Shutdown::Both);
+                }
+            }
+            let wake = q.closed || !q.head.is_empty() || !q.frames.is_empty();
+            drop(q);
+            if wake {
+                self.ready.notify_one();
+            }
+            return false;
+        }
+        if !q.awaiting_redraw && q.bytes + frame.len() > CLIENT_QUEUE_LIMIT {
+            q.frames.clear();
+            q.bytes = q.head.len();
+            q.awaiting_redraw = true;
+            q.redraw_at = 0;
+            return true;
+        }
+        q.bytes += frame.len();
+        q.frames.push_back(frame.clone());
+        drop(q);
+        self.ready.notify_one();
+        false
+    }
+
+    /// Holds the queue until a redraw arrives (placed after what is queued).
+    fn await_redraw(&self) {
+        let mut q = lock(&self.queue);
+        q.awaiting_redraw = true;
+        q.redraw_at = q.frames.len();
+    }
+
+    /// Puts the awaited redraw in place and releases the queue.
+    fn deliver_redraw(&self, redraw: Vec<u8>) {
+        let mut q = lock(&self.queue);
+        let at = q.redraw_at.min(q.frames.len());
+        q.bytes += redraw.len();
+        q.frames.insert(at, redraw.into());
+        q.awaiting_redraw = false;
+        drop(q);
+        self.ready.notify_one();
+    }
+
+    fn close(&self) {
+        lock(&self.queue).closed = true;
+        self.ready.notify_one();
+    }
+}
+
+/// Locks a mutex, recovering from poisoning (a panicked thread was already
+/// reported; the data is still the best we have).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct State {
+    parser: vt100::Parser,
+    scanner: QueryScanner,
+    /// Bumped on every read of output.
+    output_seq: u64,
+    last_output: Option<Instant>,
+    last_output_at: Option<i64>,
+    last_input_at: Option<i64>,
+    screen_signal: Option<AgentSignal>,
+    /// The last desktop notification (OSC 9) the agent sent, as a signal,
+    /// and when (ms); `native_seq` counts them.
+    native: Option<(AgentSignal, i64)>,
+    native_seq: u64,
+    exit: Option<AgentExit>,
+}
+
+struct Shared {
+    spec: HostSpec,
+    host_pid: u32,
+    agent_pid: Option<u32>,
+    started_at: i64,
+    state: Mutex<State>,
+    master: Mutex<Box<dyn MasterPty + Send>>,
+    /// Attached clients. Lock order: `clients`, then `State`, then a queue.
+    clients: Mutex<Vec<Arc<Client>>>,
+    n_attached: AtomicUsize,
+    /// Output chunks and redraw requests, in stream order, to the parser.
+    to_parser: mpsc::SyncSender<ToParser>,
+    parser_done: AtomicBool,
+    /// Messages sent to the parser and not yet handled: while there are
+    /// none, the reader may parse a small chunk itself (in stream order).
+    parser_pending: AtomicUsize,
+    /// The PTY writer; input from clients is written directly.
+    pty_writer: Mutex<Box<dyn Write + Send>>,
+    to_agent: mpsc::Sender<ToAgent>,
+    /// Held while one `send` queues its text, pause and Enter, so two
+    /// concurrent sends never interleave (`textAtextB⏎⏎`).
+    typing: Mutex<()>,
+    next_client: AtomicU64,
+    exiting: AtomicBool,
+    /// The monitor's inbox (set once it runs).
+    to_monitor: Mutex<Option<mpsc::Sender<ToMonitor>>>,
+    /// The work journal of the agent's checkout (`None` outside a
+    /// repository, or when inotify refused).
+    journal: Option<crate::guard::journal::Journal>,
+}
+
+struct Started {
+    shared: Arc<Shared>,
+    listener: UnixListener,
+    agent_pid: Option<u32>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    reader: Box<dyn Read + Send>,
+    /// The PTY master's descriptor, to see whether more output is ready.
+    master_fd: Option<std::os::fd::RawFd>,
+    parser_rx: mpsc::Receiver<ToParser>,
+    to_agent_rx: mpsc::Receiver<ToAgent>,
+    store: Option<Store>,
+}
+
+/// The run folder: created 0700 and refused if another user owns it.
+pub(super) fn ensure_private_dir(dir: &Path) -> Result<(), SessionError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| host_err(&format!("creating {}", dir.display()), e))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| host_err(&format!("restricting {} to its owner", dir.display()), e))?;
+    Ok(())
+}
+
+fn serve(started: Started, hooks: TurnHooks) {
+    let Started {
+        shared,
+        listener,
+        agent_pid: _,
+        mut child,
+        reader,
+        master_fd,
+        parser_rx,
+        to_agent_rx,
+        store,
+    } = started;
+    let (monitor_tx, monitor_rx) = mpsc::channel::<ToMonitor>();
+    *lock(&shared.to_monitor) = Some(monitor_tx.clone());
+    let (reader_done_tx, reader_done_rx) = mpsc::channel::<()>();
+
+    {
+        let shared = shared.clone();
+        spawn_guarded("pty-reader", move || read_agent(&shared, reader, master_fd));
+    }
+    {
+        let shared = shared.clone();
+        spawn_guarded("parser", move || {
+            parse_output(&shared, parser_rx);
+            shared.parser_done.store(true, Ordering::SeqCst);
+            let _ = reader_done_tx.send(());
+        });
+    }
+    {
+        let shared = shared.clone();
+        spawn_guarded("pty-writer", move || write_agent(&shared, to_agent_rx));
+    }
+    {
+        let shared = shared.clone();
+        spawn_guarded("monitor", move || monitor(&shared, store, monitor_rx));
+    }
+    if !shared.spec.headless {
+        // Checks when the agent's turn ends, the failure typed back.
+        let typer = shared.clone();
+        let watcher = shared.clone();
+        let side = crate::feedback::turn::HostSide {
+            session_id: shared.spec.session_id,
+            home: shared.spec.home.clone(),
+            type_text: Box::new(move |text| type_text(&typer, text, true)),
+            exiting: Box::new(move || watcher.exiting.load(Ordering::SeqCst)),
+            hooks,
+        };
+        spawn_guarded("feedback", move || crate::feedback::turn::run(side));
+    }
+    {
+        let shared = shared.clone();
+        spawn_guarded("waiter", move || {
+            let exit = match child.wait() {
+                Ok(status) => AgentExit {
+                    code: if status.signal().is_some() {
+                        None
+                    } else {
+                        Some(status.exit_code() as i32)
+                    },
+                    signal: status.signal().map(str::to_string),
+                },
+                Err(e) => {
+                    tracing::error!("waiting for the agent: {e}");
+                    AgentExit {
+                        code: None,
+                        signal: Some(format!("lost: {e}")),
+                    }
+                }
+            };
+            tracing::info!(?exit, "agent exited");
+            // Let the reader drain what the agent wrote last.
+            let _ = reader_done_rx.recv_timeout(Duration::from_millis(1_000));
+            finish(&shared, exit, &monitor_tx);
+        });
+    }
+    for conn in listener.incoming() {
+        match conn {
+            Ok(stream) => {
+                let shared = shared.clone();
+                spawn_guarded("client", move || serve_client(&shared, stream));
+            }
+            Err(e) => {
+                tracing::warn!("accepting a client: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// The agent is gone: save its last screen, tell everyone, linger, leave.
+fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonitor>) {
+    let text = {
+        let mut state = lock(&shared.state);
+        state.exit = Some(exit.clone());
+        screen_view(&mut state.parser, false).text()
+    };
+    let clients = lock(&shared.clients).clone();
+    let screen_file = super::screen_path(&shared.spec.home, &shared.spec.short_id);
+    if let Some(dir) = screen_file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Err(e) = crate::store::write_private(&screen_file, text.as_bytes()) {
+        tracing::warn!("saving the final screen to {}: {e}", screen_file.display());
+    }
+    let (done_tx, done_rx) = mpsc::channel();
+    if monitor
+        .send(ToMonitor::Exited(exit.clone(), done_tx))
+        .is_ok()
+    {
+        let _ = done_rx.recv_timeout(Duration::from_secs(5));
+    }
+    let frame = proto::encode_json(FrameKind::Exited, &exit);
+    for client in &clients {
+        client.push(frame.clone());
+    }
+    shared.exiting.store(true, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(LINGER_MS));
+    // A checks run still going ends with the host.
+    crate::feedback::run::kill_all();
+    let _ = std::fs::remove_file(super::socket_path(&shared.spec.home, &shared.spec.short_id));
+    tracing::info!("host exiting");
+    std::process::exit(0);
+}
+
+#[cfg(test)]
+mod typing_tests {
+    use super::typed_bytes;
+
+    /// Regression (issue 16): Aider's multi-line first prompt was typed
+    /// before its line editor turned bracketed paste on, and each line was
+    /// submitted on its own (12 model requests for one task).
+    #[test]
+    fn regression_a_multi_line_prompt_is_one_input() {
+        let text = "Fix it\n\n## Your session\nYou are `x`.";
+        assert_eq!(
+            typed_bytes("aider", text, true),
+            b"\x1b[200~Fix it\n\n## Your session\nYou are `x`.\x1b[201~".to_vec()
+        );
+        assert_eq!(
+            typed_bytes("aider", text, false),
+            b"{owt\rFix it\r\r## Your session\rYou are `x`.\rowt}".to_vec(),
+            "Aider's own multi-line form"
+        );
+        assert_eq!(
+            typed_bytes("my-tool", text, false),
+            b"Fix it  ## Your session You are `x`.".to_vec(),
+            "never one submission per line"
+        );
+        assert_eq!(
+            typed_bytes("aider", "one line", false),
+            b"one line".to_vec()
+        );
+    }
+}
+
+/// Recording facts of different value types through one closure.
+mod erased {
+    use crate::store::{Store, StoreError};
+
+    pub trait Value {
+        fn record(&self, store: &Store, id: i64, kind: &str, at: i64) -> Result<(), StoreError>;
+    }
+
+    impl<T: serde::Serialize> Value for T {
+        fn record(&self, store: &Store, id: i64, kind: &str, at: i64) -> Result<(), StoreError> {
+            store.record_fact_at(id, kind, self, at)
+        }
+    }
+}
+
+/// Where the host's log goes.
+pub fn log_path(home: &Path, short_id: &str) -> PathBuf {
+    home.join("logs").join(format!("{short_id}.log"))
+}

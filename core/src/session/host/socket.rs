@@ -1,0 +1,423 @@
+//! The unix socket: each client's reader and writer, the frames it sends
+//! (decoded by pure functions before the host acts on them) and the
+//! replies.
+
+use super::*;
+
+pub(super) fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(cred.uid)
+}
+
+pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
+    let Some(hello) = accept_hello(&mut stream) else {
+        return;
+    };
+    if hello.role == Role::Events {
+        let _ = proto::write_json(
+            &mut stream,
+            FrameKind::Error,
+            &HostError {
+                message: format!(
+                    "{} runs in a terminal, not through ACP: attach to it (owt attach {})",
+                    shared.spec.session_name, shared.spec.session_name
+                ),
+            },
+        );
+        return;
+    }
+    let write_half = match stream.try_clone() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("cloning a client socket: {e}");
+            return;
+        }
+    };
+    let client = Client::new(
+        shared.next_client.fetch_add(1, Ordering::Relaxed),
+        write_half,
+    );
+    client.push(proto::encode_json(
+        FrameKind::Welcome,
+        &Welcome {
+            version: HOST_PROTOCOL_VERSION,
+            host_pid: shared.host_pid,
+            agent_pid: shared.agent_pid,
+            session_name: shared.spec.session_name.clone(),
+            short_id: shared.spec.short_id.clone(),
+        },
+    ));
+    let writer = {
+        let client = client.clone();
+        spawn_guarded("client-writer", move || write_client(&client))
+    };
+    if hello.role == Role::Attach {
+        if hello.rows > 0 && hello.cols > 0 {
+            resize(shared, hello.rows, hello.cols);
+        }
+        let mut clients = lock(&shared.clients);
+        client.await_redraw();
+        clients.push(client.clone());
+        shared.n_attached.fetch_add(1, Ordering::SeqCst);
+        let queued = !shared.parser_done.load(Ordering::SeqCst)
+            && send_to_parser(shared, ToParser::Redraw(client.clone()));
+        drop(clients);
+        if !queued {
+            // The agent is gone and the parser with it: the screen is final.
+            let state = lock(&shared.state);
+            client.deliver_redraw(proto::encode(
+                FrameKind::Redraw,
+                &redraw(state.parser.screen()),
+            ));
+        }
+        if let Some(exit) = &lock(&shared.state).exit {
+            client.push(proto::encode_json(FrameKind::Exited, exit));
+        }
+    }
+    // Buffered: a frame costs one read, not two (header, then payload).
+    let mut incoming = std::io::BufReader::with_capacity(16 * 1024, &stream);
+    loop {
+        let frame = match proto::read_frame(&mut incoming) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!("client read: {e}");
+                break;
+            }
+        };
+        let reply = handle_request(shared, &frame);
+        match reply {
+            Reply::None => {}
+            Reply::Frame(bytes) => client.push(bytes),
+            Reply::Close => break,
+        }
+    }
+    {
+        let mut clients = lock(&shared.clients);
+        let before = clients.len();
+        clients.retain(|c| c.id != client.id);
+        shared
+            .n_attached
+            .fetch_sub(before - clients.len(), Ordering::SeqCst);
+    }
+    client.close();
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+}
+
+pub(super) enum Reply {
+    None,
+    Frame(Vec<u8>),
+    Close,
+}
+
+pub(super) fn error_reply(message: String) -> Reply {
+    Reply::Frame(proto::encode_json(FrameKind::Error, &HostError { message }))
+}
+
+/// A new client's first steps, shared by both kinds of host: refuses
+/// another user, then reads its hello (10 s at most). `None`: the client
+/// was answered with an error, or went away.
+pub(crate) fn accept_hello(stream: &mut UnixStream) -> Option<proto::Hello> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if peer_uid(stream) != Some(me) {
+        tracing::warn!("refused a client of another user");
+        let _ = proto::write_json(
+            stream,
+            FrameKind::Error,
+            &HostError {
+                message: "this session host belongs to another user".into(),
+            },
+        );
+        return None;
+    }
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let hello = match proto::read_frame(stream) {
+        Ok(Some(frame)) => match decode_hello(&frame) {
+            Ok(hello) => hello,
+            Err(message) => {
+                let _ = proto::write_json(stream, FrameKind::Error, &HostError { message });
+                return None;
+            }
+        },
+        Ok(None) | Err(_) => return None,
+    };
+    let _ = stream.set_read_timeout(None);
+    Some(hello)
+}
+
+/// The first frame of a connection, checked (pure: no I/O), its size
+/// clamped like a resize. `Err` is the message of the `Error` frame the
+/// host answers before hanging up.
+pub fn decode_hello(frame: &proto::Frame) -> Result<proto::Hello, String> {
+    if frame.kind != FrameKind::Hello {
+        return Err(format!(
+            "expected a hello frame first, got {:?}",
+            frame.kind
+        ));
+    }
+    // Check the version before the rest of the hello: another version may
+    // shape it differently.
+    let version = serde_json::from_slice::<serde_json::Value>(&frame.payload)
+        .ok()
+        .and_then(|v| v.get("version").and_then(|v| v.as_u64()));
+    if version != Some(u64::from(HOST_PROTOCOL_VERSION)) {
+        let theirs = version.map_or("an unknown version".to_string(), |v| format!("version {v}"));
+        return Err(format!(
+            "protocol mismatch: this session host speaks owt host protocol version {HOST_PROTOCOL_VERSION}, \
+             the client speaks {theirs}; use the owt that started the session (or restart the session)"
+        ));
+    }
+    let hello: proto::Hello = frame.json().map_err(|e| format!("bad hello: {e}"))?;
+    Ok(proto::Hello {
+        rows: hello.rows.min(MAX_ROWS),
+        cols: hello.cols.min(MAX_COLS),
+        ..hello
+    })
+}
+
+/// What a client asked for, decoded from one frame after the hello (pure:
+/// no I/O; [`handle_request`] carries it out). Sizes are clamped to
+/// [`MAX_ROWS`] × [`MAX_COLS`].
+#[derive(Debug, PartialEq)]
+pub enum Request<'a> {
+    /// Keys for the PTY.
+    Input(&'a [u8]),
+    Resize {
+        rows: u16,
+        cols: u16,
+    },
+    Send(SendText),
+    Peek(PeekRequest),
+    Status,
+    /// Hang up the agent; kill it after the grace time.
+    Terminate(Duration),
+    Detach,
+    Journal,
+    /// Answered with an `Error` frame carrying this message.
+    Invalid(String),
+}
+
+pub fn decode_request(frame: &proto::Frame) -> Request<'_> {
+    match frame.kind {
+        FrameKind::Input => Request::Input(&frame.payload),
+        FrameKind::Resize => match frame.json::<Resize>() {
+            Ok(r) if r.rows > 0 && r.cols > 0 => Request::Resize {
+                rows: r.rows.min(MAX_ROWS),
+                cols: r.cols.min(MAX_COLS),
+            },
+            Ok(r) => Request::Invalid(format!("bad size {}x{}", r.cols, r.rows)),
+            Err(e) => Request::Invalid(e.to_string()),
+        },
+        FrameKind::Send => match frame.json::<SendText>() {
+            Ok(send) => Request::Send(send),
+            Err(e) => Request::Invalid(e.to_string()),
+        },
+        FrameKind::Peek => Request::Peek(frame.json::<PeekRequest>().unwrap_or_default()),
+        FrameKind::StatusRequest => Request::Status,
+        FrameKind::Terminate => {
+            let grace = frame.json::<Terminate>().map_or(3_000, |t| t.grace_ms);
+            Request::Terminate(Duration::from_millis(grace))
+        }
+        FrameKind::Detach => Request::Detach,
+        FrameKind::JournalRequest => Request::Journal,
+        other => Request::Invalid(format!("unexpected {other:?} frame from a client")),
+    }
+}
+
+pub(super) fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Reply {
+    match decode_request(frame) {
+        Request::Input(bytes) => {
+            // Keys go straight to the PTY: the shortest echo path.
+            lock(&shared.state).last_input_at = Some(now_ms());
+            if let Err(e) = write_pty(shared, bytes) {
+                tracing::debug!("pty write failed: {e}");
+            }
+            Reply::None
+        }
+        Request::Resize { rows, cols } => {
+            resize(shared, rows, cols);
+            Reply::None
+        }
+        Request::Send(send) => {
+            type_text(shared, &send.text, send.enter);
+            let (ack_tx, ack_rx) = mpsc::channel();
+            let asked = lock(&shared.to_monitor)
+                .as_ref()
+                .is_some_and(|m| m.send(ToMonitor::Flush(ack_tx)).is_ok());
+            if asked {
+                let _ = ack_rx.recv_timeout(Duration::from_secs(2));
+            }
+            Reply::Frame(proto::encode(FrameKind::Ok, b""))
+        }
+        Request::Peek(req) => {
+            let view = screen_view(&mut lock(&shared.state).parser, req.scrollback);
+            Reply::Frame(proto::encode_json(FrameKind::Screen, &view))
+        }
+        Request::Status => Reply::Frame(proto::encode_json(FrameKind::Status, &status(shared))),
+        Request::Terminate(grace) => {
+            terminate(shared, grace);
+            Reply::Frame(proto::encode(FrameKind::Ok, b""))
+        }
+        Request::Detach => Reply::Close,
+        Request::Journal => {
+            let view = shared
+                .journal
+                .as_ref()
+                .map_or_else(JournalView::not_ready, |journal| journal.view());
+            Reply::Frame(proto::encode_json(FrameKind::Journal, &view))
+        }
+        Request::Invalid(message) => error_reply(message),
+    }
+}
+
+pub(super) fn status(shared: &Shared) -> HostStatus {
+    let state = lock(&shared.state);
+    let (rows, cols) = state.parser.screen().size();
+    HostStatus {
+        host_pid: shared.host_pid,
+        agent_pid: shared.agent_pid,
+        exit: state.exit.clone(),
+        attached_clients: shared.n_attached.load(Ordering::SeqCst) as u32,
+        rows,
+        cols,
+        started_at: shared.started_at,
+        last_output_at: state.last_output_at,
+        last_input_at: state.last_input_at,
+        screen_signal: state.screen_signal.map(|s| {
+            serde_json::to_value(s)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        }),
+    }
+}
+
+pub(super) fn resize(shared: &Shared, rows: u16, cols: u16) {
+    // The screen model first, so output drawn for the new size lands right.
+    lock(&shared.state).parser.screen_mut().set_size(rows, cols);
+    let size = PtySize {
+        rows,
+        cols,
+        pixel_width: 0,
+        pixel_height: 0,
+    };
+    if let Err(e) = lock(&shared.master).resize(size) {
+        tracing::warn!("resizing the pseudo-terminal: {e}");
+    }
+}
+
+/// Hangs up the agent's process group; kills it after `grace`.
+pub(super) fn terminate(shared: &Arc<Shared>, grace: Duration) {
+    let Some(pid) = shared.agent_pid else { return };
+    let pgid = pid as libc::pid_t;
+    tracing::info!("hanging up the agent");
+    // SAFETY: kill has no memory preconditions; a negative pid names the group.
+    unsafe {
+        libc::kill(-pgid, libc::SIGHUP);
+        libc::kill(pgid, libc::SIGHUP);
+    }
+    let shared = shared.clone();
+    spawn_guarded("terminate", move || {
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if lock(&shared.state).exit.is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        tracing::info!("the agent ignored the hang-up; killing it");
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+            libc::kill(pgid, libc::SIGKILL);
+        }
+    });
+}
+
+pub(super) fn write_client(client: &Client) {
+    let mut stream = &client.stream;
+    let mut batch: Vec<Arc<[u8]>> = Vec::new();
+    let mut head = Vec::new();
+    loop {
+        {
+            let mut q = lock(&client.queue);
+            // What a direct write left unfinished goes first, even past an
+            // awaited redraw (it is the end of a frame already begun).
+            let idle = |q: &ClientQueue| {
+                q.writing || (q.head.is_empty() && (q.frames.is_empty() || q.awaiting_redraw))
+            };
+            while idle(&q) && !q.closed {
+                q = client.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+            if q.closed && idle(&q) {
+                return;
+            }
+            std::mem::swap(&mut head, &mut q.head);
+            if !q.awaiting_redraw {
+                batch.extend(q.frames.drain(..));
+            }
+            q.bytes = q.frames.iter().map(|f| f.len()).sum();
+            q.writing = true;
+        }
+        let mut result = stream.write_all(&head);
+        head.clear();
+        for frame in batch.drain(..) {
+            if result.is_err() {
+                break;
+            }
+            result = stream.write_all(&frame);
+        }
+        let mut q = lock(&client.queue);
+        q.writing = false;
+        if let Err(e) = result {
+            tracing::debug!("client write: {e}");
+            q.closed = true;
+            drop(q);
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+    }
+}
+
+/// Writes what the socket takes right now (never blocks); how much.
+pub(super) fn send_now(stream: &UnixStream, bytes: &[u8]) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket and buffer; MSG_DONTWAIT keeps it from
+    // blocking, MSG_NOSIGNAL turns a gone peer into EPIPE, not SIGPIPE.
+    let n = unsafe {
+        libc::send(
+            stream.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n >= 0 {
+        return Ok(n as usize);
+    }
+    let e = std::io::Error::last_os_error();
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock => Ok(0),
+        std::io::ErrorKind::Interrupted => send_now(stream, bytes),
+        _ => Err(e),
+    }
+}

@@ -1,0 +1,159 @@
+//! Starting the agent: its PTY, its process (in its own session and
+//! process group) and the host's threads around it.
+
+use super::*;
+
+pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
+    let socket = crate::session::socket_path(&spec.home, &spec.short_id);
+    let run_dir = socket.parent().unwrap_or(&spec.home).to_path_buf();
+    ensure_private_dir(&run_dir)?;
+    if socket.exists() {
+        if UnixStream::connect(&socket).is_ok() {
+            return Err(SessionError::Host(format!(
+                "another host already serves {}",
+                socket.display()
+            )));
+        }
+        let _ = std::fs::remove_file(&socket);
+    }
+    let listener = UnixListener::bind(&socket)
+        .map_err(|e| host_err(&format!("binding {}", socket.display()), e))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| host_err("restricting the socket to its owner", e))?;
+
+    let rows = if spec.rows == 0 { 40 } else { spec.rows };
+    let cols = if spec.cols == 0 { 120 } else { spec.cols };
+    let pty = portable_pty::native_pty_system()
+        .openpty(PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .map_err(|e| host_err("opening a pseudo-terminal", e))?;
+    if spec.argv.is_empty() {
+        return Err(SessionError::Host("the agent's argv is empty".into()));
+    }
+    let mut cmd = CommandBuilder::from_argv(spec.argv.iter().map(Into::into).collect());
+    cmd.cwd(&spec.cwd);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    cmd.env("OWT_SESSION", &spec.short_id);
+    cmd.env("OWT_HOME", &spec.home);
+    cmd.env("TERM", "xterm-256color");
+    let child = pty.slave.spawn_command(cmd).map_err(|e| {
+        host_err(
+            &format!("starting `{}` in {}", spec.argv[0], spec.cwd.display()),
+            e,
+        )
+    })?;
+    // portable-pty's recipe: the slave belongs to the child now.
+    drop(pty.slave);
+    let agent_pid = child.process_id();
+    let master_fd = pty.master.as_raw_fd();
+    let reader = pty
+        .master
+        .try_clone_reader()
+        .map_err(|e| host_err("reading the pseudo-terminal", e))?;
+    let writer = pty
+        .master
+        .take_writer()
+        .map_err(|e| host_err("writing the pseudo-terminal", e))?;
+
+    let host_pid = std::process::id();
+    let store = match Store::open(&spec.home) {
+        Ok(store) => {
+            let fact = HostFact {
+                host_pid,
+                agent_pid,
+                socket: socket.to_string_lossy().into_owned(),
+                headless: spec.headless,
+                transport: Default::default(),
+            };
+            if let Err(e) = store.record_fact(spec.session_id, kind::HOST, &fact) {
+                tracing::warn!("recording the host fact: {e}");
+            }
+            Some(store)
+        }
+        Err(e) => {
+            tracing::warn!("opening the store: {e}; facts will not be recorded");
+            None
+        }
+    };
+    let journal = match crate::guard::journal::Journal::start(&spec.cwd) {
+        Ok(journal) => Some(journal),
+        Err(e) => {
+            tracing::info!("no work journal for {}: {e}", spec.cwd.display());
+            None
+        }
+    };
+    let (to_agent, to_agent_rx) = mpsc::channel();
+    let (to_parser, parser_rx) = mpsc::sync_channel(PARSER_BACKLOG);
+    let shared = Arc::new(Shared {
+        spec: spec.clone(),
+        host_pid,
+        agent_pid,
+        started_at: now_ms(),
+        state: Mutex::new(State {
+            parser: vt100::Parser::new(rows, cols, spec.scrollback),
+            scanner: QueryScanner::new(),
+            output_seq: 0,
+            last_output: None,
+            last_output_at: None,
+            last_input_at: None,
+            screen_signal: None,
+            native: None,
+            native_seq: 0,
+            exit: None,
+        }),
+        master: Mutex::new(pty.master),
+        clients: Mutex::new(Vec::new()),
+        n_attached: AtomicUsize::new(0),
+        to_parser,
+        parser_done: AtomicBool::new(false),
+        parser_pending: AtomicUsize::new(0),
+        pty_writer: Mutex::new(writer),
+        to_agent,
+        typing: Mutex::new(()),
+        next_client: AtomicU64::new(1),
+        exiting: AtomicBool::new(false),
+        to_monitor: Mutex::new(None),
+        journal,
+    });
+    tracing::info!(session = %spec.session_name, agent_pid = ?agent_pid, "host started");
+    Ok(Started {
+        shared,
+        listener,
+        agent_pid,
+        child,
+        reader,
+        master_fd,
+        parser_rx,
+        to_agent_rx,
+        store,
+    })
+}
+
+/// Runs `body` on a named thread; a panic is logged instead of unwinding
+/// into nothing.
+pub(crate) fn spawn_guarded(
+    name: &str,
+    body: impl FnOnce() + Send + 'static,
+) -> Option<std::thread::JoinHandle<()>> {
+    let thread_name = name.to_string();
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+                let msg = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!("thread {thread_name} panicked: {msg}");
+            }
+        })
+        .map_err(|e| tracing::error!("spawning thread {name}: {e}"))
+        .ok()
+}

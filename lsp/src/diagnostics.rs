@@ -1,0 +1,408 @@
+//! Conflict Guard → `publishDiagnostics`: for every pair of participants
+//! that touched the same file, diagnostics on the lines the *other*
+//! participant changed, mapped into the document as the editor has it now.
+//!
+//! The guard reports ranges in merge-base coordinates; [`LineMap`] maps them
+//! through the line diff between the base version of the file and the
+//! current text (the unsaved buffer, or the file on disk), so a diagnostic
+//! follows the human's edits above it.
+//!
+//! Awareness (level `aware`, a hint): in a document open in the editor
+//! that you have not changed, the lines another participant is changing,
+//! before you type. Once you change the file (saved or not) the pair forms
+//! and its overlap / hunk-overlap / conflict diagnostic replaces the hint.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use owt_protocol::guard::{GuardPair, GuardPath, Level, LineRange};
+use owt_protocol::lsp::{DiagnosticData, Severities};
+use owt_protocol::SessionView;
+use tower_lsp_server::ls_types::*;
+
+use super::convert::{line_range, path_to_uri};
+use super::guard_view::{GuardView, LivePair};
+use owt_core::guard::line_map::LineMap;
+use owt_core::guard::YOU;
+
+/// Everything diagnostics are computed from.
+pub struct Inputs<'a> {
+    pub guard: &'a GuardView,
+    /// The repository, for base versions of files.
+    pub repo: &'a git2::Repository,
+    /// Who "you" are: [`YOU`] or the session whose worktree is open.
+    pub me: &'a str,
+    /// The checkout the editor shows.
+    pub my_root: &'a Path,
+    pub sessions: &'a [SessionView],
+    /// Text of open documents, by path.
+    pub open: &'a HashMap<PathBuf, String>,
+    pub severities: Option<&'a Severities>,
+    /// Attach `relatedInformation` (the agent's copy of the lines).
+    pub related: bool,
+    /// Only these paths (relative to the checkouts); `None`: every path.
+    pub only: Option<&'a BTreeSet<String>>,
+    /// Awareness hints in open documents.
+    pub awareness: bool,
+}
+
+/// The level name of awareness hints (not a pair level: only the editor
+/// shows it).
+pub const AWARE: &str = "aware";
+
+/// Diagnostics for every file of `my_root` that some pair touched (of
+/// `only` those paths, when given).
+pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
+    let mut out: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
+    let merge_base = inputs
+        .guard
+        .participant(inputs.me)
+        .and_then(|p| p.merge_base.clone());
+    for live in inputs.guard.pairs() {
+        for path in &live.pair.paths {
+            if inputs.only.is_some_and(|only| !only.contains(&path.path)) {
+                continue;
+            }
+            let file = inputs.my_root.join(&path.path);
+            let Some(uri) = path_to_uri(&file) else {
+                continue;
+            };
+            let current = match inputs.open.get(&file) {
+                Some(text) => Some(text.clone()),
+                None => std::fs::read_to_string(&file).ok(),
+            };
+            let Some(current) = current else { continue };
+            let base = merge_base
+                .as_deref()
+                .and_then(|oid| base_text(inputs.repo, oid, &path.path))
+                .unwrap_or_else(|| current.clone());
+            let map = LineMap::new(&base, &current);
+            for (other, other_ranges, also) in sides(&live.pair, path, inputs.me) {
+                let side = Side {
+                    live,
+                    path,
+                    other,
+                    also,
+                };
+                for diagnostic in path_diagnostics(inputs, &side, other_ranges, &map) {
+                    out.entry(uri.clone()).or_default().push(diagnostic);
+                }
+            }
+        }
+    }
+    if inputs.awareness {
+        awareness(inputs, &mut out);
+    }
+    out
+}
+
+/// Awareness hints (see the module doc): for each open document of my
+/// checkout (of `only`, when given) and each other participant changing
+/// that file, when no pair of mine with it names the file yet, a hint on
+/// its changed lines.
+fn awareness(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
+    let mut open: Vec<(&PathBuf, &String)> = inputs.open.iter().collect();
+    open.sort();
+    for (file, current) in open {
+        let Ok(rel) = file.strip_prefix(inputs.my_root) else {
+            continue;
+        };
+        let Some(rel) = rel.to_str() else { continue };
+        if inputs.only.is_some_and(|only| !only.contains(rel)) {
+            continue;
+        }
+        let Some(uri) = path_to_uri(file) else {
+            continue;
+        };
+        for (name, side) in inputs.guard.participants() {
+            if name == inputs.me {
+                continue;
+            }
+            let paired = inputs.guard.pairs().any(|live| {
+                let pair = &live.pair;
+                (pair.a == inputs.me && pair.b == *name || pair.b == inputs.me && pair.a == *name)
+                    && pair.paths.iter().any(|p| p.path == rel)
+            });
+            if paired {
+                continue;
+            }
+            let Some(change) = side.changes.get(rel) else {
+                continue;
+            };
+            // A file new on its side, or a binary, has no lines to point at
+            // in yours: the first line stands for it.
+            let base = side
+                .merge_base
+                .as_deref()
+                .and_then(|oid| base_text(inputs.repo, oid, rel));
+            let map = LineMap::new(base.as_deref().unwrap_or(current), current);
+            let ranges: Vec<LineRange> = if change.binary || change.hunks.is_empty() {
+                vec![LineRange { start: 1, lines: 1 }]
+            } else {
+                change.hunks.iter().map(|h| h.base_range()).collect()
+            };
+            let (verb, kind) = match (change.added, change.deleted) {
+                (true, _) => ("is adding", " (a new file on its side)"),
+                (_, true) => ("is deleting", " (the whole file)"),
+                _ if change.binary => ("is changing", " (binary)"),
+                _ => ("is changing", ""),
+            };
+            let churn = if change.binary {
+                String::new()
+            } else {
+                let (add, del) = change.hunks.iter().fold((0, 0), |(add, del), h| {
+                    (add + h.new_lines, del + h.old_lines)
+                });
+                format!(" (+{add} −{del})")
+            };
+            let who_text = who(inputs.sessions, name);
+            let severity = inputs
+                .severities
+                .and_then(|s| s.aware.as_deref())
+                .and_then(named_severity)
+                .unwrap_or(DiagnosticSeverity::HINT);
+            for range in ranges {
+                let (first, last) = map.range(range);
+                let lines = if first == last {
+                    format!("line {}", first + 1)
+                } else {
+                    format!("lines {}–{}", first + 1, last + 1)
+                };
+                out.entry(uri.clone()).or_default().push(Diagnostic {
+                    range: line_range(first, last),
+                    severity: Some(severity),
+                    code: Some(NumberOrString::String(AWARE.to_string())),
+                    code_description: None,
+                    source: Some("owt".into()),
+                    message: format!("{who_text} {verb} {lines} here{kind}{churn}"),
+                    related_information: None,
+                    tags: None,
+                    data: serde_json::to_value(DiagnosticData {
+                        session: name.clone(),
+                        level: AWARE.to_string(),
+                    })
+                    .ok(),
+                });
+            }
+        }
+    }
+}
+
+fn named_severity(name: &str) -> Option<DiagnosticSeverity> {
+    match name.to_ascii_lowercase().as_str() {
+        "error" => Some(DiagnosticSeverity::ERROR),
+        "warning" | "warn" => Some(DiagnosticSeverity::WARNING),
+        "information" | "info" => Some(DiagnosticSeverity::INFORMATION),
+        "hint" => Some(DiagnosticSeverity::HINT),
+        _ => None,
+    }
+}
+
+/// `(other participant, its ranges, the pair's other member when neither is me)`.
+fn sides<'a>(
+    pair: &'a GuardPair,
+    path: &'a GuardPath,
+    me: &str,
+) -> Vec<(&'a str, &'a [LineRange], Option<&'a str>)> {
+    if pair.a == me {
+        vec![(pair.b.as_str(), path.b_ranges.as_slice(), None)]
+    } else if pair.b == me {
+        vec![(pair.a.as_str(), path.a_ranges.as_slice(), None)]
+    } else {
+        // Two others overlap: show the first's lines, naming both.
+        vec![(
+            pair.a.as_str(),
+            path.a_ranges.as_slice(),
+            Some(pair.b.as_str()),
+        )]
+    }
+}
+
+/// One participant's side of a pair in one path.
+struct Side<'a> {
+    live: &'a LivePair,
+    path: &'a GuardPath,
+    other: &'a str,
+    /// The pair's other member, when neither is me.
+    also: Option<&'a str>,
+}
+
+fn base_text(repo: &git2::Repository, merge_base: &str, path: &str) -> Option<String> {
+    let oid = git2::Oid::from_str(merge_base).ok()?;
+    let tree = repo.find_commit(oid).ok()?.tree().ok()?;
+    let entry = tree.get_path(Path::new(path)).ok()?;
+    let blob = repo.find_blob(entry.id()).ok()?;
+    std::str::from_utf8(blob.content()).ok().map(str::to_string)
+}
+
+fn who(sessions: &[SessionView], name: &str) -> String {
+    if name == YOU {
+        return "you (the main checkout)".into();
+    }
+    match sessions.iter().find(|s| s.name == name) {
+        Some(s) => format!("{} ({}, {})", s.name, s.provider, s.status_text),
+        None => name.to_string(),
+    }
+}
+
+fn severity(level: Level, severities: Option<&Severities>) -> DiagnosticSeverity {
+    let configured = severities.and_then(|s| match level {
+        Level::Overlap => s.overlap.as_deref(),
+        Level::HunkOverlap => s.hunk_overlap.as_deref(),
+        Level::Conflict | Level::BaseConflict => s.conflict.as_deref(),
+        Level::SameChange | Level::Semantic => None,
+    });
+    match configured.and_then(named_severity) {
+        Some(severity) => severity,
+        None => match level {
+            Level::SameChange => DiagnosticSeverity::HINT,
+            Level::Overlap => DiagnosticSeverity::INFORMATION,
+            Level::HunkOverlap | Level::Semantic => DiagnosticSeverity::WARNING,
+            Level::Conflict | Level::BaseConflict => DiagnosticSeverity::ERROR,
+        },
+    }
+}
+
+/// `+added −removed` of `other`'s changes to `path` (from its hunks).
+fn churn(side: &Side<'_>) -> Option<(u32, u32)> {
+    let hunks = side.live.hunks(side.other, &side.path.path)?;
+    Some(hunks.iter().fold((0, 0), |(add, del), h| {
+        (add + h.new_lines, del + h.old_lines)
+    }))
+}
+
+/// Lines of `other`'s own copy that a base range became (for relatedInformation).
+fn other_copy_range(side: &Side<'_>, range: LineRange) -> Range {
+    let hunk = side
+        .live
+        .hunks(side.other, &side.path.path)
+        .and_then(|hunks| {
+            hunks.iter().find(|h| {
+                let start = h.old_start.max(1);
+                let end = start + h.old_lines.max(1);
+                range.start < end && start < range.start + range.lines.max(1)
+            })
+        });
+    let (first, last) = match hunk {
+        Some(h) if h.new_lines > 0 => {
+            (h.new_start.saturating_sub(1), h.new_start + h.new_lines - 2)
+        }
+        Some(h) => (h.new_start.saturating_sub(1), h.new_start.saturating_sub(1)),
+        None => (
+            range.start.saturating_sub(1),
+            (range.start + range.lines.max(1)).saturating_sub(2),
+        ),
+    };
+    Range {
+        start: Position {
+            line: first,
+            character: 0,
+        },
+        end: Position {
+            line: last.max(first) + 1,
+            character: 0,
+        },
+    }
+}
+
+/// What every diagnostic of `side` says after its lines: who changed them
+/// (`{who} changed `) and the rest (`{churn}{consequence}{detail}`).
+fn message_parts(inputs: &Inputs<'_>, side: &Side<'_>) -> (String, String) {
+    let (path, other, also) = (side.path, side.other, side.also);
+    let who_text = match also {
+        Some(second) => format!(
+            "{} and {}",
+            who(inputs.sessions, other),
+            who(inputs.sessions, second)
+        ),
+        None => who(inputs.sessions, other),
+    };
+    let churn = churn(side)
+        .map(|(add, del)| format!(" (+{add} −{del})"))
+        .unwrap_or_default();
+    let consequence = match (path.level, also) {
+        (Level::Conflict, None) => "; merging it with your changes will conflict",
+        (Level::Conflict, Some(_)) => "; merging them will conflict",
+        (Level::HunkOverlap, None) => ", on or next to lines you changed",
+        (Level::HunkOverlap, Some(_)) => ", on or next to each other's changes",
+        (Level::Overlap, None) => "; you changed other lines of this file",
+        (Level::Overlap, Some(_)) => "; both changed this file",
+        (Level::SameChange, None) => ", the same change as yours",
+        (Level::SameChange, Some(_)) => ", the same change on both sides",
+        (Level::Semantic, _) => "; it uses a signature the other side changed",
+        (Level::BaseConflict, _) => "; it no longer merges into its base",
+    };
+    let detail = path
+        .detail
+        .as_deref()
+        .map(|d| format!(" [{d}]"))
+        .unwrap_or_default();
+    (who_text, format!("{churn}{consequence}{detail}"))
+}
+
+/// `other`'s copy of the lines of `range` (when the client shows related
+/// information).
+fn related(
+    inputs: &Inputs<'_>,
+    side: &Side<'_>,
+    range: LineRange,
+) -> Option<Vec<DiagnosticRelatedInformation>> {
+    if !inputs.related {
+        return None;
+    }
+    let root = &inputs.guard.participant(side.other)?.worktree;
+    // A session on a remote has no copy on this machine to point at.
+    if root.as_os_str().is_empty() {
+        return None;
+    }
+    let uri = path_to_uri(&root.join(&side.path.path))?;
+    Some(vec![DiagnosticRelatedInformation {
+        location: Location {
+            uri,
+            range: other_copy_range(side, range),
+        },
+        message: format!("{}'s copy", side.other),
+    }])
+}
+
+fn path_diagnostics(
+    inputs: &Inputs<'_>,
+    side: &Side<'_>,
+    ranges: &[LineRange],
+    map: &LineMap,
+) -> Vec<Diagnostic> {
+    let level = side.path.level;
+    let (who_text, rest) = message_parts(inputs, side);
+    let whole_file = [LineRange { start: 1, lines: 1 }];
+    let ranges = if ranges.is_empty() {
+        &whole_file[..]
+    } else {
+        ranges
+    };
+    ranges
+        .iter()
+        .map(|range| {
+            let (first, last) = map.range(*range);
+            let lines = if first == last {
+                format!("line {}", first + 1)
+            } else {
+                format!("lines {}–{}", first + 1, last + 1)
+            };
+            Diagnostic {
+                range: line_range(first, last),
+                severity: Some(severity(level, inputs.severities)),
+                code: Some(NumberOrString::String(level.as_str().to_string())),
+                code_description: None,
+                source: Some("owt".into()),
+                message: format!("{who_text} changed {lines} here{rest}"),
+                related_information: related(inputs, side, *range),
+                tags: None,
+                data: serde_json::to_value(DiagnosticData {
+                    session: side.other.to_string(),
+                    level: level.as_str().to_string(),
+                })
+                .ok(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,453 @@
+//! The live Conflict Guard of `owt lsp`: one engine over every session's
+//! worktree and the editor's checkout, its watcher, the unsaved buffers
+//! handed to it, and the diagnostics published from what it recomputes.
+//!
+//! The watcher applies a debounced batch of file changes to the engine on
+//! its own thread and, still holding the engine, records the guard's facts
+//! (the git facts its snapshots show go to the git refresher, their one
+//! writer) and takes a [`GuardDelta`] of what the batch recomputed, which
+//! it sends to the owner. The owner applies the delta to its
+//! [`GuardView`] and re-renders the diagnostics of the paths it touched:
+//! no second lock, no full report per change. Unsaved buffers are handed
+//! to the engine by the owner, which takes the delta in the same lock.
+//!
+//! Invariants: the engine is locked by the watcher for one batch and by
+//! the owner for one `set_overrides`, never longer; publications go
+//! through the ordered [`super::outbox::Outbox`]; the engine is restarted
+//! (new epoch) when sessions come or go.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tower_lsp_server::ls_types::*;
+
+use super::convert::{path_to_uri, uri_to_path};
+use super::diagnostics;
+use super::event::Event;
+use super::git_refresher::GitPoke;
+use super::guard_view::{Applied, GuardDelta, GuardView};
+use super::outbox::Outgoing;
+use super::sessions;
+use super::state::State;
+use owt_core::guard::{GuardEngine, GuardUpdate, GuardWatcher, YOU};
+use owt_core::ops;
+
+/// How long the watcher collects file events before updating the guard.
+const GUARD_DEBOUNCE: Duration = Duration::from_millis(20);
+/// How long keystrokes are coalesced before the guard sees the buffers.
+const OVERRIDES_DELAY: Duration = Duration::from_millis(25);
+
+/// The guard's part of the owner's state.
+pub struct GuardLive {
+    running: Option<Running>,
+    /// Who "you" are: `you` (the main checkout) or the session whose
+    /// worktree the editor opened.
+    me: String,
+    /// The checkout the editor shows.
+    my_root: Option<PathBuf>,
+    view: GuardView,
+    /// What was last published, per document, with the document version
+    /// it was published for.
+    pub published: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
+    /// When the unsaved buffers are next handed to the guard.
+    pub overrides_due: Option<Instant>,
+    /// Engines started so far.
+    epochs: u64,
+}
+
+impl Default for GuardLive {
+    fn default() -> Self {
+        GuardLive {
+            running: None,
+            me: YOU.to_string(),
+            my_root: None,
+            view: GuardView::default(),
+            published: HashMap::new(),
+            overrides_due: None,
+            epochs: 0,
+        }
+    }
+}
+
+/// A started engine and its watcher.
+struct Running {
+    engine: Arc<Mutex<GuardEngine>>,
+    /// Counts updates under the engine lock (see [`GuardDelta`]).
+    generation: Arc<AtomicU64>,
+    epoch: u64,
+    _watcher: GuardWatcher,
+    members: Vec<(String, PathBuf)>,
+}
+
+/// Starts (or restarts, when sessions came or went) the guard.
+pub fn ensure(state: &mut State) {
+    let Some(ctx) = &state.ctx else { return };
+    let members: Vec<(String, PathBuf)> = state
+        .sessions
+        .iter()
+        // Remote sessions take part through their fetched snapshots.
+        .filter(|s| s.remote.is_some() || Path::new(&s.worktree).is_dir())
+        .map(|s| (s.name.clone(), PathBuf::from(&s.worktree)))
+        .collect();
+    let guard = &mut state.guard;
+    if guard.running.as_ref().is_some_and(|r| r.members == members) {
+        return;
+    }
+    // Who "you" are: the session whose worktree holds the workspace root.
+    let root = state
+        .root
+        .clone()
+        .map(|r| std::fs::canonicalize(&r).unwrap_or(r));
+    let mine = root.as_ref().and_then(|root| {
+        state
+            .sessions
+            .iter()
+            .filter(|s| root.starts_with(&s.worktree))
+            .max_by_key(|s| s.worktree.len())
+    });
+    (guard.me, guard.my_root) = match mine {
+        Some(s) => (s.name.clone(), Some(PathBuf::from(&s.worktree))),
+        None => (YOU.to_string(), Some(ctx.repo.main_root().to_path_buf())),
+    };
+    guard.running = None;
+    let poke = |message: GitPoke| {
+        if let Some(git) = &state.git {
+            git.poke(message);
+        }
+    };
+    poke(GitPoke::Watched(false));
+    let engine = match ops::guard::compute(ctx) {
+        Ok(engine) => engine,
+        Err(e) => {
+            tracing::warn!("the conflict guard could not start: {e:#}");
+            return;
+        }
+    };
+    let git_facts = match ops::guard::record_facts(&ctx.store, &engine, None) {
+        Ok(git_facts) => {
+            poke(GitPoke::Facts(git_facts.clone()));
+            git_facts
+        }
+        Err(e) => {
+            tracing::warn!("recording guard facts failed: {e:#}");
+            Vec::new()
+        }
+    };
+    guard.epochs += 1;
+    let epoch = guard.epochs;
+    let generation = Arc::new(AtomicU64::new(1));
+    let mut full = GuardDelta::full(&engine, epoch, 1);
+    full.git = git_facts;
+    let engine = Arc::new(Mutex::new(engine));
+    let on_update = watcher_callback(state, &ctx.home, epoch, generation.clone());
+    match GuardWatcher::start(engine.clone(), GUARD_DEBOUNCE, on_update) {
+        Ok(watcher) => {
+            if let Some(git) = &state.git {
+                git.poke(GitPoke::Watched(true));
+            }
+            state.guard.running = Some(Running {
+                engine,
+                generation,
+                epoch,
+                _watcher: watcher,
+                members,
+            });
+            let me = state.guard.me.clone();
+            let git = std::mem::take(&mut full.git);
+            let applied = state.guard.view.apply(full, &me);
+            publish(state, applied);
+            sessions::apply_guard_git(state, &git);
+            apply_overrides(state);
+        }
+        Err(e) => {
+            tracing::warn!("watching the worktrees failed: {e}");
+            state.outbox.show_message(
+                MessageType::WARNING,
+                format!("owt: Conflict Guard is not live (watching the worktrees failed: {e}); `owt guard` still works"),
+            );
+        }
+    }
+}
+
+/// What the watcher does after each batch, on its thread, holding the
+/// engine: record the guard's facts and send the owner the delta.
+fn watcher_callback(
+    state: &State,
+    home: &Path,
+    epoch: u64,
+    generation: Arc<AtomicU64>,
+) -> impl FnMut(&GuardEngine, &GuardUpdate) + Send + 'static {
+    let tx = state.tx.clone();
+    let git = state.git.as_ref().map(|git| git.sender());
+    let mut store = owt_core::store::Store::open(home).ok();
+    move |engine, update| {
+        let generation = generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut git_facts = Vec::new();
+        if let Some(store) = store.as_mut() {
+            // A moved HEAD changes the commits ahead even when the working
+            // state (and so every pair) stayed the same.
+            let changed: BTreeSet<String> = update
+                .participants
+                .iter()
+                .chain(&update.heads_moved)
+                .cloned()
+                .collect();
+            match ops::guard::record_facts(store, engine, Some(&changed)) {
+                Ok(facts) => {
+                    if let Some(git) = &git {
+                        let _ = git.send(GitPoke::Facts(facts.clone()));
+                    }
+                    git_facts = facts;
+                }
+                Err(e) => tracing::warn!("recording guard facts failed: {e:#}"),
+            }
+        }
+        let mut delta = GuardDelta::of(engine, update, epoch, generation);
+        delta.git = git_facts;
+        let _ = tx.send(Event::GuardChanged(Box::new(delta)));
+    }
+}
+
+/// A delta from the watcher.
+pub fn on_delta(state: &mut State, mut delta: GuardDelta) {
+    let current = state.guard.running.as_ref().map(|r| r.epoch);
+    if current != Some(delta.epoch) {
+        return;
+    }
+    let me = state.guard.me.clone();
+    let git = std::mem::take(&mut delta.git);
+    let changed: Vec<String> = delta
+        .participants
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect();
+    let applied = state.guard.view.apply(delta, &me);
+    publish(state, applied);
+    super::review_live::sessions_changed(state, &changed);
+    // After the diagnostics (they go out first), before the next request:
+    // what the editor asks next (code actions) sees these facts.
+    sessions::apply_guard_git(state, &git);
+}
+
+/// A buffer opened, changed or closed: hand the unsaved text to the guard
+/// soon (coalescing bursts of keystrokes).
+pub fn buffers_changed(state: &mut State) {
+    if state.guard.overrides_due.is_none() {
+        state.guard.overrides_due = Some(Instant::now() + OVERRIDES_DELAY);
+    }
+}
+
+/// Hands the unsaved buffers of my checkout to the guard and publishes
+/// what that changed.
+pub fn apply_overrides(state: &mut State) {
+    state.guard.overrides_due = None;
+    let Some(running) = &state.guard.running else {
+        return;
+    };
+    let overrides: BTreeMap<PathBuf, String> = open_texts(state).into_iter().collect();
+    let delta = running
+        .engine
+        .lock()
+        .map_err(|_| "the guard engine lock is poisoned".to_string())
+        .and_then(|mut engine| {
+            let update = engine
+                .set_overrides(&state.guard.me, overrides)
+                .map_err(|e| e.to_string())?;
+            Ok((!update.participants.is_empty()).then(|| {
+                let generation = running.generation.fetch_add(1, Ordering::SeqCst) + 1;
+                GuardDelta::of(&engine, &update, running.epoch, generation)
+            }))
+        });
+    match delta {
+        Ok(Some(delta)) => {
+            let me = state.guard.me.clone();
+            let applied = state.guard.view.apply(delta, &me);
+            publish(state, applied);
+        }
+        // Nothing moved for the guard, but a buffer's version may have,
+        // or a document opened (its awareness hints).
+        Ok(None) if awareness(state) => publish(
+            state,
+            Applied {
+                paths: Some(BTreeSet::new()),
+                new_conflicts: Vec::new(),
+            },
+        ),
+        Ok(None) => republish_versions(state),
+        Err(e) => tracing::warn!("handing unsaved buffers to the guard failed: {e}"),
+    }
+}
+
+/// Re-renders every diagnostic (they name each agent's status).
+pub fn republish_all(state: &mut State) {
+    publish(
+        state,
+        Applied {
+            paths: None,
+            new_conflicts: Vec::new(),
+        },
+    );
+}
+
+/// Publishes again, for their current version, the open documents whose
+/// diagnostics went out for an older one: a client that checks versions
+/// (Helix) drops a publication for an older version of its buffer, and
+/// would never see the same diagnostics again.
+fn republish_versions(state: &mut State) {
+    let Some(my_root) = &state.guard.my_root else {
+        return;
+    };
+    let stale: std::collections::BTreeSet<String> = state
+        .guard
+        .published
+        .iter()
+        .filter(|(uri, (version, _))| {
+            state
+                .docs
+                .get(*uri)
+                .is_some_and(|doc| *version != Some(doc.version))
+        })
+        .filter_map(|(uri, _)| {
+            let path = uri_to_path(uri)?;
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            Some(
+                path.strip_prefix(my_root)
+                    .ok()?
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        })
+        .collect();
+    if !stale.is_empty() {
+        publish(
+            state,
+            Applied {
+                paths: Some(stale),
+                new_conflicts: Vec::new(),
+            },
+        );
+    }
+}
+
+/// Stops the guard and clears every diagnostic it published.
+pub fn stop(state: &mut State) {
+    state.guard.running = None;
+    for (uri, _) in std::mem::take(&mut state.guard.published) {
+        let diags = super::review_live::with_comments(state, &uri, Vec::new());
+        state.outbox.send(Outgoing::Diagnostics(uri, diags, None));
+    }
+}
+
+/// Whether awareness hints are on (`initializationOptions.awareness`, else
+/// `[guard] awareness`).
+fn awareness(state: &State) -> bool {
+    state.options.awareness.unwrap_or_else(|| {
+        state
+            .ctx
+            .as_ref()
+            .is_none_or(|ctx| ctx.config.config.guard.awareness)
+    })
+}
+
+/// The open documents of my checkout, by path.
+fn open_texts(state: &State) -> HashMap<PathBuf, String> {
+    let Some(root) = &state.guard.my_root else {
+        return HashMap::new();
+    };
+    state
+        .docs
+        .iter()
+        .filter_map(|(uri, doc)| {
+            let path = uri_to_path(uri)?;
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            path.starts_with(root).then(|| (path, doc.text.clone()))
+        })
+        .collect()
+}
+
+/// Announces new conflicts and publishes the diagnostics of the paths
+/// `applied` names that differ from what was last published (empty lists
+/// for documents whose diagnostics went away).
+fn publish(state: &mut State, applied: Applied) {
+    if state.guard.running.is_none() {
+        return;
+    }
+    for pair in &applied.new_conflicts {
+        state.outbox.show_message(
+            MessageType::WARNING,
+            format!(
+                "owt: {} and {} now conflict in {}",
+                pair.a,
+                pair.b,
+                pair.conflicting_paths.join(", ")
+            ),
+        );
+    }
+    let (Some(ctx), Some(my_root)) = (&state.ctx, &state.guard.my_root) else {
+        return;
+    };
+    let open = open_texts(state);
+    let awareness = awareness(state);
+    // Awareness hints follow every participant's changes: every open
+    // document is looked at again (a few diffs).
+    let mut applied = applied;
+    if awareness {
+        if let Some(paths) = applied.paths.as_mut() {
+            paths.extend(
+                open.keys().filter_map(|path| {
+                    Some(path.strip_prefix(my_root).ok()?.to_str()?.to_string())
+                }),
+            );
+        }
+    }
+    let mut next = diagnostics::diagnostics(&diagnostics::Inputs {
+        guard: &state.guard.view,
+        repo: ctx.repo.git2(),
+        me: &state.guard.me,
+        my_root,
+        sessions: &state.sessions,
+        open: &open,
+        severities: state.options.severities.as_ref(),
+        related: state.related_supported,
+        only: applied.paths.as_ref(),
+        awareness,
+    });
+    let scope: Option<HashSet<Uri>> = applied.paths.as_ref().map(|paths| {
+        paths
+            .iter()
+            .filter_map(|path| path_to_uri(&my_root.join(path)))
+            .collect()
+    });
+    let published = &mut state.guard.published;
+    let mut to_send: Vec<(Uri, Vec<Diagnostic>)> = Vec::new();
+    for (uri, (_, old)) in published.iter() {
+        let in_scope = scope.as_ref().is_none_or(|scope| scope.contains(uri));
+        if in_scope && !next.contains_key(uri) && !old.is_empty() {
+            to_send.push((uri.clone(), Vec::new()));
+        }
+    }
+    for (uri, diags) in next.drain() {
+        let version = state.docs.get(&uri).map(|d| d.version);
+        // Also when only the version moved (see [`republish_versions`]).
+        if published.get(&uri) != Some(&(version, diags.clone())) {
+            to_send.push((uri.clone(), diags.clone()));
+        }
+        published.insert(uri, (version, diags));
+    }
+    for (uri, diags) in &to_send {
+        if diags.is_empty() {
+            published.remove(uri);
+        }
+    }
+    published.retain(|_, (_, d)| !d.is_empty());
+    for (uri, diags) in to_send {
+        let version = state.docs.get(&uri).map(|d| d.version);
+        let diags = super::review_live::with_comments(state, &uri, diags);
+        state
+            .outbox
+            .send(Outgoing::Diagnostics(uri, diags, version));
+    }
+}

@@ -1,0 +1,140 @@
+//! The owner thread's loop: one [`Event`] at a time, in arrival order, each
+//! handed to its handler ([`super::requests`], [`super::notifications`],
+//! or the guard and session refreshes); between events, the unsaved
+//! buffers go to the guard when due, the sessions are re-read every
+//! [`TICK`], and the heap is trimmed once the server goes quiet.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+use tower_lsp_server::Client;
+
+use super::event::Event;
+use super::state::State;
+use super::{guard_live, notifications, requests, review_live, sessions};
+
+/// How often the board and statuses are re-read.
+const TICK: Duration = Duration::from_millis(500);
+
+/// Starts the owner thread; it ends when every sender of its queue is gone
+/// or once the client asked for shutdown.
+pub fn spawn_owner(
+    client: Client,
+    rt: Handle,
+    tx: Sender<Event>,
+    rx: Receiver<Event>,
+    home: Result<PathBuf, String>,
+) -> Option<JoinHandle<()>> {
+    let spawned = std::thread::Builder::new()
+        .name("owt-lsp-owner".into())
+        .spawn(move || run(State::new(client, rt, tx, home), rx));
+    match spawned {
+        Ok(handle) => Some(handle),
+        Err(e) => {
+            tracing::error!("cannot start the owner thread: {e}");
+            None
+        }
+    }
+}
+
+/// Runs `work`, catching a panic (reported, and the server keeps running).
+fn guarded(what: &str, work: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).is_err() {
+        tracing::error!("{what} panicked; the server keeps running");
+    }
+}
+
+fn run(mut state: State, rx: Receiver<Event>) {
+    let mut next_tick = Instant::now() + TICK;
+    // Every event but the tick is work (the watcher's and the git
+    // refresher's work ends in an event too); the heap is trimmed once it
+    // is over.
+    let mut trimmer = owt_core::memory::Trimmer::new();
+    loop {
+        let wake = [state.guard.overrides_due, trimmer.due(), state.review.due()]
+            .into_iter()
+            .flatten()
+            .fold(next_tick, Instant::min);
+        let timeout = wake.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(timeout) {
+            Ok(event) => {
+                guarded("an LSP event handler", || handle(&mut state, event));
+                trimmer.activity();
+                if state.shut_down {
+                    // Only `exit` may follow; the transport answers it.
+                    return;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        if state
+            .guard
+            .overrides_due
+            .is_some_and(|due| Instant::now() >= due)
+        {
+            guarded("handing buffers to the guard", || {
+                guard_live::apply_overrides(&mut state)
+            });
+            trimmer.activity();
+        }
+        if state.review.due().is_some_and(|due| Instant::now() >= due) {
+            guarded("typing review comments", || {
+                review_live::deliver_due(&mut state)
+            });
+        }
+        trimmer.poll();
+        if Instant::now() >= next_tick {
+            next_tick = Instant::now() + TICK;
+            if state.initialized {
+                guarded("the session refresh", || {
+                    sessions::refresh(&mut state, false)
+                });
+                guarded("watching the machine", || watch_machine(&mut state));
+                guarded("the review comments' refresh", || {
+                    review_live::recheck(&mut state)
+                });
+            }
+        }
+    }
+}
+
+/// Memory pressure (a warning before the OOM killer picks an agent) and
+/// room for queued sessions.
+fn watch_machine(state: &mut State) {
+    let Some(ctx) = &state.ctx else { return };
+    if let Some(warning) = state.machine.poll(ctx, &state.sessions) {
+        state
+            .outbox
+            .show_message(tower_lsp_server::ls_types::MessageType::WARNING, warning);
+    }
+}
+
+fn handle(state: &mut State, event: Event) {
+    match event {
+        Event::Initialize(params, reply) => requests::initialize::handle(state, *params, reply),
+        Event::Initialized => notifications::initialized::handle(state),
+        Event::Shutdown(reply) => requests::shutdown::handle(state, reply),
+        Event::DidOpen(params) => notifications::did_open::handle(state, params),
+        Event::DidChange(params) => notifications::did_change::handle(state, params),
+        Event::DidSave(_uri) => {}
+        Event::DidClose(params) => notifications::did_close::handle(state, params),
+        Event::CodeAction(params, reply) => requests::code_action::handle(state, &params, reply),
+        Event::ExecuteCommand(params, reply) => {
+            requests::execute_command::handle(state, params, reply)
+        }
+        Event::Board(reply) => requests::board::handle(state, reply),
+        Event::Diff(params, reply) => requests::diff::handle(state, params, reply),
+        Event::Refresh => sessions::refresh(state, true),
+        Event::GitRefreshed => sessions::refresh(state, false),
+        Event::GuardChanged(delta) => guard_live::on_delta(state, *delta),
+        #[cfg(test)]
+        Event::Flush(id) => {
+            guard_live::apply_overrides(state);
+            state.outbox.send(super::outbox::Outgoing::Marker(id));
+        }
+    }
+}

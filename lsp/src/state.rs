@@ -1,0 +1,152 @@
+//! The owner thread's state: documents, sessions, the board watch, the live
+//! guard and the git refresher, with the lookups handlers share. Only the
+//! owner thread touches it ([`super::main_loop`]).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+
+use owt_protocol::lsp::InitializationOptions;
+use owt_protocol::SessionView;
+use tokio::runtime::Handle;
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::Client;
+
+use super::event::Event;
+use super::git_refresher::GitRefresher;
+use super::guard_live::GuardLive;
+use super::outbox::Outbox;
+use super::sessions::SessionWatch;
+use owt_core::ops::Context;
+
+/// An open document, as the editor has it.
+pub struct Document {
+    pub text: String,
+    pub version: i32,
+}
+
+pub struct State {
+    pub client: Client,
+    pub rt: Handle,
+    /// The owner's own queue (for workers, the watcher, the refresher).
+    pub tx: Sender<Event>,
+    pub outbox: Outbox,
+    /// `$OWT_HOME` (the store, the session hosts' sockets), or why there
+    /// is none; once a repository is open, `ctx.home`.
+    pub home: Result<PathBuf, String>,
+    pub root: Option<PathBuf>,
+    pub ctx: Option<Context>,
+    pub options: InitializationOptions,
+    pub progress_supported: bool,
+    /// The client shows `relatedInformation` (Helix does not).
+    pub related_supported: bool,
+    pub docs: HashMap<Uri, Document>,
+    /// Sessions as last read.
+    pub sessions: Vec<SessionView>,
+    pub watch: SessionWatch,
+    /// Started with the first refresh.
+    pub git: Option<GitRefresher>,
+    /// The pull-request watcher (`owt watch`'s loop: CI failures, reviews
+    /// and new conflicts routed to agents), started with the first refresh.
+    pub pr_watch: Option<owt_core::ops::watch::Background>,
+    pub guard: GuardLive,
+    pub review: super::review_live::ReviewLive,
+    pub initialized: bool,
+    pub shut_down: bool,
+    /// The last error about the store's file shown to the user (shown once).
+    pub store_trouble: Option<String>,
+    /// Memory pressure and room for queued sessions.
+    pub machine: super::machine::MachineWatch,
+    /// What the repository's own files were not allowed to do (trust),
+    /// said once the client is initialized.
+    pub trust_notice: Option<String>,
+    next_token: u64,
+}
+
+impl State {
+    pub fn new(
+        client: Client,
+        rt: Handle,
+        tx: Sender<Event>,
+        home: Result<PathBuf, String>,
+    ) -> State {
+        let outbox = Outbox::start(client.clone(), &rt);
+        State {
+            client,
+            rt,
+            tx,
+            outbox,
+            home,
+            root: None,
+            ctx: None,
+            options: InitializationOptions::default(),
+            progress_supported: false,
+            related_supported: false,
+            docs: HashMap::new(),
+            sessions: Vec::new(),
+            watch: SessionWatch::default(),
+            git: None,
+            pr_watch: None,
+            guard: GuardLive::default(),
+            review: Default::default(),
+            initialized: false,
+            shut_down: false,
+            store_trouble: None,
+            machine: super::machine::MachineWatch::default(),
+            trust_notice: None,
+            next_token: 0,
+        }
+    }
+
+    /// Why there is no repository to work with.
+    pub fn no_repo_reason(&self) -> String {
+        match &self.root {
+            Some(root) => format!(
+                "{} is not inside a git repository that owt can use",
+                root.display()
+            ),
+            None => "the editor did not name a workspace folder".into(),
+        }
+    }
+
+    /// The repository context, or why there is none.
+    pub fn ctx(&self) -> anyhow::Result<&Context> {
+        self.ctx
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("{}", self.no_repo_reason()))
+    }
+
+    pub fn next_token(&mut self) -> ProgressToken {
+        self.next_token += 1;
+        ProgressToken::String(format!("owt/{}/{}", std::process::id(), self.next_token))
+    }
+
+    /// The session whose worktree holds `path`, if any.
+    pub fn session_of_path(&self, path: &Path) -> Option<&SessionView> {
+        self.sessions
+            .iter()
+            .filter(|s| !s.worktree.is_empty() && path.starts_with(&s.worktree))
+            .max_by_key(|s| s.worktree.len())
+    }
+
+    /// A session by name, as last read.
+    pub fn session_named(&self, name: &str) -> Option<&SessionView> {
+        self.sessions.iter().find(|s| s.name == name)
+    }
+
+    /// `path` relative to the checkout it is in (the main checkout or a
+    /// session's worktree).
+    pub fn relative_to_checkout(&self, path: &Path) -> Option<String> {
+        if let Some(session) = self.session_of_path(path) {
+            return path
+                .strip_prefix(&session.worktree)
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned());
+        }
+        let root = self.ctx.as_ref()?.repo.main_root().to_path_buf();
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        path.strip_prefix(&root)
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned())
+    }
+}
