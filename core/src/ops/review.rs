@@ -14,7 +14,9 @@
 //!
 //! Invariants: reads the worktree, never writes it (the snapshot writes
 //! git objects only); a comment is stored before it is typed, so one that
-//! could not be delivered is still listed.
+//! could not be delivered is still listed; every change to the two facts
+//! is one store transaction (`Store::update_fact`), so concurrent writers
+//! (the LSP, the CLI) lose nothing.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
@@ -213,19 +215,26 @@ pub fn mark_reviewed(
             );
         }
     }
-    let mut seen = reviewed(ctx, &row)?;
-    for file in &diff.files {
-        if paths.is_empty() || paths.contains(&file.path) {
-            seen.files.insert(file.path.clone(), seen_key(file));
-        }
-    }
-    // Files no longer changed are forgotten.
-    seen.files
-        .retain(|path, _| diff.files.iter().any(|f| &f.path == path));
-    let state = review_state(&row, &diff, &seen);
-    seen.snapshot = state.unreviewed.is_empty().then(|| diff.snapshot.clone());
-    ctx.store.record_fact(row.id, REVIEWED_FACT, &seen)?;
-    Ok(state)
+    // One transaction: files marked meanwhile (the editor marks each file
+    // it opens) are kept.
+    ctx.store.update_fact(
+        row.id,
+        REVIEWED_FACT,
+        |seen: Option<Reviewed>| -> anyhow::Result<_> {
+            let mut seen = seen.unwrap_or_default();
+            for file in &diff.files {
+                if paths.is_empty() || paths.contains(&file.path) {
+                    seen.files.insert(file.path.clone(), seen_key(file));
+                }
+            }
+            // Files no longer changed are forgotten.
+            seen.files
+                .retain(|path, _| diff.files.iter().any(|f| &f.path == path));
+            let state = review_state(&row, &diff, &seen);
+            seen.snapshot = state.unreviewed.is_empty().then(|| diff.snapshot.clone());
+            Ok((seen, state))
+        },
+    )
 }
 
 fn review_state(row: &SessionRow, diff: &DiffReport, seen: &Reviewed) -> ReviewedOutput {
@@ -324,10 +333,8 @@ pub fn record_comments(
         .snapshot
         .with_context(|| format!("no snapshot of {}", row.name))?;
     let tree = state.repo().find_tree(snapshot)?;
-    let mut all = stored_comments(ctx, &row)?;
-    let first_id = all.iter().map(|c| c.id).max().unwrap_or(0) + 1;
     let mut made = Vec::new();
-    for (id, c) in (first_id..).zip(new) {
+    for c in new {
         check_relative(&c.path)?;
         if c.text.trim().is_empty() {
             anyhow::bail!("the comment on {} is empty", c.path);
@@ -362,7 +369,8 @@ pub fn record_comments(
         }
         let selected = lines[c.start_line as usize - 1..c.end_line as usize].join("\n");
         made.push(StoredComment {
-            id,
+            // Numbered when stored, after the ones there then.
+            id: 0,
             path: c.path.clone(),
             start_line: c.start_line,
             end_line: c.end_line,
@@ -374,8 +382,21 @@ pub fn record_comments(
             delivered: false,
         });
     }
-    all.extend(made.iter().cloned());
-    ctx.store.record_fact(row.id, COMMENTS_FACT, &all)?;
+    // One transaction: a comment stored meanwhile by another process (the
+    // LSP, another `owt comment`) is neither lost nor given the same id.
+    let made = ctx.store.update_fact(
+        row.id,
+        COMMENTS_FACT,
+        |all: Option<Vec<StoredComment>>| -> anyhow::Result<_> {
+            let mut all = all.unwrap_or_default();
+            let first_id = all.iter().map(|c| c.id).max().unwrap_or(0) + 1;
+            for (id, c) in (first_id..).zip(made.iter_mut()) {
+                c.id = id;
+            }
+            all.extend(made.iter().cloned());
+            Ok((all, made))
+        },
+    )?;
     Ok(made
         .iter()
         .map(|c| ReviewComment {
@@ -406,12 +427,17 @@ pub fn deliver(ctx: &Context, name: &str, ids: &[u32]) -> anyhow::Result<()> {
     session::send(&ctx.home, &row, &comment_message(&batch), true)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("typing the comment into {name}"))?;
-    let mut all = stored_comments(ctx, &row)?;
-    for c in all.iter_mut().filter(|c| ids.contains(&c.id)) {
-        c.delivered = true;
-    }
-    ctx.store.record_fact(row.id, COMMENTS_FACT, &all)?;
-    Ok(())
+    ctx.store.update_fact(
+        row.id,
+        COMMENTS_FACT,
+        |all: Option<Vec<StoredComment>>| -> anyhow::Result<_> {
+            let mut all = all.unwrap_or_default();
+            for c in all.iter_mut().filter(|c| ids.contains(&c.id)) {
+                c.delivered = true;
+            }
+            Ok((all, ()))
+        },
+    )
 }
 
 /// Whether `name` has comments that are not resolved (cheap: the store
@@ -516,16 +542,22 @@ pub fn comments(ctx: &Context, name: &str, all: bool) -> anyhow::Result<Comments
 /// `owt comments NAME --resolve ID…`: marks comments resolved.
 pub fn resolve(ctx: &Context, name: &str, ids: &[u32]) -> anyhow::Result<CommentsOutput> {
     let row = ctx.session(name)?;
-    let mut stored = stored_comments(ctx, &row)?;
-    for id in ids {
-        match stored.iter_mut().find(|c| c.id == *id) {
-            Some(c) => c.resolved = true,
-            None => {
-                anyhow::bail!("{name} has no comment {id}; `owt comments {name} --all` lists them")
+    ctx.store.update_fact(
+        row.id,
+        COMMENTS_FACT,
+        |stored: Option<Vec<StoredComment>>| -> anyhow::Result<_> {
+            let mut stored = stored.unwrap_or_default();
+            for id in ids {
+                match stored.iter_mut().find(|c| c.id == *id) {
+                    Some(c) => c.resolved = true,
+                    None => anyhow::bail!(
+                        "{name} has no comment {id}; `owt comments {name} --all` lists them"
+                    ),
+                }
             }
-        }
-    }
-    ctx.store.record_fact(row.id, COMMENTS_FACT, &stored)?;
+            Ok((stored, ()))
+        },
+    )?;
     comments(ctx, name, false)
 }
 
