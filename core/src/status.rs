@@ -89,6 +89,13 @@ pub mod kind {
     /// [`super::UnreachableFact`]: a remote session's bridge is down;
     /// `observed_at` is since when. Cleared when it is back.
     pub const UNREACHABLE: &str = "unreachable";
+    /// The Conflict Guard's fact of a session (`guard::GuardFact`, its one
+    /// writer the guard); status reads its `snapshot` only. The same kind
+    /// as `guard::kind::GUARD` (a test in `ops::review` checks it).
+    pub const GUARD: &str = "guard";
+    /// `ops::review::Reviewed`: the files marked reviewed; status reads its
+    /// `snapshot` only.
+    pub const REVIEWED: &str = "reviewed_files";
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -313,10 +320,8 @@ impl SessionFacts {
                 }
                 kind::MEMORY => facts.memory = decode(row),
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
-                crate::guard::kind::GUARD => {
-                    facts.snapshot = row.value["snapshot"].as_str().map(str::to_string)
-                }
-                crate::ops::review::REVIEWED_FACT => {
+                kind::GUARD => facts.snapshot = row.value["snapshot"].as_str().map(str::to_string),
+                kind::REVIEWED => {
                     facts.reviewed_snapshot = row.value["snapshot"].as_str().map(str::to_string)
                 }
                 _ => {}

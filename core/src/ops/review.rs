@@ -34,7 +34,7 @@ use crate::session;
 use crate::store::{now_ms, SessionRow};
 
 /// Fact kind: [`Reviewed`].
-pub const REVIEWED_FACT: &str = "reviewed_files";
+pub const REVIEWED_FACT: &str = crate::status::kind::REVIEWED;
 /// Fact kind: `Vec<StoredComment>`.
 pub const COMMENTS_FACT: &str = "review_comments";
 
@@ -618,4 +618,13 @@ pub fn base_copy(ctx: &Context, name: &str, path: &str) -> anyhow::Result<std::p
         .with_context(|| format!("writing {}", copy.display()))?;
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o400))?;
     Ok(copy)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The board's review state reads the guard's snapshot by its kind.
+    #[test]
+    fn status_reads_the_guard_fact_by_the_guards_kind() {
+        assert_eq!(crate::status::kind::GUARD, crate::guard::kind::GUARD);
+    }
 }

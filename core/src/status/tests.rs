@@ -717,14 +717,14 @@ fn derive_review_from_the_guard_and_reviewed_facts() {
         let mut rows = Vec::new();
         if let Some(tree) = guard {
             rows.push(FactRow {
-                kind: crate::guard::kind::GUARD.into(),
+                kind: kind::GUARD.into(),
                 value: serde_json::json!({"snapshot": tree, "changes": []}),
                 observed_at: 5,
             });
         }
         if let Some(tree) = reviewed {
             rows.push(FactRow {
-                kind: crate::ops::review::REVIEWED_FACT.into(),
+                kind: kind::REVIEWED.into(),
                 value: serde_json::json!({"files": {"a.rs": "b1:100644"}, "snapshot": tree}),
                 observed_at: 6,
             });
@@ -791,7 +791,7 @@ fn derive_review_from_the_guard_and_reviewed_facts() {
     let old = SessionFacts::from_rows(
         1,
         &[FactRow {
-            kind: crate::ops::review::REVIEWED_FACT.into(),
+            kind: kind::REVIEWED.into(),
             value: serde_json::json!({"files": {"a.rs": "b1:100644"}}),
             observed_at: 6,
         }],
