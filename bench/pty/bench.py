@@ -110,12 +110,44 @@ def rss_kb(pid):
     return vals
 
 
+def write_smaps(pid, path):
+    """The resident KiB of each mapping of `pid`, largest first, with what
+    it maps (the binary, a library, [heap], anonymous: thread stacks and
+    malloc arenas)."""
+    rows, cur = [], None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and not head[0].endswith(":"):
+                cur = {"range": head[0], "perms": head[1], "what": head[5] if len(head) > 5 else "[anon]"}
+                rows.append(cur)
+            elif head[0] in ("Rss:", "Anonymous:") and cur is not None:
+                cur[head[0][:-1]] = int(head[1])
+    by_what = {}
+    for r in rows:
+        key = r["what"]
+        total = by_what.setdefault(key, [0, 0, 0])
+        total[0] += r.get("Rss", 0)
+        total[1] += r.get("Anonymous", 0)
+        total[2] += 1
+    with open(path, "w") as out:
+        out.write("rss_kib anon_kib mappings what\n")
+        for what, (rss, anon, n) in sorted(by_what.items(), key=lambda kv: -kv[1][0]):
+            out.write(f"{rss} {anon} {n} {what}\n")
+        out.write("\nlargest single mappings (rss_kib anon_kib perms range what):\n")
+        for r in sorted(rows, key=lambda r: -r.get("Rss", 0))[:12]:
+            out.write(f"{r.get('Rss', 0)} {r.get('Anonymous', 0)} {r['perms']} {r['range']} {r['what']}\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--owt", default=os.path.join(os.path.dirname(__file__), "../../target/release/owt"))
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--echo-rounds", type=int, default=200)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--smaps", metavar="FILE",
+                    help="also write where the session host's resident memory is, per mapping (from "
+                         "/proc/PID/smaps at the RSS reading), to FILE")
     args = ap.parse_args()
     owt = os.path.abspath(args.owt)
     if not os.access(owt, os.X_OK):
@@ -154,12 +186,15 @@ def main():
     os.write(afd, b"\r")
     read_until(afd, MARK, 600)
     owt_s = time.perf_counter() - t0
-    drain(afd)
+    # Memory is read once the output has been quiet for a second (both).
+    drain(afd, quiet=1.0)
     if os.environ.get("BENCH_CPU"):
         for name, pid in (("host", owt_host), ("attach", apid)):
             f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             print(f"cpu {name}: user {int(f[11]) / 100:.2f}s sys {int(f[12]) / 100:.2f}s")
     rss = rss_kb(owt_host)
+    if args.smaps:
+        write_smaps(owt_host, args.smaps)
     # Echo: the agent is now `cat` on a cooked tty; the tty echoes each key.
     owt_echo = echo_rtts(afd, args.echo_rounds)
     kill(apid)
@@ -177,7 +212,7 @@ def main():
     os.write(tfd, b"\r")
     read_until(tfd, MARK, 600)
     tmux_s = time.perf_counter() - t0
-    drain(tfd)
+    drain(tfd, quiet=1.0)
     tmux_pid = int(subprocess.run(tmux + ["display-message", "-p", "#{pid}"], env=env, check=True,
                                   capture_output=True, text=True).stdout.strip())
     tmux_rss = rss_kb(tmux_pid)

@@ -1,7 +1,9 @@
 //! The git refresher: the thread that keeps every session's git fact
 //! (commits ahead, changed files) current for the board, on its own store
-//! connection, so a workdir diff of every worktree (seconds on a large
-//! repository) never holds up diagnostics.
+//! connection, so reading them never holds up diagnostics. With live
+//! session hosts a pass reads their journals (milliseconds for 64
+//! sessions); a worktree whose host is gone is walked (seconds on a large
+//! repository), see `ops::list::read_git_fact`.
 //!
 //! Invariant: in `owt lsp` this thread is the one writer of the git fact —
 //! what it reads from git, and what the live guard read from its snapshots

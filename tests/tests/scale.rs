@@ -3,7 +3,8 @@
 //! `queued` and its agent starts when a running one ends; `--now` and
 //! `owt start` start anyway; queued sessions outlive every owt process;
 //! two owt processes never start the same one; deleting a queued session
-//! starts nothing.
+//! starts nothing. And `owt list` reads the live hosts' journals instead
+//! of walking every checkout.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -264,15 +265,10 @@ fn queued_sessions_survive_every_owt_process_and_start_later() {
     kill_every_owt_process(&env);
     assert_eq!(hosts_of(&env, &b.id), 0);
 
-    // The next owt commands find `first` gone and start `second`.
-    let mut last = None;
-    wait_until("a later owt list to start the queued session", WAIT, || {
-        let b = session(&env, &repo, "second");
-        let started = b.status != Status::Queued;
-        last = Some(b);
-        started
-    });
-    let b = last.expect("listed");
+    // The next `owt list` — one call — finds `first` gone (its host is
+    // recorded lost before the queue is asked for room) and starts
+    // `second`.
+    let b = session(&env, &repo, "second");
     assert_ne!(b.status, Status::Queued, "{b:?}");
     assert_eq!(hosts_of(&env, &b.id), 1);
     let a = session(&env, &repo, &a.name);
@@ -341,4 +337,168 @@ fn deleting_a_queued_session_starts_nothing() {
         "{statuses:?}"
     );
     assert_eq!(hosts_of(&env, &b.id) + hosts_of(&env, &c.id), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Listing
+
+/// Folder opens under watched folders, seen with inotify: a walk of a
+/// checkout opens every folder in it (to list it); an `lstat`, a file read
+/// or a look at the git dir opens none.
+struct FolderOpens {
+    fd: i32,
+}
+
+impl FolderOpens {
+    /// Watches every folder of each checkout in `roots` (their `.git`
+    /// left out).
+    fn watch(roots: &[PathBuf]) -> FolderOpens {
+        // SAFETY: plain inotify calls on a descriptor this value owns.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        assert!(
+            fd >= 0,
+            "inotify_init1: {}",
+            std::io::Error::last_os_error()
+        );
+        // Every folder first: listing one once it is watched is an open.
+        let mut folders: Vec<PathBuf> = roots.to_vec();
+        let mut next = 0;
+        while next < folders.len() {
+            for entry in std::fs::read_dir(&folders[next]).unwrap().flatten() {
+                if entry.file_type().unwrap().is_dir() && entry.file_name() != ".git" {
+                    folders.push(entry.path());
+                }
+            }
+            next += 1;
+        }
+        for dir in &folders {
+            let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: `c` is a valid C string for the call's duration.
+            let wd = unsafe { libc::inotify_add_watch(fd, c.as_ptr(), libc::IN_OPEN) };
+            assert!(
+                wd >= 0,
+                "watching {}: {}",
+                dir.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        FolderOpens { fd }
+    }
+
+    /// Folder opens seen since the last call.
+    fn take(&self) -> usize {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut opens = 0;
+        loop {
+            // SAFETY: reads into `buf`, at most its length.
+            let n = unsafe { libc::read(self.fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                return opens;
+            }
+            let mut at = 0;
+            while at < n as usize {
+                // SAFETY: the kernel wrote whole events; read unaligned.
+                let event: libc::inotify_event =
+                    unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
+                if event.mask & libc::IN_OPEN != 0 && event.mask & libc::IN_ISDIR != 0 {
+                    opens += 1;
+                }
+                at += std::mem::size_of::<libc::inotify_event>() + event.len as usize;
+            }
+        }
+    }
+}
+
+impl Drop for FolderOpens {
+    fn drop(&mut self) {
+        // SAFETY: closes the descriptor this value owns.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+fn host_pid(env: &TestEnv, short_id: &str) -> i32 {
+    env.our_processes()
+        .into_iter()
+        .find(|pid| {
+            let cmd = owt_e2e::cmdline(*pid as u32);
+            cmd.iter().any(|a| a == "__host")
+                && cmd
+                    .iter()
+                    .any(|a| a.ends_with(&format!("{short_id}.spec.json")))
+        })
+        .unwrap_or_else(|| panic!("no host for {short_id}"))
+}
+
+#[test]
+fn owt_list_reads_the_live_hosts_journals_and_walks_only_checkouts_without_a_host() {
+    let env = TestEnv::new();
+    let repo = repo_with(&env, "app", 10, 0, &idle_agent());
+    // A repository of a few folders, so that a walk opens several.
+    for d in 0..5 {
+        let dir = repo.join(format!("src/m{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..4 {
+            std::fs::write(dir.join(format!("f{f}.txt")), format!("{d}/{f}\n")).unwrap();
+        }
+    }
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-qm", "files"]);
+    let sessions_made: Vec<SessionView> = (0..3)
+        .map(|i| new(&env, &repo, &format!("task {i}")))
+        .collect();
+    let worktrees: Vec<PathBuf> = sessions_made
+        .iter()
+        .map(|s| PathBuf::from(&s.worktree))
+        .collect();
+    // What the agents did: the first edited a file and added one, the
+    // second committed an edit, the third nothing.
+    std::fs::write(worktrees[0].join("src/m1/f0.txt"), "edited\n").unwrap();
+    std::fs::write(worktrees[0].join("src/m2/new.txt"), "new\n").unwrap();
+    std::fs::write(worktrees[1].join("src/m3/f1.txt"), "edited\n").unwrap();
+    env.git(&worktrees[1], ["commit", "-qam", "an edit"]);
+
+    // Every host's journal ready (what `owt guard` used shows it).
+    wait_until("every session host's journal to be ready", WAIT, || {
+        let report: owt_protocol::guard::GuardReport = env.owt_json(&repo, ["guard"]);
+        report
+            .participants
+            .iter()
+            .filter(|p| p.kind == "session")
+            .all(|p| p.scan.as_deref() == Some("journal"))
+    });
+
+    let opens = FolderOpens::watch(&worktrees);
+    let listed = sessions(&env, &repo);
+    assert_eq!(
+        opens.take(),
+        0,
+        "owt list opened folders of the checkouts (it walked them) though every host is live"
+    );
+    let counts: Vec<(u32, u32)> = listed.iter().map(|s| (s.ahead, s.changed_files)).collect();
+    assert_eq!(counts, vec![(0, 2), (1, 1), (0, 0)], "{listed:?}");
+
+    // A later write is seen at the next listing, still without a walk.
+    std::fs::write(worktrees[2].join("src/m4/f3.txt"), "edited\n").unwrap();
+    let listed = sessions(&env, &repo);
+    assert_eq!(opens.take(), 0, "owt list walked a checkout after a write");
+    assert_eq!(listed[2].changed_files, 1, "{:?}", listed[2]);
+
+    // The first session's host dies: its checkout alone is walked, and
+    // counts the same.
+    let pid = host_pid(&env, &sessions_made[0].id);
+    // SAFETY: kill(2) of this test's own session host.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    wait_until("the killed host to be gone", WAIT, || {
+        !pid_alive(pid as u32)
+    });
+    let dead = FolderOpens::watch(&worktrees[..1]);
+    let live = FolderOpens::watch(&worktrees[1..]);
+    let listed = sessions(&env, &repo);
+    assert!(listed[0].host_lost, "{:?}", listed[0]);
+    assert_eq!(listed[0].changed_files, 2, "{:?}", listed[0]);
+    assert!(
+        dead.take() > 0,
+        "the checkout of a session without a live host is walked"
+    );
+    assert_eq!(live.take(), 0, "the live hosts' checkouts are not walked");
 }

@@ -3,7 +3,8 @@
 use owt_protocol::{Board, SessionView};
 
 use super::Context;
-use crate::git;
+use crate::guard::changes;
+use crate::guard::snapshot::{ScanSource, WorkState};
 use crate::session;
 use crate::ship;
 use crate::status::{self, derive_status, ConflictFact, GitFact, SessionFacts};
@@ -20,15 +21,39 @@ pub fn session_views(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
     session_views_with(ctx, true)
 }
 
+/// Reconciles every local session of the repository with its host (a host
+/// that died without a word is recorded lost). `owt list` and the board
+/// call it before admitting queued sessions: after every owt process died,
+/// the dead hosts must stop counting as running before the queue is asked
+/// for room, or the first listing starts nothing.
+pub fn reconcile_all(ctx: &Context) {
+    let Ok(rows) = ctx.store.all_sessions(ctx.repo_row.id) else {
+        return;
+    };
+    for row in rows.iter().filter(|r| r.remote().is_none()) {
+        if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
+            tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
+        }
+    }
+}
+
 /// Every session, reconciled with its host; git facts re-read only when
-/// `refresh_git` (they cost a `git status` per worktree). Overlap counts are
-/// read as stored (the LSP's live guard keeps them current). Sessions on
+/// `refresh_git` (from the live hosts' journals: see `read_git_fact`).
+/// Overlap counts are read as stored (the LSP's live guard keeps them current). Sessions on
 /// remotes are included (their facts come through their bridge, started
 /// here when it does not run).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
     let rows = all_rows(ctx)?;
+    for row in &rows {
+        if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
+            tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
+        }
+    }
+    if refresh_git {
+        refresh_git_facts_of(ctx, &rows);
+    }
     rows.iter()
-        .map(|row| session_view_with(ctx, row, refresh_git))
+        .map(|row| view_of(ctx, row, false, None, false))
         .collect()
 }
 
@@ -59,7 +84,7 @@ pub fn session_views_newer_git(
 ) -> anyhow::Result<Vec<SessionView>> {
     let rows = all_rows(ctx)?;
     rows.iter()
-        .map(|row| view_of(ctx, row, false, newer.get(&row.name)))
+        .map(|row| view_of(ctx, row, false, newer.get(&row.name), true))
         .collect()
 }
 
@@ -70,7 +95,7 @@ pub fn session_view_newer_git(
     name: &str,
     git: &GitFact,
 ) -> anyhow::Result<SessionView> {
-    view_of(ctx, &ctx.session(name)?, false, Some(git))
+    view_of(ctx, &ctx.session(name)?, false, Some(git), true)
 }
 
 /// Whether the store holds `git` as `name`'s git fact already.
@@ -88,9 +113,7 @@ pub fn git_fact_recorded(ctx: &Context, name: &str, git: &GitFact) -> bool {
 /// Re-reads and records the git facts (commits ahead, changed files) of
 /// every session.
 pub fn refresh_git_facts(ctx: &Context) -> anyhow::Result<()> {
-    for row in ctx.store.sessions(ctx.repo_row.id)? {
-        refresh_git_fact(ctx, &row);
-    }
+    refresh_git_facts_of(ctx, &ctx.store.sessions(ctx.repo_row.id)?);
     Ok(())
 }
 
@@ -105,7 +128,18 @@ fn session_view_with(
     row: &SessionRow,
     refresh_git: bool,
 ) -> anyhow::Result<SessionView> {
-    view_of(ctx, row, refresh_git, None)
+    view_of(ctx, row, refresh_git, None, true)
+}
+
+/// Every session as [`session_views`] does, for a caller that reconciled
+/// them all with [`reconcile_all`] just before (`owt list`, the board):
+/// each host is not asked twice whether it lives.
+pub fn session_views_reconciled(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
+    let rows = all_rows(ctx)?;
+    refresh_git_facts_of(ctx, &rows);
+    rows.iter()
+        .map(|row| view_of(ctx, row, false, None, false))
+        .collect()
 }
 
 fn view_of(
@@ -113,12 +147,15 @@ fn view_of(
     row: &SessionRow,
     refresh_git: bool,
     newer_git: Option<&GitFact>,
+    reconcile: bool,
 ) -> anyhow::Result<SessionView> {
-    if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
-        tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
+    if reconcile {
+        if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
+            tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
+        }
     }
     if refresh_git {
-        refresh_git_fact(ctx, row);
+        refresh_git_facts_of(ctx, std::slice::from_ref(row));
     }
     let mut facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
     if let Some(git) = newer_git {
@@ -142,27 +179,120 @@ fn view_of(
     Ok(view)
 }
 
-/// Records commits ahead and changed paths when they changed.
-fn refresh_git_fact(ctx: &Context, row: &SessionRow) {
+/// Records the commits ahead and changed files of `rows` (local sessions
+/// with a checkout here) when they changed. They are read on a few threads
+/// at once: reading one mostly waits for its host to answer.
+fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
     // A remote session's git facts come from its machine.
-    if row.remote().is_some() || !row.worktree_path.exists() {
-        return;
+    let rows: Vec<&SessionRow> = rows
+        .iter()
+        .filter(|row| row.remote().is_none() && row.worktree_path.exists())
+        .collect();
+    let jobs: Vec<GitJob> = rows
+        .iter()
+        .map(|row| GitJob {
+            worktree: row.worktree_path.clone(),
+            base_branch: row.base_branch.clone(),
+            journal: host_live(ctx, row).then(|| session::socket_path(&ctx.home, &row.short_id)),
+        })
+        .collect();
+    let threads = jobs.len().clamp(1, GIT_THREADS);
+    let chunk = jobs.len().div_ceil(threads).max(1);
+    let facts: Vec<anyhow::Result<GitFact>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .chunks(chunk)
+            .map(|jobs| scope.spawn(move || jobs.iter().map(read_git_fact).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec![Err(anyhow::anyhow!("a reading thread panicked"))])
+            })
+            .collect()
+    });
+    for (row, fact) in rows.iter().zip(facts) {
+        refresh_conflict_fact(ctx, row);
+        let fact = match fact {
+            Ok(fact) => fact,
+            Err(e) => {
+                tracing::warn!(session = %row.name, "reading the git facts failed: {e:#}");
+                continue;
+            }
+        };
+        if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
+            tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+        }
     }
-    let ahead = ctx
-        .repo
-        .commits_ahead(&row.branch, &row.base_branch)
-        .unwrap_or(0);
-    let changed = git::changed_paths(&ctx.repo, &row.worktree_path, &row.base_branch)
-        .map(|paths| paths.len() as u32)
-        .unwrap_or(0);
-    let fact = GitFact {
+}
+
+/// Threads reading git facts at once.
+const GIT_THREADS: usize = 8;
+
+/// What [`read_git_fact`] needs of a session.
+struct GitJob {
+    worktree: std::path::PathBuf,
+    base_branch: String,
+    /// The socket of its session host, when the host is live.
+    journal: Option<std::path::PathBuf>,
+}
+
+/// A session's commits ahead and changed files (HEAD against the merge
+/// base with its base branch, as the Conflict Guard counts them: a rename
+/// is one change), read without walking its checkout when its session host
+/// is live: the host's work journal names the few paths that may differ
+/// from HEAD, and only those are looked at (plus HEAD's tree diff against
+/// the merge base, which skips every folder that did not change). A
+/// listing then costs O(sessions + changed files), not O(files).
+///
+/// Fallback: a session whose host is not live (ended, lost, or an older
+/// host without a journal), or whose journal is not ready (a walk under way
+/// after a commit) or does not hold for the index and HEAD seen here, has
+/// its checkout walked ([`WorkState::scan_full`] does that itself).
+///
+/// [`WorkState::scan_full`]: crate::guard::snapshot::WorkState::scan_full
+fn read_git_fact(job: &GitJob) -> anyhow::Result<GitFact> {
+    let mut work = WorkState::open(&job.worktree, &job.base_branch)?;
+    if let Some(socket) = &job.journal {
+        work.journal = Some(std::sync::Arc::new(session::HostJournal::new(
+            socket.clone(),
+        )));
+    }
+    work.scan_full()?;
+    tracing::debug!(
+        worktree = %job.worktree.display(),
+        "git facts from {}",
+        work.last_scan.map_or("nothing", ScanSource::name)
+    );
+    let changed = match work.snapshot {
+        Some(snapshot) => changes::changes(
+            work.repo(),
+            work.merge_base_tree,
+            snapshot,
+            &mut changes::HunkCache::default(),
+        )?
+        .len() as u32,
+        None => 0,
+    };
+    let ahead = match (work.head, work.base_tip) {
+        (Some(head), Some(base)) => work.repo().graph_ahead_behind(head, base)?.0 as u32,
+        _ => 0,
+    };
+    Ok(GitFact {
         ahead,
         changed_files: changed,
+    })
+}
+
+/// Whether the session's host is running (as the store knows it after
+/// [`session::reconcile`]): it has a host fact and neither an exit nor a
+/// lost host.
+fn host_live(ctx: &Context, row: &SessionRow) -> bool {
+    let Ok(facts) = ctx.store.facts(row.id) else {
+        return false;
     };
-    refresh_conflict_fact(ctx, row);
-    if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
-        tracing::warn!(session = %row.name, "recording git facts failed: {e}");
-    }
+    let has = |kind: &str| facts.iter().any(|f| f.kind == kind);
+    has(status::kind::HOST) && !has(status::kind::EXIT) && !has(status::kind::HOST_LOST)
 }
 
 /// Records a session's git fact (commits ahead, changed files) when it

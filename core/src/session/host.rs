@@ -63,6 +63,11 @@ pub const MAX_COLS: u16 = 1_000;
 const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
 /// At most one `output` fact per this interval.
 const OUTPUT_FACT_MS: i64 = 1_000;
+/// Quiet output after which the host gives back what the burst used
+/// ([`crate::memory::release_after_burst`]), at most every
+/// [`RELEASE_INTERVAL`].
+const RELEASE_QUIET_MS: u64 = 200;
+const RELEASE_INTERVAL: Duration = Duration::from_secs(5);
 /// Quiet time after output before a typed prompt may be typed.
 const PROMPT_QUIET_MS: u64 = 800;
 /// A typed prompt is typed after this long when the agent's screen never

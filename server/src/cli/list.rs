@@ -13,9 +13,11 @@ pub struct Args {}
 
 pub fn run(dir: Option<&Path>, out: &super::Out, _args: Args) -> anyhow::Result<ExitCode> {
     let ctx = ops::Context::open(dir)?;
-    // Sessions waiting for room start first when there is room now.
+    // Hosts that died are recorded first (they hold no room), then the
+    // sessions waiting for room start when there is room now.
+    list::reconcile_all(&ctx);
     ops::queue::admit(&ctx.home, &mut |line| out.progress(line));
-    let sessions = list::session_views(&ctx)?;
+    let sessions = list::session_views_reconciled(&ctx)?;
     let doc = SessionList {
         repository: ctx.repo.main_root().to_string_lossy().into_owned(),
         sessions,

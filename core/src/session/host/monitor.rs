@@ -36,6 +36,10 @@ pub(super) fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Rece
     // The agent's memory, sampled now and then (`memory` facts; queued
     // sessions are looked at when it gives back a lot).
     let mut memory = shared.agent_pid.map(super::super::memory::Sampler::new);
+    // The output sequence number last followed by a release of memory, and
+    // when that was.
+    let mut released_seq = 0u64;
+    let mut released_at: Option<Instant> = None;
     loop {
         let mut flushed = None;
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -117,6 +121,16 @@ pub(super) fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Rece
                 due,
             )
         };
+        // A burst of output is over: its buffers go back, and the binary's
+        // pages mapped to start the agent and parse its output too.
+        if seq != released_seq
+            && quiet_enough(quiet_for, RELEASE_QUIET_MS)
+            && released_at.is_none_or(|t| t.elapsed() >= RELEASE_INTERVAL)
+        {
+            released_seq = seq;
+            released_at = Some(Instant::now());
+            crate::memory::release_after_burst();
+        }
         if let Some(at) = out_at {
             let due =
                 recorded_output_at.is_none_or(|prev| at > prev && now - prev >= OUTPUT_FACT_MS);
