@@ -100,6 +100,26 @@ impl Lane {
     }
 }
 
+/// Whether a READY TO SHIP session's work was reviewed: every changed
+/// file opened (marked reviewed) since the agent's last change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum ReviewState {
+    Reviewed,
+    NotReviewed,
+}
+
+impl ReviewState {
+    /// The words the board shows: `reviewed`, `not reviewed`.
+    pub fn text(self) -> &'static str {
+        match self {
+            ReviewState::Reviewed => "reviewed",
+            ReviewState::NotReviewed => "not reviewed",
+        }
+    }
+}
+
 /// How a session holds its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ActionState, Lane, SessionAction, SessionKind, Status};
+use super::{ActionState, Lane, ReviewState, SessionAction, SessionKind, Status};
 
 /// One session as every surface shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,6 +88,12 @@ pub struct SessionView {
     #[serde(default)]
     #[cfg_attr(test, ts(optional = nullable))]
     pub remote: Option<String>,
+    /// READY TO SHIP sessions on this machine: whether you reviewed every
+    /// changed file since the agent's last change (`owt review`, the
+    /// editors' review views); absent in the other lanes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub review: Option<ReviewState>,
 }
 
 /// What an ACP session's agent reported through the protocol. Token counts
