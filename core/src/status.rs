@@ -35,7 +35,7 @@
 //! 9. once the agent's turn is over, the feedback loops' facts (checks,
 //!    pull request) may say more: see [`feedback`].
 
-use owt_protocol::{Lane, Status};
+use owt_protocol::{Lane, ReviewState, Status};
 use serde::{Deserialize, Serialize};
 
 use crate::store::FactRow;
@@ -89,6 +89,13 @@ pub mod kind {
     /// [`super::UnreachableFact`]: a remote session's bridge is down;
     /// `observed_at` is since when. Cleared when it is back.
     pub const UNREACHABLE: &str = "unreachable";
+    /// The Conflict Guard's fact of a session (`guard::GuardFact`, its one
+    /// writer the guard); status reads its `snapshot` only. The same kind
+    /// as `guard::kind::GUARD` (a test in `ops::review` checks it).
+    pub const GUARD: &str = "guard";
+    /// `ops::review::Reviewed`: the files marked reviewed; status reads its
+    /// `snapshot` only.
+    pub const REVIEWED: &str = "reviewed_files";
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -264,6 +271,12 @@ pub struct SessionFacts {
     pub memory: Option<MemoryFact>,
     /// A remote session's bridge is down, since when.
     pub unreachable: Option<(UnreachableFact, i64)>,
+    /// The snapshot tree of the agent's whole working state, as the
+    /// Conflict Guard last saw it (its `guard` fact).
+    pub snapshot: Option<String>,
+    /// The snapshot tree the human had reviewed every changed file of
+    /// (`ops::review`'s `reviewed_files` fact).
+    pub reviewed_snapshot: Option<String>,
 }
 
 impl SessionFacts {
@@ -307,6 +320,10 @@ impl SessionFacts {
                 }
                 kind::MEMORY => facts.memory = decode(row),
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
+                kind::GUARD => facts.snapshot = row.value["snapshot"].as_str().map(str::to_string),
+                kind::REVIEWED => {
+                    facts.reviewed_snapshot = row.value["snapshot"].as_str().map(str::to_string)
+                }
                 _ => {}
             }
         }
@@ -326,6 +343,22 @@ pub struct Derived {
     pub lane: Lane,
     pub exit_code: Option<i32>,
     pub host_lost: bool,
+}
+
+/// Whether a READY TO SHIP session's work is reviewed: every changed file
+/// marked reviewed and the agent's state the very one then (the snapshot
+/// tree holds every file's content and mode). `None` outside READY TO
+/// SHIP, and for a remote session (its files are not here).
+pub fn derive_review(facts: &SessionFacts, lane: Lane, remote: bool) -> Option<ReviewState> {
+    if lane != Lane::ReadyToShip || remote {
+        return None;
+    }
+    let reviewed = facts.reviewed_snapshot.is_some() && facts.reviewed_snapshot == facts.snapshot;
+    Some(if reviewed {
+        ReviewState::Reviewed
+    } else {
+        ReviewState::NotReviewed
+    })
 }
 
 /// The status of a session at `now` (ms), from its facts alone.

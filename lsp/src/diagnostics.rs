@@ -77,11 +77,12 @@ pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
                 .and_then(|oid| base_text(inputs.repo, oid, &path.path))
                 .unwrap_or_else(|| current.clone());
             let map = LineMap::new(&base, &current);
-            for (other, other_ranges, also) in sides(&live.pair, path, inputs.me) {
+            for (other, other_ranges, symbols, also) in sides(&live.pair, path, inputs.me) {
                 let side = Side {
                     live,
                     path,
                     other,
+                    symbols,
                     also,
                 };
                 for diagnostic in path_diagnostics(inputs, &side, other_ranges, &map) {
@@ -90,10 +91,165 @@ pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
             }
         }
     }
+    semantic(inputs, &mut out);
+    base_conflicts(inputs, &mut out);
     if inputs.awareness {
         awareness(inputs, &mut out);
     }
     out
+}
+
+/// My `base-conflict`: my state no longer merges into my base branch's
+/// tip. On my conflicting lines (mapped like every diagnostic), naming the
+/// base's lines they meet, routed like a conflict (Error by default).
+fn base_conflicts(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
+    let Some(me) = inputs.guard.participant(inputs.me) else {
+        return;
+    };
+    let Some(conflict) = &me.base_conflict else {
+        return;
+    };
+    for path in &conflict.paths {
+        if inputs.only.is_some_and(|only| !only.contains(&path.path)) {
+            continue;
+        }
+        let file = inputs.my_root.join(&path.path);
+        let Some(uri) = path_to_uri(&file) else {
+            continue;
+        };
+        let current = match inputs.open.get(&file) {
+            Some(text) => Some(text.clone()),
+            None => std::fs::read_to_string(&file).ok(),
+        };
+        let Some(current) = current else { continue };
+        let base = me
+            .merge_base
+            .as_deref()
+            .and_then(|oid| base_text(inputs.repo, oid, &path.path))
+            .unwrap_or_else(|| current.clone());
+        let map = LineMap::new(&base, &current);
+        let text_of = |ranges: &[LineRange]| -> Vec<String> {
+            ranges
+                .iter()
+                .map(|r| {
+                    let (first, last) = map.range(*r);
+                    if first == last {
+                        format!("line {}", first + 1)
+                    } else {
+                        format!("lines {}–{}", first + 1, last + 1)
+                    }
+                })
+                .collect()
+        };
+        let theirs = text_of(&path.b_ranges);
+        let inside = if path.b_symbols.is_empty() {
+            String::new()
+        } else {
+            format!(" (in {})", path.b_symbols.join(", "))
+        };
+        let what = if theirs.is_empty() {
+            format!("{} changed this file", conflict.base)
+        } else {
+            format!("{} changed {}{inside}", conflict.base, theirs.join(", "))
+        };
+        let whole_file = [LineRange { start: 1, lines: 1 }];
+        let mine = if path.a_ranges.is_empty() {
+            &whole_file[..]
+        } else {
+            &path.a_ranges[..]
+        };
+        for range in mine {
+            let (first, last) = map.range(*range);
+            out.entry(uri.clone()).or_default().push(Diagnostic {
+                range: line_range(first, last),
+                severity: Some(severity(Level::BaseConflict, inputs.severities)),
+                code: Some(NumberOrString::String(
+                    Level::BaseConflict.as_str().to_string(),
+                )),
+                code_description: None,
+                source: Some("owt".into()),
+                message: format!(
+                    "{what} since you started; your changes here no longer merge into {}",
+                    conflict.base
+                ),
+                related_information: None,
+                tags: None,
+                data: serde_json::to_value(DiagnosticData {
+                    session: inputs.me.to_string(),
+                    level: Level::BaseConflict.as_str().to_string(),
+                })
+                .ok(),
+            });
+        }
+    }
+}
+
+/// The `semantic` notes of my pairs: on my uses of a signature another
+/// participant changed, and on my changed definitions that another uses.
+/// Their lines are my own copy's (the snapshot holds my unsaved text), so
+/// they need no mapping.
+fn semantic(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
+    for live in inputs.guard.pairs() {
+        for note in &live.pair.semantic {
+            let mine = if note.used_by == inputs.me {
+                let at = note.used_at.clone();
+                let message = format!(
+                    "{} changed the signature of {} ({}): `{}` → `{}`; this use may no longer build",
+                    who(inputs.sessions, &note.changed_by),
+                    note.symbol,
+                    note.path,
+                    note.before,
+                    note.after
+                );
+                Some((&note.used_in, at, message, &note.changed_by))
+            } else if note.changed_by == inputs.me {
+                let inside = note
+                    .used_inside
+                    .as_ref()
+                    .map(|s| format!(" in {s}"))
+                    .unwrap_or_default();
+                let message = format!(
+                    "{} uses {}{inside} ({}), whose signature you changed: `{}` → `{}`",
+                    who(inputs.sessions, &note.used_by),
+                    note.symbol,
+                    note.used_in,
+                    note.before,
+                    note.after
+                );
+                Some((&note.path, vec![note.lines], message, &note.used_by))
+            } else {
+                None
+            };
+            let Some((path, ranges, message, other)) = mine else {
+                continue;
+            };
+            if inputs.only.is_some_and(|only| !only.contains(path)) {
+                continue;
+            }
+            let Some(uri) = path_to_uri(&inputs.my_root.join(path)) else {
+                continue;
+            };
+            for range in ranges {
+                let first = range.start.saturating_sub(1);
+                let last = (first + range.lines.max(1)).saturating_sub(1);
+                out.entry(uri.clone()).or_default().push(Diagnostic {
+                    range: line_range(first, last),
+                    severity: Some(severity(Level::Semantic, inputs.severities)),
+                    code: Some(NumberOrString::String(Level::Semantic.as_str().to_string())),
+                    code_description: None,
+                    source: Some("owt".into()),
+                    message: message.clone(),
+                    related_information: None,
+                    tags: None,
+                    data: serde_json::to_value(DiagnosticData {
+                        session: other.to_string(),
+                        level: Level::Semantic.as_str().to_string(),
+                    })
+                    .ok(),
+                });
+            }
+        }
+    }
 }
 
 /// Awareness hints (see the module doc): for each open document of my
@@ -198,21 +354,21 @@ fn named_severity(name: &str) -> Option<DiagnosticSeverity> {
     }
 }
 
-/// `(other participant, its ranges, the pair's other member when neither is me)`.
-fn sides<'a>(
-    pair: &'a GuardPair,
-    path: &'a GuardPath,
-    me: &str,
-) -> Vec<(&'a str, &'a [LineRange], Option<&'a str>)> {
+/// One side as [`sides`] gives it: the other participant, its ranges, the
+/// symbols around them, and the pair's other member when neither is me.
+type SideOf<'a> = (&'a str, &'a [LineRange], &'a [String], Option<&'a str>);
+
+fn sides<'a>(pair: &'a GuardPair, path: &'a GuardPath, me: &str) -> Vec<SideOf<'a>> {
     if pair.a == me {
-        vec![(pair.b.as_str(), path.b_ranges.as_slice(), None)]
+        vec![(pair.b.as_str(), &path.b_ranges, &path.b_symbols, None)]
     } else if pair.b == me {
-        vec![(pair.a.as_str(), path.a_ranges.as_slice(), None)]
+        vec![(pair.a.as_str(), &path.a_ranges, &path.a_symbols, None)]
     } else {
         // Two others overlap: show the first's lines, naming both.
         vec![(
             pair.a.as_str(),
-            path.a_ranges.as_slice(),
+            &path.a_ranges,
+            &path.a_symbols,
             Some(pair.b.as_str()),
         )]
     }
@@ -223,6 +379,8 @@ struct Side<'a> {
     live: &'a LivePair,
     path: &'a GuardPath,
     other: &'a str,
+    /// The symbols around `other`'s lines (`fn parse_config`).
+    symbols: &'a [String],
     /// The pair's other member, when neither is me.
     also: Option<&'a str>,
 }
@@ -337,7 +495,12 @@ fn message_parts(inputs: &Inputs<'_>, side: &Side<'_>) -> (String, String) {
         .as_deref()
         .map(|d| format!(" [{d}]"))
         .unwrap_or_default();
-    (who_text, format!("{churn}{consequence}{detail}"))
+    let inside = if side.symbols.is_empty() {
+        String::new()
+    } else {
+        format!(" (in {})", side.symbols.join(", "))
+    };
+    (who_text, format!("{inside}{churn}{consequence}{detail}"))
 }
 
 /// `other`'s copy of the lines of `range` (when the client shows related

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use owt_protocol::guard::{GuardPair, Level};
+use owt_protocol::guard::{BaseConflict, GuardPair, Level};
 
 use owt_core::guard::{GuardEngine, GuardUpdate, Hunk};
 use owt_core::ops::guard::SnapshotGitFact;
@@ -31,6 +31,8 @@ pub struct SideInfo {
     pub merge_base: Option<String>,
     /// Every path it changed (for the awareness hint in open documents).
     pub changes: Arc<BTreeMap<String, ChangedPath>>,
+    /// Its state no longer merges into its base's tip (`base-conflict`).
+    pub base_conflict: Option<BaseConflict>,
 }
 
 /// One path a participant changed, as the awareness hint needs it.
@@ -57,8 +59,15 @@ impl LivePair {
         self.hunks.get(who)?.get(path).map(Vec::as_slice)
     }
 
+    /// The paths its diagnostics are in: its paths, and the definitions and
+    /// uses of its `semantic` notes.
     fn paths(&self) -> impl Iterator<Item = &str> {
-        self.pair.paths.iter().map(|p| p.path.as_str())
+        self.pair.paths.iter().map(|p| p.path.as_str()).chain(
+            self.pair
+                .semantic
+                .iter()
+                .flat_map(|n| [n.path.as_str(), n.used_in.as_str()]),
+        )
     }
 }
 
@@ -99,6 +108,7 @@ fn side_info(engine: &GuardEngine, id: &str) -> Option<SideInfo> {
         worktree: engine.worktree(id)?.to_path_buf(),
         merge_base: engine.merge_base(id).map(|oid| oid.to_string()),
         changes: Arc::new(changes),
+        base_conflict: engine.base_conflict(id).cloned(),
     })
 }
 
@@ -127,6 +137,7 @@ impl GuardDelta {
         let participants = update
             .participants
             .iter()
+            .chain(&update.changed_base_conflicts)
             .collect::<BTreeSet<_>>()
             .into_iter()
             .filter_map(|id| Some((id.clone(), side_info(engine, id)?)))
@@ -249,6 +260,15 @@ impl GuardView {
             if id == me && moved {
                 // Every diagnostic is mapped from my merge base.
                 applied.paths = None;
+            }
+            if id == me {
+                // My base-conflict diagnostics: the paths before and after.
+                let old = slot.and_then(|(_, old)| old.base_conflict.as_ref());
+                if let Some(paths) = applied.paths.as_mut() {
+                    for conflict in old.into_iter().chain(side.base_conflict.as_ref()) {
+                        paths.extend(conflict.paths.iter().map(|p| p.path.clone()));
+                    }
+                }
             }
             self.participants.insert(id, (delta.generation, side));
         }
@@ -381,6 +401,7 @@ mod tests {
             worktree: "/r".into(),
             merge_base: Some(base.into()),
             changes: Arc::default(),
+            base_conflict: None,
         };
         let mut moved = delta(2, false, None);
         moved.participants = vec![("you".into(), side("c1"))];

@@ -84,6 +84,7 @@ fn generate() -> String {
     declare::<Status>(&mut out);
     declare::<Lane>(&mut out);
     declare::<SessionKind>(&mut out);
+    declare::<ReviewState>(&mut out);
     declare::<SessionAction>(&mut out);
     declare::<ActionState>(&mut out);
     declare::<SessionView>(&mut out);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use owt_e2e::acp::{fake_acp_tool, fake_log, host_log};
 use owt_e2e::{wait_until, TestEnv};
-use owt_protocol::{NewOutput, SessionList, SessionView, Status};
+use owt_protocol::{NewOutput, SessionList, SessionView, Status, UsageOutput};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -128,6 +128,47 @@ fn lines_that_are_not_json_rpc_and_unknown_updates_are_skipped_and_logged() {
     let s = wait_status(&env, &repo, "junk", |s| s.status == Status::NeedsInput);
     assert_eq!(s.acp.as_ref().map(|a| a.turns), Some(2));
     assert_eq!(s.acp.as_ref().map(|a| a.input_tokens), Some(20));
+}
+
+/// An agent of yours keeps no records owt reads: what it reports through
+/// ACP (`PromptResponse.usage`, 10 in and 2 out per turn from the fake
+/// agent) is what `owt usage` counts, per session, agent and day, once.
+#[test]
+fn tokens_an_acp_agent_of_yours_reports_count_in_owt_usage() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    fake_acp_tool(&env, "ok");
+    start(&env, &repo, "mine", "hello");
+    wait_status(&env, &repo, "mine", |s| {
+        s.acp.as_ref().is_some_and(|a| a.turns == 1) && s.status == Status::NeedsInput
+    });
+    env.owt_ok(&repo, ["send", "mine", "again"]);
+    let s = wait_status(&env, &repo, "mine", |s| {
+        s.acp.as_ref().is_some_and(|a| a.turns == 2) && s.status == Status::NeedsInput
+    });
+    let want = (20, 4, 0, 0);
+    let counts = |t: &owt_protocol::TokenUsage| {
+        (
+            t.input_tokens,
+            t.output_tokens,
+            t.cache_read_tokens,
+            t.cache_write_tokens,
+        )
+    };
+    assert_eq!(s.usage.as_ref().map(counts), Some(want), "{s:?}");
+    // Twice: a second read counts nothing again.
+    for _ in 0..2 {
+        let usage: UsageOutput = env.owt_json(&repo, ["usage", "--days", "1"]);
+        let mine = usage.sessions.iter().find(|u| u.name == "mine");
+        assert!(
+            mine.is_some_and(|u| u.live && u.provider == "acpfake" && counts(&u.tokens) == want),
+            "{usage:#?}"
+        );
+        let agent = usage.by_agent.iter().find(|a| a.provider == "acpfake");
+        assert_eq!(agent.map(|a| counts(&a.tokens)), Some(want), "{usage:#?}");
+        assert_eq!(usage.by_day.len(), 1, "{usage:#?}");
+        assert_eq!(counts(&usage.by_day[0].tokens), want, "{usage:#?}");
+    }
 }
 
 #[test]

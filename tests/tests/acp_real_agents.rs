@@ -19,7 +19,7 @@ use std::time::Duration;
 use owt_e2e::acp::{host_log, setup_acp};
 use owt_e2e::agents::{self, Agent, Model, StatusLog};
 use owt_e2e::{wait_until, TestEnv};
-use owt_protocol::{NewOutput, SessionList, SessionView, Status};
+use owt_protocol::{NewOutput, SessionList, SessionView, Status, UsageOutput};
 use serde_json::json;
 
 /// Deadline for anything an agent does (start, a model round trip).
@@ -176,6 +176,7 @@ fn two_turns(agent: Agent) {
         fail(&format!("agent info: {acp:?}"))
     );
     check_usage(agent, &model, &after, &fail);
+    check_owt_usage(&env, &repo, &name, agent, &after, &fail);
 
     // A second prompt through `owt send`.
     let sent_at = agents::now_s();
@@ -264,6 +265,56 @@ fn check_usage(agent: Agent, model: &Model, view: &SessionView, fail: &dyn Fn(&s
         acp.context_used.is_some_and(|u| u > 0),
         "{}",
         fail("no usage_update")
+    );
+}
+
+/// `owt usage` counts the ACP session's tokens per session, agent and day:
+/// the same as `owt list` shows from the agent's own records (which
+/// `check_usage` matched with the model's log), under the session's agent.
+fn check_owt_usage(
+    env: &TestEnv,
+    repo: &std::path::Path,
+    name: &str,
+    agent: Agent,
+    view: &SessionView,
+    fail: &dyn Fn(&str) -> String,
+) {
+    let want = view.usage.clone().unwrap_or_default();
+    let counts = |t: &owt_protocol::TokenUsage| {
+        (
+            t.input_tokens,
+            t.output_tokens,
+            t.cache_read_tokens,
+            t.cache_write_tokens,
+        )
+    };
+    assert!(want.output_tokens > 0, "{}", fail("no tokens in owt list"));
+    let usage: UsageOutput = env.owt_json(repo, ["usage", "--days", "1"]);
+    let report = format!("owt usage: {usage:#?}");
+    let session = usage
+        .sessions
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("{}", fail(&format!("{name} not in {report}"))));
+    assert!(
+        session.live && session.provider == agent.name(),
+        "{}",
+        fail(&report)
+    );
+    assert_eq!(counts(&session.tokens), counts(&want), "{}", fail(&report));
+    // The only session of this test: its agent's and its day's totals.
+    let by_agent = usage
+        .by_agent
+        .iter()
+        .find(|a| a.provider == agent.name())
+        .unwrap_or_else(|| panic!("{}", fail(&report)));
+    assert_eq!(counts(&by_agent.tokens), counts(&want), "{}", fail(&report));
+    assert_eq!(usage.by_day.len(), 1, "{}", fail(&report));
+    assert_eq!(
+        counts(&usage.by_day[0].tokens),
+        counts(&want),
+        "{}",
+        fail(&report)
     );
 }
 

@@ -410,3 +410,125 @@ fn helix_capabilities_get_standalone_messages_and_commands() {
     });
     drop(client);
 }
+
+/// Symbol-aware: an agent changed `parse_config`'s signature and a call in
+/// `load`; you type a new call in `other` (unsaved). The agent's line names
+/// its function, and your new call gets a `semantic` warning naming the
+/// signature change.
+#[test]
+fn a_signature_the_agent_changed_warns_on_your_new_call_and_lines_name_their_function() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let config = "pub struct Config;\n\npub fn parse_config(path: &str) -> Config {\n    let _ = path;\n    Config\n}\n";
+    let main = "use config::parse_config;\n\nfn load() {\n    let _c = parse_config(\"a.toml\");\n}\n\nfn other() {}\n";
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::write(repo.join("src/config.rs"), config).unwrap();
+    std::fs::write(repo.join("src/main.rs"), main).unwrap();
+    env.git(&repo, ["add", "src"]);
+    env.git(&repo, ["commit", "-q", "-m", "config"]);
+    let session: NewOutput = env.owt_json(&repo, ["new", "strict config"]);
+    let repo = repo.canonicalize().unwrap();
+    let wt = Path::new(&session.session.worktree);
+    std::fs::write(
+        wt.join("src/config.rs"),
+        config.replace("(path: &str)", "(path: &str, strict: bool)"),
+    )
+    .unwrap();
+    std::fs::write(
+        wt.join("src/main.rs"),
+        main.replace("(\"a.toml\")", "(\"a.toml\", true)"),
+    )
+    .unwrap();
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    let file = repo.join("src/main.rs");
+    open(&mut client, &file);
+    let mine = main.replace(
+        "fn other() {}",
+        "fn other() {\n    let _d = parse_config(\"b.toml\");\n}",
+    );
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&file), "version": 2}, "contentChanges": [{"text": mine}]}),
+    );
+    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| {
+        d.iter().any(|x| x["code"] == "semantic") && d.iter().any(|x| x["code"] == "overlap")
+    });
+    let mut found = codes(&diags);
+    found.sort();
+    assert_eq!(
+        found,
+        vec![("overlap".to_string(), 3), ("semantic".to_string(), 7)]
+    );
+    let by_code = |code: &str| diags.iter().find(|d| d["code"] == code).unwrap();
+    let overlap = by_code("overlap")["message"].as_str().unwrap();
+    assert!(
+        overlap.contains("changed line 4 here (in fn load)"),
+        "{overlap}"
+    );
+    let semantic = by_code("semantic");
+    assert_eq!(semantic["severity"], 2, "semantic is a Warning");
+    assert_eq!(semantic["data"]["level"], "semantic");
+    assert_eq!(semantic["data"]["session"], session.session.name);
+    let message = semantic["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "changed the signature of fn parse_config (src/config.rs): \
+             `pub fn parse_config(path: &str) -> Config` → \
+             `pub fn parse_config(path: &str, strict: bool) -> Config`; this use may no longer build"
+        ),
+        "{message}"
+    );
+}
+
+/// A base-conflict in your checkout: the editor is open in a session's
+/// worktree, the session changed line 5, and `main` moved under it with
+/// another change of line 5: an Error on the session's line, naming the
+/// base's; resolved in the editor (main's line typed, unsaved), it clears.
+#[test]
+fn a_base_that_moved_under_the_session_is_an_error_on_its_lines() {
+    let env = TestEnv::new();
+    let (repo, session) = setup(&env);
+    let wt = Path::new(&session.session.worktree).canonicalize().unwrap();
+    std::fs::write(wt.join("src.txt"), with_line(&ten_lines(), 5, "agent 5")).unwrap();
+    // main moves: line 5 changed and committed in the main checkout, before
+    // the editor starts (the guard's first full computation sees it).
+    let main_text = with_line(&ten_lines(), 5, "main 5");
+    std::fs::write(repo.join("src.txt"), &main_text).unwrap();
+    env.git(&repo, ["commit", "-q", "-am", "main changes line 5"]);
+    let mut client = LspClient::start(
+        &env,
+        &wt,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    let file = wt.join("src.txt");
+    open(&mut client, &file);
+    let diags = client.await_diagnostics(&uri(&file), DEADLINE, |d| {
+        d.iter().any(|x| x["code"] == "base-conflict")
+    });
+    assert_eq!(codes(&diags), vec![("base-conflict".to_string(), 4)]);
+    let d = &diags[0];
+    assert_eq!(d["severity"], 1, "routed like a conflict: Error");
+    assert_eq!(d["data"]["level"], "base-conflict");
+    let message = d["message"].as_str().unwrap();
+    assert_eq!(
+        message,
+        "main changed line 5 since you started; your changes here no longer merge into main"
+    );
+    // You take main's line in the editor (unsaved: your buffer is this
+    // checkout's state): it merges again, the error clears.
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&file), "version": 2}, "contentChanges": [{"text": main_text}]}),
+    );
+    client.await_diagnostics(&uri(&file), DEADLINE, |d| {
+        d.iter().all(|x| x["code"] != "base-conflict")
+    });
+}

@@ -443,6 +443,23 @@ fn a_remote_agent_is_on_the_board_and_every_verb_works_on_it() {
     let board = world.ok(&[]);
     assert!(board.contains("devbox:fix-login"), "{board}");
 
+    // Review is not supported from here yet: said clearly, nothing stored.
+    for verb in [
+        &["diff", "devbox:fix-login"][..],
+        &["review", "devbox:fix-login", "--mark"],
+        &["comment", "devbox:fix-login", "src.txt:1", "why"],
+    ] {
+        let err = world.err(verb);
+        assert!(
+            err.contains("devbox:fix-login runs on devbox: its files are there, and owt cannot review a remote session from this machine yet; on devbox, run `owt diff fix-login`"),
+            "{verb:?}: {err}"
+        );
+    }
+    let comments: owt_protocol::review::CommentsOutput = world
+        .env
+        .owt_json(&world.repo, ["comments", "devbox:fix-login"]);
+    assert!(comments.comments.is_empty());
+
     // send, peek.
     world.ok(&["send", "devbox:fix-login", "hello from here"]);
     let deadline = Instant::now() + DEADLINE;

@@ -523,3 +523,42 @@ fn the_lsp_serves_the_diff_batches_comments_shows_them_until_addressed_and_the_b
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&copy).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o400);
 }
+
+/// READY TO SHIP rows say `reviewed` once every changed file was marked
+/// reviewed, and `not reviewed` again after the agent's next change
+/// (`owt --json list`; the LSP board carries the same field).
+#[test]
+fn ready_to_ship_sessions_say_whether_their_work_is_reviewed() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(wt.join("a.txt"), numbered(10).replace("line 2\n", "two\n")).unwrap();
+    std::fs::write(wt.join("fresh.txt"), "new\n").unwrap();
+    let view = |env: &TestEnv| -> Value {
+        let list: Value = env.owt_json(&repo, ["list"]);
+        list["sessions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["name"] == "agent"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no session agent in {list}"))
+    };
+    // The agent is at work: no review state outside READY TO SHIP.
+    assert_eq!(view(&env).get("review"), None, "{}", view(&env));
+    // It ends its turn with work: READY TO SHIP, not reviewed.
+    env.owt_ok(&repo, ["send", "agent", "exit 0"]);
+    wait_until("the agent to exit into READY TO SHIP", DEADLINE, || {
+        view(&env)["lane"] == "ready-to-ship"
+    });
+    assert_eq!(view(&env)["review"], "not-reviewed");
+    // One file of two reviewed: still not.
+    env.owt_ok(&repo, ["review", "agent", "--mark", "a.txt"]);
+    assert_eq!(view(&env)["review"], "not-reviewed");
+    env.owt_ok(&repo, ["review", "agent", "--mark", "fresh.txt"]);
+    assert_eq!(view(&env)["review"], "reviewed");
+    // A change after the review (no `owt lsp` watching: `owt list` looks).
+    std::fs::write(wt.join("fresh.txt"), "newer\n").unwrap();
+    assert_eq!(view(&env)["review"], "not-reviewed");
+    env.owt_ok(&repo, ["review", "agent", "--mark"]);
+    assert_eq!(view(&env)["review"], "reviewed");
+}

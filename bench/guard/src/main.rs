@@ -20,7 +20,12 @@
 //! `--dir`, every topic as a session in each shape × variant
 //! (`owt::guard::corpus`), the guard's base-conflict and pair verdicts
 //! against git's (`git merge-tree --write-tree` on the exact states), with
-//! both times; one line per case, then one JSON line of totals.
+//! both times; one line per case, then one JSON line of totals. With
+//! `--real GITDIR` too (a clone of the repository the spec was taken from,
+//! git/git for the committed spec), the same topics with their real
+//! content: the pairs git merges cleanly where one side changed a function
+//! signature the other side's changes use (each printed), and the
+//! incremental update on real C files with the symbol index on and off.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -240,6 +245,8 @@ struct Figures {
     incr_median: Duration,
     incr_max: Duration,
     incr_hot_median: Duration,
+    /// The same writes with the symbol index off (median).
+    incr_no_symbols: Duration,
     pairs: usize,
     git_status_all: Duration,
     stat_floor: Duration,
@@ -375,14 +382,22 @@ fn run(
     engine.recompute_pairs().unwrap();
     let pairs_only = started.elapsed();
 
-    // Incremental: one file written in one agent's worktree, the engine told.
+    // Incremental: one file written in one agent's worktree, the engine told
+    // (the symbol index on, as by default; then the same writes with it off).
     let mut rng = Rng(42);
     let mut own = Vec::new();
     let mut hot = Vec::new();
-    for round in 0..rounds {
+    let mut no_symbols = Vec::new();
+    for round in 0..rounds * 2 {
+        let symbols = round < rounds;
+        if round == rounds {
+            engine.set_symbols(false);
+        }
         let p = rng.below(setup.worktrees.len());
         let wt = &setup.worktrees[p];
-        let (rel, bucket) = if round % 2 == 0 {
+        let (rel, bucket) = if !symbols {
+            (file_path(rng.below(16) * 7), &mut no_symbols)
+        } else if round % 2 == 0 {
             (
                 file_path((p * 997 + 5 * 131 + round) % setup.n_files),
                 &mut own,
@@ -399,6 +414,7 @@ fn run(
         bucket.push(started.elapsed());
         assert!(update.participants.contains(&id), "the write was seen");
     }
+    engine.set_symbols(true);
     let all: Vec<Duration> = own.iter().chain(&hot).copied().collect();
     let incr_max = *all.iter().max().unwrap();
 
@@ -488,6 +504,7 @@ fn run(
         incr_median: median(all),
         incr_max,
         incr_hot_median: median(hot),
+        incr_no_symbols: median(no_symbols),
         pairs,
         git_status_all,
         stat_floor,
@@ -552,7 +569,11 @@ fn main() {
     };
     if let Some(spec) = arg("--corpus") {
         let dir = PathBuf::from(arg("--dir").unwrap_or_else(|| "/tmp/owt-guard-corpus".into()));
-        return corpus(Path::new(&spec), &dir);
+        corpus(Path::new(&spec), &dir);
+        if let Some(real) = arg("--real") {
+            real_corpus(Path::new(&spec), Path::new(&real), &dir);
+        }
+        return;
     }
     let sizes: Vec<usize> = arg("--sizes")
         .unwrap_or_else(|| "10000,100000".into())
@@ -574,7 +595,7 @@ fn main() {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     println!(
-        "{:>8} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} | {:>13} {:>11} {:>15} | {:>12} {:>12}",
+        "{:>8} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} | {:>13} {:>11} {:>15} | {:>12} {:>12}",
         "files",
         "pairs",
         "full cold",
@@ -583,6 +604,7 @@ fn main() {
         "incr med",
         "incr hot",
         "incr max",
+        "incr no-sym",
         format!("git status×{}", n_participants + 1),
         "stat floor",
         "merge-tree/pair",
@@ -591,7 +613,7 @@ fn main() {
     );
     for f in &figures {
         println!(
-            "{:>8} {:>6} {:>9.1}ms {:>9.1}ms {:>9.1}ms {:>9.2}ms {:>9.2}ms {:>9.2}ms | {:>11.1}ms {:>9.1}ms {:>13.2}ms | {:>10.1}ms {:>10.1}ms",
+            "{:>8} {:>6} {:>9.1}ms {:>9.1}ms {:>9.1}ms {:>9.2}ms {:>9.2}ms {:>9.2}ms {:>10.2}ms | {:>11.1}ms {:>9.1}ms {:>13.2}ms | {:>10.1}ms {:>10.1}ms",
             f.n_files,
             f.pairs,
             ms(f.cold_full),
@@ -600,6 +622,7 @@ fn main() {
             ms(f.incr_median),
             ms(f.incr_hot_median),
             ms(f.incr_max),
+            ms(f.incr_no_symbols),
             ms(f.git_status_all),
             ms(f.stat_floor),
             ms(f.git_merge_tree_per_pair),
@@ -609,6 +632,9 @@ fn main() {
     }
     println!(
         "full cold/warm: git status of every checkout + all pairs; full pairs: every change and pair recomputed from snapshots, no scan, no cache"
+    );
+    println!(
+        "incr med/hot/max: one write, the symbol index on (the default: enclosing symbols, semantic notes); incr no-sym: writes to hot files with it off"
     );
     println!(
         "journal cold/warm: the full recompute with a live session host in every agent worktree, whose journal answers for it (the human's checkout is walked)"
@@ -632,6 +658,155 @@ fn main() {
             ms(big.incr_median) / ms(small.incr_median).max(1e-9)
         );
     }
+}
+
+/// `--real GITDIR`: the corpus's topics in the real repository they were
+/// taken from (a clone of it: its objects are borrowed, nothing is written
+/// there), so the files have their real content: the pairs git merges
+/// cleanly but where one side changed a function's signature that the
+/// other side's changes use (`semantic` notes, each printed for a person
+/// to judge), and the incremental update on real source files with the
+/// symbol index on and off.
+fn real_corpus(spec_path: &Path, source: &Path, dir: &Path) {
+    use owt::guard::corpus::{evaluate, Corpus, Variant, SHAPES};
+    use owt_protocol::guard::Level;
+    let raw = std::fs::read(spec_path).unwrap();
+    let json = if spec_path.extension().is_some_and(|e| e == "gz") {
+        let out = Command::new("gzip")
+            .args(["-dc", spec_path.to_str().unwrap()])
+            .output()
+            .expect("gzip");
+        out.stdout
+    } else {
+        raw
+    };
+    let spec: serde_json::Value = serde_json::from_slice(&json).expect("the spec's JSON");
+    let origin = &spec["source"];
+    let base = origin["base"].as_str().expect("source.base in the spec");
+    let objects = if source.join(".git").is_dir() {
+        source.join(".git/objects")
+    } else {
+        source.join("objects")
+    };
+    let objects = std::fs::canonicalize(&objects)
+        .unwrap_or_else(|e| panic!("--real {}: no objects folder ({e})", source.display()));
+    let main = dir.join("real");
+    std::fs::create_dir_all(&main).unwrap();
+    git(&main, &["init", "-q", "-b", "main"]);
+    std::fs::write(
+        main.join(".git/objects/info/alternates"),
+        format!("{}\n", objects.display()),
+    )
+    .unwrap();
+    git(&main, &["update-ref", "refs/heads/main", base]);
+    for (i, topic) in origin["topics"].as_array().expect("source.topics").iter().enumerate() {
+        let name = topic["name"].as_str().unwrap().replace('/', "-");
+        let tip = topic["tip"].as_str().unwrap();
+        git(&main, &["update-ref", &format!("refs/heads/topic/{i:02}-{name}"), tip]);
+    }
+    git(&main, &["reset", "-q", "--hard", "main"]);
+    let corpus = Corpus::open(&main, &dir.join("real-wt"), None);
+    let scratch = dir.join("real-scratch-index");
+    println!(
+        "real content ({}, {} topics at {}): pairs git merges cleanly where one side changed a signature the other side's changes use",
+        origin["repository"].as_str().unwrap_or("?"),
+        corpus.topics.len(),
+        &base[..12.min(base.len())]
+    );
+    let mut total = 0;
+    let mut incremental: Option<(Vec<Duration>, Vec<Duration>, usize)> = None;
+    for shape in SHAPES {
+        let case = corpus.setup(shape, Variant::Committed);
+        let mut r = evaluate(&main, &case, &scratch);
+        let mut found = Vec::new();
+        for p in r.engine.pairs() {
+            if p.semantic.is_empty() || !p.conflicting_paths.is_empty() || p.level == Level::Conflict {
+                continue;
+            }
+            found.push(p.clone());
+        }
+        println!(
+            "  {}: {} sessions, {} pairs, exact verdicts: {}, semantic (git merges cleanly): {}",
+            shape.name(),
+            r.sessions,
+            r.pairs.true_positive + r.pairs.false_positive + r.pairs.false_negative + r.pairs.true_negative,
+            r.exact,
+            found.len()
+        );
+        for p in &found {
+            for n in &p.semantic {
+                let at: Vec<String> = n.used_at.iter().map(|r| r.start.to_string()).collect();
+                println!(
+                    "    {} × {}: {} changed {} ({}:{}) `{}` -> `{}`; {} uses it in {} line {}{}",
+                    p.a,
+                    p.b,
+                    n.changed_by,
+                    n.symbol,
+                    n.path,
+                    n.lines.start,
+                    n.before,
+                    n.after,
+                    n.used_by,
+                    n.used_in,
+                    at.join(","),
+                    n.used_inside.as_deref().map(|s| format!(" ({s})")).unwrap_or_default()
+                );
+            }
+        }
+        total += found.len();
+        if incremental.is_none() {
+            incremental = Some(real_incremental(&mut r.engine, &case));
+        }
+    }
+    println!("semantic pairs git merges cleanly, all shapes: {total}");
+    if let Some((on, off, files)) = incremental {
+        let max = |v: &[Duration]| v.iter().max().copied().unwrap_or_default();
+        println!(
+            "incremental update on real source files ({files} writes, one per session to a C file it changed): symbol index on: median {:.2} ms, max {:.2} ms; off: median {:.2} ms, max {:.2} ms",
+            ms(median(on.clone())),
+            ms(max(&on)),
+            ms(median(off.clone())),
+            ms(max(&off)),
+        );
+    }
+}
+
+/// One write per session to a C file it changed (a line inserted in the
+/// middle), the engine told; with the symbol index on, then again off.
+fn real_incremental(
+    engine: &mut GuardEngine,
+    case: &owt::guard::corpus::Case,
+) -> (Vec<Duration>, Vec<Duration>, usize) {
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for symbols in [true, false] {
+        engine.set_symbols(symbols);
+        for m in &case.members {
+            let Some(rel) = engine.changes(&m.name).and_then(|changes| {
+                changes
+                    .iter()
+                    .find(|c| c.path.ends_with(".c") && c.new.is_some())
+                    .map(|c| c.path.clone())
+            }) else {
+                continue;
+            };
+            let path = m.worktree.join(&rel);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut lines: Vec<&str> = text.lines().collect();
+            let at = lines.len() / 2;
+            let comment = format!("/* owt bench, symbols {symbols} */");
+            lines.insert(at, comment.as_str());
+            write_file(&m.worktree, &rel, &(lines.join("\n") + "\n"));
+            let started = Instant::now();
+            engine
+                .on_paths_changed(&m.name, &[PathBuf::from(&rel)])
+                .unwrap();
+            let took = started.elapsed();
+            if symbols { on.push(took) } else { off.push(took) }
+        }
+    }
+    engine.set_symbols(true);
+    let n = on.len();
+    (on, off, n)
 }
 
 /// The corpus run (see the module doc).

@@ -37,6 +37,7 @@ fn session(name: &str, status: Status, lane: Lane) -> SessionView {
         ports: Vec::new(),
         actions: Vec::new(),
         usage: None,
+        review: None,
     }
 }
 

@@ -238,9 +238,23 @@ pub fn merge_languages_toml(
         server_added: add_server(&mut doc, user_path, table, server)?,
         ..MergeReport::default()
     };
+    let user_has_list = user_languages(&doc, user_path)?;
+    edit_user_entries(&mut doc, user_path, table, &user_has_list, &mut report)?;
+    add_missing_languages(&mut doc, user_path, table, &user_has_list, &mut report)?;
+    let text = if report.changed() {
+        doc.to_string()
+    } else {
+        user_text.to_string()
+    };
+    Ok(Merged { text, report })
+}
 
-    // The user's own entries: which names they have, and which of them set
-    // `language-servers` (those lists replace Helix's defaults).
+/// The user's own entries: which names they have, and which of them set
+/// `language-servers` (those lists replace Helix's defaults).
+fn user_languages(
+    doc: &DocumentMut,
+    user_path: &Path,
+) -> Result<HashMap<String, bool>, HelixError> {
     let mut user_has_list: HashMap<String, bool> = HashMap::new();
     if let Some(item) = doc.get("language") {
         for entry in language_entries(item, user_path)? {
@@ -250,101 +264,120 @@ pub fn merge_languages_toml(
             }
         }
     }
+    Ok(user_has_list)
+}
+
+/// Edits the user's entries in place: owt appended to each list that
+/// lacks it; the first entry of a language without any list gets Helix's
+/// default servers, then owt.
+fn edit_user_entries(
+    doc: &mut DocumentMut,
+    user_path: &Path,
+    table: &LanguageTable,
+    user_has_list: &HashMap<String, bool>,
+    report: &mut MergeReport,
+) -> Result<(), HelixError> {
     let defaults: HashMap<&str, &[Value]> = table
         .languages
         .iter()
         .map(|l| (l.name.as_str(), l.servers.as_slice()))
         .collect();
-
-    // Edit the user's entries in place.
     let mut given_list = HashSet::new();
-    if let Some(item) = doc.get_mut("language") {
-        let inline = item.is_value();
-        for entry in language_entries_mut(item, user_path)? {
-            let Some(name) = entry.get("name").and_then(Item::as_str).map(str::to_string) else {
-                continue;
-            };
-            match entry.get_mut("language-servers") {
-                Some(servers) => {
-                    let list = servers_array_mut(servers, &name, user_path)?;
-                    if lists_owt(list) {
-                        push_once(&mut report.already, &name);
-                    } else {
-                        push_value(list, Value::from(SERVER_NAME));
-                        push_once(&mut report.appended, &name);
-                    }
+    let Some(item) = doc.get_mut("language") else {
+        return Ok(());
+    };
+    let inline = item.is_value();
+    for entry in language_entries_mut(item, user_path)? {
+        let Some(name) = entry.get("name").and_then(Item::as_str).map(str::to_string) else {
+            continue;
+        };
+        match entry.get_mut("language-servers") {
+            Some(servers) => {
+                let list = servers_array_mut(servers, &name, user_path)?;
+                if lists_owt(list) {
+                    push_once(&mut report.already, &name);
+                } else {
+                    push_value(list, Value::from(SERVER_NAME));
+                    push_once(&mut report.appended, &name);
                 }
-                None if !user_has_list[&name] && given_list.insert(name.clone()) => {
-                    let servers = defaults.get(name.as_str()).copied().unwrap_or_default();
-                    let mut servers = servers_with_owt(servers);
-                    if inline {
-                        // `{ name = "x" }`: the space before `}` follows the
-                        // last value; move it behind the new one.
-                        if let Some(last) =
-                            entry.iter_mut().last().and_then(|(_, v)| v.as_value_mut())
-                        {
-                            let suffix = last
-                                .decor()
-                                .suffix()
-                                .and_then(|s| s.as_str())
-                                .unwrap_or("")
-                                .to_string();
-                            last.decor_mut().set_suffix("");
-                            servers.decor_mut().set_suffix(suffix);
-                        }
-                    }
-                    entry.insert("language-servers", Item::Value(servers));
-                    push_once(&mut report.listed, &name);
-                }
-                None => {}
             }
+            None if !user_has_list[&name] && given_list.insert(name.clone()) => {
+                let servers = defaults.get(name.as_str()).copied().unwrap_or_default();
+                let mut servers = servers_with_owt(servers);
+                if inline {
+                    move_closing_space(entry, &mut servers);
+                }
+                entry.insert("language-servers", Item::Value(servers));
+                push_once(&mut report.listed, &name);
+            }
+            None => {}
         }
     }
+    Ok(())
+}
 
-    // Languages the user has no entry for: Helix's defaults, then owt.
+/// `{ name = "x" }`: the space before `}` follows the last value; it moves
+/// behind `servers`, added after it.
+fn move_closing_space(entry: &mut dyn TableLike, servers: &mut Value) {
+    if let Some(last) = entry.iter_mut().last().and_then(|(_, v)| v.as_value_mut()) {
+        let suffix = last
+            .decor()
+            .suffix()
+            .and_then(|s| s.as_str())
+            .unwrap_or("")
+            .to_string();
+        last.decor_mut().set_suffix("");
+        servers.decor_mut().set_suffix(suffix);
+    }
+}
+
+/// Languages the user has no entry for: an entry each with Helix's
+/// default servers, then owt (in the form the user's `language` has).
+fn add_missing_languages(
+    doc: &mut DocumentMut,
+    user_path: &Path,
+    table: &LanguageTable,
+    user_has_list: &HashMap<String, bool>,
+    report: &mut MergeReport,
+) -> Result<(), HelixError> {
     let missing: Vec<&DefaultLanguage> = table
         .languages
         .iter()
         .filter(|l| !user_has_list.contains_key(&l.name))
         .collect();
-    if !missing.is_empty() {
-        let comment = format!(
-            "\n# Added by `owt editor helix`: each language's default servers in {}, then owt.\n",
-            table.origin
-        );
-        let language = doc
-            .entry("language")
-            .or_insert_with(|| Item::ArrayOfTables(ArrayOfTables::new()));
-        for (i, default) in missing.iter().enumerate() {
-            let servers = servers_with_owt(&default.servers);
-            match language {
-                Item::ArrayOfTables(entries) => {
-                    let mut entry = Table::new();
-                    entry.insert("name", toml_edit::value(default.name.as_str()));
-                    entry.insert("language-servers", Item::Value(servers));
-                    if i == 0 {
-                        entry.decor_mut().set_prefix(comment.as_str());
-                    }
-                    entries.push(entry);
-                }
-                Item::Value(Value::Array(entries)) => {
-                    let mut entry = InlineTable::new();
-                    entry.insert("name", Value::from(default.name.as_str()));
-                    entry.insert("language-servers", servers);
-                    push_value(entries, Value::InlineTable(entry));
-                }
-                _ => not_language_tables(user_path)?,
-            }
-            report.listed.push(default.name.clone());
-        }
+    if missing.is_empty() {
+        return Ok(());
     }
-
-    let text = if report.changed() {
-        doc.to_string()
-    } else {
-        user_text.to_string()
-    };
-    Ok(Merged { text, report })
+    let comment = format!(
+        "\n# Added by `owt editor helix`: each language's default servers in {}, then owt.\n",
+        table.origin
+    );
+    let language = doc
+        .entry("language")
+        .or_insert_with(|| Item::ArrayOfTables(ArrayOfTables::new()));
+    for (i, default) in missing.iter().enumerate() {
+        let servers = servers_with_owt(&default.servers);
+        match language {
+            Item::ArrayOfTables(entries) => {
+                let mut entry = Table::new();
+                entry.insert("name", toml_edit::value(default.name.as_str()));
+                entry.insert("language-servers", Item::Value(servers));
+                if i == 0 {
+                    entry.decor_mut().set_prefix(comment.as_str());
+                }
+                entries.push(entry);
+            }
+            Item::Value(Value::Array(entries)) => {
+                let mut entry = InlineTable::new();
+                entry.insert("name", Value::from(default.name.as_str()));
+                entry.insert("language-servers", servers);
+                push_value(entries, Value::InlineTable(entry));
+            }
+            _ => not_language_tables(user_path)?,
+        }
+        report.listed.push(default.name.clone());
+    }
+    Ok(())
 }
 
 /// The comment above `[language-server.owt]` when owt adds it.

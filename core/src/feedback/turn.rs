@@ -18,7 +18,7 @@ use owt_protocol::Status;
 
 use super::checks::{self, Begun, Trigger};
 use super::messages;
-use crate::config::{ChecksWhen, Config};
+use crate::config::{ChecksConfig, ChecksWhen, Config};
 use crate::status::feedback::{kind, turn_over, ChecksFact, ChecksSetup, ChecksState};
 use crate::status::{derive_status, Derived, SessionFacts};
 use crate::store::{now_ms, SessionRow, Store};
@@ -158,15 +158,7 @@ impl Loop {
             }
         };
         let checks_config = &config.checks;
-        let setup = ChecksSetup {
-            when: match checks_config.command {
-                Some(_) => checks_config.when.as_str().to_string(),
-                None => "none".to_string(),
-            },
-        };
-        if facts.feedback.setup.as_ref() != Some(&setup) {
-            store.record_fact(row.id, kind::CHECKS_SETUP, &setup)?;
-        }
+        record_setup(store, row, facts, checks_config)?;
         if checks_config.command.is_none() || checks_config.when != ChecksWhen::TurnEnd {
             self.need_eval = false;
             (side.hooks.after_turn)(&side.home, row, &config);
@@ -179,57 +171,8 @@ impl Loop {
         };
         self.need_eval = false;
         let tree = checks::work_tree(row);
-        let last = facts.feedback.checks.as_ref();
-        let same_tree = |t: &str| last.is_some_and(|l| l.tree.as_deref() == Some(t));
-        let now = now_ms();
-        match &tree {
-            Some((t, false)) => {
-                let fact = ChecksFact {
-                    state: ChecksState::Skipped,
-                    command: checks_config.command.clone().unwrap_or_default(),
-                    trigger: Trigger::TurnEnd.as_str().into(),
-                    started_at: now,
-                    checked_at: now,
-                    duration_ms: None,
-                    exit_code: None,
-                    timed_out: false,
-                    reason: Some("no changes against the base".into()),
-                    log: None,
-                    excerpt: None,
-                    attempt: 0,
-                    max_attempts: checks_config.max_attempts,
-                    fixing: false,
-                    tree: Some(t.clone()),
-                };
-                store.record_fact(row.id, kind::CHECKS, &fact)?;
-                return Ok(());
-            }
-            Some((t, true))
-                if same_tree(t)
-                    && last.is_some_and(|l| {
-                        matches!(l.state, ChecksState::Passed | ChecksState::Skipped)
-                    }) =>
-            {
-                // The turn changed nothing the checks saw: the result holds.
-                if let Some(last) = last {
-                    let mut again = last.clone();
-                    again.checked_at = now;
-                    store.record_fact(row.id, kind::CHECKS, &again)?;
-                    if again.state == ChecksState::Passed {
-                        (side.hooks.after_turn)(&side.home, row, &config);
-                    }
-                }
-                return Ok(());
-            }
-            Some((t, true))
-                if same_tree(t)
-                    && last.is_some_and(|l| {
-                        l.state == ChecksState::Failed && l.current(facts.last_input_at)
-                    }) =>
-            {
-                return Ok(());
-            }
-            _ => {}
+        if !needs_a_run(store, side, row, facts, &config, tree.as_ref())? {
+            return Ok(());
         }
         tracing::info!("the agent's turn is over: running the checks");
         match checks::begin(
@@ -277,5 +220,93 @@ impl Loop {
             ChecksState::Passed => (side.hooks.after_turn)(&side.home, row, config),
             _ => {}
         }
+    }
+}
+
+/// Records when the checks run for this worktree (`none` without a
+/// command), when that changed.
+fn record_setup(
+    store: &Store,
+    row: &SessionRow,
+    facts: &SessionFacts,
+    checks_config: &ChecksConfig,
+) -> anyhow::Result<()> {
+    let setup = ChecksSetup {
+        when: match checks_config.command {
+            Some(_) => checks_config.when.as_str().to_string(),
+            None => "none".to_string(),
+        },
+    };
+    if facts.feedback.setup.as_ref() != Some(&setup) {
+        store.record_fact(row.id, kind::CHECKS_SETUP, &setup)?;
+    }
+    Ok(())
+}
+
+/// Whether the work tree `tree` (its id, and whether it differs from the
+/// base) needs a run of the checks. Not when it has no changes (recorded
+/// as skipped), when the last result on the same tree passed or was
+/// skipped (it holds, recorded again), or failed and was told since the
+/// agent's last input.
+fn needs_a_run(
+    store: &Store,
+    side: &HostSide,
+    row: &SessionRow,
+    facts: &SessionFacts,
+    config: &Config,
+    tree: Option<&(String, bool)>,
+) -> anyhow::Result<bool> {
+    let checks_config = &config.checks;
+    let last = facts.feedback.checks.as_ref();
+    let same_tree = |t: &str| last.is_some_and(|l| l.tree.as_deref() == Some(t));
+    let now = now_ms();
+    match tree {
+        Some((t, false)) => {
+            let fact = ChecksFact {
+                state: ChecksState::Skipped,
+                command: checks_config.command.clone().unwrap_or_default(),
+                trigger: Trigger::TurnEnd.as_str().into(),
+                started_at: now,
+                checked_at: now,
+                duration_ms: None,
+                exit_code: None,
+                timed_out: false,
+                reason: Some("no changes against the base".into()),
+                log: None,
+                excerpt: None,
+                attempt: 0,
+                max_attempts: checks_config.max_attempts,
+                fixing: false,
+                tree: Some(t.clone()),
+            };
+            store.record_fact(row.id, kind::CHECKS, &fact)?;
+            Ok(false)
+        }
+        Some((t, true))
+            if same_tree(t)
+                && last.is_some_and(|l| {
+                    matches!(l.state, ChecksState::Passed | ChecksState::Skipped)
+                }) =>
+        {
+            // The turn changed nothing the checks saw: the result holds.
+            if let Some(last) = last {
+                let mut again = last.clone();
+                again.checked_at = now;
+                store.record_fact(row.id, kind::CHECKS, &again)?;
+                if again.state == ChecksState::Passed {
+                    (side.hooks.after_turn)(&side.home, row, config);
+                }
+            }
+            Ok(false)
+        }
+        Some((t, true))
+            if same_tree(t)
+                && last.is_some_and(|l| {
+                    l.state == ChecksState::Failed && l.current(facts.last_input_at)
+                }) =>
+        {
+            Ok(false)
+        }
+        _ => Ok(true),
     }
 }

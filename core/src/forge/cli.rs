@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// What went wrong talking to a forge, sorted by what to do about it.
@@ -70,9 +70,56 @@ pub fn run(
     stdin: Option<&str>,
     timeout: Duration,
 ) -> Result<Output, String> {
+    let mut child = quiet_command(program, args, cwd, env, stdin.is_some())
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", program.display()))?;
+    if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
+        let text = text.to_string();
+        std::thread::spawn(move || {
+            let _ = input.write_all(text.as_bytes());
+        });
+    }
+    let stdout = read_all(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = read_all(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let status = wait_or_kill(&mut child, program, Instant::now() + timeout)?;
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    match status {
+        Some(status) => Ok(Output {
+            code: status.code(),
+            stdout,
+            stderr,
+        }),
+        None => Err(format!(
+            "{} did not answer within {} s",
+            program.display(),
+            timeout.as_secs()
+        )),
+    }
+}
+
+/// `program args` in its own process group, told never to prompt, page,
+/// color or notify (whatever the forge CLI and git read for that).
+fn quiet_command(
+    program: &Path,
+    args: &[String],
+    cwd: Option<&Path>,
+    env: &[(String, String)],
+    piped_stdin: bool,
+) -> Command {
     let mut cmd = Command::new(program);
     cmd.args(args)
-        .stdin(if stdin.is_some() {
+        .stdin(if piped_stdin {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -93,66 +140,42 @@ pub fn run(
         cmd.env(k, v);
     }
     cmd.process_group(0);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("starting {}: {e}", program.display()))?;
-    if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
-        let text = text.to_string();
-        std::thread::spawn(move || {
-            let _ = input.write_all(text.as_bytes());
-        });
-    }
-    let read = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut out = Vec::new();
-            if let Some(mut pipe) = pipe {
-                // At most 16 MiB of a forge's answer.
-                let _ = pipe.by_ref().take(16 << 20).read_to_end(&mut out);
-            }
-            String::from_utf8_lossy(&out).into_owned()
-        })
-    };
-    let stdout = read(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = read(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let deadline = Instant::now() + timeout;
-    let status = loop {
+    cmd
+}
+
+/// Reads `pipe` to its end (at most 16 MiB of a forge's answer) on a
+/// thread.
+fn read_all(pipe: Option<Box<dyn Read + Send>>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.by_ref().take(16 << 20).read_to_end(&mut out);
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    })
+}
+
+/// Waits for `child` until `deadline`; then kills its process group and
+/// returns `None`.
+fn wait_or_kill(
+    child: &mut Child,
+    program: &Path,
+    deadline: Instant,
+) -> Result<Option<ExitStatus>, String> {
+    loop {
         match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
+            Ok(Some(status)) => return Ok(Some(status)),
             Ok(None) if Instant::now() >= deadline => {
                 // SAFETY: kill(2) on the process group this command leads.
                 unsafe {
                     libc::kill(-(child.id() as i32), libc::SIGKILL);
                 }
                 let _ = child.wait();
-                break None;
+                return Ok(None);
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => return Err(format!("waiting for {}: {e}", program.display())),
         }
-    };
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    match status {
-        Some(status) => Ok(Output {
-            code: status.code(),
-            stdout,
-            stderr,
-        }),
-        None => Err(format!(
-            "{} did not answer within {} s",
-            program.display(),
-            timeout.as_secs()
-        )),
     }
 }
 

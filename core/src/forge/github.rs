@@ -149,26 +149,61 @@ pub fn parse_view(doc: &Value) -> PrSnapshot {
     let failing = checks
         .iter()
         .filter(|c| check_state(c) == CiState::Failing)
-        .map(|c| {
-            let name = match text(c, "name") {
-                "" => text(c, "context"),
-                name => name,
-            };
-            let url = match text(c, "detailsUrl") {
-                "" => text(c, "targetUrl"),
-                url => url,
-            };
-            FailingCheck {
-                name: name.to_string(),
-                url: url.to_string(),
-                run_id: url
-                    .split("/actions/runs/")
-                    .nth(1)
-                    .and_then(|rest| rest.split('/').next())
-                    .and_then(|id| id.parse().ok()),
-            }
-        })
+        .map(|c| failing_check(c))
         .collect();
+    PrSnapshot {
+        number: doc.get("number").and_then(Value::as_u64).unwrap_or(0),
+        url: text(doc, "url").to_string(),
+        state: match text(doc, "state") {
+            "MERGED" => PrState::Merged,
+            "CLOSED" => PrState::Closed,
+            _ => PrState::Open,
+        },
+        draft: doc.get("isDraft").and_then(Value::as_bool).unwrap_or(false),
+        ci: ci_of(checks.iter().map(|c| check_state(c))),
+        failing,
+        review: match text(doc, "reviewDecision") {
+            "APPROVED" => ReviewState::Approved,
+            "CHANGES_REQUESTED" => ReviewState::ChangesRequested,
+            "REVIEW_REQUIRED" => ReviewState::ReviewRequired,
+            _ => ReviewState::None,
+        },
+        mergeable: match text(doc, "mergeable") {
+            "MERGEABLE" => "mergeable",
+            "CONFLICTING" => "conflicting",
+            _ => "unknown",
+        }
+        .to_string(),
+        head: Some(text(doc, "headRefOid").to_string()).filter(|h| !h.is_empty()),
+        comments: view_comments(doc),
+    }
+}
+
+/// A failed check of the rollup (a check run or a commit status): its
+/// name, where to read it, and its Actions run when it is one.
+fn failing_check(c: &Value) -> FailingCheck {
+    let name = match text(c, "name") {
+        "" => text(c, "context"),
+        name => name,
+    };
+    let url = match text(c, "detailsUrl") {
+        "" => text(c, "targetUrl"),
+        url => url,
+    };
+    FailingCheck {
+        name: name.to_string(),
+        url: url.to_string(),
+        run_id: url
+            .split("/actions/runs/")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|id| id.parse().ok()),
+    }
+}
+
+/// The conversation's comments, then the reviews' bodies (with their
+/// verdict); empty ones left out.
+fn view_comments(doc: &Value) -> Vec<ForgeComment> {
     let mut comments: Vec<ForgeComment> = doc
         .get("comments")
         .and_then(Value::as_array)
@@ -202,32 +237,7 @@ pub fn parse_view(doc: &Value) -> PrSnapshot {
                 }
             }),
     );
-    PrSnapshot {
-        number: doc.get("number").and_then(Value::as_u64).unwrap_or(0),
-        url: text(doc, "url").to_string(),
-        state: match text(doc, "state") {
-            "MERGED" => PrState::Merged,
-            "CLOSED" => PrState::Closed,
-            _ => PrState::Open,
-        },
-        draft: doc.get("isDraft").and_then(Value::as_bool).unwrap_or(false),
-        ci: ci_of(checks.iter().map(|c| check_state(c))),
-        failing,
-        review: match text(doc, "reviewDecision") {
-            "APPROVED" => ReviewState::Approved,
-            "CHANGES_REQUESTED" => ReviewState::ChangesRequested,
-            "REVIEW_REQUIRED" => ReviewState::ReviewRequired,
-            _ => ReviewState::None,
-        },
-        mergeable: match text(doc, "mergeable") {
-            "MERGEABLE" => "mergeable",
-            "CONFLICTING" => "conflicting",
-            _ => "unknown",
-        }
-        .to_string(),
-        head: Some(text(doc, "headRefOid").to_string()).filter(|h| !h.is_empty()),
-        comments,
-    }
+    comments
 }
 
 /// `GET repos/O/R/pulls/N/comments` (pure): inline review comments.

@@ -623,6 +623,18 @@ impl GuardEngine {
         }
     }
 
+    /// Turns the symbol index (enclosing symbols in messages, the
+    /// `semantic` level) on or off (on by default); takes effect for the
+    /// pairs computed from then on (`recompute_pairs` for all of them).
+    pub fn set_symbols(&mut self, on: bool) {
+        self.caches.symbols.enabled = on;
+    }
+
+    /// Blobs the symbol index parsed so far (for tests and benchmarks).
+    pub fn symbol_parses(&self) -> u64 {
+        self.caches.symbols.parsed
+    }
+
     /// Merge verdicts cached so far (for diagnostics and benchmarks).
     pub fn cached_merges(&self) -> usize {
         self.caches.merges.len() + self.caches.landings.len()

@@ -24,6 +24,7 @@ use owt_protocol::guard::{BaseConflict, GuardPair, GuardPath, Level, LineRange};
 
 use super::changes::{ranges_near, Change, ChangeKind, Hunk, HunkCache};
 use super::merge::MergeOutcome;
+use super::symbols::{self, SignatureChange, SymbolIndex};
 use super::tree::{self, RawChange};
 use super::verdict::{self, Caches, Landing};
 use super::GuardError;
@@ -330,7 +331,8 @@ pub fn compare(
     for path in &verdict.conflicts {
         candidates.entry(path.clone()).or_insert(None);
     }
-    if candidates.is_empty() {
+    let notes = semantic(repo, &mut caches.symbols, a, b);
+    if candidates.is_empty() && notes.is_empty() {
         return Ok(None);
     }
     // The pair's coordinates: the shared merge base, or their best common
@@ -432,6 +434,20 @@ pub fn compare(
         let detail = clash
             .map(str::to_string)
             .or_else(|| detail_of(&path, a_change, b_change, level));
+        // Symbols of the lines in the pair's coordinates: the file as it is
+        // in the tree those lines count in.
+        let coordinate_tree = coordinates
+            .lines_from
+            .map(|(_, tree)| tree)
+            .or(a.merge_base_tree);
+        let (a_symbols, b_symbols) = symbols_of(
+            repo,
+            &mut caches.symbols,
+            coordinate_tree,
+            &path,
+            [a_change, b_change],
+            [&a_ranges, &b_ranges],
+        );
         paths.push(GuardPath {
             a_change: change_word(a_change, &path),
             b_change: change_word(b_change, &path),
@@ -441,13 +457,11 @@ pub fn compare(
             b_ranges,
             detail,
             ignored,
-            // Enclosing symbols and signature notes (`semantic`) are not
-            // computed yet (#18 item 5): the wire keeps their fields empty.
-            a_symbols: Vec::new(),
-            b_symbols: Vec::new(),
+            a_symbols,
+            b_symbols,
         });
     }
-    if paths.is_empty() {
+    if paths.is_empty() && notes.is_empty() {
         return Ok(None);
     }
     let mut level = paths
@@ -455,6 +469,9 @@ pub fn compare(
         .map(|p| p.level)
         .max()
         .unwrap_or(Level::Overlap);
+    if !notes.is_empty() && level < Level::Semantic {
+        level = Level::Semantic;
+    }
     if !verdict.clean {
         level = Level::Conflict;
     }
@@ -471,8 +488,88 @@ pub fn compare(
             .map(|(commit, _)| commit)
             .filter(|c| !c.is_zero())
             .map(|c| c.to_string()),
-        semantic: Vec::new(),
+        semantic: notes,
     }))
+}
+
+/// The `semantic` notes of a pair: signature changes of each side that the
+/// other side's changed lines use (empty when the symbol index is off).
+fn semantic(
+    repo: &Repository,
+    index: &mut SymbolIndex,
+    a: &Side<'_>,
+    b: &Side<'_>,
+) -> Vec<owt_protocol::guard::SemanticNote> {
+    if !index.enabled {
+        return Vec::new();
+    }
+    let a_sigs = signature_changes_of(repo, index, a);
+    let b_sigs = signature_changes_of(repo, index, b);
+    let mut notes =
+        symbols::semantic_notes(repo, index, a.name, &a_sigs, b.name, b.changes, &b_sigs);
+    notes.extend(symbols::semantic_notes(
+        repo, index, b.name, &b_sigs, a.name, a.changes, &a_sigs,
+    ));
+    notes
+}
+
+/// A side's signature changes, cached by (merge-base tree, snapshot): what
+/// its changes are a function of.
+fn signature_changes_of(
+    repo: &Repository,
+    index: &mut SymbolIndex,
+    side: &Side<'_>,
+) -> std::sync::Arc<Vec<SignatureChange>> {
+    let key = (
+        side.merge_base_tree.unwrap_or_else(Oid::zero),
+        side.snapshot,
+    );
+    if let Some(found) = index.signature_changes.get(&key) {
+        return found.clone();
+    }
+    let found = std::sync::Arc::new(symbols::signature_changes(repo, index, side.changes));
+    index.remember_signature_changes(key, found.clone());
+    found
+}
+
+/// The symbols enclosing each side's ranges at `path`, as the file is in
+/// `tree` (the tree the ranges count in); none when the index is off, the
+/// language unknown or the file absent there.
+fn symbols_of(
+    repo: &Repository,
+    index: &mut SymbolIndex,
+    tree: Option<Oid>,
+    path: &str,
+    changes: [Option<&Change>; 2],
+    ranges: [&[LineRange]; 2],
+) -> (Vec<String>, Vec<String>) {
+    if !index.enabled {
+        return (Vec::new(), Vec::new());
+    }
+    // A rename's lines count at its old path.
+    let old_path = changes
+        .iter()
+        .flatten()
+        .find(|c| c.path == path)
+        .and_then(|c| c.old_path.as_deref())
+        .unwrap_or(path);
+    let blob = tree.and_then(|t| blob_of(tree::entry_at(repo, t, old_path)));
+    let Some(file) = index.of_path(repo, blob, old_path) else {
+        return (Vec::new(), Vec::new());
+    };
+    let labels = |ranges: &[LineRange]| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for range in ranges {
+            for symbol in file.enclosing(*range) {
+                let label = symbol.label();
+                if !out.contains(&label) {
+                    out.push(label);
+                }
+            }
+        }
+        out
+    };
+    (labels(ranges[0]), labels(ranges[1]))
 }
 
 /// The report of a participant whose state does not merge into its base's
@@ -528,17 +625,27 @@ pub fn base_conflict(
                 found
             }
         };
+        let (a_ranges, b_ranges) = (near(&mine, &theirs), near(&theirs, &mine));
+        // Both sides' lines count in the merge base.
+        let (a_symbols, b_symbols) = symbols_of(
+            repo,
+            &mut caches.symbols,
+            side.merge_base_tree,
+            path,
+            [change, None],
+            [&a_ranges, &b_ranges],
+        );
         paths.push(GuardPath {
             path: path.clone(),
             level: Level::BaseConflict,
-            a_ranges: near(&mine, &theirs),
-            b_ranges: near(&theirs, &mine),
+            a_ranges,
+            b_ranges,
             detail: None,
             ignored: false,
             a_change: change_word(change, path),
             b_change: None,
-            a_symbols: Vec::new(),
-            b_symbols: Vec::new(),
+            a_symbols,
+            b_symbols,
         });
     }
     Ok(Some(BaseConflict {

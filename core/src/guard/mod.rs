@@ -9,10 +9,10 @@
 //! - [`merge`]: merge verdicts (libgit2 on restricted trees, or git);
 //! - [`verdict`]: the merges a supervisor asks about — a state into its
 //!   base's tip (`base-conflict`), one state after another's (`conflict`);
-//! - [`levels`]: `same-change` / `overlap` / `hunk-overlap` / `conflict`
-//!   for one pair, `base-conflict` for one participant (the `semantic`
-//!   level and the symbol fields of the wire are reserved: no symbol index
-//!   exists yet, #18 item 5);
+//! - [`levels`]: `same-change` / `overlap` / `hunk-overlap` / `semantic` /
+//!   `conflict` for one pair, `base-conflict` for one participant;
+//! - [`symbols`]: tree-sitter symbol index of changed files (enclosing
+//!   symbols of line ranges, signature changes and their uses);
 //! - [`engine`]: [`GuardEngine`], the incremental owner of all of the above
 //!   (the API the LSP drives);
 //! - [`watch`]: the inotify watcher feeding the engine;
@@ -42,6 +42,7 @@ pub mod patch;
 pub mod pre_edit;
 pub mod queue;
 pub mod snapshot;
+pub mod symbols;
 pub mod tree;
 pub mod verdict;
 pub mod watch;
@@ -105,5 +106,7 @@ impl From<globset::Error> for GuardError {
 
 #[cfg(test)]
 mod history_tests;
+#[cfg(test)]
+mod symbol_tests;
 #[cfg(test)]
 mod tests;

@@ -57,6 +57,9 @@ pub struct Caches {
     pub commit_merges: HashMap<(Oid, Oid), MergeOutcome>,
     pub history: History,
     diffs: HashMap<(Oid, Oid), Arc<Vec<RawChange>>>,
+    /// Parsed files and signature changes (`levels`' symbol-aware
+    /// messages and the `semantic` level); content-addressed, never stale.
+    pub symbols: super::symbols::SymbolIndex,
 }
 
 impl Caches {

@@ -30,25 +30,11 @@ pub fn delete_session(
     let _span = tracing::info_span!("session", session = %row.name).entered();
     tracing::info!(worktree = %row.worktree_path.display(), "deleting the session");
     let worktree_exists = row.worktree_path.exists();
-    let mut uncommitted = git::Dirt::default();
-    if worktree_exists {
-        let dirt = git::dirt(&row.worktree_path).with_context(|| {
-            format!(
-                "checking {} for uncommitted work",
-                row.worktree_path.display()
-            )
-        })?;
-        if !dirt.is_clean() && !force {
-            bail!(
-                "session `{name}` has uncommitted work in {} ({} file{}: {}); commit it, or delete anyway with `owt delete {name} --force` (which keeps a copy of those files in the trash)",
-                row.worktree_path.display(),
-                dirt.len(),
-                if dirt.len() == 1 { "" } else { "s" },
-                dirt.summary()
-            );
-        }
-        uncommitted = dirt;
-    }
+    let uncommitted = if worktree_exists {
+        uncommitted_work(&row, force)?
+    } else {
+        git::Dirt::default()
+    };
     // A queued session is held out of the queue first, so that nobody
     // starts its agent while it is deleted.
     let was_queued = super::queue::hold_for_delete(ctx, &row)?;
@@ -72,49 +58,108 @@ pub fn delete_session(
         discarded: Vec::new(),
         warnings: Vec::new(),
     };
-    if row.kind == SessionKind::Worktree && worktree_exists {
-        let inside = crate::procs::with_cwd_inside(&row.worktree_path);
-        if !inside.is_empty() {
-            out.warnings.push(format!(
-                "{} still {} its working directory inside {}; it is left in a deleted folder (cd out of it)",
-                crate::procs::describe(&inside),
-                if inside.len() == 1 { "has" } else { "have" },
-                row.worktree_path.display()
-            ));
+    match row.kind {
+        SessionKind::Worktree if worktree_exists => {
+            remove_worktree(ctx, &row, &uncommitted, &mut out, progress)?;
         }
-        keep_leftovers(ctx, &row, &uncommitted, &mut out, progress)?;
-        progress(&format!(
-            "Removing worktree {}",
+        SessionKind::Worktree => {
+            // Folder already gone: forget git's entry for it.
+            if ctx.repo.worktree_admin_exists(&row.name) {
+                let _ = ctx.repo.prune_worktree(&row.name);
+            }
+        }
+        SessionKind::Branch if worktree_exists => switch_back(&row, progress)?,
+        SessionKind::Branch => {}
+    }
+    delete_created_branch(ctx, &row, &mut out)?;
+    ctx.store.remove_session(&row, how)?;
+    crate::usage::forget(&places, &row);
+    if !was_queued {
+        // Its place on the machine is free: a queued session may start.
+        super::queue::admit(&ctx.home, progress);
+    }
+    Ok(out)
+}
+
+/// What is uncommitted in the session's worktree; refused (nothing
+/// changed) unless `force`, which keeps a copy in the trash.
+fn uncommitted_work(row: &SessionRow, force: bool) -> anyhow::Result<git::Dirt> {
+    let name = &row.name;
+    let dirt = git::dirt(&row.worktree_path).with_context(|| {
+        format!(
+            "checking {} for uncommitted work",
+            row.worktree_path.display()
+        )
+    })?;
+    if !dirt.is_clean() && !force {
+        bail!(
+            "session `{name}` has uncommitted work in {} ({} file{}: {}); commit it, or delete anyway with `owt delete {name} --force` (which keeps a copy of those files in the trash)",
+            row.worktree_path.display(),
+            dirt.len(),
+            if dirt.len() == 1 { "" } else { "s" },
+            dirt.summary()
+        );
+    }
+    Ok(dirt)
+}
+
+/// Removes a worktree session's folder, what git does not keep going to
+/// the trash first (or dropped, for disposable caches); warns of processes
+/// still working inside it.
+fn remove_worktree(
+    ctx: &Context,
+    row: &SessionRow,
+    uncommitted: &git::Dirt,
+    out: &mut DeleteOutput,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let inside = crate::procs::with_cwd_inside(&row.worktree_path);
+    if !inside.is_empty() {
+        out.warnings.push(format!(
+            "{} still {} its working directory inside {}; it is left in a deleted folder (cd out of it)",
+            crate::procs::describe(&inside),
+            if inside.len() == 1 { "has" } else { "have" },
             row.worktree_path.display()
         ));
-        ctx.repo
-            .remove_worktree(&row.worktree_path)
-            .with_context(|| format!("removing worktree {}", row.worktree_path.display()))?;
-        out.worktree_removed = true;
-    } else if row.kind == SessionKind::Worktree {
-        // Folder already gone: forget git's entry for it.
-        if ctx.repo.worktree_admin_exists(&row.name) {
-            let _ = ctx.repo.prune_worktree(&row.name);
-        }
     }
+    keep_leftovers(ctx, row, uncommitted, out, progress)?;
+    progress(&format!(
+        "Removing worktree {}",
+        row.worktree_path.display()
+    ));
+    ctx.repo
+        .remove_worktree(&row.worktree_path)
+        .with_context(|| format!("removing worktree {}", row.worktree_path.display()))?;
+    out.worktree_removed = true;
+    Ok(())
+}
 
-    if row.kind == SessionKind::Branch && worktree_exists {
-        // The session's branch is checked out in the human's checkout: put
-        // it back on the base (uncommitted changes come along, or git
-        // refuses and nothing is deleted).
-        let git = crate::ship::git_cli::GitCli::new(&row.worktree_path);
-        let current = git
-            .run(["symbolic-ref", "--quiet", "--short", "HEAD"])
-            .unwrap_or_default();
-        if current.trim() == row.branch {
-            progress(&format!(
-                "Switching your checkout back to {}",
-                row.base_branch
-            ));
-            git.run(["switch", "--quiet", &row.base_branch])
-                .with_context(|| format!("switching your checkout back to {}", row.base_branch))?;
-        }
+/// A branch session's branch is checked out in the human's checkout: put
+/// it back on the base (uncommitted changes come along, or git refuses and
+/// nothing is deleted).
+fn switch_back(row: &SessionRow, progress: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
+    let git = crate::ship::git_cli::GitCli::new(&row.worktree_path);
+    let current = git
+        .run(["symbolic-ref", "--quiet", "--short", "HEAD"])
+        .unwrap_or_default();
+    if current.trim() == row.branch {
+        progress(&format!(
+            "Switching your checkout back to {}",
+            row.base_branch
+        ));
+        git.run(["switch", "--quiet", &row.base_branch])
+            .with_context(|| format!("switching your checkout back to {}", row.base_branch))?;
     }
+    Ok(())
+}
+
+/// Deletes the session's branch when owt created it and nothing has it
+/// checked out (unmerged commits kept under a backup ref first).
+fn delete_created_branch(
+    ctx: &Context,
+    row: &SessionRow,
+    out: &mut DeleteOutput,
+) -> anyhow::Result<()> {
     let created = ctx
         .store
         .fact::<BranchFact>(row.id, BRANCH_FACT)?
@@ -129,13 +174,7 @@ pub fn delete_session(
             .with_context(|| format!("deleting branch {}", row.branch))?;
         out.branch_deleted = true;
     }
-    ctx.store.remove_session(&row, how)?;
-    crate::usage::forget(&places, &row);
-    if !was_queued {
-        // Its place on the machine is free: a queued session may start.
-        super::queue::admit(&ctx.home, progress);
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// What becomes of a worktree's files that git does not keep.

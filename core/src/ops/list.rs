@@ -53,7 +53,7 @@ pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Ve
         refresh_git_facts_of(ctx, &rows);
     }
     rows.iter()
-        .map(|row| view_of(ctx, row, false, None, false))
+        .map(|row| view_of_looking(ctx, row, false, None, false, refresh_git))
         .collect()
 }
 
@@ -138,7 +138,7 @@ pub fn session_views_reconciled(ctx: &Context) -> anyhow::Result<Vec<SessionView
     let rows = all_rows(ctx)?;
     refresh_git_facts_of(ctx, &rows);
     rows.iter()
-        .map(|row| view_of(ctx, row, false, None, false))
+        .map(|row| view_of_looking(ctx, row, false, None, false, true))
         .collect()
 }
 
@@ -148,6 +148,20 @@ fn view_of(
     refresh_git: bool,
     newer_git: Option<&GitFact>,
     reconcile: bool,
+) -> anyhow::Result<SessionView> {
+    view_of_looking(ctx, row, refresh_git, newer_git, reconcile, refresh_git)
+}
+
+/// [`view_of`]; with `look_again`, a session whose every file was reviewed
+/// has its working state read again (its git facts may have been
+/// refreshed by the caller already).
+fn view_of_looking(
+    ctx: &Context,
+    row: &SessionRow,
+    refresh_git: bool,
+    newer_git: Option<&GitFact>,
+    reconcile: bool,
+    look_again: bool,
 ) -> anyhow::Result<SessionView> {
     if reconcile {
         if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
@@ -160,6 +174,18 @@ fn view_of(
     let mut facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
     if let Some(git) = newer_git {
         facts.git = git.clone();
+    }
+    if look_again && facts.reviewed_snapshot.is_some() && row.remote().is_none() {
+        // The guard's snapshot may be older than the agent's last change
+        // when no `owt lsp` watches: look again (only for sessions whose
+        // every file was reviewed, the one case the answer can be yes).
+        match super::review::current_snapshot(ctx, row) {
+            Ok(snapshot) => facts.snapshot = Some(snapshot),
+            Err(e) => {
+                tracing::warn!(session = %row.name, "reading the working state failed: {e:#}");
+                facts.snapshot = None;
+            }
+        }
     }
     let mut view = view(row, &facts, now_ms());
     view.ports = super::ports::of(&ctx.store, row.id);
@@ -390,6 +416,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         ports: Vec::new(),
         actions: Vec::new(),
         usage: None,
+        review: status::derive_review(facts, derived.lane, !local),
     };
     view.actions = crate::actions::session_actions(&view);
     view

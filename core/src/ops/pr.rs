@@ -108,75 +108,14 @@ pub fn open_pr(
         opts.no_checks,
         progress,
     )?;
-    let message = opts.message.clone().unwrap_or_else(|| {
-        format!(
-            "{}\n\nCommitted by owt from session {} ({}) for a pull request.",
-            subject(&row),
-            row.name,
-            row.provider
-        )
-    });
-    let never = super::owned::never_staged(ctx, &row);
-    let committed =
-        crate::ship::commit_all(&row.worktree_path, &message, &never).with_context(|| {
-            format!("committing the work of `{name}` before pushing it; nothing was pushed")
-        })?;
-    if let Some(oid) = committed {
-        progress(&format!(
-            "Committed the uncommitted work as {}",
-            &oid.to_string()[..10]
-        ));
-    }
-    if ctx.repo.commits_ahead(&row.branch, &row.base_branch)? == 0 {
-        anyhow::bail!(
-            "`{name}` has no commits that `{}` does not have; nothing to open a pull request for",
-            row.base_branch
-        );
-    }
+    let committed = commit_work(ctx, &row, opts, progress)?;
     let pushed = ctx.repo.branch_tip(&row.branch)?.to_string();
     progress(&format!(
         "Pushing {} to {} ({})",
         row.branch, remote.name, remote.url
     ));
     forge::push(&row.worktree_path, &remote.name, &row.branch).map_err(anyhow::Error::new)?;
-    let existing = ctx
-        .store
-        .fact::<PrFact>(row.id, kind::PR)?
-        .map(|(f, _)| f)
-        .filter(|f| f.state == PrState::Open);
-    let draft = opts.draft.unwrap_or(ctx.config.config.pr.draft);
-    let (fact, created) = match existing {
-        Some(fact) => (fact, false),
-        None => {
-            progress(&format!(
-                "Opening a {}pull request of {} into {} with {}",
-                if draft { "draft " } else { "" },
-                row.branch,
-                row.base_branch,
-                forge.cli_name
-            ));
-            let title = opts.title.clone().unwrap_or_else(|| subject(&row));
-            let (number, url) = forge
-                .create_pr(
-                    &row.branch,
-                    &row.base_branch,
-                    &title,
-                    &body(ctx, &row),
-                    draft,
-                )
-                .map_err(anyhow::Error::new)?;
-            let fact = new_fact(ctx, &forge, &remote, number, url, draft);
-            ctx.store.record_fact(row.id, kind::PR, &fact)?;
-            ctx.store.add_event(
-                ctx.repo_row.id,
-                &row.name,
-                "pr",
-                &format!("opened #{number}"),
-            )?;
-            (fact, true)
-        }
-    };
-    let mut fact = fact;
+    let (mut fact, created) = open_or_reuse(ctx, &row, opts, &remote, &forge, progress)?;
     // Look again soon: CI starts on the push.
     fact.next_poll_at = Some(now_ms());
     fact.interval_ms = ctx.config.config.pr.poll_interval.max(1) * 1000;
@@ -193,6 +132,91 @@ pub fn open_pr(
         pr: fact.view(),
         checks_skipped: gate == Gate::Skipped,
     })
+}
+
+/// Commits the session's uncommitted work (hooks run) before the push;
+/// refuses, pushing nothing, when the branch then has nothing the base
+/// lacks.
+fn commit_work(
+    ctx: &Context,
+    row: &SessionRow,
+    opts: &PrOptions,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Option<git2::Oid>> {
+    let name = &row.name;
+    let message = opts.message.clone().unwrap_or_else(|| {
+        format!(
+            "{}\n\nCommitted by owt from session {} ({}) for a pull request.",
+            subject(row),
+            row.name,
+            row.provider
+        )
+    });
+    let never = super::owned::never_staged(ctx, row);
+    let committed =
+        crate::ship::commit_all(&row.worktree_path, &message, &never).with_context(|| {
+            format!("committing the work of `{name}` before pushing it; nothing was pushed")
+        })?;
+    if let Some(oid) = committed {
+        progress(&format!(
+            "Committed the uncommitted work as {}",
+            &oid.to_string()[..10]
+        ));
+    }
+    if ctx.repo.commits_ahead(&row.branch, &row.base_branch)? == 0 {
+        anyhow::bail!(
+            "`{name}` has no commits that `{}` does not have; nothing to open a pull request for",
+            row.base_branch
+        );
+    }
+    Ok(committed)
+}
+
+/// The session's open pull request, or a new one (recorded, with an
+/// event); whether it was created.
+fn open_or_reuse(
+    ctx: &mut Context,
+    row: &SessionRow,
+    opts: &PrOptions,
+    remote: &forge::Remote,
+    forge: &Forge,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<(PrFact, bool)> {
+    let existing = ctx
+        .store
+        .fact::<PrFact>(row.id, kind::PR)?
+        .map(|(f, _)| f)
+        .filter(|f| f.state == PrState::Open);
+    if let Some(fact) = existing {
+        return Ok((fact, false));
+    }
+    let draft = opts.draft.unwrap_or(ctx.config.config.pr.draft);
+    progress(&format!(
+        "Opening a {}pull request of {} into {} with {}",
+        if draft { "draft " } else { "" },
+        row.branch,
+        row.base_branch,
+        forge.cli_name
+    ));
+    let title = opts.title.clone().unwrap_or_else(|| subject(row));
+    let (number, url) = forge
+        .create_pr(
+            &row.branch,
+            &row.base_branch,
+            &title,
+            &body(ctx, row),
+            draft,
+        )
+        .map_err(anyhow::Error::new)?;
+    let fact = new_fact(ctx, forge, remote, number, url, draft);
+    ctx.store.record_fact(row.id, kind::PR, &fact)?;
+    ctx.store.add_event(
+        ctx.repo_row.id,
+        &row.name,
+        "pr",
+        &format!("opened #{number}"),
+    )?;
+    Ok((fact, true))
 }
 
 fn new_fact(

@@ -142,7 +142,16 @@ pub fn build(input: &PromptInput<'_>) -> Result<String, String> {
     let custom = input
         .template
         .and_then(|name| input.templates.and_then(|t| t.get(name)));
-    let kind = match (input.template, custom) {
+    let kind = task_kind(input, custom)?;
+    let sections = sections(input, kind, custom);
+    Ok(fit(input.task.trim(), sections, input.budget))
+}
+
+/// The kind of task: the template's (a custom template may name one, else
+/// it is detected from the task), or detected; an unknown template is an
+/// error naming the known ones.
+fn task_kind(input: &PromptInput<'_>, custom: Option<&TemplateConfig>) -> Result<TaskKind, String> {
+    Ok(match (input.template, custom) {
         (_, Some(custom)) => custom
             .kind
             .as_deref()
@@ -160,8 +169,16 @@ pub fn build(input: &PromptInput<'_>) -> Result<String, String> {
             format!("unknown template `{name}`; templates: {}", known.join(", "))
         })?,
         (None, None) => detect(input.task),
-    };
-    // (priority, text): lower numbers are kept longer.
+    })
+}
+
+/// The sections after the task, as (priority, text): lower numbers are
+/// kept longer.
+fn sections(
+    input: &PromptInput<'_>,
+    kind: TaskKind,
+    custom: Option<&TemplateConfig>,
+) -> Vec<(u8, String)> {
     let mut sections: Vec<(u8, String)> = Vec::new();
     let mut protocol = format!(
         "## How to work ({} task)\n{}\n{}",
@@ -202,7 +219,12 @@ pub fn build(input: &PromptInput<'_>) -> Result<String, String> {
             ),
         ));
     }
-    let task = input.task.trim();
+    sections
+}
+
+/// The task, then the sections, dropping the least important ones until
+/// it fits in `budget` characters (the task itself always stays).
+fn fit(task: &str, mut sections: Vec<(u8, String)>, budget: usize) -> String {
     let render = |sections: &[(u8, String)]| {
         let mut out = String::from(task);
         for (_, text) in sections {
@@ -211,7 +233,7 @@ pub fn build(input: &PromptInput<'_>) -> Result<String, String> {
         }
         out
     };
-    while render(&sections).chars().count() > input.budget {
+    while render(&sections).chars().count() > budget {
         let Some(lowest) = sections
             .iter()
             .enumerate()
@@ -222,7 +244,7 @@ pub fn build(input: &PromptInput<'_>) -> Result<String, String> {
         };
         sections.remove(lowest);
     }
-    Ok(render(&sections))
+    render(&sections)
 }
 
 #[cfg(test)]

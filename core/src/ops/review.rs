@@ -14,7 +14,9 @@
 //!
 //! Invariants: reads the worktree, never writes it (the snapshot writes
 //! git objects only); a comment is stored before it is typed, so one that
-//! could not be delivered is still listed.
+//! could not be delivered is still listed; every change to the two facts
+//! is one store transaction (`Store::update_fact`), so concurrent writers
+//! (the LSP, the CLI) lose nothing.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
@@ -32,7 +34,7 @@ use crate::session;
 use crate::store::{now_ms, SessionRow};
 
 /// Fact kind: [`Reviewed`].
-pub const REVIEWED_FACT: &str = "reviewed_files";
+pub const REVIEWED_FACT: &str = crate::status::kind::REVIEWED;
 /// Fact kind: `Vec<StoredComment>`.
 pub const COMMENTS_FACT: &str = "review_comments";
 
@@ -40,6 +42,11 @@ pub const COMMENTS_FACT: &str = "review_comments";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reviewed {
     pub files: BTreeMap<String, String>,
+    /// The snapshot tree of the agent's whole working state when every
+    /// changed file was reviewed (`None` while some file is not): the
+    /// board says `reviewed` while the agent's state is still this tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
 }
 
 /// A comment as stored.
@@ -73,6 +80,17 @@ pub struct NewComment {
 /// The agent's working state, scanned now (its session host's journal
 /// first, as the guard does).
 fn scan(ctx: &Context, row: &SessionRow) -> anyhow::Result<WorkState> {
+    if let Some((remote, path)) = row.remote() {
+        // Its files are on the remote; nothing here to diff or comment on.
+        let name = row
+            .name
+            .split_once(':')
+            .map_or(row.name.as_str(), |(_, n)| n);
+        anyhow::bail!(
+            "{} runs on {remote}: its files are there, and owt cannot review a remote session from this machine yet; on {remote}, run `owt diff {name}` (or `owt review`, `owt comment`) in {path}",
+            row.name
+        );
+    }
     if !row.worktree_path.is_dir() {
         anyhow::bail!(
             "the worktree of {} is gone ({}); `owt doctor` can repair the session",
@@ -197,17 +215,26 @@ pub fn mark_reviewed(
             );
         }
     }
-    let mut seen = reviewed(ctx, &row)?;
-    for file in &diff.files {
-        if paths.is_empty() || paths.contains(&file.path) {
-            seen.files.insert(file.path.clone(), seen_key(file));
-        }
-    }
-    // Files no longer changed are forgotten.
-    seen.files
-        .retain(|path, _| diff.files.iter().any(|f| &f.path == path));
-    ctx.store.record_fact(row.id, REVIEWED_FACT, &seen)?;
-    Ok(review_state(&row, &diff, &seen))
+    // One transaction: files marked meanwhile (the editor marks each file
+    // it opens) are kept.
+    ctx.store.update_fact(
+        row.id,
+        REVIEWED_FACT,
+        |seen: Option<Reviewed>| -> anyhow::Result<_> {
+            let mut seen = seen.unwrap_or_default();
+            for file in &diff.files {
+                if paths.is_empty() || paths.contains(&file.path) {
+                    seen.files.insert(file.path.clone(), seen_key(file));
+                }
+            }
+            // Files no longer changed are forgotten.
+            seen.files
+                .retain(|path, _| diff.files.iter().any(|f| &f.path == path));
+            let state = review_state(&row, &diff, &seen);
+            seen.snapshot = state.unreviewed.is_empty().then(|| diff.snapshot.clone());
+            Ok((seen, state))
+        },
+    )
 }
 
 fn review_state(row: &SessionRow, diff: &DiffReport, seen: &Reviewed) -> ReviewedOutput {
@@ -220,6 +247,16 @@ fn review_state(row: &SessionRow, diff: &DiffReport, seen: &Reviewed) -> Reviewe
         reviewed: reviewed.iter().map(|f| f.path.clone()).collect(),
         unreviewed: unreviewed.iter().map(|f| f.path.clone()).collect(),
     }
+}
+
+/// The snapshot tree of `row`'s whole working state now (what
+/// [`Reviewed::snapshot`] is compared with), scanned as the guard does.
+pub fn current_snapshot(ctx: &Context, row: &SessionRow) -> anyhow::Result<String> {
+    let state = scan(ctx, row)?;
+    let snapshot = state
+        .snapshot
+        .with_context(|| format!("no snapshot of {}", row.name))?;
+    Ok(snapshot.to_string())
 }
 
 /// Which of the agent's changed files are reviewed as they are now.
@@ -296,10 +333,8 @@ pub fn record_comments(
         .snapshot
         .with_context(|| format!("no snapshot of {}", row.name))?;
     let tree = state.repo().find_tree(snapshot)?;
-    let mut all = stored_comments(ctx, &row)?;
-    let first_id = all.iter().map(|c| c.id).max().unwrap_or(0) + 1;
     let mut made = Vec::new();
-    for (id, c) in (first_id..).zip(new) {
+    for c in new {
         check_relative(&c.path)?;
         if c.text.trim().is_empty() {
             anyhow::bail!("the comment on {} is empty", c.path);
@@ -334,7 +369,8 @@ pub fn record_comments(
         }
         let selected = lines[c.start_line as usize - 1..c.end_line as usize].join("\n");
         made.push(StoredComment {
-            id,
+            // Numbered when stored, after the ones there then.
+            id: 0,
             path: c.path.clone(),
             start_line: c.start_line,
             end_line: c.end_line,
@@ -346,8 +382,21 @@ pub fn record_comments(
             delivered: false,
         });
     }
-    all.extend(made.iter().cloned());
-    ctx.store.record_fact(row.id, COMMENTS_FACT, &all)?;
+    // One transaction: a comment stored meanwhile by another process (the
+    // LSP, another `owt comment`) is neither lost nor given the same id.
+    let made = ctx.store.update_fact(
+        row.id,
+        COMMENTS_FACT,
+        |all: Option<Vec<StoredComment>>| -> anyhow::Result<_> {
+            let mut all = all.unwrap_or_default();
+            let first_id = all.iter().map(|c| c.id).max().unwrap_or(0) + 1;
+            for (id, c) in (first_id..).zip(made.iter_mut()) {
+                c.id = id;
+            }
+            all.extend(made.iter().cloned());
+            Ok((all, made))
+        },
+    )?;
     Ok(made
         .iter()
         .map(|c| ReviewComment {
@@ -378,12 +427,17 @@ pub fn deliver(ctx: &Context, name: &str, ids: &[u32]) -> anyhow::Result<()> {
     session::send(&ctx.home, &row, &comment_message(&batch), true)
         .map_err(anyhow::Error::from)
         .with_context(|| format!("typing the comment into {name}"))?;
-    let mut all = stored_comments(ctx, &row)?;
-    for c in all.iter_mut().filter(|c| ids.contains(&c.id)) {
-        c.delivered = true;
-    }
-    ctx.store.record_fact(row.id, COMMENTS_FACT, &all)?;
-    Ok(())
+    ctx.store.update_fact(
+        row.id,
+        COMMENTS_FACT,
+        |all: Option<Vec<StoredComment>>| -> anyhow::Result<_> {
+            let mut all = all.unwrap_or_default();
+            for c in all.iter_mut().filter(|c| ids.contains(&c.id)) {
+                c.delivered = true;
+            }
+            Ok((all, ()))
+        },
+    )
 }
 
 /// Whether `name` has comments that are not resolved (cheap: the store
@@ -488,16 +542,22 @@ pub fn comments(ctx: &Context, name: &str, all: bool) -> anyhow::Result<Comments
 /// `owt comments NAME --resolve ID…`: marks comments resolved.
 pub fn resolve(ctx: &Context, name: &str, ids: &[u32]) -> anyhow::Result<CommentsOutput> {
     let row = ctx.session(name)?;
-    let mut stored = stored_comments(ctx, &row)?;
-    for id in ids {
-        match stored.iter_mut().find(|c| c.id == *id) {
-            Some(c) => c.resolved = true,
-            None => {
-                anyhow::bail!("{name} has no comment {id}; `owt comments {name} --all` lists them")
+    ctx.store.update_fact(
+        row.id,
+        COMMENTS_FACT,
+        |stored: Option<Vec<StoredComment>>| -> anyhow::Result<_> {
+            let mut stored = stored.unwrap_or_default();
+            for id in ids {
+                match stored.iter_mut().find(|c| c.id == *id) {
+                    Some(c) => c.resolved = true,
+                    None => anyhow::bail!(
+                        "{name} has no comment {id}; `owt comments {name} --all` lists them"
+                    ),
+                }
             }
-        }
-    }
-    ctx.store.record_fact(row.id, COMMENTS_FACT, &stored)?;
+            Ok((stored, ()))
+        },
+    )?;
     comments(ctx, name, false)
 }
 
@@ -558,4 +618,13 @@ pub fn base_copy(ctx: &Context, name: &str, path: &str) -> anyhow::Result<std::p
         .with_context(|| format!("writing {}", copy.display()))?;
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o400))?;
     Ok(copy)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The board's review state reads the guard's snapshot by its kind.
+    #[test]
+    fn status_reads_the_guard_fact_by_the_guards_kind() {
+        assert_eq!(crate::status::kind::GUARD, crate::guard::kind::GUARD);
+    }
 }

@@ -40,32 +40,8 @@ pub fn sync(
             conflicts: Vec::new(),
             detail: None,
         };
-        if let Some((remote, _)) = row.remote() {
-            result.detail = Some(format!(
-                "it runs on {remote}, whose clone has its own base; sync it there"
-            ));
-            out.sessions.push(result);
-            continue;
-        }
-        if !row.worktree_path.is_dir() {
-            result.detail = Some(format!(
-                "its worktree {} is gone",
-                row.worktree_path.display()
-            ));
-            out.sessions.push(result);
-            continue;
-        }
-        if ship::in_progress(&row.worktree_path).is_some() {
-            result.detail = Some("a merge or rebase is already in progress there".into());
-            out.sessions.push(result);
-            continue;
-        }
-        let dirt = crate::git::dirt(&row.worktree_path)?;
-        if !dirt.is_clean() {
-            result.detail = Some(format!(
-                "uncommitted work ({}); commit it first",
-                dirt.summary()
-            ));
+        if let Some(why) = why_not(&row)? {
+            result.detail = Some(why);
             out.sessions.push(result);
             continue;
         }
@@ -75,39 +51,82 @@ pub fn sync(
         }
         result.fetched_from = fetched.get(&row.base_branch).cloned().flatten();
         progress(&format!("Bringing {} into {}", row.base_branch, row.branch));
-        match ship::bring_base_in(
-            &ctx.repo,
-            &row.worktree_path,
-            &row.base_branch,
-            Method::Merge,
-            None,
-            leave_conflicts,
-        ) {
-            Ok(Phase1::UpToDate) => result.outcome = "up-to-date".into(),
-            Ok(Phase1::Done) => result.outcome = "synced".into(),
-            Ok(Phase1::Conflicts { files, left }) => {
-                result.outcome = "conflicts".into();
-                result.detail = Some(if left {
-                    "the conflicts are left in the worktree for you to resolve".into()
-                } else {
-                    "nothing changed: the worktree was restored".into()
-                });
-                if left {
-                    ctx.store.record_fact(
-                        row.id,
-                        status::kind::CONFLICT,
-                        &ConflictFact {
-                            files: files.clone(),
-                        },
-                    )?;
-                }
-                result.conflicts = files;
-            }
-            Err(e) => result.detail = Some(e.to_string()),
-        }
+        bring_base_in(ctx, &row, leave_conflicts, &mut result)?;
         out.sessions.push(result);
     }
     Ok(out)
+}
+
+/// Why the session is not synced here: it runs on a remote, its worktree
+/// is gone, a merge or rebase is in progress there, or it has uncommitted
+/// work.
+fn why_not(row: &SessionRow) -> anyhow::Result<Option<String>> {
+    if let Some((remote, _)) = row.remote() {
+        return Ok(Some(format!(
+            "it runs on {remote}, whose clone has its own base; sync it there"
+        )));
+    }
+    if !row.worktree_path.is_dir() {
+        return Ok(Some(format!(
+            "its worktree {} is gone",
+            row.worktree_path.display()
+        )));
+    }
+    if ship::in_progress(&row.worktree_path).is_some() {
+        return Ok(Some(
+            "a merge or rebase is already in progress there".into(),
+        ));
+    }
+    let dirt = crate::git::dirt(&row.worktree_path)?;
+    if !dirt.is_clean() {
+        return Ok(Some(format!(
+            "uncommitted work ({}); commit it first",
+            dirt.summary()
+        )));
+    }
+    Ok(None)
+}
+
+/// Merges the base into the session's branch in its worktree; conflicts
+/// are left there (and recorded) only when asked, else the worktree is
+/// restored. What happened goes into `result`.
+fn bring_base_in(
+    ctx: &Context,
+    row: &SessionRow,
+    leave_conflicts: bool,
+    result: &mut SyncResult,
+) -> anyhow::Result<()> {
+    match ship::bring_base_in(
+        &ctx.repo,
+        &row.worktree_path,
+        &row.base_branch,
+        Method::Merge,
+        None,
+        leave_conflicts,
+    ) {
+        Ok(Phase1::UpToDate) => result.outcome = "up-to-date".into(),
+        Ok(Phase1::Done) => result.outcome = "synced".into(),
+        Ok(Phase1::Conflicts { files, left }) => {
+            result.outcome = "conflicts".into();
+            result.detail = Some(if left {
+                "the conflicts are left in the worktree for you to resolve".into()
+            } else {
+                "nothing changed: the worktree was restored".into()
+            });
+            if left {
+                ctx.store.record_fact(
+                    row.id,
+                    status::kind::CONFLICT,
+                    &ConflictFact {
+                        files: files.clone(),
+                    },
+                )?;
+            }
+            result.conflicts = files;
+        }
+        Err(e) => result.detail = Some(e.to_string()),
+    }
+    Ok(())
 }
 
 /// Fast-forwards `base` from its upstream (fetching it first); returns the

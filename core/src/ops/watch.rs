@@ -178,6 +178,21 @@ fn apply(
     forge: &crate::forge::Forge,
     events: &mut Vec<WatchEvent>,
 ) -> anyhow::Result<bool> {
+    take_snapshot(fact, pr);
+    if pr.state != PrState::Open {
+        ctx.store.record_fact(row.id, kind::PR, &*fact)?;
+        ended(ctx, row, fact.number, pr.state, events);
+        return Ok(true);
+    }
+    let tellable = conflicts::can_be_told(&ctx.store, row);
+    let mut news = tell_ci(ctx, row, fact, pr, forge, tellable, events);
+    news |= tell_comments(ctx, row, fact, pr, tellable, events);
+    news |= tell_conflict(ctx, row, fact, pr, tellable, events);
+    Ok(news)
+}
+
+/// What the forge says of the pull request now, into its fact.
+fn take_snapshot(fact: &mut PrFact, pr: &PrSnapshot) {
     fact.state = pr.state;
     fact.draft = pr.draft;
     fact.ci = pr.ci;
@@ -188,52 +203,61 @@ fn apply(
         fact.url = pr.url.clone();
     }
     fact.error = None;
-    let n = fact.number;
-    match pr.state {
-        PrState::Merged => {
-            ctx.store.record_fact(row.id, kind::PR, &*fact)?;
-            let _ = ctx
-                .store
-                .add_event(ctx.repo_row.id, &row.name, "pr", &format!("merged #{n}"));
-            events.push(event(row, n, "merged", format!("#{n} was merged"), false));
-            if ctx.config.config.pr.on_merged == OnMerged::Delete {
-                let deleted = crate::ops::delete::delete_session(
-                    ctx,
-                    &row.name,
-                    false,
-                    "merged",
-                    &mut |line| tracing::info!("{line}"),
-                );
-                events.push(match deleted {
-                    Ok(_) => event(
-                        row,
-                        n,
-                        "deleted",
-                        "deleted ([pr] on_merged = \"delete\")".into(),
-                        false,
-                    ),
-                    Err(e) => event(row, n, "error", format!("kept: {e:#}"), false),
-                });
-            }
-            return Ok(true);
-        }
-        PrState::Closed => {
-            ctx.store.record_fact(row.id, kind::PR, &*fact)?;
-            events.push(event(
+}
+
+/// Pull request `n` was merged or closed: said, and a merged one's session
+/// deleted under `[pr] on_merged = "delete"`.
+fn ended(
+    ctx: &mut Context,
+    row: &SessionRow,
+    n: u64,
+    state: PrState,
+    events: &mut Vec<WatchEvent>,
+) {
+    if state == PrState::Closed {
+        events.push(event(
+            row,
+            n,
+            "closed",
+            format!("#{n} was closed without merging"),
+            false,
+        ));
+        return;
+    }
+    let _ = ctx
+        .store
+        .add_event(ctx.repo_row.id, &row.name, "pr", &format!("merged #{n}"));
+    events.push(event(row, n, "merged", format!("#{n} was merged"), false));
+    if ctx.config.config.pr.on_merged == OnMerged::Delete {
+        let deleted =
+            crate::ops::delete::delete_session(ctx, &row.name, false, "merged", &mut |line| {
+                tracing::info!("{line}")
+            });
+        events.push(match deleted {
+            Ok(_) => event(
                 row,
                 n,
-                "closed",
-                format!("#{n} was closed without merging"),
+                "deleted",
+                "deleted ([pr] on_merged = \"delete\")".into(),
                 false,
-            ));
-            return Ok(true);
-        }
-        PrState::Open => {}
+            ),
+            Err(e) => event(row, n, "error", format!("kept: {e:#}"), false),
+        });
     }
-    let tellable = conflicts::can_be_told(&ctx.store, row);
-    let mut news = false;
-    let send = |text: &str| crate::session::send(&ctx.home, row, text, true);
-    // CI: each failing head once, up to the attempts.
+}
+
+/// CI: each failing head told once (with the failed checks' logs), up to
+/// the attempts; then the session needs the user. Whether there is news.
+fn tell_ci(
+    ctx: &Context,
+    row: &SessionRow,
+    fact: &mut PrFact,
+    pr: &PrSnapshot,
+    forge: &crate::forge::Forge,
+    tellable: bool,
+    events: &mut Vec<WatchEvent>,
+) -> bool {
+    let n = fact.number;
     match pr.ci {
         CiState::Failing if fact.ci_told_for != pr.head => {
             let names: Vec<String> = pr.failing.iter().map(|c| c.name.clone()).collect();
@@ -251,95 +275,134 @@ fn apply(
                     ),
                     false,
                 ));
-                news = true;
-            } else if tellable {
-                let mut logs = Vec::new();
-                for check in pr.failing.iter().take(3) {
-                    match forge.failed_log(check) {
-                        Ok(log) if !log.is_empty() => {
-                            logs.push(format!("[{}] {}\n{log}", check.name, check.url))
-                        }
-                        Ok(_) => logs.push(format!("[{}] {}", check.name, check.url)),
-                        Err(e) => logs.push(format!(
-                            "[{}] {} (log not available: {e})",
-                            check.name, check.url
-                        )),
-                    }
-                }
-                let text = messages::ci_failed(
-                    n,
-                    &names,
-                    &logs.join("\n"),
-                    fact.ci_attempt + 1,
-                    fact.ci_max_attempts,
-                );
-                let told = send(&text).is_ok();
-                if told {
-                    fact.ci_attempt += 1;
-                    fact.ci_told_for = pr.head.clone();
-                }
-                events.push(event(row, n, "ci-failed", names.join(", "), told));
-                news = true;
+                return true;
             }
+            if !tellable {
+                return false;
+            }
+            let text = messages::ci_failed(
+                n,
+                &names,
+                &failed_logs(forge, pr),
+                fact.ci_attempt + 1,
+                fact.ci_max_attempts,
+            );
+            let told = crate::session::send(&ctx.home, row, &text, true).is_ok();
+            if told {
+                fact.ci_attempt += 1;
+                fact.ci_told_for = pr.head.clone();
+            }
+            events.push(event(row, n, "ci-failed", names.join(", "), told));
+            true
         }
         CiState::Passing => {
             fact.ci_attempt = 0;
             fact.ci_gave_up = false;
+            false
         }
-        _ => {}
+        _ => false,
     }
-    // Review comments: each once.
+}
+
+/// The logs of the first three failed checks (or where to find them).
+fn failed_logs(forge: &crate::forge::Forge, pr: &PrSnapshot) -> String {
+    let mut logs = Vec::new();
+    for check in pr.failing.iter().take(3) {
+        match forge.failed_log(check) {
+            Ok(log) if !log.is_empty() => {
+                logs.push(format!("[{}] {}\n{log}", check.name, check.url))
+            }
+            Ok(_) => logs.push(format!("[{}] {}", check.name, check.url)),
+            Err(e) => logs.push(format!(
+                "[{}] {} (log not available: {e})",
+                check.name, check.url
+            )),
+        }
+    }
+    logs.join("\n")
+}
+
+/// Review comments: each told once. Whether there is news.
+fn tell_comments(
+    ctx: &Context,
+    row: &SessionRow,
+    fact: &mut PrFact,
+    pr: &PrSnapshot,
+    tellable: bool,
+    events: &mut Vec<WatchEvent>,
+) -> bool {
+    let n = fact.number;
     let fresh: Vec<&crate::forge::ForgeComment> = pr
         .comments
         .iter()
         .filter(|c| !fact.told_comments.contains(&c.id))
         .collect();
-    if !fresh.is_empty() && tellable {
-        let comments: Vec<Comment> = fresh
+    if fresh.is_empty() || !tellable {
+        return false;
+    }
+    let comments: Vec<Comment> = fresh
+        .iter()
+        .map(|c| Comment {
+            author: c.author.clone(),
+            place: c.place.clone(),
+            body: c.body.clone(),
+        })
+        .collect();
+    let told = crate::session::send(
+        &ctx.home,
+        row,
+        &messages::review_comments(n, &comments),
+        true,
+    )
+    .is_ok();
+    if told {
+        fact.told_comments
+            .extend(fresh.iter().map(|c| c.id.clone()));
+    }
+    events.push(event(
+        row,
+        n,
+        "review-comment",
+        fresh
             .iter()
-            .map(|c| Comment {
-                author: c.author.clone(),
-                place: c.place.clone(),
-                body: c.body.clone(),
+            .map(|c| match &c.place {
+                Some(place) => format!("@{} on {place}", c.author),
+                None => format!("@{}", c.author),
             })
-            .collect();
-        let told = send(&messages::review_comments(n, &comments)).is_ok();
-        if told {
-            fact.told_comments
-                .extend(fresh.iter().map(|c| c.id.clone()));
-        }
-        events.push(event(
-            row,
-            n,
-            "review-comment",
-            fresh
-                .iter()
-                .map(|c| match &c.place {
-                    Some(place) => format!("@{} on {place}", c.author),
-                    None => format!("@{}", c.author),
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
-            told,
-        ));
-        news = true;
+            .collect::<Vec<_>>()
+            .join(", "),
+        told,
+    ));
+    true
+}
+
+/// A conflict with the base: the `owt sync` hint, once per head. Whether
+/// there is news.
+fn tell_conflict(
+    ctx: &Context,
+    row: &SessionRow,
+    fact: &mut PrFact,
+    pr: &PrSnapshot,
+    tellable: bool,
+    events: &mut Vec<WatchEvent>,
+) -> bool {
+    if pr.mergeable != "conflicting" || fact.conflict_told_for == pr.head || !tellable {
+        return false;
     }
-    // A conflict with the base: the `owt sync` hint, once per head.
-    if pr.mergeable == "conflicting" && fact.conflict_told_for != pr.head && tellable {
-        let told = send(&messages::pr_conflict(n, &row.name, &row.base_branch)).is_ok();
-        if told {
-            fact.conflict_told_for = pr.head.clone();
-        }
-        events.push(event(
-            row,
-            n,
-            "conflict",
-            format!("#{n} conflicts with {}", row.base_branch),
-            told,
-        ));
-        news = true;
+    let n = fact.number;
+    let text = messages::pr_conflict(n, &row.name, &row.base_branch);
+    let told = crate::session::send(&ctx.home, row, &text, true).is_ok();
+    if told {
+        fact.conflict_told_for = pr.head.clone();
     }
-    Ok(news)
+    events.push(event(
+        row,
+        n,
+        "conflict",
+        format!("#{n} conflicts with {}", row.base_branch),
+        told,
+    ));
+    true
 }
 
 /// Runs until `stop`: a look at every due pull request each second, and

@@ -28,134 +28,177 @@ fn words(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_string).collect()
 }
 
-fn flag_eq(f: &str) -> PromptDelivery {
-    PromptDelivery::FlagEquals(f.to_string())
+/// One agent of the table, as written: arguments as words.
+struct Builtin {
+    name: &'static str,
+    binary: &'static str,
+    /// Interactive arguments.
+    args: &'static str,
+    prompt: Prompt,
+    /// Arguments of plan mode.
+    plan: &'static str,
+    /// Arguments and prompt of the headless form.
+    headless: Option<(&'static str, Prompt)>,
+    install_hint: &'static str,
+    hooks: Hooks,
 }
+
+/// How the table says a prompt is given (a constant form of
+/// [`PromptDelivery`]).
+#[derive(Clone, Copy)]
+enum Prompt {
+    AfterDashDash,
+    Positional,
+    Typed,
+    FlagEquals(&'static str),
+}
+
+impl Prompt {
+    fn delivery(self) -> PromptDelivery {
+        match self {
+            Prompt::AfterDashDash => PromptDelivery::AfterDashDash,
+            Prompt::Positional => PromptDelivery::Positional,
+            Prompt::Typed => PromptDelivery::Typed,
+            Prompt::FlagEquals(flag) => PromptDelivery::FlagEquals(flag.to_string()),
+        }
+    }
+}
+
+/// The built-in agents.
+const TABLE: &[Builtin] = &[
+    // `claude [options] [prompt]`; `--` accepted; `-p, --print`.
+    Builtin {
+        name: "claude",
+        binary: "claude",
+        args: "",
+        prompt: Prompt::AfterDashDash,
+        plan: "--permission-mode plan",
+        headless: Some(("-p", Prompt::AfterDashDash)),
+        install_hint: "npm install -g @anthropic-ai/claude-code",
+        hooks: Hooks::Claude,
+    },
+    // `codex [OPTIONS] [PROMPT]`; `codex exec [PROMPT]`; `--` accepted.
+    Builtin {
+        name: "codex",
+        binary: "codex",
+        args: "",
+        prompt: Prompt::AfterDashDash,
+        plan: "",
+        headless: Some(("exec", Prompt::AfterDashDash)),
+        install_hint: "npm install -g @openai/codex",
+        hooks: Hooks::None,
+    },
+    // The positional of `opencode` is a project path, not a prompt: use `--prompt=`.
+    Builtin {
+        name: "opencode",
+        binary: "opencode",
+        args: "",
+        prompt: Prompt::FlagEquals("--prompt"),
+        plan: "--agent plan",
+        headless: Some(("run", Prompt::AfterDashDash)),
+        install_hint: "npm install -g opencode-ai",
+        hooks: Hooks::None,
+    },
+    // `pi [options] [messages...]`; rejects `--` and messages starting with `-`.
+    Builtin {
+        name: "pi",
+        binary: "pi",
+        args: "",
+        prompt: Prompt::Positional,
+        plan: "",
+        headless: Some(("-p", Prompt::Positional)),
+        install_hint: "npm install -g @mariozechner/pi-coding-agent",
+        hooks: Hooks::None,
+    },
+    // `droid [options] [prompt...]`; `droid exec [prompt]`; spec mode is its plan mode.
+    Builtin {
+        name: "droid",
+        binary: "droid",
+        args: "",
+        prompt: Prompt::AfterDashDash,
+        plan: "--use-spec",
+        headless: Some(("exec", Prompt::AfterDashDash)),
+        install_hint: "npm install -g @factory/cli",
+        hooks: Hooks::Droid,
+    },
+    // No interactive prompt argument (`-m` is one-shot): typed after start.
+    Builtin {
+        name: "aider",
+        binary: "aider",
+        args: "",
+        prompt: Prompt::Typed,
+        plan: "--chat-mode ask",
+        headless: Some(("--yes-always --message", Prompt::Positional)),
+        install_hint: "pip install aider-chat",
+        hooks: Hooks::None,
+    },
+    // A prompt after `--` is silently dropped: use `--prompt-interactive=`.
+    Builtin {
+        name: "gemini",
+        binary: "gemini",
+        args: "",
+        prompt: Prompt::FlagEquals("--prompt-interactive"),
+        plan: "--approval-mode plan",
+        headless: Some(("", Prompt::FlagEquals("--prompt"))),
+        install_hint: "npm install -g @google/gemini-cli",
+        hooks: Hooks::None,
+    },
+    // Unverified (not installable here).
+    Builtin {
+        name: "cursor-agent",
+        binary: "cursor-agent",
+        args: "",
+        prompt: Prompt::Positional,
+        plan: "",
+        headless: Some(("-p", Prompt::Positional)),
+        install_hint: "see https://cursor.com/cli",
+        hooks: Hooks::None,
+    },
+    // No interactive prompt argument: typed after start; `-x, --execute`.
+    Builtin {
+        name: "amp",
+        binary: "amp",
+        args: "",
+        prompt: Prompt::Typed,
+        plan: "",
+        headless: Some(("", Prompt::FlagEquals("--execute"))),
+        install_hint: "npm install -g @sourcegraph/amp",
+        hooks: Hooks::None,
+    },
+    // Unverified (not installable here).
+    Builtin {
+        name: "goose",
+        binary: "goose",
+        args: "session",
+        prompt: Prompt::Typed,
+        plan: "",
+        headless: Some(("run -t", Prompt::Positional)),
+        install_hint: "see https://block.github.io/goose/docs/getting-started/installation",
+        hooks: Hooks::None,
+    },
+];
 
 /// The built-in provider called `name`.
 pub fn builtin(name: &str) -> Option<Provider> {
-    use PromptDelivery::{AfterDashDash, Positional, Typed};
-    // (binary, interactive args, prompt, plan args, (headless args, headless prompt), install hint, hooks)
-    let (binary, args, prompt, plan, headless, install_hint, hooks) = match name {
-        // `claude [options] [prompt]`; `--` accepted; `-p, --print`.
-        "claude" => (
-            "claude",
-            "",
-            AfterDashDash,
-            "--permission-mode plan",
-            Some(("-p", AfterDashDash)),
-            "npm install -g @anthropic-ai/claude-code",
-            Hooks::Claude,
-        ),
-        // `codex [OPTIONS] [PROMPT]`; `codex exec [PROMPT]`; `--` accepted.
-        "codex" => (
-            "codex",
-            "",
-            AfterDashDash,
-            "",
-            Some(("exec", AfterDashDash)),
-            "npm install -g @openai/codex",
-            Hooks::None,
-        ),
-        // The positional of `opencode` is a project path, not a prompt: use `--prompt=`.
-        "opencode" => (
-            "opencode",
-            "",
-            flag_eq("--prompt"),
-            "--agent plan",
-            Some(("run", AfterDashDash)),
-            "npm install -g opencode-ai",
-            Hooks::None,
-        ),
-        // `pi [options] [messages...]`; rejects `--` and messages starting with `-`.
-        "pi" => (
-            "pi",
-            "",
-            Positional,
-            "",
-            Some(("-p", Positional)),
-            "npm install -g @mariozechner/pi-coding-agent",
-            Hooks::None,
-        ),
-        // `droid [options] [prompt...]`; `droid exec [prompt]`; spec mode is its plan mode.
-        "droid" => (
-            "droid",
-            "",
-            AfterDashDash,
-            "--use-spec",
-            Some(("exec", AfterDashDash)),
-            "npm install -g @factory/cli",
-            Hooks::Droid,
-        ),
-        // No interactive prompt argument (`-m` is one-shot): typed after start.
-        "aider" => (
-            "aider",
-            "",
-            Typed,
-            "--chat-mode ask",
-            Some(("--yes-always --message", Positional)),
-            "pip install aider-chat",
-            Hooks::None,
-        ),
-        // A prompt after `--` is silently dropped: use `--prompt-interactive=`.
-        "gemini" => (
-            "gemini",
-            "",
-            flag_eq("--prompt-interactive"),
-            "--approval-mode plan",
-            Some(("", flag_eq("--prompt"))),
-            "npm install -g @google/gemini-cli",
-            Hooks::None,
-        ),
-        // Unverified (not installable here).
-        "cursor-agent" => (
-            "cursor-agent",
-            "",
-            Positional,
-            "",
-            Some(("-p", Positional)),
-            "see https://cursor.com/cli",
-            Hooks::None,
-        ),
-        // No interactive prompt argument: typed after start; `-x, --execute`.
-        "amp" => (
-            "amp",
-            "",
-            Typed,
-            "",
-            Some(("", flag_eq("--execute"))),
-            "npm install -g @sourcegraph/amp",
-            Hooks::None,
-        ),
-        // Unverified (not installable here).
-        "goose" => (
-            "goose",
-            "session",
-            Typed,
-            "",
-            Some(("run -t", Positional)),
-            "see https://block.github.io/goose/docs/getting-started/installation",
-            Hooks::None,
-        ),
-        _ => return None,
-    };
+    let row = TABLE.iter().find(|row| row.name == name)?;
+    let binary = row.binary;
     Some(Provider {
         name: name.to_string(),
         binary: binary.to_string(),
-        args: words(args),
-        prompt,
-        plan_args: words(plan),
-        headless: headless.map(|(args, prompt)| Headless {
+        args: words(row.args),
+        prompt: row.prompt.delivery(),
+        plan_args: words(row.plan),
+        headless: row.headless.map(|(args, prompt)| Headless {
             args: words(args),
-            prompt,
+            prompt: prompt.delivery(),
         }),
-        install_hint: install_hint.to_string(),
+        install_hint: row.install_hint.to_string(),
         known_paths: vec![
             format!("~/.local/bin/{binary}"),
             format!("~/.npm-global/bin/{binary}"),
         ],
         env: BTreeMap::new(),
-        hooks,
+        hooks: row.hooks,
         acp: acp(name),
     })
 }

@@ -34,7 +34,7 @@ use super::mirror::MIRRORED;
 use crate::guard::engine::{GuardEngine, Participant};
 use crate::guard::watch::GuardWatcher;
 use crate::ops::Context;
-use crate::store::{now_ms, Store};
+use crate::store::{now_ms, SessionRow, Store};
 
 /// The bridge's output: frames from every thread, one at a time. A write
 /// that fails means the connection is gone: the process ends.
@@ -152,33 +152,7 @@ fn push_facts(
             last_reconcile = Instant::now();
         }
         let now = now_ms();
-        let mut current = BTreeMap::new();
-        for row in &rows {
-            let facts = store
-                .facts(row.id)?
-                .into_iter()
-                .filter(|f| MIRRORED.contains(&f.kind.as_str()))
-                .map(|f| RemoteFact {
-                    kind: f.kind,
-                    value: f.value,
-                    observed_at: f.observed_at,
-                })
-                .collect();
-            current.insert(
-                row.name.clone(),
-                RemoteSession {
-                    name: row.name.clone(),
-                    task: row.task.clone(),
-                    branch: row.branch.clone(),
-                    base: row.base_branch.clone(),
-                    worktree: row.worktree_path.to_string_lossy().into_owned(),
-                    provider: row.provider.clone(),
-                    kind: row.kind.as_str().to_string(),
-                    created_at: row.created_at,
-                    facts,
-                },
-            );
-        }
+        let current = mirrored_sessions(&store, &rows)?;
         let changed: Vec<RemoteSession> = current
             .values()
             .filter(|s| full || sent.get(&s.name) != Some(*s))
@@ -202,17 +176,7 @@ fn push_facts(
             full = false;
         }
         sent = current;
-        let now_members: Vec<Member> = rows
-            .iter()
-            .filter(|row| row.worktree_path.is_dir())
-            .map(|row| Member {
-                name: row.name.clone(),
-                session_id: row.id,
-                worktree: row.worktree_path.clone(),
-                base: row.base_branch.clone(),
-                socket: crate::session::socket_path(home, &row.short_id),
-            })
-            .collect();
+        let now_members = guard_members(home, &rows);
         if members.as_ref() != Some(&now_members) {
             members = Some(now_members.clone());
             if members_tx.send(now_members).is_err() {
@@ -221,6 +185,56 @@ fn push_facts(
         }
         watch.wait(RECONCILE_EVERY);
     }
+}
+
+/// Each session as the other end records it: its row and its
+/// [`MIRRORED`] facts, by name.
+fn mirrored_sessions(
+    store: &Store,
+    rows: &[SessionRow],
+) -> anyhow::Result<BTreeMap<String, RemoteSession>> {
+    let mut current = BTreeMap::new();
+    for row in rows {
+        let facts = store
+            .facts(row.id)?
+            .into_iter()
+            .filter(|f| MIRRORED.contains(&f.kind.as_str()))
+            .map(|f| RemoteFact {
+                kind: f.kind,
+                value: f.value,
+                observed_at: f.observed_at,
+            })
+            .collect();
+        current.insert(
+            row.name.clone(),
+            RemoteSession {
+                name: row.name.clone(),
+                task: row.task.clone(),
+                branch: row.branch.clone(),
+                base: row.base_branch.clone(),
+                worktree: row.worktree_path.to_string_lossy().into_owned(),
+                provider: row.provider.clone(),
+                kind: row.kind.as_str().to_string(),
+                created_at: row.created_at,
+                facts,
+            },
+        );
+    }
+    Ok(current)
+}
+
+/// The sessions whose worktree exists, as the snapshot writer needs them.
+fn guard_members(home: &Path, rows: &[SessionRow]) -> Vec<Member> {
+    rows.iter()
+        .filter(|row| row.worktree_path.is_dir())
+        .map(|row| Member {
+            name: row.name.clone(),
+            session_id: row.id,
+            worktree: row.worktree_path.clone(),
+            base: row.base_branch.clone(),
+            socket: crate::session::socket_path(home, &row.short_id),
+        })
+        .collect()
 }
 
 /// inotify on the store's folder: wakes when `owt.db` or its write-ahead

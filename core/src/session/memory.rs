@@ -321,18 +321,39 @@ mod tests {
 
     #[test]
     fn this_process_tree_is_found_and_measured() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
+        let me = std::process::id();
+        assert_eq!(process_tree(me)[0], me);
+        // A shell waiting on its child: two idle processes whose memory
+        // holds still (this test process's does not: other tests allocate
+        // and `memory::drop_clean_code_pages` unmaps code between reads).
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "sleep 30; :"])
             .spawn()
             .unwrap();
-        let me = std::process::id();
-        let tree = process_tree(me);
-        assert_eq!(tree[0], me);
-        assert!(tree.contains(&child.id()), "{tree:?}");
-        let rss = tree_rss(me).unwrap();
-        assert!(rss >= process_rss(me).unwrap() + process_rss(child.id()).unwrap() / 2);
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let root = shell.id();
+        assert!(process_tree(me).contains(&root));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let tree = loop {
+            let tree = process_tree(root);
+            if tree.len() == 2 {
+                break tree;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the shell's sleep never appeared: {tree:?}"
+            );
+            std::thread::yield_now();
+        };
+        assert_eq!(tree[0], root);
+        let parts = process_rss(tree[0]).unwrap() + process_rss(tree[1]).unwrap();
+        let whole = tree_rss(root).unwrap();
+        // Equal but for a page or two the kernel may fault in between reads.
+        assert!(whole.abs_diff(parts) <= 64 * 1024, "{whole} vs {parts}");
+        let _ = std::process::Command::new("kill")
+            .arg(tree[1].to_string())
+            .status();
+        shell.kill().unwrap();
+        shell.wait().unwrap();
         assert_eq!(tree_rss(u32::MAX), None);
     }
 

@@ -292,8 +292,7 @@ pub fn feedback_status(
     agent: Status,
     exit_code: Option<i32>,
 ) -> Option<(Status, String, Lane)> {
-    let fb = &facts.feedback;
-    let pr = fb.pr.as_ref();
+    let pr = facts.feedback.pr.as_ref();
     if let Some(pr) = pr.filter(|p| p.state == PrState::Merged) {
         return Some((
             Status::Merged,
@@ -305,53 +304,65 @@ pub fn feedback_status(
         return None;
     }
     let live = agent != Status::Exited;
+    if let Some(checks) = checks_status(facts, live) {
+        return Some(checks);
+    }
+    let pr = pr.filter(|p| p.state == PrState::Open)?;
+    Some(pr_status(pr, live))
+}
+
+/// What the local checks say of a turn that is over (`live`: the agent
+/// still runs), when they say something: running or pending, failed (being
+/// fixed, or needing the user).
+fn checks_status(facts: &SessionFacts, live: bool) -> Option<(Status, String, Lane)> {
+    let fb = &facts.feedback;
     match fb
         .checks
         .as_ref()
         .filter(|c| c.current(facts.last_input_at))
     {
-        Some(c) if c.state == ChecksState::Running => {
-            return Some((
-                Status::ChecksRunning,
-                "checks running".into(),
+        Some(c) if c.state == ChecksState::Running => Some((
+            Status::ChecksRunning,
+            "checks running".into(),
+            Lane::InFlight,
+        )),
+        Some(c) if c.state == ChecksState::Failed => Some(if c.fixing && live {
+            (
+                Status::ChecksFailed,
+                format!(
+                    "checks failed, agent fixing ({} of {})",
+                    c.attempt, c.max_attempts
+                ),
                 Lane::InFlight,
-            ));
-        }
-        Some(c) if c.state == ChecksState::Failed => {
-            return Some(if c.fixing && live {
-                (
-                    Status::ChecksFailed,
-                    format!(
-                        "checks failed, agent fixing ({} of {})",
-                        c.attempt, c.max_attempts
-                    ),
-                    Lane::InFlight,
-                )
-            } else if c.max_attempts > 0 && c.attempt > c.max_attempts {
-                (
-                    Status::ChecksFailed,
-                    format!("checks failed ({} fixes tried)", c.max_attempts),
-                    Lane::NeedsYou,
-                )
-            } else {
-                (Status::ChecksFailed, "checks failed".into(), Lane::NeedsYou)
-            });
-        }
-        Some(_) => {}
+            )
+        } else if c.max_attempts > 0 && c.attempt > c.max_attempts {
+            (
+                Status::ChecksFailed,
+                format!("checks failed ({} fixes tried)", c.max_attempts),
+                Lane::NeedsYou,
+            )
+        } else {
+            (Status::ChecksFailed, "checks failed".into(), Lane::NeedsYou)
+        }),
+        Some(_) => None,
         None => {
             let due = fb.setup.as_ref().is_some_and(|s| s.when == "turn-end");
-            if due && live {
-                return Some((
+            (due && live).then(|| {
+                (
                     Status::ChecksRunning,
                     "checks pending".into(),
                     Lane::InFlight,
-                ));
-            }
+                )
+            })
         }
     }
-    let pr = pr.filter(|p| p.state == PrState::Open)?;
+}
+
+/// What an open pull request's CI and review say (`live`: the agent still
+/// runs and can fix a failure).
+fn pr_status(pr: &PrFact, live: bool) -> (Status, String, Lane) {
     let n = pr.number;
-    Some(match (pr.ci, pr.review) {
+    match (pr.ci, pr.review) {
         (CiState::Failing, _) if pr.ci_gave_up || !live => (
             Status::CiFailed,
             format!("ci failed on #{n}"),
@@ -380,5 +391,5 @@ pub fn feedback_status(
             format!("#{n} open, awaiting review"),
             Lane::InFlight,
         ),
-    })
+    }
 }

@@ -707,3 +707,94 @@ fn unreachable_is_decoded_from_its_fact_row() {
         ))
     );
 }
+
+/// READY TO SHIP rows say `reviewed` only while the agent's state is the
+/// snapshot every file was reviewed in; other lanes and remote sessions
+/// say nothing. The facts come from their stored rows.
+#[test]
+fn derive_review_from_the_guard_and_reviewed_facts() {
+    let facts = |guard: Option<&str>, reviewed: Option<&str>| {
+        let mut rows = Vec::new();
+        if let Some(tree) = guard {
+            rows.push(FactRow {
+                kind: kind::GUARD.into(),
+                value: serde_json::json!({"snapshot": tree, "changes": []}),
+                observed_at: 5,
+            });
+        }
+        if let Some(tree) = reviewed {
+            rows.push(FactRow {
+                kind: kind::REVIEWED.into(),
+                value: serde_json::json!({"files": {"a.rs": "b1:100644"}, "snapshot": tree}),
+                observed_at: 6,
+            });
+        }
+        SessionFacts::from_rows(1, &rows)
+    };
+    let ready = Lane::ReadyToShip;
+    let cases = [
+        (
+            "never reviewed",
+            facts(Some("t1"), None),
+            ready,
+            false,
+            Some(ReviewState::NotReviewed),
+        ),
+        (
+            "reviewed, unchanged since",
+            facts(Some("t1"), Some("t1")),
+            ready,
+            false,
+            Some(ReviewState::Reviewed),
+        ),
+        (
+            "the agent changed since",
+            facts(Some("t2"), Some("t1")),
+            ready,
+            false,
+            Some(ReviewState::NotReviewed),
+        ),
+        (
+            "no snapshot known",
+            facts(None, Some("t1")),
+            ready,
+            false,
+            Some(ReviewState::NotReviewed),
+        ),
+        (
+            "not every file reviewed",
+            facts(Some("t1"), None),
+            ready,
+            false,
+            Some(ReviewState::NotReviewed),
+        ),
+        (
+            "in flight",
+            facts(Some("t1"), Some("t1")),
+            Lane::InFlight,
+            false,
+            None,
+        ),
+        (
+            "needs you",
+            facts(Some("t1"), None),
+            Lane::NeedsYou,
+            false,
+            None,
+        ),
+        ("remote", facts(Some("t1"), Some("t1")), ready, true, None),
+    ];
+    for (name, facts, lane, remote, want) in cases {
+        assert_eq!(derive_review(&facts, lane, remote), want, "{name}");
+    }
+    // A reviewed fact written before it had a snapshot (files only).
+    let old = SessionFacts::from_rows(
+        1,
+        &[FactRow {
+            kind: kind::REVIEWED.into(),
+            value: serde_json::json!({"files": {"a.rs": "b1:100644"}}),
+            observed_at: 6,
+        }],
+    );
+    assert_eq!(old.reviewed_snapshot, None);
+}

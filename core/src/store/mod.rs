@@ -796,6 +796,47 @@ impl Store {
         Ok(())
     }
 
+    /// Reads a fact and records what `update` makes of it in one `BEGIN
+    /// IMMEDIATE` transaction, so no other process writes between the read
+    /// and the write (a list kept in one fact — review comments — loses no
+    /// entry to a concurrent writer). `update` returns the new value and
+    /// what to give back; when it fails nothing is written.
+    pub fn update_fact<T, R, E>(
+        &self,
+        session_id: i64,
+        kind: &str,
+        update: impl FnOnce(Option<T>) -> std::result::Result<(T, R), E>,
+    ) -> std::result::Result<R, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<StoreError>,
+    {
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
+        let stored: Option<String> = tx
+            .query_row(
+                "SELECT value FROM facts WHERE session_id = ?1 AND kind = ?2",
+                params![session_id, kind],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(StoreError::from)?;
+        let old = match stored {
+            Some(text) => Some(serde_json::from_str(&text).map_err(StoreError::from)?),
+            None => None,
+        };
+        let (new, out) = update(old)?;
+        let value = serde_json::to_string(&new).map_err(StoreError::from)?;
+        tx.execute(
+            "INSERT INTO facts (session_id, kind, value, observed_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(session_id, kind) DO UPDATE SET value = excluded.value, observed_at = excluded.observed_at",
+            params![session_id, kind, value, now_ms()],
+        )
+        .map_err(StoreError::from)?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(out)
+    }
+
     /// Records a fact only if none of that kind exists yet; returns whether it
     /// was recorded.
     pub fn record_fact_once<T: Serialize>(

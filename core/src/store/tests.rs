@@ -372,3 +372,54 @@ fn remote_sessions_are_apart_from_local_ones() {
         .unwrap_err();
     assert!(matches!(err, StoreError::NameTaken(_)), "{err}");
 }
+
+/// Two processes' worth of writers appending to one list fact: with
+/// `update_fact` (one IMMEDIATE transaction per read-modify-write) no
+/// append is lost. (With a read, then a `record_fact`, they were.)
+#[test]
+fn update_fact_loses_no_concurrent_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let repo = store
+        .ensure_repo(Path::new("/r/.git"), Path::new("/r"))
+        .unwrap();
+    let session = store
+        .insert_session(&new_session(repo.id, "s"), |_| false)
+        .unwrap();
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let home = dir.path().to_path_buf();
+            std::thread::spawn(move || {
+                let store = Store::open(&home).unwrap();
+                for i in 0..50 {
+                    store
+                        .update_fact(session.id, "list", |old: Option<Vec<u32>>| {
+                            let mut all = old.unwrap_or_default();
+                            all.push(w * 100 + i);
+                            Ok::<_, StoreError>((all, ()))
+                        })
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let (all, _) = store.fact::<Vec<u32>>(session.id, "list").unwrap().unwrap();
+    assert_eq!(all.len(), 100, "{all:?}");
+    // A failing update writes nothing.
+    let err = store.update_fact(session.id, "list", |_: Option<Vec<u32>>| {
+        Err::<(Vec<u32>, ()), _>(StoreError::from(rusqlite::Error::InvalidQuery))
+    });
+    assert!(err.is_err());
+    assert_eq!(
+        store
+            .fact::<Vec<u32>>(session.id, "list")
+            .unwrap()
+            .unwrap()
+            .0
+            .len(),
+        100
+    );
+}

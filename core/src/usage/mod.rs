@@ -11,7 +11,9 @@
 //! under `~/.pi/agent/sessions/<mangled cwd>/` ([`pi`]); Gemini CLI writes
 //! a JSONL chat record per conversation under
 //! `~/.gemini/tmp/<project name>/chats/` with each answer's tokens
-//! ([`gemini`]). A record belongs to the session whose worktree it names
+//! ([`gemini`]). Any other agent run as an ACP session (`owt new --acp`)
+//! is counted from what it reported through the protocol ([`acp`]). A
+//! record belongs to the session whose worktree it names
 //! (the transcript folder, the rollout's `cwd`, OpenCode's session
 //! directory, the checkout holding the chat history, Gemini CLI's project
 //! registry), from the moment the session was created.
@@ -29,6 +31,7 @@
 //! Invariants: reads the agents' files and database, never writes them;
 //! a record that cannot be parsed is skipped, never an error of the caller.
 
+pub mod acp;
 pub mod aider;
 pub mod claude;
 pub mod codex;
@@ -317,7 +320,8 @@ fn refresh_within(store: &Store, budget: &Budget, places: &Places, sessions: &[S
             "aider" => aider::refresh(store, budget, places, session),
             "pi" => pi::refresh(store, budget, places, session),
             "gemini" => gemini::refresh(store, budget, places, session),
-            _ => Ok(()),
+            // Any other agent: what it reported through ACP, if it ran so.
+            _ => acp::refresh(store, session),
         };
         if let Err(e) = result {
             tracing::warn!(session = %session.name, "reading the agent's token records failed: {e}");

@@ -593,3 +593,61 @@ fn days_split_records() {
     assert_eq!((deltas[0].input_tokens, deltas[0].cost_usd), (2, Some(0.5)));
     assert_eq!((deltas[1].input_tokens, deltas[1].cost_usd), (5, None));
 }
+
+#[test]
+fn acp_totals_of_an_agent_without_records_are_counted_once() {
+    use crate::status::kind;
+    let mut fx = Fixture::new();
+    let custom = fx.session("mine", "myagent");
+    let claude = fx.session("cl", "claude");
+    let report = |turns, input, output, cost| owt_protocol::AcpView {
+        turns,
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: 7 * turns,
+        cache_write_tokens: 0,
+        thought_tokens: 5,
+        cost_usd: cost,
+        ..owt_protocol::AcpView::default()
+    };
+    let both = [custom.clone(), claude.clone()];
+    refresh(&fx.store, &fx.places, &both);
+    assert_eq!(fx.usage(&custom), None, "no fact, no usage");
+
+    for row in &both {
+        fx.store
+            .record_fact_at(
+                row.id,
+                kind::ACP_USAGE,
+                &report(1, 100, 20, Some(0.5)),
+                1_000,
+            )
+            .unwrap();
+    }
+    refresh(&fx.store, &fx.places, &both);
+    refresh(&fx.store, &fx.places, &both);
+    assert_eq!(fx.usage(&custom), Some(tokens(100, 20, 7, 0, Some(0.5))));
+    // Claude's adapter: its own records count, not the protocol's report.
+    assert_eq!(fx.usage(&claude), None);
+
+    // The next turn adds its part; a second store (another process) and
+    // `owt usage`'s full read count nothing twice.
+    fx.store
+        .record_fact_at(
+            custom.id,
+            kind::ACP_USAGE,
+            &report(2, 250, 50, Some(1.25)),
+            2_000,
+        )
+        .unwrap();
+    let other = Store::open(&fx.dir.path().join("owt")).unwrap();
+    refresh(&other, &fx.places, std::slice::from_ref(&custom));
+    refresh_all(&fx.store, &fx.places, std::slice::from_ref(&custom));
+    assert_eq!(fx.usage(&custom), Some(tokens(250, 50, 14, 0, Some(1.25))));
+    let rows = fx.store.usage_rows(None, "1970-01-01").unwrap();
+    assert!(
+        rows.iter()
+            .all(|r| r.session_short_id == custom.short_id && r.provider == "myagent"),
+        "{rows:?}"
+    );
+}

@@ -45,6 +45,17 @@ h.run({
     end,
   },
   {
+    "READY TO SHIP rows say the server's review state, as sent",
+    function()
+      local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+      for name, want in pairs({ ["odd-one"] = true, ["blocked-one"] = false, ["conflicted"] = false }) do
+        local line = lines[row_of(name)]
+        h.eq(want, line:find("reviewed", 1, true) ~= nil, "review words on " .. name .. "'s row: " .. line)
+      end
+      h.truthy(not lines[row_of("odd-one")]:find("not reviewed", 1, true), "odd-one is reviewed")
+    end,
+  },
+  {
     "each row's keys are its session's available actions",
     function()
       local want = {

@@ -62,6 +62,7 @@ h.run({
       h.write(session.worktree .. "/a.txt", table.concat(agent_a, "\n") .. "\n")
       h.write(session.worktree .. "/c.txt", "new file\n")
       h.open("b.txt")
+      vim.o.number = true
       vim.cmd("Owt review " .. session.name)
       view = h.wait(20000, function()
         local v = review.views[vim.api.nvim_get_current_tabpage()]
@@ -89,6 +90,11 @@ h.run({
       h.eq(false, vim.bo[base_buf].modifiable, "the base is read-only")
       h.eq(table.concat(agent_a, "\n"), h.text(agent_buf), "the agent's side")
       h.eq(session.worktree .. "/a.txt", vim.api.nvim_buf_get_name(agent_buf), "the agent's own file")
+      h.eq(40, vim.api.nvim_win_get_width(vim.fn.bufwinid(view.sidebar)), "the file list keeps its width beside the two sides")
+      h.eq(false, vim.wo[vim.fn.bufwinid(view.sidebar)].number, "no line numbers in the file list")
+      h.eq(true, vim.go.number, "the user's 'number' is left as it was")
+      h.eq(true, vim.wo[vim.fn.bufwinid(agent_buf)].number, "the code windows keep the user's 'number'")
+      h.eq(true, vim.wo[vim.fn.bufwinid(base_buf)].number, "both of them")
       -- OWT_CAPTURE=FILE: the tab's windows as text, for docs/neovim.md.
       local capture = os.getenv("OWT_CAPTURE")
       if capture and capture ~= "" then

@@ -92,6 +92,8 @@ export function sessionDescription(s: SessionView): string {
   const parts = [s.status_text || s.status, s.provider];
   if (s.ahead > 0) parts.push(`+${plural(s.ahead, 'commit')}`);
   if (s.overlaps > 0) parts.push(plural(s.overlaps, 'overlap'));
+  // READY TO SHIP rows: the server's `review` (not-reviewed → "not reviewed").
+  if (s.review) parts.push(s.review.replace('-', ' '));
   if (s.pr && !(s.status_text || '').includes('#')) parts.push(prFigure(s.pr));
   if (s.usage) parts.push(usageFigure(s.usage));
   return parts.filter((p) => p.length > 0).join(' · ');

@@ -20,6 +20,12 @@ export type Lane = "needs-you" | "ready-to-ship" | "in-flight" | "ready-to-clean
 export type SessionKind = "worktree" | "branch";
 
 /**
+ * Whether a READY TO SHIP session's work was reviewed: every changed
+ * file opened (marked reviewed) since the agent's last change.
+ */
+export type ReviewState = "reviewed" | "not-reviewed";
+
+/**
  * Something a person can do to a session (every surface offers the same
  * ones, from [`SessionView::actions`]).
  */
@@ -137,6 +143,12 @@ export type SessionView = {
    * `REMOTE:name` and its `worktree` is `REMOTE:/path/on/the/remote`.
    */
   remote?: string | null,
+  /**
+   * READY TO SHIP sessions on this machine: whether you reviewed every
+   * changed file since the agent's last change (`owt review`, the
+   * editors' review views); absent in the other lanes.
+   */
+  review?: ReviewState,
 };
 
 /**

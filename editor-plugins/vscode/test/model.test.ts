@@ -146,6 +146,15 @@ describe('tree model', () => {
     assert.ok(odd);
     assert.equal(model.unavailableReason(odd, 'attach'), 'the fixture says no');
     assert.equal(model.statusBarModel(sharedBoard()).text, 'owt: 1 needs you · 1 ready · 1 idle');
+    // READY TO SHIP rows say the server's review state, as sent.
+    const descriptions = roots.flatMap((lane) => lane.sessions.map((s) => [s.label, s.description]));
+    assert.deepEqual(
+      descriptions.map(([label, d]) => [label, /reviewed/.test(String(d))]),
+      [['blocked-one', false], ['odd-one', true], ['conflicted', false]],
+    );
+    assert.match(String(descriptions[1][1]), / · reviewed( · |$)/);
+    const notYet = model.sessionNode(session({ name: 'r', lane: 'ready-to-ship', review: 'not-reviewed' }));
+    assert.match(String(notYet.description), / · not reviewed( · |$)/);
   });
 
   it('context values match the menu `when` clauses of package.json', () => {

@@ -35,7 +35,12 @@ pub fn handle(state: &mut State, params: ExecuteCommandParams, reply: Reply<Opti
         commands::OPEN_AGENT_FILE => return respond(reply, run::open_agent_file(state, &args)),
         commands::COMMENT => return respond(reply, review_live::comment(state, &args)),
         commands::SHOW_BASE => return respond(reply, review_live::show_base(state, &args)),
-        commands::MARK_REVIEWED => return respond(reply, review_live::mark_reviewed(state, &args)),
+        commands::MARK_REVIEWED => {
+            let result = review_live::mark_reviewed(state, &args);
+            // READY TO SHIP rows say whether the work is reviewed.
+            super::super::sessions::refresh(state, false);
+            return respond(reply, result);
+        }
         commands::SPAWN => match run::spawn_task(state, &args) {
             Ok(task) => long(commands::SPAWN, args, Some(task)),
             Err(e) => return respond(reply, Err(e)),

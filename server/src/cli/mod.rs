@@ -166,7 +166,10 @@ pub enum Command {
     ///
     /// Every pair of sessions and your checkout, least first: `same-change`
     /// (both made the very same change), `overlap` (both changed a path),
-    /// `hunk-overlap` (their changed lines meet), `conflict` (merging one's working state after shipping the
+    /// `hunk-overlap` (their changed lines meet), `semantic` (git merges
+    /// them, but one changed or removed a function's signature that the
+    /// other's changed lines use; Rust, Python, JavaScript, TypeScript, Go,
+    /// C, C++, Java), `conflict` (merging one's working state after shipping the
     /// other's into the base fails, in either order; with the conflicting
     /// lines on each side). And per session, `base-conflict`: its working
     /// state no longer merges into its base branch's tip. Committed,

@@ -161,6 +161,8 @@ function M.render(buf, board, err)
             s.branch or "",
             age(s.created_at),
             changes,
+            -- READY TO SHIP rows: the server's `review` (not-reviewed → "not reviewed").
+            s.review and s.review:gsub("-", " ") or "",
             ui.usage_figure(s.usage),
             first_line(s.task),
           }

@@ -122,6 +122,9 @@ local function sidebar_win(view)
   end
 end
 
+--- Columns of the file list.
+local SIDEBAR_WIDTH = 40
+
 --- Shows file `i` side by side: base (read-only) | agent's copy.
 function M.show(view, i)
   local f = view.report.files[i]
@@ -143,6 +146,10 @@ function M.show(view, i)
   vim.cmd("rightbelow vsplit")
   -- The agent's copy: the real file in its worktree (a deleted file: empty).
   local agent_win = vim.api.nvim_get_current_win()
+  -- Code windows, with the user's settings (not the list's, which a split copies).
+  for _, option in ipairs({ "number", "relativenumber", "signcolumn", "foldcolumn" }) do
+    vim.api.nvim_set_option_value(option, vim.go[option], { scope = "local", win = agent_win })
+  end
   if f.status ~= "deleted" then
     vim.cmd.edit(vim.fn.fnameescape(vim.fs.joinpath(view.report.worktree, f.path)))
   else
@@ -169,6 +176,11 @@ function M.show(view, i)
   vim.cmd("diffthis")
   vim.api.nvim_set_current_win(agent_win)
   vim.cmd("diffthis")
+  -- The file list keeps its width (a split halves it); both sides share the rest.
+  if side and vim.api.nvim_win_is_valid(side) then
+    vim.api.nvim_win_set_width(side, SIDEBAR_WIDTH)
+    vim.cmd("wincmd =")
+  end
   for _, buf in ipairs({ base_buf, agent_buf }) do
     M.keys(view, buf)
   end
@@ -272,7 +284,11 @@ function M.open(name, on_done)
       end
     end, { buffer = sidebar, nowait = true, desc = "owt review: open file" })
     vim.wo.winfixwidth = true
-    vim.cmd("vertical resize 40")
+    -- A list, not code: no line numbers or sign column in its 40 columns
+    -- (this window only: the user's settings stay as they are).
+    for option, value in pairs({ number = false, relativenumber = false, signcolumn = "no", foldcolumn = "0" }) do
+      vim.api.nvim_set_option_value(option, value, { scope = "local", win = 0 })
+    end
     if #report.files > 0 then
       M.show(view, 1)
     end

@@ -75,4 +75,36 @@ describe('owt in a real Helix (in a terminal)', () => {
     tmux.keys('Escape');
     await tmux.until('the menu to close', (t) => !t.includes('owt: ship tax-fix'));
   });
+
+  it("review: `owt review` prints file:line locations Helix opens; “show the base version” opens a read-only copy", async () => {
+    const { env, repo, tmux, browser, artifacts } = scn();
+    const worktree = env.session(repo, 'tax-fix')?.worktree;
+    assert.ok(worktree, 'tax-fix has a worktree');
+    // Helix has no diff view: the CLI prints one `file:line` per hunk.
+    const locations = env.cli(repo, 'review', 'tax-fix');
+    const cart = `${worktree}/src/cart.py`;
+    const line = locations.split('\n').find((l) => l.startsWith(`${cart}:5: `));
+    assert.ok(line, `no ${cart}:5 location in:\n${locations}`);
+    assert.match(line, /\(modified, \+1 -1, not reviewed\)/);
+    // `:open FILE:LINE` takes the location as printed.
+    tmux.text(`:open ${line.split(': ')[0]}\r`);
+    await tmux.until("the agent's copy at line 5", (t) => t.includes('vat_rate(region)') && t.includes('tax-fix/src/cart.py'));
+    tmux.keys('Space');
+    tmux.text('a');
+    const menu = await tmux.until('the code action menu with the review actions', /owt: show the base version of src\/cart\.py/);
+    const items = menu.split('\n').filter((l) => /owt: /.test(l)).map((l) => l.replace(/^.*?(owt: .*?)\s*(│.*)?$/, '$1').trim());
+    const at = items.findIndex((i) => i.startsWith('owt: show the base version of src/cart.py'));
+    assert.ok(at >= 0, `the menu: ${JSON.stringify(items)}`);
+    // The menu opens on its first item.
+    for (let i = 0; i < at; i++) tmux.keys('Down');
+    tmux.keys('Enter');
+    // window/showDocument: Helix opens owt's copy of the base version.
+    const base = await tmux.until('the base version', (t) => /\/review\/\S*\/src\/cart\.py/.test(t) && t.includes('tax = amount * 0.20') && !t.includes('vat_rate(region)'));
+    const copy = /(\/\S*\/review\/\S*\/src\/cart\.py)/.exec(base)?.[1];
+    assert.ok(copy && fs.existsSync(copy), `the statusline names the copy: ${copy}\n${base}`);
+    // Read-only on disk (Helix shows no [readonly] for root, who may write anything).
+    assert.equal(fs.statSync(copy).mode & 0o777, 0o400, `${copy} is read-only`);
+    assert.ok(copy.startsWith(path.join(env.env.OWT_HOME ?? '', 'review')), `${copy} is under $OWT_HOME/review`);
+    await tmux.picture(browser, path.join(artifacts, 'helix-review.png'), 'hx — the base version of src/cart.py (owt: show the base version)');
+  });
 });

@@ -96,4 +96,21 @@ describe('owt in a real Neovim (in a terminal)', () => {
     assert.match(screen, /ok #1: edit src\/cart\.py 5/);
     await tmux.picture(browser, path.join(artifacts, 'neovim-attach.png'), 'nvim — attached to tax-fix');
   });
+
+  it("review: :Owt review opens the agent's files beside the base, side by side", async () => {
+    const { tmux, browser, artifacts } = scn();
+    // Out of the attached terminal (terminal mode) first; a wider terminal
+    // holds the file list and both sides.
+    tmux.keys('C-\\', 'C-n');
+    tmux.resize(150, 30);
+    await tmux.until('Neovim redrawn 150 columns wide (its statusline)', (t) => t.split('\n').some((l) => l.length > 140 && /owt \d/.test(l)));
+    tmux.text(':nohlsearch | tabnew | Owt review tax-fix\r');
+    const screen = await tmux.until('the review tab: the file list and both sides of src/cart.py', (t) =>
+      /owt review: tax-fix \(\+1 −1 against/.test(t) && t.includes('vat_rate(region)') && t.includes('amount * 0.20'),
+    );
+    assert.match(screen, /M \+1 −1\s+src\/cart\.py/, 'the file list names the changed file with its counts');
+    // Side by side: the base's line 5 and the agent's, on one screen line.
+    assert.match(screen, /tax = amount \* 0\.20.*│.*tax = amount \* vat_rate\(region\)/, 'base | agent on line 5');
+    await tmux.picture(browser, path.join(artifacts, 'neovim-review.png'), 'nvim — :Owt review tax-fix');
+  });
 });

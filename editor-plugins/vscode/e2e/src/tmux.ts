@@ -17,10 +17,17 @@ export class Tmux {
   constructor(
     dir: string,
     readonly env: NodeJS.ProcessEnv,
-    readonly cols = 120,
-    readonly rows = 32,
+    public cols = 120,
+    public rows = 32,
   ) {
     this.socket = path.join(dir, 'tmux.sock');
+  }
+
+  /** Resizes the terminal (the program gets SIGWINCH; pictures follow the new size). */
+  resize(cols: number, rows: number): void {
+    this.tmux('resize-window', '-t', 'e2e', '-x', String(cols), '-y', String(rows));
+    this.cols = cols;
+    this.rows = rows;
   }
 
   tmux(...args: string[]): string {

@@ -4,9 +4,6 @@
 // opens its own window on its own repository, asserts on what a person sees
 // (tree rows, badge, status bar, squiggles, Problems, hovers, menus,
 // terminal text, dialogs, notifications) and saves a screenshot.
-//
-// Not here yet: the review scenario (multi-diff editor of an agent's
-// files) waits for the review feature.
 
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
@@ -174,7 +171,7 @@ describe('owt in a real VS Code', () => {
     );
     const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
     assert.match(byName['fix-login']?.description ?? '', /^needs-input · scripted$/);
-    assert.match(byName['add-jwt']?.description ?? '', /^done · scripted · \+1 commit$/);
+    assert.match(byName['add-jwt']?.description ?? '', /^done · scripted · \+1 commit · not reviewed$/);
     assert.match(byName['refactor-billing']?.description ?? '', /^working · scripted$/);
     assert.match(byName['add-jwt']?.aria ?? '', /Add JWT refresh tokens/, 'the tooltip (aria label) carries the task');
     assert.equal(await owtBadge(w), '1', 'the badge counts the sessions that need you');
@@ -384,6 +381,51 @@ describe('owt in a real VS Code', () => {
     assert.equal(env.git(repo, 'show', 'main:VERSION'), '1.1.0');
     assert.equal(fs.readFileSync(path.join(repo, 'VERSION'), 'utf8'), '1.1.0\n', 'the checkout of main was updated');
     await w.screenshot('ship-done');
+    await w.close();
+  });
+
+  it("review: the Review command opens the multi-file diff editor over the agent's files; the row turns reviewed", async () => {
+    const { env } = world();
+    const repo = env.repo('till', { 'src/cart.py': CART, 'README.md': '# till\n' });
+    await env.newAgent(repo, 'tax-fix', 'Use the regional VAT rate');
+    await env.tell(repo, 'tax-fix', 'edit src/cart.py 5     tax = amount * vat_rate(region)');
+    await env.tell(repo, 'tax-fix', 'edit README.md 1 # till: regional VAT');
+    await env.tell(repo, 'tax-fix', 'signal done');
+    const w = await openBoard('review', repo, { session: 'tax-fix' });
+    await w.rowsUntil('tax-fix READY TO SHIP, not reviewed', (r) =>
+      sameLanes(r, { 'READY TO SHIP': ['tax-fix'] }) && r.some((x) => x.name === 'tax-fix' && / · not reviewed( · |$)/.test(x.description)),
+    );
+
+    await w.command('owt: Review');
+    await w.until('the agent picker', T.ui, () => {
+      const title = document.querySelector('.quick-input-widget .quick-input-box input')?.getAttribute('placeholder') ?? '';
+      return title.includes('Review which agent?');
+    });
+    await w.type('tax-fix');
+    await w.press('Enter');
+    const title = 'owt: review tax-fix (+2 −2 against main)';
+    await w.until('the multi-file diff editor tab', T.server, (t: string) =>
+      [...document.querySelectorAll('.tabs-container .tab.active')].some((tab) => (tab.textContent ?? '').includes(t)), title);
+    // One diff per changed file, both sides drawn (the base and the agent's text).
+    // (Monaco draws spaces as no-break spaces: compare with them turned back.)
+    const shown = await w.until("both files' diffs in the multi-file diff editor", T.server, () => {
+      const group = document.querySelector('.editor-group-container.active .editor-container');
+      const text = (group?.textContent ?? '').replace(/\u00a0/g, ' ');
+      return text.includes('cart.py') && text.includes('README.md') && text.includes('tax = amount * vat_rate(region)') && text.includes('tax = amount * 0.20')
+        ? text
+        : null;
+    });
+    assert.match(shown, /# till: regional VAT/, "the README's new first line");
+    assert.match(shown, /# till(?!:)/, "the README's base first line");
+    await w.screenshot('review-changes');
+
+    // Shown whole: every file is reviewed as it is now, and the row says so.
+    await w.rowsUntil('tax-fix reviewed', (r) => r.some((x) => x.name === 'tax-fix' && / · reviewed( · |$)/.test(x.description)));
+    const report = JSON.parse(env.cli(repo, '--json', 'diff', 'tax-fix')) as { files: { path: string; reviewed: boolean }[] };
+    assert.deepEqual(report.files.map((f) => [f.path, f.reviewed]), [['README.md', true], ['src/cart.py', true]]);
+    // The agent's next change: not reviewed again.
+    await env.tell(repo, 'tax-fix', 'edit src/cart.py 6     return round(amount + tax, 2)');
+    await w.rowsUntil('tax-fix not reviewed after its change', (r) => r.some((x) => x.name === 'tax-fix' && / · not reviewed( · |$)/.test(x.description)));
     await w.close();
   });
 

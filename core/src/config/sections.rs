@@ -1,0 +1,358 @@
+//! The configuration's tables (`[worktree]`, `[agent]`, `[tools.NAME]`,
+//! `[guard]`, …) and their defaults.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ByteSize;
+
+/// `[remotes.NAME]`: a machine reached with the user's own `ssh`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RemoteConfig {
+    /// What `ssh` is given: an alias of `~/.ssh/config`, `user@host`, …
+    pub host: String,
+    /// The repository's clone there (`~/src/app`, or absolute).
+    pub path: String,
+    /// The owt binary there (a name on its `PATH`, `~/.local/bin` included,
+    /// or a path).
+    pub owt: String,
+}
+
+impl Default for RemoteConfig {
+    fn default() -> Self {
+        RemoteConfig {
+            host: String::new(),
+            path: String::new(),
+            owt: "owt".into(),
+        }
+    }
+}
+
+/// A custom template: a protocol kind plus extra instructions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TemplateConfig {
+    /// `feature`, `bugfix`, `hotfix`, `refactor`, `test` or `docs` (default: detected from the task).
+    pub kind: Option<String>,
+    /// Added to the protocol section of the prompt.
+    pub instructions: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorktreeConfig {
+    /// Where worktrees go; relative paths are relative to the repository
+    /// root. Default: `<repo-parent>/<repo-name>.worktrees`.
+    pub base_directory: Option<String>,
+    /// Files copied from the main checkout into every new worktree.
+    pub copy_files: Vec<String>,
+    /// Sessions idle or exited longer than this are stale (`owt cleanup`).
+    pub auto_cleanup_days: u32,
+    /// Globs of ignored files and folders `owt delete` may remove without
+    /// keeping a copy in the trash (caches: `["node_modules", "target"]`).
+    /// A pattern without `/` matches a name at any depth.
+    pub disposable: Vec<String>,
+    /// How many TCP ports each session gets (a block of consecutive free
+    /// ports, held while the session lives; `OWT_PORT` and `OWT_PORTS` for
+    /// the agent and the setup script). 0: none.
+    pub ports: u16,
+}
+
+impl Default for WorktreeConfig {
+    fn default() -> Self {
+        WorktreeConfig {
+            base_directory: None,
+            copy_files: vec![".env".into()],
+            auto_cleanup_days: 14,
+            disposable: Vec::new(),
+            ports: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// Provider used when `--ai-tool` is not given (default: auto-detect).
+    pub default_tool: Option<String>,
+    /// Extra environment for every agent.
+    pub env: BTreeMap<String, String>,
+    /// Agents that may run at once on this machine (every repository of
+    /// the store counts); `owt new` beyond it queues the session. Default:
+    /// as many as memory holds (what is available now, against how much
+    /// each provider's agents were seen to need).
+    pub max_running: Option<u32>,
+    /// No agent is started while less memory than this is available
+    /// (`"2 GiB"`, `"512 MiB"`). Default: a tenth of the machine's memory,
+    /// at most 2 GiB.
+    pub min_free_memory: Option<ByteSize>,
+    /// Lines of scrollback each session host keeps (tmux's default, 2000).
+    pub scrollback: Option<u32>,
+}
+
+/// How a custom tool receives its first prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptMode {
+    /// `{binary} … <prompt_flag> "<task>"`.
+    Flag,
+    /// `{binary} … "<task>"`.
+    Positional,
+    /// Typed into the agent's terminal once it is ready.
+    Typed,
+    /// Not passed at all.
+    None,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolConfig {
+    /// Program name (looked up on `PATH` and in `known_paths`) or a path.
+    pub binary: String,
+    /// Argv template, split like a shell would split words but never run
+    /// through a shell. `{binary}` is the resolved binary; `{prompt}`, if
+    /// present, is replaced by the task as one argument.
+    pub command_template: Option<String>,
+    /// Flag that precedes the task (`-p`).
+    pub prompt_flag: Option<String>,
+    /// Default: `flag` when `prompt_flag` is set, else `positional`.
+    pub prompt_mode: Option<PromptMode>,
+    /// Non-interactive form for `--headless` (same placeholders).
+    pub headless_template: Option<String>,
+    pub known_paths: Vec<String>,
+    pub install_hint: Option<String>,
+    pub env: BTreeMap<String, String>,
+    /// Accepted for compatibility with the seed's config; hooks are
+    /// installed for the built-in providers that have them.
+    pub supports_hooks: bool,
+    /// The agent's Agent Client Protocol server, for `owt new --acp`:
+    /// `{binary} acp`, or another program (`my-agent-acp --stdio`). Split
+    /// into words like `command_template`, never run through a shell.
+    pub acp: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GuardConfig {
+    /// Globs whose same-file overlaps are not reported (conflicts always are).
+    pub ignore: Vec<String>,
+    /// `owt lsp`: a hint on the lines another participant is changing in a
+    /// document you have open, before you edit it (`aware`).
+    pub awareness: bool,
+    /// What an agent's pre-edit hook (`owt hook --pre-edit`) answers when
+    /// another participant is changing the lines it is about to edit.
+    pub pre_edit: PreEdit,
+}
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            ignore: Vec::new(),
+            awareness: true,
+            pre_edit: PreEdit::Warn,
+        }
+    }
+}
+
+/// `[guard] pre_edit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PreEdit {
+    /// Let the edit through and tell the agent who else is there.
+    #[default]
+    Warn,
+    /// Refuse the edit with a message the agent can act on.
+    Block,
+    /// Say nothing.
+    Off,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShipConfig {
+    /// `owt ship` refuses while a changed file is not marked reviewed
+    /// since its last change (`owt review NAME --mark`); otherwise it
+    /// only warns.
+    pub require_review: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AttachConfig {
+    /// Prefix key of the detach sequence (`<prefix> d`): `ctrl-\`, `ctrl-]`,
+    /// or `ctrl-<letter>`.
+    pub detach_key: String,
+}
+
+impl Default for AttachConfig {
+    fn default() -> Self {
+        AttachConfig {
+            detach_key: "ctrl-\\".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EnvironmentConfig {
+    /// Install dependencies in new worktrees.
+    pub auto_install_deps: bool,
+    /// Copy `[worktree] copy_files` (`.env` by default) into new worktrees.
+    pub copy_env_file: bool,
+}
+
+impl Default for EnvironmentConfig {
+    fn default() -> Self {
+        EnvironmentConfig {
+            auto_install_deps: false,
+            copy_env_file: true,
+        }
+    }
+}
+
+/// When owt runs `[checks] command` on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChecksWhen {
+    /// When an agent ends a turn with new changes, and before `owt ship`.
+    #[default]
+    TurnEnd,
+    /// Before `owt ship` and `owt pr` only.
+    Ship,
+    /// Only on `owt checks NAME --run`.
+    Manual,
+}
+
+impl ChecksWhen {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChecksWhen::TurnEnd => "turn-end",
+            ChecksWhen::Ship => "ship",
+            ChecksWhen::Manual => "manual",
+        }
+    }
+}
+
+/// `[checks]`: the command that says whether an agent's work is good.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChecksConfig {
+    /// Split into argv words like `command_template` (shell quoting rules)
+    /// and run without a shell (write `sh -c "…"` for one). Unset: no checks.
+    pub command: Option<String>,
+    /// Seconds before the run is killed (its whole process group).
+    pub timeout: u64,
+    pub when: ChecksWhen,
+    /// Type the failure into the agent and ask it to fix it.
+    pub auto_fix: bool,
+    /// Failed runs in a row (auto-fix attempts) before the session needs you.
+    pub max_attempts: u32,
+    /// Lines of the output's end kept as the failure excerpt.
+    pub excerpt_lines: u32,
+}
+
+impl Default for ChecksConfig {
+    fn default() -> Self {
+        ChecksConfig {
+            command: None,
+            timeout: 600,
+            when: ChecksWhen::TurnEnd,
+            auto_fix: true,
+            max_attempts: 3,
+            excerpt_lines: 60,
+        }
+    }
+}
+
+/// `[feedback] conflicts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConflictFeedback {
+    /// Type a short message into the agent, once per new conflict.
+    #[default]
+    Tell,
+    Off,
+}
+
+/// `[feedback]`: what owt tells agents on its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FeedbackConfig {
+    /// A new real conflict with the base or another session.
+    pub conflicts: ConflictFeedback,
+}
+
+/// Which forge hosts the remote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForgeKind {
+    Github,
+    Gitlab,
+}
+
+impl ForgeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForgeKind::Github => "github",
+            ForgeKind::Gitlab => "gitlab",
+        }
+    }
+
+    /// The forge's own command-line client.
+    pub fn default_cli(self) -> &'static str {
+        match self {
+            ForgeKind::Github => "gh",
+            ForgeKind::Gitlab => "glab",
+        }
+    }
+}
+
+/// What happens to a session whose pull request was merged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnMerged {
+    /// Shown in READY TO CLEAN until you delete it.
+    #[default]
+    Keep,
+    /// Deleted as `owt delete` would (never with uncommitted work).
+    Delete,
+}
+
+/// `[pr]`: pull requests through the forge's own CLI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PrConfig {
+    /// `github` or `gitlab`; default: told from the remote's URL.
+    pub forge: Option<ForgeKind>,
+    /// The forge CLI to run (default `gh` or `glab`, looked up on `PATH`).
+    pub cli: Option<String>,
+    /// The remote to push to (default: the base branch's upstream remote,
+    /// else `origin`, else the only remote).
+    pub remote: Option<String>,
+    /// Open pull requests as drafts.
+    pub draft: bool,
+    /// Open a pull request when a session's checks pass.
+    pub auto: bool,
+    /// Seconds between two looks at an open pull request (doubling while
+    /// nothing changes, up to `poll_max`).
+    pub poll_interval: u64,
+    pub poll_max: u64,
+    pub on_merged: OnMerged,
+}
+
+impl Default for PrConfig {
+    fn default() -> Self {
+        PrConfig {
+            forge: None,
+            cli: None,
+            remote: None,
+            draft: true,
+            auto: false,
+            poll_interval: 30,
+            poll_max: 300,
+            on_merged: OnMerged::Keep,
+        }
+    }
+}

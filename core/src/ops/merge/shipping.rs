@@ -1,0 +1,178 @@
+//! `owt ship`: everything in the worktree committed, then merged; and
+//! `owt queue --ship`, the ready sessions shipped in the guard's order.
+
+use anyhow::{bail, Context as _};
+use owt_protocol::ShipOutput;
+
+use super::{
+    finish_if_merged, journal, merge_row, recover, refuse_git_locks, Journal, MergeOptions, JOURNAL,
+};
+use crate::ops::Context;
+use crate::ship;
+use crate::store::SessionRow;
+
+/// Commits everything in the session's worktree, merges it, and deletes the
+/// session. The agent keeps running until the merge succeeded.
+pub fn ship_session(
+    ctx: &mut Context,
+    name: &str,
+    message: Option<&str>,
+    opts: MergeOptions,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<ShipOutput> {
+    let row = ctx.session(name)?;
+    if row.remote().is_some() {
+        return crate::ops::remote::ship(ctx, &row, message, opts, progress);
+    }
+    if !row.worktree_path.exists() && ctx.store.fact::<Journal>(row.id, JOURNAL)?.is_none() {
+        bail!(
+            "the worktree of `{name}` ({}) is gone; run `owt doctor --fix`",
+            row.worktree_path.display()
+        );
+    }
+    if let Some(merge) = finish_if_merged(ctx, &row, progress)? {
+        return Ok(ShipOutput {
+            committed: None,
+            merge,
+            unreviewed: Vec::new(),
+            checks: None,
+        });
+    }
+    refuse_git_locks(ctx, &row)?;
+    recover(ctx, &row, progress)?;
+    let unreviewed = unreviewed_before_ship(ctx, &row, progress)?;
+    let base_before = ctx.repo.branch_tip(&row.base_branch)?.to_string();
+    let branch_before = ctx.repo.branch_tip(&row.branch)?.to_string();
+    journal(ctx, &row, "ship", "commit", &base_before, &branch_before)?;
+    ship::failpoint("ship-commit");
+    let message = message
+        .map(str::to_string)
+        .unwrap_or_else(|| default_message(&row));
+    progress(&format!(
+        "Committing the work in {}",
+        row.worktree_path.display()
+    ));
+    let never = crate::ops::owned::never_staged(ctx, &row);
+    let committed = ship::commit_all(&row.worktree_path, &message, &never).with_context(|| {
+        format!("shipping `{name}` stopped before anything was merged; the worktree and the agent are as they were")
+    });
+    let committed = match committed {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.store.clear_fact(row.id, JOURNAL)?;
+            return Err(e);
+        }
+    };
+    let merge = merge_row(
+        ctx,
+        &row,
+        "ship",
+        MergeOptions {
+            keep: false,
+            ..opts
+        },
+        progress,
+    )?;
+    Ok(ShipOutput {
+        committed: committed.map(|oid| oid.to_string()),
+        merge,
+        unreviewed,
+        checks: None,
+    })
+}
+
+/// The changed files not marked reviewed since their last change: said as
+/// a warning, or a refusal (nothing changed) under `[ship] require_review`.
+fn unreviewed_before_ship(
+    ctx: &Context,
+    row: &SessionRow,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Vec<String>> {
+    if !row.worktree_path.is_dir() {
+        return Ok(Vec::new());
+    }
+    let review = crate::ops::review::review_status(ctx, &row.name)?;
+    if review.unreviewed.is_empty() {
+        return Ok(review.unreviewed);
+    }
+    let n = review.unreviewed.len();
+    let files = format!(
+        "{n} file{} not reviewed since {} last change ({})",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "its" } else { "their" },
+        review.unreviewed.join(", ")
+    );
+    if ctx.config.config.ship.require_review {
+        bail!(
+            "not shipping `{}`: {files}, and [ship] require_review is set; read them with `owt diff {}` and mark them with `owt review {} --mark`",
+            row.name,
+            row.name,
+            row.name
+        );
+    }
+    progress(&format!(
+        "Warning: shipping {files}; `owt diff {}` shows them",
+        row.name
+    ));
+    Ok(review.unreviewed)
+}
+
+pub(crate) fn default_message(row: &SessionRow) -> String {
+    let first = row.task.lines().next().unwrap_or("").trim();
+    let subject = if first.is_empty() {
+        row.name.as_str()
+    } else {
+        first
+    };
+    let subject: String = subject.chars().take(72).collect();
+    format!(
+        "{subject}\n\nShipped by owt from session {} ({}).",
+        row.name, row.provider
+    )
+}
+
+/// `owt queue --ship`: ships the ready sessions in the guard's queue order
+/// (committing dirty ones as ship does), and stops at the first that does
+/// not ship — leaving it and the rest exactly as they were.
+pub fn queue_ship(
+    ctx: &mut Context,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<owt_protocol::QueueShipOutput> {
+    let report = crate::ops::guard::queue_report(ctx)?;
+    let mut order: Vec<String> = report.steps.iter().map(|s| s.session.clone()).collect();
+    // Ready sessions whose work is not committed yet come last.
+    for view in crate::ops::list::session_views_with(ctx, false)? {
+        if view.lane == owt_protocol::Lane::ReadyToShip
+            && view.ahead == 0
+            && !order.contains(&view.name)
+        {
+            order.push(view.name);
+        }
+    }
+    let mut out = owt_protocol::QueueShipOutput {
+        shipped: Vec::new(),
+        stopped_at: None,
+        reason: None,
+        remaining: Vec::new(),
+    };
+    for (i, name) in order.iter().enumerate() {
+        progress(&format!("Shipping {name} ({}/{})", i + 1, order.len()));
+        match crate::ops::checks::ship_checked(
+            ctx,
+            name,
+            None,
+            MergeOptions::default(),
+            false,
+            progress,
+        ) {
+            Ok(shipped) => out.shipped.push(shipped),
+            Err(e) => {
+                out.stopped_at = Some(name.clone());
+                out.reason = Some(format!("{e:#}"));
+                out.remaining = order[i + 1..].to_vec();
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
