@@ -106,7 +106,10 @@ impl Trimmer {
 
     /// Trims (and drops the code pages) if pending and due.
     pub fn poll(&mut self) {
-        let now = Instant::now();
+        self.poll_at(Instant::now());
+    }
+
+    fn poll_at(&mut self, now: Instant) {
         if due(self.dirty_since, QUIET, self.last_trim, MIN_INTERVAL).is_some_and(|d| now >= d) {
             trim();
             self.dirty_since = None;
@@ -264,6 +267,28 @@ Anonymous:           816 kB
                 (0x558780b7a000, 0x5587817f7000)
             ]
         );
+    }
+
+    #[test]
+    fn the_trimmer_drops_code_pages_after_a_longer_quiet_and_less_often() {
+        use super::{Trimmer, CODE_MIN_INTERVAL, CODE_QUIET, MIN_INTERVAL, QUIET};
+        let mut t = Trimmer::new();
+        assert_eq!(t.due(), None, "nothing to release before any work");
+        t.activity();
+        let worked = t.dirty_since.unwrap();
+        assert_eq!(t.due(), Some(worked + QUIET), "the heap first");
+        t.poll_at(worked + QUIET);
+        assert_eq!(t.dirty_since, None, "trimmed");
+        assert_eq!(t.due(), Some(worked + CODE_QUIET), "then the code pages");
+        t.poll_at(worked + CODE_QUIET);
+        assert_eq!((t.due(), t.last_drop), (None, Some(worked + CODE_QUIET)));
+        // Work right after: the heap after MIN_INTERVAL, the pages only
+        // CODE_MIN_INTERVAL after the last drop.
+        t.activity();
+        let trim_due = (worked + QUIET + MIN_INTERVAL).max(t.dirty_since.unwrap() + QUIET);
+        assert_eq!(t.due(), Some(trim_due));
+        t.poll_at(trim_due);
+        assert_eq!(t.due(), Some(worked + CODE_QUIET + CODE_MIN_INTERVAL));
     }
 
     #[test]
