@@ -22,6 +22,12 @@ use std::time::{Duration, Instant};
 const QUIET: Duration = Duration::from_millis(200);
 /// The least time between two trims (a trim walks every arena).
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
+/// How long the server must be quiet before the binary's clean pages are
+/// dropped (longer than [`QUIET`]: between the writes of a busy agent the
+/// next event would map most of them again).
+const CODE_QUIET: Duration = Duration::from_secs(1);
+/// The least time between two drops.
+const CODE_MIN_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Allocator settings for a long-lived, mostly idle process. Call before
 /// any thread is started.
@@ -57,14 +63,20 @@ pub fn pin_trim_threshold() {
     }
 }
 
-/// Trims the heap when work happened and the server has since been quiet:
-/// call [`Trimmer::activity`] after each piece of work and
-/// [`Trimmer::poll`] whenever the loop wakes.
+/// Trims the heap when work happened and the server has since been quiet,
+/// and once it has been quiet for longer lets go of the binary's pages
+/// the work mapped ([`drop_clean_code_pages`], less often: its pages come
+/// back as minor faults on the next piece of work): call
+/// [`Trimmer::activity`] after each piece of work and [`Trimmer::poll`]
+/// whenever the loop wakes.
 #[derive(Debug, Default)]
 pub struct Trimmer {
     /// When the last work ended, if the heap was not trimmed since.
     dirty_since: Option<Instant>,
     last_trim: Option<Instant>,
+    /// When the last work ended, if the code pages were not dropped since.
+    code_dirty_since: Option<Instant>,
+    last_drop: Option<Instant>,
 }
 
 impl Trimmer {
@@ -74,29 +86,63 @@ impl Trimmer {
 
     /// Some work just ended.
     pub fn activity(&mut self) {
-        self.dirty_since = Some(Instant::now());
-    }
-
-    /// When [`Trimmer::poll`] should next run, if a trim is pending.
-    pub fn due(&self) -> Option<Instant> {
-        let quiet_until = self.dirty_since? + QUIET;
-        Some(match self.last_trim {
-            Some(last) => quiet_until.max(last + MIN_INTERVAL),
-            None => quiet_until,
-        })
-    }
-
-    /// Trims if a trim is pending and due.
-    pub fn poll(&mut self) {
-        let Some(due) = self.due() else { return };
         let now = Instant::now();
-        if now < due {
-            return;
-        }
-        trim();
-        self.dirty_since = None;
-        self.last_trim = Some(now);
+        self.dirty_since = Some(now);
+        self.code_dirty_since = Some(now);
     }
+
+    /// When [`Trimmer::poll`] should next run, if a trim or a drop is
+    /// pending.
+    pub fn due(&self) -> Option<Instant> {
+        let trim = due(self.dirty_since, QUIET, self.last_trim, MIN_INTERVAL);
+        let drop = due(
+            self.code_dirty_since,
+            CODE_QUIET,
+            self.last_drop,
+            CODE_MIN_INTERVAL,
+        );
+        trim.into_iter().chain(drop).min()
+    }
+
+    /// Trims (and drops the code pages) if pending and due.
+    pub fn poll(&mut self) {
+        self.poll_at(Instant::now());
+    }
+
+    fn poll_at(&mut self, now: Instant) {
+        if due(self.dirty_since, QUIET, self.last_trim, MIN_INTERVAL).is_some_and(|d| now >= d) {
+            trim();
+            self.dirty_since = None;
+            self.last_trim = Some(now);
+        }
+        if due(
+            self.code_dirty_since,
+            CODE_QUIET,
+            self.last_drop,
+            CODE_MIN_INTERVAL,
+        )
+        .is_some_and(|d| now >= d)
+        {
+            drop_clean_code_pages();
+            self.code_dirty_since = None;
+            self.last_drop = Some(now);
+        }
+    }
+}
+
+/// When a release is due: `quiet` after the work that dirtied it, and at
+/// least `interval` after the previous one.
+fn due(
+    dirty_since: Option<Instant>,
+    quiet: Duration,
+    last: Option<Instant>,
+    interval: Duration,
+) -> Option<Instant> {
+    let quiet_until = dirty_since? + quiet;
+    Some(match last {
+        Some(last) => quiet_until.max(last + interval),
+        None => quiet_until,
+    })
 }
 
 /// After a burst of work in a long-lived process: returns free heap (see
@@ -221,6 +267,28 @@ Anonymous:           816 kB
                 (0x558780b7a000, 0x5587817f7000)
             ]
         );
+    }
+
+    #[test]
+    fn the_trimmer_drops_code_pages_after_a_longer_quiet_and_less_often() {
+        use super::{Trimmer, CODE_MIN_INTERVAL, CODE_QUIET, MIN_INTERVAL, QUIET};
+        let mut t = Trimmer::new();
+        assert_eq!(t.due(), None, "nothing to release before any work");
+        t.activity();
+        let worked = t.dirty_since.unwrap();
+        assert_eq!(t.due(), Some(worked + QUIET), "the heap first");
+        t.poll_at(worked + QUIET);
+        assert_eq!(t.dirty_since, None, "trimmed");
+        assert_eq!(t.due(), Some(worked + CODE_QUIET), "then the code pages");
+        t.poll_at(worked + CODE_QUIET);
+        assert_eq!((t.due(), t.last_drop), (None, Some(worked + CODE_QUIET)));
+        // Work right after: the heap after MIN_INTERVAL, the pages only
+        // CODE_MIN_INTERVAL after the last drop.
+        t.activity();
+        let trim_due = (worked + QUIET + MIN_INTERVAL).max(t.dirty_since.unwrap() + QUIET);
+        assert_eq!(t.due(), Some(trim_due));
+        t.poll_at(trim_due);
+        assert_eq!(t.due(), Some(worked + CODE_QUIET + CODE_MIN_INTERVAL));
     }
 
     #[test]

@@ -51,7 +51,8 @@ fn run(mut state: State, rx: Receiver<Event>) {
     let mut next_tick = Instant::now() + TICK;
     // Every event but the tick is work (the watcher's and the git
     // refresher's work ends in an event too); the heap is trimmed once it
-    // is over.
+    // is over, and the binary's pages it mapped are let go of after a
+    // longer quiet (what the idle server keeps resident).
     let mut trimmer = owt_core::memory::Trimmer::new();
     loop {
         let wake = [state.guard.overrides_due, trimmer.due(), state.review.due()]
