@@ -207,7 +207,7 @@ describe('owt in a real VS Code', () => {
     await w.gotoLine(5, 11);
     await w.press('Shift', 'End');
     await w.type('amount * 0.25');
-    const message = /^tax-fix \(scripted, [a-z -]+\) changed line 5 here \(\+1 −1\); merging it with your changes will conflict$/;
+    const message = /^tax-fix \(scripted, [a-z -]+\) changed line 5 here \(in def total\) \(\+1 −1\); merging it with your changes will conflict$/;
     await w.until('an error squiggle', T.server, () => document.querySelector('.monaco-editor .view-overlays .squiggly-error') !== null);
     assert.deepEqual(await squiggleLines(w, 'error'), [5], 'the squiggle is on the agent\'s line, and only there');
 
