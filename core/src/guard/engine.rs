@@ -153,6 +153,13 @@ impl GuardEngine {
     pub fn add_participant(&mut self, participant: Participant) -> Result<(), GuardError> {
         let mut work = WorkState::open(&participant.worktree, &participant.base_branch)?;
         work.journal = participant.journal.clone();
+        self.insert_state(participant, work);
+        Ok(())
+    }
+
+    /// Puts `participant` in place of any earlier one of its id, with
+    /// nothing computed yet.
+    fn insert_state(&mut self, participant: Participant, work: WorkState) {
         self.remove_participant(&participant.id);
         self.states.insert(
             participant.id.clone(),
@@ -168,7 +175,6 @@ impl GuardEngine {
                 computed_at: 0,
             },
         );
-        Ok(())
     }
 
     /// Adds (or replaces) a participant with no checkout here — a session
@@ -185,21 +191,7 @@ impl GuardEngine {
             WorkState::open_pinned(self.repo.path(), snapshot_ref, &participant.base_branch)?;
         participant.worktree = PathBuf::new();
         participant.journal = None;
-        self.remove_participant(&participant.id);
-        self.states.insert(
-            participant.id.clone(),
-            State {
-                participant,
-                work,
-                changes: Vec::new(),
-                raw: Arc::default(),
-                computed_for: None,
-                landing: None,
-                landed_for: None,
-                base_conflict: None,
-                computed_at: 0,
-            },
-        );
+        self.insert_state(participant, work);
         Ok(())
     }
 
