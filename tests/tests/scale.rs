@@ -488,8 +488,14 @@ fn owt_list_reads_the_live_hosts_journals_and_walks_only_checkouts_without_a_hos
     let pid = host_pid(&env, &sessions_made[0].id);
     // SAFETY: kill(2) of this test's own session host.
     unsafe { libc::kill(pid, libc::SIGKILL) };
+    // A killed multi-threaded host shows as a zombie while its other
+    // threads still hold its socket open: gone is when both have ended.
+    let socket = env
+        .owt_home
+        .join("run")
+        .join(format!("{}.sock", sessions_made[0].id));
     wait_until("the killed host to be gone", WAIT, || {
-        !pid_alive(pid as u32)
+        !pid_alive(pid as u32) && std::os::unix::net::UnixStream::connect(&socket).is_err()
     });
     let dead = FolderOpens::watch(&worktrees[..1]);
     let live = FolderOpens::watch(&worktrees[1..]);
