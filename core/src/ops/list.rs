@@ -3,11 +3,10 @@
 use owt_protocol::{Board, SessionView};
 
 use super::Context;
-use crate::guard::changes;
-use crate::guard::snapshot::{ScanSource, WorkState};
+use crate::guard::counts;
 use crate::session;
 use crate::ship;
-use crate::status::{self, derive_status, ConflictFact, GitFact, SessionFacts};
+use crate::status::{self, derive_status, ConflictFact, GitFact, HostGitFact, SessionFacts};
 use crate::store::{now_ms, SessionRow, Store};
 
 /// Every session of the repository, reconciled with its host and git,
@@ -194,28 +193,57 @@ fn view_of_looking(
 }
 
 /// Records the commits ahead and changed files of `rows` (local sessions
-/// with a checkout here) when they changed. They are read on a few threads
-/// at once: reading one mostly waits for its host to answer.
+/// with a checkout here) when they changed.
+///
+/// A session whose host is live and recorded a `host-git` fact since it
+/// started, for the HEAD and base tip seen now, has that fact taken as it
+/// is: no host is asked and no checkout walked (see `session::host`'s
+/// git-facts thread for how fresh it is). The others are read on a few
+/// threads at once ([`read_git_fact`]): reading one mostly waits for its
+/// host to answer.
 fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
     // A remote session's git facts come from its machine.
     let rows: Vec<&SessionRow> = rows
         .iter()
         .filter(|row| row.remote().is_none() && row.worktree_path.exists())
         .collect();
-    let jobs: Vec<GitJob> = rows
-        .iter()
-        .map(|row| GitJob {
-            worktree: row.worktree_path.clone(),
-            base_branch: row.base_branch.clone(),
-            journal: host_live(ctx, row).then(|| session::socket_path(&ctx.home, &row.short_id)),
-        })
-        .collect();
-    let threads = jobs.len().clamp(1, GIT_THREADS);
-    let chunk = jobs.len().div_ceil(threads).max(1);
+    let mut to_read: Vec<(&SessionRow, GitJob)> = Vec::new();
+    for row in rows {
+        let git_dir = git_dir_of(&row.worktree_path);
+        refresh_conflict_fact(ctx, row, git_dir.as_deref());
+        let live = host_live(ctx, row);
+        if live {
+            if let Some(fact) = host_git_fact(ctx, row, git_dir.as_deref()) {
+                if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
+                    tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+                }
+                continue;
+            }
+        }
+        to_read.push((
+            row,
+            GitJob {
+                worktree: row.worktree_path.clone(),
+                base_branch: row.base_branch.clone(),
+                journal: live.then(|| session::socket_path(&ctx.home, &row.short_id)),
+            },
+        ));
+    }
+    if to_read.is_empty() {
+        return;
+    }
+    let threads = to_read.len().clamp(1, GIT_THREADS);
+    let chunk = to_read.len().div_ceil(threads).max(1);
     let facts: Vec<anyhow::Result<GitFact>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = jobs
+        let handles: Vec<_> = to_read
             .chunks(chunk)
-            .map(|jobs| scope.spawn(move || jobs.iter().map(read_git_fact).collect::<Vec<_>>()))
+            .map(|jobs| {
+                scope.spawn(move || {
+                    jobs.iter()
+                        .map(|(_, job)| read_git_fact(job))
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -225,8 +253,7 @@ fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
             })
             .collect()
     });
-    for (row, fact) in rows.iter().zip(facts) {
-        refresh_conflict_fact(ctx, row);
+    for ((row, _), fact) in to_read.iter().zip(facts) {
         let fact = match fact {
             Ok(fact) => fact,
             Err(e) => {
@@ -237,6 +264,72 @@ fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
         if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
             tracing::warn!(session = %row.name, "recording git facts failed: {e}");
         }
+    }
+}
+
+/// The git fact a session's live host recorded (`host-git`), when it holds:
+/// recorded since the host started, for the HEAD and base branch tip read
+/// now (a commit or a base that moved makes the listing ask the host).
+fn host_git_fact(
+    ctx: &Context,
+    row: &SessionRow,
+    git_dir: Option<&std::path::Path>,
+) -> Option<GitFact> {
+    let (fact, at) = ctx
+        .store
+        .fact::<HostGitFact>(row.id, status::kind::HOST_GIT)
+        .ok()
+        .flatten()?;
+    let (_, host_at) = ctx
+        .store
+        .fact::<status::HostFact>(row.id, status::kind::HOST)
+        .ok()
+        .flatten()?;
+    if at < host_at {
+        return None;
+    }
+    let repo = ctx.repo.git2();
+    let head = head_commit(repo, git_dir?)?;
+    let base_tip = repo
+        .find_branch(&row.base_branch, git2::BranchType::Local)
+        .ok()
+        .and_then(|b| b.get().target())
+        .map(|t| t.to_string());
+    (fact.head.as_deref() == Some(head.as_str()) && fact.base_tip == base_tip).then_some(GitFact {
+        ahead: fact.ahead,
+        changed_files: fact.changed_files,
+    })
+}
+
+/// The git dir of the checkout at `worktree`, read from its `.git` file
+/// (a linked worktree) or folder, without opening the repository.
+fn git_dir_of(worktree: &std::path::Path) -> Option<std::path::PathBuf> {
+    let dot_git = worktree.join(".git");
+    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
+    if meta.is_dir() {
+        return Some(dot_git);
+    }
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let dir = std::path::Path::new(text.strip_prefix("gitdir:")?.trim());
+    Some(if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        worktree.join(dir)
+    })
+}
+
+/// HEAD's commit in the checkout whose git dir is `git_dir` (its `HEAD`
+/// file read, a symbolic ref resolved in `repo`, the repository they
+/// share); `None` while unborn or unreadable.
+fn head_commit(repo: &git2::Repository, git_dir: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let text = text.trim();
+    match text.strip_prefix("ref:") {
+        Some(name) => repo
+            .refname_to_id(name.trim())
+            .ok()
+            .map(|id| id.to_string()),
+        None => git2::Oid::from_str(text).ok().map(|id| id.to_string()),
     }
 }
 
@@ -256,8 +349,7 @@ struct GitJob {
 /// is one change), read without walking its checkout when its session host
 /// is live: the host's work journal names the few paths that may differ
 /// from HEAD, and only those are looked at (plus HEAD's tree diff against
-/// the merge base, which skips every folder that did not change). A
-/// listing then costs O(sessions + changed files), not O(files).
+/// the merge base, which skips every folder that did not change).
 ///
 /// Fallback: a session whose host is not live (ended, lost, or an older
 /// host without a journal), or whose journal is not ready (a walk under way
@@ -266,35 +358,19 @@ struct GitJob {
 ///
 /// [`WorkState::scan_full`]: crate::guard::snapshot::WorkState::scan_full
 fn read_git_fact(job: &GitJob) -> anyhow::Result<GitFact> {
-    let mut work = WorkState::open(&job.worktree, &job.base_branch)?;
-    if let Some(socket) = &job.journal {
-        work.journal = Some(std::sync::Arc::new(session::HostJournal::new(
-            socket.clone(),
-        )));
-    }
-    work.scan_full()?;
+    let journal = job.journal.as_ref().map(|socket| {
+        std::sync::Arc::new(session::HostJournal::new(socket.clone()))
+            as std::sync::Arc<dyn crate::guard::journal::JournalSource>
+    });
+    let counts = counts::counts(&job.worktree, &job.base_branch, journal)?;
     tracing::debug!(
         worktree = %job.worktree.display(),
         "git facts from {}",
-        work.last_scan.map_or("nothing", ScanSource::name)
+        counts.source
     );
-    let changed = match work.snapshot {
-        Some(snapshot) => changes::changes(
-            work.repo(),
-            work.merge_base_tree,
-            snapshot,
-            &mut changes::HunkCache::default(),
-        )?
-        .len() as u32,
-        None => 0,
-    };
-    let ahead = match (work.head, work.base_tip) {
-        (Some(head), Some(base)) => work.repo().graph_ahead_behind(head, base)?.0 as u32,
-        _ => 0,
-    };
     Ok(GitFact {
-        ahead,
-        changed_files: changed,
+        ahead: counts.ahead,
+        changed_files: counts.changed_files,
     })
 }
 
@@ -327,9 +403,14 @@ pub fn record_git_fact(store: &Store, session_id: i64, fact: &GitFact) -> anyhow
 }
 
 /// Records (or clears) the files of a merge or rebase stopped on conflicts
-/// in the worktree (seen through the worktree's own git dir).
-fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
-    let files = match ship::in_progress(&row.worktree_path) {
+/// in the worktree (seen through the worktree's own git dir, `git_dir`
+/// when the caller read it).
+fn refresh_conflict_fact(ctx: &Context, row: &SessionRow, git_dir: Option<&std::path::Path>) {
+    let in_progress = match git_dir {
+        Some(git_dir) => ship::in_progress_in(git_dir),
+        None => ship::in_progress(&row.worktree_path),
+    };
+    let files = match in_progress {
         Some(_) => ship::conflicted_files(&row.worktree_path).unwrap_or_default(),
         None => Vec::new(),
     };

@@ -7,8 +7,10 @@
 //! attached; makes redraws at their exact place in the stream), the PTY
 //! writer (sent text, typed prompts, query answers; attached keys are
 //! written directly), the child waiter, the monitor (the only owner of the
-//! store: output/input/screen facts, typed prompt), the acceptor (main
-//! thread), and per connection a reader and a writer.
+//! store: output/input/screen facts, typed prompt), the git-facts thread
+//! (reads the checkout's git facts from the work journal when it changes,
+//! for the monitor to record), the acceptor (main thread), and per
+//! connection a reader and a writer.
 //!
 //! Invariants: the agent never waits on a client — every client has a
 //! bounded queue, and a client that falls behind gets a fresh redraw instead
@@ -33,6 +35,7 @@ use owt_protocol::host::{
 };
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 
+mod git_facts;
 mod monitor;
 mod output;
 mod screen;
@@ -151,6 +154,8 @@ enum ToMonitor {
     /// a `send` returns only once its input is a fact, so a status read
     /// right after it never sees the screen from before it.
     Flush(mpsc::Sender<()>),
+    /// Record the git fact read from the journal (`git_facts`).
+    GitFact(crate::status::HostGitFact),
 }
 
 struct ClientQueue {
@@ -384,9 +389,21 @@ fn serve(started: Started, hooks: TurnHooks) {
         let shared = shared.clone();
         spawn_guarded("pty-writer", move || write_agent(&shared, to_agent_rx));
     }
+    // The checkout and base branch whose git facts the host keeps.
+    let checkout = store
+        .as_ref()
+        .and_then(|store| store.session_by_id(shared.spec.session_id).ok().flatten())
+        .filter(|row| row.remote().is_none() && shared.journal.is_some())
+        .map(|row| (row.worktree_path, row.base_branch));
     {
         let shared = shared.clone();
         spawn_guarded("monitor", move || monitor(&shared, store, monitor_rx));
+    }
+    if let Some((worktree, base_branch)) = checkout {
+        let shared = shared.clone();
+        spawn_guarded("git-facts", move || {
+            git_facts::follow_journal(&shared, worktree, base_branch)
+        });
     }
     if !shared.spec.headless {
         // Checks when the agent's turn ends, the failure typed back.

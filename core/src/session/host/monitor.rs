@@ -1,5 +1,6 @@
 //! The monitor thread: the only owner of the store in the host (output,
-//! input and screen facts, the typed first prompt, the screen rules).
+//! input and screen facts, the git facts the git-facts thread read, the
+//! typed first prompt, the screen rules).
 
 use super::*;
 
@@ -44,6 +45,7 @@ pub(super) fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Rece
         let mut flushed = None;
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(ToMonitor::Flush(ack)) => flushed = Some(ack),
+            Ok(ToMonitor::GitFact(fact)) => record(kind::HOST_GIT, now_ms(), &fact),
             Ok(ToMonitor::Exited(exit, done)) => {
                 let (out_at, in_at) = {
                     let s = lock(&shared.state);
