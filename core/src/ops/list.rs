@@ -3,7 +3,8 @@
 use owt_protocol::{Board, SessionView};
 
 use super::Context;
-use crate::guard::counts;
+use crate::guard::counts::{self, WorkCounts};
+use crate::guard::snapshot::ScanSource;
 use crate::session;
 use crate::ship;
 use crate::status::{self, derive_status, ConflictFact, GitFact, HostGitFact, SessionFacts};
@@ -212,12 +213,17 @@ fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
         let git_dir = git_dir_of(&row.worktree_path);
         refresh_conflict_fact(ctx, row, git_dir.as_deref());
         let live = host_live(ctx, row);
+        let mut host_fact_at = None;
         if live {
-            if let Some(fact) = host_git_fact(ctx, row, git_dir.as_deref()) {
-                if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
-                    tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+            match host_git_fact(ctx, row, git_dir.as_deref()) {
+                HostGit::Holds(fact) => {
+                    tracing::debug!(session = %row.name, "git facts from the host's record");
+                    if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
+                        tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+                    }
+                    continue;
                 }
-                continue;
+                HostGit::Stale(at) => host_fact_at = at,
             }
         }
         to_read.push((
@@ -226,6 +232,7 @@ fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
                 worktree: row.worktree_path.clone(),
                 base_branch: row.base_branch.clone(),
                 journal: live.then(|| session::socket_path(&ctx.home, &row.short_id)),
+                host_fact_at,
             },
         ));
     }
@@ -234,7 +241,7 @@ fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
     }
     let threads = to_read.len().clamp(1, GIT_THREADS);
     let chunk = to_read.len().div_ceil(threads).max(1);
-    let facts: Vec<anyhow::Result<GitFact>> = std::thread::scope(|scope| {
+    let facts: Vec<anyhow::Result<WorkCounts>> = std::thread::scope(|scope| {
         let handles: Vec<_> = to_read
             .chunks(chunk)
             .map(|jobs| {
@@ -253,13 +260,26 @@ fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
             })
             .collect()
     });
-    for ((row, _), fact) in to_read.iter().zip(facts) {
-        let fact = match fact {
-            Ok(fact) => fact,
+    for ((row, job), read) in to_read.iter().zip(facts) {
+        let read = match read {
+            Ok(read) => read,
             Err(e) => {
                 tracing::warn!(session = %row.name, "reading the git facts failed: {e:#}");
                 continue;
             }
+        };
+        tracing::debug!(session = %row.name, "git facts from {}", read.source);
+        if job.journal.is_some() && read.source == ScanSource::Journal.name() {
+            // Read from the host's journal for the HEAD and base tip of
+            // now: as good as the host's own record (which waits for the
+            // next change in the checkout, and never sees the base move),
+            // so the next listing need not ask. Not over a record the
+            // host made meanwhile (it may be newer than this reading).
+            record_host_git(ctx, row, job.host_fact_at, &read);
+        }
+        let fact = GitFact {
+            ahead: read.ahead,
+            changed_files: read.changed_files,
         };
         if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
             tracing::warn!(session = %row.name, "recording git facts failed: {e}");
@@ -267,38 +287,74 @@ fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
     }
 }
 
-/// The git fact a session's live host recorded (`host-git`), when it holds:
-/// recorded since the host started, for the HEAD and base branch tip read
-/// now (a commit or a base that moved makes the listing ask the host).
-fn host_git_fact(
-    ctx: &Context,
-    row: &SessionRow,
-    git_dir: Option<&std::path::Path>,
-) -> Option<GitFact> {
-    let (fact, at) = ctx
+/// What the store holds of a live host's own reading of its checkout.
+enum HostGit {
+    /// A `host-git` fact that holds: recorded since the host started, for
+    /// the HEAD and base branch tip read now.
+    Holds(GitFact),
+    /// None that holds (a commit, a base that moved, a host just started):
+    /// the host is asked. With when the one there is was recorded.
+    Stale(Option<i64>),
+}
+
+/// The `host-git` fact of `row` (see [`HostGit`]).
+fn host_git_fact(ctx: &Context, row: &SessionRow, git_dir: Option<&std::path::Path>) -> HostGit {
+    let Some((fact, at)) = ctx
         .store
         .fact::<HostGitFact>(row.id, status::kind::HOST_GIT)
         .ok()
-        .flatten()?;
-    let (_, host_at) = ctx
+        .flatten()
+    else {
+        return HostGit::Stale(None);
+    };
+    let host_at = ctx
         .store
         .fact::<status::HostFact>(row.id, status::kind::HOST)
         .ok()
-        .flatten()?;
-    if at < host_at {
-        return None;
+        .flatten()
+        .map(|(_, at)| at);
+    if host_at.is_none_or(|host_at| at < host_at) {
+        return HostGit::Stale(Some(at));
     }
     let repo = ctx.repo.git2();
-    let head = head_commit(repo, git_dir?)?;
+    let head = git_dir.and_then(|git_dir| head_commit(repo, git_dir));
     let base_tip = repo
         .find_branch(&row.base_branch, git2::BranchType::Local)
         .ok()
         .and_then(|b| b.get().target())
         .map(|t| t.to_string());
-    (fact.head.as_deref() == Some(head.as_str()) && fact.base_tip == base_tip).then_some(GitFact {
-        ahead: fact.ahead,
-        changed_files: fact.changed_files,
-    })
+    if head.is_some() && fact.head == head && fact.base_tip == base_tip {
+        HostGit::Holds(GitFact {
+            ahead: fact.ahead,
+            changed_files: fact.changed_files,
+        })
+    } else {
+        HostGit::Stale(Some(at))
+    }
+}
+
+/// Records `read` (from the host's journal) as `row`'s `host-git` fact,
+/// unless the one the store holds is not the one seen before the reading
+/// (`seen_at`: the host recorded one meanwhile).
+fn record_host_git(ctx: &Context, row: &SessionRow, seen_at: Option<i64>, read: &WorkCounts) {
+    let now_at = ctx
+        .store
+        .fact::<HostGitFact>(row.id, status::kind::HOST_GIT)
+        .ok()
+        .flatten()
+        .map(|(_, at)| at);
+    if now_at != seen_at {
+        return;
+    }
+    let fact = HostGitFact {
+        ahead: read.ahead,
+        changed_files: read.changed_files,
+        head: read.head.clone(),
+        base_tip: read.base_tip.clone(),
+    };
+    if let Err(e) = ctx.store.record_fact(row.id, status::kind::HOST_GIT, &fact) {
+        tracing::warn!(session = %row.name, "recording the host's git facts failed: {e}");
+    }
 }
 
 /// The git dir of the checkout at `worktree`, read from its `.git` file
@@ -342,6 +398,8 @@ struct GitJob {
     base_branch: String,
     /// The socket of its session host, when the host is live.
     journal: Option<std::path::PathBuf>,
+    /// When the `host-git` fact the store held before was recorded.
+    host_fact_at: Option<i64>,
 }
 
 /// A session's commits ahead and changed files (HEAD against the merge
@@ -357,21 +415,12 @@ struct GitJob {
 /// its checkout walked ([`WorkState::scan_full`] does that itself).
 ///
 /// [`WorkState::scan_full`]: crate::guard::snapshot::WorkState::scan_full
-fn read_git_fact(job: &GitJob) -> anyhow::Result<GitFact> {
+fn read_git_fact(job: &GitJob) -> anyhow::Result<WorkCounts> {
     let journal = job.journal.as_ref().map(|socket| {
         std::sync::Arc::new(session::HostJournal::new(socket.clone()))
             as std::sync::Arc<dyn crate::guard::journal::JournalSource>
     });
-    let counts = counts::counts(&job.worktree, &job.base_branch, journal)?;
-    tracing::debug!(
-        worktree = %job.worktree.display(),
-        "git facts from {}",
-        counts.source
-    );
-    Ok(GitFact {
-        ahead: counts.ahead,
-        changed_files: counts.changed_files,
-    })
+    Ok(counts::counts(&job.worktree, &job.base_branch, journal)?)
 }
 
 /// Whether the session's host is running (as the store knows it after
