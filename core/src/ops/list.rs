@@ -210,16 +210,22 @@ fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
         .collect();
     let mut to_read: Vec<(&SessionRow, GitJob)> = Vec::new();
     for row in rows {
+        // Read once: a listing of 64 sessions makes every query 64 times.
+        let facts = ctx.store.facts(row.id).unwrap_or_default();
         let git_dir = git_dir_of(&row.worktree_path);
-        refresh_conflict_fact(ctx, row, git_dir.as_deref());
-        let live = host_live(ctx, row);
+        refresh_conflict_fact(ctx, row, git_dir.as_deref(), &facts);
+        let live = live_in(&facts);
         let mut host_fact_at = None;
         if live {
-            match host_git_fact(ctx, row, git_dir.as_deref()) {
+            match host_git_fact(ctx, row, git_dir.as_deref(), &facts) {
                 HostGit::Holds(fact) => {
                     tracing::debug!(session = %row.name, "git facts from the host's record");
-                    if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
-                        tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+                    if fact_of::<GitFact>(&facts, status::kind::GIT).map(|(f, _)| f)
+                        != Some(fact.clone())
+                    {
+                        if let Err(e) = ctx.store.record_fact(row.id, status::kind::GIT, &fact) {
+                            tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+                        }
                     }
                     continue;
                 }
@@ -297,22 +303,31 @@ enum HostGit {
     Stale(Option<i64>),
 }
 
-/// The `host-git` fact of `row` (see [`HostGit`]).
-fn host_git_fact(ctx: &Context, row: &SessionRow, git_dir: Option<&std::path::Path>) -> HostGit {
-    let Some((fact, at)) = ctx
-        .store
-        .fact::<HostGitFact>(row.id, status::kind::HOST_GIT)
-        .ok()
-        .flatten()
-    else {
+/// The fact `kind` among `facts` (a session's), decoded, with when it was
+/// observed.
+fn fact_of<T: serde::de::DeserializeOwned>(
+    facts: &[crate::store::FactRow],
+    kind: &str,
+) -> Option<(T, i64)> {
+    let row = facts.iter().find(|f| f.kind == kind)?;
+    let value = serde_json::from_value(row.value.clone()).ok()?;
+    Some((value, row.observed_at))
+}
+
+/// The `host-git` fact of `row` among its `facts` (see [`HostGit`]).
+fn host_git_fact(
+    ctx: &Context,
+    row: &SessionRow,
+    git_dir: Option<&std::path::Path>,
+    facts: &[crate::store::FactRow],
+) -> HostGit {
+    let Some((fact, at)) = fact_of::<HostGitFact>(facts, status::kind::HOST_GIT) else {
         return HostGit::Stale(None);
     };
-    let host_at = ctx
-        .store
-        .fact::<status::HostFact>(row.id, status::kind::HOST)
-        .ok()
-        .flatten()
-        .map(|(_, at)| at);
+    let host_at = facts
+        .iter()
+        .find(|f| f.kind == status::kind::HOST)
+        .map(|f| f.observed_at);
     if host_at.is_none_or(|host_at| at < host_at) {
         return HostGit::Stale(Some(at));
     }
@@ -426,10 +441,7 @@ fn read_git_fact(job: &GitJob) -> anyhow::Result<WorkCounts> {
 /// Whether the session's host is running (as the store knows it after
 /// [`session::reconcile`]): it has a host fact and neither an exit nor a
 /// lost host.
-fn host_live(ctx: &Context, row: &SessionRow) -> bool {
-    let Ok(facts) = ctx.store.facts(row.id) else {
-        return false;
-    };
+fn live_in(facts: &[crate::store::FactRow]) -> bool {
     let has = |kind: &str| facts.iter().any(|f| f.kind == kind);
     has(status::kind::HOST) && !has(status::kind::EXIT) && !has(status::kind::HOST_LOST)
 }
@@ -453,8 +465,13 @@ pub fn record_git_fact(store: &Store, session_id: i64, fact: &GitFact) -> anyhow
 
 /// Records (or clears) the files of a merge or rebase stopped on conflicts
 /// in the worktree (seen through the worktree's own git dir, `git_dir`
-/// when the caller read it).
-fn refresh_conflict_fact(ctx: &Context, row: &SessionRow, git_dir: Option<&std::path::Path>) {
+/// when the caller read it), against the session's stored `facts`.
+fn refresh_conflict_fact(
+    ctx: &Context,
+    row: &SessionRow,
+    git_dir: Option<&std::path::Path>,
+    facts: &[crate::store::FactRow],
+) {
     let in_progress = match git_dir {
         Some(git_dir) => ship::in_progress_in(git_dir),
         None => ship::in_progress(&row.worktree_path),
@@ -463,12 +480,7 @@ fn refresh_conflict_fact(ctx: &Context, row: &SessionRow, git_dir: Option<&std::
         Some(_) => ship::conflicted_files(&row.worktree_path).unwrap_or_default(),
         None => Vec::new(),
     };
-    let stored = ctx
-        .store
-        .fact::<ConflictFact>(row.id, status::kind::CONFLICT)
-        .ok()
-        .flatten()
-        .map(|(f, _)| f.files);
+    let stored = fact_of::<ConflictFact>(facts, status::kind::CONFLICT).map(|(f, _)| f.files);
     let result = match (files.is_empty(), stored) {
         (true, None) => Ok(()),
         (true, Some(_)) => ctx.store.clear_fact(row.id, status::kind::CONFLICT),
