@@ -2,9 +2,11 @@
 //! hook with who else is changing the lines it is about to change, per
 //! `[guard] pre_edit` (warn, block, off), and fails open. First through
 //! the real owt binary with Claude Code's hook input on stdin, then with
-//! the real Claude Code (pinned, `scripts/install-agents`) under `owt new`
-//! against the scripted model (`tests/model/`): its Write is warned or
-//! refused, and what the model is told names the other session.
+//! the real Claude Code, Gemini CLI and OpenCode (pinned,
+//! `scripts/install-agents`) under `owt new` against the scripted model
+//! (`tests/model/`): each one's own write tool is warned or refused through
+//! the hook owt installed for it, and what the model is told names the
+//! other session.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -215,9 +217,18 @@ fn the_pre_edit_hook_names_who_else_is_on_those_lines_per_config_and_fails_open(
 /// returns (the model's log entry of the request after the Write, the
 /// file in Claude's worktree afterwards).
 fn claude_writes_over_a0s_lines(mode: Option<&str>) -> (Value, String) {
+    agent_writes_over_a0s_lines(Agent::Claude, mode)
+}
+
+/// `agent` (under `owt new`, against the scripted model) reads
+/// src/shared.txt and writes line 9 of it with its own write tool, which
+/// a0 is changing; returns (the body of the request after the write, the
+/// file in the agent's worktree afterwards).
+fn agent_writes_over_a0s_lines(agent: Agent, mode: Option<&str>) -> (Value, String) {
     let mut env = TestEnv::new();
     let (repo, _a0) = setup(&env, mode);
-    let name = "claude-edit";
+    let name = format!("{}-edit", agent.name());
+    let name = name.as_str();
     let worktree = env.path().join("app.worktrees").join(name);
     let model = Model::start_logging_bodies(
         &env.path().join("model"),
@@ -229,7 +240,7 @@ fn claude_writes_over_a0s_lines(mode: Option<&str>) -> (Value, String) {
     );
     setup_offline(
         &mut env,
-        Agent::Claude,
+        agent,
         &model,
         &[repo.clone(), worktree.clone()],
         false,
@@ -242,7 +253,7 @@ fn claude_writes_over_a0s_lines(mode: Option<&str>) -> (Value, String) {
             "--name",
             name,
             "--ai-tool",
-            "claude",
+            agent.name(),
         ],
     );
     let after = model.wait_step_answered(2, AGENT);
@@ -294,5 +305,94 @@ fn claude_code_write_goes_through_with_a_warning_naming_the_other_session() {
     assert!(
         whole.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
         "the warning reaches the model: {result}\n{whole}"
+    );
+}
+
+/// What the model was told about its write in the request after it:
+/// Gemini's `functionResponse` of `write_file` (Gemini API), OpenCode's
+/// `tool` message for the write (Chat Completions). Returns (text, whether
+/// it is an error: Gemini says, Chat Completions has no such flag).
+fn tool_result_of_write(agent: Agent, body: &Value) -> (String, Option<bool>) {
+    match agent {
+        Agent::Gemini => {
+            for content in body["contents"].as_array().expect("contents").iter().rev() {
+                for part in content["parts"].as_array().into_iter().flatten() {
+                    let r = &part["functionResponse"];
+                    if r["name"] == "write_file" {
+                        let response = &r["response"];
+                        return match response.get("error") {
+                            Some(e) => (e.as_str().map_or(e.to_string(), str::to_string), Some(true)),
+                            None => (response.to_string(), Some(false)),
+                        };
+                    }
+                }
+            }
+            panic!("no functionResponse of write_file in {body}");
+        }
+        Agent::OpenCode => {
+            for m in body["messages"].as_array().expect("messages").iter().rev() {
+                if m["role"] == "tool"
+                    && m["tool_call_id"]
+                        .as_str()
+                        .is_some_and(|id| id.ends_with("owt_step_1"))
+                {
+                    let text = match &m["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    return (text, None);
+                }
+            }
+            panic!("no tool message for the write in {body}");
+        }
+        _ => unreachable!("{agent:?}"),
+    }
+}
+
+#[test]
+fn gemini_cli_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
+    let (body, text) = agent_writes_over_a0s_lines(Agent::Gemini, Some("block"));
+    let (result, is_error) = tool_result_of_write(Agent::Gemini, &body);
+    assert_eq!(is_error, Some(true), "the write_file was refused: {result}");
+    assert!(
+        result.contains("owt Conflict Guard refused this edit: a0 (fake) is editing lines 8–10 of src/shared.txt")
+            && result.contains("owt send a0"),
+        "the model is told who and what to do: {result}"
+    );
+    assert_eq!(text, twenty_lines(), "the file was not written");
+}
+
+#[test]
+fn gemini_cli_write_goes_through_with_a_warning_naming_the_other_session() {
+    let (body, text) = agent_writes_over_a0s_lines(Agent::Gemini, None);
+    let (result, is_error) = tool_result_of_write(Agent::Gemini, &body);
+    assert_eq!(is_error, Some(false), "the write_file went through: {result}");
+    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
+    assert!(
+        result.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
+        "the warning is in the write's result the model reads: {result}"
+    );
+}
+
+#[test]
+fn opencode_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
+    let (body, text) = agent_writes_over_a0s_lines(Agent::OpenCode, Some("block"));
+    let (result, _) = tool_result_of_write(Agent::OpenCode, &body);
+    assert!(
+        result.contains("owt Conflict Guard refused this edit: a0 (fake) is editing lines 8–10 of src/shared.txt")
+            && result.contains("owt send a0"),
+        "the model is told who and what to do: {result}"
+    );
+    assert_eq!(text, twenty_lines(), "the file was not written");
+}
+
+#[test]
+fn opencode_write_goes_through_with_a_warning_naming_the_other_session() {
+    let (body, text) = agent_writes_over_a0s_lines(Agent::OpenCode, None);
+    let (result, _) = tool_result_of_write(Agent::OpenCode, &body);
+    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
+    assert!(
+        result.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
+        "the warning is in the write's result the model reads: {result}"
     );
 }

@@ -18,6 +18,9 @@
 //!   the human.
 //! - Pi ([`pi`]): an extension (`-e FILE`) that reports agent runs starting
 //!   and ending to `owt hook`.
+//! - Gemini CLI ([`gemini`]): Conflict Guard's pre-edit hook
+//!   (`BeforeTool`, `AfterTool`) in a system defaults file under
+//!   `$OWT_HOME` (`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`).
 //! - Claude Code and Droid ([`claude`]): hooks in the worktree's settings,
 //!   and Claude Code's registration of `owt mcp` — the only files an
 //!   integration writes into a worktree (merged through the one JSON edit
@@ -26,6 +29,7 @@
 pub mod aider;
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 pub mod json_file;
 pub mod opencode;
 pub mod pi;
@@ -77,6 +81,7 @@ pub fn prepare(
         "opencode" => opencode::integration(owt, home, agent_env),
         "aider" => aider::integration(mode, owt),
         "pi" => pi::integration(mode, owt, home),
+        "gemini" => gemini::integration(owt, home, agent_env),
         _ => Ok(Integration::default()),
     }
 }

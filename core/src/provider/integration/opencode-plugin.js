@@ -1,13 +1,58 @@
 // owt's status plugin for OpenCode: reports what this session does to owt
-// (`owt hook --event working|waiting|blocked`), from OpenCode's own events.
+// (`owt hook --event working|waiting|blocked`), from OpenCode's own events,
+// and asks Conflict Guard before each edit (`owt hook --pre-edit`).
 // Written by owt under $OWT_HOME and loaded only by the sessions owt starts
 // (through OPENCODE_CONFIG_CONTENT); the user's configuration is untouched.
 import { spawn } from "node:child_process";
+import { isAbsolute, join } from "node:path";
 
 const OWT = __OWT__;
 
-export const OwtStatus = async () => {
+// OpenCode's edit tools as Claude Code's `PreToolUse` input, the one
+// `owt hook --pre-edit` reads; null for any other tool.
+const asClaudeCall = (tool, args, cwd) => {
+  if (!args || typeof args.filePath !== "string") return null;
+  const file_path = isAbsolute(args.filePath) ? args.filePath : join(cwd, args.filePath);
+  if (tool === "write" && typeof args.content === "string") {
+    return { tool_name: "Write", tool_input: { file_path, content: args.content } };
+  }
+  if (tool === "edit" && typeof args.oldString === "string") {
+    return { tool_name: "Edit", tool_input: { file_path, old_string: args.oldString } };
+  }
+  return null;
+};
+
+// `owt hook --pre-edit`'s answer (Claude Code's hook output), or null:
+// owt fails open, and so does this (an error or a timeout allows the edit).
+const askGuard = (call, cwd) =>
+  new Promise((resolve) => {
+    let out = "";
+    let child;
+    try {
+      child = spawn(OWT, ["hook", "--pre-edit"], { cwd, stdio: ["pipe", "pipe", "ignore"] });
+    } catch {
+      return resolve(null);
+    }
+    const timer = setTimeout(() => child.kill(), 10000);
+    child.stdout.on("data", (d) => (out += d));
+    child.on("error", () => resolve(null));
+    child.on("close", () => {
+      clearTimeout(timer);
+      try {
+        resolve(JSON.parse(out).hookSpecificOutput || null);
+      } catch {
+        resolve(null);
+      }
+    });
+    child.stdin.on("error", () => {});
+    child.stdin.end(JSON.stringify({ hook_event_name: "PreToolUse", cwd, ...call }));
+  });
+
+export const OwtStatus = async (ctx) => {
   if (!process.env.OWT_SESSION) return {};
+  const cwd = (ctx && (ctx.directory || ctx.worktree)) || process.cwd();
+  // Warnings for edits that went through, by call, for the tool's result.
+  const warnings = new Map();
   // Sub-agent sessions (the task tool) go busy and idle inside a turn.
   const children = new Set();
   let last = null;
@@ -26,6 +71,23 @@ export const OwtStatus = async () => {
     );
   };
   return {
+    // Conflict Guard ([guard] pre_edit): `block` refuses the edit (the
+    // thrown error is the tool's result the model reads); `warn` lets it
+    // through and adds who else is there to the tool's result.
+    "tool.execute.before": async (input, output) => {
+      const call = asClaudeCall(input.tool, output && output.args, cwd);
+      if (!call) return;
+      const answer = await askGuard(call, cwd);
+      if (!answer) return;
+      if (answer.permissionDecision === "deny") throw new Error(answer.permissionDecisionReason);
+      if (answer.additionalContext) warnings.set(input.callID, answer.additionalContext);
+    },
+    "tool.execute.after": async (input, output) => {
+      const warning = warnings.get(input.callID);
+      if (!warning) return;
+      warnings.delete(input.callID);
+      if (output && typeof output.output === "string") output.output += `\n\n${warning}`;
+    },
     event: async ({ event }) => {
       const p = event.properties || {};
       switch (event.type) {
