@@ -19,8 +19,8 @@
 //! - Pi ([`pi`]): an extension (`-e FILE`) that reports agent runs starting
 //!   and ending to `owt hook`.
 //! - Gemini CLI ([`gemini`]): Conflict Guard's pre-edit hook
-//!   (`BeforeTool`, `AfterTool`) in a system defaults file under
-//!   `$OWT_HOME` (`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`).
+//!   (`BeforeTool`, `AfterTool`) merged into the worktree's
+//!   `.gemini/settings.json` (by [`claude::install_hooks`]).
 //! - Claude Code and Droid ([`claude`]): hooks in the worktree's settings,
 //!   and Claude Code's registration of `owt mcp` — the only files an
 //!   integration writes into a worktree (merged through the one JSON edit
@@ -81,7 +81,6 @@ pub fn prepare(
         "opencode" => opencode::integration(owt, home, agent_env),
         "aider" => aider::integration(mode, owt),
         "pi" => pi::integration(mode, owt, home),
-        "gemini" => gemini::integration(owt, home, agent_env),
         _ => Ok(Integration::default()),
     }
 }
