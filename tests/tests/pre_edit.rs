@@ -321,7 +321,9 @@ fn tool_result_of_write(agent: Agent, body: &Value) -> (String, Option<bool>) {
                     if r["name"] == "write_file" {
                         let response = &r["response"];
                         return match response.get("error") {
-                            Some(e) => (e.as_str().map_or(e.to_string(), str::to_string), Some(true)),
+                            Some(e) => {
+                                (e.as_str().map_or(e.to_string(), str::to_string), Some(true))
+                            }
                             None => (response.to_string(), Some(false)),
                         };
                     }
@@ -366,7 +368,11 @@ fn gemini_cli_write_is_refused_with_the_other_session_named_when_pre_edit_blocks
 fn gemini_cli_write_goes_through_with_a_warning_naming_the_other_session() {
     let (body, text) = agent_writes_over_a0s_lines(Agent::Gemini, None);
     let (result, is_error) = tool_result_of_write(Agent::Gemini, &body);
-    assert_eq!(is_error, Some(false), "the write_file went through: {result}");
+    assert_eq!(
+        is_error,
+        Some(false),
+        "the write_file went through: {result}"
+    );
     assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
     assert!(
         result.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),

@@ -378,7 +378,8 @@ mod tests {
         assert_eq!(edit.path, PathBuf::from("/w/b.txt"));
         assert_eq!(edit.planned, Planned::Write("z\n".into()));
         assert!(parse_hook_input(&json!({"tool_name": "run_shell_command",
-            "tool_input": {"command": "ls"}})).is_none());
+            "tool_input": {"command": "ls"}}))
+        .is_none());
     }
 
     #[test]

@@ -248,14 +248,21 @@ fn gemini_warning(
     input: &serde_json::Value,
     text: Option<&str>,
 ) -> Option<String> {
-    if short_id.is_empty() || !short_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+    if short_id.is_empty()
+        || !short_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
         return None;
     }
     let call = serde_json::json!([input.get("tool_name"), input.get("tool_input")]).to_string();
     let file = ctx.home.join("pre-edit").join(format!("{short_id}.json"));
     if let Some(text) = text {
         let _ = std::fs::create_dir_all(file.parent()?);
-        let _ = std::fs::write(&file, serde_json::json!({"call": call, "text": text}).to_string());
+        let _ = std::fs::write(
+            &file,
+            serde_json::json!({"call": call, "text": text}).to_string(),
+        );
         return None;
     }
     let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).ok()?).ok()?;

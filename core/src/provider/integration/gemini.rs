@@ -77,12 +77,33 @@ mod tests {
         assert_eq!(before.len(), 2, "{doc}");
         assert_eq!(before[0]["hooks"][0]["command"], "audit");
         assert_eq!(before[1]["matcher"], EDIT_TOOLS);
-        assert_eq!(
-            before[1]["hooks"][0]["command"],
-            "/opt/owt hook --pre-edit"
-        );
+        assert_eq!(before[1]["hooks"][0]["command"], "/opt/owt hook --pre-edit");
         assert_eq!(doc["hooks"]["AfterTool"][0]["matcher"], EDIT_TOOLS);
         let mut bad = json!({"hooks": []});
         assert!(add_hooks(&mut bad, "x").unwrap_err().contains("`hooks`"));
+    }
+
+    #[test]
+    fn installs_into_the_worktrees_gemini_settings_keeping_the_users_keys() {
+        use crate::provider::integration::claude::install_hooks;
+        use crate::provider::Hooks;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(SETTINGS);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, r#"{"model": {"name": "gemini-2.5-pro"}}"#).unwrap();
+        let written = install_hooks(Hooks::Gemini, dir.path()).unwrap();
+        assert_eq!(written, Some(file.clone()));
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(doc["model"]["name"], "gemini-2.5-pro");
+        for event in ["BeforeTool", "AfterTool"] {
+            let command = doc["hooks"][event][0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap();
+            assert!(command.ends_with(" hook --pre-edit"), "{event}: {command}");
+        }
+        assert!(
+            doc["hooks"].get("PreToolUse").is_none(),
+            "no Claude Code hooks: {doc}"
+        );
     }
 }
