@@ -2,7 +2,7 @@
 //! hook with who else is changing the lines it is about to change, per
 //! `[guard] pre_edit` (warn, block, off), and fails open. First through
 //! the real owt binary with Claude Code's hook input on stdin, then with
-//! the real Claude Code, Gemini CLI and OpenCode (pinned,
+//! the real Claude Code, Gemini CLI, OpenCode and Pi (pinned,
 //! `scripts/install-agents`) under `owt new` against the scripted model
 //! (`tests/model/`): each one's own write tool is warned or refused through
 //! the hook owt installed for it, and what the model is told names the
@@ -331,7 +331,7 @@ fn tool_result_of_write(agent: Agent, body: &Value) -> (String, Option<bool>) {
             }
             panic!("no functionResponse of write_file in {body}");
         }
-        Agent::OpenCode => {
+        Agent::OpenCode | Agent::Pi => {
             for m in body["messages"].as_array().expect("messages").iter().rev() {
                 if m["role"] == "tool"
                     && m["tool_call_id"]
@@ -396,6 +396,29 @@ fn opencode_write_is_refused_with_the_other_session_named_when_pre_edit_blocks()
 fn opencode_write_goes_through_with_a_warning_naming_the_other_session() {
     let (body, text) = agent_writes_over_a0s_lines(Agent::OpenCode, None);
     let (result, _) = tool_result_of_write(Agent::OpenCode, &body);
+    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
+    assert!(
+        result.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
+        "the warning is in the write's result the model reads: {result}"
+    );
+}
+
+#[test]
+fn pi_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
+    let (body, text) = agent_writes_over_a0s_lines(Agent::Pi, Some("block"));
+    let (result, _) = tool_result_of_write(Agent::Pi, &body);
+    assert!(
+        result.contains("owt Conflict Guard refused this edit: a0 (fake) is editing lines 8–10 of src/shared.txt")
+            && result.contains("owt send a0"),
+        "the model is told who and what to do: {result}"
+    );
+    assert_eq!(text, twenty_lines(), "the file was not written");
+}
+
+#[test]
+fn pi_write_goes_through_with_a_warning_naming_the_other_session() {
+    let (body, text) = agent_writes_over_a0s_lines(Agent::Pi, None);
+    let (result, _) = tool_result_of_write(Agent::Pi, &body);
     assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
     assert!(
         result.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),

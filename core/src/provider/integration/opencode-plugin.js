@@ -3,50 +3,8 @@
 // and asks Conflict Guard before each edit (`owt hook --pre-edit`).
 // Written by owt under $OWT_HOME and loaded only by the sessions owt starts
 // (through OPENCODE_CONFIG_CONTENT); the user's configuration is untouched.
-import { spawn } from "node:child_process";
-import { isAbsolute, join } from "node:path";
-
-const OWT = __OWT__;
-
-// OpenCode's edit tools as Claude Code's `PreToolUse` input, the one
-// `owt hook --pre-edit` reads; null for any other tool.
-const asClaudeCall = (tool, args, cwd) => {
-  if (!args || typeof args.filePath !== "string") return null;
-  const file_path = isAbsolute(args.filePath) ? args.filePath : join(cwd, args.filePath);
-  if (tool === "write" && typeof args.content === "string") {
-    return { tool_name: "Write", tool_input: { file_path, content: args.content } };
-  }
-  if (tool === "edit" && typeof args.oldString === "string") {
-    return { tool_name: "Edit", tool_input: { file_path, old_string: args.oldString } };
-  }
-  return null;
-};
-
-// `owt hook --pre-edit`'s answer (Claude Code's hook output), or null:
-// owt fails open, and so does this (an error or a timeout allows the edit).
-const askGuard = (call, cwd) =>
-  new Promise((resolve) => {
-    let out = "";
-    let child;
-    try {
-      child = spawn(OWT, ["hook", "--pre-edit"], { cwd, stdio: ["pipe", "pipe", "ignore"] });
-    } catch {
-      return resolve(null);
-    }
-    const timer = setTimeout(() => child.kill(), 10000);
-    child.stdout.on("data", (d) => (out += d));
-    child.on("error", () => resolve(null));
-    child.on("close", () => {
-      clearTimeout(timer);
-      try {
-        resolve(JSON.parse(out).hookSpecificOutput || null);
-      } catch {
-        resolve(null);
-      }
-    });
-    child.stdin.on("error", () => {});
-    child.stdin.end(JSON.stringify({ hook_event_name: "PreToolUse", cwd, ...call }));
-  });
+// (`spawn`, `OWT`, `asClaudeCall` and `askGuard` are in guard-ask.js,
+// which owt appends to this file.)
 
 export const OwtStatus = async (ctx) => {
   if (!process.env.OWT_SESSION) return {};

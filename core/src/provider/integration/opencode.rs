@@ -26,7 +26,10 @@ use super::{write_if_changed, Integration, IntegrationError};
 pub const CONFIG_CONTENT: &str = "OPENCODE_CONFIG_CONTENT";
 
 /// The plugin, with `__OWT__` standing for the owt binary (a JSON string).
-const PLUGIN: &str = include_str!("opencode-plugin.js");
+const PLUGIN: &str = concat!(
+    include_str!("opencode-plugin.js"),
+    include_str!("guard-ask.js")
+);
 
 /// Where the plugin is written.
 pub fn plugin_path(home: &Path) -> PathBuf {

@@ -14,7 +14,10 @@ use super::{write_if_changed, Integration, IntegrationError};
 use crate::provider::LaunchMode;
 
 /// The extension, with `__OWT__` standing for the owt binary (a JSON string).
-const EXTENSION: &str = include_str!("pi-extension.js");
+const EXTENSION: &str = concat!(
+    include_str!("pi-extension.js"),
+    include_str!("guard-ask.js")
+);
 
 /// Where the extension is written.
 pub fn extension_path(home: &Path) -> PathBuf {
