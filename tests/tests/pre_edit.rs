@@ -425,3 +425,71 @@ fn pi_write_goes_through_with_a_warning_naming_the_other_session() {
         "the warning is in the write's result the model reads: {result}"
     );
 }
+
+/// Gemini CLI's hooks go in the worktree's `.gemini/settings.json`:
+/// merged into it (the user's keys kept) and kept out of commits when the
+/// repository does not track it; left alone, with a warning, when it does.
+#[test]
+fn gemini_hooks_are_merged_into_an_untracked_settings_file_and_a_tracked_one_is_left_alone() {
+    let mut env = TestEnv::new();
+    let (repo, _a0) = setup(&env, None);
+    let model = Model::start(
+        &env.path().join("model"),
+        &json!({"turns": [{"steps": [{"text": "Nothing to do."}]}]}),
+    );
+    let untracked = env.path().join("app.worktrees").join("g-untracked");
+    let tracked = env.path().join("app.worktrees").join("g-tracked");
+    setup_offline(
+        &mut env,
+        Agent::Gemini,
+        &model,
+        &[repo.clone(), untracked.clone(), tracked.clone()],
+        false,
+    );
+    let new = |name: &str| -> NewOutput {
+        env.owt_json(
+            &repo,
+            ["new", "nothing", "--name", name, "--ai-tool", "gemini"],
+        )
+    };
+    // Untracked: owt's hooks, and `git status` stays clean.
+    let out = new("g-untracked");
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(untracked.join(".gemini/settings.json")).unwrap(),
+    )
+    .unwrap();
+    for event in ["BeforeTool", "AfterTool"] {
+        let hook = &settings["hooks"][event][0];
+        assert_eq!(hook["matcher"], "^(write_file|replace)$", "{settings}");
+        assert!(
+            hook["hooks"][0]["command"]
+                .as_str()
+                .is_some_and(|c| c.ends_with(" hook --pre-edit")),
+            "{settings}"
+        );
+    }
+    let status = env.git(&untracked, ["status", "--porcelain"]);
+    assert!(status.trim().is_empty(), "kept out of commits: {status}");
+
+    // Tracked: left as it is, and owt says so.
+    let theirs = "{\"model\": {\"name\": \"gemini-2.5-pro\"}}\n";
+    std::fs::create_dir_all(repo.join(".gemini")).unwrap();
+    std::fs::write(repo.join(".gemini/settings.json"), theirs).unwrap();
+    // (-f: the first session's exclusion, in the repository's shared
+    // info/exclude, covers the path now.)
+    env.git(&repo, ["add", "-f", ".gemini/settings.json"]);
+    env.git(&repo, ["commit", "-q", "-m", "gemini settings"]);
+    let out = new("g-tracked");
+    assert!(
+        out.warnings.iter().any(|w| w.contains(
+            ".gemini/settings.json is tracked in this repository: owt did not add Conflict Guard's pre-edit hook"
+        )),
+        "{:?}",
+        out.warnings
+    );
+    assert_eq!(
+        std::fs::read_to_string(tracked.join(".gemini/settings.json")).unwrap(),
+        theirs
+    );
+}
