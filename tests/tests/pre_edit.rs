@@ -493,3 +493,52 @@ fn gemini_hooks_are_merged_into_an_untracked_settings_file_and_a_tracked_one_is_
         theirs
     );
 }
+
+/// Gemini CLI's dialect through the real owt binary, with the payloads
+/// gemini 0.61.0 sends: `BeforeTool` warns the person (`systemMessage`)
+/// and keeps the warning for that call; the `AfterTool` of the same call
+/// hands it to the model once (`additionalContext`); another call's
+/// `AfterTool` gets nothing; `block` is `decision: deny`.
+#[test]
+fn gemini_before_and_after_tool_answers_through_the_binary() {
+    let env = TestEnv::new();
+    let (repo, _a0) = setup(&env, None);
+    let b0: NewOutput = env.owt_json(&repo, ["new", "also shared", "--name", "b0"]);
+    let wt = PathBuf::from(&b0.session.worktree);
+    let id = short_id(&env, &repo, "b0");
+    let call = |event: &str, old: &str| {
+        json!({"session_id": "g", "cwd": wt, "hook_event_name": event, "tool_name": "replace",
+            "tool_input": {"file_path": wt.join("src/shared.txt"), "old_string": old, "new_string": "x\n"}})
+        .to_string()
+    };
+    let (ok, out, err) = hook(&env, &wt, &id, &call("BeforeTool", "line 9\n"));
+    assert!(ok, "{err}");
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out:?} {err}"));
+    assert!(answer.get("decision").is_none(), "let through: {answer}");
+    let shown = answer["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        shown.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
+        "{answer}"
+    );
+    // Another call's AfterTool: nothing.
+    let (_, out, _) = hook(&env, &wt, &id, &call("AfterTool", "line 2\n"));
+    assert!(out.trim().is_empty(), "{out}");
+    // This call's: the warning, once.
+    let (_, out, _) = hook(&env, &wt, &id, &call("AfterTool", "line 9\n"));
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out:?}"));
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "AfterTool");
+    assert_eq!(answer["hookSpecificOutput"]["additionalContext"], shown);
+    let (_, out, _) = hook(&env, &wt, &id, &call("AfterTool", "line 9\n"));
+    assert!(out.trim().is_empty(), "handed over once: {out}");
+
+    set_mode(&env, &repo, "block");
+    let (_, out, _) = hook(&env, &wt, &id, &call("BeforeTool", "line 9\n"));
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out:?}"));
+    assert_eq!(answer["decision"], "deny", "{answer}");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("refused this edit: a0 (fake) is editing lines 8–10")),
+        "{answer}"
+    );
+}
