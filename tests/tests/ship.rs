@@ -1,7 +1,7 @@
 //! Merge and ship on real repositories: the final state of every ref,
 //! worktree and file is checked.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use owt_e2e::{read_file, write_file, TestEnv};
 use owt_protocol::{Lane, MergeOutput, ShipOutput, Status};
@@ -90,26 +90,22 @@ fn ship_onto_a_moved_base_makes_a_merge_commit_or_rebases() {
     }
 }
 
-#[test]
-fn predicted_conflict_changes_nothing_and_leave_conflicts_needs_you() {
+/// A session that committed AGENT on line 2 of shared.txt while the main
+/// checkout committed HUMAN there: merging it conflicts.
+fn conflicting_session() -> (TestEnv, PathBuf, String, PathBuf) {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    commit(
-        &env,
-        &repo,
-        "shared.txt",
-        "one\ntwo\nthree\n",
-        "shared file",
-    );
+    let shared = "shared.txt";
+    commit(&env, &repo, shared, "one\ntwo\nthree\n", "shared file");
     let (name, wt) = env.new_session(&repo, "edit shared");
-    commit(&env, &wt, "shared.txt", "one\nAGENT\nthree\n", "agent edit");
-    commit(
-        &env,
-        &repo,
-        "shared.txt",
-        "one\nHUMAN\nthree\n",
-        "human edit",
-    );
+    commit(&env, &wt, shared, "one\nAGENT\nthree\n", "agent edit");
+    commit(&env, &repo, shared, "one\nHUMAN\nthree\n", "human edit");
+    (env, repo, name, wt)
+}
+
+#[test]
+fn predicted_conflict_changes_nothing_and_leave_conflicts_needs_you() {
+    let (env, repo, name, wt) = conflicting_session();
     let before = env.snapshot(&repo, &wt);
 
     let err = env.owt_err(&repo, ["merge", &name]);
@@ -170,24 +166,7 @@ fn strategy_is_from_the_agents_point_of_view() {
         ("ours", true, "AGENT"),
         ("theirs", true, "HUMAN"),
     ] {
-        let env = TestEnv::new();
-        let repo = env.repo("app");
-        commit(
-            &env,
-            &repo,
-            "shared.txt",
-            "one\ntwo\nthree\n",
-            "shared file",
-        );
-        let (name, wt) = env.new_session(&repo, "edit shared");
-        commit(&env, &wt, "shared.txt", "one\nAGENT\nthree\n", "agent edit");
-        commit(
-            &env,
-            &repo,
-            "shared.txt",
-            "one\nHUMAN\nthree\n",
-            "human edit",
-        );
+        let (env, repo, name, wt) = conflicting_session();
         let mut args = vec!["merge", name.as_str(), "--strategy", strategy];
         if rebase {
             args.push("--rebase");
