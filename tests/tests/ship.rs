@@ -166,7 +166,7 @@ fn strategy_is_from_the_agents_point_of_view() {
         ("ours", true, "AGENT"),
         ("theirs", true, "HUMAN"),
     ] {
-        let (env, repo, name, wt) = conflicting_session();
+        let (env, repo, name, _) = conflicting_session();
         let mut args = vec!["merge", name.as_str(), "--strategy", strategy];
         if rebase {
             args.push("--rebase");
