@@ -10,6 +10,10 @@
 //! [`GuardView`] and re-renders the diagnostics of the paths it touched:
 //! no second lock, no full report per change. Unsaved buffers are handed
 //! to the engine by the owner, which takes the delta in the same lock.
+//! Once the watcher watches, every participant's refs are read once more
+//! (a ref that moved between the first computation and the watcher's
+//! start sent it no event); a file written in that window is seen at its
+//! next change.
 //!
 //! Invariants: the engine is locked by the watcher for one batch and by
 //! the owner for one `set_overrides`, never longer; publications go
