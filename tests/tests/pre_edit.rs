@@ -351,79 +351,69 @@ fn tool_result_of_write(agent: Agent, body: &Value) -> (String, Option<bool>) {
     }
 }
 
-#[test]
-fn gemini_cli_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
-    let (body, text) = agent_writes_over_a0s_lines(Agent::Gemini, Some("block"));
-    let (result, is_error) = tool_result_of_write(Agent::Gemini, &body);
-    assert_eq!(is_error, Some(true), "the write_file was refused: {result}");
+/// `agent` writes over a0's lines with `[guard] pre_edit = "block"`: the
+/// write is refused, and the model reads who and what to do.
+fn write_is_refused_naming_a0(agent: Agent) {
+    let (body, text) = agent_writes_over_a0s_lines(agent, Some("block"));
+    let (result, is_error) = tool_result_of_write(agent, &body);
+    if agent == Agent::Gemini {
+        assert_eq!(is_error, Some(true), "the write_file was refused: {result}");
+    }
     assert!(
         result.contains("owt Conflict Guard refused this edit: a0 (fake) is editing lines 8–10 of src/shared.txt")
             && result.contains("owt send a0"),
         "the model is told who and what to do: {result}"
     );
     assert_eq!(text, twenty_lines(), "the file was not written");
+}
+
+/// `agent` writes over a0's lines with the default `warn`: the write goes
+/// through and its result, which the model reads, names a0.
+fn write_goes_through_warning_of_a0(agent: Agent) {
+    let (body, text) = agent_writes_over_a0s_lines(agent, None);
+    let (result, is_error) = tool_result_of_write(agent, &body);
+    if agent == Agent::Gemini {
+        assert_eq!(
+            is_error,
+            Some(false),
+            "the write_file went through: {result}"
+        );
+    }
+    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
+    assert!(
+        result.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
+        "the warning is in the write's result the model reads: {result}"
+    );
+}
+
+#[test]
+fn gemini_cli_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
+    write_is_refused_naming_a0(Agent::Gemini);
 }
 
 #[test]
 fn gemini_cli_write_goes_through_with_a_warning_naming_the_other_session() {
-    let (body, text) = agent_writes_over_a0s_lines(Agent::Gemini, None);
-    let (result, is_error) = tool_result_of_write(Agent::Gemini, &body);
-    assert_eq!(
-        is_error,
-        Some(false),
-        "the write_file went through: {result}"
-    );
-    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
-    assert!(
-        result.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
-        "the warning is in the write's result the model reads: {result}"
-    );
+    write_goes_through_warning_of_a0(Agent::Gemini);
 }
 
 #[test]
 fn opencode_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
-    let (body, text) = agent_writes_over_a0s_lines(Agent::OpenCode, Some("block"));
-    let (result, _) = tool_result_of_write(Agent::OpenCode, &body);
-    assert!(
-        result.contains("owt Conflict Guard refused this edit: a0 (fake) is editing lines 8–10 of src/shared.txt")
-            && result.contains("owt send a0"),
-        "the model is told who and what to do: {result}"
-    );
-    assert_eq!(text, twenty_lines(), "the file was not written");
+    write_is_refused_naming_a0(Agent::OpenCode);
 }
 
 #[test]
 fn opencode_write_goes_through_with_a_warning_naming_the_other_session() {
-    let (body, text) = agent_writes_over_a0s_lines(Agent::OpenCode, None);
-    let (result, _) = tool_result_of_write(Agent::OpenCode, &body);
-    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
-    assert!(
-        result.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
-        "the warning is in the write's result the model reads: {result}"
-    );
+    write_goes_through_warning_of_a0(Agent::OpenCode);
 }
 
 #[test]
 fn pi_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
-    let (body, text) = agent_writes_over_a0s_lines(Agent::Pi, Some("block"));
-    let (result, _) = tool_result_of_write(Agent::Pi, &body);
-    assert!(
-        result.contains("owt Conflict Guard refused this edit: a0 (fake) is editing lines 8–10 of src/shared.txt")
-            && result.contains("owt send a0"),
-        "the model is told who and what to do: {result}"
-    );
-    assert_eq!(text, twenty_lines(), "the file was not written");
+    write_is_refused_naming_a0(Agent::Pi);
 }
 
 #[test]
 fn pi_write_goes_through_with_a_warning_naming_the_other_session() {
-    let (body, text) = agent_writes_over_a0s_lines(Agent::Pi, None);
-    let (result, _) = tool_result_of_write(Agent::Pi, &body);
-    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
-    assert!(
-        result.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
-        "the warning is in the write's result the model reads: {result}"
-    );
+    write_goes_through_warning_of_a0(Agent::Pi);
 }
 
 /// Gemini CLI's hooks go in the worktree's `.gemini/settings.json`:
