@@ -275,12 +275,16 @@ fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
             }
         };
         tracing::debug!(session = %row.name, "git facts from {}", read.source);
-        if job.journal.is_some() && read.source == ScanSource::Journal.name() {
+        if job.journal.is_some()
+            && job.host_fact_at.is_some()
+            && read.source == ScanSource::Journal.name()
+        {
             // Read from the host's journal for the HEAD and base tip of
             // now: as good as the host's own record (which waits for the
             // next change in the checkout, and never sees the base move),
-            // so the next listing need not ask. Not over a record the
-            // host made meanwhile (it may be newer than this reading).
+            // so the next listing need not ask. Only for a host that
+            // records them itself, and not over a record it made
+            // meanwhile (it may be newer than this reading).
             record_host_git(ctx, row, job.host_fact_at, &read);
         }
         let fact = GitFact {
@@ -299,7 +303,10 @@ enum HostGit {
     /// the HEAD and base branch tip read now.
     Holds(GitFact),
     /// None that holds (a commit, a base that moved, a host just started):
-    /// the host is asked. With when the one there is was recorded.
+    /// the host is asked. With when the one there is was recorded, when
+    /// it was in this host's life: such a host keeps its record current,
+    /// so what the listing reads may be recorded for it (a host that never
+    /// recorded one — an ACP host, an older owt's — would not update it).
     Stale(Option<i64>),
 }
 
@@ -329,7 +336,7 @@ fn host_git_fact(
         .find(|f| f.kind == status::kind::HOST)
         .map(|f| f.observed_at);
     if host_at.is_none_or(|host_at| at < host_at) {
-        return HostGit::Stale(Some(at));
+        return HostGit::Stale(None);
     }
     let repo = ctx.repo.git2();
     let head = git_dir.and_then(|git_dir| head_commit(repo, git_dir));
@@ -352,6 +359,9 @@ fn host_git_fact(
 /// unless the one the store holds is not the one seen before the reading
 /// (`seen_at`: the host recorded one meanwhile).
 fn record_host_git(ctx: &Context, row: &SessionRow, seen_at: Option<i64>, read: &WorkCounts) {
+    if seen_at.is_none() {
+        return;
+    }
     let now_at = ctx
         .store
         .fact::<HostGitFact>(row.id, status::kind::HOST_GIT)
