@@ -46,8 +46,8 @@ use screen::*;
 pub(crate) use socket::accept_hello;
 use socket::*;
 pub use socket::{decode_hello, decode_request, Request};
-pub(crate) use spawn::spawn_guarded;
 use spawn::*;
+pub(crate) use spawn::{listen, spawn_guarded};
 
 use super::queries::{self, QueryScanner};
 use super::{rules, HostSpec, SessionError};

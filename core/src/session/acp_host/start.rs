@@ -1,10 +1,10 @@
-//! Starting the host: its socket, the agent's process on pipes, the
-//! facts that say the host runs, and the host's first state.
+//! Starting the host: its socket (bound as a terminal session's host
+//! binds it), the agent's process on pipes, the facts that say the host
+//! runs, and the host's first state.
 
 use std::collections::{HashSet, VecDeque};
 use std::fs::File;
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -16,31 +16,12 @@ use owt_protocol::AcpView;
 use crate::acp::conn::Conn;
 use crate::acp::terminal::Terminals;
 use crate::acp::transcript::Transcript;
+use crate::session::host::listen;
 use crate::session::{HostSpec, SessionError};
 use crate::status::{kind, AcpFact, AcpState, HostFact};
 use crate::store::{now_ms, Store};
 
 use super::{host_err, Host, State};
-
-fn listen(spec: &HostSpec) -> Result<UnixListener, SessionError> {
-    let socket = crate::session::socket_path(&spec.home, &spec.short_id);
-    let run_dir = socket.parent().unwrap_or(&spec.home).to_path_buf();
-    crate::session::host::ensure_private_dir(&run_dir)?;
-    if socket.exists() {
-        if UnixStream::connect(&socket).is_ok() {
-            return Err(SessionError::Host(format!(
-                "another host already serves {}",
-                socket.display()
-            )));
-        }
-        let _ = std::fs::remove_file(&socket);
-    }
-    let listener = UnixListener::bind(&socket)
-        .map_err(|e| host_err(&format!("binding {}", socket.display()), e))?;
-    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| host_err("restricting the socket to its owner", e))?;
-    Ok(listener)
-}
 
 /// The environment the agent (and its terminals) get on top of the host's.
 fn agent_env(spec: &HostSpec) -> Vec<(String, String)> {
