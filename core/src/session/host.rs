@@ -389,39 +389,12 @@ fn serve(started: Started, hooks: TurnHooks) {
         spawn_guarded("monitor", move || monitor(&shared, store, monitor_rx));
     }
     if !shared.spec.headless {
-        // Checks when the agent's turn ends, the failure typed back.
-        let typer = shared.clone();
-        let watcher = shared.clone();
-        let side = crate::feedback::turn::HostSide {
-            session_id: shared.spec.session_id,
-            home: shared.spec.home.clone(),
-            type_text: Box::new(move |text| type_text(&typer, text, true)),
-            exiting: Box::new(move || watcher.exiting.load(Ordering::SeqCst)),
-            hooks,
-        };
-        spawn_guarded("feedback", move || crate::feedback::turn::run(side));
+        spawn_feedback(&shared, hooks);
     }
     {
         let shared = shared.clone();
         spawn_guarded("waiter", move || {
-            let exit = match child.wait() {
-                Ok(status) => AgentExit {
-                    code: if status.signal().is_some() {
-                        None
-                    } else {
-                        Some(status.exit_code() as i32)
-                    },
-                    signal: status.signal().map(str::to_string),
-                },
-                Err(e) => {
-                    tracing::error!("waiting for the agent: {e}");
-                    AgentExit {
-                        code: None,
-                        signal: Some(format!("lost: {e}")),
-                    }
-                }
-            };
-            tracing::info!(?exit, "agent exited");
+            let exit = wait_agent(child.as_mut());
             // Let the reader drain what the agent wrote last.
             let _ = reader_done_rx.recv_timeout(Duration::from_millis(1_000));
             finish(&shared, exit, &monitor_tx);
@@ -439,6 +412,44 @@ fn serve(started: Started, hooks: TurnHooks) {
             }
         }
     }
+}
+
+/// The feedback loop's thread: checks when the agent's turn ends, the
+/// failure typed back.
+fn spawn_feedback(shared: &Arc<Shared>, hooks: TurnHooks) {
+    let typer = shared.clone();
+    let watcher = shared.clone();
+    let side = crate::feedback::turn::HostSide {
+        session_id: shared.spec.session_id,
+        home: shared.spec.home.clone(),
+        type_text: Box::new(move |text| type_text(&typer, text, true)),
+        exiting: Box::new(move || watcher.exiting.load(Ordering::SeqCst)),
+        hooks,
+    };
+    spawn_guarded("feedback", move || crate::feedback::turn::run(side));
+}
+
+/// Waits for the agent to exit: its code, or the signal that ended it.
+fn wait_agent(child: &mut (dyn portable_pty::Child + Send + Sync)) -> AgentExit {
+    let exit = match child.wait() {
+        Ok(status) => AgentExit {
+            code: if status.signal().is_some() {
+                None
+            } else {
+                Some(status.exit_code() as i32)
+            },
+            signal: status.signal().map(str::to_string),
+        },
+        Err(e) => {
+            tracing::error!("waiting for the agent: {e}");
+            AgentExit {
+                code: None,
+                signal: Some(format!("lost: {e}")),
+            }
+        }
+    };
+    tracing::info!(?exit, "agent exited");
+    exit
 }
 
 /// The agent is gone: save its last screen, tell everyone, linger, leave.
