@@ -342,3 +342,153 @@ fn request_for(line: &str, pending_now: impl Fn() -> Option<PendingPermission>) 
 fn answer_frame(option: Option<String>, deny: bool, id: Option<u64>) -> Vec<u8> {
     proto::encode_json(FrameKind::Answer, &PermissionAnswer { option, deny, id })
 }
+
+#[cfg(test)]
+mod tests {
+    use owt_protocol::host::PermissionOption;
+    use serde_json::json;
+
+    use super::*;
+
+    fn printed(events: &[AcpEvent]) -> String {
+        let mut printer = Printer::default();
+        let mut out = Vec::new();
+        for event in events {
+            printer.event(&mut out, event);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    fn update(value: serde_json::Value) -> AcpEvent {
+        AcpEvent::Update { update: value }
+    }
+
+    /// What `owt attach` prints for a turn: the streamed reply, a tool
+    /// call's start and end (not its steps in between), the permission
+    /// asked and answered, and whose turn it is.
+    #[test]
+    fn a_turn_prints_its_reply_tools_permission_and_end() {
+        let pending = PendingPermission {
+            id: 1,
+            question: "Write a.txt".into(),
+            tool_kind: Some("edit".into()),
+            paths: vec!["a.txt".into()],
+            options: vec![PermissionOption {
+                id: "allow".into(),
+                name: "Allow".into(),
+                kind: "allow_once".into(),
+            }],
+        };
+        let text = printed(&[
+            AcpEvent::Prompt {
+                text: "make a.txt".into(),
+            },
+            update(
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "On "}}),
+            ),
+            update(
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "it."}}),
+            ),
+            update(
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Write a.txt", "kind": "edit", "status": "pending"}),
+            ),
+            update(
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "in_progress"}),
+            ),
+            AcpEvent::Permission {
+                pending: pending.clone(),
+                tool_call: json!({}),
+                options: json!([]),
+            },
+            AcpEvent::Answered {
+                id: 1,
+                option_id: Some("allow".into()),
+            },
+            update(
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}),
+            ),
+            AcpEvent::TurnEnded {
+                stop_reason: "end_turn".into(),
+                usage: None,
+            },
+        ]);
+        let expected = {
+            let mut lines = Vec::new();
+            transcript::render_entry(
+                &TranscriptEntry::User {
+                    text: "make a.txt".into(),
+                },
+                &mut lines,
+            );
+            lines.retain(|l| !l.is_empty());
+            lines.push("On it.".into());
+            let tool = |status: &str| TranscriptEntry::Tool {
+                id: "t1".into(),
+                title: "Write a.txt".into(),
+                kind: Some("edit".into()),
+                status: Some(status.into()),
+                paths: Vec::new(),
+            };
+            transcript::render_entry(&tool("pending"), &mut lines);
+            let mut asked = Vec::new();
+            transcript::render_entry(
+                &TranscriptEntry::Permission {
+                    question: pending.question.clone(),
+                    options: pending.options.clone(),
+                    answer: None,
+                },
+                &mut asked,
+            );
+            asked.pop();
+            lines.extend(asked);
+            lines.push("  answer: a number (or /approve N), /deny".into());
+            lines.push("  → Allow".into());
+            transcript::render_entry(&tool("completed"), &mut lines);
+            lines.push("(your turn)".into());
+            lines.join("\n") + "\n"
+        };
+        assert_eq!(text, expected);
+    }
+
+    /// A typed line is a prompt unless it is one of the attach's commands;
+    /// a bare number answers only while a question waits.
+    #[test]
+    fn typed_lines_become_the_frames_they_ask_for() {
+        let waiting = || {
+            Some(PendingPermission {
+                id: 7,
+                question: "q".into(),
+                tool_kind: None,
+                paths: Vec::new(),
+                options: Vec::new(),
+            })
+        };
+        let nothing = || None;
+        let answer = |option: Option<&str>, deny, id| {
+            Some(answer_frame(option.map(str::to_string), deny, id))
+        };
+        let send = |text: &str| {
+            Some(proto::encode_json(
+                FrameKind::Send,
+                &SendText {
+                    text: text.into(),
+                    enter: true,
+                },
+            ))
+        };
+        assert_eq!(request_for(" /detach ", waiting), None);
+        assert_eq!(
+            request_for("/cancel", waiting),
+            Some(proto::encode(FrameKind::Cancel, b""))
+        );
+        assert_eq!(request_for("/deny", waiting), answer(None, true, Some(7)));
+        assert_eq!(
+            request_for("/approve 2", waiting),
+            answer(Some("2"), false, Some(7))
+        );
+        assert_eq!(request_for("/approve", nothing), answer(None, false, None));
+        assert_eq!(request_for("2", waiting), answer(Some("2"), false, Some(7)));
+        assert_eq!(request_for("2", nothing), send("2"));
+        assert_eq!(request_for("  fix it ", nothing), send("  fix it "));
+    }
+}
