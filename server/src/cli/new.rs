@@ -81,33 +81,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         now: args.now,
     };
     if let Some(remote) = &args.on {
-        let made = ops::remote::new_on(&mut ctx, remote, &req, &mut |line| out.progress(line))?;
-        for warning in &made.output.warnings {
-            out.warn(warning);
-        }
-        let view = list::session_view(&ctx, &made.session)?;
-        let doc = owt_protocol::NewOutput {
-            session: view.clone(),
-            warnings: made.output.warnings.clone(),
-        };
-        out.emit(&doc, || {
-            if made.agent_started {
-                format!(
-                    "Started session {} ({}) on branch {} in {}.\nAttach with: owt attach {}",
-                    view.name, view.provider, view.branch, view.worktree, view.name
-                )
-            } else {
-                format!(
-                    "Created session {} in {}, but its agent did not start (see the warning above).",
-                    view.name, view.worktree
-                )
-            }
-        })?;
-        return Ok(if made.agent_started {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        });
+        return run_on(&mut ctx, out, remote, &req);
     }
     let result = ops::new::new_session(&mut ctx, &req, &mut |line| out.progress(line))?;
     for warning in &result.warnings {
@@ -143,6 +117,42 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         )
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `owt new --on REMOTE`: the session made on a remote machine.
+fn run_on(
+    ctx: &mut ops::Context,
+    out: &super::Out,
+    remote: &str,
+    req: &NewRequest,
+) -> anyhow::Result<ExitCode> {
+    let made = ops::remote::new_on(ctx, remote, req, &mut |line| out.progress(line))?;
+    for warning in &made.output.warnings {
+        out.warn(warning);
+    }
+    let view = list::session_view(ctx, &made.session)?;
+    let doc = owt_protocol::NewOutput {
+        session: view.clone(),
+        warnings: made.output.warnings.clone(),
+    };
+    out.emit(&doc, || {
+        if made.agent_started {
+            format!(
+                "Started session {} ({}) on branch {} in {}.\nAttach with: owt attach {}",
+                view.name, view.provider, view.branch, view.worktree, view.name
+            )
+        } else {
+            format!(
+                "Created session {} in {}, but its agent did not start (see the warning above).",
+                view.name, view.worktree
+            )
+        }
+    })?;
+    Ok(if made.agent_started {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// The size of the terminal owt runs in, or 40×120 when there is none.
