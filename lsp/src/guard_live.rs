@@ -10,6 +10,10 @@
 //! [`GuardView`] and re-renders the diagnostics of the paths it touched:
 //! no second lock, no full report per change. Unsaved buffers are handed
 //! to the engine by the owner, which takes the delta in the same lock.
+//! Once the watcher watches, every participant's refs are read once more
+//! (a ref that moved between the first computation and the watcher's
+//! start sent it no event); a file written in that window is seen at its
+//! next change.
 //!
 //! Invariants: the engine is locked by the watcher for one batch and by
 //! the owner for one `set_overrides`, never longer; publications go
@@ -119,6 +123,13 @@ pub fn ensure(state: &mut State) {
             if let Some(git) = &state.git {
                 git.poke(GitPoke::Watched(true));
             }
+            // A ref that moved while the guard computed, before the watcher
+            // watched (a commit landing on the base branch), sent the
+            // watcher nothing: read every participant's refs once more.
+            catch_up_refs(
+                &engine,
+                watcher_callback(state, &ctx.home, epoch, generation.clone()),
+            );
             state.guard.running = Some(Running {
                 engine,
                 generation,
@@ -191,6 +202,36 @@ fn start_engine(state: &State, ctx: &Context) -> Option<(GuardEngine, Vec<Snapsh
         }
     };
     Some((engine, git_facts))
+}
+
+/// Re-reads every participant's refs (see the caller) and hands what
+/// changed to `on_update`, as a watcher batch would.
+fn catch_up_refs(
+    engine: &Mutex<GuardEngine>,
+    mut on_update: impl FnMut(&GuardEngine, &GuardUpdate),
+) {
+    let Ok(mut engine) = engine.lock() else {
+        return;
+    };
+    let ids: Vec<String> = engine.participants().map(|p| p.id.clone()).collect();
+    let mut batch = GuardUpdate::default();
+    for id in &ids {
+        match engine.on_refs_changed(id) {
+            Ok(update) => {
+                batch.participants.extend(update.participants);
+                batch.heads_moved.extend(update.heads_moved);
+                batch.pairs.extend(update.pairs);
+                batch.changed_pairs.extend(update.changed_pairs);
+                batch
+                    .changed_base_conflicts
+                    .extend(update.changed_base_conflicts);
+            }
+            Err(e) => tracing::warn!("conflict guard: re-reading the refs of {id} failed: {e}"),
+        }
+    }
+    if !batch.participants.is_empty() || !batch.heads_moved.is_empty() {
+        on_update(&engine, &batch);
+    }
 }
 
 /// What the watcher does after each batch, on its thread, holding the
