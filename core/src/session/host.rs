@@ -43,11 +43,12 @@ use monitor::*;
 use output::*;
 pub use screen::screen_view;
 use screen::*;
+pub(crate) use socket::accept_clients;
 pub(crate) use socket::accept_hello;
 use socket::*;
 pub use socket::{decode_hello, decode_request, Request};
 use spawn::*;
-pub(crate) use spawn::{listen, spawn_guarded};
+pub(crate) use spawn::{listen, open_store_logged, spawn_guarded};
 
 use super::queries::{self, QueryScanner};
 use super::{rules, HostSpec, SessionError};
@@ -400,18 +401,7 @@ fn serve(started: Started, hooks: TurnHooks) {
             finish(&shared, exit, &monitor_tx);
         });
     }
-    for conn in listener.incoming() {
-        match conn {
-            Ok(stream) => {
-                let shared = shared.clone();
-                spawn_guarded("client", move || serve_client(&shared, stream));
-            }
-            Err(e) => {
-                tracing::warn!("accepting a client: {e}");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    }
+    accept_clients(&listener, move |stream| serve_client(&shared, stream));
 }
 
 /// The feedback loop's thread: checks when the agent's turn ends, the

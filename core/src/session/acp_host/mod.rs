@@ -50,7 +50,7 @@ use crate::acp::conn::Conn;
 use crate::acp::rpc::Id;
 use crate::acp::terminal::Terminals;
 use crate::acp::transcript::{self, Transcript};
-use crate::session::host::{lock, spawn_guarded};
+use crate::session::host::{accept_clients, lock, spawn_guarded};
 use crate::session::{HostSpec, SessionError};
 use crate::status::{kind, AcpFact, AcpState, ExitFact};
 use crate::store::{now_ms, Store};
@@ -325,18 +325,7 @@ fn serve(
             finish(&host, exit);
         });
     }
-    for conn in listener.incoming() {
-        match conn {
-            Ok(stream) => {
-                let host = host.clone();
-                spawn_guarded("client", move || serve_client(&host, stream));
-            }
-            Err(e) => {
-                tracing::warn!("accepting a client: {e}");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    }
+    accept_clients(&listener, move |stream| serve_client(&host, stream));
 }
 
 /// The agent is gone: record it, save the transcript, tell everyone, leave.

@@ -16,7 +16,7 @@ use owt_protocol::AcpView;
 use crate::acp::conn::Conn;
 use crate::acp::terminal::Terminals;
 use crate::acp::transcript::Transcript;
-use crate::session::host::listen;
+use crate::session::host::{listen, open_store_logged};
 use crate::session::{HostSpec, SessionError};
 use crate::status::{kind, AcpFact, AcpState, HostFact};
 use crate::store::{now_ms, Store};
@@ -119,13 +119,7 @@ fn spawn_agent(
 /// starting, no pending permission); `None`, logged, when the store
 /// cannot be opened: the host runs on without recording facts.
 fn open_store(spec: &HostSpec, host_pid: u32, agent_pid: u32) -> Option<Store> {
-    let store = match Store::open(&spec.home) {
-        Ok(store) => store,
-        Err(e) => {
-            tracing::warn!("opening the store: {e}; facts will not be recorded");
-            return None;
-        }
-    };
+    let store = open_store_logged(&spec.home)?;
     let socket = crate::session::socket_path(&spec.home, &spec.short_id);
     let fact = HostFact {
         host_pid,

@@ -25,6 +25,26 @@ pub(super) fn peer_uid(stream: &UnixStream) -> Option<u32> {
     (rc == 0).then_some(cred.uid)
 }
 
+/// Accepts the socket's connections, each served by `serve` on its own
+/// thread, for as long as the host runs. Shared with the ACP host.
+pub(crate) fn accept_clients(
+    listener: &UnixListener,
+    serve: impl Fn(UnixStream) + Send + Sync + Clone + 'static,
+) {
+    for conn in listener.incoming() {
+        match conn {
+            Ok(stream) => {
+                let serve = serve.clone();
+                spawn_guarded("client", move || serve(stream));
+            }
+            Err(e) => {
+                tracing::warn!("accepting a client: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
 pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
     let Some(hello) = accept_hello(&mut stream) else {
         return;

@@ -125,13 +125,7 @@ fn spawn_agent(
 /// Opens the store and records the `host` fact; `None`, logged, when the
 /// store cannot be opened: the host runs on without recording facts.
 fn open_store(spec: &HostSpec, host_pid: u32, agent_pid: Option<u32>) -> Option<Store> {
-    let store = match Store::open(&spec.home) {
-        Ok(store) => store,
-        Err(e) => {
-            tracing::warn!("opening the store: {e}; facts will not be recorded");
-            return None;
-        }
-    };
+    let store = open_store_logged(&spec.home)?;
     let socket = crate::session::socket_path(&spec.home, &spec.short_id);
     let fact = HostFact {
         host_pid,
@@ -144,6 +138,19 @@ fn open_store(spec: &HostSpec, host_pid: u32, agent_pid: Option<u32>) -> Option<
         tracing::warn!("recording the host fact: {e}");
     }
     Some(store)
+}
+
+/// The store a host records its facts in; `None`, logged, when it cannot
+/// be opened: the host runs on without recording facts. Shared with the
+/// ACP host.
+pub(crate) fn open_store_logged(home: &Path) -> Option<Store> {
+    match Store::open(home) {
+        Ok(store) => Some(store),
+        Err(e) => {
+            tracing::warn!("opening the store: {e}; facts will not be recorded");
+            None
+        }
+    }
 }
 
 /// The screen model and what is known before the agent wrote anything.
