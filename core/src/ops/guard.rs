@@ -155,7 +155,7 @@ pub fn pre_edit(
     input: &serde_json::Value,
 ) -> anyhow::Result<Option<serde_json::Value>> {
     use crate::config::PreEdit;
-    use crate::guard::pre_edit::{parse_hook_input, who_else};
+    use crate::guard::pre_edit::{hit_text, parse_hook_input, who_else};
     let mode = ctx.config.config.guard.pre_edit;
     if mode == PreEdit::Off {
         return Ok(None);
@@ -185,12 +185,31 @@ pub fn pre_edit(
     if hits.is_empty() {
         return Ok(None);
     }
-    let (said, first) = overlaps_said(ctx, &hits, &rel)?;
+    let rows = ctx.store.sessions(ctx.repo_row.id)?;
+    let who = |name: &str| -> String {
+        if name == YOU {
+            return "the main checkout (you)".into();
+        }
+        match rows.iter().find(|r| r.name == name) {
+            Some(r) => format!("{} ({})", r.name, r.provider),
+            None => name.to_string(),
+        }
+    };
+    let said: Vec<String> = hits
+        .iter()
+        .map(|h| hit_text(h, &who(&h.name), &rel))
+        .collect();
+    let first = hits
+        .iter()
+        .find(|h| h.name != YOU)
+        .map_or("NAME", |h| h.name.as_str());
     let refused = format!(
-        "owt Conflict Guard refused this edit: {said}. Coordinate with `owt send {first} \"…\"` or change other lines."
+        "owt Conflict Guard refused this edit: {}. Coordinate with `owt send {first} \"…\"` or change other lines.",
+        said.join("; ")
     );
     let warned = format!(
-        "owt Conflict Guard: {said}. Your edit goes through; merging may conflict there: coordinate with `owt send {first} \"…\"` or change other lines."
+        "owt Conflict Guard: {}. Your edit goes through; merging may conflict there: coordinate with `owt send {first} \"…\"` or change other lines.",
+        said.join("; ")
     );
     if event == "BeforeTool" {
         // Gemini CLI: `decision: deny` goes to the model as the tool's
@@ -216,36 +235,6 @@ pub fn pre_edit(
         }),
     };
     Ok(Some(serde_json::json!({ "hookSpecificOutput": output })))
-}
-
-/// What the pre-edit hook says about `hits` on `rel` (each session named
-/// with its agent, joined with `; `), and the session to coordinate with
-/// first (`NAME` when only the main checkout is hit).
-fn overlaps_said(
-    ctx: &Context,
-    hits: &[crate::guard::pre_edit::Hit],
-    rel: &str,
-) -> anyhow::Result<(String, String)> {
-    use crate::guard::pre_edit::hit_text;
-    let rows = ctx.store.sessions(ctx.repo_row.id)?;
-    let who = |name: &str| -> String {
-        if name == YOU {
-            return "the main checkout (you)".into();
-        }
-        match rows.iter().find(|r| r.name == name) {
-            Some(r) => format!("{} ({})", r.name, r.provider),
-            None => name.to_string(),
-        }
-    };
-    let said: Vec<String> = hits
-        .iter()
-        .map(|h| hit_text(h, &who(&h.name), rel))
-        .collect();
-    let first = hits
-        .iter()
-        .find(|h| h.name != YOU)
-        .map_or("NAME", |h| h.name.as_str());
-    Ok((said.join("; "), first.to_string()))
 }
 
 /// Gemini's warnings between its `BeforeTool` and `AfterTool` hooks: one
