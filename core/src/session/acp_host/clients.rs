@@ -200,16 +200,7 @@ pub(super) fn serve_client(host: &Arc<Host>, mut stream: UnixStream) {
     });
     let _ = tx.send(welcome);
     if hello.role == Role::Events {
-        let state = lock(&host.state);
-        let _ = tx.send(proto::encode_json(FrameKind::Transcript, &view(&state)));
-        if let Some(exit) = &state.exit {
-            let _ = tx.send(proto::encode_json(FrameKind::Exited, exit));
-        } else if let Ok(s) = stream.try_clone() {
-            lock(&host.clients).push(EventClient {
-                tx: tx.clone(),
-                stream: s,
-            });
-        }
+        subscribe(host, &tx, &stream);
     }
     let mut incoming = BufReader::with_capacity(16 * 1024, &stream);
     loop {
@@ -234,6 +225,21 @@ pub(super) fn serve_client(host: &Arc<Host>, mut stream: UnixStream) {
     drop(tx);
     if let Some(writer) = writer {
         let _ = writer.join();
+    }
+}
+
+/// An `Events` client gets the transcript so far, then every event (or
+/// the exit, when the agent is gone), in one order under the state lock.
+fn subscribe(host: &Host, tx: &mpsc::SyncSender<Vec<u8>>, stream: &UnixStream) {
+    let state = lock(&host.state);
+    let _ = tx.send(proto::encode_json(FrameKind::Transcript, &view(&state)));
+    if let Some(exit) = &state.exit {
+        let _ = tx.send(proto::encode_json(FrameKind::Exited, exit));
+    } else if let Ok(s) = stream.try_clone() {
+        lock(&host.clients).push(EventClient {
+            tx: tx.clone(),
+            stream: s,
+        });
     }
 }
 
