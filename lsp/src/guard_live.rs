@@ -37,7 +37,8 @@ use super::outbox::Outgoing;
 use super::sessions;
 use super::state::State;
 use owt_core::guard::{GuardEngine, GuardUpdate, GuardWatcher, YOU};
-use owt_core::ops;
+use owt_core::ops::guard::SnapshotGitFact;
+use owt_core::ops::{self, Context};
 
 /// How long the watcher collects file events before updating the guard.
 const GUARD_DEBOUNCE: Duration = Duration::from_millis(20);
@@ -96,50 +97,20 @@ pub fn ensure(state: &mut State) {
         .filter(|s| s.remote.is_some() || Path::new(&s.worktree).is_dir())
         .map(|s| (s.name.clone(), PathBuf::from(&s.worktree)))
         .collect();
-    let guard = &mut state.guard;
-    if guard.running.as_ref().is_some_and(|r| r.members == members) {
+    if state
+        .guard
+        .running
+        .as_ref()
+        .is_some_and(|r| r.members == members)
+    {
         return;
     }
-    // Who "you" are: the session whose worktree holds the workspace root.
-    let root = state
-        .root
-        .clone()
-        .map(|r| std::fs::canonicalize(&r).unwrap_or(r));
-    let mine = root.as_ref().and_then(|root| {
-        state
-            .sessions
-            .iter()
-            .filter(|s| root.starts_with(&s.worktree))
-            .max_by_key(|s| s.worktree.len())
-    });
-    (guard.me, guard.my_root) = match mine {
-        Some(s) => (s.name.clone(), Some(PathBuf::from(&s.worktree))),
-        None => (YOU.to_string(), Some(ctx.repo.main_root().to_path_buf())),
+    (state.guard.me, state.guard.my_root) = whoami(state, ctx);
+    state.guard.running = None;
+    let Some((engine, git_facts)) = start_engine(state, ctx) else {
+        return;
     };
-    guard.running = None;
-    let poke = |message: GitPoke| {
-        if let Some(git) = &state.git {
-            git.poke(message);
-        }
-    };
-    poke(GitPoke::Watched(false));
-    let engine = match ops::guard::compute(ctx) {
-        Ok(engine) => engine,
-        Err(e) => {
-            tracing::warn!("the conflict guard could not start: {e:#}");
-            return;
-        }
-    };
-    let git_facts = match ops::guard::record_facts(&ctx.store, &engine, None) {
-        Ok(git_facts) => {
-            poke(GitPoke::Facts(git_facts.clone()));
-            git_facts
-        }
-        Err(e) => {
-            tracing::warn!("recording guard facts failed: {e:#}");
-            Vec::new()
-        }
-    };
+    let guard = &mut state.guard;
     guard.epochs += 1;
     let epoch = guard.epochs;
     let generation = Arc::new(AtomicU64::new(1));
@@ -181,6 +152,56 @@ pub fn ensure(state: &mut State) {
             );
         }
     }
+}
+
+/// Who "you" are: the session whose worktree holds the workspace root (and
+/// that worktree), or the human in the main checkout.
+fn whoami(state: &State, ctx: &Context) -> (String, Option<PathBuf>) {
+    let root = state
+        .root
+        .clone()
+        .map(|r| std::fs::canonicalize(&r).unwrap_or(r));
+    let mine = root.as_ref().and_then(|root| {
+        state
+            .sessions
+            .iter()
+            .filter(|s| root.starts_with(&s.worktree))
+            .max_by_key(|s| s.worktree.len())
+    });
+    match mine {
+        Some(s) => (s.name.clone(), Some(PathBuf::from(&s.worktree))),
+        None => (YOU.to_string(), Some(ctx.repo.main_root().to_path_buf())),
+    }
+}
+
+/// A new engine over the sessions (the git refresher told nobody watches
+/// meanwhile) and the git facts its snapshots show, recorded with the
+/// guard's facts; `None`, logged, when it cannot start.
+fn start_engine(state: &State, ctx: &Context) -> Option<(GuardEngine, Vec<SnapshotGitFact>)> {
+    let poke = |message: GitPoke| {
+        if let Some(git) = &state.git {
+            git.poke(message);
+        }
+    };
+    poke(GitPoke::Watched(false));
+    let engine = match ops::guard::compute(ctx) {
+        Ok(engine) => engine,
+        Err(e) => {
+            tracing::warn!("the conflict guard could not start: {e:#}");
+            return None;
+        }
+    };
+    let git_facts = match ops::guard::record_facts(&ctx.store, &engine, None) {
+        Ok(git_facts) => {
+            poke(GitPoke::Facts(git_facts.clone()));
+            git_facts
+        }
+        Err(e) => {
+            tracing::warn!("recording guard facts failed: {e:#}");
+            Vec::new()
+        }
+    };
+    Some((engine, git_facts))
 }
 
 /// Re-reads every participant's refs (see the caller) and hands what
