@@ -225,7 +225,7 @@ pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(),
     // Its host process runs: no need to connect (a connection wakes the
     // host, which a listing of 64 sessions pays for 64 times on a busy
     // machine).
-    if pid_alive(host.host_pid) && is_host_of(host.host_pid, &session.short_id) {
+    if pid_alive(host.host_pid) && stopping::is_host_of(host.host_pid, &session.short_id) {
         return Ok(());
     }
     if std::os::unix::net::UnixStream::connect(socket_path(home, &session.short_id)).is_ok() {

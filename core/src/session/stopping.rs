@@ -145,7 +145,7 @@ fn is_agent_of(pid: u32, short_id: &str) -> bool {
 
 /// Whether `pid` is an owt host for this session (its spec file is named
 /// after the short id).
-fn is_host_of(pid: u32, short_id: &str) -> bool {
+pub(super) fn is_host_of(pid: u32, short_id: &str) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|cmd| {
             let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();

@@ -13,7 +13,7 @@ pub(super) fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Rece
         let mut flushed = None;
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(ToMonitor::Flush(ack)) => flushed = Some(ack),
-            Ok(ToMonitor::GitFact(fact)) => record(kind::HOST_GIT, now_ms(), &fact),
+            Ok(ToMonitor::GitFact(fact)) => monitor.record(kind::HOST_GIT, now_ms(), &fact),
             Ok(ToMonitor::Exited(exit, done)) => {
                 monitor.exited(exit);
                 let _ = done.send(());
