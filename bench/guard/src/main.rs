@@ -13,7 +13,11 @@
 //!
 //! Usage: cargo run --release --manifest-path bench/guard/Cargo.toml --
 //!        [--sizes 10000,100000] [--participants 32] [--rounds 40]
-//!        [--dir /tmp/owt-guard-bench] [--owt target/release/owt]
+//!        [--dir DIR] [--owt target/release/owt]
+//!
+//! Without `--dir` everything is generated in a fresh folder under the
+//! system's temp folder, removed at the end (also when a run fails); with
+//! `--dir DIR` the repositories stay there and a later run reuses them.
 //!
 //! With `--corpus SPEC` (`bench/corpus/git-topics.json.gz`) it runs the
 //! Conflict Guard corpus instead: the spec's repository built under
@@ -560,6 +564,30 @@ fn stat_walk(checkouts: &[&Path]) -> Duration {
     elapsed
 }
 
+/// A folder of the benchmark's own, removed when dropped (also when a
+/// run panics: the benchmark unwinds).
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `--dir` as given (kept, reused by the next run), or a fresh folder
+/// under the system's temp folder, removed at the end.
+fn bench_dir(given: Option<String>, what: &str) -> (PathBuf, Option<TempDir>) {
+    if let Some(dir) = given {
+        return (PathBuf::from(dir), None);
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("{what}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    (dir.clone(), Some(TempDir(dir)))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| {
@@ -568,7 +596,7 @@ fn main() {
             .and_then(|i| args.get(i + 1).cloned())
     };
     if let Some(spec) = arg("--corpus") {
-        let dir = PathBuf::from(arg("--dir").unwrap_or_else(|| "/tmp/owt-guard-corpus".into()));
+        let (dir, _cleanup) = bench_dir(arg("--dir"), "owt-guard-corpus");
         corpus(Path::new(&spec), &dir);
         if let Some(real) = arg("--real") {
             real_corpus(Path::new(&spec), Path::new(&real), &dir);
@@ -582,7 +610,7 @@ fn main() {
         .collect();
     let n_participants: usize = arg("--participants").map_or(32, |s| s.parse().unwrap());
     let rounds: usize = arg("--rounds").map_or(40, |s| s.parse().unwrap());
-    let dir = PathBuf::from(arg("--dir").unwrap_or_else(|| "/tmp/owt-guard-bench".into()));
+    let (dir, _cleanup) = bench_dir(arg("--dir"), "owt-guard-bench");
     let owt_bin =
         std::fs::canonicalize(arg("--owt").unwrap_or_else(|| "target/release/owt".into()))
             .expect("the owt binary (build it: cargo build --release -p owt; or pass --owt PATH)");
