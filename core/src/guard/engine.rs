@@ -10,14 +10,14 @@
 //! [`super::watch`]) and never touches the store (that is `ops::guard`);
 //! results are a function of the snapshots.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository};
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use owt_protocol::guard::{BaseConflict, GuardPair, GuardParticipant, GuardReport, Level};
+use owt_protocol::guard::{BaseConflict, GuardPair};
 
 use super::changes::{self, Change};
 use super::journal::JournalSource;
@@ -25,7 +25,7 @@ use super::levels::{self, Side};
 use super::snapshot::WorkState;
 use super::tree::{self, RawChange};
 use super::verdict::{self, Caches, Landing};
-use super::{GuardError, GuardFact};
+use super::GuardError;
 use crate::store::now_ms;
 
 mod query;

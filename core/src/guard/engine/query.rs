@@ -131,7 +131,7 @@ impl GuardEngine {
     }
 
     /// How each participant's last full scan found its paths.
-    pub fn scan_sources(&self) -> BTreeMap<String, Option<super::snapshot::ScanSource>> {
+    pub fn scan_sources(&self) -> BTreeMap<String, Option<super::super::snapshot::ScanSource>> {
         self.states
             .iter()
             .map(|(k, s)| (k.clone(), s.work.last_scan))

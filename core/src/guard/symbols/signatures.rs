@@ -71,7 +71,7 @@ pub struct SignatureChange {
 }
 
 pub(super) fn is_text_file(change: &Change) -> bool {
-    let regular = |e: Option<super::tree::Entry>| e.is_none_or(|e| e.1 & 0o170000 == 0o100000);
+    let regular = |e: Option<super::super::tree::Entry>| e.is_none_or(|e| e.1 & 0o170000 == 0o100000);
     !change.binary && regular(change.old) && regular(change.new)
 }
 
