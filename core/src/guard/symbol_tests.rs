@@ -439,11 +439,23 @@ fn a_file_only_one_participant_touched_is_not_parsed() {
     let fx = Fixture::new(&[("src/one.rs", ONE_RS), ("src/two.rs", TWO_RS)]);
     let a = fx.worktree("a");
     let b = fx.worktree("b");
-    write(&a, "src/one.rs", &ONE_RS.replace("let x = n;", "let x = n + 1;"));
-    write(&b, "src/two.rs", &TWO_RS.replace("let y = 2;", "let y = 3;"));
+    write(
+        &a,
+        "src/one.rs",
+        &ONE_RS.replace("let x = n;", "let x = n + 1;"),
+    );
+    write(
+        &b,
+        "src/two.rs",
+        &TWO_RS.replace("let y = 2;", "let y = 3;"),
+    );
     let mut engine = fx.engine(&["a", "b"], &[]);
     assert!(engine.pair("a", "b").is_none());
-    assert_eq!(engine.symbol_parses(), 0, "nothing can matter: nothing parsed");
+    assert_eq!(
+        engine.symbol_parses(),
+        0,
+        "nothing can matter: nothing parsed"
+    );
     // a changes alpha's signature; b's body now calls alpha.
     write(
         &a,

@@ -71,7 +71,8 @@ pub struct SignatureChange {
 }
 
 pub(super) fn is_text_file(change: &Change) -> bool {
-    let regular = |e: Option<super::super::tree::Entry>| e.is_none_or(|e| e.1 & 0o170000 == 0o100000);
+    let regular =
+        |e: Option<super::super::tree::Entry>| e.is_none_or(|e| e.1 & 0o170000 == 0o100000);
     !change.binary && regular(change.old) && regular(change.new)
 }
 
@@ -150,9 +151,9 @@ pub fn signature_changes(
                 })
             });
         if *touched || named_here {
-            let parsed = new_lang.zip(change.new).and_then(|(lang, entry)| {
-                Some((lang, index.symbols(repo, entry.0, lang)?))
-            });
+            let parsed = new_lang
+                .zip(change.new)
+                .and_then(|(lang, entry)| Some((lang, index.symbols(repo, entry.0, lang)?)));
             if let Some((lang, symbols)) = parsed {
                 add_defs(&mut new, &symbols, &change.path, lang);
             }
