@@ -76,6 +76,10 @@ pub(super) fn is_text_file(change: &Change) -> bool {
     !change.binary && regular(change.old) && regular(change.new)
 }
 
+/// A changed file, its old path, its old symbols and whether a hunk
+/// touched a function's head there.
+type OldFile<'c> = (&'c Change, &'c str, Option<(Lang, Arc<FileSymbols>)>, bool);
+
 /// Whether a hunk (base lines) writes on or just before `s`'s head, where
 /// a change can alter its signature.
 fn touches_head(h: &Hunk, s: &Symbol) -> bool {
@@ -104,7 +108,7 @@ pub fn signature_changes(
 ) -> Vec<SignatureChange> {
     let by_path: HashMap<&str, &Change> = changes.iter().map(|c| (c.path.as_str(), c)).collect();
     // Each file's old functions, and whether a hunk touched one's head.
-    let mut files: Vec<(&Change, &str, Option<(Lang, Arc<FileSymbols>)>, bool)> = Vec::new();
+    let mut files: Vec<OldFile<'_>> = Vec::new();
     let mut gone: BTreeMap<u8, HashSet<String>> = BTreeMap::new();
     for change in changes.iter().filter(|c| is_text_file(c)) {
         if change.kind == ChangeKind::ModeChanged {
