@@ -249,6 +249,9 @@ struct Figures {
     incr_median: Duration,
     incr_max: Duration,
     incr_hot_median: Duration,
+    /// Files the symbol index parsed: in the cold full recompute, and in
+    /// the incremental writes with it on (of that many writes).
+    parses: (u64, u64, usize),
     /// The same writes with the symbol index off (median).
     incr_no_symbols: Duration,
     pairs: usize,
@@ -378,6 +381,7 @@ fn run(
     let started = Instant::now();
     engine.full_recompute().unwrap();
     let cold_full = started.elapsed();
+    let parses_full = engine.symbol_parses();
     let started = Instant::now();
     engine.full_recompute().unwrap();
     let warm_full = started.elapsed();
@@ -392,9 +396,11 @@ fn run(
     let mut own = Vec::new();
     let mut hot = Vec::new();
     let mut no_symbols = Vec::new();
+    let mut parses_incr = 0;
     for round in 0..rounds * 2 {
         let symbols = round < rounds;
         if round == rounds {
+            parses_incr = engine.symbol_parses() - parses_full;
             engine.set_symbols(false);
         }
         let p = rng.below(setup.worktrees.len());
@@ -516,6 +522,7 @@ fn run(
         journal_cold,
         journal_warm,
         host_rss_mib,
+        parses: (parses_full, parses_incr, rounds),
     }
 }
 
@@ -672,6 +679,15 @@ fn main() {
     );
     for f in &figures {
         println!(
+            "symbol index parses, {}k files: {} in the cold full recompute, {} in {} incremental writes",
+            f.n_files / 1000,
+            f.parses.0,
+            f.parses.1,
+            f.parses.2
+        );
+    }
+    for f in &figures {
+        println!(
             "session host RSS with its journal, {}k files: {:.1} MiB (median of {n_participants})",
             f.n_files / 1000,
             f.host_rss_mib
@@ -806,6 +822,7 @@ fn real_incremental(
     case: &owt::guard::corpus::Case,
 ) -> (Vec<Duration>, Vec<Duration>, usize) {
     let (mut on, mut off) = (Vec::new(), Vec::new());
+    let mut parsed = 0;
     for symbols in [true, false] {
         engine.set_symbols(symbols);
         for m in &case.members {
@@ -824,16 +841,21 @@ fn real_incremental(
             let comment = format!("/* owt bench, symbols {symbols} */");
             lines.insert(at, comment.as_str());
             write_file(&m.worktree, &rel, &(lines.join("\n") + "\n"));
+            let parses = engine.symbol_parses();
             let started = Instant::now();
             engine
                 .on_paths_changed(&m.name, &[PathBuf::from(&rel)])
                 .unwrap();
             let took = started.elapsed();
+            if symbols {
+                parsed += engine.symbol_parses() - parses;
+            }
             if symbols { on.push(took) } else { off.push(took) }
         }
     }
     engine.set_symbols(true);
     let n = on.len();
+    println!("symbol index parses in the {n} real writes with it on: {parsed}");
     (on, off, n)
 }
 
