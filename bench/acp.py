@@ -106,16 +106,7 @@ def one_run(agent, owt, tmp, turns):
         lists = pty_bench.Poller([str(owt), "--json", "list"], env, repo)
 
         def status_at_or_after(since, wanted):
-            for t, out in list(lists.seen):
-                if t < since:
-                    continue
-                try:
-                    s = next(v for v in json.loads(out)["sessions"] if v["name"] == name)
-                except (ValueError, StopIteration, KeyError):
-                    continue
-                if s["status"] in wanted:
-                    return t
-            return None
+            return lists.status_at_or_after(name, since, wanted)
 
         def wire_times():
             try:

@@ -72,6 +72,27 @@ class Poller:
         self.stop = True
         self.thread.join()
 
+    def statuses(self, name):
+        """(time, status) of session `name` in each `owt --json list` seen."""
+        for t, out in list(self.seen):
+            try:
+                yield t, next(v for v in json.loads(out)["sessions"] if v["name"] == name)["status"]
+            except (ValueError, StopIteration, KeyError):
+                continue
+
+    def status_at_or_after(self, name, since, wanted):
+        """When `name` was first listed with a status in `wanted` at or after `since`."""
+        return next((t for t, s in self.statuses(name) if t >= since and s in wanted), None)
+
+    def status_before(self, name, t0):
+        """The status `name` was last listed with before `t0`."""
+        before = None
+        for t, s in self.statuses(name):
+            if t >= t0:
+                break
+            before = s
+        return before
+
 
 def wait_until(what, fn, deadline=DEADLINE):
     end = time.time() + deadline
@@ -110,27 +131,10 @@ def one_run(agent, owt, tmp):
         peeks = Poller([str(owt), "peek", name], env, repo)
         try:
             def status_at_or_after(since, wanted):
-                for t, out in list(lists.seen):
-                    if t < since:
-                        continue
-                    try:
-                        s = next(v for v in json.loads(out)["sessions"] if v["name"] == name)
-                    except (ValueError, StopIteration, KeyError):
-                        continue
-                    if s["status"] in wanted:
-                        return t
-                return None
+                return lists.status_at_or_after(name, since, wanted)
 
             def status_before(t0):
-                before = None
-                for t, out in list(lists.seen):
-                    if t >= t0:
-                        break
-                    try:
-                        before = next(v for v in json.loads(out)["sessions"] if v["name"] == name)["status"]
-                    except (ValueError, StopIteration, KeyError):
-                        pass
-                return before
+                return lists.status_before(name, t0)
 
             def main_request(step):
                 return next((r for r in model.requests() if r.get("kind") == "main" and r.get("step") == step

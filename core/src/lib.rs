@@ -10,6 +10,7 @@
 
 pub mod acp;
 pub mod actions;
+pub mod clock;
 pub mod config;
 pub mod editor;
 pub mod errors;

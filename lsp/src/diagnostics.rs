@@ -21,7 +21,7 @@ use owt_protocol::SessionView;
 use tower_lsp_server::ls_types::*;
 
 use super::convert::{line_range, path_to_uri};
-use super::guard_view::{GuardView, LivePair};
+use super::guard_view::{ChangedPath, GuardView, LivePair};
 use owt_core::guard::line_map::LineMap;
 use owt_core::guard::YOU;
 
@@ -128,20 +128,14 @@ fn base_conflicts(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) 
             .and_then(|oid| base_text(inputs.repo, oid, &path.path))
             .unwrap_or_else(|| current.clone());
         let map = LineMap::new(&base, &current);
-        let text_of = |ranges: &[LineRange]| -> Vec<String> {
-            ranges
-                .iter()
-                .map(|r| {
-                    let (first, last) = map.range(*r);
-                    if first == last {
-                        format!("line {}", first + 1)
-                    } else {
-                        format!("lines {}–{}", first + 1, last + 1)
-                    }
-                })
-                .collect()
-        };
-        let theirs = text_of(&path.b_ranges);
+        let theirs: Vec<String> = path
+            .b_ranges
+            .iter()
+            .map(|r| {
+                let (first, last) = map.range(*r);
+                lines_text(first, last)
+            })
+            .collect();
         let inside = if path.b_symbols.is_empty() {
             String::new()
         } else {
@@ -160,26 +154,16 @@ fn base_conflicts(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) 
         };
         for range in mine {
             let (first, last) = map.range(*range);
-            out.entry(uri.clone()).or_default().push(Diagnostic {
-                range: line_range(first, last),
-                severity: Some(severity(Level::BaseConflict, inputs.severities)),
-                code: Some(NumberOrString::String(
-                    Level::BaseConflict.as_str().to_string(),
-                )),
-                code_description: None,
-                source: Some("owt".into()),
-                message: format!(
+            out.entry(uri.clone()).or_default().push(diagnostic(
+                (first, last),
+                severity(Level::BaseConflict, inputs.severities),
+                Level::BaseConflict.as_str(),
+                format!(
                     "{what} since you started; your changes here no longer merge into {}",
                     conflict.base
                 ),
-                related_information: None,
-                tags: None,
-                data: serde_json::to_value(DiagnosticData {
-                    session: inputs.me.to_string(),
-                    level: Level::BaseConflict.as_str().to_string(),
-                })
-                .ok(),
-            });
+                inputs.me,
+            ));
         }
     }
 }
@@ -232,21 +216,13 @@ fn semantic(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
             for range in ranges {
                 let first = range.start.saturating_sub(1);
                 let last = (first + range.lines.max(1)).saturating_sub(1);
-                out.entry(uri.clone()).or_default().push(Diagnostic {
-                    range: line_range(first, last),
-                    severity: Some(severity(Level::Semantic, inputs.severities)),
-                    code: Some(NumberOrString::String(Level::Semantic.as_str().to_string())),
-                    code_description: None,
-                    source: Some("owt".into()),
-                    message: message.clone(),
-                    related_information: None,
-                    tags: None,
-                    data: serde_json::to_value(DiagnosticData {
-                        session: other.to_string(),
-                        level: Level::Semantic.as_str().to_string(),
-                    })
-                    .ok(),
-                });
+                out.entry(uri.clone()).or_default().push(diagnostic(
+                    (first, last),
+                    severity(Level::Semantic, inputs.severities),
+                    Level::Semantic.as_str(),
+                    message.clone(),
+                    other,
+                ));
             }
         }
     }
@@ -297,20 +273,7 @@ fn awareness(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
             } else {
                 change.hunks.iter().map(|h| h.base_range()).collect()
             };
-            let (verb, kind) = match (change.added, change.deleted) {
-                (true, _) => ("is adding", " (a new file on its side)"),
-                (_, true) => ("is deleting", " (the whole file)"),
-                _ if change.binary => ("is changing", " (binary)"),
-                _ => ("is changing", ""),
-            };
-            let churn = if change.binary {
-                String::new()
-            } else {
-                let (add, del) = change.hunks.iter().fold((0, 0), |(add, del), h| {
-                    (add + h.new_lines, del + h.old_lines)
-                });
-                format!(" (+{add} −{del})")
-            };
+            let (verb, kind, churn) = awareness_words(change);
             let who_text = who(inputs.sessions, name);
             let severity = inputs
                 .severities
@@ -319,28 +282,71 @@ fn awareness(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) {
                 .unwrap_or(DiagnosticSeverity::HINT);
             for range in ranges {
                 let (first, last) = map.range(range);
-                let lines = if first == last {
-                    format!("line {}", first + 1)
-                } else {
-                    format!("lines {}–{}", first + 1, last + 1)
-                };
-                out.entry(uri.clone()).or_default().push(Diagnostic {
-                    range: line_range(first, last),
-                    severity: Some(severity),
-                    code: Some(NumberOrString::String(AWARE.to_string())),
-                    code_description: None,
-                    source: Some("owt".into()),
-                    message: format!("{who_text} {verb} {lines} here{kind}{churn}"),
-                    related_information: None,
-                    tags: None,
-                    data: serde_json::to_value(DiagnosticData {
-                        session: name.clone(),
-                        level: AWARE.to_string(),
-                    })
-                    .ok(),
-                });
+                let lines = lines_text(first, last);
+                out.entry(uri.clone()).or_default().push(diagnostic(
+                    (first, last),
+                    severity,
+                    AWARE,
+                    format!("{who_text} {verb} {lines} here{kind}{churn}"),
+                    name,
+                ));
             }
         }
+    }
+}
+
+/// What an awareness hint says another participant is doing to a file:
+/// the verb, what kind of change (when not a plain edit) and its churn.
+fn awareness_words(change: &ChangedPath) -> (&'static str, &'static str, String) {
+    let (verb, kind) = match (change.added, change.deleted) {
+        (true, _) => ("is adding", " (a new file on its side)"),
+        (_, true) => ("is deleting", " (the whole file)"),
+        _ if change.binary => ("is changing", " (binary)"),
+        _ => ("is changing", ""),
+    };
+    let churn = if change.binary {
+        String::new()
+    } else {
+        let (add, del) = change.hunks.iter().fold((0, 0), |(add, del), h| {
+            (add + h.new_lines, del + h.old_lines)
+        });
+        format!(" (+{add} −{del})")
+    };
+    (verb, kind, churn)
+}
+
+/// An owt diagnostic on the document lines `first..=last` (0-based), with
+/// its level's `code` and `data` naming the `session` it is about.
+fn diagnostic(
+    (first, last): (u32, u32),
+    severity: DiagnosticSeverity,
+    code: &str,
+    message: String,
+    session: &str,
+) -> Diagnostic {
+    Diagnostic {
+        range: line_range(first, last),
+        severity: Some(severity),
+        code: Some(NumberOrString::String(code.to_string())),
+        code_description: None,
+        source: Some("owt".into()),
+        message,
+        related_information: None,
+        tags: None,
+        data: serde_json::to_value(DiagnosticData {
+            session: session.to_string(),
+            level: code.to_string(),
+        })
+        .ok(),
+    }
+}
+
+/// "line N" or "lines N–M" (1-based) of the document lines `first..=last`.
+fn lines_text(first: u32, last: u32) -> String {
+    if first == last {
+        format!("line {}", first + 1)
+    } else {
+        format!("lines {}–{}", first + 1, last + 1)
     }
 }
 
@@ -546,25 +552,16 @@ fn path_diagnostics(
         .iter()
         .map(|range| {
             let (first, last) = map.range(*range);
-            let lines = if first == last {
-                format!("line {}", first + 1)
-            } else {
-                format!("lines {}–{}", first + 1, last + 1)
-            };
+            let lines = lines_text(first, last);
             Diagnostic {
-                range: line_range(first, last),
-                severity: Some(severity(level, inputs.severities)),
-                code: Some(NumberOrString::String(level.as_str().to_string())),
-                code_description: None,
-                source: Some("owt".into()),
-                message: format!("{who_text} changed {lines} here{rest}"),
                 related_information: related(inputs, side, *range),
-                tags: None,
-                data: serde_json::to_value(DiagnosticData {
-                    session: side.other.to_string(),
-                    level: level.as_str().to_string(),
-                })
-                .ok(),
+                ..diagnostic(
+                    (first, last),
+                    severity(level, inputs.severities),
+                    level.as_str(),
+                    format!("{who_text} changed {lines} here{rest}"),
+                    side.other,
+                )
             }
         })
         .collect()

@@ -10,6 +10,10 @@
 //! [`GuardView`] and re-renders the diagnostics of the paths it touched:
 //! no second lock, no full report per change. Unsaved buffers are handed
 //! to the engine by the owner, which takes the delta in the same lock.
+//! Once the watcher watches, every participant's refs are read once more
+//! (a ref that moved between the first computation and the watcher's
+//! start sent it no event); a file written in that window is seen at its
+//! next change.
 //!
 //! Invariants: the engine is locked by the watcher for one batch and by
 //! the owner for one `set_overrides`, never longer; publications go
@@ -33,7 +37,8 @@ use super::outbox::Outgoing;
 use super::sessions;
 use super::state::State;
 use owt_core::guard::{GuardEngine, GuardUpdate, GuardWatcher, YOU};
-use owt_core::ops;
+use owt_core::ops::guard::SnapshotGitFact;
+use owt_core::ops::{self, Context};
 
 /// How long the watcher collects file events before updating the guard.
 const GUARD_DEBOUNCE: Duration = Duration::from_millis(20);
@@ -92,50 +97,20 @@ pub fn ensure(state: &mut State) {
         .filter(|s| s.remote.is_some() || Path::new(&s.worktree).is_dir())
         .map(|s| (s.name.clone(), PathBuf::from(&s.worktree)))
         .collect();
-    let guard = &mut state.guard;
-    if guard.running.as_ref().is_some_and(|r| r.members == members) {
+    if state
+        .guard
+        .running
+        .as_ref()
+        .is_some_and(|r| r.members == members)
+    {
         return;
     }
-    // Who "you" are: the session whose worktree holds the workspace root.
-    let root = state
-        .root
-        .clone()
-        .map(|r| std::fs::canonicalize(&r).unwrap_or(r));
-    let mine = root.as_ref().and_then(|root| {
-        state
-            .sessions
-            .iter()
-            .filter(|s| root.starts_with(&s.worktree))
-            .max_by_key(|s| s.worktree.len())
-    });
-    (guard.me, guard.my_root) = match mine {
-        Some(s) => (s.name.clone(), Some(PathBuf::from(&s.worktree))),
-        None => (YOU.to_string(), Some(ctx.repo.main_root().to_path_buf())),
+    (state.guard.me, state.guard.my_root) = whoami(state, ctx);
+    state.guard.running = None;
+    let Some((engine, git_facts)) = start_engine(state, ctx) else {
+        return;
     };
-    guard.running = None;
-    let poke = |message: GitPoke| {
-        if let Some(git) = &state.git {
-            git.poke(message);
-        }
-    };
-    poke(GitPoke::Watched(false));
-    let engine = match ops::guard::compute(ctx) {
-        Ok(engine) => engine,
-        Err(e) => {
-            tracing::warn!("the conflict guard could not start: {e:#}");
-            return;
-        }
-    };
-    let git_facts = match ops::guard::record_facts(&ctx.store, &engine, None) {
-        Ok(git_facts) => {
-            poke(GitPoke::Facts(git_facts.clone()));
-            git_facts
-        }
-        Err(e) => {
-            tracing::warn!("recording guard facts failed: {e:#}");
-            Vec::new()
-        }
-    };
+    let guard = &mut state.guard;
     guard.epochs += 1;
     let epoch = guard.epochs;
     let generation = Arc::new(AtomicU64::new(1));
@@ -148,6 +123,13 @@ pub fn ensure(state: &mut State) {
             if let Some(git) = &state.git {
                 git.poke(GitPoke::Watched(true));
             }
+            // A ref that moved while the guard computed, before the watcher
+            // watched (a commit landing on the base branch), sent the
+            // watcher nothing: read every participant's refs once more.
+            catch_up_refs(
+                &engine,
+                watcher_callback(state, &ctx.home, epoch, generation.clone()),
+            );
             state.guard.running = Some(Running {
                 engine,
                 generation,
@@ -169,6 +151,86 @@ pub fn ensure(state: &mut State) {
                 format!("owt: Conflict Guard is not live (watching the worktrees failed: {e}); `owt guard` still works"),
             );
         }
+    }
+}
+
+/// Who "you" are: the session whose worktree holds the workspace root (and
+/// that worktree), or the human in the main checkout.
+fn whoami(state: &State, ctx: &Context) -> (String, Option<PathBuf>) {
+    let root = state
+        .root
+        .clone()
+        .map(|r| std::fs::canonicalize(&r).unwrap_or(r));
+    let mine = root.as_ref().and_then(|root| {
+        state
+            .sessions
+            .iter()
+            .filter(|s| root.starts_with(&s.worktree))
+            .max_by_key(|s| s.worktree.len())
+    });
+    match mine {
+        Some(s) => (s.name.clone(), Some(PathBuf::from(&s.worktree))),
+        None => (YOU.to_string(), Some(ctx.repo.main_root().to_path_buf())),
+    }
+}
+
+/// A new engine over the sessions (the git refresher told nobody watches
+/// meanwhile) and the git facts its snapshots show, recorded with the
+/// guard's facts; `None`, logged, when it cannot start.
+fn start_engine(state: &State, ctx: &Context) -> Option<(GuardEngine, Vec<SnapshotGitFact>)> {
+    let poke = |message: GitPoke| {
+        if let Some(git) = &state.git {
+            git.poke(message);
+        }
+    };
+    poke(GitPoke::Watched(false));
+    let engine = match ops::guard::compute(ctx) {
+        Ok(engine) => engine,
+        Err(e) => {
+            tracing::warn!("the conflict guard could not start: {e:#}");
+            return None;
+        }
+    };
+    let git_facts = match ops::guard::record_facts(&ctx.store, &engine, None) {
+        Ok(git_facts) => {
+            poke(GitPoke::Facts(git_facts.clone()));
+            git_facts
+        }
+        Err(e) => {
+            tracing::warn!("recording guard facts failed: {e:#}");
+            Vec::new()
+        }
+    };
+    Some((engine, git_facts))
+}
+
+/// Re-reads every participant's refs (see the caller) and hands what
+/// changed to `on_update`, as a watcher batch would.
+fn catch_up_refs(
+    engine: &Mutex<GuardEngine>,
+    mut on_update: impl FnMut(&GuardEngine, &GuardUpdate),
+) {
+    let Ok(mut engine) = engine.lock() else {
+        return;
+    };
+    let ids: Vec<String> = engine.participants().map(|p| p.id.clone()).collect();
+    let mut batch = GuardUpdate::default();
+    for id in &ids {
+        match engine.on_refs_changed(id) {
+            Ok(update) => {
+                batch.participants.extend(update.participants);
+                batch.heads_moved.extend(update.heads_moved);
+                batch.pairs.extend(update.pairs);
+                batch.changed_pairs.extend(update.changed_pairs);
+                batch
+                    .changed_base_conflicts
+                    .extend(update.changed_base_conflicts);
+            }
+            Err(e) => tracing::warn!("conflict guard: re-reading the refs of {id} failed: {e}"),
+        }
+    }
+    if !batch.participants.is_empty() || !batch.heads_moved.is_empty() {
+        on_update(&engine, &batch);
     }
 }
 

@@ -64,6 +64,14 @@ pub fn acp_framing(data: &[u8]) {
 /// model like the host's works; clients decode every host-to-client frame
 /// without panicking.
 pub fn host_frames(data: &[u8]) {
+    let frames = read_frames(data);
+    host_side(&frames);
+    client_side(&frames);
+}
+
+/// The frames of a byte stream, each checked to re-encode to the bytes it
+/// consumed, up to the stream's end or its first bad frame.
+fn read_frames(data: &[u8]) -> Vec<proto::Frame> {
     let mut rest = data;
     let mut frames = Vec::new();
     loop {
@@ -94,8 +102,11 @@ pub fn host_frames(data: &[u8]) {
             }
         }
     }
+    frames
+}
 
-    // The host's side: a hello, then requests, applied to a screen model.
+/// The host's side: a hello, then requests, applied to a screen model.
+fn host_side(frames: &[proto::Frame]) {
     let mut frames_iter = frames.iter();
     if let Some(Ok(hello)) = frames_iter.next().map(host::decode_hello) {
         assert_eq!(hello.version, HOST_PROTOCOL_VERSION);
@@ -130,9 +141,11 @@ pub fn host_frames(data: &[u8]) {
             }
         }
     }
+}
 
-    // The clients' side (`session::client`, `session::attach`).
-    for frame in &frames {
+/// The clients' side (`session::client`, `session::attach`).
+fn client_side(frames: &[proto::Frame]) {
+    for frame in frames {
         match frame.kind {
             FrameKind::Welcome => drop(frame.json::<proto::Welcome>()),
             FrameKind::Journal => drop(frame.json::<proto::JournalView>()),
@@ -219,9 +232,13 @@ pub fn config(data: &[u8]) {
         (expected, got) => panic!("load_files: expected failure {expected:?}, got {got:?}"),
     }
 
-    // The repository text again, as the seed's `.worktreerc.toml` (read
-    // translated when a repository has no `.owt.toml`).
-    let seed_path = dir.0.join(config::SEED_FILES[1]);
+    check_seed(&dir.0, repo_bytes);
+}
+
+/// The repository text again, as the seed's `.worktreerc.toml` (read
+/// translated when a repository has no `.owt.toml`).
+fn check_seed(dir: &Path, repo_bytes: &[u8]) {
+    let seed_path = dir.join(config::SEED_FILES[1]);
     std::fs::write(&seed_path, repo_bytes).expect("writing the seed config");
     match config::load_files(std::slice::from_ref(&seed_path)) {
         Ok(loaded) => {

@@ -242,6 +242,27 @@ impl TestEnv {
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
+    /// `owt new TASK` in `repo`: the session's name and worktree.
+    pub fn new_session(&self, repo: &Path, task: &str) -> (String, PathBuf) {
+        let out: owt_protocol::NewOutput = self.owt_json(repo, ["new", task]);
+        (out.session.name, PathBuf::from(out.session.worktree))
+    }
+
+    /// `owt --json list` in `dir`.
+    pub fn sessions(&self, dir: &Path) -> owt_protocol::SessionList {
+        self.owt_json(dir, ["list"])
+    }
+
+    /// Every ref, the status (ignored files too) of the main checkout and
+    /// of `worktree`, and the worktree's HEAD: for "nothing changed" checks.
+    pub fn snapshot(&self, repo: &Path, worktree: &Path) -> String {
+        let refs = self.git(repo, ["for-each-ref", "--format=%(refname) %(objectname)"]);
+        let main_status = self.git(repo, ["status", "--porcelain", "--ignored"]);
+        let wt_status = self.git(worktree, ["status", "--porcelain", "--ignored"]);
+        let wt_head = self.git(worktree, ["rev-parse", "HEAD"]);
+        format!("{refs}\n--\n{main_status}\n--\n{wt_status}\n{wt_head}")
+    }
+
     /// `git ARGS` in `cwd` with this env's `HOME` and `OWT_HOME` (see
     /// [`git`]).
     pub fn git<I, S>(&self, cwd: &Path, args: I) -> String
@@ -435,6 +456,18 @@ pub fn pid_alive(pid: u32) -> bool {
                 .is_some_and(|r| r.trim_start().starts_with(['Z', 'X']))
         })
         .unwrap_or(false)
+}
+
+/// Writes `text` to `dir/file`, making its folders.
+pub fn write_file(dir: &Path, file: &str, text: &str) {
+    let path = dir.join(file);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The text of `path` (panics naming it when it cannot be read).
+pub fn read_file(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Resident memory of `pid` in KiB (`VmRSS` of `/proc/<pid>/status`).

@@ -12,46 +12,16 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use owt_e2e::lsp::LspClient;
-use owt_e2e::{pid_alive, wait_until, TestEnv};
-use owt_protocol::{
-    DbPurge, DeleteOutput, DoctorReport, MergeOutput, NewOutput, SessionList, ShipOutput,
-};
+use owt_e2e::{pid_alive, read_file, wait_until, write_file, TestEnv};
+use owt_protocol::{DbPurge, DeleteOutput, DoctorReport, MergeOutput, NewOutput, ShipOutput};
 use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
-fn new_session(env: &TestEnv, repo: &Path, task: &str) -> (String, PathBuf) {
-    let out: NewOutput = env.owt_json(repo, ["new", task]);
-    (out.session.name, PathBuf::from(out.session.worktree))
-}
-
-fn write(dir: &Path, file: &str, text: &str) {
-    let path = dir.join(file);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn commit(env: &TestEnv, dir: &Path, file: &str, text: &str, message: &str) {
-    write(dir, file, text);
+    write_file(dir, file, text);
     env.git(dir, ["add", "-f", "--", file]);
     env.git(dir, ["commit", "-q", "-m", message]);
-}
-
-fn sessions(env: &TestEnv, repo: &Path) -> SessionList {
-    env.owt_json(repo, ["list"])
-}
-
-/// Every ref, and the status of the main checkout and of `worktree`.
-fn snapshot(env: &TestEnv, repo: &Path, worktree: &Path) -> String {
-    let refs = env.git(repo, ["for-each-ref", "--format=%(refname) %(objectname)"]);
-    let main_status = env.git(repo, ["status", "--porcelain", "--ignored"]);
-    let wt_status = env.git(worktree, ["status", "--porcelain", "--ignored"]);
-    let wt_head = env.git(worktree, ["rev-parse", "HEAD"]);
-    format!("{refs}\n--\n{main_status}\n--\n{wt_status}\n{wt_head}")
 }
 
 // ---------------------------------------------------------------------------
@@ -62,16 +32,16 @@ fn regression_a_copied_env_is_never_committed_or_shipped() {
     let env = TestEnv::new();
     let repo = env.repo("app");
     // Untracked and not in .gitignore: owt copies it into every worktree.
-    write(&repo, ".env", "SECRET=hunter2\n");
-    let (name, wt) = new_session(&env, &repo, "use the env");
-    assert_eq!(read(&wt.join(".env")), "SECRET=hunter2\n", "copied");
+    write_file(&repo, ".env", "SECRET=hunter2\n");
+    let (name, wt) = env.new_session(&repo, "use the env");
+    assert_eq!(read_file(&wt.join(".env")), "SECRET=hunter2\n", "copied");
     assert_eq!(
         env.git(&wt, ["status", "--porcelain"]),
         "",
         "owt's copy is not the agent's work"
     );
-    write(&wt, "feature.txt", "the work\n");
-    let list = sessions(&env, &repo);
+    write_file(&wt, "feature.txt", "the work\n");
+    let list = env.sessions(&repo);
     assert_eq!(list.sessions[0].changed_files, 1, "{list:#?}");
     // The agent forces it into the index; ship still does not commit it.
     env.git(&wt, ["add", "-f", ".env"]);
@@ -82,15 +52,15 @@ fn regression_a_copied_env_is_never_committed_or_shipped() {
         "",
         "no commit holds .env"
     );
-    assert_eq!(read(&repo.join("feature.txt")), "the work\n");
+    assert_eq!(read_file(&repo.join("feature.txt")), "the work\n");
     assert_eq!(
-        read(&repo.join(".env")),
+        read_file(&repo.join(".env")),
         "SECRET=hunter2\n",
         "yours, untouched"
     );
 
     // A branch that committed the copy itself is not merged.
-    let (name, wt) = new_session(&env, &repo, "commits the secret");
+    let (name, wt) = env.new_session(&repo, "commits the secret");
     commit(&env, &wt, ".env", "SECRET=hunter2\n", "oops");
     let before = env.git(&repo, ["rev-parse", "main"]);
     let err = env.owt_err(&repo, ["merge", &name]);
@@ -112,20 +82,20 @@ fn regression_delete_and_ship_keep_ignored_files_in_the_trash() {
         ".env\nbuild/\n*.log\nnode_modules/\n",
         "ignore",
     );
-    write(&repo, ".env", "SECRET=1\n");
+    write_file(&repo, ".env", "SECRET=1\n");
     let config = env.home.join(".config/owt/config.toml");
-    write(
+    write_file(
         config.parent().unwrap(),
         "config.toml",
         "[worktree]\ndisposable = [\"node_modules\"]\n",
     );
 
     // An agent's edited .env, a build, a log: kept; the cache: dropped.
-    let (name, wt) = new_session(&env, &repo, "builds things");
-    write(&wt, ".env", "SECRET=edited by the agent\n");
-    write(&wt, "build/out.bin", "long build\n");
-    write(&wt, "run.log", "log\n");
-    write(&wt, "node_modules/x/index.js", "cache\n");
+    let (name, wt) = env.new_session(&repo, "builds things");
+    write_file(&wt, ".env", "SECRET=edited by the agent\n");
+    write_file(&wt, "build/out.bin", "long build\n");
+    write_file(&wt, "run.log", "log\n");
+    write_file(&wt, "node_modules/x/index.js", "cache\n");
     let text = env.owt_ok(&repo, ["delete", &name]);
     assert!(text.contains("to the trash:"), "{text}");
     let trash_root = env.owt_home.join("trash/app");
@@ -146,25 +116,28 @@ fn regression_delete_and_ship_keep_ignored_files_in_the_trash() {
         trash.display()
     );
     assert!(text.contains(&trash.display().to_string()), "{text}");
-    assert_eq!(read(&trash.join(".env")), "SECRET=edited by the agent\n");
-    assert_eq!(read(&trash.join("build/out.bin")), "long build\n");
-    assert_eq!(read(&trash.join("run.log")), "log\n");
+    assert_eq!(
+        read_file(&trash.join(".env")),
+        "SECRET=edited by the agent\n"
+    );
+    assert_eq!(read_file(&trash.join("build/out.bin")), "long build\n");
+    assert_eq!(read_file(&trash.join("run.log")), "log\n");
     assert!(!trash.join("node_modules").exists(), "disposable");
     assert!(!wt.exists());
 
     // An unchanged copy and owt's own files go without a copy.
-    let (name, wt) = new_session(&env, &repo, "only logs");
-    write(&wt, "run2.log", "log 2\n");
+    let (name, wt) = env.new_session(&repo, "only logs");
+    write_file(&wt, "run2.log", "log 2\n");
     let out: DeleteOutput = env.owt_json(&repo, ["delete", &name]);
     assert_eq!(out.trashed, vec!["run2.log"]);
     assert!(out.dropped.contains(&".env".to_string()), "{out:#?}");
     let kept = PathBuf::from(out.trash.expect("a trash folder"));
-    assert_eq!(read(&kept.join("run2.log")), "log 2\n");
+    assert_eq!(read_file(&kept.join("run2.log")), "log 2\n");
 
     // --force says what it discards, and keeps a copy of that too.
-    let (name, wt) = new_session(&env, &repo, "uncommitted");
-    write(&wt, "README.md", "changed by the agent\n");
-    write(&wt, "notes.txt", "new file\n");
+    let (name, wt) = env.new_session(&repo, "uncommitted");
+    write_file(&wt, "README.md", "changed by the agent\n");
+    write_file(&wt, "notes.txt", "new file\n");
     let err = env.owt_err(&repo, ["delete", &name]);
     assert!(err.contains("uncommitted work"), "{err}");
     let out: DeleteOutput = env.owt_json(&repo, ["delete", &name, "--force"]);
@@ -172,17 +145,17 @@ fn regression_delete_and_ship_keep_ignored_files_in_the_trash() {
     discarded.sort();
     assert_eq!(discarded, vec!["README.md", "notes.txt"]);
     let kept = PathBuf::from(out.trash.expect("a trash folder"));
-    assert_eq!(read(&kept.join("README.md")), "changed by the agent\n");
-    assert_eq!(read(&kept.join("notes.txt")), "new file\n");
+    assert_eq!(read_file(&kept.join("README.md")), "changed by the agent\n");
+    assert_eq!(read_file(&kept.join("notes.txt")), "new file\n");
 
     // Ship's clean-up does the same.
-    let (name, wt) = new_session(&env, &repo, "ships with a build");
-    write(&wt, "feature.txt", "done\n");
-    write(&wt, "build/cache.bin", "built\n");
+    let (name, wt) = env.new_session(&repo, "ships with a build");
+    write_file(&wt, "feature.txt", "done\n");
+    write_file(&wt, "build/cache.bin", "built\n");
     let out: ShipOutput = env.owt_json(&repo, ["ship", &name]);
     assert!(out.merge.deleted);
     let kept = PathBuf::from(out.merge.trash.expect("ship kept the build"));
-    assert_eq!(read(&kept.join("build/cache.bin")), "built\n");
+    assert_eq!(read_file(&kept.join("build/cache.bin")), "built\n");
 
     // `owt doctor` lists the trash; `owt db purge` empties it by age.
     let report: DoctorReport = env.owt_json(&repo, ["doctor"]);
@@ -204,11 +177,11 @@ fn regression_delete_and_ship_keep_ignored_files_in_the_trash() {
 fn regression_doctor_from_another_state_folder_never_removes_a_live_worktree() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    let (name, wt) = new_session(&env, &repo, "live agent");
-    let agent = sessions(&env, &repo).sessions[0]
+    let (name, wt) = env.new_session(&repo, "live agent");
+    let agent = env.sessions(&repo).sessions[0]
         .agent_pid
         .expect("a live agent");
-    write(&wt, "work.txt", "in progress\n");
+    write_file(&wt, "work.txt", "in progress\n");
     env.git(&wt, ["add", "work.txt"]);
     env.git(&wt, ["commit", "-q", "-m", "committed work"]);
 
@@ -244,7 +217,7 @@ fn regression_doctor_from_another_state_folder_never_removes_a_live_worktree() {
     for file in ["owt.db", "owt.db-wal", "owt.db-shm"] {
         let _ = std::fs::remove_file(env.owt_home.join(file));
     }
-    assert!(sessions(&env, &repo).sessions.is_empty());
+    assert!(env.sessions(&repo).sessions.is_empty());
     let report: DoctorReport = env.owt_json(&repo, ["doctor", "--fix"]);
     assert!(
         report
@@ -254,7 +227,7 @@ fn regression_doctor_from_another_state_folder_never_removes_a_live_worktree() {
         "{report:#?}"
     );
     assert!(wt.join("work.txt").is_file() && pid_alive(agent));
-    let list = sessions(&env, &repo);
+    let list = env.sessions(&repo);
     assert_eq!(list.sessions.len(), 1, "{list:#?}");
     assert_eq!(list.sessions[0].name, name);
     assert_eq!(list.sessions[0].task, "live agent");
@@ -316,7 +289,7 @@ fn doctor_removes_an_orphan_worktree_only_when_nothing_needs_it() {
     let _ = shell.kill();
     let _ = shell.wait();
     // An ignored build in it.
-    write(&orphan, "build/out.bin", "long build\n");
+    write_file(&orphan, "build/out.bin", "long build\n");
     let f = fix(&env);
     assert!(
         !f.fixed && f.skipped_reason.as_deref().unwrap().contains("build/"),
@@ -357,23 +330,19 @@ fn doctor_removes_an_orphan_worktree_only_when_nothing_needs_it() {
 fn regression_a_stale_git_lock_stops_a_merge_before_anything_changes() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    let (name, wt) = new_session(&env, &repo, "feature");
+    let (name, wt) = env.new_session(&repo, "feature");
     commit(&env, &wt, "feature.txt", "the work\n", "feature");
     // A git killed while updating HEAD left its lock behind.
     let lock = repo.join(".git/HEAD.lock");
     std::fs::write(&lock, "").unwrap();
-    let before = snapshot(&env, &repo, &wt);
+    let before = env.snapshot(&repo, &wt);
     for verb in ["merge", "ship"] {
         let err = env.owt_err(&repo, [verb, name.as_str()]);
         assert!(
             err.contains("HEAD.lock") && err.contains("owt doctor --fix"),
             "{verb}: {err}"
         );
-        assert_eq!(
-            snapshot(&env, &repo, &wt),
-            before,
-            "{verb} changed something"
-        );
+        assert_eq!(env.snapshot(&repo, &wt), before, "{verb} changed something");
     }
     assert!(!repo.join("feature.txt").exists());
     let report: DoctorReport = env.owt_json(&repo, ["doctor"]);
@@ -390,17 +359,17 @@ fn regression_a_stale_git_lock_stops_a_merge_before_anything_changes() {
     assert!(!lock.exists());
     let merged: MergeOutput = env.owt_json(&repo, ["merge", &name]);
     assert!(merged.merged);
-    assert_eq!(read(&repo.join("feature.txt")), "the work\n");
+    assert_eq!(read_file(&repo.join("feature.txt")), "the work\n");
 }
 
 #[test]
 fn regression_a_fast_forward_that_fails_half_way_leaves_your_checkout_as_it_was() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    let (name, wt) = new_session(&env, &repo, "feature");
+    let (name, wt) = env.new_session(&repo, "feature");
     commit(&env, &wt, "feature.txt", "the work\n", "feature");
     // Your own uncommitted change elsewhere must survive too.
-    write(&repo, "README.md", "# my local edit\n");
+    write_file(&repo, "README.md", "# my local edit\n");
     // git writes the index and files, then fails to move the branch (the
     // hook stands in for a lock taken at that moment).
     let hook = repo.join(".git/hooks/reference-transaction");
@@ -421,7 +390,7 @@ fn regression_a_fast_forward_that_fails_half_way_leaves_your_checkout_as_it_was(
         "nothing of the agent's is staged or written in your checkout"
     );
     assert!(!repo.join("feature.txt").exists());
-    assert_eq!(read(&repo.join("README.md")), "# my local edit\n");
+    assert_eq!(read_file(&repo.join("README.md")), "# my local edit\n");
 }
 
 // ---------------------------------------------------------------------------
@@ -434,7 +403,7 @@ fn regression_an_agent_that_cannot_start_is_an_error_that_leaves_nothing() {
     let bad = env.path().join("bad-shebang.sh");
     std::fs::write(&bad, "#!/nonexistent/interpreter\necho hi\n").unwrap();
     std::fs::set_permissions(&bad, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    write(
+    write_file(
         &env.home.join(".config/owt"),
         "config.toml",
         &format!("[tools.bad]\nbinary = \"{}\"\n", bad.display()),
@@ -466,7 +435,7 @@ fn regression_an_agent_that_cannot_start_is_an_error_that_leaves_nothing() {
             .contains("MAX_ARG_STRLEN"),
         "{err}"
     );
-    assert!(sessions(&env, &repo).sessions.is_empty());
+    assert!(env.sessions(&repo).sessions.is_empty());
     assert!(
         !env.path().join("app.worktrees").exists()
             || std::fs::read_dir(env.path().join("app.worktrees"))
@@ -521,7 +490,7 @@ fn regression_worktrees_of_a_submodule_go_outside_the_superproject() {
 fn regression_delete_warns_about_a_shell_inside_the_worktree() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    let (name, wt) = new_session(&env, &repo, "cd into me");
+    let (name, wt) = env.new_session(&repo, "cd into me");
     let mut shell = Command::new("sleep")
         .arg("600")
         .current_dir(&wt)
@@ -544,7 +513,7 @@ fn regression_delete_warns_about_a_shell_inside_the_worktree() {
 fn regression_a_truncated_store_is_a_clear_error_and_a_replaced_one_is_reopened() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    let (name, _) = new_session(&env, &repo, "keeps the store open");
+    let (name, _) = env.new_session(&repo, "keeps the store open");
     let db = env.owt_home.join("owt.db");
     let mut lsp = LspClient::start(
         &env,
@@ -595,7 +564,7 @@ fn regression_a_truncated_store_is_a_clear_error_and_a_replaced_one_is_reopened(
     );
     // Trust lives in the store too: a new store trusts nothing yet.
     env.trust(&repo);
-    let (second, _) = new_session(&env, &repo, "after the new store");
+    let (second, _) = env.new_session(&repo, "after the new store");
     wait_until("the editor's board to show both sessions", DEADLINE, || {
         let board = lsp.request(owt_protocol::lsp::METHOD_BOARD, serde_json::Value::Null);
         let text = board.to_string();

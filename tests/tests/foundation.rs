@@ -9,10 +9,6 @@ use owt_protocol::{
     Board, ConfigShow, DbHealth, DeleteOutput, DoctorReport, NewOutput, SessionList, VersionOutput,
 };
 
-fn sessions(env: &TestEnv, dir: &Path) -> SessionList {
-    env.owt_json(dir, ["list"])
-}
-
 #[test]
 fn new_list_delete_round_trip() {
     let env = TestEnv::new();
@@ -49,7 +45,7 @@ fn new_list_delete_round_trip() {
     );
     assert_eq!(env.git(&expected_worktree, ["status", "--porcelain"]), "");
 
-    let list = sessions(&env, &repo);
+    let list = env.sessions(&repo);
     assert_eq!(list.sessions.len(), 1);
     assert_eq!(list.sessions[0].name, "add-jwt-auth");
     let text = env.owt_ok(&repo, ["ls"]);
@@ -70,7 +66,7 @@ fn new_list_delete_round_trip() {
     assert_eq!(deleted.backup_ref, None, "no commits ahead, so no backup");
     assert!(!expected_worktree.exists());
     assert_eq!(env.git(&repo, ["branch", "--list", "owt/*"]), "");
-    assert!(sessions(&env, &repo).sessions.is_empty());
+    assert!(env.sessions(&repo).sessions.is_empty());
     assert_eq!(
         env.git(&repo, ["worktree", "list", "--porcelain"])
             .matches("worktree ")
@@ -111,7 +107,7 @@ fn hostile_names_become_safe_slugs_inside_base_directory() {
     }
     assert!(!repo.join("pwned").exists() && !env.path().join("pwned").exists());
     // The task text reached the agent verbatim (as its argument), never a shell.
-    let list = sessions(&env, &repo);
+    let list = env.sessions(&repo);
     let metachar = list
         .sessions
         .iter()
@@ -183,7 +179,7 @@ fn branch_checked_out_elsewhere_is_refused_and_nothing_is_left() {
     assert_eq!(env.git(&repo, ["branch", "--list"]), before_branches);
     assert_eq!(env.git(&repo, ["worktree", "list"]), before_worktrees);
     assert!(!env.path().join("app.worktrees").join("use-it").exists());
-    assert!(sessions(&env, &repo).sessions.is_empty());
+    assert!(env.sessions(&repo).sessions.is_empty());
 }
 
 #[test]
@@ -208,7 +204,7 @@ fn delete_refuses_dirty_work_and_force_keeps_a_backup_ref() {
         wt.join("untracked.txt").is_file(),
         "refusal changed nothing"
     );
-    assert_eq!(sessions(&env, &repo).sessions.len(), 1);
+    assert_eq!(env.sessions(&repo).sessions.len(), 1);
 
     let deleted: DeleteOutput = env.owt_json(&repo, ["delete", "dirty-work", "--force"]);
     assert_eq!(
@@ -235,12 +231,12 @@ fn two_repositories_may_share_a_session_name() {
     assert_eq!(sa.session.name, "fix-login");
     assert_eq!(sb.session.name, "fix-login");
     assert_ne!(sa.session.id, sb.session.id);
-    assert_eq!(sessions(&env, &a).sessions.len(), 1);
-    assert_eq!(sessions(&env, &b).sessions.len(), 1);
+    assert_eq!(env.sessions(&a).sessions.len(), 1);
+    assert_eq!(env.sessions(&b).sessions.len(), 1);
     env.owt_ok(&a, ["delete", "fix-login"]);
-    assert!(sessions(&env, &a).sessions.is_empty());
+    assert!(env.sessions(&a).sessions.is_empty());
     assert_eq!(
-        sessions(&env, &b).sessions.len(),
+        env.sessions(&b).sessions.len(),
         1,
         "deleting in a left b alone"
     );
@@ -253,7 +249,7 @@ fn dash_c_from_inside_a_worktree_is_the_same_repository() {
     let out: NewOutput = env.owt_json(&repo, ["new", "first"]);
     let wt = Path::new(&out.session.worktree).join("sub");
     std::fs::create_dir_all(&wt).unwrap();
-    let from_main = sessions(&env, &repo);
+    let from_main = env.sessions(&repo);
     let from_wt: SessionList = env.owt_json(env.path(), ["-C", wt.to_str().unwrap(), "list"]);
     // The same repository and sessions (their statuses may move on between
     // the two calls: the agent is starting).
@@ -268,7 +264,7 @@ fn dash_c_from_inside_a_worktree_is_the_same_repository() {
     // A session started from inside a worktree belongs to the same repository.
     let second: NewOutput = env.owt_json(&wt, ["new", "second"]);
     assert_eq!(second.session.base, "main");
-    assert_eq!(sessions(&env, &repo).sessions.len(), 2);
+    assert_eq!(env.sessions(&repo).sessions.len(), 2);
 }
 
 #[test]
@@ -443,7 +439,7 @@ fn doctor_finds_and_fixes_orphans_without_losing_work() {
     );
     assert!(base.join("stray-dirty/precious.txt").is_file());
     assert!(!base.join("stray").exists());
-    assert!(sessions(&env, &repo).sessions.is_empty());
+    assert!(env.sessions(&repo).sessions.is_empty());
     let again: DoctorReport = env.owt_json(&repo, ["doctor"]);
     assert_eq!(
         again.findings.len(),
@@ -521,7 +517,7 @@ fn twenty_concurrent_news_give_twenty_sessions() {
     names.sort();
     names.dedup();
     assert_eq!(names.len(), 20, "{names:?}");
-    let list = sessions(&env, &repo);
+    let list = env.sessions(&repo);
     assert_eq!(list.sessions.len(), 20);
     for s in &list.sessions {
         assert!(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use owt_e2e::lsp::LspClient;
 use owt_e2e::{uri, wait_until, TestEnv};
-use owt_protocol::{Board, NewOutput, SessionList};
+use owt_protocol::{Board, NewOutput};
 use serde_json::{json, Value};
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -19,10 +19,6 @@ fn start(env: &TestEnv, root: &Path, open_terminal: bool) -> LspClient {
         LspClient::default_capabilities(),
         open_terminal,
     )
-}
-
-fn sessions(env: &TestEnv, repo: &Path) -> SessionList {
-    env.owt_json(repo, ["list"])
 }
 
 #[test]
@@ -99,14 +95,15 @@ fn board_changes_when_a_session_starts_and_spawn_creates_one() {
             .unwrap_or("")
             .contains(&format!("started {}", spawned.session.name))
     });
-    let names: Vec<String> = sessions(&env, &repo)
+    let names: Vec<String> = env
+        .sessions(&repo)
         .sessions
         .into_iter()
         .map(|s| s.name)
         .collect();
     assert!(names.contains(&spawned.session.name), "{names:?}");
     wait_until("the spawned agent runs", DEADLINE, || {
-        let list = sessions(&env, &repo);
+        let list = env.sessions(&repo);
         list.sessions
             .iter()
             .any(|s| s.name == spawned.session.name && s.agent_pid.is_some())
@@ -142,7 +139,7 @@ fn ship_command_merges_with_progress() {
             .count()
     };
     assert!(reports >= 3, "each step reports progress ({reports})");
-    assert!(sessions(&env, &repo).sessions.is_empty());
+    assert!(env.sessions(&repo).sessions.is_empty());
 }
 
 #[test]

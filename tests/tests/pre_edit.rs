@@ -2,9 +2,11 @@
 //! hook with who else is changing the lines it is about to change, per
 //! `[guard] pre_edit` (warn, block, off), and fails open. First through
 //! the real owt binary with Claude Code's hook input on stdin, then with
-//! the real Claude Code (pinned, `scripts/install-agents`) under `owt new`
-//! against the scripted model (`tests/model/`): its Write is warned or
-//! refused, and what the model is told names the other session.
+//! the real Claude Code, Gemini CLI, OpenCode and Pi (pinned,
+//! `scripts/install-agents`) under `owt new` against the scripted model
+//! (`tests/model/`): each one's own write tool is warned or refused through
+//! the hook owt installed for it, and what the model is told names the
+//! other session.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -215,9 +217,18 @@ fn the_pre_edit_hook_names_who_else_is_on_those_lines_per_config_and_fails_open(
 /// returns (the model's log entry of the request after the Write, the
 /// file in Claude's worktree afterwards).
 fn claude_writes_over_a0s_lines(mode: Option<&str>) -> (Value, String) {
+    agent_writes_over_a0s_lines(Agent::Claude, mode)
+}
+
+/// `agent` (under `owt new`, against the scripted model) reads
+/// src/shared.txt and writes line 9 of it with its own write tool, which
+/// a0 is changing; returns (the body of the request after the write, the
+/// file in the agent's worktree afterwards).
+fn agent_writes_over_a0s_lines(agent: Agent, mode: Option<&str>) -> (Value, String) {
     let mut env = TestEnv::new();
     let (repo, _a0) = setup(&env, mode);
-    let name = "claude-edit";
+    let name = format!("{}-edit", agent.name());
+    let name = name.as_str();
     let worktree = env.path().join("app.worktrees").join(name);
     let model = Model::start_logging_bodies(
         &env.path().join("model"),
@@ -229,7 +240,7 @@ fn claude_writes_over_a0s_lines(mode: Option<&str>) -> (Value, String) {
     );
     setup_offline(
         &mut env,
-        Agent::Claude,
+        agent,
         &model,
         &[repo.clone(), worktree.clone()],
         false,
@@ -242,7 +253,7 @@ fn claude_writes_over_a0s_lines(mode: Option<&str>) -> (Value, String) {
             "--name",
             name,
             "--ai-tool",
-            "claude",
+            agent.name(),
         ],
     );
     let after = model.wait_step_answered(2, AGENT);
@@ -294,5 +305,230 @@ fn claude_code_write_goes_through_with_a_warning_naming_the_other_session() {
     assert!(
         whole.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
         "the warning reaches the model: {result}\n{whole}"
+    );
+}
+
+/// What the model was told about its write in the request after it:
+/// Gemini's `functionResponse` of `write_file` (Gemini API), OpenCode's
+/// `tool` message for the write (Chat Completions). Returns (text, whether
+/// it is an error: Gemini says, Chat Completions has no such flag).
+fn tool_result_of_write(agent: Agent, body: &Value) -> (String, Option<bool>) {
+    match agent {
+        Agent::Gemini => {
+            for content in body["contents"].as_array().expect("contents").iter().rev() {
+                for part in content["parts"].as_array().into_iter().flatten() {
+                    let r = &part["functionResponse"];
+                    if r["name"] == "write_file" {
+                        let response = &r["response"];
+                        return match response.get("error") {
+                            Some(e) => {
+                                (e.as_str().map_or(e.to_string(), str::to_string), Some(true))
+                            }
+                            None => (response.to_string(), Some(false)),
+                        };
+                    }
+                }
+            }
+            panic!("no functionResponse of write_file in {body}");
+        }
+        Agent::OpenCode | Agent::Pi => {
+            for m in body["messages"].as_array().expect("messages").iter().rev() {
+                if m["role"] == "tool"
+                    && m["tool_call_id"]
+                        .as_str()
+                        .is_some_and(|id| id.ends_with("owt_step_1"))
+                {
+                    let text = match &m["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    return (text, None);
+                }
+            }
+            panic!("no tool message for the write in {body}");
+        }
+        _ => unreachable!("{agent:?}"),
+    }
+}
+
+/// `agent` writes over a0's lines with `[guard] pre_edit = "block"`: the
+/// write is refused, and the model reads who and what to do.
+fn write_is_refused_naming_a0(agent: Agent) {
+    let (body, text) = agent_writes_over_a0s_lines(agent, Some("block"));
+    let (result, is_error) = tool_result_of_write(agent, &body);
+    if agent == Agent::Gemini {
+        assert_eq!(is_error, Some(true), "the write_file was refused: {result}");
+    }
+    assert!(
+        result.contains("owt Conflict Guard refused this edit: a0 (fake) is editing lines 8–10 of src/shared.txt")
+            && result.contains("owt send a0"),
+        "the model is told who and what to do: {result}"
+    );
+    assert_eq!(text, twenty_lines(), "the file was not written");
+}
+
+/// `agent` writes over a0's lines with the default `warn`: the write goes
+/// through and its result, which the model reads, names a0.
+fn write_goes_through_warning_of_a0(agent: Agent) {
+    let (body, text) = agent_writes_over_a0s_lines(agent, None);
+    let (result, is_error) = tool_result_of_write(agent, &body);
+    if agent == Agent::Gemini {
+        assert_eq!(
+            is_error,
+            Some(false),
+            "the write_file went through: {result}"
+        );
+    }
+    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
+    assert!(
+        result.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
+        "the warning is in the write's result the model reads: {result}"
+    );
+}
+
+#[test]
+fn gemini_cli_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
+    write_is_refused_naming_a0(Agent::Gemini);
+}
+
+#[test]
+fn gemini_cli_write_goes_through_with_a_warning_naming_the_other_session() {
+    write_goes_through_warning_of_a0(Agent::Gemini);
+}
+
+#[test]
+fn opencode_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
+    write_is_refused_naming_a0(Agent::OpenCode);
+}
+
+#[test]
+fn opencode_write_goes_through_with_a_warning_naming_the_other_session() {
+    write_goes_through_warning_of_a0(Agent::OpenCode);
+}
+
+#[test]
+fn pi_write_is_refused_with_the_other_session_named_when_pre_edit_blocks() {
+    write_is_refused_naming_a0(Agent::Pi);
+}
+
+#[test]
+fn pi_write_goes_through_with_a_warning_naming_the_other_session() {
+    write_goes_through_warning_of_a0(Agent::Pi);
+}
+
+/// Gemini CLI's hooks go in the worktree's `.gemini/settings.json`:
+/// merged into it (the user's keys kept) and kept out of commits when the
+/// repository does not track it; left alone, with a warning, when it does.
+#[test]
+fn gemini_hooks_are_merged_into_an_untracked_settings_file_and_a_tracked_one_is_left_alone() {
+    let mut env = TestEnv::new();
+    let (repo, _a0) = setup(&env, None);
+    let model = Model::start(
+        &env.path().join("model"),
+        &json!({"turns": [{"steps": [{"text": "Nothing to do."}]}]}),
+    );
+    let untracked = env.path().join("app.worktrees").join("g-untracked");
+    let tracked = env.path().join("app.worktrees").join("g-tracked");
+    setup_offline(
+        &mut env,
+        Agent::Gemini,
+        &model,
+        &[repo.clone(), untracked.clone(), tracked.clone()],
+        false,
+    );
+    let new = |name: &str| -> NewOutput {
+        env.owt_json(
+            &repo,
+            ["new", "nothing", "--name", name, "--ai-tool", "gemini"],
+        )
+    };
+    // Untracked: owt's hooks, and `git status` stays clean.
+    let out = new("g-untracked");
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(untracked.join(".gemini/settings.json")).unwrap(),
+    )
+    .unwrap();
+    for event in ["BeforeTool", "AfterTool"] {
+        let hook = &settings["hooks"][event][0];
+        assert_eq!(hook["matcher"], "^(write_file|replace)$", "{settings}");
+        assert!(
+            hook["hooks"][0]["command"]
+                .as_str()
+                .is_some_and(|c| c.ends_with(" hook --pre-edit")),
+            "{settings}"
+        );
+    }
+    let status = env.git(&untracked, ["status", "--porcelain"]);
+    assert!(status.trim().is_empty(), "kept out of commits: {status}");
+
+    // Tracked: left as it is, and owt says so.
+    let theirs = "{\"model\": {\"name\": \"gemini-2.5-pro\"}}\n";
+    std::fs::create_dir_all(repo.join(".gemini")).unwrap();
+    std::fs::write(repo.join(".gemini/settings.json"), theirs).unwrap();
+    // (-f: the first session's exclusion, in the repository's shared
+    // info/exclude, covers the path now.)
+    env.git(&repo, ["add", "-f", ".gemini/settings.json"]);
+    env.git(&repo, ["commit", "-q", "-m", "gemini settings"]);
+    let out = new("g-tracked");
+    assert!(
+        out.warnings.iter().any(|w| w.contains(
+            ".gemini/settings.json is tracked in this repository: owt did not add Conflict Guard's pre-edit hook"
+        )),
+        "{:?}",
+        out.warnings
+    );
+    assert_eq!(
+        std::fs::read_to_string(tracked.join(".gemini/settings.json")).unwrap(),
+        theirs
+    );
+}
+
+/// Gemini CLI's dialect through the real owt binary, with the payloads
+/// gemini 0.61.0 sends: `BeforeTool` warns the person (`systemMessage`)
+/// and keeps the warning for that call; the `AfterTool` of the same call
+/// hands it to the model once (`additionalContext`); another call's
+/// `AfterTool` gets nothing; `block` is `decision: deny`.
+#[test]
+fn gemini_before_and_after_tool_answers_through_the_binary() {
+    let env = TestEnv::new();
+    let (repo, _a0) = setup(&env, None);
+    let b0: NewOutput = env.owt_json(&repo, ["new", "also shared", "--name", "b0"]);
+    let wt = PathBuf::from(&b0.session.worktree);
+    let id = short_id(&env, &repo, "b0");
+    let call = |event: &str, old: &str| {
+        json!({"session_id": "g", "cwd": wt, "hook_event_name": event, "tool_name": "replace",
+            "tool_input": {"file_path": wt.join("src/shared.txt"), "old_string": old, "new_string": "x\n"}})
+        .to_string()
+    };
+    let (ok, out, err) = hook(&env, &wt, &id, &call("BeforeTool", "line 9\n"));
+    assert!(ok, "{err}");
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out:?} {err}"));
+    assert!(answer.get("decision").is_none(), "let through: {answer}");
+    let shown = answer["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        shown.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
+        "{answer}"
+    );
+    // Another call's AfterTool: nothing.
+    let (_, out, _) = hook(&env, &wt, &id, &call("AfterTool", "line 2\n"));
+    assert!(out.trim().is_empty(), "{out}");
+    // This call's: the warning, once.
+    let (_, out, _) = hook(&env, &wt, &id, &call("AfterTool", "line 9\n"));
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out:?}"));
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "AfterTool");
+    assert_eq!(answer["hookSpecificOutput"]["additionalContext"], shown);
+    let (_, out, _) = hook(&env, &wt, &id, &call("AfterTool", "line 9\n"));
+    assert!(out.trim().is_empty(), "handed over once: {out}");
+
+    set_mode(&env, &repo, "block");
+    let (_, out, _) = hook(&env, &wt, &id, &call("BeforeTool", "line 9\n"));
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out:?}"));
+    assert_eq!(answer["decision"], "deny", "{answer}");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("refused this edit: a0 (fake) is editing lines 8–10")),
+        "{answer}"
     );
 }

@@ -3,51 +3,23 @@
 
 use std::path::{Path, PathBuf};
 
-use owt_e2e::TestEnv;
-use owt_protocol::{Lane, MergeOutput, NewOutput, SessionList, ShipOutput, Status};
-
-fn new_session(env: &TestEnv, repo: &Path, task: &str) -> (String, PathBuf) {
-    let out: NewOutput = env.owt_json(repo, ["new", task]);
-    (out.session.name, PathBuf::from(out.session.worktree))
-}
-
-fn write(dir: &Path, file: &str, text: &str) {
-    let path = dir.join(file);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+use owt_e2e::{read_file, write_file, TestEnv};
+use owt_protocol::{Lane, MergeOutput, ShipOutput, Status};
 
 fn commit(env: &TestEnv, dir: &Path, file: &str, text: &str, message: &str) -> String {
-    write(dir, file, text);
+    write_file(dir, file, text);
     env.git(dir, ["add", "--", file]);
     env.git(dir, ["commit", "-q", "-m", message]);
     env.git(dir, ["rev-parse", "HEAD"])
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn sessions(env: &TestEnv, repo: &Path) -> SessionList {
-    env.owt_json(repo, ["list"])
-}
-
-/// Every ref and every file of the main checkout, for "nothing changed" checks.
-fn snapshot(env: &TestEnv, repo: &Path, worktree: &Path) -> String {
-    let refs = env.git(repo, ["for-each-ref", "--format=%(refname) %(objectname)"]);
-    let main_status = env.git(repo, ["status", "--porcelain", "--ignored"]);
-    let wt_status = env.git(worktree, ["status", "--porcelain", "--ignored"]);
-    let wt_head = env.git(worktree, ["rev-parse", "HEAD"]);
-    format!("{refs}\n--\n{main_status}\n--\n{wt_status}\n{wt_head}")
 }
 
 #[test]
 fn clean_fast_forward_ship() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    let (name, wt) = new_session(&env, &repo, "add feature");
-    write(&wt, "feature.txt", "new feature\n");
-    write(&wt, "src/lib.rs", "pub fn f() {}\n");
+    let (name, wt) = env.new_session(&repo, "add feature");
+    write_file(&wt, "feature.txt", "new feature\n");
+    write_file(&wt, "src/lib.rs", "pub fn f() {}\n");
     let out: ShipOutput = env.owt_json(&repo, ["ship", &name, "-m", "Add the feature"]);
     let commit = out.committed.expect("uncommitted work was committed");
     assert!(out.merge.merged && out.merge.deleted);
@@ -61,7 +33,7 @@ fn clean_fast_forward_ship() {
         "Add the feature"
     );
     assert_eq!(
-        read(&repo.join("feature.txt")),
+        read_file(&repo.join("feature.txt")),
         "new feature\n",
         "the human's checkout was updated"
     );
@@ -72,7 +44,7 @@ fn clean_fast_forward_ship() {
     );
     assert!(!wt.exists());
     assert_eq!(env.git(&repo, ["branch", "--list", "owt/*"]), "");
-    assert!(sessions(&env, &repo).sessions.is_empty());
+    assert!(env.sessions(&repo).sessions.is_empty());
 }
 
 #[test]
@@ -80,7 +52,7 @@ fn ship_onto_a_moved_base_makes_a_merge_commit_or_rebases() {
     for rebase in [false, true] {
         let env = TestEnv::new();
         let repo = env.repo("app");
-        let (name, wt) = new_session(&env, &repo, "agent work");
+        let (name, wt) = env.new_session(&repo, "agent work");
         let agent_commit = commit(&env, &wt, "agent.txt", "agent\n", "agent commit");
         let human_commit = commit(&env, &repo, "human.txt", "human\n", "human commit");
         let mut args = vec!["ship", name.as_str()];
@@ -113,32 +85,28 @@ fn ship_onto_a_moved_base_makes_a_merge_commit_or_rebases() {
                 ["merge-base", "--is-ancestor", &human_commit, "main"]
             )
             .is_empty());
-        assert_eq!(read(&repo.join("agent.txt")), "agent\n");
-        assert_eq!(read(&repo.join("human.txt")), "human\n");
+        assert_eq!(read_file(&repo.join("agent.txt")), "agent\n");
+        assert_eq!(read_file(&repo.join("human.txt")), "human\n");
     }
+}
+
+/// A session that committed AGENT on line 2 of shared.txt while the main
+/// checkout committed HUMAN there: merging it conflicts.
+fn conflicting_session() -> (TestEnv, PathBuf, String, PathBuf) {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let shared = "shared.txt";
+    commit(&env, &repo, shared, "one\ntwo\nthree\n", "shared file");
+    let (name, wt) = env.new_session(&repo, "edit shared");
+    commit(&env, &wt, shared, "one\nAGENT\nthree\n", "agent edit");
+    commit(&env, &repo, shared, "one\nHUMAN\nthree\n", "human edit");
+    (env, repo, name, wt)
 }
 
 #[test]
 fn predicted_conflict_changes_nothing_and_leave_conflicts_needs_you() {
-    let env = TestEnv::new();
-    let repo = env.repo("app");
-    commit(
-        &env,
-        &repo,
-        "shared.txt",
-        "one\ntwo\nthree\n",
-        "shared file",
-    );
-    let (name, wt) = new_session(&env, &repo, "edit shared");
-    commit(&env, &wt, "shared.txt", "one\nAGENT\nthree\n", "agent edit");
-    commit(
-        &env,
-        &repo,
-        "shared.txt",
-        "one\nHUMAN\nthree\n",
-        "human edit",
-    );
-    let before = snapshot(&env, &repo, &wt);
+    let (env, repo, name, wt) = conflicting_session();
+    let before = env.snapshot(&repo, &wt);
 
     let err = env.owt_err(&repo, ["merge", &name]);
     assert!(
@@ -146,15 +114,11 @@ fn predicted_conflict_changes_nothing_and_leave_conflicts_needs_you() {
         "{err}"
     );
     assert!(err.contains("nothing was changed"), "{err}");
-    assert_eq!(
-        snapshot(&env, &repo, &wt),
-        before,
-        "nothing changed anywhere"
-    );
+    assert_eq!(env.snapshot(&repo, &wt), before, "nothing changed anywhere");
     let err = env.owt_err(&repo, ["ship", &name]);
     assert!(err.contains("would conflict"), "{err}");
     assert_eq!(
-        snapshot(&env, &repo, &wt),
+        env.snapshot(&repo, &wt),
         before,
         "ship changed nothing either"
     );
@@ -167,7 +131,7 @@ fn predicted_conflict_changes_nothing_and_leave_conflicts_needs_you() {
     let merge: MergeOutput = serde_json::from_slice(&out.stdout).unwrap();
     assert!(merge.left_conflicts && !merge.merged);
     assert_eq!(merge.conflicts[0].path, "shared.txt");
-    assert!(read(&wt.join("shared.txt")).contains("<<<<<<<"));
+    assert!(read_file(&wt.join("shared.txt")).contains("<<<<<<<"));
     assert_eq!(
         env.git(&repo, ["rev-parse", "main"]),
         before
@@ -178,20 +142,20 @@ fn predicted_conflict_changes_nothing_and_leave_conflicts_needs_you() {
             .nth(1)
             .unwrap()
     );
-    let list = sessions(&env, &repo);
+    let list = env.sessions(&repo);
     let s = &list.sessions[0];
     assert_eq!((s.status, s.lane), (Status::Conflict, Lane::NeedsYou));
     assert_eq!(s.conflicted_files, vec!["shared.txt"]);
 
     // Resolving it by hand clears the conflict.
-    write(&wt, "shared.txt", "one\nBOTH\nthree\n");
+    write_file(&wt, "shared.txt", "one\nBOTH\nthree\n");
     env.git(&wt, ["add", "shared.txt"]);
     env.git(&wt, ["commit", "-q", "--no-edit"]);
-    let list = sessions(&env, &repo);
+    let list = env.sessions(&repo);
     assert_ne!(list.sessions[0].status, Status::Conflict);
     let merged: MergeOutput = env.owt_json(&repo, ["merge", &name]);
     assert!(merged.merged);
-    assert_eq!(read(&repo.join("shared.txt")), "one\nBOTH\nthree\n");
+    assert_eq!(read_file(&repo.join("shared.txt")), "one\nBOTH\nthree\n");
 }
 
 #[test]
@@ -202,24 +166,7 @@ fn strategy_is_from_the_agents_point_of_view() {
         ("ours", true, "AGENT"),
         ("theirs", true, "HUMAN"),
     ] {
-        let env = TestEnv::new();
-        let repo = env.repo("app");
-        commit(
-            &env,
-            &repo,
-            "shared.txt",
-            "one\ntwo\nthree\n",
-            "shared file",
-        );
-        let (name, wt) = new_session(&env, &repo, "edit shared");
-        commit(&env, &wt, "shared.txt", "one\nAGENT\nthree\n", "agent edit");
-        commit(
-            &env,
-            &repo,
-            "shared.txt",
-            "one\nHUMAN\nthree\n",
-            "human edit",
-        );
+        let (env, repo, name, _) = conflicting_session();
         let mut args = vec!["merge", name.as_str(), "--strategy", strategy];
         if rebase {
             args.push("--rebase");
@@ -227,7 +174,7 @@ fn strategy_is_from_the_agents_point_of_view() {
         let out: MergeOutput = env.owt_json(&repo, &args);
         assert!(out.merged, "{strategy} rebase={rebase}");
         assert_eq!(
-            read(&repo.join("shared.txt")),
+            read_file(&repo.join("shared.txt")),
             format!("one\n{expected}\nthree\n"),
             "--strategy {strategy} (rebase={rebase})"
         );
@@ -240,7 +187,7 @@ fn rejecting_pre_commit_hook_stops_ship_and_keeps_everything() {
     let repo = env.repo("app");
     let hooks = repo.join(".git/hooks");
     std::fs::create_dir_all(&hooks).unwrap();
-    write(
+    write_file(
         &hooks,
         "pre-commit",
         "#!/bin/sh\necho 'lint failed: no TODOs allowed' >&2\nexit 1\n",
@@ -251,11 +198,11 @@ fn rejecting_pre_commit_hook_stops_ship_and_keeps_everything() {
         std::fs::Permissions::from_mode(0o755),
     )
     .unwrap();
-    let (name, wt) = new_session(&env, &repo, "todo work");
-    write(&wt, "todo.txt", "TODO\n");
+    let (name, wt) = env.new_session(&repo, "todo work");
+    write_file(&wt, "todo.txt", "TODO\n");
     let main_before = env.git(&repo, ["rev-parse", "main"]);
     let wt_head_before = env.git(&wt, ["rev-parse", "HEAD"]);
-    write(&wt, "staged.txt", "staged\n");
+    write_file(&wt, "staged.txt", "staged\n");
     env.git(&wt, ["add", "staged.txt"]);
     let status_before = env.git(&wt, ["status", "--porcelain"]);
 
@@ -272,8 +219,8 @@ fn rejecting_pre_commit_hook_stops_ship_and_keeps_everything() {
         status_before,
         "index and files as they were"
     );
-    assert_eq!(read(&wt.join("todo.txt")), "TODO\n");
-    let list = sessions(&env, &repo);
+    assert_eq!(read_file(&wt.join("todo.txt")), "TODO\n");
+    let list = env.sessions(&repo);
     assert_eq!(list.sessions.len(), 1, "the session is kept");
     let agent = list.sessions[0].agent_pid.expect("the agent's pid");
     assert!(
@@ -290,26 +237,26 @@ fn the_humans_checkout_is_updated_safely() {
     let repo = env.repo("app");
     commit(&env, &repo, ".gitignore", ".env\nnode_modules/\n", "ignore");
     commit(&env, &repo, "notes.txt", "mine\n", "notes");
-    write(&repo, ".env", "SECRET=1\n");
-    write(&repo, "node_modules/dep/index.js", "module.exports = 1;\n");
-    let (name, wt) = new_session(&env, &repo, "agent work");
+    write_file(&repo, ".env", "SECRET=1\n");
+    write_file(&repo, "node_modules/dep/index.js", "module.exports = 1;\n");
+    let (name, wt) = env.new_session(&repo, "agent work");
     commit(&env, &wt, "agent.txt", "agent\n", "agent");
-    write(&repo, "notes.txt", "mine, edited but not committed\n");
+    write_file(&repo, "notes.txt", "mine, edited but not committed\n");
     let out: MergeOutput = env.owt_json(&repo, ["merge", &name]);
     assert!(out.merged && out.checkout_updated.is_some());
-    assert_eq!(read(&repo.join("agent.txt")), "agent\n");
+    assert_eq!(read_file(&repo.join("agent.txt")), "agent\n");
     assert_eq!(
-        read(&repo.join("notes.txt")),
+        read_file(&repo.join("notes.txt")),
         "mine, edited but not committed\n"
     );
-    assert_eq!(read(&repo.join(".env")), "SECRET=1\n");
+    assert_eq!(read_file(&repo.join(".env")), "SECRET=1\n");
     assert_eq!(
-        read(&repo.join("node_modules/dep/index.js")),
+        read_file(&repo.join("node_modules/dep/index.js")),
         "module.exports = 1;\n"
     );
 
     // Dirty in a file the merge changes: refused, nothing changed.
-    let (name, wt) = new_session(&env, &repo, "edit notes");
+    let (name, wt) = env.new_session(&repo, "edit notes");
     commit(&env, &wt, "notes.txt", "agent's notes\n", "agent notes");
     let main_before = env.git(&repo, ["rev-parse", "main"]);
     let err = env.owt_err(&repo, ["merge", &name]);
@@ -319,15 +266,15 @@ fn the_humans_checkout_is_updated_safely() {
     );
     assert_eq!(env.git(&repo, ["rev-parse", "main"]), main_before);
     assert_eq!(
-        read(&repo.join("notes.txt")),
+        read_file(&repo.join("notes.txt")),
         "mine, edited but not committed\n"
     );
-    assert_eq!(sessions(&env, &repo).sessions.len(), 1);
+    assert_eq!(env.sessions(&repo).sessions.len(), 1);
 
     // An agent that force-adds a file the human has as an ignored file: refused.
     env.owt_ok(&repo, ["delete", &name, "--force"]);
-    let (name, wt) = new_session(&env, &repo, "env file");
-    write(&wt, ".env", "AGENT=1\n");
+    let (name, wt) = env.new_session(&repo, "env file");
+    write_file(&wt, ".env", "AGENT=1\n");
     env.git(&wt, ["add", "-f", ".env"]);
     env.git(&wt, ["commit", "-q", "-m", "agent adds .env"]);
     let err = env.owt_err(&repo, ["merge", &name]);
@@ -338,7 +285,7 @@ fn the_humans_checkout_is_updated_safely() {
             || err.contains("commits .env, which owt copied"),
         "{err}"
     );
-    assert_eq!(read(&repo.join(".env")), "SECRET=1\n");
+    assert_eq!(read_file(&repo.join(".env")), "SECRET=1\n");
     assert_eq!(env.git(&repo, ["rev-parse", "main"]), main_before);
 }
 
@@ -346,7 +293,7 @@ fn the_humans_checkout_is_updated_safely() {
 fn base_checked_out_nowhere_moves_only_the_ref() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    let (name, wt) = new_session(&env, &repo, "agent work");
+    let (name, wt) = env.new_session(&repo, "agent work");
     let tip = commit(&env, &wt, "agent.txt", "agent\n", "agent");
     env.git(&repo, ["checkout", "-q", "-b", "elsewhere"]);
     let out: MergeOutput = env.owt_json(&repo, ["merge", &name]);
@@ -367,12 +314,12 @@ fn base_checked_out_nowhere_moves_only_the_ref() {
 fn merge_keep_leaves_the_session() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    let (name, wt) = new_session(&env, &repo, "agent work");
+    let (name, wt) = env.new_session(&repo, "agent work");
     commit(&env, &wt, "agent.txt", "agent\n", "agent");
     let out: MergeOutput = env.owt_json(&repo, ["merge", &name, "--keep"]);
     assert!(out.merged && !out.deleted);
     assert!(wt.is_dir());
-    assert_eq!(sessions(&env, &repo).sessions.len(), 1);
+    assert_eq!(env.sessions(&repo).sessions.len(), 1);
     let err = env.owt_err(&repo, ["merge", "nope"]);
     assert!(err.contains("no session named `nope`"), "{err}");
 }
@@ -384,9 +331,9 @@ fn sigkill_at_every_step_of_ship_then_rerun_completes() {
     for point in ["ship-commit", "ship-phase1", "ship-phase2", "ship-cleanup"] {
         let env = TestEnv::new();
         let repo = env.repo("app");
-        let (name, wt) = new_session(&env, &repo, "crashy work");
+        let (name, wt) = env.new_session(&repo, "crashy work");
         let committed = commit(&env, &wt, "committed.txt", "c\n", "agent commit");
-        write(&wt, "uncommitted.txt", "u\n");
+        write_file(&wt, "uncommitted.txt", "u\n");
         commit(&env, &repo, "human.txt", "h\n", "human moved main");
 
         let mut cmd = env.owt_cmd(&repo, ["ship", &name]);
@@ -411,10 +358,10 @@ fn sigkill_at_every_step_of_ship_then_rerun_completes() {
             ("uncommitted.txt", "u\n"),
             ("human.txt", "h\n"),
         ] {
-            assert_eq!(read(&repo.join(file)), text, "{point}: {file}");
+            assert_eq!(read_file(&repo.join(file)), text, "{point}: {file}");
         }
         assert!(!wt.exists(), "{point}: cleaned up");
-        assert!(sessions(&env, &repo).sessions.is_empty(), "{point}");
+        assert!(env.sessions(&repo).sessions.is_empty(), "{point}");
     }
 }
 
@@ -422,10 +369,10 @@ fn sigkill_at_every_step_of_ship_then_rerun_completes() {
 fn doctor_fix_rolls_back_an_interrupted_merge() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    let (name, wt) = new_session(&env, &repo, "agent work");
+    let (name, wt) = env.new_session(&repo, "agent work");
     commit(&env, &wt, "agent.txt", "agent\n", "agent");
     commit(&env, &repo, "human.txt", "human\n", "human");
-    let before = snapshot(&env, &repo, &wt);
+    let before = env.snapshot(&repo, &wt);
     let mut cmd = env.owt_cmd(&repo, ["merge", &name]);
     cmd.env("OWT_FAILPOINT", "merge-phase1");
     assert!(!cmd.output().unwrap().status.success());
@@ -439,7 +386,7 @@ fn doctor_fix_rolls_back_an_interrupted_merge() {
         finding.fixed && finding.detail.contains("rolled back"),
         "{finding:?}"
     );
-    assert_eq!(snapshot(&env, &repo, &wt), before);
+    assert_eq!(env.snapshot(&repo, &wt), before);
     let again: owt_protocol::DoctorReport = env.owt_json(&repo, ["doctor"]);
     assert!(again.findings.is_empty(), "{:?}", again.findings);
 }
@@ -455,13 +402,13 @@ fn queue_ship_ships_the_compatible_ones_and_stops_at_the_conflict() {
         "one\ntwo\nthree\n",
         "shared file",
     );
-    let (a, a_wt) = new_session(&env, &repo, "alpha edits shared");
-    let (b, b_wt) = new_session(&env, &repo, "beta edits shared");
-    let (c, c_wt) = new_session(&env, &repo, "gamma is independent");
+    let (a, a_wt) = env.new_session(&repo, "alpha edits shared");
+    let (b, b_wt) = env.new_session(&repo, "beta edits shared");
+    let (c, c_wt) = env.new_session(&repo, "gamma is independent");
     commit(&env, &a_wt, "shared.txt", "one\nALPHA\nthree\n", "alpha");
     commit(&env, &b_wt, "shared.txt", "one\nBETA\nthree\n", "beta");
     commit(&env, &c_wt, "gamma.txt", "gamma\n", "gamma");
-    write(&c_wt, "gamma-dirty.txt", "uncommitted\n");
+    write_file(&c_wt, "gamma-dirty.txt", "uncommitted\n");
     let b_head = env.git(&b_wt, ["rev-parse", "HEAD"]);
 
     let (out, ok): (owt_protocol::QueueShipOutput, bool) =
@@ -476,14 +423,14 @@ fn queue_ship_ships_the_compatible_ones_and_stops_at_the_conflict() {
         out.reason.as_deref().unwrap().contains("would conflict"),
         "{out:?}"
     );
-    assert_eq!(read(&repo.join("gamma.txt")), "gamma\n");
+    assert_eq!(read_file(&repo.join("gamma.txt")), "gamma\n");
     assert_eq!(
-        read(&repo.join("gamma-dirty.txt")),
+        read_file(&repo.join("gamma-dirty.txt")),
         "uncommitted\n",
         "dirty work was committed and shipped"
     );
     // The one that did not ship is intact, with its agent.
-    let list = sessions(&env, &repo);
+    let list = env.sessions(&repo);
     assert_eq!(list.sessions.len(), 1);
     assert_eq!(list.sessions[0].name, stopped);
     if stopped == b {

@@ -8,24 +8,18 @@
 
 use serde_json::Value;
 
-use super::{ci_of, FailingCheck, Forge, ForgeComment, ForgeError, PrSnapshot};
+use super::{
+    args, ci_of, number_after, text, FailingCheck, Forge, ForgeComment, ForgeError, PrSnapshot,
+};
 use crate::feedback::excerpt;
 use crate::status::feedback::{CiState, PrState, ReviewState};
 
 /// Lines of a failing CI log typed into the agent.
 pub const LOG_LINES: usize = 60;
 
-fn args(parts: &[&str]) -> Vec<String> {
-    parts.iter().map(|s| s.to_string()).collect()
-}
-
-/// `(number, url)` from a pull request URL (`…/pull/12`).
+/// The number of a pull request from its URL (`…/pull/12`).
 pub fn number_of(url: &str) -> Option<u64> {
-    url.trim()
-        .trim_end_matches('/')
-        .rsplit_once("/pull/")
-        .and_then(|(_, n)| n.split(['/', '#', '?']).next())
-        .and_then(|n| n.parse().ok())
+    number_after(url, "/pull/")
 }
 
 /// The last URL in `text` (gh prints the new pull request's URL last; a
@@ -77,8 +71,8 @@ pub fn create_pr(
 
 pub fn view_pr(forge: &Forge, number: u64) -> Result<PrSnapshot, ForgeError> {
     let n = number.to_string();
-    let out = forge.call(
-        &args(&[
+    let doc = forge.call_json(
+        &[
             "pr",
             "view",
             &n,
@@ -86,30 +80,17 @@ pub fn view_pr(forge: &Forge, number: u64) -> Result<PrSnapshot, ForgeError> {
             &forge.repo.full(),
             "--json",
             "number,url,state,isDraft,mergeable,reviewDecision,headRefOid,statusCheckRollup,reviews,comments",
-        ]),
-        None,
+        ],
+        "gh pr view",
     )?;
-    let doc: Value = serde_json::from_str(&out.stdout)
-        .map_err(|e| ForgeError::Failed(format!("gh pr view printed no JSON: {e}")))?;
     let mut snapshot = parse_view(&doc);
-    let inline = forge.call(
-        &args(&[
-            "api",
-            &format!(
-                "repos/{}/pulls/{number}/comments?per_page=100",
-                forge.repo.path()
-            ),
-        ]),
-        None,
-    )?;
-    let inline: Value = serde_json::from_str(&inline.stdout)
-        .map_err(|e| ForgeError::Failed(format!("gh api printed no JSON: {e}")))?;
+    let comments = format!(
+        "repos/{}/pulls/{number}/comments?per_page=100",
+        forge.repo.path()
+    );
+    let inline = forge.call_json(&["api", &comments], "gh api")?;
     snapshot.comments.extend(parse_review_comments(&inline));
     Ok(snapshot)
-}
-
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 fn login(v: &Value, key: &str) -> String {

@@ -11,19 +11,11 @@
 
 use serde_json::Value;
 
-use super::{FailingCheck, Forge, ForgeComment, ForgeError, PrSnapshot};
+use super::{args, number_after, text, FailingCheck, Forge, ForgeComment, ForgeError, PrSnapshot};
 use crate::status::feedback::{CiState, PrState, ReviewState};
 
-fn args(parts: &[&str]) -> Vec<String> {
-    parts.iter().map(|s| s.to_string()).collect()
-}
-
 fn number_of(url: &str) -> Option<u64> {
-    url.trim()
-        .trim_end_matches('/')
-        .rsplit_once("/merge_requests/")
-        .and_then(|(_, n)| n.split(['/', '#', '?']).next())
-        .and_then(|n| n.parse().ok())
+    number_after(url, "/merge_requests/")
 }
 
 pub fn create_pr(
@@ -71,8 +63,8 @@ pub fn create_pr(
 }
 
 pub fn view_pr(forge: &Forge, number: u64) -> Result<PrSnapshot, ForgeError> {
-    let out = forge.call(
-        &args(&[
+    let doc = forge.call_json(
+        &[
             "mr",
             "view",
             &number.to_string(),
@@ -80,28 +72,15 @@ pub fn view_pr(forge: &Forge, number: u64) -> Result<PrSnapshot, ForgeError> {
             &forge.repo.full(),
             "--output",
             "json",
-        ]),
-        None,
+        ],
+        "glab mr view",
     )?;
-    let doc: Value = serde_json::from_str(&out.stdout)
-        .map_err(|e| ForgeError::Failed(format!("glab mr view printed no JSON: {e}")))?;
     let mut snapshot = parse_view(&doc);
     let project = forge.repo.path().replace('/', "%2F");
-    let notes = forge.call(
-        &args(&[
-            "api",
-            &format!("projects/{project}/merge_requests/{number}/notes?per_page=100"),
-        ]),
-        None,
-    )?;
-    let notes: Value = serde_json::from_str(&notes.stdout)
-        .map_err(|e| ForgeError::Failed(format!("glab api printed no JSON: {e}")))?;
+    let notes = format!("projects/{project}/merge_requests/{number}/notes?per_page=100");
+    let notes = forge.call_json(&["api", &notes], "glab api")?;
     snapshot.comments = parse_notes(&notes);
     Ok(snapshot)
-}
-
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 /// A merge request as the API shows it (pure).

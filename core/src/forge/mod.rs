@@ -20,6 +20,8 @@ pub mod gitlab;
 
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 pub use cli::ForgeError;
 
 use crate::config::{ForgeKind, PrConfig};
@@ -253,6 +255,14 @@ impl Forge {
         }
     }
 
+    /// Runs the forge CLI with `parts` and reads the JSON it prints;
+    /// `what` names the command in the error ("gh pr view").
+    pub(crate) fn call_json(&self, parts: &[&str], what: &str) -> Result<Value, ForgeError> {
+        let out = self.call(&args(parts), None)?;
+        serde_json::from_str(&out.stdout)
+            .map_err(|e| ForgeError::Failed(format!("{what} printed no JSON: {e}")))
+    }
+
     pub(crate) fn call(
         &self,
         args: &[String],
@@ -284,6 +294,26 @@ impl Forge {
             Err(err)
         }
     }
+}
+
+/// `parts` as the owned arguments of a forge CLI call.
+pub(crate) fn args(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+/// The number after `marker` in a pull or merge request URL
+/// (`…/pull/12`, `…/merge_requests/12#note`).
+pub(crate) fn number_after(url: &str, marker: &str) -> Option<u64> {
+    url.trim()
+        .trim_end_matches('/')
+        .rsplit_once(marker)
+        .and_then(|(_, n)| n.split(['/', '#', '?']).next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// The string at `key` of a JSON object ("" when absent).
+pub(crate) fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Pushes `branch` of the checkout at `dir` to `remote` (never forced).

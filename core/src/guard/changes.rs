@@ -190,87 +190,7 @@ pub fn changes_from_raw(
     raw: Vec<RawChange>,
     cache: &mut HunkCache,
 ) -> Result<Vec<Change>, GuardError> {
-    let deleted: Vec<&RawChange> = raw
-        .iter()
-        .filter(|(_, o, n)| o.is_some() && n.is_none())
-        .collect();
-    let added: Vec<&RawChange> = raw
-        .iter()
-        .filter(|(_, o, n)| o.is_none() && n.is_some())
-        .collect();
-    // Renames: (new path) -> (old path, old entry).
-    let mut renamed: HashMap<String, (String, Entry)> = HashMap::new();
-    let mut used_old: HashSet<&str> = HashSet::new();
-    if !deleted.is_empty() && !added.is_empty() {
-        let mut by_blob: HashMap<Oid, Vec<&RawChange>> = HashMap::new();
-        for d in &deleted {
-            by_blob.entry(d.1.unwrap().0).or_default().push(d);
-        }
-        for a in &added {
-            let id = a.2.unwrap().0;
-            if let Some(candidates) = by_blob.get(&id) {
-                if let Some(d) = candidates.iter().find(|d| !used_old.contains(d.0.as_str())) {
-                    used_old.insert(d.0.as_str());
-                    renamed.insert(a.0.clone(), (d.0.clone(), d.1.unwrap()));
-                }
-            }
-        }
-        let left_deleted: Vec<&&RawChange> = deleted
-            .iter()
-            .filter(|d| !used_old.contains(d.0.as_str()))
-            .collect();
-        let left_added: Vec<&&RawChange> = added
-            .iter()
-            .filter(|a| !renamed.contains_key(&a.0))
-            .collect();
-        if !left_deleted.is_empty()
-            && !left_added.is_empty()
-            && left_deleted.len() * left_added.len() <= MAX_SIMILARITY_PAIRS
-        {
-            let lines_of = |id: Oid| -> Option<HashMap<Vec<u8>, u32>> {
-                let blob = repo.find_blob(id).ok()?;
-                if blob.is_binary() || blob.size() > 1 << 20 {
-                    return None;
-                }
-                let mut map = HashMap::new();
-                for line in blob.content().split_inclusive(|b| *b == b'\n') {
-                    *map.entry(line.to_vec()).or_insert(0) += 1;
-                }
-                Some(map)
-            };
-            let old_lines: Vec<_> = left_deleted
-                .iter()
-                .map(|d| lines_of(d.1.unwrap().0))
-                .collect();
-            for a in left_added {
-                let Some(new_lines) = lines_of(a.2.unwrap().0) else {
-                    continue;
-                };
-                let new_total: u32 = new_lines.values().sum();
-                let mut best: Option<(f64, usize)> = None;
-                for (i, d) in left_deleted.iter().enumerate() {
-                    if used_old.contains(d.0.as_str()) {
-                        continue;
-                    }
-                    let Some(old) = &old_lines[i] else { continue };
-                    let old_total: u32 = old.values().sum();
-                    let common: u32 = new_lines
-                        .iter()
-                        .map(|(line, n)| (*n).min(old.get(line).copied().unwrap_or(0)))
-                        .sum();
-                    let score = f64::from(common) / f64::from(old_total.max(new_total).max(1));
-                    if score >= RENAME_SIMILARITY && best.is_none_or(|(s, _)| score > s) {
-                        best = Some((score, i));
-                    }
-                }
-                if let Some((_, i)) = best {
-                    let d = left_deleted[i];
-                    used_old.insert(d.0.as_str());
-                    renamed.insert(a.0.clone(), (d.0.clone(), d.1.unwrap()));
-                }
-            }
-        }
-    }
+    let Renames { renamed, used_old } = renames(repo, &raw);
     let mut out = Vec::with_capacity(raw.len());
     for (path, old, new) in &raw {
         if new.is_none() && used_old.contains(path.as_str()) {
@@ -314,4 +234,123 @@ pub fn changes_from_raw(
         });
     }
     Ok(out)
+}
+
+/// The renames in a tree diff.
+#[derive(Default)]
+struct Renames<'r> {
+    /// New path -> (old path, old entry).
+    renamed: HashMap<String, (String, Entry)>,
+    /// The deleted paths a rename took.
+    used_old: HashSet<&'r str>,
+}
+
+impl Renames<'_> {
+    fn insert(&mut self, added: &RawChange, deleted: &RawChange) {
+        self.renamed
+            .insert(added.0.clone(), (deleted.0.clone(), deleted.1.unwrap()));
+    }
+}
+
+/// The renames among `raw`'s deletions and additions: exact ones (the same
+/// blob) first, then by line similarity among the rest.
+fn renames<'r>(repo: &Repository, raw: &'r [RawChange]) -> Renames<'r> {
+    let mut renames = Renames::default();
+    let deleted: Vec<&RawChange> = raw
+        .iter()
+        .filter(|(_, o, n)| o.is_some() && n.is_none())
+        .collect();
+    let added: Vec<&RawChange> = raw
+        .iter()
+        .filter(|(_, o, n)| o.is_none() && n.is_some())
+        .collect();
+    if deleted.is_empty() || added.is_empty() {
+        return renames;
+    }
+    let mut by_blob: HashMap<Oid, Vec<&RawChange>> = HashMap::new();
+    for d in &deleted {
+        by_blob.entry(d.1.unwrap().0).or_default().push(d);
+    }
+    for a in &added {
+        let id = a.2.unwrap().0;
+        if let Some(candidates) = by_blob.get(&id) {
+            if let Some(d) = candidates
+                .iter()
+                .find(|d| !renames.used_old.contains(d.0.as_str()))
+            {
+                renames.used_old.insert(d.0.as_str());
+                renames.insert(a, d);
+            }
+        }
+    }
+    let left_deleted: Vec<&RawChange> = deleted
+        .into_iter()
+        .filter(|d| !renames.used_old.contains(d.0.as_str()))
+        .collect();
+    let left_added: Vec<&RawChange> = added
+        .into_iter()
+        .filter(|a| !renames.renamed.contains_key(&a.0))
+        .collect();
+    if !left_deleted.is_empty()
+        && !left_added.is_empty()
+        && left_deleted.len() * left_added.len() <= MAX_SIMILARITY_PAIRS
+    {
+        similar_renames(repo, &left_deleted, &left_added, &mut renames);
+    }
+    renames
+}
+
+/// Each added file renamed from the deleted one it shares most lines with
+/// (at least [`RENAME_SIMILARITY`] of them), each deleted file taken once.
+fn similar_renames<'r>(
+    repo: &Repository,
+    deleted: &[&'r RawChange],
+    added: &[&RawChange],
+    renames: &mut Renames<'r>,
+) {
+    let old_lines: Vec<_> = deleted
+        .iter()
+        .map(|d| line_counts(repo, d.1.unwrap().0))
+        .collect();
+    for a in added {
+        let Some(new_lines) = line_counts(repo, a.2.unwrap().0) else {
+            continue;
+        };
+        let new_total: u32 = new_lines.values().sum();
+        let mut best: Option<(f64, usize)> = None;
+        for (i, d) in deleted.iter().enumerate() {
+            if renames.used_old.contains(d.0.as_str()) {
+                continue;
+            }
+            let Some(old) = &old_lines[i] else { continue };
+            let old_total: u32 = old.values().sum();
+            let common: u32 = new_lines
+                .iter()
+                .map(|(line, n)| (*n).min(old.get(line).copied().unwrap_or(0)))
+                .sum();
+            let score = f64::from(common) / f64::from(old_total.max(new_total).max(1));
+            if score >= RENAME_SIMILARITY && best.is_none_or(|(s, _)| score > s) {
+                best = Some((score, i));
+            }
+        }
+        if let Some((_, i)) = best {
+            let d = deleted[i];
+            renames.used_old.insert(d.0.as_str());
+            renames.insert(a, d);
+        }
+    }
+}
+
+/// How many times each line occurs in a text blob (`None` for a binary or
+/// large one, over 1 MiB).
+fn line_counts(repo: &Repository, id: Oid) -> Option<HashMap<Vec<u8>, u32>> {
+    let blob = repo.find_blob(id).ok()?;
+    if blob.is_binary() || blob.size() > 1 << 20 {
+        return None;
+    }
+    let mut map = HashMap::new();
+    for line in blob.content().split_inclusive(|b| *b == b'\n') {
+        *map.entry(line.to_vec()).or_insert(0) += 1;
+    }
+    Some(map)
 }

@@ -205,8 +205,35 @@ pub fn merge_trees_with_diffs(
     let mut opts = MergeOptions::new();
     opts.find_renames(false);
     let index = repo.merge_trees(&base_r, &ours_r, &theirs_r, Some(&opts))?;
+    let (conflicts, resolved) = index_conflicts(&index)?;
+    let tree = if want_tree {
+        Some(merged_tree(
+            repo,
+            ours,
+            &theirs_diff,
+            &paths,
+            &index,
+            resolved,
+        )?)
+    } else {
+        None
+    };
+    Ok(MergeOutcome {
+        clean: conflicts.is_empty(),
+        conflicts: conflicts.into_iter().collect(),
+        tree,
+        backend: Backend::Libgit2,
+    })
+}
+
+/// An entry (id, mode) per path, or `None` for a path the merge removes.
+type Resolved = BTreeMap<String, Option<tree::Entry>>;
+
+/// The conflicting paths of a merge index, and how each is resolved in
+/// the merged tree (their side's entry, or removed).
+fn index_conflicts(index: &git2::Index) -> Result<(BTreeSet<String>, Resolved), GuardError> {
     let mut conflicts = BTreeSet::new();
-    let mut resolved: BTreeMap<String, Option<tree::Entry>> = BTreeMap::new();
+    let mut resolved = Resolved::new();
     if index.has_conflicts() {
         for conflict in index.conflicts()? {
             let conflict = conflict?;
@@ -223,33 +250,36 @@ pub fn merge_trees_with_diffs(
             }
         }
     }
-    let tree = if want_tree {
-        let mut changes: BTreeMap<String, Option<tree::Entry>> = theirs_diff
-            .iter()
-            .filter(|(p, _, _)| !paths.contains(p))
-            .map(|(p, _, n)| (p.clone(), *n))
-            .collect();
-        for path in &paths {
-            changes.insert(path.clone(), None);
+    Ok((conflicts, resolved))
+}
+
+/// `ours` with `theirs_diff` laid over it, the restricted `paths` taken
+/// from the merge `index` (and the conflicting ones as `resolved`).
+fn merged_tree(
+    repo: &Repository,
+    ours: Oid,
+    theirs_diff: &[RawChange],
+    paths: &BTreeSet<String>,
+    index: &git2::Index,
+    resolved: Resolved,
+) -> Result<Oid, GuardError> {
+    let mut changes: Resolved = theirs_diff
+        .iter()
+        .filter(|(p, _, _)| !paths.contains(p))
+        .map(|(p, _, n)| (p.clone(), *n))
+        .collect();
+    for path in paths {
+        changes.insert(path.clone(), None);
+    }
+    for entry in index.iter() {
+        if (entry.flags >> 12) & 0x3 != 0 {
+            continue;
         }
-        for entry in index.iter() {
-            if (entry.flags >> 12) & 0x3 != 0 {
-                continue;
-            }
-            let path = String::from_utf8_lossy(&entry.path).into_owned();
-            changes.insert(path, Some((entry.id, entry.mode as i32)));
-        }
-        changes.extend(resolved);
-        Some(tree::overlay(repo, Some(ours), &changes)?)
-    } else {
-        None
-    };
-    Ok(MergeOutcome {
-        clean: conflicts.is_empty(),
-        conflicts: conflicts.into_iter().collect(),
-        tree,
-        backend: Backend::Libgit2,
-    })
+        let path = String::from_utf8_lossy(&entry.path).into_owned();
+        changes.insert(path, Some((entry.id, entry.mode as i32)));
+    }
+    changes.extend(resolved);
+    Ok(tree::overlay(repo, Some(ours), &changes)?)
 }
 
 /// `git merge-tree --write-tree` on trees with an explicit base.

@@ -43,18 +43,20 @@ pub struct PlannedEdit {
 }
 
 /// Reads Claude Code's `PreToolUse` input (`tool_name`, `tool_input` with
-/// `file_path` / `notebook_path`, `content`, `old_string`, `edits`).
-/// `None` for any other tool or a shape it does not know.
+/// `file_path` / `notebook_path`, `content`, `old_string`, `edits`), and
+/// Gemini CLI's `BeforeTool` input (the same fields; its tools
+/// `write_file` and `replace`). `None` for any other tool or a shape it
+/// does not know.
 pub fn parse_hook_input(input: &Value) -> Option<PlannedEdit> {
     let tool = input.get("tool_name")?.as_str()?.to_string();
     let args = input.get("tool_input")?;
     let field = |name: &str| args.get(name).and_then(Value::as_str);
     let (path, planned) = match tool.as_str() {
-        "Write" => (
+        "Write" | "write_file" => (
             field("file_path")?,
             Planned::Write(field("content")?.into()),
         ),
-        "Edit" => (
+        "Edit" | "replace" => (
             field("file_path")?,
             Planned::Replace(vec![field("old_string")?.into()]),
         ),
@@ -357,6 +359,27 @@ mod tests {
                 .is_none()
         );
         assert!(parse_hook_input(&json!({"tool_name": "Write", "tool_input": {}})).is_none());
+    }
+
+    #[test]
+    fn gemini_cli_tool_inputs() {
+        // BeforeTool's input, as gemini 0.61.0 sends it.
+        let edit = parse_hook_input(&json!({
+            "hook_event_name": "BeforeTool", "cwd": "/w", "session_id": "s",
+            "tool_name": "replace",
+            "tool_input": {"file_path": "/w/a.txt", "old_string": "x\n", "new_string": "y\n", "allow_multiple": false}
+        }))
+        .unwrap();
+        assert_eq!(edit.path, PathBuf::from("/w/a.txt"));
+        assert_eq!(edit.planned, Planned::Replace(vec!["x\n".into()]));
+        let edit = parse_hook_input(&json!({"hook_event_name": "BeforeTool", "cwd": "/w",
+            "tool_name": "write_file", "tool_input": {"file_path": "b.txt", "content": "z\n"}}))
+        .unwrap();
+        assert_eq!(edit.path, PathBuf::from("/w/b.txt"));
+        assert_eq!(edit.planned, Planned::Write("z\n".into()));
+        assert!(parse_hook_input(&json!({"tool_name": "run_shell_command",
+            "tool_input": {"command": "ls"}}))
+        .is_none());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use owt_protocol::{SessionView, Status};
 
 use super::new::{new_session, NewRequest, NewResult};
 use super::Context;
+use crate::clock;
 use crate::provider::{self, BUILTIN_ORDER};
 use crate::session::{self, HostSpec};
 use crate::status::kind;
@@ -147,26 +148,7 @@ pub fn is_live(view: &SessionView) -> bool {
 
 /// Unix milliseconds as an RFC 3339 UTC timestamp (`2026-12-01T07:56:08.347Z`).
 pub fn rfc3339(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    clock::Utc::from_ms(ms).rfc3339()
 }
 
 #[cfg(test)]

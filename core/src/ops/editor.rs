@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+use crate::clock;
+
 use crate::editor::helix::{self, LanguageTable, Merged, ServerCommand};
 use crate::git::Repo;
 
@@ -214,24 +216,7 @@ fn backup_path(target: &Path) -> PathBuf {
 
 /// `YYYYMMDDTHHMMSSZ` for seconds since the Unix epoch (UTC).
 fn utc_timestamp(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rest = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    clock::Utc::from_ms(secs * 1000).compact()
 }
 
 #[cfg(test)]

@@ -144,11 +144,12 @@ pub fn record_all_facts(store: &Store, engine: &GuardEngine) -> anyhow::Result<(
 }
 
 /// `owt hook --pre-edit`: what the pre-edit hook of the session with short
-/// id `short_id` answers for the tool call `input` (Claude Code's
-/// `PreToolUse` input), as Claude Code's hook output; `None` to say
-/// nothing (the edit goes on as usual). Per `[guard] pre_edit`: `warn`
-/// adds who else is there to the agent's context, `block` denies the edit
-/// with a reason the agent can act on.
+/// id `short_id` answers for the tool call `input`, in the dialect of the
+/// agent that sent it (its `hook_event_name`): Claude Code's (and Droid's)
+/// `PreToolUse` output, or Gemini CLI's `BeforeTool` / `AfterTool`
+/// output; `None` to say nothing (the edit goes on as usual). Per
+/// `[guard] pre_edit`: `warn` adds who else is there to the agent's
+/// context, `block` denies the edit with a reason the agent can act on.
 pub fn pre_edit(
     ctx: &Context,
     short_id: &str,
@@ -159,6 +160,17 @@ pub fn pre_edit(
     let mode = ctx.config.config.guard.pre_edit;
     if mode == PreEdit::Off {
         return Ok(None);
+    }
+    let event = input
+        .get("hook_event_name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("PreToolUse");
+    if event == "AfterTool" {
+        // Gemini: the warning its BeforeTool could not hand to the model.
+        return Ok(gemini_warning(ctx, short_id, input, None).map(|text| {
+            serde_json::json!({"hookSpecificOutput": {
+                "hookEventName": "AfterTool", "additionalContext": text}})
+        }));
     }
     let Some(edit) = parse_hook_input(input) else {
         return Ok(None);
@@ -192,24 +204,74 @@ pub fn pre_edit(
         .iter()
         .find(|h| h.name != YOU)
         .map_or("NAME", |h| h.name.as_str());
+    let refused = format!(
+        "owt Conflict Guard refused this edit: {}. Coordinate with `owt send {first} \"…\"` or change other lines.",
+        said.join("; ")
+    );
+    let warned = format!(
+        "owt Conflict Guard: {}. Your edit goes through; merging may conflict there: coordinate with `owt send {first} \"…\"` or change other lines.",
+        said.join("; ")
+    );
+    if event == "BeforeTool" {
+        // Gemini CLI: `decision: deny` goes to the model as the tool's
+        // error; a warning is shown to the person now and handed to the
+        // model by the AfterTool hook, with the tool's result.
+        return Ok(Some(match mode {
+            PreEdit::Block => serde_json::json!({"decision": "deny", "reason": refused}),
+            _ => {
+                gemini_warning(ctx, short_id, input, Some(&warned));
+                serde_json::json!({"systemMessage": warned})
+            }
+        }));
+    }
     let output = match mode {
         PreEdit::Block => serde_json::json!({
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
-            "permissionDecisionReason": format!(
-                "owt Conflict Guard refused this edit: {}. Coordinate with `owt send {first} \"…\"` or change other lines.",
-                said.join("; ")
-            ),
+            "permissionDecisionReason": refused,
         }),
         _ => serde_json::json!({
             "hookEventName": "PreToolUse",
-            "additionalContext": format!(
-                "owt Conflict Guard: {}. Your edit goes through; merging may conflict there: coordinate with `owt send {first} \"…\"` or change other lines.",
-                said.join("; ")
-            ),
+            "additionalContext": warned,
         }),
     };
     Ok(Some(serde_json::json!({ "hookSpecificOutput": output })))
+}
+
+/// Gemini's warnings between its `BeforeTool` and `AfterTool` hooks: one
+/// per session, for one tool call (`tool_name` and `tool_input` the same
+/// in both), in `$OWT_HOME/pre-edit/SHORT_ID.json`. With `text`, keeps it;
+/// without, takes the one kept for this call (and removes the file).
+/// Best effort: a warning that cannot be kept is only shown to the person.
+fn gemini_warning(
+    ctx: &Context,
+    short_id: &str,
+    input: &serde_json::Value,
+    text: Option<&str>,
+) -> Option<String> {
+    if short_id.is_empty()
+        || !short_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return None;
+    }
+    let call = serde_json::json!([input.get("tool_name"), input.get("tool_input")]).to_string();
+    let file = ctx.home.join("pre-edit").join(format!("{short_id}.json"));
+    if let Some(text) = text {
+        let _ = std::fs::create_dir_all(file.parent()?);
+        let _ = std::fs::write(
+            &file,
+            serde_json::json!({"call": call, "text": text}).to_string(),
+        );
+        return None;
+    }
+    let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).ok()?).ok()?;
+    if kept["call"].as_str() != Some(call.as_str()) {
+        return None;
+    }
+    let _ = std::fs::remove_file(&file);
+    kept["text"].as_str().map(str::to_string)
 }
 
 /// Commits on `head` that `base` does not have.

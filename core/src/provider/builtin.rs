@@ -141,7 +141,7 @@ const TABLE: &[Builtin] = &[
         plan: "--approval-mode plan",
         headless: Some(("", Prompt::FlagEquals("--prompt"))),
         install_hint: "npm install -g @google/gemini-cli",
-        hooks: Hooks::None,
+        hooks: Hooks::Gemini,
     },
     // Unverified (not installable here).
     Builtin {

@@ -69,6 +69,8 @@ pub enum Hooks {
     Claude,
     /// `.factory/settings.json`.
     Droid,
+    /// `.gemini/settings.json` (Conflict Guard's pre-edit hook only).
+    Gemini,
 }
 
 /// A non-interactive form (`--headless`).

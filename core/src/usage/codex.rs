@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{parse_timestamp_ms, refresh_lines, Budget, Places, Record, Tally, UsageError};
+use crate::clock::civil_from_days;
 use crate::store::{SessionRow, Store, NO_SESSION};
 
 /// A rollout's first line can hold the whole system prompt; read at most
@@ -137,19 +138,6 @@ fn rollouts(sessions: &Path, since_ms: i64, now_ms: i64) -> Vec<PathBuf> {
     }
     out.sort();
     out
-}
-
-/// The date of a day number since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// The tokens spent since the previous `token_count` line (its totals are

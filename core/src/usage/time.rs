@@ -1,5 +1,7 @@
 //! The two clocks of the records: RFC 3339 timestamps in, local days out.
 
+use crate::clock::days_from_civil;
+
 /// Milliseconds since the Unix epoch of an RFC 3339 timestamp
 /// (`2026-12-01T05:26:30.599Z`, `2026-12-01T06:26:30+01:00`).
 pub fn parse_timestamp_ms(text: &str) -> Option<i64> {
@@ -54,18 +56,6 @@ pub fn parse_timestamp_ms(text: &str) -> Option<i64> {
     let days = days_from_civil(year, month, day);
     let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
     Some(secs * 1000 + millis)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// The local calendar day (`YYYY-MM-DD`, in the time zone of this process)

@@ -10,19 +10,8 @@ Your checkout is switched to the new branch (uncommitted changes come along, as 
 `git switch`) and the agent works in it. `owt delete` switches it back to the base branch; \
 `owt ship` commits, merges and switches back. One branch session per checkout.")]
 pub struct Args {
-    /// What the agent should do.
-    pub task: String,
-    #[arg(long)]
-    pub name: Option<String>,
-    #[arg(long)]
-    pub branch: Option<String>,
-    #[arg(long)]
-    pub base: Option<String>,
-    #[arg(long, value_name = "TOOL")]
-    pub ai_tool: Option<String>,
-    /// Start the agent now, even beyond [agent] max_running or min_free_memory.
-    #[arg(long)]
-    pub now: bool,
+    #[command(flatten)]
+    pub session: super::new::SessionArgs,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
@@ -30,18 +19,13 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         dir,
         out,
         super::new::Args {
-            task: args.task,
-            name: args.name,
-            branch: args.branch,
-            base: args.base,
-            ai_tool: args.ai_tool,
+            session: args.session,
             headless: false,
             plan_mode: false,
             in_place: true,
             template: None,
             raw: false,
             acp: false,
-            now: args.now,
             on: None,
         },
     )

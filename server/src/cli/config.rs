@@ -62,31 +62,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result
             };
             let toml =
                 toml::to_string_pretty(&loaded.config).context("formatting the configuration")?;
-            out.emit(&doc, || {
-                let mut text = if sources.is_empty() {
-                    "# no configuration files found; these are the defaults\n".to_string()
-                } else {
-                    format!("# from (highest priority first): {}\n", sources.join(", "))
-                };
-                for (key, file) in &doc.origins {
-                    text.push_str(&format!("# {key} ← {file}\n"));
-                }
-                for key in &doc.ignored {
-                    text.push_str(&format!("# ignored (not used by owt): {key}\n"));
-                }
-                for key in &doc.untrusted {
-                    text.push_str(&format!(
-                        "# ignored until you trust the repository's file (owt trust --show): {key}\n"
-                    ));
-                }
-                for key in &doc.refused {
-                    text.push_str(&format!(
-                        "# ignored (a repository may not redefine a built-in agent): {key}\n"
-                    ));
-                }
-                text.push_str(&toml);
-                text
-            })?;
+            out.emit(&doc, || render_show(&doc, &toml))?;
         }
         Command::Validate => {
             let doc = ConfigShow {
@@ -107,4 +83,35 @@ pub fn run(dir: Option<&Path>, out: &super::Out, cmd: Command) -> anyhow::Result
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `owt config show` for a person: where each key comes from and what is
+/// ignored, as TOML comments, then the configuration as `toml`.
+fn render_show(doc: &ConfigShow, toml: &str) -> String {
+    let mut text = if doc.sources.is_empty() {
+        "# no configuration files found; these are the defaults\n".to_string()
+    } else {
+        format!(
+            "# from (highest priority first): {}\n",
+            doc.sources.join(", ")
+        )
+    };
+    for (key, file) in &doc.origins {
+        text.push_str(&format!("# {key} ← {file}\n"));
+    }
+    for key in &doc.ignored {
+        text.push_str(&format!("# ignored (not used by owt): {key}\n"));
+    }
+    for key in &doc.untrusted {
+        text.push_str(&format!(
+            "# ignored until you trust the repository's file (owt trust --show): {key}\n"
+        ));
+    }
+    for key in &doc.refused {
+        text.push_str(&format!(
+            "# ignored (a repository may not redefine a built-in agent): {key}\n"
+        ));
+    }
+    text.push_str(toml);
+    text
 }

@@ -169,58 +169,7 @@ pub fn render(report: &DiffReport, colour: bool) -> String {
     };
     let mut out = String::new();
     for f in &report.files {
-        let old = f.old_path.as_deref().unwrap_or(&f.path);
-        let mut head = format!("diff --git a/{old} b/{}\n", f.path);
-        match f.status {
-            FileStatus::Added => {
-                head.push_str(&format!(
-                    "new file mode {}\n",
-                    f.new_mode.as_deref().unwrap_or("100644")
-                ));
-            }
-            FileStatus::Deleted => {
-                head.push_str(&format!(
-                    "deleted file mode {}\n",
-                    f.old_mode.as_deref().unwrap_or("100644")
-                ));
-            }
-            _ => {
-                if f.old_mode != f.new_mode {
-                    head.push_str(&format!(
-                        "old mode {}\nnew mode {}\n",
-                        f.old_mode.as_deref().unwrap_or("-"),
-                        f.new_mode.as_deref().unwrap_or("-")
-                    ));
-                }
-                if f.status == FileStatus::Renamed {
-                    head.push_str(&format!("rename from {old}\nrename to {}\n", f.path));
-                }
-            }
-        }
-        if f.base_blob != f.agent_blob {
-            let mode = match (&f.old_mode, &f.new_mode) {
-                (Some(a), Some(b)) if a == b => format!(" {a}"),
-                _ => String::new(),
-            };
-            head.push_str(&format!(
-                "index {}..{}{mode}\n",
-                short(f.base_blob.as_deref()),
-                short(f.agent_blob.as_deref())
-            ));
-        }
-        let from = match f.status {
-            FileStatus::Added => "/dev/null".to_string(),
-            _ => format!("a/{old}"),
-        };
-        let to = match f.status {
-            FileStatus::Deleted => "/dev/null".to_string(),
-            _ => format!("b/{}", f.path),
-        };
-        if f.binary {
-            head.push_str(&format!("Binary files {from} and {to} differ\n"));
-        } else if !f.hunks.is_empty() {
-            head.push_str(&format!("--- {from}\n+++ {to}\n"));
-        }
+        let head = file_header(f);
         for line in head.lines() {
             out.push_str(&format!("{bold}{}{reset}\n", crate::printable::line(line)));
         }
@@ -248,4 +197,62 @@ pub fn render(report: &DiffReport, colour: bool) -> String {
         }
     }
     out
+}
+
+/// The `diff --git` header of a file, as git writes it: modes, rename,
+/// blob ids, and the `---`/`+++` (or binary) lines.
+fn file_header(f: &DiffFile) -> String {
+    let old = f.old_path.as_deref().unwrap_or(&f.path);
+    let mut head = format!("diff --git a/{old} b/{}\n", f.path);
+    match f.status {
+        FileStatus::Added => {
+            head.push_str(&format!(
+                "new file mode {}\n",
+                f.new_mode.as_deref().unwrap_or("100644")
+            ));
+        }
+        FileStatus::Deleted => {
+            head.push_str(&format!(
+                "deleted file mode {}\n",
+                f.old_mode.as_deref().unwrap_or("100644")
+            ));
+        }
+        _ => {
+            if f.old_mode != f.new_mode {
+                head.push_str(&format!(
+                    "old mode {}\nnew mode {}\n",
+                    f.old_mode.as_deref().unwrap_or("-"),
+                    f.new_mode.as_deref().unwrap_or("-")
+                ));
+            }
+            if f.status == FileStatus::Renamed {
+                head.push_str(&format!("rename from {old}\nrename to {}\n", f.path));
+            }
+        }
+    }
+    if f.base_blob != f.agent_blob {
+        let mode = match (&f.old_mode, &f.new_mode) {
+            (Some(a), Some(b)) if a == b => format!(" {a}"),
+            _ => String::new(),
+        };
+        head.push_str(&format!(
+            "index {}..{}{mode}\n",
+            short(f.base_blob.as_deref()),
+            short(f.agent_blob.as_deref())
+        ));
+    }
+    let from = match f.status {
+        FileStatus::Added => "/dev/null".to_string(),
+        _ => format!("a/{old}"),
+    };
+    let to = match f.status {
+        FileStatus::Deleted => "/dev/null".to_string(),
+        _ => format!("b/{}", f.path),
+    };
+    if f.binary {
+        head.push_str(&format!("Binary files {from} and {to} differ\n"));
+    } else if !f.hunks.is_empty() {
+        head.push_str(&format!("--- {from}\n+++ {to}\n"));
+    }
+    head
 }

@@ -2,10 +2,13 @@
 //! agent's own hooks; records the signal for the session named by
 //! `OWT_SESSION` in `OWT_HOME`.
 //!
-//! `owt hook --pre-edit`: called by the agent's pre-tool hook (Claude Code
-//! `PreToolUse` for Edit, Write, MultiEdit, NotebookEdit) with the tool
-//! call on stdin; prints the hook's answer (docs/guard.md, "Preventive
-//! guard"). Fails open: whatever goes wrong, the edit is allowed.
+//! `owt hook --pre-edit`: called by the agent's pre-tool hook with the tool
+//! call on stdin (Claude Code's and Droid's `PreToolUse` for their edit
+//! tools, Gemini CLI's `BeforeTool`/`AfterTool` for `write_file` and
+//! `replace`; OpenCode's plugin and Pi's extension send their calls in
+//! Claude Code's form); prints the hook's answer in that agent's format
+//! (docs/guard.md, "Preventive guard"). Fails open: whatever goes wrong,
+//! the edit is allowed.
 //!
 //! Never fails the agent: problems go to stderr and the exit code stays 0.
 
@@ -21,8 +24,9 @@ pub struct Args {
     /// `working`, `waiting`, `blocked` or `done`.
     #[arg(long)]
     pub event: Option<String>,
-    /// Answer an agent's pre-edit hook: the tool call on stdin, the answer
-    /// on stdout (`[guard] pre_edit`: warn, block or off).
+    /// Answer an agent's pre-edit hook (Claude Code, Droid, Gemini CLI,
+    /// OpenCode, Pi): the tool call on stdin, the answer on stdout
+    /// (`[guard] pre_edit`: warn, block or off).
     #[arg(long)]
     pub pre_edit: bool,
 }

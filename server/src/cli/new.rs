@@ -16,20 +16,8 @@ The task is passed to the agent as one argument (or typed into it); it never goe
 Beyond [agent] max_running agents (default: what memory holds) the session is queued: its
 worktree is made now and its agent starts when a running one ends or frees memory (--now: start anyway).")]
 pub struct Args {
-    /// What the agent should do; becomes its first prompt.
-    pub task: String,
-    /// Session name (default: derived from the task). Made safe: lowercase letters, digits, dashes.
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Branch to work on (created from the base if it does not exist; default owt/<name>).
-    #[arg(long)]
-    pub branch: Option<String>,
-    /// Base branch (default: the branch checked out in the main checkout).
-    #[arg(long)]
-    pub base: Option<String>,
-    /// Agent to run (claude, codex, opencode, pi, droid, aider, gemini, cursor-agent, amp, goose, or a [tools.NAME]).
-    #[arg(long, value_name = "TOOL")]
-    pub ai_tool: Option<String>,
+    #[command(flatten)]
+    pub session: SessionArgs,
     /// Run the agent's non-interactive form to completion (e.g. `claude -p`); the
     /// session is working until it exits, and done when it exits with code 0.
     #[arg(long)]
@@ -52,23 +40,50 @@ pub struct Args {
     /// prompts, `owt approve` / `owt deny` answer its permission requests.
     #[arg(long, conflicts_with_all = ["headless", "plan_mode", "in_place", "on"])]
     pub acp: bool,
-    /// Start the agent now, even beyond [agent] max_running or min_free_memory
-    /// (by default a session beyond them is queued and starts when there is room).
-    #[arg(long)]
-    pub now: bool,
     /// Run the agent on the remote NAME ([remotes.NAME]): its owt creates the session there.
     #[arg(long, value_name = "NAME")]
     pub on: Option<String>,
 }
 
+/// What every new session is asked, by `owt new` and `owt branch` alike.
+#[derive(Debug, clap::Args)]
+pub struct SessionArgs {
+    /// What the agent should do; becomes its first prompt.
+    pub task: String,
+    /// Session name (default: derived from the task). Made safe: lowercase letters, digits, dashes.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Branch to work on (created from the base if it does not exist; default owt/<name>).
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// Base branch (default: the branch checked out in the main checkout).
+    #[arg(long)]
+    pub base: Option<String>,
+    /// Agent to run (claude, codex, opencode, pi, droid, aider, gemini, cursor-agent, amp, goose, or a [tools.NAME]).
+    #[arg(long, value_name = "TOOL")]
+    pub ai_tool: Option<String>,
+    /// Start the agent now, even beyond [agent] max_running or min_free_memory
+    /// (by default a session beyond them is queued and starts when there is room).
+    #[arg(long)]
+    pub now: bool,
+}
+
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let mut ctx = ops::Context::open(dir)?;
+    let SessionArgs {
+        task,
+        name,
+        branch,
+        base,
+        ai_tool,
+        now,
+    } = args.session;
     let req = NewRequest {
-        task: args.task,
-        name: args.name,
-        branch: args.branch,
-        base: args.base,
-        ai_tool: args.ai_tool,
+        task,
+        name,
+        branch,
+        base,
+        ai_tool,
         headless: args.headless,
         plan: args.plan_mode,
         in_place: args.in_place,
@@ -78,36 +93,10 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         acp: args.acp,
         no_prompt: false,
         acp_mcp_servers: Vec::new(),
-        now: args.now,
+        now,
     };
     if let Some(remote) = &args.on {
-        let made = ops::remote::new_on(&mut ctx, remote, &req, &mut |line| out.progress(line))?;
-        for warning in &made.output.warnings {
-            out.warn(warning);
-        }
-        let view = list::session_view(&ctx, &made.session)?;
-        let doc = owt_protocol::NewOutput {
-            session: view.clone(),
-            warnings: made.output.warnings.clone(),
-        };
-        out.emit(&doc, || {
-            if made.agent_started {
-                format!(
-                    "Started session {} ({}) on branch {} in {}.\nAttach with: owt attach {}",
-                    view.name, view.provider, view.branch, view.worktree, view.name
-                )
-            } else {
-                format!(
-                    "Created session {} in {}, but its agent did not start (see the warning above).",
-                    view.name, view.worktree
-                )
-            }
-        })?;
-        return Ok(if made.agent_started {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        });
+        return run_on(&mut ctx, out, remote, &req);
     }
     let result = ops::new::new_session(&mut ctx, &req, &mut |line| out.progress(line))?;
     for warning in &result.warnings {
@@ -143,6 +132,42 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         )
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `owt new --on REMOTE`: the remote's owt creates the session.
+fn run_on(
+    ctx: &mut ops::Context,
+    out: &super::Out,
+    remote: &str,
+    req: &NewRequest,
+) -> anyhow::Result<ExitCode> {
+    let made = ops::remote::new_on(ctx, remote, req, &mut |line| out.progress(line))?;
+    for warning in &made.output.warnings {
+        out.warn(warning);
+    }
+    let view = list::session_view(ctx, &made.session)?;
+    let doc = owt_protocol::NewOutput {
+        session: view.clone(),
+        warnings: made.output.warnings.clone(),
+    };
+    out.emit(&doc, || {
+        if made.agent_started {
+            format!(
+                "Started session {} ({}) on branch {} in {}.\nAttach with: owt attach {}",
+                view.name, view.provider, view.branch, view.worktree, view.name
+            )
+        } else {
+            format!(
+                "Created session {} in {}, but its agent did not start (see the warning above).",
+                view.name, view.worktree
+            )
+        }
+    })?;
+    Ok(if made.agent_started {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// The size of the terminal owt runs in, or 40×120 when there is none.

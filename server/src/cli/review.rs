@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use owt_protocol::review::FileStatus;
+use owt_protocol::review::{DiffFile, FileStatus};
 
 use crate::ops;
 
@@ -57,61 +57,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         ));
     }
     for f in &report.files {
-        let mark = if f.reviewed {
-            "reviewed"
-        } else {
-            "not reviewed"
-        };
-        let what = match f.status {
-            FileStatus::Added => "added".to_string(),
-            FileStatus::Deleted => "deleted".to_string(),
-            FileStatus::Renamed => {
-                format!("renamed from {}", f.old_path.as_deref().unwrap_or_default())
-            }
-            FileStatus::ModeChanged => "mode changed".to_string(),
-            FileStatus::TypeChanged => "type changed".to_string(),
-            FileStatus::Modified => "modified".to_string(),
-        };
-        let counts = if f.binary {
-            "binary".to_string()
-        } else {
-            format!("+{} -{}", f.additions, f.deletions)
-        };
-        let file = root.join(&f.path);
-        if f.hunks.is_empty() || f.status == FileStatus::Deleted {
-            text.push_str(&format!(
-                "{}:1: {what}, {counts}, {mark}\n",
-                crate::printable::line(&file.to_string_lossy())
-            ));
-            continue;
-        }
-        for (i, h) in f.hunks.iter().enumerate() {
-            // The first line the agent wrote, or the line after what it
-            // removed.
-            let mut line = h.new_start.max(1);
-            for l in &h.lines {
-                match (l.origin.as_str(), l.new_line) {
-                    (" ", Some(n)) => line = n + 1,
-                    ("+", Some(n)) => {
-                        line = n;
-                        break;
-                    }
-                    ("-", _) => break,
-                    _ => {}
-                }
-            }
-            let added = h.lines.iter().filter(|l| l.origin == "+").count();
-            let removed = h.lines.iter().filter(|l| l.origin == "-").count();
-            let head = if i == 0 {
-                format!(" ({what}, {counts}, {mark})")
-            } else {
-                String::new()
-            };
-            text.push_str(&format!(
-                "{}:{line}: +{added} -{removed}{head}\n",
-                crate::printable::line(&file.to_string_lossy())
-            ));
-        }
+        file_locations(root, f, &mut text);
     }
     for c in &comments.comments {
         text.push_str(&format!(
@@ -124,4 +70,64 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
     }
     out.emit(&report, || text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A file's `file:line` locations, one per hunk (the first one saying what
+/// changed, how much and whether it is reviewed).
+fn file_locations(root: &Path, f: &DiffFile, text: &mut String) {
+    let mark = if f.reviewed {
+        "reviewed"
+    } else {
+        "not reviewed"
+    };
+    let what = match f.status {
+        FileStatus::Added => "added".to_string(),
+        FileStatus::Deleted => "deleted".to_string(),
+        FileStatus::Renamed => {
+            format!("renamed from {}", f.old_path.as_deref().unwrap_or_default())
+        }
+        FileStatus::ModeChanged => "mode changed".to_string(),
+        FileStatus::TypeChanged => "type changed".to_string(),
+        FileStatus::Modified => "modified".to_string(),
+    };
+    let counts = if f.binary {
+        "binary".to_string()
+    } else {
+        format!("+{} -{}", f.additions, f.deletions)
+    };
+    let file = root.join(&f.path);
+    if f.hunks.is_empty() || f.status == FileStatus::Deleted {
+        text.push_str(&format!(
+            "{}:1: {what}, {counts}, {mark}\n",
+            crate::printable::line(&file.to_string_lossy())
+        ));
+        return;
+    }
+    for (i, h) in f.hunks.iter().enumerate() {
+        // The first line the agent wrote, or the line after what it
+        // removed.
+        let mut line = h.new_start.max(1);
+        for l in &h.lines {
+            match (l.origin.as_str(), l.new_line) {
+                (" ", Some(n)) => line = n + 1,
+                ("+", Some(n)) => {
+                    line = n;
+                    break;
+                }
+                ("-", _) => break,
+                _ => {}
+            }
+        }
+        let added = h.lines.iter().filter(|l| l.origin == "+").count();
+        let removed = h.lines.iter().filter(|l| l.origin == "-").count();
+        let head = if i == 0 {
+            format!(" ({what}, {counts}, {mark})")
+        } else {
+            String::new()
+        };
+        text.push_str(&format!(
+            "{}:{line}: +{added} -{removed}{head}\n",
+            crate::printable::line(&file.to_string_lossy())
+        ));
+    }
 }

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use owt_protocol::TrustOutput;
+use owt_protocol::{TrustFile, TrustOutput};
 
 use crate::ops::{self, trust};
 use crate::printable;
@@ -87,43 +87,7 @@ pub fn render(report: &TrustOutput) -> String {
         return lines.join("\n");
     }
     for file in &report.files {
-        lines.push(format!(
-            "{} ({}, sha256 {})",
-            file.path,
-            state_text(&file.state),
-            &file.sha256[..16]
-        ));
-        if !file.keys.is_empty() {
-            lines.push("  keys that apply only when trusted:".into());
-            for key in &file.keys {
-                lines.push(format!(
-                    "    {} = {}",
-                    printable::line(&key.key),
-                    printable::line(&key.value)
-                ));
-            }
-        }
-        if !file.runs.is_empty() {
-            lines.push("  owt would run:".into());
-            for run in &file.runs {
-                lines.push(format!("    {}", printable::line(run)));
-            }
-        }
-        if let Some(script) = &file.script {
-            for script_line in printable::text(script).lines() {
-                lines.push(format!("    | {script_line}"));
-            }
-        }
-        if !file.refused.is_empty() {
-            lines.push(format!(
-                "  never applied (a repository may not redefine a built-in agent): {}",
-                file.refused
-                    .iter()
-                    .map(|k| printable::line(k).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
+        file_lines(file, &mut lines);
     }
     if report
         .files
@@ -133,4 +97,46 @@ pub fn render(report: &TrustOutput) -> String {
         lines.push("Trust these files as they are now with: owt trust".into());
     }
     lines.join("\n")
+}
+
+/// A file of `owt trust` (show): its state, the keys and programs that
+/// apply only when trusted, its setup script, what is never applied.
+fn file_lines(file: &TrustFile, lines: &mut Vec<String>) {
+    lines.push(format!(
+        "{} ({}, sha256 {})",
+        file.path,
+        state_text(&file.state),
+        &file.sha256[..16]
+    ));
+    if !file.keys.is_empty() {
+        lines.push("  keys that apply only when trusted:".into());
+        for key in &file.keys {
+            lines.push(format!(
+                "    {} = {}",
+                printable::line(&key.key),
+                printable::line(&key.value)
+            ));
+        }
+    }
+    if !file.runs.is_empty() {
+        lines.push("  owt would run:".into());
+        for run in &file.runs {
+            lines.push(format!("    {}", printable::line(run)));
+        }
+    }
+    if let Some(script) = &file.script {
+        for script_line in printable::text(script).lines() {
+            lines.push(format!("    | {script_line}"));
+        }
+    }
+    if !file.refused.is_empty() {
+        lines.push(format!(
+            "  never applied (a repository may not redefine a built-in agent): {}",
+            file.refused
+                .iter()
+                .map(|k| printable::line(k).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
 }

@@ -31,6 +31,20 @@ pub(super) fn install_integrations(
     } else {
         plan.resolved.provider.hooks
     };
+    // Gemini's hooks go in a file a repository may track: owt leaves a
+    // tracked one alone (it would be a change in the session's work).
+    let hooks = match hooks {
+        provider::Hooks::Gemini
+            if tracked_in(&session.worktree_path, integration::gemini::SETTINGS) =>
+        {
+            warnings.push(format!(
+                "{} is tracked in this repository: owt did not add Conflict Guard's pre-edit hook to it",
+                integration::gemini::SETTINGS
+            ));
+            provider::Hooks::None
+        }
+        hooks => hooks,
+    };
     match claude::install_hooks(hooks, &session.worktree_path) {
         Ok(_) => owt_files.extend(claude::hooks_file(hooks).map(OwnedFile::written)),
         Err(e) => warnings.push(format!("could not install {name} hooks: {e}")),
@@ -120,4 +134,11 @@ pub(super) fn launch(
             Some(crate::ops::queue::why_waiting(&ctx.home, session)),
         ),
     })
+}
+
+/// Whether `rel` is in the index of the checkout at `worktree`.
+fn tracked_in(worktree: &std::path::Path, rel: &str) -> bool {
+    git2::Repository::open(worktree)
+        .and_then(|repo| repo.index())
+        .is_ok_and(|index| index.get_path(std::path::Path::new(rel), 0).is_some())
 }

@@ -1,5 +1,6 @@
 //! What owt writes into a new worktree for Claude Code (and Droid, which
-//! reads the same hook format): the hooks that call `owt hook`, and Claude
+//! reads the same hook format; and Gemini CLI's pre-edit hook, in its own
+//! format, [`super::gemini`]): the hooks that call `owt hook`, and Claude
 //! Code's registration of `owt mcp`. Every file is edited through
 //! [`super::json_file::edit`].
 //!
@@ -46,6 +47,7 @@ pub fn hooks_file(hooks: Hooks) -> Option<&'static str> {
         Hooks::None => None,
         Hooks::Claude => Some(CLAUDE_SETTINGS),
         Hooks::Droid => Some(DROID_SETTINGS),
+        Hooks::Gemini => Some(super::gemini::SETTINGS),
     }
 }
 
@@ -70,6 +72,11 @@ pub fn install_hooks(hooks: Hooks, worktree: &Path) -> Result<Option<PathBuf>, I
     let quoted = shlex::try_quote(&exe)
         .map_err(|e| IntegrationError::Invalid(format!("quoting {exe}: {e}")))?;
     let file = worktree.join(file);
+    if hooks == Hooks::Gemini {
+        let command = format!("{quoted}{PRE_EDIT_MARKER}");
+        json_file::edit(&file, |root| super::gemini::add_hooks(root, &command))?;
+        return Ok(Some(file));
+    }
     install_hooks_file(&file, &quoted)?;
     Ok(Some(file))
 }

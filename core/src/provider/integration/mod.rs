@@ -13,11 +13,15 @@
 //!   `--no-daemon`, so no shared app-server outlives the session.
 //! - OpenCode ([`opencode`]): a plugin (loaded through
 //!   `OPENCODE_CONFIG_CONTENT`) that reports session busy/idle and
-//!   permission asked/replied to `owt hook`.
+//!   permission asked/replied to `owt hook`, and asks Conflict Guard
+//!   before its edits (`owt hook --pre-edit`).
 //! - Aider ([`aider`]): `--notifications-command`, run when it waits for
 //!   the human.
 //! - Pi ([`pi`]): an extension (`-e FILE`) that reports agent runs starting
-//!   and ending to `owt hook`.
+//!   and ending to `owt hook`, and asks Conflict Guard before its edits.
+//! - Gemini CLI ([`gemini`]): Conflict Guard's pre-edit hook
+//!   (`BeforeTool`, `AfterTool`) merged into the worktree's
+//!   `.gemini/settings.json` (by [`claude::install_hooks`]).
 //! - Claude Code and Droid ([`claude`]): hooks in the worktree's settings,
 //!   and Claude Code's registration of `owt mcp` — the only files an
 //!   integration writes into a worktree (merged through the one JSON edit
@@ -26,6 +30,7 @@
 pub mod aider;
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 pub mod json_file;
 pub mod opencode;
 pub mod pi;

@@ -1,13 +1,16 @@
 // owt's status plugin for OpenCode: reports what this session does to owt
-// (`owt hook --event working|waiting|blocked`), from OpenCode's own events.
+// (`owt hook --event working|waiting|blocked`), from OpenCode's own events,
+// and asks Conflict Guard before each edit (`owt hook --pre-edit`).
 // Written by owt under $OWT_HOME and loaded only by the sessions owt starts
 // (through OPENCODE_CONFIG_CONTENT); the user's configuration is untouched.
-import { spawn } from "node:child_process";
+// (`spawn`, `OWT`, `asClaudeCall` and `askGuard` are in guard-ask.js,
+// which owt appends to this file.)
 
-const OWT = __OWT__;
-
-export const OwtStatus = async () => {
+export const OwtStatus = async (ctx) => {
   if (!process.env.OWT_SESSION) return {};
+  const cwd = (ctx && (ctx.directory || ctx.worktree)) || process.cwd();
+  // Warnings for edits that went through, by call, for the tool's result.
+  const warnings = new Map();
   // Sub-agent sessions (the task tool) go busy and idle inside a turn.
   const children = new Set();
   let last = null;
@@ -26,6 +29,23 @@ export const OwtStatus = async () => {
     );
   };
   return {
+    // Conflict Guard ([guard] pre_edit): `block` refuses the edit (the
+    // thrown error is the tool's result the model reads); `warn` lets it
+    // through and adds who else is there to the tool's result.
+    "tool.execute.before": async (input, output) => {
+      const call = asClaudeCall(input.tool, output && output.args, cwd);
+      if (!call) return;
+      const answer = await askGuard(call, cwd);
+      if (!answer) return;
+      if (answer.permissionDecision === "deny") throw new Error(answer.permissionDecisionReason);
+      if (answer.additionalContext) warnings.set(input.callID, answer.additionalContext);
+    },
+    "tool.execute.after": async (input, output) => {
+      const warning = warnings.get(input.callID);
+      if (!warning) return;
+      warnings.delete(input.callID);
+      if (output && typeof output.output === "string") output.output += `\n\n${warning}`;
+    },
     event: async ({ event }) => {
       const p = event.properties || {};
       switch (event.type) {

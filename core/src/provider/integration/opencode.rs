@@ -6,7 +6,11 @@
 //! `permission.updated` in older versions) and `permission.replied`, and
 //! `session.created` with a `parentID` for sub-agent sessions. owt's plugin
 //! (`opencode-plugin.js`) turns them into `owt hook --event
-//! working|waiting|blocked`. It is written under
+//! working|waiting|blocked`; its `tool.execute.before` asks `owt hook
+//! --pre-edit` before `write` and `edit` (their arguments put in Claude
+//! Code's form), throws to refuse (the tool's error, which the model
+//! reads), and its `tool.execute.after` appends a warning to the tool's
+//! output (docs/guard.md, "Preventive guard"). It is written under
 //! `$OWT_HOME/integrations/opencode/` and named in `OPENCODE_CONFIG_CONTENT`
 //! (merged into any value the user gives that variable): OpenCode loads it
 //! as a `file://` plugin, so nothing is written into the worktree (a plugin
@@ -22,7 +26,10 @@ use super::{write_if_changed, Integration, IntegrationError};
 pub const CONFIG_CONTENT: &str = "OPENCODE_CONFIG_CONTENT";
 
 /// The plugin, with `__OWT__` standing for the owt binary (a JSON string).
-const PLUGIN: &str = include_str!("opencode-plugin.js");
+const PLUGIN: &str = concat!(
+    include_str!("opencode-plugin.js"),
+    include_str!("guard-ask.js")
+);
 
 /// Where the plugin is written.
 pub fn plugin_path(home: &Path) -> PathBuf {

@@ -4,7 +4,10 @@
 //! FILE` loads an extension for this run only; an extension's
 //! `pi.on("agent_start")` / `pi.on("agent_end")` fire when Pi starts and
 //! finishes working on a prompt. owt's extension (`pi-extension.js`) turns
-//! them into `owt hook --event working|waiting`. It is written under
+//! them into `owt hook --event working|waiting`; its `tool_call` handler
+//! asks `owt hook --pre-edit` before `write` and `edit` (blocking with the
+//! reason on `block`), its `tool_result` handler adds a warning to the
+//! tool's result (docs/guard.md, "Preventive guard"). It is written under
 //! `$OWT_HOME/integrations/pi/`; the user's `~/.pi` is not touched. Pi asks
 //! no permissions (it has no approval dialog), so it is never `blocked`.
 
@@ -14,7 +17,10 @@ use super::{write_if_changed, Integration, IntegrationError};
 use crate::provider::LaunchMode;
 
 /// The extension, with `__OWT__` standing for the owt binary (a JSON string).
-const EXTENSION: &str = include_str!("pi-extension.js");
+const EXTENSION: &str = concat!(
+    include_str!("pi-extension.js"),
+    include_str!("guard-ask.js")
+);
 
 /// Where the extension is written.
 pub fn extension_path(home: &Path) -> PathBuf {
