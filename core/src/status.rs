@@ -70,6 +70,11 @@ pub mod kind {
     pub const CONFLICT: &str = "conflict";
     /// [`super::GitFact`]: commits ahead and changed paths.
     pub const GIT: &str = "git";
+    /// [`super::HostGitFact`]: the git fact as the session's host read it
+    /// from its journal, with the commits it holds for; recorded whenever
+    /// the journal changed (debounced), so that a listing reads it instead
+    /// of asking every host.
+    pub const HOST_GIT: &str = "host-git";
     /// [`super::OverlapFact`]: Conflict Guard's overlap count.
     pub const OVERLAPS: &str = "overlaps";
     /// [`super::AcpFact`]: an ACP session's state, from the protocol.
@@ -210,6 +215,20 @@ pub struct ConflictFact {
 pub struct GitFact {
     pub ahead: u32,
     pub changed_files: u32,
+}
+
+/// A session host's reading of its own checkout (`kind::HOST_GIT`): the
+/// [`GitFact`] and the commits it was read against. A reader trusts it
+/// while HEAD and the base branch's tip are still these, and the fact is
+/// newer than the host's own start.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostGitFact {
+    pub ahead: u32,
+    pub changed_files: u32,
+    /// HEAD's commit (`None` while unborn).
+    pub head: Option<String>,
+    /// The base branch's tip (`None` when it does not exist).
+    pub base_tip: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

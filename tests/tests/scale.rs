@@ -3,8 +3,9 @@
 //! `queued` and its agent starts when a running one ends; `--now` and
 //! `owt start` start anyway; queued sessions outlive every owt process;
 //! two owt processes never start the same one; deleting a queued session
-//! starts nothing. And `owt list` reads the live hosts' journals instead
-//! of walking every checkout.
+//! starts nothing. And `owt list` reads the git facts the live hosts
+//! recorded from their journals (asking no host, walking no checkout),
+//! and walks only the checkouts without a live host.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -429,8 +430,42 @@ fn host_pid(env: &TestEnv, short_id: &str) -> i32 {
         .unwrap_or_else(|| panic!("no host for {short_id}"))
 }
 
+/// Where one `owt list` took each session's git facts from, in the order
+/// it lists them (its debug log: "the host's record", "journal", "walk").
+fn listing_sources(env: &TestEnv, repo: &Path) -> Vec<String> {
+    let out = env
+        .owt_cmd(repo, ["--log-format", "json", "list", "--json"])
+        .env("RUST_LOG", "owt_core::ops::list=debug")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    let from: Vec<(String, String)> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|l| {
+            let fields = &l["fields"];
+            let source = fields["message"]
+                .as_str()?
+                .strip_prefix("git facts from ")?;
+            Some((fields["session"].as_str()?.to_string(), source.to_string()))
+        })
+        .collect();
+    let listed: SessionList = serde_json::from_slice(&out.stdout).unwrap();
+    listed
+        .sessions
+        .iter()
+        .map(|s| {
+            from.iter().find(|(name, _)| *name == s.name).map_or_else(
+                || format!("nothing for {} in: {log}", s.name),
+                |(_, f)| f.clone(),
+            )
+        })
+        .collect()
+}
+
 #[test]
-fn owt_list_reads_the_live_hosts_journals_and_walks_only_checkouts_without_a_host() {
+fn owt_list_reads_the_live_hosts_records_and_walks_only_checkouts_without_a_host() {
     let env = TestEnv::new();
     let repo = repo_with(&env, "app", 10, 0, &idle_agent());
     // A repository of a few folders, so that a walk opens several.
@@ -467,8 +502,28 @@ fn owt_list_reads_the_live_hosts_journals_and_walks_only_checkouts_without_a_hos
             .all(|p| p.scan.as_deref() == Some("journal"))
     });
 
+    // Every host records its git facts from its journal (debounced, see
+    // `session::host::git_facts`): a listing takes them from the store.
+    wait_until("every live host's git facts to be recorded", WAIT, || {
+        listing_sources(&env, &repo) == vec!["the host's record"; 3]
+    });
+
+    // No host can answer (every one stopped): the listing asks none, and
+    // walks no checkout, and counts right.
+    let hosts: Vec<i32> = sessions_made
+        .iter()
+        .map(|s| host_pid(&env, &s.id))
+        .collect();
     let opens = FolderOpens::watch(&worktrees);
+    for pid in &hosts {
+        // SAFETY: kill(2) of this test's own session hosts.
+        unsafe { libc::kill(*pid, libc::SIGSTOP) };
+    }
     let listed = sessions(&env, &repo);
+    for pid in &hosts {
+        // SAFETY: as above.
+        unsafe { libc::kill(*pid, libc::SIGCONT) };
+    }
     assert_eq!(
         opens.take(),
         0,
@@ -477,11 +532,31 @@ fn owt_list_reads_the_live_hosts_journals_and_walks_only_checkouts_without_a_hos
     let counts: Vec<(u32, u32)> = listed.iter().map(|s| (s.ahead, s.changed_files)).collect();
     assert_eq!(counts, vec![(0, 2), (1, 1), (0, 0)], "{listed:?}");
 
-    // A later write is seen at the next listing, still without a walk.
+    // A later write is seen at a listing soon after (once the host's
+    // journal is quiet for 50 ms, and it read it), still without a walk.
     std::fs::write(worktrees[2].join("src/m4/f3.txt"), "edited\n").unwrap();
-    let listed = sessions(&env, &repo);
+    wait_until("the write to show in `owt list`", WAIT, || {
+        sessions(&env, &repo)[2].changed_files == 1
+    });
     assert_eq!(opens.take(), 0, "owt list walked a checkout after a write");
-    assert_eq!(listed[2].changed_files, 1, "{:?}", listed[2]);
+
+    // The base branch moves (the host does not see it): the next listing
+    // asks the host's journal once, and counts right.
+    std::fs::write(repo.join("src/m0/f0.txt"), "on main\n").unwrap();
+    env.git(&repo, ["commit", "-qam", "main moves"]);
+    let sources = listing_sources(&env, &repo);
+    assert_eq!(sources, vec!["journal"; 3], "after the base moved");
+    assert_eq!(listing_sources(&env, &repo), vec!["the host's record"; 3]);
+    let counts: Vec<(u32, u32)> = sessions(&env, &repo)
+        .iter()
+        .map(|s| (s.ahead, s.changed_files))
+        .collect();
+    assert_eq!(counts, vec![(0, 2), (1, 1), (0, 1)]);
+    assert_eq!(
+        opens.take(),
+        0,
+        "owt list walked a checkout after the base moved"
+    );
 
     // The first session's host dies: its checkout alone is walked, and
     // counts the same.

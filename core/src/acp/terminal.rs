@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -83,6 +84,43 @@ fn exit_json(exit: &(Option<i32>, Option<String>)) -> Value {
     json!({"exitCode": exit.0, "signal": exit.1})
 }
 
+/// A close-on-exec pipe: (read end, write end).
+fn output_pipe() -> Result<(OwnedFd, OwnedFd), RpcError> {
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(RpcError::internal(format!(
+            "creating a pipe: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: pipe2 just returned these descriptors; we own them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A terminal's thread: keeps the tail of its output, then its exit.
+fn follow(terminal: &Terminal, read_end: OwnedFd, mut child: Child) {
+    let mut reader = std::fs::File::from(read_end);
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let mut out = lock(&terminal.output);
+                out.bytes.extend_from_slice(&buf[..n]);
+                keep_tail(&mut out, terminal.limit);
+            }
+        }
+    }
+    let status = child.wait();
+    let exit = match status {
+        Ok(s) => (s.code(), s.signal().map(signal_name)),
+        Err(e) => (None, Some(format!("lost: {e}"))),
+    };
+    lock(&terminal.output).exit = Some(exit);
+    terminal.exited.notify_all();
+}
+
 impl Terminals {
     /// Terminals working in `root`, started with `env` on top of the host's.
     pub fn new(root: &Path, env: Vec<(String, String)>) -> Terminals {
@@ -104,6 +142,47 @@ impl Terminals {
 
     /// `terminal/create` → `{terminalId}`.
     pub fn create(&self, params: &Value) -> Result<Value, RpcError> {
+        let (mut cmd, command, cwd) = self.command(params)?;
+        let limit = params["outputByteLimit"]
+            .as_u64()
+            .map_or(DEFAULT_OUTPUT_LIMIT, |l| {
+                (l as usize).min(16 * DEFAULT_OUTPUT_LIMIT)
+            });
+        // One pipe for stdout and stderr: the output in the order written.
+        let (read_end, write_end) = output_pipe()?;
+        let write2 = write_end
+            .try_clone()
+            .map_err(|e| RpcError::internal(format!("duplicating a pipe: {e}")))?;
+        cmd.stdout(Stdio::from(write_end))
+            .stderr(Stdio::from(write2))
+            .process_group(0);
+        let child: Child = cmd.spawn().map_err(|e| {
+            RpcError::internal(format!("starting `{command}` in {}: {e}", cwd.display()))
+        })?;
+        drop(cmd);
+        let terminal = Arc::new(Terminal {
+            pid: child.id(),
+            limit,
+            output: Mutex::new(Output::default()),
+            exited: Condvar::new(),
+        });
+        let id = {
+            let mut next = lock(&self.next);
+            *next += 1;
+            format!("owt-term-{}", *next)
+        };
+        lock(&self.live).insert(id.clone(), terminal.clone());
+        std::thread::spawn(move || follow(&terminal, read_end, child));
+        Ok(json!({"terminalId": id}))
+    }
+
+    /// The command `terminal/create` asks for (through `sh -c` when it
+    /// has no arguments), in its folder (confined to the worktree), with
+    /// the session's environment and its own; the command and the folder.
+    fn command<'p>(
+        &self,
+        params: &'p Value,
+    ) -> Result<(Command, &'p str, std::path::PathBuf), RpcError> {
         let command = params["command"]
             .as_str()
             .filter(|c| !c.trim().is_empty())
@@ -120,11 +199,6 @@ impl Terminals {
             Some(dir) => super::fs::confine(&self.root, dir)?,
             None => self.root.clone(),
         };
-        let limit = params["outputByteLimit"]
-            .as_u64()
-            .map_or(DEFAULT_OUTPUT_LIMIT, |l| {
-                (l as usize).min(16 * DEFAULT_OUTPUT_LIMIT)
-            });
         let mut cmd = if args.is_empty() {
             let mut c = Command::new("sh");
             c.arg("-c").arg(command);
@@ -143,63 +217,7 @@ impl Terminals {
                 cmd.env(k, v);
             }
         }
-        // One pipe for stdout and stderr: the output in the order written.
-        let mut fds = [0; 2];
-        // SAFETY: fds has room for two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(RpcError::internal(format!(
-                "creating a pipe: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        use std::os::fd::{FromRawFd, OwnedFd};
-        // SAFETY: pipe2 just returned these descriptors; we own them.
-        let (read_end, write_end) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let write2 = write_end
-            .try_clone()
-            .map_err(|e| RpcError::internal(format!("duplicating a pipe: {e}")))?;
-        cmd.stdout(Stdio::from(write_end))
-            .stderr(Stdio::from(write2))
-            .process_group(0);
-        let mut child: Child = cmd.spawn().map_err(|e| {
-            RpcError::internal(format!("starting `{command}` in {}: {e}", cwd.display()))
-        })?;
-        drop(cmd);
-        let terminal = Arc::new(Terminal {
-            pid: child.id(),
-            limit,
-            output: Mutex::new(Output::default()),
-            exited: Condvar::new(),
-        });
-        let id = {
-            let mut next = lock(&self.next);
-            *next += 1;
-            format!("owt-term-{}", *next)
-        };
-        lock(&self.live).insert(id.clone(), terminal.clone());
-        std::thread::spawn(move || {
-            let mut reader = std::fs::File::from(read_end);
-            let mut buf = [0u8; 16 * 1024];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let mut out = lock(&terminal.output);
-                        out.bytes.extend_from_slice(&buf[..n]);
-                        keep_tail(&mut out, terminal.limit);
-                    }
-                }
-            }
-            let status = child.wait();
-            let exit = match status {
-                Ok(s) => (s.code(), s.signal().map(signal_name)),
-                Err(e) => (None, Some(format!("lost: {e}"))),
-            };
-            lock(&terminal.output).exit = Some(exit);
-            terminal.exited.notify_all();
-        });
-        Ok(json!({"terminalId": id}))
+        Ok((cmd, command, cwd))
     }
 
     /// `terminal/output` → `{output, truncated, exitStatus}`.

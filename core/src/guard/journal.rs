@@ -41,7 +41,7 @@ use std::collections::BTreeSet;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -81,6 +81,8 @@ struct Shared {
     worktree: PathBuf,
     git_dir: PathBuf,
     state: Mutex<State>,
+    /// Notified whenever [`State::generation`] grows.
+    changed: Condvar,
     /// The thread's control pipe: [`WAKE`] (look at the state again) or
     /// [`STOP`].
     control: OwnedFd,
@@ -110,6 +112,9 @@ struct State {
     due: Option<Instant>,
     /// Walks made (tests and logs).
     walks: u64,
+    /// Grows whenever what [`Journal::view`] answers may have changed (an
+    /// event read, a walk begun or ended): see [`Journal::wait_change`].
+    generation: u64,
 }
 
 fn lock(shared: &Shared) -> MutexGuard<'_, State> {
@@ -165,7 +170,9 @@ impl Journal {
                 // Walk at once.
                 due: Some(Instant::now()),
                 walks: 0,
+                generation: 0,
             }),
+            changed: Condvar::new(),
             control: control_tx,
         });
         let thread_shared = Arc::clone(&shared);
@@ -219,6 +226,37 @@ impl Journal {
     /// Walks made so far (the first one included).
     pub fn walks(&self) -> u64 {
         lock(&self.shared).walks
+    }
+
+    /// Waits until the journal changed since `seen` (a generation this
+    /// returned before; 0 at first), at most `timeout` (`None`: as long as
+    /// it takes); returns the generation now. A change is an event read
+    /// (a path written, the index or HEAD moved) or a walk begun or ended:
+    /// what [`Journal::view`] answers may differ.
+    pub fn wait_change(&self, seen: u64, timeout: Option<Duration>) -> u64 {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut state = lock(&self.shared);
+        while state.generation == seen {
+            state = match deadline {
+                None => self
+                    .shared
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(|p| p.into_inner()),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    self.shared
+                        .changed
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+        state.generation
     }
 }
 
@@ -310,6 +348,12 @@ fn skip_folder(worktree: &Path) -> Result<SkipFolder, GuardError> {
     }))
 }
 
+/// What the journal answers may have changed: wakes [`Journal::wait_change`].
+fn changed(shared: &Shared, state: &mut State) {
+    state.generation += 1;
+    shared.changed.notify_all();
+}
+
 /// The baseline is lost; walk once nothing more happened for [`SETTLE`].
 fn mark_stale(state: &mut State) {
     state.due = Some(Instant::now() + SETTLE);
@@ -319,6 +363,9 @@ fn mark_stale(state: &mut State) {
 fn drain(shared: &Shared, state: &mut State) {
     let mut seen = Vec::new();
     state.inotify.read(&mut seen);
+    if !seen.is_empty() {
+        changed(shared, state);
+    }
     for event in seen {
         match event {
             Seen::Overflow => {
@@ -410,6 +457,7 @@ fn walk(shared: &Shared) {
         state.baseline = None;
         state.due = None;
         state.walks += 1;
+        changed(shared, &mut state);
     }
     let head = head_tree(&shared.git_dir);
     let index = index_id(&shared.git_dir);
@@ -441,4 +489,5 @@ fn walk(shared: &Shared) {
             state.due = Some(Instant::now() + RETRY);
         }
     }
+    changed(shared, &mut state);
 }

@@ -33,6 +33,7 @@
 pub mod changes;
 #[cfg(any(test, feature = "corpus"))]
 pub mod corpus;
+pub mod counts;
 pub mod engine;
 pub mod journal;
 pub mod levels;

@@ -156,7 +156,6 @@ pub fn pre_edit(
     input: &serde_json::Value,
 ) -> anyhow::Result<Option<serde_json::Value>> {
     use crate::config::PreEdit;
-    use crate::guard::pre_edit::{hit_text, parse_hook_input, who_else};
     let mode = ctx.config.config.guard.pre_edit;
     if mode == PreEdit::Off {
         return Ok(None);
@@ -172,9 +171,55 @@ pub fn pre_edit(
                 "hookEventName": "AfterTool", "additionalContext": text}})
         }));
     }
-    let Some(edit) = parse_hook_input(input) else {
+    let Some(edit) = crate::guard::pre_edit::parse_hook_input(input) else {
         return Ok(None);
     };
+    let Some((said, first)) = others_on_lines(ctx, short_id, &edit)? else {
+        return Ok(None);
+    };
+    let refused = format!(
+        "owt Conflict Guard refused this edit: {said}. Coordinate with `owt send {first} \"…\"` or change other lines."
+    );
+    let warned = format!(
+        "owt Conflict Guard: {said}. Your edit goes through; merging may conflict there: coordinate with `owt send {first} \"…\"` or change other lines."
+    );
+    let block = mode == PreEdit::Block;
+    if event == "BeforeTool" {
+        // Gemini CLI: `decision: deny` goes to the model as the tool's
+        // error; a warning is shown to the person now and handed to the
+        // model by the AfterTool hook, with the tool's result.
+        if block {
+            return Ok(Some(
+                serde_json::json!({"decision": "deny", "reason": refused}),
+            ));
+        }
+        gemini_warning(ctx, short_id, input, Some(&warned));
+        return Ok(Some(serde_json::json!({"systemMessage": warned})));
+    }
+    let output = if block {
+        serde_json::json!({
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": refused,
+        })
+    } else {
+        serde_json::json!({
+            "hookEventName": "PreToolUse",
+            "additionalContext": warned,
+        })
+    };
+    Ok(Some(serde_json::json!({ "hookSpecificOutput": output })))
+}
+
+/// Who else is changing the lines `edit` of the session with short id
+/// `short_id` touches: their sentences joined with "; ", and the first
+/// other session's name (for `owt send`); `None` when nobody is.
+fn others_on_lines(
+    ctx: &Context,
+    short_id: &str,
+    edit: &crate::guard::pre_edit::PlannedEdit,
+) -> anyhow::Result<Option<(String, String)>> {
+    use crate::guard::pre_edit::{hit_text, who_else};
     let Some(row) = ctx.store.session_by_short_id(short_id)? else {
         return Ok(None);
     };
@@ -182,7 +227,7 @@ pub fn pre_edit(
     let Some(me) = everyone.iter().find(|p| p.id == row.name) else {
         return Ok(None);
     };
-    let (rel, hits) = who_else(me, &everyone, &edit);
+    let (rel, hits) = who_else(me, &everyone, edit);
     if hits.is_empty() {
         return Ok(None);
     }
@@ -204,38 +249,7 @@ pub fn pre_edit(
         .iter()
         .find(|h| h.name != YOU)
         .map_or("NAME", |h| h.name.as_str());
-    let refused = format!(
-        "owt Conflict Guard refused this edit: {}. Coordinate with `owt send {first} \"…\"` or change other lines.",
-        said.join("; ")
-    );
-    let warned = format!(
-        "owt Conflict Guard: {}. Your edit goes through; merging may conflict there: coordinate with `owt send {first} \"…\"` or change other lines.",
-        said.join("; ")
-    );
-    if event == "BeforeTool" {
-        // Gemini CLI: `decision: deny` goes to the model as the tool's
-        // error; a warning is shown to the person now and handed to the
-        // model by the AfterTool hook, with the tool's result.
-        return Ok(Some(match mode {
-            PreEdit::Block => serde_json::json!({"decision": "deny", "reason": refused}),
-            _ => {
-                gemini_warning(ctx, short_id, input, Some(&warned));
-                serde_json::json!({"systemMessage": warned})
-            }
-        }));
-    }
-    let output = match mode {
-        PreEdit::Block => serde_json::json!({
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": refused,
-        }),
-        _ => serde_json::json!({
-            "hookEventName": "PreToolUse",
-            "additionalContext": warned,
-        }),
-    };
-    Ok(Some(serde_json::json!({ "hookSpecificOutput": output })))
+    Ok(Some((said.join("; "), first.to_string())))
 }
 
 /// Gemini's warnings between its `BeforeTool` and `AfterTool` hooks: one

@@ -3,11 +3,11 @@
 use owt_protocol::{Board, SessionView};
 
 use super::Context;
-use crate::guard::changes;
-use crate::guard::snapshot::{ScanSource, WorkState};
+use crate::guard::counts::{self, WorkCounts};
+use crate::guard::snapshot::ScanSource;
 use crate::session;
 use crate::ship;
-use crate::status::{self, derive_status, ConflictFact, GitFact, SessionFacts};
+use crate::status::{self, derive_status, ConflictFact, GitFact, HostGitFact, SessionFacts};
 use crate::store::{now_ms, SessionRow, Store};
 
 /// Every session of the repository, reconciled with its host and git,
@@ -194,28 +194,69 @@ fn view_of_looking(
 }
 
 /// Records the commits ahead and changed files of `rows` (local sessions
-/// with a checkout here) when they changed. They are read on a few threads
-/// at once: reading one mostly waits for its host to answer.
+/// with a checkout here) when they changed.
+///
+/// A session whose host is live and recorded a `host-git` fact since it
+/// started, for the HEAD and base tip seen now, has that fact taken as it
+/// is: no host is asked and no checkout walked (see `session::host`'s
+/// git-facts thread for how fresh it is). The others are read on a few
+/// threads at once ([`read_git_fact`]): reading one mostly waits for its
+/// host to answer.
 fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
     // A remote session's git facts come from its machine.
     let rows: Vec<&SessionRow> = rows
         .iter()
         .filter(|row| row.remote().is_none() && row.worktree_path.exists())
         .collect();
-    let jobs: Vec<GitJob> = rows
-        .iter()
-        .map(|row| GitJob {
-            worktree: row.worktree_path.clone(),
-            base_branch: row.base_branch.clone(),
-            journal: host_live(ctx, row).then(|| session::socket_path(&ctx.home, &row.short_id)),
-        })
-        .collect();
-    let threads = jobs.len().clamp(1, GIT_THREADS);
-    let chunk = jobs.len().div_ceil(threads).max(1);
-    let facts: Vec<anyhow::Result<GitFact>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = jobs
+    let mut to_read: Vec<(&SessionRow, GitJob)> = Vec::new();
+    for row in rows {
+        // Read once: a listing of 64 sessions makes every query 64 times.
+        let facts = ctx.store.facts(row.id).unwrap_or_default();
+        let git_dir = git_dir_of(&row.worktree_path);
+        refresh_conflict_fact(ctx, row, git_dir.as_deref(), &facts);
+        let live = live_in(&facts);
+        let mut host_fact_at = None;
+        if live {
+            match host_git_fact(ctx, row, git_dir.as_deref(), &facts) {
+                HostGit::Holds(fact) => {
+                    tracing::debug!(session = %row.name, "git facts from the host's record");
+                    if fact_of::<GitFact>(&facts, status::kind::GIT).map(|(f, _)| f)
+                        != Some(fact.clone())
+                    {
+                        if let Err(e) = ctx.store.record_fact(row.id, status::kind::GIT, &fact) {
+                            tracing::warn!(session = %row.name, "recording git facts failed: {e}");
+                        }
+                    }
+                    continue;
+                }
+                HostGit::Stale(at) => host_fact_at = at,
+            }
+        }
+        to_read.push((
+            row,
+            GitJob {
+                worktree: row.worktree_path.clone(),
+                base_branch: row.base_branch.clone(),
+                journal: live.then(|| session::socket_path(&ctx.home, &row.short_id)),
+                host_fact_at,
+            },
+        ));
+    }
+    if to_read.is_empty() {
+        return;
+    }
+    let threads = to_read.len().clamp(1, GIT_THREADS);
+    let chunk = to_read.len().div_ceil(threads).max(1);
+    let facts: Vec<anyhow::Result<WorkCounts>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = to_read
             .chunks(chunk)
-            .map(|jobs| scope.spawn(move || jobs.iter().map(read_git_fact).collect::<Vec<_>>()))
+            .map(|jobs| {
+                scope.spawn(move || {
+                    jobs.iter()
+                        .map(|(_, job)| read_git_fact(job))
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -225,18 +266,151 @@ fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
             })
             .collect()
     });
-    for (row, fact) in rows.iter().zip(facts) {
-        refresh_conflict_fact(ctx, row);
-        let fact = match fact {
-            Ok(fact) => fact,
+    for ((row, job), read) in to_read.iter().zip(facts) {
+        let read = match read {
+            Ok(read) => read,
             Err(e) => {
                 tracing::warn!(session = %row.name, "reading the git facts failed: {e:#}");
                 continue;
             }
         };
+        tracing::debug!(session = %row.name, "git facts from {}", read.source);
+        if job.journal.is_some()
+            && job.host_fact_at.is_some()
+            && read.source == ScanSource::Journal.name()
+        {
+            // Read from the host's journal for the HEAD and base tip of
+            // now: as good as the host's own record (which waits for the
+            // next change in the checkout, and never sees the base move),
+            // so the next listing need not ask. Only for a host that
+            // records them itself, and not over a record it made
+            // meanwhile (it may be newer than this reading).
+            record_host_git(ctx, row, job.host_fact_at, &read);
+        }
+        let fact = GitFact {
+            ahead: read.ahead,
+            changed_files: read.changed_files,
+        };
         if let Err(e) = record_git_fact(&ctx.store, row.id, &fact) {
             tracing::warn!(session = %row.name, "recording git facts failed: {e}");
         }
+    }
+}
+
+/// What the store holds of a live host's own reading of its checkout.
+enum HostGit {
+    /// A `host-git` fact that holds: recorded since the host started, for
+    /// the HEAD and base branch tip read now.
+    Holds(GitFact),
+    /// None that holds (a commit, a base that moved, a host just started):
+    /// the host is asked. With when the one there is was recorded, when
+    /// it was in this host's life: such a host keeps its record current,
+    /// so what the listing reads may be recorded for it (a host that never
+    /// recorded one — an ACP host, an older owt's — would not update it).
+    Stale(Option<i64>),
+}
+
+/// The fact `kind` among `facts` (a session's), decoded, with when it was
+/// observed.
+fn fact_of<T: serde::de::DeserializeOwned>(
+    facts: &[crate::store::FactRow],
+    kind: &str,
+) -> Option<(T, i64)> {
+    let row = facts.iter().find(|f| f.kind == kind)?;
+    let value = serde_json::from_value(row.value.clone()).ok()?;
+    Some((value, row.observed_at))
+}
+
+/// The `host-git` fact of `row` among its `facts` (see [`HostGit`]).
+fn host_git_fact(
+    ctx: &Context,
+    row: &SessionRow,
+    git_dir: Option<&std::path::Path>,
+    facts: &[crate::store::FactRow],
+) -> HostGit {
+    let Some((fact, at)) = fact_of::<HostGitFact>(facts, status::kind::HOST_GIT) else {
+        return HostGit::Stale(None);
+    };
+    let host_at = facts
+        .iter()
+        .find(|f| f.kind == status::kind::HOST)
+        .map(|f| f.observed_at);
+    if host_at.is_none_or(|host_at| at < host_at) {
+        return HostGit::Stale(None);
+    }
+    let repo = ctx.repo.git2();
+    let head = git_dir.and_then(|git_dir| head_commit(repo, git_dir));
+    let base_tip = repo
+        .find_branch(&row.base_branch, git2::BranchType::Local)
+        .ok()
+        .and_then(|b| b.get().target())
+        .map(|t| t.to_string());
+    if head.is_some() && fact.head == head && fact.base_tip == base_tip {
+        HostGit::Holds(GitFact {
+            ahead: fact.ahead,
+            changed_files: fact.changed_files,
+        })
+    } else {
+        HostGit::Stale(Some(at))
+    }
+}
+
+/// Records `read` (from the host's journal) as `row`'s `host-git` fact,
+/// unless the one the store holds is not the one seen before the reading
+/// (`seen_at`: the host recorded one meanwhile).
+fn record_host_git(ctx: &Context, row: &SessionRow, seen_at: Option<i64>, read: &WorkCounts) {
+    if seen_at.is_none() {
+        return;
+    }
+    let now_at = ctx
+        .store
+        .fact::<HostGitFact>(row.id, status::kind::HOST_GIT)
+        .ok()
+        .flatten()
+        .map(|(_, at)| at);
+    if now_at != seen_at {
+        return;
+    }
+    let fact = HostGitFact {
+        ahead: read.ahead,
+        changed_files: read.changed_files,
+        head: read.head.clone(),
+        base_tip: read.base_tip.clone(),
+    };
+    if let Err(e) = ctx.store.record_fact(row.id, status::kind::HOST_GIT, &fact) {
+        tracing::warn!(session = %row.name, "recording the host's git facts failed: {e}");
+    }
+}
+
+/// The git dir of the checkout at `worktree`, read from its `.git` file
+/// (a linked worktree) or folder, without opening the repository.
+fn git_dir_of(worktree: &std::path::Path) -> Option<std::path::PathBuf> {
+    let dot_git = worktree.join(".git");
+    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
+    if meta.is_dir() {
+        return Some(dot_git);
+    }
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let dir = std::path::Path::new(text.strip_prefix("gitdir:")?.trim());
+    Some(if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        worktree.join(dir)
+    })
+}
+
+/// HEAD's commit in the checkout whose git dir is `git_dir` (its `HEAD`
+/// file read, a symbolic ref resolved in `repo`, the repository they
+/// share); `None` while unborn or unreadable.
+fn head_commit(repo: &git2::Repository, git_dir: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let text = text.trim();
+    match text.strip_prefix("ref:") {
+        Some(name) => repo
+            .refname_to_id(name.trim())
+            .ok()
+            .map(|id| id.to_string()),
+        None => git2::Oid::from_str(text).ok().map(|id| id.to_string()),
     }
 }
 
@@ -249,6 +423,8 @@ struct GitJob {
     base_branch: String,
     /// The socket of its session host, when the host is live.
     journal: Option<std::path::PathBuf>,
+    /// When the `host-git` fact the store held before was recorded.
+    host_fact_at: Option<i64>,
 }
 
 /// A session's commits ahead and changed files (HEAD against the merge
@@ -256,8 +432,7 @@ struct GitJob {
 /// is one change), read without walking its checkout when its session host
 /// is live: the host's work journal names the few paths that may differ
 /// from HEAD, and only those are looked at (plus HEAD's tree diff against
-/// the merge base, which skips every folder that did not change). A
-/// listing then costs O(sessions + changed files), not O(files).
+/// the merge base, which skips every folder that did not change).
 ///
 /// Fallback: a session whose host is not live (ended, lost, or an older
 /// host without a journal), or whose journal is not ready (a walk under way
@@ -265,46 +440,18 @@ struct GitJob {
 /// its checkout walked ([`WorkState::scan_full`] does that itself).
 ///
 /// [`WorkState::scan_full`]: crate::guard::snapshot::WorkState::scan_full
-fn read_git_fact(job: &GitJob) -> anyhow::Result<GitFact> {
-    let mut work = WorkState::open(&job.worktree, &job.base_branch)?;
-    if let Some(socket) = &job.journal {
-        work.journal = Some(std::sync::Arc::new(session::HostJournal::new(
-            socket.clone(),
-        )));
-    }
-    work.scan_full()?;
-    tracing::debug!(
-        worktree = %job.worktree.display(),
-        "git facts from {}",
-        work.last_scan.map_or("nothing", ScanSource::name)
-    );
-    let changed = match work.snapshot {
-        Some(snapshot) => changes::changes(
-            work.repo(),
-            work.merge_base_tree,
-            snapshot,
-            &mut changes::HunkCache::default(),
-        )?
-        .len() as u32,
-        None => 0,
-    };
-    let ahead = match (work.head, work.base_tip) {
-        (Some(head), Some(base)) => work.repo().graph_ahead_behind(head, base)?.0 as u32,
-        _ => 0,
-    };
-    Ok(GitFact {
-        ahead,
-        changed_files: changed,
-    })
+fn read_git_fact(job: &GitJob) -> anyhow::Result<WorkCounts> {
+    let journal = job.journal.as_ref().map(|socket| {
+        std::sync::Arc::new(session::HostJournal::new(socket.clone()))
+            as std::sync::Arc<dyn crate::guard::journal::JournalSource>
+    });
+    Ok(counts::counts(&job.worktree, &job.base_branch, journal)?)
 }
 
 /// Whether the session's host is running (as the store knows it after
 /// [`session::reconcile`]): it has a host fact and neither an exit nor a
 /// lost host.
-fn host_live(ctx: &Context, row: &SessionRow) -> bool {
-    let Ok(facts) = ctx.store.facts(row.id) else {
-        return false;
-    };
+fn live_in(facts: &[crate::store::FactRow]) -> bool {
     let has = |kind: &str| facts.iter().any(|f| f.kind == kind);
     has(status::kind::HOST) && !has(status::kind::EXIT) && !has(status::kind::HOST_LOST)
 }
@@ -327,18 +474,23 @@ pub fn record_git_fact(store: &Store, session_id: i64, fact: &GitFact) -> anyhow
 }
 
 /// Records (or clears) the files of a merge or rebase stopped on conflicts
-/// in the worktree (seen through the worktree's own git dir).
-fn refresh_conflict_fact(ctx: &Context, row: &SessionRow) {
-    let files = match ship::in_progress(&row.worktree_path) {
+/// in the worktree (seen through the worktree's own git dir, `git_dir`
+/// when the caller read it), against the session's stored `facts`.
+fn refresh_conflict_fact(
+    ctx: &Context,
+    row: &SessionRow,
+    git_dir: Option<&std::path::Path>,
+    facts: &[crate::store::FactRow],
+) {
+    let in_progress = match git_dir {
+        Some(git_dir) => ship::in_progress_in(git_dir),
+        None => ship::in_progress(&row.worktree_path),
+    };
+    let files = match in_progress {
         Some(_) => ship::conflicted_files(&row.worktree_path).unwrap_or_default(),
         None => Vec::new(),
     };
-    let stored = ctx
-        .store
-        .fact::<ConflictFact>(row.id, status::kind::CONFLICT)
-        .ok()
-        .flatten()
-        .map(|(f, _)| f.files);
+    let stored = fact_of::<ConflictFact>(facts, status::kind::CONFLICT).map(|(f, _)| f.files);
     let result = match (files.is_empty(), stored) {
         (true, None) => Ok(()),
         (true, Some(_)) => ctx.store.clear_fact(row.id, status::kind::CONFLICT),

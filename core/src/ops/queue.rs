@@ -304,52 +304,81 @@ pub fn admit(home: &Path, progress: &mut dyn FnMut(&str)) -> Vec<Admitted> {
                 break;
             }
         };
-        let max = limits.max_running;
-        let taken = store.take_start_lease(session.id, &owner, LEASE_MS, |running, starting| {
-            let by_count = max.is_none_or(|max| running + starting < max);
-            // Agents being started elsewhere take room too.
-            by_count && starting < room
-        });
-        match taken {
-            // Another process may have started it (and given its lease
-            // back) since the queue was read: only a session still queued
-            // is started.
-            Ok(true) if !is_queued(&store, &session) => {
-                let _ = store.release_start_lease(session.id, &owner);
-                continue;
-            }
-            Ok(true) => {}
-            Ok(false) => {
-                // Being started by someone else, or the room went to others.
-                continue;
-            }
-            Err(e) => {
-                tracing::warn!(session = %session.name, "admission: taking the lease: {e}");
-                break;
-            }
+        match take_lease(&mut store, &session, &owner, limits.max_running, room) {
+            Lease::Taken => {}
+            Lease::Skip => continue,
+            Lease::Stop => break,
         }
         progress(&format!(
             "Starting {} in {}",
             session.provider, session.name
         ));
-        let outcome = start_queued(&mut ctx, &session);
-        if let Err(e) = &outcome {
-            tracing::warn!(session = %session.name, "the queued agent did not start: {e:#}");
-            let fact = status::ExitFact {
-                code: None,
-                signal: Some(format!("not started: {e:#}")),
-            };
-            let _ = ctx.store.record_fact(session.id, status::kind::EXIT, &fact);
-        }
-        let _ = ctx.store.clear_fact(session.id, status::kind::QUEUED);
-        let _ = store.release_start_lease(session.id, &owner);
-        out.push(Admitted {
-            session_id: session.id,
-            name: session.name.clone(),
-            outcome,
-        });
+        out.push(start_admitted(&mut ctx, &store, &session, &owner));
     }
     out
+}
+
+/// What [`take_lease`] says to do with a queued session.
+enum Lease {
+    /// This process holds its start lease: start it.
+    Taken,
+    /// Being started by someone else, or the room went to others.
+    Skip,
+    /// The store failed: stop admitting for now.
+    Stop,
+}
+
+/// Takes `session`'s start lease for `owner` when the running and
+/// starting agents leave room for it (`max` running, `room` more now).
+fn take_lease(
+    store: &mut Store,
+    session: &SessionRow,
+    owner: &str,
+    max: Option<u32>,
+    room: u32,
+) -> Lease {
+    let taken = store.take_start_lease(session.id, owner, LEASE_MS, |running, starting| {
+        let by_count = max.is_none_or(|max| running + starting < max);
+        // Agents being started elsewhere take room too.
+        by_count && starting < room
+    });
+    match taken {
+        // Another process may have started it (and given its lease
+        // back) since the queue was read: only a session still queued
+        // is started.
+        Ok(true) if !is_queued(store, session) => {
+            let _ = store.release_start_lease(session.id, owner);
+            Lease::Skip
+        }
+        Ok(true) => Lease::Taken,
+        Ok(false) => Lease::Skip,
+        Err(e) => {
+            tracing::warn!(session = %session.name, "admission: taking the lease: {e}");
+            Lease::Stop
+        }
+    }
+}
+
+/// Starts the queued `session` whose lease `owner` holds; a failure is
+/// its exit fact. The session is not queued after, and the lease is given
+/// back.
+fn start_admitted(ctx: &mut Context, store: &Store, session: &SessionRow, owner: &str) -> Admitted {
+    let outcome = start_queued(ctx, session);
+    if let Err(e) = &outcome {
+        tracing::warn!(session = %session.name, "the queued agent did not start: {e:#}");
+        let fact = status::ExitFact {
+            code: None,
+            signal: Some(format!("not started: {e:#}")),
+        };
+        let _ = ctx.store.record_fact(session.id, status::kind::EXIT, &fact);
+    }
+    let _ = ctx.store.clear_fact(session.id, status::kind::QUEUED);
+    let _ = store.release_start_lease(session.id, owner);
+    Admitted {
+        session_id: session.id,
+        name: session.name.clone(),
+        outcome,
+    }
 }
 
 /// The context of the repository `session` belongs to.

@@ -7,8 +7,10 @@
 //! attached; makes redraws at their exact place in the stream), the PTY
 //! writer (sent text, typed prompts, query answers; attached keys are
 //! written directly), the child waiter, the monitor (the only owner of the
-//! store: output/input/screen facts, typed prompt), the acceptor (main
-//! thread), and per connection a reader and a writer.
+//! store: output/input/screen facts, typed prompt), the git-facts thread
+//! (reads the checkout's git facts from the work journal when it changes,
+//! for the monitor to record), the acceptor (main thread), and per
+//! connection a reader and a writer.
 //!
 //! Invariants: the agent never waits on a client — every client has a
 //! bounded queue, and a client that falls behind gets a fresh redraw instead
@@ -33,6 +35,7 @@ use owt_protocol::host::{
 };
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 
+mod git_facts;
 mod monitor;
 mod output;
 mod screen;
@@ -43,11 +46,12 @@ use monitor::*;
 use output::*;
 pub use screen::screen_view;
 use screen::*;
+pub(crate) use socket::accept_clients;
 pub(crate) use socket::accept_hello;
 use socket::*;
 pub use socket::{decode_hello, decode_request, Request};
-pub(crate) use spawn::spawn_guarded;
 use spawn::*;
+pub(crate) use spawn::{listen, open_store_logged, spawn_guarded};
 
 use super::queries::{self, QueryScanner};
 use super::{rules, HostSpec, SessionError};
@@ -151,6 +155,8 @@ enum ToMonitor {
     /// a `send` returns only once its input is a fact, so a status read
     /// right after it never sees the screen from before it.
     Flush(mpsc::Sender<()>),
+    /// Record the git fact read from the journal (`git_facts`).
+    GitFact(crate::status::HostGitFact),
 }
 
 struct ClientQueue {
@@ -384,61 +390,73 @@ fn serve(started: Started, hooks: TurnHooks) {
         let shared = shared.clone();
         spawn_guarded("pty-writer", move || write_agent(&shared, to_agent_rx));
     }
+    // The checkout and base branch whose git facts the host keeps.
+    let checkout = store
+        .as_ref()
+        .and_then(|store| store.session_by_id(shared.spec.session_id).ok().flatten())
+        .filter(|row| row.remote().is_none() && shared.journal.is_some())
+        .map(|row| (row.worktree_path, row.base_branch));
     {
         let shared = shared.clone();
         spawn_guarded("monitor", move || monitor(&shared, store, monitor_rx));
     }
+    if let Some((worktree, base_branch)) = checkout {
+        let shared = shared.clone();
+        spawn_guarded("git-facts", move || {
+            git_facts::follow_journal(&shared, worktree, base_branch)
+        });
+    }
     if !shared.spec.headless {
-        // Checks when the agent's turn ends, the failure typed back.
-        let typer = shared.clone();
-        let watcher = shared.clone();
-        let side = crate::feedback::turn::HostSide {
-            session_id: shared.spec.session_id,
-            home: shared.spec.home.clone(),
-            type_text: Box::new(move |text| type_text(&typer, text, true)),
-            exiting: Box::new(move || watcher.exiting.load(Ordering::SeqCst)),
-            hooks,
-        };
-        spawn_guarded("feedback", move || crate::feedback::turn::run(side));
+        spawn_feedback(&shared, hooks);
     }
     {
         let shared = shared.clone();
         spawn_guarded("waiter", move || {
-            let exit = match child.wait() {
-                Ok(status) => AgentExit {
-                    code: if status.signal().is_some() {
-                        None
-                    } else {
-                        Some(status.exit_code() as i32)
-                    },
-                    signal: status.signal().map(str::to_string),
-                },
-                Err(e) => {
-                    tracing::error!("waiting for the agent: {e}");
-                    AgentExit {
-                        code: None,
-                        signal: Some(format!("lost: {e}")),
-                    }
-                }
-            };
-            tracing::info!(?exit, "agent exited");
+            let exit = wait_agent(child.as_mut());
             // Let the reader drain what the agent wrote last.
             let _ = reader_done_rx.recv_timeout(Duration::from_millis(1_000));
             finish(&shared, exit, &monitor_tx);
         });
     }
-    for conn in listener.incoming() {
-        match conn {
-            Ok(stream) => {
-                let shared = shared.clone();
-                spawn_guarded("client", move || serve_client(&shared, stream));
-            }
-            Err(e) => {
-                tracing::warn!("accepting a client: {e}");
-                std::thread::sleep(Duration::from_millis(50));
+    accept_clients(&listener, move |stream| serve_client(&shared, stream));
+}
+
+/// The feedback loop's thread: checks when the agent's turn ends, the
+/// failure typed back.
+fn spawn_feedback(shared: &Arc<Shared>, hooks: TurnHooks) {
+    let typer = shared.clone();
+    let watcher = shared.clone();
+    let side = crate::feedback::turn::HostSide {
+        session_id: shared.spec.session_id,
+        home: shared.spec.home.clone(),
+        type_text: Box::new(move |text| type_text(&typer, text, true)),
+        exiting: Box::new(move || watcher.exiting.load(Ordering::SeqCst)),
+        hooks,
+    };
+    spawn_guarded("feedback", move || crate::feedback::turn::run(side));
+}
+
+/// Waits for the agent to exit: its code, or the signal that ended it.
+fn wait_agent(child: &mut (dyn portable_pty::Child + Send + Sync)) -> AgentExit {
+    let exit = match child.wait() {
+        Ok(status) => AgentExit {
+            code: if status.signal().is_some() {
+                None
+            } else {
+                Some(status.exit_code() as i32)
+            },
+            signal: status.signal().map(str::to_string),
+        },
+        Err(e) => {
+            tracing::error!("waiting for the agent: {e}");
+            AgentExit {
+                code: None,
+                signal: Some(format!("lost: {e}")),
             }
         }
-    }
+    };
+    tracing::info!(?exit, "agent exited");
+    exit
 }
 
 /// The agent is gone: save its last screen, tell everyone, linger, leave.

@@ -22,20 +22,15 @@ pub mod host;
 pub mod memory;
 pub mod queries;
 pub mod rules;
+mod starting;
+mod stopping;
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use owt_protocol::host::{PeekView, Role, ScreenView, Transport};
-use rustix::event::{PollFd, PollFlags, Timespec};
-use rustix::process::{Pid, Signal};
+use rustix::process::Pid;
 use serde::{Deserialize, Serialize};
 
 use crate::status::{self, kind, Derived, ExitFact, HostFact, SessionFacts};
@@ -43,6 +38,8 @@ use crate::store::{now_ms, SessionRow, Store};
 
 pub use client::{HostConn, HostJournal};
 pub use hooks::record_hook;
+pub use starting::{admit_if_queued, run_host, spawn_admitter, start_host, start_host_with};
+pub use stopping::{session_processes, stop, stop_leftovers, STOP_GRACE};
 
 /// What went wrong with a session host. Each variant prints its cause in
 /// its own message (none is also a `source`: `{:#}` says it once).
@@ -183,226 +180,6 @@ pub fn log_path(home: &Path, short_id: &str) -> PathBuf {
     host::log_path(home, short_id)
 }
 
-/// How long [`start_host`] waits for a host to serve its socket.
-const START_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Starts a detached host for `spec` and waits until it serves its socket.
-/// The host is this program's `__host run` (or `$OWT_BIN`, for tests that
-/// link this library into another executable).
-pub fn start_host(spec: &HostSpec) -> Result<Started, SessionError> {
-    start_host_with(spec, &owt_exe()?)
-}
-
-/// As [`start_host`], running the host from the owt binary `exe`.
-pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionError> {
-    let err = |doing: &str, e: std::io::Error| SessionError::io(doing, e);
-    let logs = spec.home.join("logs");
-    host::ensure_private_dir(&logs)?;
-    let spec_file = logs.join(format!("{}.spec.json", spec.short_id));
-    let json = serde_json::to_vec_pretty(spec)
-        .map_err(|e| err("encoding the host spec", std::io::Error::other(e)))?;
-    crate::store::write_private(&spec_file, &json)
-        .map_err(|e| err(&format!("writing {}", spec_file.display()), e))?;
-    let log_file = log_path(&spec.home, &spec.short_id);
-    let log = File::options()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&log_file)
-        .map_err(|e| err(&format!("opening {}", log_file.display()), e))?;
-    let log2 = log
-        .try_clone()
-        .map_err(|e| err("duplicating the log file", e))?;
-
-    let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| err("creating the readiness pipe", e.into()))?;
-    let write_fd = write_end.as_raw_fd();
-    const READY_FD: i32 = 3;
-
-    let mut cmd = Command::new(exe);
-    cmd.args(["__host", "run", "--spec"])
-        .arg(&spec_file)
-        .args(["--ready-fd", &READY_FD.to_string()])
-        .env("OWT_HOME", &spec.home)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log2);
-    // SAFETY: `pre_exec` runs between fork and exec, where only
-    // async-signal-safe calls are allowed: setsid, fcntl and dup2 are, and
-    // nothing here allocates or takes a lock. No crate covers this step
-    // (the raw descriptor numbers are the point: the child must find the
-    // pipe at READY_FD).
-    unsafe {
-        cmd.pre_exec(move || {
-            rustix::process::setsid()?;
-            // dup2 clears close-on-exec on the copy (but is a no-op when
-            // the descriptor already has that number).
-            if write_fd == READY_FD {
-                libc::fcntl(READY_FD, libc::F_SETFD, 0);
-            } else if libc::dup2(write_fd, READY_FD) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| err(&format!("starting the session host {}", exe.display()), e))?;
-    drop(write_end);
-    let host_pid = child.id();
-
-    // Wait for one line on the pipe (or its end), with a deadline.
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            kill(host_pid, Signal::KILL);
-            let _ = child.wait();
-            return Err(SessionError::NotReady {
-                seconds: START_TIMEOUT.as_secs(),
-                log: log_file,
-            });
-        }
-        let wait = left.min(Duration::from_secs(1));
-        let timeout = Timespec {
-            tv_sec: wait.as_secs() as i64,
-            tv_nsec: i64::from(wait.subsec_nanos()),
-        };
-        let mut fds = [PollFd::new(&read_end, PollFlags::IN)];
-        if rustix::event::poll(&mut fds, Some(&timeout)).is_ok_and(|n| n > 0) {
-            break;
-        }
-    }
-    let mut line = String::new();
-    let _ = BufReader::new(File::from(read_end)).read_line(&mut line);
-    let line = line.trim();
-    if let Some(rest) = line.strip_prefix("ok") {
-        let agent_pid = rest.trim().parse::<u32>().ok().filter(|p| *p != 0);
-        // Reap the host when it ends, if this process lives that long.
-        std::thread::spawn(move || {
-            let _ = child.wait();
-        });
-        return Ok(Started {
-            host_pid,
-            agent_pid,
-        });
-    }
-    let _ = child.wait();
-    if let Some(message) = line.strip_prefix("error: ") {
-        return Err(SessionError::Host(message.to_string()));
-    }
-    let tail = std::fs::read_to_string(&log_file)
-        .map(|t| {
-            t.lines()
-                .rev()
-                .take(5)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default();
-    Err(SessionError::ExitedEarly {
-        log: log_file,
-        tail,
-    })
-}
-
-/// The owt binary to run for hosts and helpers: `$OWT_BIN` (tests that
-/// link this library into another executable) or this program.
-fn owt_exe() -> Result<PathBuf, SessionError> {
-    match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
-        Some(bin) => Ok(PathBuf::from(bin)),
-        None => std::env::current_exe().map_err(|e| SessionError::io("finding the owt binary", e)),
-    }
-}
-
-/// Starts `owt __admit` detached (its own session, no terminal): it
-/// starts the queued sessions there is room for now. What a session host
-/// does when its agent ended or gave back memory, and `owt lsp` when it
-/// sees sessions waiting; it returns at once.
-pub fn spawn_admitter(home: &Path) -> Result<(), SessionError> {
-    let exe = owt_exe()?;
-    let log = File::options()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(home.join("logs").join("admit.log"))
-        .ok();
-    let mut cmd = Command::new(&exe);
-    cmd.arg("__admit")
-        .env("OWT_HOME", home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null());
-    match log {
-        Some(log) => cmd.stderr(log),
-        None => cmd.stderr(Stdio::null()),
-    };
-    // SAFETY: only async-signal-safe calls (setsid) between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| SessionError::io(format!("starting {} __admit", exe.display()), e))?;
-    // Reap it when it ends, if this process lives that long.
-    std::thread::spawn(move || {
-        let _ = child.wait();
-    });
-    Ok(())
-}
-
-/// Starts an admitter ([`spawn_admitter`]) when sessions wait in the
-/// queue; logs what goes wrong.
-pub fn admit_if_queued(store: &Store, home: &Path) {
-    match store.any_queued() {
-        Ok(true) => {
-            if let Err(e) = spawn_admitter(home) {
-                tracing::warn!("starting queued sessions: {e}");
-            }
-        }
-        Ok(false) => {}
-        Err(e) => tracing::warn!("looking for queued sessions: {e}"),
-    }
-}
-
-/// Runs the host in this process (the `__host run` subcommand).
-/// `ready_fd` is the readiness pipe [`start_host`] passes; `hooks`, what a
-/// terminal session's feedback loop asks of the use cases above
-/// (`ops::host::turn_hooks`).
-pub fn run_host(
-    spec: HostSpec,
-    ready_fd: Option<i32>,
-    hooks: crate::feedback::turn::TurnHooks,
-) -> Result<(), SessionError> {
-    let ready = ready_fd.map(|fd| {
-        // SAFETY: the parent passed this descriptor number for this process
-        // to own (`--ready-fd`), and nothing else here uses it. Taking
-        // ownership of an inherited descriptor has no safe API.
-        let file = unsafe { File::from_raw_fd(fd) };
-        // Keep it out of the agent.
-        let _ = rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::CLOEXEC);
-        file
-    });
-    // A dying client must not kill the host.
-    // SAFETY: SIG_IGN is no handler, so nothing runs in signal context;
-    // rustix offers no safe way to set a disposition.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
-    }
-    match spec.transport {
-        Transport::Pty => host::run(spec, ready, hooks),
-        Transport::Acp => acp_host::run(spec, ready),
-    }
-}
-
 /// Whether `pid` is a live (not zombie) process.
 pub fn pid_alive(pid: u32) -> bool {
     if pid == 0 {
@@ -445,6 +222,12 @@ pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(),
     let Some((host, _)) = store.fact::<HostFact>(session.id, kind::HOST)? else {
         return Ok(());
     };
+    // Its host process runs: no need to connect (a connection wakes the
+    // host, which a listing of 64 sessions pays for 64 times on a busy
+    // machine).
+    if pid_alive(host.host_pid) && stopping::is_host_of(host.host_pid, &session.short_id) {
+        return Ok(());
+    }
     if std::os::unix::net::UnixStream::connect(socket_path(home, &session.short_id)).is_ok() {
         return Ok(());
     }
@@ -455,152 +238,6 @@ pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(),
         tracing::info!(session = %session.name, "host lost");
     }
     Ok(())
-}
-
-/// Time between hang-up and kill when stopping an agent.
-pub const STOP_GRACE: Duration = Duration::from_secs(3);
-
-/// Stops the agent (hang-up, then kill after a grace period), its host,
-/// and whatever the agent left running for this session outside its
-/// process group (a daemon it detached, see [`stop_leftovers`]).
-pub fn stop(home: &Path, session: &SessionRow) -> Result<(), SessionError> {
-    stop_agent_and_host(home, session)?;
-    stop_leftovers(home, &session.short_id);
-    Ok(())
-}
-
-/// Processes started for the session `short_id` of `home` that are still
-/// running: every process of this user whose environment carries both
-/// `OWT_SESSION=<short id>` and `OWT_HOME=<home>` (the host gives them to
-/// the agent, and a daemon the agent detaches inherits them), this process
-/// excepted.
-pub fn session_processes(home: &Path, short_id: &str) -> Vec<u32> {
-    let session = format!("OWT_SESSION={short_id}");
-    let owt_home = format!("OWT_HOME={}", home.display());
-    let me = std::process::id();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid != me)
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                let mut vars = env.split(|b| *b == 0);
-                let (mut has_session, mut has_home) = (false, false);
-                for var in &mut vars {
-                    has_session |= var == session.as_bytes();
-                    has_home |= var == owt_home.as_bytes();
-                }
-                has_session && has_home
-            })
-        })
-        .filter(|pid| pid_alive(*pid))
-        .collect()
-}
-
-/// Ends what the session left running once its agent and host are gone
-/// (e.g. a background server the agent detached with `setsid`): hang-up
-/// and terminate, then kill after [`STOP_GRACE`]. Nothing else is touched.
-pub fn stop_leftovers(home: &Path, short_id: &str) {
-    let left = session_processes(home, short_id);
-    if left.is_empty() {
-        return;
-    }
-    tracing::info!(?left, "stopping what the session left running");
-    for pid in &left {
-        kill(*pid, Signal::HUP);
-        kill(*pid, Signal::TERM);
-    }
-    let deadline = Instant::now() + STOP_GRACE;
-    while left.iter().any(|p| pid_alive(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    for pid in session_processes(home, short_id) {
-        kill(pid, Signal::KILL);
-    }
-}
-
-fn stop_agent_and_host(home: &Path, session: &SessionRow) -> Result<(), SessionError> {
-    let store = Store::open(home)?;
-    let host = store
-        .fact::<HostFact>(session.id, kind::HOST)?
-        .map(|(h, _)| h);
-    let socket = socket_path(home, &session.short_id);
-    if let Ok(mut conn) = HostConn::connect(&socket, Role::Control, 0, 0) {
-        conn.terminate(STOP_GRACE)?;
-        let host_pid = conn.welcome.host_pid;
-        drop(conn);
-        let deadline = Instant::now() + STOP_GRACE + Duration::from_secs(5);
-        while pid_alive(host_pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if pid_alive(host_pid) {
-            return Err(SessionError::Host(format!(
-                "the session host (pid {host_pid}) of {} did not exit after its agent was stopped",
-                session.name
-            )));
-        }
-        return Ok(());
-    }
-    // The socket is dead: kill what is left, if it is still ours.
-    let Some(host) = host else { return Ok(()) };
-    if let Some(agent) = host
-        .agent_pid
-        .filter(|p| pid_alive(*p) && is_agent_of(*p, &session.short_id))
-    {
-        kill_group(agent, Signal::HUP);
-        let deadline = Instant::now() + STOP_GRACE;
-        while pid_alive(agent) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if pid_alive(agent) {
-            kill_group(agent, Signal::KILL);
-        }
-    }
-    if pid_alive(host.host_pid) && is_host_of(host.host_pid, &session.short_id) {
-        kill(host.host_pid, Signal::KILL);
-    }
-    Ok(())
-}
-
-/// Sends `signal` to process `pid` (best effort: it may be gone).
-fn kill(pid: u32, signal: Signal) {
-    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-        let _ = rustix::process::kill_process(pid, signal);
-    }
-}
-
-/// Sends `signal` to the process group led by `pid` (best effort).
-fn kill_group(pid: u32, signal: Signal) {
-    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-        let _ = rustix::process::kill_process_group(pid, signal);
-    }
-}
-
-/// Whether `pid`'s environment names this session (`OWT_SESSION`).
-fn is_agent_of(pid: u32, short_id: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .map(|env| {
-            env.split(|b| *b == 0)
-                .any(|kv| kv == format!("OWT_SESSION={short_id}").as_bytes())
-        })
-        .unwrap_or(false)
-}
-
-/// Whether `pid` is an owt host for this session (its spec file is named
-/// after the short id).
-fn is_host_of(pid: u32, short_id: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|cmd| {
-            let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
-            args.contains(&&b"__host"[..])
-                && args
-                    .iter()
-                    .any(|a| String::from_utf8_lossy(a).ends_with(&format!("{short_id}.spec.json")))
-        })
-        .unwrap_or(false)
 }
 
 /// The session's derived status now (after reconciling it).

@@ -24,7 +24,7 @@ mod predict;
 mod restore;
 
 pub use commit::commit_all;
-pub use phase1::{abort, bring_base_in, conflicted_files, in_progress, Phase1};
+pub use phase1::{abort, bring_base_in, conflicted_files, in_progress, in_progress_in, Phase1};
 pub use phase2::{advance_base, untracked_in_the_way};
 pub use predict::{marker_ranges, predict};
 pub use restore::{restore_phase1, Restored};

@@ -13,7 +13,12 @@ use crate::git::Repo;
 /// (resolved through the worktree's own git dir).
 pub fn in_progress(worktree: &Path) -> Option<Method> {
     let repo = Repository::open(worktree).ok()?;
-    let git_dir = repo.path();
+    in_progress_in(repo.path())
+}
+
+/// [`in_progress`] for a checkout whose git dir (`<common>/worktrees/<name>`
+/// for a linked worktree) is known: three `stat`s, no repository opened.
+pub fn in_progress_in(git_dir: &Path) -> Option<Method> {
     if git_dir.join("rebase-merge").exists() || git_dir.join("rebase-apply").exists() {
         Some(Method::Rebase)
     } else if git_dir.join("MERGE_HEAD").exists() {

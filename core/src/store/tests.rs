@@ -1,3 +1,4 @@
+use super::sessions::new_short_id;
 use super::*;
 
 fn store() -> (tempfile::TempDir, Store) {

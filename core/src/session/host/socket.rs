@@ -25,6 +25,26 @@ pub(super) fn peer_uid(stream: &UnixStream) -> Option<u32> {
     (rc == 0).then_some(cred.uid)
 }
 
+/// Accepts the socket's connections, each served by `serve` on its own
+/// thread, for as long as the host runs. Shared with the ACP host.
+pub(crate) fn accept_clients(
+    listener: &UnixListener,
+    serve: impl Fn(UnixStream) + Send + Sync + Clone + 'static,
+) {
+    for conn in listener.incoming() {
+        match conn {
+            Ok(stream) => {
+                let serve = serve.clone();
+                spawn_guarded("client", move || serve(stream));
+            }
+            Err(e) => {
+                tracing::warn!("accepting a client: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
 pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
     let Some(hello) = accept_hello(&mut stream) else {
         return;
@@ -68,27 +88,7 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
         spawn_guarded("client-writer", move || write_client(&client))
     };
     if hello.role == Role::Attach {
-        if hello.rows > 0 && hello.cols > 0 {
-            resize(shared, hello.rows, hello.cols);
-        }
-        let mut clients = lock(&shared.clients);
-        client.await_redraw();
-        clients.push(client.clone());
-        shared.n_attached.fetch_add(1, Ordering::SeqCst);
-        let queued = !shared.parser_done.load(Ordering::SeqCst)
-            && send_to_parser(shared, ToParser::Redraw(client.clone()));
-        drop(clients);
-        if !queued {
-            // The agent is gone and the parser with it: the screen is final.
-            let state = lock(&shared.state);
-            client.deliver_redraw(proto::encode(
-                FrameKind::Redraw,
-                &redraw(state.parser.screen()),
-            ));
-        }
-        if let Some(exit) = &lock(&shared.state).exit {
-            client.push(proto::encode_json(FrameKind::Exited, exit));
-        }
+        attach_client(shared, &client, hello.rows, hello.cols);
     }
     // Buffered: a frame costs one read, not two (header, then payload).
     let mut incoming = std::io::BufReader::with_capacity(16 * 1024, &stream);
@@ -119,6 +119,33 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
     client.close();
     if let Some(writer) = writer {
         let _ = writer.join();
+    }
+}
+
+/// An `Attach` client joins: the PTY takes its size (when it gave one),
+/// it gets the screen as it is (a redraw, queued behind the output the
+/// parser has not read yet) and the exit if the agent is gone.
+fn attach_client(shared: &Arc<Shared>, client: &Arc<Client>, rows: u16, cols: u16) {
+    if rows > 0 && cols > 0 {
+        resize(shared, rows, cols);
+    }
+    let mut clients = lock(&shared.clients);
+    client.await_redraw();
+    clients.push(client.clone());
+    shared.n_attached.fetch_add(1, Ordering::SeqCst);
+    let queued = !shared.parser_done.load(Ordering::SeqCst)
+        && send_to_parser(shared, ToParser::Redraw(client.clone()));
+    drop(clients);
+    if !queued {
+        // The agent is gone and the parser with it: the screen is final.
+        let state = lock(&shared.state);
+        client.deliver_redraw(proto::encode(
+            FrameKind::Redraw,
+            &redraw(state.parser.screen()),
+        ));
+    }
+    if let Some(exit) = &lock(&shared.state).exit {
+        client.push(proto::encode_json(FrameKind::Exited, exit));
     }
 }
 

@@ -4,23 +4,7 @@
 use super::*;
 
 pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
-    let socket = crate::session::socket_path(&spec.home, &spec.short_id);
-    let run_dir = socket.parent().unwrap_or(&spec.home).to_path_buf();
-    ensure_private_dir(&run_dir)?;
-    if socket.exists() {
-        if UnixStream::connect(&socket).is_ok() {
-            return Err(SessionError::Host(format!(
-                "another host already serves {}",
-                socket.display()
-            )));
-        }
-        let _ = std::fs::remove_file(&socket);
-    }
-    let listener = UnixListener::bind(&socket)
-        .map_err(|e| host_err(&format!("binding {}", socket.display()), e))?;
-    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| host_err("restricting the socket to its owner", e))?;
-
+    let listener = listen(spec)?;
     let rows = if spec.rows == 0 { 40 } else { spec.rows };
     let cols = if spec.cols == 0 { 120 } else { spec.cols };
     let pty = portable_pty::native_pty_system()
@@ -31,25 +15,7 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
             pixel_height: 0,
         })
         .map_err(|e| host_err("opening a pseudo-terminal", e))?;
-    if spec.argv.is_empty() {
-        return Err(SessionError::Host("the agent's argv is empty".into()));
-    }
-    let mut cmd = CommandBuilder::from_argv(spec.argv.iter().map(Into::into).collect());
-    cmd.cwd(&spec.cwd);
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
-    cmd.env("OWT_SESSION", &spec.short_id);
-    cmd.env("OWT_HOME", &spec.home);
-    cmd.env("TERM", "xterm-256color");
-    let child = pty.slave.spawn_command(cmd).map_err(|e| {
-        host_err(
-            &format!("starting `{}` in {}", spec.argv[0], spec.cwd.display()),
-            e,
-        )
-    })?;
-    // portable-pty's recipe: the slave belongs to the child now.
-    drop(pty.slave);
+    let child = spawn_agent(spec, pty.slave)?;
     let agent_pid = child.process_id();
     let master_fd = pty.master.as_raw_fd();
     let reader = pty
@@ -60,27 +26,8 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         .master
         .take_writer()
         .map_err(|e| host_err("writing the pseudo-terminal", e))?;
-
     let host_pid = std::process::id();
-    let store = match Store::open(&spec.home) {
-        Ok(store) => {
-            let fact = HostFact {
-                host_pid,
-                agent_pid,
-                socket: socket.to_string_lossy().into_owned(),
-                headless: spec.headless,
-                transport: Default::default(),
-            };
-            if let Err(e) = store.record_fact(spec.session_id, kind::HOST, &fact) {
-                tracing::warn!("recording the host fact: {e}");
-            }
-            Some(store)
-        }
-        Err(e) => {
-            tracing::warn!("opening the store: {e}; facts will not be recorded");
-            None
-        }
-    };
+    let store = open_store(spec, host_pid, agent_pid);
     let journal = match crate::guard::journal::Journal::start(&spec.cwd) {
         Ok(journal) => Some(journal),
         Err(e) => {
@@ -95,18 +42,7 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         host_pid,
         agent_pid,
         started_at: now_ms(),
-        state: Mutex::new(State {
-            parser: vt100::Parser::new(rows, cols, spec.scrollback),
-            scanner: QueryScanner::new(),
-            output_seq: 0,
-            last_output: None,
-            last_output_at: None,
-            last_input_at: None,
-            screen_signal: None,
-            native: None,
-            native_seq: 0,
-            exit: None,
-        }),
+        state: Mutex::new(first_state(spec, rows, cols)),
         master: Mutex::new(pty.master),
         clients: Mutex::new(Vec::new()),
         n_attached: AtomicUsize::new(0),
@@ -133,6 +69,104 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         to_agent_rx,
         store,
     })
+}
+
+/// Binds the session's socket (`$OWT_HOME/run/<short id>.sock`, 0600, in
+/// a private folder); refused while another host serves it, a stale one
+/// replaced. Shared with the ACP host.
+pub(crate) fn listen(spec: &HostSpec) -> Result<UnixListener, SessionError> {
+    let socket = crate::session::socket_path(&spec.home, &spec.short_id);
+    let run_dir = socket.parent().unwrap_or(&spec.home).to_path_buf();
+    ensure_private_dir(&run_dir)?;
+    if socket.exists() {
+        if UnixStream::connect(&socket).is_ok() {
+            return Err(SessionError::Host(format!(
+                "another host already serves {}",
+                socket.display()
+            )));
+        }
+        let _ = std::fs::remove_file(&socket);
+    }
+    let listener = UnixListener::bind(&socket)
+        .map_err(|e| host_err(&format!("binding {}", socket.display()), e))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| host_err("restricting the socket to its owner", e))?;
+    Ok(listener)
+}
+
+/// Starts the agent on the PTY's `slave` (dropped after: it belongs to the
+/// child then), with the session's environment.
+fn spawn_agent(
+    spec: &HostSpec,
+    slave: Box<dyn portable_pty::SlavePty + Send>,
+) -> Result<Box<dyn portable_pty::Child + Send + Sync>, SessionError> {
+    if spec.argv.is_empty() {
+        return Err(SessionError::Host("the agent's argv is empty".into()));
+    }
+    let mut cmd = CommandBuilder::from_argv(spec.argv.iter().map(Into::into).collect());
+    cmd.cwd(&spec.cwd);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    cmd.env("OWT_SESSION", &spec.short_id);
+    cmd.env("OWT_HOME", &spec.home);
+    cmd.env("TERM", "xterm-256color");
+    let child = slave.spawn_command(cmd).map_err(|e| {
+        host_err(
+            &format!("starting `{}` in {}", spec.argv[0], spec.cwd.display()),
+            e,
+        )
+    })?;
+    // portable-pty's recipe: the slave belongs to the child now.
+    drop(slave);
+    Ok(child)
+}
+
+/// Opens the store and records the `host` fact; `None`, logged, when the
+/// store cannot be opened: the host runs on without recording facts.
+fn open_store(spec: &HostSpec, host_pid: u32, agent_pid: Option<u32>) -> Option<Store> {
+    let store = open_store_logged(&spec.home)?;
+    let socket = crate::session::socket_path(&spec.home, &spec.short_id);
+    let fact = HostFact {
+        host_pid,
+        agent_pid,
+        socket: socket.to_string_lossy().into_owned(),
+        headless: spec.headless,
+        transport: Default::default(),
+    };
+    if let Err(e) = store.record_fact(spec.session_id, kind::HOST, &fact) {
+        tracing::warn!("recording the host fact: {e}");
+    }
+    Some(store)
+}
+
+/// The store a host records its facts in; `None`, logged, when it cannot
+/// be opened: the host runs on without recording facts. Shared with the
+/// ACP host.
+pub(crate) fn open_store_logged(home: &Path) -> Option<Store> {
+    match Store::open(home) {
+        Ok(store) => Some(store),
+        Err(e) => {
+            tracing::warn!("opening the store: {e}; facts will not be recorded");
+            None
+        }
+    }
+}
+
+/// The screen model and what is known before the agent wrote anything.
+fn first_state(spec: &HostSpec, rows: u16, cols: u16) -> State {
+    State {
+        parser: vt100::Parser::new(rows, cols, spec.scrollback),
+        scanner: QueryScanner::new(),
+        output_seq: 0,
+        last_output: None,
+        last_output_at: None,
+        last_input_at: None,
+        screen_signal: None,
+        native: None,
+        native_seq: 0,
+        exit: None,
+    }
 }
 
 /// Runs `body` on a named thread; a panic is logged instead of unwinding

@@ -1,0 +1,261 @@
+//! Starting hosts: a detached `owt __host run` that says when it serves
+//! its socket, the admitter that starts queued sessions, and the host
+//! process's own entry point.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use owt_protocol::host::Transport;
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::Signal;
+
+use super::stopping::kill;
+use super::{acp_host, host, log_path, HostSpec, SessionError, Started};
+use crate::store::Store;
+
+/// How long [`start_host`] waits for a host to serve its socket.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Starts a detached host for `spec` and waits until it serves its socket.
+/// The host is this program's `__host run` (or `$OWT_BIN`, for tests that
+/// link this library into another executable).
+pub fn start_host(spec: &HostSpec) -> Result<Started, SessionError> {
+    start_host_with(spec, &owt_exe()?)
+}
+
+/// The descriptor number the host finds its readiness pipe at.
+const READY_FD: i32 = 3;
+
+/// As [`start_host`], running the host from the owt binary `exe`.
+pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionError> {
+    let err = |doing: &str, e: std::io::Error| SessionError::io(doing, e);
+    let logs = spec.home.join("logs");
+    host::ensure_private_dir(&logs)?;
+    let spec_file = logs.join(format!("{}.spec.json", spec.short_id));
+    let json = serde_json::to_vec_pretty(spec)
+        .map_err(|e| err("encoding the host spec", std::io::Error::other(e)))?;
+    crate::store::write_private(&spec_file, &json)
+        .map_err(|e| err(&format!("writing {}", spec_file.display()), e))?;
+    let log_file = log_path(&spec.home, &spec.short_id);
+    let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| err("creating the readiness pipe", e.into()))?;
+    let mut child = spawn_host(spec, exe, &spec_file, &log_file, write_end.as_raw_fd())?;
+    drop(write_end);
+    let host_pid = child.id();
+    if !readable_before(&read_end, Instant::now() + START_TIMEOUT) {
+        kill(host_pid, Signal::KILL);
+        let _ = child.wait();
+        return Err(SessionError::NotReady {
+            seconds: START_TIMEOUT.as_secs(),
+            log: log_file,
+        });
+    }
+    let mut line = String::new();
+    let _ = BufReader::new(File::from(read_end)).read_line(&mut line);
+    let line = line.trim();
+    if let Some(rest) = line.strip_prefix("ok") {
+        let agent_pid = rest.trim().parse::<u32>().ok().filter(|p| *p != 0);
+        // Reap the host when it ends, if this process lives that long.
+        std::thread::spawn(move || {
+            let _ = child.wait();
+        });
+        return Ok(Started {
+            host_pid,
+            agent_pid,
+        });
+    }
+    let _ = child.wait();
+    if let Some(message) = line.strip_prefix("error: ") {
+        return Err(SessionError::Host(message.to_string()));
+    }
+    Err(SessionError::ExitedEarly {
+        tail: log_tail(&log_file),
+        log: log_file,
+    })
+}
+
+/// Starts `exe __host run --spec SPEC_FILE` in its own session, its output
+/// appended to `log_file`, the readiness pipe's write end `write_fd` at
+/// [`READY_FD`].
+fn spawn_host(
+    spec: &HostSpec,
+    exe: &Path,
+    spec_file: &Path,
+    log_file: &Path,
+    write_fd: i32,
+) -> Result<std::process::Child, SessionError> {
+    let err = |doing: &str, e: std::io::Error| SessionError::io(doing, e);
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(log_file)
+        .map_err(|e| err(&format!("opening {}", log_file.display()), e))?;
+    let log2 = log
+        .try_clone()
+        .map_err(|e| err("duplicating the log file", e))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["__host", "run", "--spec"])
+        .arg(spec_file)
+        .args(["--ready-fd", &READY_FD.to_string()])
+        .env("OWT_HOME", &spec.home)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2);
+    // SAFETY: `pre_exec` runs between fork and exec, where only
+    // async-signal-safe calls are allowed: setsid, fcntl and dup2 are, and
+    // nothing here allocates or takes a lock. No crate covers this step
+    // (the raw descriptor numbers are the point: the child must find the
+    // pipe at READY_FD).
+    unsafe {
+        cmd.pre_exec(move || {
+            rustix::process::setsid()?;
+            // dup2 clears close-on-exec on the copy (but is a no-op when
+            // the descriptor already has that number).
+            if write_fd == READY_FD {
+                libc::fcntl(READY_FD, libc::F_SETFD, 0);
+            } else if libc::dup2(write_fd, READY_FD) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .map_err(|e| err(&format!("starting the session host {}", exe.display()), e))
+}
+
+/// Whether `read_end` has something to read (a line, or its end) before
+/// `deadline`.
+fn readable_before(read_end: &rustix::fd::OwnedFd, deadline: Instant) -> bool {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let wait = left.min(Duration::from_secs(1));
+        let timeout = Timespec {
+            tv_sec: wait.as_secs() as i64,
+            tv_nsec: i64::from(wait.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(read_end, PollFlags::IN)];
+        if rustix::event::poll(&mut fds, Some(&timeout)).is_ok_and(|n| n > 0) {
+            return true;
+        }
+    }
+}
+
+/// The last five lines of the host's log.
+fn log_tail(log_file: &Path) -> String {
+    std::fs::read_to_string(log_file)
+        .map(|t| {
+            t.lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// The owt binary to run for hosts and helpers: `$OWT_BIN` (tests that
+/// link this library into another executable) or this program.
+fn owt_exe() -> Result<PathBuf, SessionError> {
+    match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
+        Some(bin) => Ok(PathBuf::from(bin)),
+        None => std::env::current_exe().map_err(|e| SessionError::io("finding the owt binary", e)),
+    }
+}
+
+/// Starts `owt __admit` detached (its own session, no terminal): it
+/// starts the queued sessions there is room for now. What a session host
+/// does when its agent ended or gave back memory, and `owt lsp` when it
+/// sees sessions waiting; it returns at once.
+pub fn spawn_admitter(home: &Path) -> Result<(), SessionError> {
+    let exe = owt_exe()?;
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(home.join("logs").join("admit.log"))
+        .ok();
+    let mut cmd = Command::new(&exe);
+    cmd.arg("__admit")
+        .env("OWT_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    match log {
+        Some(log) => cmd.stderr(log),
+        None => cmd.stderr(Stdio::null()),
+    };
+    // SAFETY: only async-signal-safe calls (setsid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| SessionError::io(format!("starting {} __admit", exe.display()), e))?;
+    // Reap it when it ends, if this process lives that long.
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    Ok(())
+}
+
+/// Starts an admitter ([`spawn_admitter`]) when sessions wait in the
+/// queue; logs what goes wrong.
+pub fn admit_if_queued(store: &Store, home: &Path) {
+    match store.any_queued() {
+        Ok(true) => {
+            if let Err(e) = spawn_admitter(home) {
+                tracing::warn!("starting queued sessions: {e}");
+            }
+        }
+        Ok(false) => {}
+        Err(e) => tracing::warn!("looking for queued sessions: {e}"),
+    }
+}
+
+/// Runs the host in this process (the `__host run` subcommand).
+/// `ready_fd` is the readiness pipe [`start_host`] passes; `hooks`, what a
+/// terminal session's feedback loop asks of the use cases above
+/// (`ops::host::turn_hooks`).
+pub fn run_host(
+    spec: HostSpec,
+    ready_fd: Option<i32>,
+    hooks: crate::feedback::turn::TurnHooks,
+) -> Result<(), SessionError> {
+    let ready = ready_fd.map(|fd| {
+        // SAFETY: the parent passed this descriptor number for this process
+        // to own (`--ready-fd`), and nothing else here uses it. Taking
+        // ownership of an inherited descriptor has no safe API.
+        let file = unsafe { File::from_raw_fd(fd) };
+        // Keep it out of the agent.
+        let _ = rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::CLOEXEC);
+        file
+    });
+    // A dying client must not kill the host.
+    // SAFETY: SIG_IGN is no handler, so nothing runs in signal context;
+    // rustix offers no safe way to set a disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
+    match spec.transport {
+        Transport::Pty => host::run(spec, ready, hooks),
+        Transport::Acp => acp_host::run(spec, ready),
+    }
+}

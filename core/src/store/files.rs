@@ -1,0 +1,128 @@
+//! The store's files on disk: the private state folder (0700 folders,
+//! 0600 files), the identity of the file opened, and a file truncated
+//! under its write-ahead log.
+
+use std::path::{Path, PathBuf};
+
+use super::StoreError;
+
+pub(super) fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The error for a store file emptied under its write-ahead log (`: >
+/// owt.db` while hosts run): every open would wait out the busy timeout and
+/// fail with "database is locked".
+pub(super) fn truncated(path: &Path) -> Option<StoreError> {
+    let db = std::fs::metadata(path).ok()?;
+    let beside = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name).exists()
+    };
+    // A new store gets its header before its -wal and -shm files exist.
+    if db.len() != 0 || !(beside("-wal") || beside("-shm")) {
+        return None;
+    }
+    let holders = holders_of(path);
+    Some(StoreError::Truncated {
+        path: path.display().to_string(),
+        holders: if holders.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", holders.join(", "))
+        },
+    })
+}
+
+/// `pid N (name)` of the processes that hold `path` open.
+fn holders_of(path: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .any(|target| target == path);
+        if holds {
+            let name = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            out.push(format!("pid {pid} ({})", name.trim()));
+        }
+    }
+    out
+}
+
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(bytes)
+}
+
+/// Makes `home` 0700 and every folder and file owt keeps in it private
+/// (folders 0700, files 0600): its top level, `logs/` and `run/`. The
+/// trash's folders are 0700 and its files keep their own modes. Logs what
+/// it changed.
+pub(super) fn make_private(home: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut fixed = Vec::new();
+    let mut fix = |path: &Path, meta: &std::fs::Metadata| {
+        let mode = meta.permissions().mode() & 0o7777;
+        let want = if meta.is_dir() { 0o700 } else { 0o600 };
+        if mode & 0o077 != 0
+            && std::fs::set_permissions(path, std::fs::Permissions::from_mode(want)).is_ok()
+        {
+            fixed.push(format!("{} ({mode:o} → {want:o})", path.display()));
+        }
+    };
+    let Ok(meta) = std::fs::symlink_metadata(home) else {
+        return;
+    };
+    fix(home, &meta);
+    for dir in [
+        home.to_path_buf(),
+        home.join("logs"),
+        home.join("run"),
+        home.join("trash"),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            // The trash's entries are folders; the files inside keep their modes.
+            if dir.ends_with("trash") && !meta.is_dir() {
+                continue;
+            }
+            fix(&entry.path(), &meta);
+        }
+    }
+    if !fixed.is_empty() {
+        tracing::warn!(
+            "made owt's state folder private (it held tasks, notes and messages readable by other users): {}",
+            fixed.join(", ")
+        );
+    }
+}
