@@ -13,7 +13,11 @@
 //!
 //! Usage: cargo run --release --manifest-path bench/guard/Cargo.toml --
 //!        [--sizes 10000,100000] [--participants 32] [--rounds 40]
-//!        [--dir /tmp/owt-guard-bench] [--owt target/release/owt]
+//!        [--dir DIR] [--owt target/release/owt]
+//!
+//! Without `--dir` everything is generated in a fresh folder under the
+//! system's temp folder, removed at the end (also when a run fails); with
+//! `--dir DIR` the repositories stay there and a later run reuses them.
 //!
 //! With `--corpus SPEC` (`bench/corpus/git-topics.json.gz`) it runs the
 //! Conflict Guard corpus instead: the spec's repository built under
@@ -245,6 +249,9 @@ struct Figures {
     incr_median: Duration,
     incr_max: Duration,
     incr_hot_median: Duration,
+    /// Files the symbol index parsed: in the cold full recompute, and in
+    /// the incremental writes with it on (of that many writes).
+    parses: (u64, u64, usize),
     /// The same writes with the symbol index off (median).
     incr_no_symbols: Duration,
     pairs: usize,
@@ -374,6 +381,7 @@ fn run(
     let started = Instant::now();
     engine.full_recompute().unwrap();
     let cold_full = started.elapsed();
+    let parses_full = engine.symbol_parses();
     let started = Instant::now();
     engine.full_recompute().unwrap();
     let warm_full = started.elapsed();
@@ -388,9 +396,11 @@ fn run(
     let mut own = Vec::new();
     let mut hot = Vec::new();
     let mut no_symbols = Vec::new();
+    let mut parses_incr = 0;
     for round in 0..rounds * 2 {
         let symbols = round < rounds;
         if round == rounds {
+            parses_incr = engine.symbol_parses() - parses_full;
             engine.set_symbols(false);
         }
         let p = rng.below(setup.worktrees.len());
@@ -512,6 +522,7 @@ fn run(
         journal_cold,
         journal_warm,
         host_rss_mib,
+        parses: (parses_full, parses_incr, rounds),
     }
 }
 
@@ -560,6 +571,30 @@ fn stat_walk(checkouts: &[&Path]) -> Duration {
     elapsed
 }
 
+/// A folder of the benchmark's own, removed when dropped (also when a
+/// run panics: the benchmark unwinds).
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `--dir` as given (kept, reused by the next run), or a fresh folder
+/// under the system's temp folder, removed at the end.
+fn bench_dir(given: Option<String>, what: &str) -> (PathBuf, Option<TempDir>) {
+    if let Some(dir) = given {
+        return (PathBuf::from(dir), None);
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("{what}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    (dir.clone(), Some(TempDir(dir)))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| {
@@ -568,7 +603,7 @@ fn main() {
             .and_then(|i| args.get(i + 1).cloned())
     };
     if let Some(spec) = arg("--corpus") {
-        let dir = PathBuf::from(arg("--dir").unwrap_or_else(|| "/tmp/owt-guard-corpus".into()));
+        let (dir, _cleanup) = bench_dir(arg("--dir"), "owt-guard-corpus");
         corpus(Path::new(&spec), &dir);
         if let Some(real) = arg("--real") {
             real_corpus(Path::new(&spec), Path::new(&real), &dir);
@@ -582,7 +617,7 @@ fn main() {
         .collect();
     let n_participants: usize = arg("--participants").map_or(32, |s| s.parse().unwrap());
     let rounds: usize = arg("--rounds").map_or(40, |s| s.parse().unwrap());
-    let dir = PathBuf::from(arg("--dir").unwrap_or_else(|| "/tmp/owt-guard-bench".into()));
+    let (dir, _cleanup) = bench_dir(arg("--dir"), "owt-guard-bench");
     let owt_bin =
         std::fs::canonicalize(arg("--owt").unwrap_or_else(|| "target/release/owt".into()))
             .expect("the owt binary (build it: cargo build --release -p owt; or pass --owt PATH)");
@@ -642,6 +677,15 @@ fn main() {
     println!(
         "stat floor: every folder listed and every entry lstat-ed in every checkout on the engine's threads, nothing else: no walk of every checkout can be faster"
     );
+    for f in &figures {
+        println!(
+            "symbol index parses, {}k files: {} in the cold full recompute, {} in {} incremental writes",
+            f.n_files / 1000,
+            f.parses.0,
+            f.parses.1,
+            f.parses.2
+        );
+    }
     for f in &figures {
         println!(
             "session host RSS with its journal, {}k files: {:.1} MiB (median of {n_participants})",
@@ -778,6 +822,7 @@ fn real_incremental(
     case: &owt::guard::corpus::Case,
 ) -> (Vec<Duration>, Vec<Duration>, usize) {
     let (mut on, mut off) = (Vec::new(), Vec::new());
+    let mut parsed = 0;
     for symbols in [true, false] {
         engine.set_symbols(symbols);
         for m in &case.members {
@@ -796,16 +841,21 @@ fn real_incremental(
             let comment = format!("/* owt bench, symbols {symbols} */");
             lines.insert(at, comment.as_str());
             write_file(&m.worktree, &rel, &(lines.join("\n") + "\n"));
+            let parses = engine.symbol_parses();
             let started = Instant::now();
             engine
                 .on_paths_changed(&m.name, &[PathBuf::from(&rel)])
                 .unwrap();
             let took = started.elapsed();
+            if symbols {
+                parsed += engine.symbol_parses() - parses;
+            }
             if symbols { on.push(took) } else { off.push(took) }
         }
     }
     engine.set_symbols(true);
     let n = on.len();
+    println!("symbol index parses in the {n} real writes with it on: {parsed}");
     (on, off, n)
 }
 

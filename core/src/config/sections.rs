@@ -144,6 +144,9 @@ pub struct GuardConfig {
     /// What an agent's pre-edit hook (`owt hook --pre-edit`) answers when
     /// another participant is changing the lines it is about to edit.
     pub pre_edit: PreEdit,
+    /// The symbol index (tree-sitter): enclosing symbols named in messages
+    /// and the `semantic` level. Off: nothing is parsed.
+    pub symbols: bool,
 }
 
 impl Default for GuardConfig {
@@ -152,6 +155,7 @@ impl Default for GuardConfig {
             ignore: Vec::new(),
             awareness: true,
             pre_edit: PreEdit::Warn,
+            symbols: true,
         }
     }
 }

@@ -222,3 +222,17 @@ fn ctrl_keys() {
     assert_eq!(parse_ctrl_key("Ctrl-A"), Ok(1));
     assert!(parse_ctrl_key("alt-x").is_err());
 }
+
+#[test]
+fn guard_symbols_defaults_on_turns_off_and_rejects_a_non_boolean() {
+    assert!(Config::default().guard.symbols);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("owt.toml");
+    std::fs::write(&file, "[guard]\nsymbols = false\n").unwrap();
+    assert!(!load_files(&[file]).unwrap().config.guard.symbols);
+    let err = err_of("[guard]\nsymbols = \"no\"\n");
+    let ConfigError::Invalid { line, key, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!((*line, key.as_deref()), (2, Some("guard.symbols")));
+}

@@ -10,14 +10,14 @@
 //! [`super::watch`]) and never touches the store (that is `ops::guard`);
 //! results are a function of the snapshots.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository};
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use owt_protocol::guard::{BaseConflict, GuardPair, GuardParticipant, GuardReport, Level};
+use owt_protocol::guard::{BaseConflict, GuardPair};
 
 use super::changes::{self, Change};
 use super::journal::JournalSource;
@@ -25,8 +25,10 @@ use super::levels::{self, Side};
 use super::snapshot::WorkState;
 use super::tree::{self, RawChange};
 use super::verdict::{self, Caches, Landing};
-use super::{GuardError, GuardFact};
+use super::GuardError;
 use crate::store::now_ms;
+
+mod query;
 
 /// The id (and name) of the human's own checkout.
 pub const YOU: &str = "you";
@@ -274,6 +276,25 @@ impl GuardEngine {
         for result in results {
             result?;
         }
+        self.recompute_all(started)
+    }
+
+    /// Recomputes every participant's changes and every pair from the
+    /// current snapshots, with no file-system scan and no cached merge
+    /// verdicts (what a moved base branch or new `[guard]` settings need).
+    pub fn recompute_pairs(&mut self) -> Result<GuardUpdate, GuardError> {
+        let started = Instant::now();
+        self.caches.clear_verdicts();
+        for state in self.states.values_mut() {
+            state.computed_for = None;
+            state.landed_for = None;
+        }
+        self.recompute_all(started)
+    }
+
+    /// Recomputes every participant (from its current snapshot) and every
+    /// pair.
+    fn recompute_all(&mut self, started: Instant) -> Result<GuardUpdate, GuardError> {
         let ids: Vec<String> = self.states.keys().cloned().collect();
         let mut update = GuardUpdate::default();
         for id in &ids {
@@ -292,32 +313,11 @@ impl GuardEngine {
         Ok(update)
     }
 
-    /// Recomputes every participant's changes and every pair from the
-    /// current snapshots, with no file-system scan and no cached merge
-    /// verdicts (what a moved base branch or new `[guard]` settings need).
-    pub fn recompute_pairs(&mut self) -> Result<GuardUpdate, GuardError> {
-        let started = Instant::now();
-        self.caches.clear_verdicts();
-        for state in self.states.values_mut() {
-            state.computed_for = None;
-            state.landed_for = None;
-        }
-        let ids: Vec<String> = self.states.keys().cloned().collect();
-        let mut update = GuardUpdate::default();
-        for id in &ids {
-            if self.recompute_participant(id, &mut update)? {
-                update.participants.push(id.clone());
-            }
-        }
-        self.pairs.clear();
-        for (i, a) in ids.iter().enumerate() {
-            for b in &ids[i + 1..] {
-                self.recompute_pair(a, b, &mut update)?;
-            }
-        }
-        update.elapsed = started.elapsed();
-        self.publish(&update);
-        Ok(update)
+    /// Turns the symbol index (enclosing symbols in messages, the
+    /// `semantic` level) on or off (on by default); takes effect for the
+    /// pairs computed from then on (`recompute_pairs` for all of them).
+    pub fn set_symbols(&mut self, on: bool) {
+        self.caches.symbols.enabled = on;
     }
 
     /// Re-scans one participant's whole checkout (after it was added, or
@@ -506,146 +506,6 @@ impl GuardEngine {
     fn publish(&mut self, update: &GuardUpdate) {
         self.subscribers
             .retain(|tx| tx.send(update.clone()).is_ok());
-    }
-
-    /// Every overlapping pair, in id order.
-    pub fn pairs(&self) -> Vec<&GuardPair> {
-        self.pairs.values().flatten().collect()
-    }
-
-    /// The pair of `a` and `b` (ids in order), when they overlap.
-    pub fn pair(&self, a: &str, b: &str) -> Option<&GuardPair> {
-        self.pairs
-            .get(&(a.to_string(), b.to_string()))
-            .and_then(Option::as_ref)
-    }
-
-    /// The pairs `id` is part of.
-    pub fn pairs_of(&self, id: &str) -> Vec<&GuardPair> {
-        self.pairs
-            .iter()
-            .filter(|((a, b), _)| a == id || b == id)
-            .filter_map(|(_, p)| p.as_ref())
-            .collect()
-    }
-
-    /// How many other participants `id` overlaps (at any level above
-    /// `same-change`).
-    pub fn overlap_count(&self, id: &str) -> u32 {
-        self.pairs_of(id)
-            .iter()
-            .filter(|p| p.level > Level::SameChange)
-            .count() as u32
-    }
-
-    /// Whether `id`'s state does not merge into its base's tip, and where.
-    pub fn base_conflict(&self, id: &str) -> Option<&BaseConflict> {
-        self.states.get(id)?.base_conflict.as_ref()
-    }
-
-    /// Every participant whose state does not merge into its base's tip.
-    pub fn base_conflicts(&self) -> Vec<&BaseConflict> {
-        self.states
-            .values()
-            .filter_map(|s| s.base_conflict.as_ref())
-            .collect()
-    }
-
-    /// A participant's changes from its merge base.
-    pub fn changes(&self, id: &str) -> Option<&[Change]> {
-        self.states.get(id).map(|s| s.changes.as_slice())
-    }
-
-    /// A participant's checkout, as git names it.
-    pub fn worktree(&self, id: &str) -> Option<&Path> {
-        self.states.get(id).map(|s| s.work.worktree.as_path())
-    }
-
-    /// The commit a participant's changes are counted from.
-    pub fn merge_base(&self, id: &str) -> Option<Oid> {
-        self.states.get(id).and_then(|s| s.work.merge_base)
-    }
-
-    /// A participant's snapshot tree.
-    pub fn snapshot(&self, id: &str) -> Option<Oid> {
-        self.states.get(id).and_then(|s| s.work.snapshot)
-    }
-
-    /// What the store keeps for `id`.
-    pub fn guard_fact(&self, id: &str) -> Option<GuardFact> {
-        let s = self.states.get(id)?;
-        Some(GuardFact {
-            snapshot: s.work.snapshot?.to_string(),
-            head: s.work.head.map(|h| h.to_string()),
-            merge_base: s.work.merge_base.map(|h| h.to_string()),
-            changes: s.changes.clone(),
-            computed_at: s.computed_at,
-        })
-    }
-
-    /// The whole report (`owt guard --json`).
-    pub fn report(&self, repository: &str) -> GuardReport {
-        let participants = self
-            .states
-            .values()
-            .map(|s| GuardParticipant {
-                name: s.participant.id.clone(),
-                kind: if s.participant.session_id.is_some() {
-                    "session".into()
-                } else {
-                    "you".into()
-                },
-                worktree: s.work.worktree.to_string_lossy().into_owned(),
-                base: s.participant.base_branch.clone(),
-                snapshot: s.work.snapshot.map(|o| o.to_string()).unwrap_or_default(),
-                merge_base: s.work.merge_base.map(|o| o.to_string()).unwrap_or_default(),
-                changed_paths: {
-                    let set: BTreeSet<&str> = s.changes.iter().flat_map(Change::paths).collect();
-                    set.into_iter().map(str::to_string).collect()
-                },
-                scan: s.work.last_scan.map(|source| source.name().to_string()),
-            })
-            .collect();
-        GuardReport {
-            repository: repository.to_string(),
-            participants,
-            pairs: self.pairs().into_iter().cloned().collect(),
-            base_conflicts: self.base_conflicts().into_iter().cloned().collect(),
-            computed_at: now_ms(),
-        }
-    }
-
-    /// Turns the symbol index (enclosing symbols in messages, the
-    /// `semantic` level) on or off (on by default); takes effect for the
-    /// pairs computed from then on (`recompute_pairs` for all of them).
-    pub fn set_symbols(&mut self, on: bool) {
-        self.caches.symbols.enabled = on;
-    }
-
-    /// Blobs the symbol index parsed so far (for tests and benchmarks).
-    pub fn symbol_parses(&self) -> u64 {
-        self.caches.symbols.parsed
-    }
-
-    /// Merge verdicts cached so far (for diagnostics and benchmarks).
-    pub fn cached_merges(&self) -> usize {
-        self.caches.merges.len() + self.caches.landings.len()
-    }
-
-    /// How each participant's last full scan found its paths.
-    pub fn scan_sources(&self) -> BTreeMap<String, Option<super::snapshot::ScanSource>> {
-        self.states
-            .iter()
-            .map(|(k, s)| (k.clone(), s.work.last_scan))
-            .collect()
-    }
-
-    #[doc(hidden)]
-    pub fn snapshots(&self) -> HashMap<String, Oid> {
-        self.states
-            .iter()
-            .filter_map(|(k, s)| s.work.snapshot.map(|o| (k.clone(), o)))
-            .collect()
     }
 }
 

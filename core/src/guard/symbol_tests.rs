@@ -427,6 +427,109 @@ fn an_update_parses_only_the_file_that_changed_and_symbols_can_be_off() {
     );
 }
 
+const ONE_RS: &str = "pub fn alpha(n: u32) -> u32 {\n    let x = n;\n    x\n}\n";
+const TWO_RS: &str = "pub fn beta() -> i64 {\n    let y = 2;\n    y\n}\n";
+
+/// Files only one participant changed, whose words the other's written
+/// lines do not share, are never parsed: no note could come of them, and
+/// they are in no pair's message. The same engine still finds the note
+/// once one side calls what the other changed.
+#[test]
+fn a_file_only_one_participant_touched_is_not_parsed() {
+    let fx = Fixture::new(&[("src/one.rs", ONE_RS), ("src/two.rs", TWO_RS)]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    write(
+        &a,
+        "src/one.rs",
+        &ONE_RS.replace("let x = n;", "let x = n + 1;"),
+    );
+    write(
+        &b,
+        "src/two.rs",
+        &TWO_RS.replace("let y = 2;", "let y = 3;"),
+    );
+    let mut engine = fx.engine(&["a", "b"], &[]);
+    assert!(engine.pair("a", "b").is_none());
+    assert_eq!(
+        engine.symbol_parses(),
+        0,
+        "nothing can matter: nothing parsed"
+    );
+    // a changes alpha's signature; b's body now calls alpha.
+    write(
+        &a,
+        "src/one.rs",
+        &ONE_RS.replace("alpha(n: u32)", "alpha(n: u32, m: u32)"),
+    );
+    engine
+        .on_paths_changed("a", &[a.join("src/one.rs")])
+        .unwrap();
+    assert_eq!(engine.symbol_parses(), 0, "b's lines name nothing of a's");
+    write(
+        &b,
+        "src/two.rs",
+        &TWO_RS.replace("let y = 2;", "let y = alpha(2);"),
+    );
+    engine
+        .on_paths_changed("b", &[b.join("src/two.rs")])
+        .unwrap();
+    let pair = engine.pair("a", "b").expect("a semantic pair");
+    assert_eq!(pair.level, Level::Semantic);
+    assert_eq!(
+        notes(pair),
+        vec![
+            "a fn alpha (src/one.rs 1+4) `pub fn alpha(n: u32) -> u32` -> \
+             `pub fn alpha(n: u32, m: u32) -> u32`; b src/two.rs 2+1 in fn beta"
+        ]
+    );
+    // one.rs before and after (a head was touched), two.rs after (its
+    // written line names alpha); b's old files never mention alpha.
+    assert_eq!(engine.symbol_parses(), 3);
+}
+
+/// A write inside a function body, with the file's heads untouched,
+/// parses nothing new: its signatures are the base's.
+#[test]
+fn a_write_inside_a_body_parses_nothing() {
+    let fx = Fixture::new(&[
+        ("src/config.rs", CONFIG_RS),
+        ("src/main.rs", MAIN_RS),
+        ("src/util.rs", "pub fn helper() -> u32 {\n    1\n}\n"),
+    ]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    write(
+        &a,
+        "src/config.rs",
+        &CONFIG_RS.replace("(path: &str)", "(path: &str, strict: bool)"),
+    );
+    write(
+        &b,
+        "src/main.rs",
+        &MAIN_RS.replace("fn other() {}", "fn other() {\n    parse_config(\"b\");\n}"),
+    );
+    let mut engine = fx.engine(&["a", "b"], &[]);
+    assert_eq!(engine.pair("a", "b").unwrap().level, Level::Semantic);
+    let before = engine.symbol_parses();
+    for n in 2..5 {
+        write(
+            &a,
+            "src/util.rs",
+            &format!("pub fn helper() -> u32 {{\n    {n} + parse_config_count()\n}}\n"),
+        );
+        engine
+            .on_paths_changed("a", &[a.join("src/util.rs")])
+            .unwrap();
+        assert_eq!(engine.pair("a", "b").unwrap().level, Level::Semantic);
+    }
+    assert_eq!(
+        engine.symbol_parses(),
+        before + 1,
+        "util.rs as it was in the base, once; none of its new versions"
+    );
+}
+
 /// The LSP's view of a base-conflict follows the unsaved buffer of the
 /// checkout it is open in: main moved under `a`'s line 5; `a`'s buffer
 /// taking main's line clears it, and the update says so.

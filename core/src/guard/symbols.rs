@@ -16,107 +16,55 @@
 //!   use by name (a call, a reference), in any of its changed files of the
 //!   same language family: git merges them, the result may not build.
 //!
+//! Cost: parses only what can matter. [`SymbolIndex::semantic`] first
+//! compares words (`text`): a side's old files must share a word with the
+//! other side's written lines, or nothing is parsed. Signature changes
+//! parse a changed file's old version (a base blob: once for every
+//! participant and update) and its new version only where a hunk touched
+//! a function's head ([`signature_changes`]); a user's file is parsed only
+//! when its written lines name a changed function. Messages parse the
+//! files two participants both changed, as they are in the pair's base.
+//! Submodules: `grammar` (languages, the parse), `signatures`, `text`.
+//!
 //! Invariants: pure over the object database (reads blobs, writes
 //! nothing); a file in no known language, larger than [`MAX_BYTES`] or
 //! binary has no symbols; nothing here decides a merge verdict.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use git2::{Oid, Repository};
 use owt_protocol::guard::{LineRange, SemanticNote};
-use std::ops::ControlFlow;
-use std::time::{Duration, Instant};
-
-use tree_sitter::{Node, ParseOptions, Parser};
 
 use super::changes::{Change, ChangeKind};
+
+mod grammar;
+mod signatures;
+mod text;
+
+pub use grammar::{parse, Lang};
+#[cfg(test)]
+use signatures::canonical;
+use signatures::is_text_file;
+pub use signatures::{signature_changes, SignatureChange};
 
 /// Files larger than this are not parsed (generated code, vendored
 /// bundles): no symbols, no notes.
 pub const MAX_BYTES: usize = 1 << 20;
 
-/// The longest one file's parse may take (a file of [`MAX_BYTES`] of
-/// ordinary code parses in a fraction of it).
-const PARSE_BUDGET: Duration = Duration::from_millis(500);
-
 /// Blobs kept before the cache starts over (a long `owt lsp` session sees
 /// many versions of the same files).
 const MAX_CACHED: usize = 8192;
 
-/// Signatures are shown shortened to this many characters.
-const SHOWN_CHARS: usize = 120;
+/// Words by language family.
+pub type Words = BTreeMap<u8, HashSet<String>>;
 
-/// The languages with a grammar.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Lang {
-    Rust,
-    Python,
-    JavaScript,
-    TypeScript,
-    Tsx,
-    Go,
-    C,
-    Cpp,
-    Java,
-}
-
-impl Lang {
-    /// The language of a path, by its extension (`.h` is C).
-    pub fn of_path(path: &str) -> Option<Lang> {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
-        Some(match ext.as_str() {
-            "rs" => Lang::Rust,
-            "py" | "pyi" => Lang::Python,
-            "js" | "mjs" | "cjs" | "jsx" => Lang::JavaScript,
-            "ts" | "mts" | "cts" => Lang::TypeScript,
-            "tsx" => Lang::Tsx,
-            "go" => Lang::Go,
-            "c" | "h" => Lang::C,
-            "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" => Lang::Cpp,
-            "java" => Lang::Java,
-            _ => return None,
-        })
-    }
-
-    /// Languages whose code calls each other's functions by name (C and
-    /// C++; JavaScript and TypeScript).
-    pub fn family(self) -> u8 {
-        match self {
-            Lang::Rust => 0,
-            Lang::Python => 1,
-            Lang::JavaScript | Lang::TypeScript | Lang::Tsx => 2,
-            Lang::Go => 3,
-            Lang::C | Lang::Cpp => 4,
-            Lang::Java => 5,
-        }
-    }
-
-    fn grammar(self) -> tree_sitter::Language {
-        match self {
-            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
-            Lang::Python => tree_sitter_python::LANGUAGE.into(),
-            Lang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-            Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-            Lang::Go => tree_sitter_go::LANGUAGE.into(),
-            Lang::C => tree_sitter_c::LANGUAGE.into(),
-            Lang::Cpp => tree_sitter_cpp::LANGUAGE.into(),
-            Lang::Java => tree_sitter_java::LANGUAGE.into(),
-        }
-    }
-
-    /// The word a function of this language is named with (`fn`, `def`…).
-    fn function_word(self) -> &'static str {
-        match self {
-            Lang::Rust => "fn",
-            Lang::Python => "def",
-            Lang::Go => "func",
-            Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::C | Lang::Cpp => "function",
-            Lang::Java => "method",
-        }
-    }
+/// One side of a pair, as the `semantic` level reads it.
+pub struct SideRef<'a> {
+    pub name: &'a str,
+    /// `(merge-base tree, snapshot)`: what its changes are a function of.
+    pub key: (Oid, Oid),
+    pub changes: &'a [Change],
 }
 
 /// One definition in a file.
@@ -128,6 +76,9 @@ pub struct Symbol {
     /// 1-based, inclusive.
     pub first: u32,
     pub last: u32,
+    /// The last line of its head (signature): where its body starts, or
+    /// `last` when it has none.
+    pub head_last: u32,
     /// For functions and methods: the signature as written (whitespace
     /// collapsed), without the body.
     pub signature: Option<String>,
@@ -209,13 +160,20 @@ impl FileSymbols {
     }
 }
 
-/// Parsed blobs, by `(blob, language)`, and each side's signature changes,
-/// by `(merge-base tree, snapshot)`.
+/// Parsed blobs, by `(blob, language)`; each side's signature changes and
+/// written words, by `(merge-base tree, snapshot)`; the words of blobs and
+/// of the lines a change wrote. Content-addressed: never stale.
 pub struct SymbolIndex {
     /// Off: no symbols, no `semantic` notes (nothing is parsed).
     pub enabled: bool,
     files: HashMap<(Oid, Lang), Option<Arc<FileSymbols>>>,
-    pub signature_changes: HashMap<(Oid, Oid), Arc<Vec<SignatureChange>>>,
+    signature_changes: HashMap<(Oid, Oid), Arc<Vec<SignatureChange>>>,
+    /// Words of a whole blob, by `(blob, family)`.
+    blob_words: HashMap<(Oid, u8), Arc<HashSet<String>>>,
+    /// Words of the lines a change wrote, by `(old blob, new blob, family)`.
+    written: HashMap<(Option<Oid>, Oid, u8), Arc<HashSet<String>>>,
+    /// Words of the lines a side wrote, by family.
+    side_words: HashMap<(Oid, Oid), Arc<Words>>,
     /// Blobs parsed since this index was made (for tests and benchmarks).
     pub parsed: u64,
 }
@@ -226,22 +184,182 @@ impl Default for SymbolIndex {
             enabled: true,
             files: HashMap::new(),
             signature_changes: HashMap::new(),
+            blob_words: HashMap::new(),
+            written: HashMap::new(),
+            side_words: HashMap::new(),
             parsed: 0,
         }
     }
 }
 
+/// Inserts into a cache that starts over when full.
+fn remember<K: std::hash::Hash + Eq, V: Clone>(map: &mut HashMap<K, V>, key: K, value: V) -> V {
+    if map.len() >= MAX_CACHED {
+        map.clear();
+    }
+    map.insert(key, value.clone());
+    value
+}
+
+/// A blob's text, when it is one the index reads (not binary, not larger
+/// than [`MAX_BYTES`]).
+fn text_of<T>(repo: &Repository, id: Oid, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
+    let blob = repo.find_blob(id).ok()?;
+    let content = blob.content();
+    (!blob.is_binary() && content.len() <= MAX_BYTES).then(|| read(content))
+}
+
 impl SymbolIndex {
-    /// Keeps a side's signature changes (the cache starts over when full).
-    pub fn remember_signature_changes(
+    /// The `semantic` notes of a pair: signature changes of each side that
+    /// the other side's changed lines use (none when the index is off).
+    pub fn semantic(
         &mut self,
-        key: (Oid, Oid),
-        changes: Arc<Vec<SignatureChange>>,
-    ) {
-        if self.signature_changes.len() >= MAX_CACHED {
-            self.signature_changes.clear();
+        repo: &Repository,
+        a: &SideRef<'_>,
+        b: &SideRef<'_>,
+    ) -> Vec<SemanticNote> {
+        if !self.enabled {
+            return Vec::new();
         }
-        self.signature_changes.insert(key, changes);
+        let mut notes = self.one_way(repo, a, b);
+        notes.extend(self.one_way(repo, b, a));
+        notes
+    }
+
+    /// The notes of `changer`'s signature changes that `user` uses. Parses
+    /// nothing unless `changer`'s old files share a word with `user`'s
+    /// written lines (a used name must be both).
+    fn one_way(
+        &mut self,
+        repo: &Repository,
+        changer: &SideRef<'_>,
+        user: &SideRef<'_>,
+    ) -> Vec<SemanticNote> {
+        let used = self.side_words(repo, user);
+        if !self.old_files_mention(repo, changer.changes, &used) {
+            return Vec::new();
+        }
+        let changed: Vec<SignatureChange> = self
+            .signature_changes_of(repo, changer)
+            .iter()
+            .filter(|s| {
+                used.get(&s.lang.family())
+                    .is_some_and(|w| w.contains(&s.name))
+            })
+            .cloned()
+            .collect();
+        if changed.is_empty() {
+            return Vec::new();
+        }
+        // The user's own changes of those names (the same change on both
+        // sides is no note).
+        let mut names = Words::new();
+        for s in &changed {
+            names
+                .entry(s.lang.family())
+                .or_default()
+                .insert(s.name.clone());
+        }
+        let user_changed = if self.old_files_mention(repo, user.changes, &names) {
+            self.signature_changes_of(repo, user)
+        } else {
+            Arc::default()
+        };
+        semantic_notes(
+            repo,
+            self,
+            changer.name,
+            &changed,
+            user.name,
+            user.changes,
+            &user_changed,
+        )
+    }
+
+    /// A side's signature changes, cached by its key.
+    fn signature_changes_of(
+        &mut self,
+        repo: &Repository,
+        side: &SideRef<'_>,
+    ) -> Arc<Vec<SignatureChange>> {
+        if let Some(found) = self.signature_changes.get(&side.key) {
+            return found.clone();
+        }
+        let found = Arc::new(signature_changes(repo, self, side.changes));
+        remember(&mut self.signature_changes, side.key, found)
+    }
+
+    /// The words of the lines a side wrote, by family.
+    fn side_words(&mut self, repo: &Repository, side: &SideRef<'_>) -> Arc<Words> {
+        if let Some(found) = self.side_words.get(&side.key) {
+            return found.clone();
+        }
+        let mut out = Words::new();
+        for change in side.changes {
+            let Some(lang) = Lang::of_path(&change.path) else {
+                continue;
+            };
+            if let Some(words) = self.written_words(repo, change) {
+                out.entry(lang.family())
+                    .or_default()
+                    .extend(words.iter().cloned());
+            }
+        }
+        remember(&mut self.side_words, side.key, Arc::new(out))
+    }
+
+    /// The words of the lines `change` wrote (none for a deleted, binary or
+    /// unknown-language file).
+    fn written_words(
+        &mut self,
+        repo: &Repository,
+        change: &Change,
+    ) -> Option<Arc<HashSet<String>>> {
+        if !is_text_file(change) || change.kind == ChangeKind::Deleted {
+            return None;
+        }
+        let family = Lang::of_path(&change.path)?.family();
+        let new = change.new?.0;
+        let key = (change.old.map(|e| e.0), new, family);
+        if let Some(found) = self.written.get(&key) {
+            return Some(found.clone());
+        }
+        let lines = written_lines(change);
+        let words = text_of(repo, new, |t| text::words_of_lines(t, &lines, family))?;
+        Some(remember(&mut self.written, key, Arc::new(words)))
+    }
+
+    /// Whether an old file of `changes` (the definitions a side's
+    /// signature changes come from) contains a word of `words` of its
+    /// language family.
+    fn old_files_mention(&mut self, repo: &Repository, changes: &[Change], words: &Words) -> bool {
+        for change in changes.iter().filter(|c| is_text_file(c)) {
+            let path = change.old_path.as_deref().unwrap_or(&change.path);
+            let (Some(lang), Some(old)) = (Lang::of_path(path), change.old) else {
+                continue;
+            };
+            let Some(wanted) = words.get(&lang.family()).filter(|w| !w.is_empty()) else {
+                continue;
+            };
+            let key = (old.0, lang.family());
+            let have = match self.blob_words.get(&key) {
+                Some(found) => found.clone(),
+                None => {
+                    let mut set = HashSet::new();
+                    text_of(repo, old.0, |t| text::add_words(t, lang.family(), &mut set));
+                    remember(&mut self.blob_words, key, Arc::new(set))
+                }
+            };
+            let (small, large) = if wanted.len() <= have.len() {
+                (wanted, &*have)
+            } else {
+                (&*have, wanted)
+            };
+            if small.iter().any(|w| large.contains(w)) {
+                return true;
+            }
+        }
+        false
     }
 
     /// The symbols of blob `id` read as `lang`: `None` when it is missing,
@@ -283,458 +401,6 @@ impl SymbolIndex {
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
-}
-
-/// Parses `source` as `lang`.
-pub fn parse(source: &[u8], lang: Lang) -> Option<FileSymbols> {
-    let mut parser = Parser::new();
-    parser.set_language(&lang.grammar()).ok()?;
-    // Hostile input must not hold the guard: a parse over its budget gives
-    // no symbols.
-    let started = Instant::now();
-    let mut within_budget = |_: &tree_sitter::ParseState| {
-        if started.elapsed() > PARSE_BUDGET {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    };
-    let options = ParseOptions::new().progress_callback(&mut within_budget);
-    let mut read = |offset: usize, _: tree_sitter::Point| source.get(offset..).unwrap_or_default();
-    let tree = parser.parse_with_options(&mut read, None, Some(options))?;
-    let mut out = FileSymbols::default();
-    let mut names: HashSet<usize> = HashSet::new();
-    // Depth-first, preorder, without recursion (hostile input may nest
-    // deeply).
-    let mut stack = vec![tree.root_node()];
-    while let Some(node) = stack.pop() {
-        if node.is_named() {
-            if let Some((symbol, name_node)) = definition(node, source, lang) {
-                names.insert(name_node.id());
-                out.symbols.push(symbol);
-            }
-            if node.child_count() == 0
-                && node.kind().ends_with("identifier")
-                && !names.contains(&node.id())
-            {
-                if let Ok(text) = node.utf8_text(source) {
-                    out.uses
-                        .entry(text.to_string())
-                        .or_default()
-                        .push(node.start_position().row as u32 + 1);
-                }
-            }
-        }
-        let mut cursor = node.walk();
-        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev());
-    }
-    for lines in out.uses.values_mut() {
-        lines.sort_unstable();
-        lines.dedup();
-    }
-    Some(out)
-}
-
-/// Whitespace collapsed to single spaces, trimmed.
-fn collapse(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A signature in a form where only meaningful differences remain: no
-/// whitespace except between two word characters.
-fn canonical(signature: &str) -> String {
-    let mut out = String::with_capacity(signature.len());
-    let mut pending_space = false;
-    for c in signature.chars() {
-        if c.is_whitespace() {
-            pending_space = true;
-            continue;
-        }
-        let word = |c: char| c.is_alphanumeric() || c == '_';
-        if pending_space && out.chars().last().is_some_and(word) && word(c) {
-            out.push(' ');
-        }
-        pending_space = false;
-        out.push(c);
-    }
-    out
-}
-
-fn shorten(text: &str) -> String {
-    if text.chars().count() <= SHOWN_CHARS {
-        return text.to_string();
-    }
-    let cut: String = text.chars().take(SHOWN_CHARS - 1).collect();
-    format!("{cut}…")
-}
-
-/// The identifier a C/C++ declarator declares, and whether it declares a
-/// function (a `function_declarator` on the way).
-fn declarator_name(mut node: Node<'_>) -> Option<(Node<'_>, bool)> {
-    let mut function = false;
-    for _ in 0..32 {
-        match node.kind() {
-            "identifier" | "field_identifier" | "operator_name" | "destructor_name" => {
-                return Some((node, function))
-            }
-            "qualified_identifier" => node = node.child_by_field_name("name")?,
-            "function_declarator" => {
-                function = true;
-                node = node.child_by_field_name("declarator")?;
-            }
-            "pointer_declarator" | "reference_declarator" | "init_declarator" => {
-                node = node.child_by_field_name("declarator").or_else(|| {
-                    node.named_child(
-                        u32::try_from(node.named_child_count())
-                            .ok()?
-                            .checked_sub(1)?,
-                    )
-                })?;
-            }
-            // A function pointer, an array…: not a function definition.
-            _ => return None,
-        }
-    }
-    None
-}
-
-/// The text of `node` from its first child that is not an annotation or
-/// attribute up to the start of `body` (or its end), whitespace collapsed.
-fn signature_text(node: Node<'_>, body: Option<Node<'_>>, source: &[u8]) -> Option<String> {
-    let mut start = node.start_byte();
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        match child.kind() {
-            "attribute_item" | "decorator" | "comment" | "line_comment" | "block_comment" => {
-                start = child.end_byte()
-            }
-            // Java: `@Override public`: the modifiers stay, the
-            // annotations go.
-            "modifiers" => {
-                let mut inner = child.walk();
-                let first = child.children(&mut inner).find(|m| {
-                    !matches!(
-                        m.kind(),
-                        "annotation" | "marker_annotation" | "line_comment" | "block_comment"
-                    )
-                });
-                start = first.map_or(child.end_byte(), |m| m.start_byte());
-                break;
-            }
-            _ => break,
-        }
-    }
-    let end = body.map_or(node.end_byte(), |b| b.start_byte()).max(start);
-    let text = std::str::from_utf8(source.get(start..end)?).ok()?;
-    let text = collapse(text);
-    let text = text.trim_end_matches([';', ':', '{', ' ']).trim_end();
-    Some(text.to_string())
-}
-
-/// The definition `node` is, with the node of its name.
-fn definition<'t>(node: Node<'t>, source: &[u8], lang: Lang) -> Option<(Symbol, Node<'t>)> {
-    let kind = node.kind();
-    let name_field = |n: Node<'t>| n.child_by_field_name("name");
-    let (word, name, function, body): (&'static str, Node<'t>, bool, Option<Node<'t>>) =
-        match (lang, kind) {
-            (Lang::Rust, "function_item" | "function_signature_item") => (
-                "fn",
-                name_field(node)?,
-                true,
-                node.child_by_field_name("body"),
-            ),
-            (Lang::Rust, "struct_item") => ("struct", name_field(node)?, false, None),
-            (Lang::Rust, "enum_item") => ("enum", name_field(node)?, false, None),
-            (Lang::Rust, "trait_item") => ("trait", name_field(node)?, false, None),
-            (Lang::Rust, "mod_item") => ("mod", name_field(node)?, false, None),
-            (Lang::Rust, "impl_item") => {
-                let ty = node.child_by_field_name("type")?;
-                let name = if ty.kind() == "generic_type" {
-                    ty.child_by_field_name("type")?
-                } else {
-                    ty
-                };
-                ("impl", name, false, None)
-            }
-            (Lang::Python, "function_definition") => (
-                "def",
-                name_field(node)?,
-                true,
-                node.child_by_field_name("body"),
-            ),
-            (Lang::Python, "class_definition") => ("class", name_field(node)?, false, None),
-            (
-                Lang::JavaScript | Lang::TypeScript | Lang::Tsx,
-                "function_declaration" | "generator_function_declaration" | "function_signature",
-            ) => (
-                "function",
-                name_field(node)?,
-                true,
-                node.child_by_field_name("body"),
-            ),
-            (
-                Lang::JavaScript | Lang::TypeScript | Lang::Tsx,
-                "method_definition" | "method_signature" | "abstract_method_signature",
-            ) => (
-                "method",
-                name_field(node)?,
-                true,
-                node.child_by_field_name("body"),
-            ),
-            (Lang::JavaScript | Lang::TypeScript | Lang::Tsx, "variable_declarator") => {
-                let value = node.child_by_field_name("value")?;
-                if !matches!(
-                    value.kind(),
-                    "arrow_function" | "function_expression" | "function"
-                ) {
-                    return None;
-                }
-                let name = name_field(node)?;
-                if name.kind() != "identifier" {
-                    return None;
-                }
-                ("function", name, true, value.child_by_field_name("body"))
-            }
-            (
-                Lang::JavaScript | Lang::TypeScript | Lang::Tsx,
-                "class_declaration" | "abstract_class_declaration",
-            ) => ("class", name_field(node)?, false, None),
-            (Lang::TypeScript | Lang::Tsx, "interface_declaration") => {
-                ("interface", name_field(node)?, false, None)
-            }
-            (Lang::TypeScript | Lang::Tsx, "type_alias_declaration") => {
-                ("type", name_field(node)?, false, None)
-            }
-            (Lang::TypeScript | Lang::Tsx, "enum_declaration") => {
-                ("enum", name_field(node)?, false, None)
-            }
-            (Lang::Go, "function_declaration" | "method_declaration") => (
-                "func",
-                name_field(node)?,
-                true,
-                node.child_by_field_name("body"),
-            ),
-            (Lang::Go, "type_spec") => ("type", name_field(node)?, false, None),
-            (Lang::Java, "method_declaration" | "constructor_declaration") => (
-                "method",
-                name_field(node)?,
-                true,
-                node.child_by_field_name("body"),
-            ),
-            (Lang::Java, "class_declaration" | "record_declaration") => {
-                ("class", name_field(node)?, false, None)
-            }
-            (Lang::Java, "interface_declaration") => ("interface", name_field(node)?, false, None),
-            (Lang::Java, "enum_declaration") => ("enum", name_field(node)?, false, None),
-            (Lang::C | Lang::Cpp, "function_definition") => {
-                let (name, function) = declarator_name(node.child_by_field_name("declarator")?)?;
-                if !function {
-                    return None;
-                }
-                ("function", name, true, node.child_by_field_name("body"))
-            }
-            // A prototype (`int f(int);`) or, in a C++ class, a method's.
-            (Lang::C | Lang::Cpp, "declaration" | "field_declaration") => {
-                let (name, function) = declarator_name(node.child_by_field_name("declarator")?)?;
-                if !function {
-                    return None;
-                }
-                ("function", name, true, None)
-            }
-            (Lang::C | Lang::Cpp, "struct_specifier" | "union_specifier" | "enum_specifier") => {
-                node.child_by_field_name("body")?;
-                let word = match kind {
-                    "struct_specifier" => "struct",
-                    "union_specifier" => "union",
-                    _ => "enum",
-                };
-                (word, name_field(node)?, false, None)
-            }
-            (Lang::Cpp, "class_specifier") => {
-                node.child_by_field_name("body")?;
-                ("class", name_field(node)?, false, None)
-            }
-            (Lang::Cpp, "namespace_definition") => ("namespace", name_field(node)?, false, None),
-            _ => return None,
-        };
-    let name_text = name.utf8_text(source).ok()?.to_string();
-    if name_text.is_empty() {
-        return None;
-    }
-    let signature = if function {
-        Some(signature_text(node, body, source)?)
-    } else {
-        None
-    };
-    let file_local = matches!(lang, Lang::C | Lang::Cpp)
-        && signature
-            .as_deref()
-            .is_some_and(|s| s.split_whitespace().any(|w| w == "static"));
-    let word = if function {
-        lang_word(lang, word)
-    } else {
-        word
-    };
-    Some((
-        Symbol {
-            kind: word,
-            name: name_text,
-            first: node.start_position().row as u32 + 1,
-            last: node.end_position().row as u32 + 1
-                - u32::from(
-                    node.end_position().column == 0
-                        && node.end_position().row > node.start_position().row,
-                ),
-            signature,
-            file_local,
-        },
-        name,
-    ))
-}
-
-fn lang_word(lang: Lang, word: &'static str) -> &'static str {
-    if word == "method" {
-        word
-    } else {
-        lang.function_word()
-    }
-}
-
-/// A function definition, as signature changes compare them.
-struct Def {
-    /// [`canonical`] signature.
-    canon: String,
-    path: String,
-    symbol: Symbol,
-    lang: Lang,
-}
-
-/// Definitions by (language family, name).
-type Defs = BTreeMap<(u8, String), Vec<Def>>;
-
-/// A function one side's changes altered (signature) or removed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignatureChange {
-    pub lang: Lang,
-    /// `fn parse_config`.
-    pub symbol: String,
-    pub name: String,
-    /// Where the definition now is (or was, when removed).
-    pub path: String,
-    pub lines: LineRange,
-    pub before: String,
-    /// `(removed)` when no definition of that name is left.
-    pub after: String,
-    /// C/C++ `static`: only uses in `path` count.
-    pub file_local: bool,
-}
-
-fn is_text_file(change: &Change) -> bool {
-    let regular = |e: Option<super::tree::Entry>| e.is_none_or(|e| e.1 & 0o170000 == 0o100000);
-    !change.binary && regular(change.old) && regular(change.new)
-}
-
-/// The functions whose signature `changes` altered or removed, compared
-/// over all of them at once (a function moved between two changed files
-/// with its signature is no change).
-pub fn signature_changes(
-    repo: &Repository,
-    index: &mut SymbolIndex,
-    changes: &[Change],
-) -> Vec<SignatureChange> {
-    let by_path: HashMap<&str, &Change> = changes.iter().map(|c| (c.path.as_str(), c)).collect();
-    // (family, name) → [(canonical signature, path, symbol)].
-    let mut old: Defs = BTreeMap::new();
-    let mut new: Defs = BTreeMap::new();
-    for change in changes.iter().filter(|c| is_text_file(c)) {
-        if change.kind == ChangeKind::ModeChanged {
-            continue;
-        }
-        let old_path = change.old_path.as_deref().unwrap_or(&change.path);
-        for (defs, entry, path) in [
-            (&mut old, change.old, old_path),
-            (&mut new, change.new, change.path.as_str()),
-        ] {
-            let Some(lang) = Lang::of_path(path) else {
-                continue;
-            };
-            let Some(symbols) = entry.and_then(|e| index.symbols(repo, e.0, lang)) else {
-                continue;
-            };
-            for symbol in symbols.symbols.iter().filter(|s| s.is_function()) {
-                let canon = canonical(symbol.signature.as_deref().unwrap_or_default());
-                defs.entry((lang.family(), symbol.name.clone()))
-                    .or_default()
-                    .push(Def {
-                        canon,
-                        path: path.to_string(),
-                        symbol: symbol.clone(),
-                        lang,
-                    });
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (key, before) in &old {
-        let after = new.get(key).map(Vec::as_slice).unwrap_or_default();
-        let sigs =
-            |defs: &[Def]| -> BTreeSet<String> { defs.iter().map(|d| d.canon.clone()).collect() };
-        let (was, now) = (sigs(before), sigs(after));
-        if was == now {
-            continue;
-        }
-        let Some(gone) = before.iter().find(|d| !now.contains(&d.canon)) else {
-            // Only an overload added: every old call still resolves.
-            continue;
-        };
-        let came = after.iter().find(|d| !was.contains(&d.canon)).or_else(|| {
-            if !after.is_empty() {
-                return None;
-            }
-            // Renamed: a function of a new name written where it was.
-            renamed_to(&old, &new, &by_path, gone)
-        });
-        let shown = came.unwrap_or(gone);
-        out.push(SignatureChange {
-            lang: shown.lang,
-            symbol: shown.symbol.label(),
-            name: key.1.clone(),
-            path: shown.path.clone(),
-            lines: shown.symbol.lines(),
-            before: shorten(gone.symbol.signature.as_deref().unwrap_or_default()),
-            after: came.map_or_else(
-                || "(removed)".to_string(),
-                |d| shorten(d.symbol.signature.as_deref().unwrap_or_default()),
-            ),
-            file_local: gone.symbol.file_local,
-        });
-    }
-    out
-}
-
-/// The definition a removed one (`gone`) was renamed to: a function of a
-/// name the side did not have before, in the same file, starting in the
-/// lines of the hunk that replaced `gone`'s first line.
-fn renamed_to<'d>(
-    old: &Defs,
-    new: &'d Defs,
-    by_path: &HashMap<&str, &Change>,
-    gone: &Def,
-) -> Option<&'d Def> {
-    let change = by_path
-        .values()
-        .find(|c| c.old_path.as_deref().unwrap_or(&c.path) == gone.path)?;
-    let line = gone.symbol.first;
-    let hunk = change.hunks.iter().find(|h| {
-        let (start, end) = (h.old_start, h.old_start + h.old_lines);
-        start <= line && line < end.max(start + 1)
-    })?;
-    let (start, end) = (hunk.new_start, hunk.new_start + hunk.new_lines);
-    new.iter()
-        .filter(|(key, _)| !old.contains_key(*key) && key.0 == gone.lang.family())
-        .flat_map(|(_, defs)| defs)
-        .find(|d| d.path == change.path && start <= d.symbol.first && d.symbol.first < end)
 }
 
 /// The lines of its own file a change wrote (all of a new file's).
@@ -796,6 +462,15 @@ pub fn semantic_notes(
         let Some(lang) = Lang::of_path(&change.path) else {
             continue;
         };
+        // Parsed only when its written lines name a changed function.
+        let names_one = index.written_words(repo, change).is_some_and(|words| {
+            changed
+                .iter()
+                .any(|s| s.lang.family() == lang.family() && words.contains(&s.name))
+        });
+        if !names_one {
+            continue;
+        }
         let Some(symbols) = change.new.and_then(|e| index.symbols(repo, e.0, lang)) else {
             continue;
         };

@@ -63,6 +63,7 @@ pub fn participants(ctx: &Context) -> anyhow::Result<Vec<Participant>> {
 pub fn compute(ctx: &Context) -> anyhow::Result<GuardEngine> {
     let mut engine = GuardEngine::new(ctx.repo.main_root(), &ctx.config.config.guard.ignore)
         .context("starting the conflict guard")?;
+    engine.set_symbols(ctx.config.config.guard.symbols);
     for participant in participants(ctx)? {
         let name = participant.id.clone();
         engine

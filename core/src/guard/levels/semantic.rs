@@ -5,49 +5,34 @@ use git2::{Oid, Repository};
 use owt_protocol::guard::LineRange;
 
 use super::super::changes::Change;
-use super::super::symbols::{self, SignatureChange, SymbolIndex};
+use super::super::symbols::{self, SymbolIndex};
 use super::super::tree;
 use super::lines::blob_of;
 use super::Side;
 
-/// The `semantic` notes of a pair: signature changes of each side that the
-/// other side's changed lines use (empty when the symbol index is off).
+/// The `semantic` notes of a pair (empty when the symbol index is off;
+/// see [`SymbolIndex::semantic`] for what it parses).
 pub(super) fn semantic(
     repo: &Repository,
     index: &mut SymbolIndex,
     a: &Side<'_>,
     b: &Side<'_>,
 ) -> Vec<owt_protocol::guard::SemanticNote> {
-    if !index.enabled {
-        return Vec::new();
-    }
-    let a_sigs = signature_changes_of(repo, index, a);
-    let b_sigs = signature_changes_of(repo, index, b);
-    let mut notes =
-        symbols::semantic_notes(repo, index, a.name, &a_sigs, b.name, b.changes, &b_sigs);
-    notes.extend(symbols::semantic_notes(
-        repo, index, b.name, &b_sigs, a.name, a.changes, &a_sigs,
-    ));
-    notes
-}
-
-/// A side's signature changes, cached by (merge-base tree, snapshot): what
-/// its changes are a function of.
-fn signature_changes_of(
-    repo: &Repository,
-    index: &mut SymbolIndex,
-    side: &Side<'_>,
-) -> std::sync::Arc<Vec<SignatureChange>> {
-    let key = (
-        side.merge_base_tree.unwrap_or_else(Oid::zero),
-        side.snapshot,
-    );
-    if let Some(found) = index.signature_changes.get(&key) {
-        return found.clone();
-    }
-    let found = std::sync::Arc::new(symbols::signature_changes(repo, index, side.changes));
-    index.remember_signature_changes(key, found.clone());
-    found
+    let side =
+        |s: &Side<'_>| -> (Oid, Oid) { (s.merge_base_tree.unwrap_or_else(Oid::zero), s.snapshot) };
+    index.semantic(
+        repo,
+        &symbols::SideRef {
+            name: a.name,
+            key: side(a),
+            changes: a.changes,
+        },
+        &symbols::SideRef {
+            name: b.name,
+            key: side(b),
+            changes: b.changes,
+        },
+    )
 }
 
 /// The symbols enclosing each side's ranges at `path`, as the file is in

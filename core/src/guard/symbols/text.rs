@@ -1,0 +1,134 @@
+//! Words of source text, without parsing: what lets the symbol index skip
+//! a parse that cannot matter.
+//!
+//! A `semantic` note needs a function name that one side's old files
+//! define and the other side's written lines use; both are words of the
+//! text. So a side whose old files share no word with the other side's
+//! written lines (reserved keywords aside: no function is named `fn`) can
+//! be left unparsed, and a written file that does not contain a changed
+//! function's name need not be parsed to look for its uses.
+//!
+//! Invariants: a word set is a superset of the identifiers tree-sitter
+//! finds in that text (maximal runs of letters, digits, `_` and `$`, and
+//! their `$`-free parts); only reserved words of every language of a
+//! family are left out.
+
+use std::collections::HashSet;
+
+use owt_protocol::guard::LineRange;
+
+const RUST: &str =
+    "as async await break const continue crate dyn else enum extern false fn for if \
+     impl in let loop match mod move mut pub ref return self Self static struct super \
+     trait true type unsafe use where while";
+const PYTHON: &str =
+    "False None True and as assert async await break class continue def del elif else \
+     except finally for from global if import in is lambda nonlocal not or pass raise \
+     return try while with yield";
+const SCRIPT: &str =
+    "break case catch class const continue debugger default delete do else export \
+     extends false finally for function if import in instanceof new null return super \
+     switch this throw true try typeof var void while with";
+const GO: &str = "break case chan const continue default defer else fallthrough for func go goto \
+     if import interface map package range return select struct switch type var";
+const C: &str = "auto break case char const continue default do double else enum extern float for \
+     goto if int long register return short signed sizeof static struct switch \
+     typedef union unsigned void volatile while";
+const JAVA: &str =
+    "abstract assert boolean break byte case catch char class const continue default \
+     do double else enum extends false final finally float for goto if implements \
+     import instanceof int interface long native new null package private protected \
+     public return short static strictfp super switch synchronized this throw throws \
+     transient true try void volatile while";
+
+/// Words reserved in every language of a [`super::Lang::family`]: never
+/// the name of a function.
+fn reserved(family: u8) -> &'static str {
+    match family {
+        0 => RUST,
+        1 => PYTHON,
+        2 => SCRIPT,
+        3 => GO,
+        4 => C,
+        5 => JAVA,
+        _ => "",
+    }
+}
+
+/// Adds the words of `text` (not reserved in `family`) to `out`.
+pub fn add_words(text: &[u8], family: u8, out: &mut HashSet<String>) {
+    let text = String::from_utf8_lossy(text);
+    let reserved = reserved(family);
+    let reserved = |word: &str| reserved.split_ascii_whitespace().any(|r| r == word);
+    let mut add = |word: &str| {
+        let first = word.chars().next();
+        if first.is_some_and(|c| !c.is_ascii_digit()) && !reserved(word) {
+            out.insert(word.to_string());
+        }
+    };
+    for run in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$')) {
+        if run.is_empty() {
+            continue;
+        }
+        add(run);
+        if run.contains('$') {
+            run.split('$').filter(|w| !w.is_empty()).for_each(&mut add);
+        }
+    }
+}
+
+/// The words of the lines `ranges` (1-based) of `text`.
+pub fn words_of_lines(text: &[u8], ranges: &[LineRange], family: u8) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let mut ranges: Vec<LineRange> = ranges.to_vec();
+    ranges.sort_by_key(|r| r.start);
+    let mut it = ranges.iter().peekable();
+    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+        let n = i as u32 + 1;
+        while it
+            .peek()
+            .is_some_and(|r| r.start.saturating_add(r.lines) <= n)
+        {
+            it.next();
+        }
+        let Some(r) = it.peek() else {
+            break;
+        };
+        if r.start <= n {
+            add_words(line, family, &mut out);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_identifiers_without_reserved_ones() {
+        let mut out = HashSet::new();
+        add_words(
+            b"fn load(x: u32) -> $a$b { parse_config(2x) } // 3d",
+            0,
+            &mut out,
+        );
+        let mut words: Vec<&str> = out.iter().map(String::as_str).collect();
+        words.sort();
+        assert_eq!(
+            words,
+            vec!["$a$b", "a", "b", "load", "parse_config", "u32", "x"]
+        );
+        let lines = words_of_lines(
+            b"one\ntwo\nthree\nfour\n",
+            &[
+                LineRange { start: 2, lines: 1 },
+                LineRange { start: 4, lines: 9 },
+            ],
+            0,
+        );
+        let mut lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        lines.sort();
+        assert_eq!(lines, vec!["four", "two"]);
+    }
+}
