@@ -1,7 +1,7 @@
 -- Review in Neovim: `:Owt review NAME` opens a tab with the agent's changed
 -- files and a side-by-side diff whose two sides hold the base and the
 -- agent's text; opening a file marks it reviewed, and that survives a
--- restart (another process reads it); "Ask <agent> to change this…" on a
+-- restart (a second Neovim with its own owt lsp shows it); "Ask <agent> to change this…" on a
 -- selection reaches the scripted agent as one message with file, lines,
 -- text and comment; the comment shows as a Hint (source owt-review) until
 -- the agent changes those lines.
@@ -173,6 +173,72 @@ h.run({
       h.wait(30000, function()
         return #review_hints(agent_buf) == 0
       end, "the comment diagnostic to clear")
+    end,
+  },
+  {
+    "reviewed state survives a restart: a new Neovim and a new owt lsp show c.txt reviewed, a.txt (changed since) not",
+    function()
+      -- This Neovim's servers stop: nothing of the review stays in memory.
+      for _, c in ipairs(vim.lsp.get_clients({ name = "owt" })) do
+        c:stop(true)
+      end
+      h.wait(10000, function()
+        return #vim.lsp.get_clients({ name = "owt" }) == 0
+      end, "this Neovim's owt lsp to stop")
+      -- Another Neovim, as a user starts it: the plugin, a file of the
+      -- repository (its own owt lsp attaches), then :Owt review.
+      local script, out = h.tmp .. "/restart.lua", h.tmp .. "/restart.out"
+      h.write(
+        script,
+        ([[
+vim.g.owt = { bin = %q, terminal = { insert = false } }
+vim.opt.runtimepath:prepend(%q)
+vim.cmd("filetype on")
+vim.cmd.runtime("plugin/owt.lua")
+vim.cmd.cd(%q)
+vim.cmd.edit("b.txt")
+local function result(text)
+  local f = assert(io.open(%q, "w"))
+  f:write(text)
+  f:close()
+  for _, c in ipairs(vim.lsp.get_clients()) do
+    c:stop(true)
+  end
+  vim.wait(5000, function() return #vim.lsp.get_clients() == 0 end, 50)
+  vim.cmd("qall!")
+end
+local served = vim.wait(20000, function()
+  local c = vim.lsp.get_clients({ name = "owt" })[1]
+  return c ~= nil and c.initialized
+end, 50)
+if not served then
+  result("no owt lsp attached")
+end
+local review = require("owt.review")
+vim.cmd("Owt review %s")
+local view
+vim.wait(20000, function()
+  view = review.views[vim.api.nvim_get_current_tabpage()]
+  return view ~= nil and view.index ~= nil
+end, 50)
+if not view then
+  result("no review tab")
+end
+result("served by owt lsp\n" .. table.concat(vim.api.nvim_buf_get_lines(view.sidebar, 0, -1, false), "\n"))
+]]):format(h.bin, h.plugin_dir, h.repo, out, session.name)
+      )
+      local run = vim.system({ vim.v.progpath, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", script }, { text = true }):wait(90000)
+      local text = h.read(out) or ("no result; the second Neovim exited " .. tostring(run.code) .. ": " .. (run.stderr or ""))
+      h.truthy(text:find("^served by owt lsp\n"), "the second Neovim's review came from its own owt lsp:\n" .. text)
+      local rows = {}
+      for line in text:gmatch("[^\n]+") do
+        local mark, file = line:match("^(.-) [AM] .-([%w.]+)$")
+        if mark and file then
+          rows[file] = mark
+        end
+      end
+      h.eq("✓", rows["c.txt"], "c.txt: reviewed, unchanged since:\n" .. text)
+      h.eq(" ", rows["a.txt"], "a.txt: the agent changed it after it was reviewed:\n" .. text)
     end,
   },
 })
