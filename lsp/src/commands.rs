@@ -302,11 +302,26 @@ fn merge(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::
 fn ship(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::Result<Done> {
     let name = job.args.session.as_deref().unwrap_or_default();
     let out = ops::checks::ship_checked(ctx, name, None, MergeOptions::default(), false, report)?;
-    let message = format!("owt: shipped {} into {}", out.merge.name, out.merge.base);
+    let mut message = format!("owt: shipped {} into {}", out.merge.name, out.merge.base);
+    if !out.unreviewed.is_empty() {
+        // Said as a warning (the editor shows it; progress lines fade).
+        message.push_str(&unreviewed_warning(&out.unreviewed));
+    }
     Ok(Done {
         value: serde_json::to_value(out)?,
         message,
     })
+}
+
+/// What a ship's message adds when it shipped files nobody reviewed.
+fn unreviewed_warning(files: &[String]) -> String {
+    let n = files.len();
+    format!(
+        ", with {n} file{} not reviewed since {} last change ({})",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "its" } else { "their" },
+        files.join(", ")
+    )
 }
 
 /// `owt.delete`: stop the agent, remove its worktree and branch.
@@ -384,7 +399,14 @@ impl Worker {
         let result = match result {
             Ok(done) => {
                 progress.end(&done.message);
-                self.outbox.show_message(MessageType::INFO, done.message);
+                // A ship of files nobody reviewed is a warning.
+                let unreviewed = done.value.get("unreviewed").and_then(Value::as_array);
+                let level = if unreviewed.is_some_and(|files| !files.is_empty()) {
+                    MessageType::WARNING
+                } else {
+                    MessageType::INFO
+                };
+                self.outbox.show_message(level, done.message);
                 Ok(done.value)
             }
             Err(e) => {

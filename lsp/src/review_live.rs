@@ -175,12 +175,12 @@ pub fn show_base(state: &State, args: &CommandArgs) -> CommandResult {
 }
 
 /// `owt.markReviewed`: marks `path` (every changed file without one)
-/// reviewed as it is now.
+/// reviewed as it was in the diff shown (`snapshot`), else as it is now.
 pub fn mark_reviewed(state: &State, args: &CommandArgs) -> CommandResult {
     let name = session_arg(commands::MARK_REVIEWED, args)?;
     let ctx = state.ctx()?;
     let paths: Vec<String> = args.path.iter().cloned().collect();
-    let out = ops::review::mark_reviewed(ctx, name, &paths)?;
+    let out = ops::review::mark_reviewed(ctx, name, &paths, args.snapshot.as_deref())?;
     Ok(serde_json::to_value(out).map_err(anyhow::Error::from)?)
 }
 

@@ -126,6 +126,10 @@ pub struct CommandArgs {
     pub rebase: Option<bool>,
     /// `owt.delete`: force.
     pub force: Option<bool>,
+    /// `owt.markReviewed`: the `snapshot` of the `owt/diff` report the
+    /// human read; files are marked as they were in it (one the agent
+    /// changed since stays not reviewed). Absent: as they are now.
+    pub snapshot: Option<String>,
 }
 
 /// `data` of an owt diagnostic.

@@ -562,3 +562,281 @@ fn ready_to_ship_sessions_say_whether_their_work_is_reviewed() {
     env.owt_ok(&repo, ["review", "agent", "--mark"]);
     assert_eq!(view(&env)["review"], "reviewed");
 }
+
+/// Marking files reviewed as they were in the diff the human read (its
+/// `snapshot`): a file the agent changed after that diff was taken stays
+/// not reviewed, even though it is marked after the change (the editors
+/// send the snapshot of the diff they showed).
+#[test]
+fn files_are_marked_as_they_were_in_the_diff_read_not_as_they_are_now() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(wt.join("a.txt"), numbered(10).replace("line 2\n", "two\n")).unwrap();
+    std::fs::write(wt.join("fresh.txt"), "new\n").unwrap();
+    let read: DiffReport = env.owt_json(&repo, ["diff", "agent"]);
+    assert!(
+        !read.worktree.ends_with('/'),
+        "the worktree without git's trailing /: {}",
+        read.worktree
+    );
+    // The agent writes fresh.txt again after the human's diff was taken.
+    std::fs::write(wt.join("fresh.txt"), "newer\n").unwrap();
+    let marked: ReviewedOutput = env.owt_json(
+        &repo,
+        ["review", "agent", "--mark", "--snapshot", &read.snapshot],
+    );
+    assert_eq!(marked.reviewed, ["a.txt"]);
+    assert_eq!(marked.unreviewed, ["fresh.txt"]);
+    // Bad input: a clear error, nothing marked.
+    let before = env.owt_ok(&repo, ["review", "agent"]);
+    for (snapshot, error) in [
+        ("nonsense", "is not the snapshot of a diff of agent"),
+        (
+            "0123456789012345678901234567890123456789",
+            "is not the snapshot of a diff of agent",
+        ),
+    ] {
+        let err = env.owt_err(&repo, ["review", "agent", "--mark", "--snapshot", snapshot]);
+        assert!(err.contains(error), "{snapshot}: {err}");
+    }
+    assert_eq!(env.owt_ok(&repo, ["review", "agent"]), before);
+    let err = env.owt_err(&repo, ["review", "agent", "--snapshot", &read.snapshot]);
+    assert!(err.contains("--mark"), "--snapshot needs --mark: {err}");
+}
+
+/// Over the LSP: `owt.markReviewed` with the snapshot of the `owt/diff`
+/// the editor showed marks only what was shown; shipping from the editor
+/// (`owt.ship`) then says, as a warning, which files nobody reviewed.
+#[test]
+fn the_lsp_marks_what_was_shown_and_an_editor_ship_warns_about_unreviewed_files() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(wt.join("a.txt"), numbered(10).replace("line 2\n", "two\n")).unwrap();
+    std::fs::write(wt.join("fresh.txt"), "new\n").unwrap();
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        true,
+    );
+    client.request("owt/board", Value::Null);
+    let shown: DiffReport =
+        serde_json::from_value(client.request("owt/diff", json!({"session": "agent"}))).unwrap();
+    std::fs::write(wt.join("fresh.txt"), "newer\n").unwrap();
+    let marked = client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.markReviewed", "arguments": [{"session": "agent", "snapshot": shown.snapshot}]}),
+    );
+    assert_eq!(marked["reviewed"], json!(["a.txt"]), "{marked}");
+    assert_eq!(marked["unreviewed"], json!(["fresh.txt"]), "{marked}");
+
+    let shipped = client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.ship", "arguments": [{"session": "agent"}]}),
+    );
+    assert_eq!(shipped["unreviewed"], json!(["fresh.txt"]), "{shipped}");
+    let said = client.await_notification("window/showMessage", DEADLINE, |p| {
+        p["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("owt: shipped agent"))
+    });
+    assert_eq!(
+        said["message"],
+        "owt: shipped agent into main, with 1 file not reviewed since its last change (fresh.txt)"
+    );
+    assert_eq!(said["type"], 2, "a warning: {said}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("fresh.txt")).unwrap(),
+        "newer\n"
+    );
+}
+
+/// Helix's way to comment (it cannot ask for text): the code action on a
+/// selection runs `owt.comment` without text (the server answers
+/// `needs_text` and says how to give it), then `:lsp-workspace-command
+/// owt.comment "text"` sends the text alone as a JSON string — the
+/// comment lands on the selection and reaches the agent as one message.
+#[test]
+fn a_comment_given_as_helix_gives_it_goes_on_the_last_selection() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(wt.join("a.txt"), numbered(10).replace("line 7\n", "seven\n")).unwrap();
+    wait_until("the agent to start", DEADLINE, || {
+        env.owt_ok(&repo, ["peek", "agent"])
+            .contains("FAKE AGENT READY")
+    });
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        true,
+    );
+    client.request("owt/board", Value::Null);
+    // Text alone before any selection: told what to do, nothing stored.
+    let err = client
+        .request_result(
+            "workspace/executeCommand",
+            json!({"command": "owt.comment", "arguments": ["too early"]}),
+        )
+        .unwrap_err();
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("select the lines in an agent's file and ask for code actions first"),
+        "{err}"
+    );
+
+    let file = wt.join("a.txt");
+    let actions = lsp_code_actions(&mut client, &file, 6, 7);
+    let ask = actions
+        .iter()
+        .find(|a| a["command"]["command"] == "owt.comment")
+        .expect("the ask action");
+    // Helix runs the action's command as it is: no text in it.
+    let answer = client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.comment", "arguments": ask["command"]["arguments"].clone()}),
+    );
+    assert_eq!(answer, json!({"needs_text": true}));
+    client.await_notification("window/showMessage", DEADLINE, |p| {
+        p["message"].as_str().is_some_and(|m| {
+            m.contains("a.txt:7-8") && m.contains(":lsp-workspace-command owt.comment \"your comment\"")
+        })
+    });
+    // `:lsp-workspace-command owt.comment "keep it numeric"`.
+    let made = client.request(
+        "workspace/executeCommand",
+        json!({"command": "owt.comment", "arguments": ["keep it numeric"]}),
+    );
+    assert_eq!(
+        (made[0]["path"].clone(), made[0]["start_line"].clone(), made[0]["end_line"].clone()),
+        (json!("a.txt"), json!(7), json!(8))
+    );
+    let expected = "Review comment from the human supervising you (owt review). \
+                    Please change the code as asked:\n\n\
+                    a.txt lines 7-8:\n    seven\n    line 8\nComment: keep it numeric";
+    wait_until("the comment to reach the agent", DEADLINE, || {
+        agent_lines(&log).iter().any(|l| l == expected)
+    });
+    let listed: CommentsOutput = env.owt_json(&repo, ["comments", "agent"]);
+    assert_eq!(listed.comments.len(), 1, "{listed:?}");
+}
+
+/// Runs `owt ARGS` in `cwd` on a real terminal (a PTY), with `extra`
+/// environment; returns what it wrote to the terminal.
+fn owt_on_a_terminal(env: &TestEnv, cwd: &Path, args: &[&str], extra: &[(&str, &str)]) -> String {
+    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+    use std::io::Read;
+    let cmd = env.owt_cmd(cwd, args);
+    let mut builder = CommandBuilder::new(cmd.get_program());
+    builder.args(cmd.get_args());
+    builder.cwd(cwd);
+    builder.env_clear();
+    builder.env("PATH", std::env::var("PATH").unwrap_or_default());
+    builder.env("TERM", "xterm-256color");
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            builder.env(k, v);
+        }
+    }
+    for (k, v) in extra {
+        builder.env(k, v);
+    }
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("a PTY");
+    let mut child = pair.slave.spawn_command(builder).expect("owt on the PTY");
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Until the terminal closes (EIO once owt and its pager ended).
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        let _ = tx.send(out);
+    });
+    let deadline = std::time::Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "owt {args:?} did not end on the terminal"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "owt {args:?} on a terminal: {status:?}");
+    let out = rx
+        .recv_timeout(DEADLINE)
+        .expect("the terminal to close after owt ended");
+    drop(pair.master);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// On a terminal, `owt diff` is coloured like `git diff` and goes through
+/// the pager ($PAGER, with LESS=FRX when LESS is unset); NO_COLOR turns the
+/// colour off; piped (the other tests), it is git's plain text, and
+/// `--json` the DiffReport.
+#[test]
+fn on_a_terminal_the_diff_is_coloured_and_paged() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(wt.join("a.txt"), numbered(10).replace("line 3\n", "line three\n")).unwrap();
+    let page = env.path().join("page.txt");
+    let less = env.path().join("less.txt");
+    // A pager that keeps what it is given, and the LESS it was given.
+    let pager = format!(
+        "sh -c 'printf %s \"$LESS\" > {}; cat > {}'",
+        less.display(),
+        page.display()
+    );
+    let screen = owt_on_a_terminal(&env, &repo, &["diff", "agent"], &[("PAGER", &pager)]);
+    let paged = std::fs::read_to_string(&page).expect("the pager got the diff");
+    assert!(paged.contains("\x1b[1mdiff --git a/a.txt b/a.txt"), "{paged:?}");
+    assert!(paged.contains("\x1b[36m@@ -1,6 +1,6 @@"), "{paged:?}");
+    assert!(paged.contains("\x1b[31m-line 3\x1b[m"), "{paged:?}");
+    assert!(paged.contains("\x1b[32m+line three\x1b[m"), "{paged:?}");
+    assert_eq!(std::fs::read_to_string(&less).unwrap(), "FRX");
+    assert!(
+        !screen.contains("line three"),
+        "the diff went to the pager, not the terminal: {screen:?}"
+    );
+
+    // NO_COLOR: the same text, plain.
+    owt_on_a_terminal(
+        &env,
+        &repo,
+        &["diff", "agent"],
+        &[("PAGER", &pager), ("NO_COLOR", "1")],
+    );
+    let plain = std::fs::read_to_string(&page).unwrap();
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+    assert_eq!(plain, env.owt_ok(&repo, ["diff", "agent"]));
+
+    // PAGER=cat: straight to the terminal, coloured.
+    let screen = owt_on_a_terminal(&env, &repo, &["diff", "agent"], &[("PAGER", "cat")]);
+    assert!(screen.contains("\x1b[32m+line three"), "{screen:?}");
+}

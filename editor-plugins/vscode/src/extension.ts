@@ -645,8 +645,9 @@ export function activate(context: vscode.ExtensionContext): void {
       `owt: review ${name} (+${report.additions} −${report.deletions} against ${report.base})`,
       resources,
     );
-    // Shown whole: every file is reviewed as it is now.
-    await owt.execute(Commands.markReviewed, { session: name });
+    // Shown whole: every file is reviewed as it was in this diff (a file
+    // the agent changed since stays not reviewed).
+    await owt.execute(Commands.markReviewed, { session: name, snapshot: report.snapshot });
   });
 
   context.subscriptions.push(

@@ -639,6 +639,12 @@ export type CommandArgs = {
    * `owt.delete`: force.
    */
   force?: boolean,
+  /**
+   * `owt.markReviewed`: the `snapshot` of the `owt/diff` report the
+   * human read; files are marked as they were in it (one the agent
+   * changed since stays not reviewed). Absent: as they are now.
+   */
+  snapshot?: string,
 };
 
 /**

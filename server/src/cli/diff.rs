@@ -16,8 +16,10 @@ Shows everything the agent has — commits on its branch, staged, unstaged and u
 (not ignored ones, nor the files owt put in its worktree) — against the commit its branch \
 started from on the base: exactly what `owt ship` would commit and merge. On a terminal the \
 diff is coloured and paged ($GIT_PAGER, $PAGER or `less -FRX`); NO_COLOR turns colour off. \
-`--json` prints per file: status, modes, blob ids (`git cat-file blob ID`), counts and \
-hunks with both sides' line numbers.")]
+Piped or redirected, it is the same text, as `git diff` prints it, without colour or pager. \
+For scripts and tools, `--json` prints the DiffReport: per file, status, modes, blob ids \
+(`git cat-file blob ID`), counts and hunks with both sides' line numbers, and the `snapshot` \
+`owt review NAME --mark --snapshot` takes.")]
 pub struct Args {
     /// The session.
     pub name: String,

@@ -22,12 +22,17 @@ pub struct Args {
     /// Mark these changed files (every changed file when none is given) reviewed as they are now.
     #[arg(long, num_args = 0.., value_name = "PATH")]
     pub mark: Option<Vec<String>>,
+    /// With --mark: mark the files as they were in the diff you read, named by its `snapshot`
+    /// (`owt --json diff NAME`); a file the agent changed since stays not reviewed.
+    #[arg(long, value_name = "TREE", requires = "mark")]
+    pub snapshot: Option<String>,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = ops::Context::open(dir)?;
     if let Some(paths) = &args.mark {
-        let state = ops::review::mark_reviewed(&ctx, &args.name, paths)?;
+        let state =
+            ops::review::mark_reviewed(&ctx, &args.name, paths, args.snapshot.as_deref())?;
         out.emit(&state, || {
             let n = state.reviewed.len();
             let mut text = format!(

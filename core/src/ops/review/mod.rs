@@ -124,6 +124,17 @@ fn report(
     with_hunks: bool,
 ) -> anyhow::Result<DiffReport> {
     let state = scan(ctx, row)?;
+    report_of(&state, ctx, row, only, with_hunks)
+}
+
+/// The diff of `state`, scanned from `row`'s checkout.
+fn report_of(
+    state: &WorkState,
+    ctx: &Context,
+    row: &SessionRow,
+    only: Option<&str>,
+    with_hunks: bool,
+) -> anyhow::Result<DiffReport> {
     let snapshot = state
         .snapshot
         .with_context(|| format!("no snapshot of {}", row.name))?;
@@ -144,7 +155,13 @@ fn report(
     }
     Ok(DiffReport {
         session: row.name.clone(),
-        worktree: state.worktree.to_string_lossy().into_owned(),
+        // Without git's trailing `/`.
+        worktree: state
+            .worktree
+            .components()
+            .collect::<std::path::PathBuf>()
+            .to_string_lossy()
+            .into_owned(),
         base: row.base_branch.clone(),
         merge_base: state.merge_base.map(|c| c.to_string()),
         snapshot: snapshot.to_string(),
@@ -176,17 +193,28 @@ fn check_relative(path: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `owt review NAME --mark [PATH…]`: marks the files (every changed file
-/// when `paths` is empty) reviewed as they are now.
+/// `owt review NAME --mark [PATH…]` / `owt.markReviewed`: marks the files
+/// (every changed file when `paths` is empty) reviewed. With `shown`, the
+/// `snapshot` of the diff the human read (`DiffReport::snapshot`): each
+/// file is marked as it was there, so a file the agent changed since stays
+/// not reviewed; without, as they are now.
 pub fn mark_reviewed(
     ctx: &Context,
     name: &str,
     paths: &[String],
+    shown: Option<&str>,
 ) -> anyhow::Result<ReviewedOutput> {
     let row = ctx.session(name)?;
-    let diff = report(ctx, &row, None, false)?;
+    let (diff, read) = match shown {
+        None => {
+            let diff = report(ctx, &row, None, false)?;
+            let read = diff.files.clone();
+            (diff, read)
+        }
+        Some(tree) => shown_files(ctx, &row, tree)?,
+    };
     for path in paths {
-        if !diff.files.iter().any(|f| &f.path == path) {
+        if !read.iter().any(|f| &f.path == path) {
             anyhow::bail!(
                 "{path} is not among the files {name} changed; `owt diff {name} --stat` lists them"
             );
@@ -199,7 +227,7 @@ pub fn mark_reviewed(
         REVIEWED_FACT,
         |seen: Option<Reviewed>| -> anyhow::Result<_> {
             let mut seen = seen.unwrap_or_default();
-            for file in &diff.files {
+            for file in &read {
                 if paths.is_empty() || paths.contains(&file.path) {
                     seen.files.insert(file.path.clone(), seen_key(file));
                 }
@@ -212,6 +240,31 @@ pub fn mark_reviewed(
             Ok((seen, state))
         },
     )
+}
+
+/// The agent's state now, and its files as they were in `tree` (the
+/// snapshot of a diff shown earlier).
+fn shown_files(
+    ctx: &Context,
+    row: &SessionRow,
+    tree: &str,
+) -> anyhow::Result<(DiffReport, Vec<DiffFile>)> {
+    let state = scan(ctx, row)?;
+    let stale = || {
+        anyhow::anyhow!(
+            "`{tree}` is not the snapshot of a diff of {}; reload the review (`owt diff {}`)",
+            row.name,
+            row.name
+        )
+    };
+    let oid = git2::Oid::from_str(tree).map_err(|_| stale())?;
+    if state.repo().find_tree(oid).is_err() {
+        return Err(stale());
+    }
+    let read = patch::file_diffs(state.repo(), state.merge_base_tree, oid, None, false)
+        .with_context(|| format!("reading the diff of {} you reviewed", row.name))?;
+    let diff = report_of(&state, ctx, row, None, false)?;
+    Ok((diff, read))
 }
 
 fn review_state(row: &SessionRow, diff: &DiffReport, seen: &Reviewed) -> ReviewedOutput {

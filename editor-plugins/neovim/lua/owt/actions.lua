@@ -143,7 +143,18 @@ end
 function M.ship(name, on_done)
   long("owt.ship", { session = name }, { "ship", name }, function(out)
     local merge = out.merge or {}
-    return ("owt: shipped %s into %s"):format(merge.name or name, merge.base or "its base")
+    local text = ("owt: shipped %s into %s"):format(merge.name or name, merge.base or "its base")
+    local unreviewed = out.unreviewed or {}
+    if #unreviewed > 0 then
+      text = text
+        .. (", with %d file%s not reviewed since %s last change (%s)"):format(
+          #unreviewed,
+          #unreviewed == 1 and "" or "s",
+          #unreviewed == 1 and "its" or "their",
+          table.concat(unreviewed, ", ")
+        )
+    end
+    return text
   end, on_done)
 end
 

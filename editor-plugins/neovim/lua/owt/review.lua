@@ -2,8 +2,9 @@
 --- server's `owt/diff`, else `owt --json diff`) in a sidebar, and a
 --- side-by-side diff (`diffthis`) of the selected file: the base version,
 --- read-only, on the left, the agent's copy on the right. Opening a file
---- marks it reviewed (`owt.markReviewed`, else `owt review --mark`): ship
---- warns about files nobody opened since the agent's last change.
+--- marks it reviewed as it was in the diff shown (`owt.markReviewed` with
+--- the report's snapshot, else `owt review --mark --snapshot`): ship warns
+--- about files nobody opened since the agent's last change.
 ---
 --- Keys (sidebar and both diff windows): `]f`/`[f` next/previous file,
 --- `<CR>` (sidebar) open the file under the cursor, `s` ship, `m` merge,
@@ -49,24 +50,28 @@ function M.fetch(name, on_done)
   client_mod.cli_json({ "diff", name }, on_done)
 end
 
---- Marks `path` of `name` reviewed as it is now.
+--- Marks `path` of `name` reviewed as it was in the diff shown (its
+--- snapshot): a file the agent changed since stays not reviewed.
 function M.mark_reviewed(view, path)
   local client = view.client_id and vim.lsp.get_client_by_id(view.client_id) or client_mod.get()
-  local function done(_, err)
+  local snapshot = view.report.snapshot
+  local function done(out, err)
     if err then
       return fail(err)
     end
+    local reviewed = {}
+    for _, p in ipairs((out or {}).reviewed or {}) do
+      reviewed[p] = true
+    end
     for _, f in ipairs(view.report.files) do
-      if f.path == path then
-        f.reviewed = true
-      end
+      f.reviewed = reviewed[f.path] == true
     end
     M.render(view)
   end
   if client then
-    client_mod.execute(client, "owt.markReviewed", { session = view.name, path = path }, done)
+    client_mod.execute(client, "owt.markReviewed", { session = view.name, path = path, snapshot = snapshot }, done)
   else
-    client_mod.cli_json({ "review", view.name, "--mark", path }, done)
+    client_mod.cli_json({ "review", view.name, "--mark", path, "--snapshot", snapshot }, done)
   end
 end
 
