@@ -30,7 +30,6 @@ import {
   findSession,
   allSessions,
   BASE_SCHEME,
-  changesResources,
   parseBaseQuery,
   sessionActions,
   sessionDescription,
@@ -41,6 +40,7 @@ import {
   type SessionNode,
   type TreeNode,
 } from './model';
+import { reviewSession } from './review';
 import {
   Commands,
   METHOD_BOARD,
@@ -631,23 +631,15 @@ export function activate(context: vscode.ExtensionContext): void {
       name = picked?.label;
     }
     if (!name) return;
-    const report = await owt.diff(name);
-    if (!report) return;
-    if (report.files.length === 0) {
-      void vscode.window.showInformationMessage(`owt: ${name} has no changes against ${report.base}.`);
-      return;
-    }
-    const resources = changesResources(report).map(
-      (r) => [vscode.Uri.parse(r.label), vscode.Uri.parse(r.original), vscode.Uri.parse(r.modified)] as const,
-    );
-    await vscode.commands.executeCommand(
-      'vscode.changes',
-      `owt: review ${name} (+${report.additions} −${report.deletions} against ${report.base})`,
-      resources,
-    );
-    // Shown whole: every file is reviewed as it was in this diff (a file
-    // the agent changed since stays not reviewed).
-    await owt.execute(Commands.markReviewed, { session: name, snapshot: report.snapshot });
+    // Shown whole: every file is then reviewed as it was in this diff (a
+    // file the agent changed since stays not reviewed).
+    await reviewSession(name, {
+      diff: (session) => owt.diff(session),
+      executeCommand: (command, ...args) => Promise.resolve(vscode.commands.executeCommand(command, ...args)),
+      uri: (value) => vscode.Uri.parse(value),
+      execute: (command, args) => owt.execute(command as CommandId, args as CommandArgs),
+      info: (message) => void vscode.window.showInformationMessage(message),
+    });
   });
 
   context.subscriptions.push(

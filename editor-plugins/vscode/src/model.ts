@@ -283,11 +283,17 @@ export interface ChangeResource {
   modified: string;
 }
 
-/** `owt-base:` URI of the base side of `file` (no blob: an empty document). */
+/**
+ * `owt-base:` URI of the base side of `file` (no blob: an empty document).
+ * Its path is the file's own path in the worktree (the old one of a
+ * rename): VS Code's multi-file diff marks an entry renamed ("R", the base
+ * struck through) when the two sides' paths differ, so only renames are.
+ */
 export function baseUri(report: DiffReport, file: DiffFile): string {
-  const rel = (file.old_path ?? file.path).split('/').map(encodeURIComponent).join('/');
+  const where = `${report.worktree.replace(/\/+$/, '')}/${file.old_path ?? file.path}`;
+  const path = where.split('/').map(encodeURIComponent).join('/');
   const query = new URLSearchParams({ worktree: report.worktree, blob: file.base_blob ?? '' });
-  return `${BASE_SCHEME}:/${encodeURIComponent(report.session)}/${rel}?${query.toString()}`;
+  return `${BASE_SCHEME}:${path}?${query.toString()}`;
 }
 
 /** The parts of an `owt-base:` URI's query: where to read which blob. */

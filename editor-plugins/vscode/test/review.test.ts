@@ -3,7 +3,10 @@
 // hands to `vscode.changes`) turns it into the right resources: the agent's
 // files as `file:` URIs, the base versions as `owt-base:` URIs whose blob
 // `git cat-file` reads back as the base text (none for an added file);
-// `owt.markReviewed` marks them reviewed.
+// `owt.markReviewed` marks them reviewed as shown; the Review command's
+// flow (`reviewSession`) asks for the diff, opens `vscode.changes` with
+// those resources and marks them (falling back to `vscode.diff` where
+// VS Code has no multi-file diff editor).
 
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
@@ -12,6 +15,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import { BASE_SCHEME, changesResources, parseBaseQuery } from '../src/model';
+import { reviewSession, type ReviewHost } from '../src/review';
 import { Commands, METHOD_DIFF, type DiffReport } from '../src/protocol';
 import { LspServer, TestEnv, owtBin } from './harness';
 
@@ -27,7 +31,8 @@ describe('owt/diff and the Review command’s resources', () => {
     env = new TestEnv();
     repo = env.repo('repo');
     fs.writeFileSync(path.join(repo, 'lib.txt'), 'one\ntwo\nthree\n');
-    env.run('git', ['add', 'lib.txt'], repo);
+    fs.writeFileSync(path.join(repo, 'old.txt'), 'moved as it is\n');
+    env.run('git', ['add', 'lib.txt', 'old.txt'], repo);
     env.run('git', ['commit', '-q', '-m', 'lib'], repo);
     const created = JSON.parse(env.run(owtBin(), ['--json', 'new', 'review me', '--name', 'rev'], repo)) as {
       session: { worktree: string };
@@ -35,6 +40,7 @@ describe('owt/diff and the Review command’s resources', () => {
     worktree = created.session.worktree;
     fs.writeFileSync(path.join(worktree, 'lib.txt'), 'one\nTWO\nthree\n');
     fs.writeFileSync(path.join(worktree, 'added.txt'), 'new\n');
+    env.run('git', ['mv', 'old.txt', 'moved.txt'], worktree);
     server = new LspServer(owtBin(), repo, env.env);
     const rootUri = pathToFileURL(repo).href;
     await server.request('initialize', { processId: process.pid, rootUri, capabilities: {} }, STEP_MS);
@@ -57,11 +63,19 @@ describe('owt/diff and the Review command’s resources', () => {
       [
         ['added.txt', 'added', 1, 0],
         ['lib.txt', 'modified', 1, 1],
+        ['moved.txt', 'renamed', 0, 0],
       ],
     );
     const resources = changesResources(report);
-    assert.equal(resources.length, 2);
-    const [added, lib] = resources;
+    assert.equal(resources.length, 3);
+    const [added, lib, moved] = resources;
+    // VS Code flags an entry renamed when its sides' paths differ: only the rename.
+    const samePath = (r: { original: string; modified: string }): boolean =>
+      decodeURIComponent(new URL(r.original).pathname) === decodeURIComponent(new URL(r.modified).pathname);
+    assert.ok(samePath(lib) && samePath(added), 'a modified or added file is not shown as renamed');
+    assert.ok(!samePath(moved), 'a renamed file is');
+    assert.equal(decodeURIComponent(new URL(moved.original).pathname), path.join(worktree, 'old.txt'));
+    assert.equal(fileURLToPath(moved.modified), path.join(worktree, 'moved.txt'));
     assert.equal(fileURLToPath(lib.label), path.join(worktree, 'lib.txt'));
     assert.equal(lib.modified, lib.label, 'the agent’s side is its file');
     const base = new URL(lib.original);
@@ -73,13 +87,104 @@ describe('owt/diff and the Review command’s resources', () => {
     assert.equal(fileURLToPath(added.modified), path.join(worktree, 'added.txt'));
   });
 
-  it('owt.markReviewed marks every file reviewed as it is now', async () => {
+  it('owt.markReviewed with the shown diff’s snapshot marks the files as shown; one changed since stays not reviewed', async () => {
     assert.ok(server);
-    await server.request('workspace/executeCommand', { command: Commands.markReviewed, arguments: [{ session: 'rev' }] }, STEP_MS);
+    const shown = await server.request<DiffReport>(METHOD_DIFF, { session: 'rev' }, STEP_MS);
+    // The agent writes added.txt again after the diff was shown.
+    fs.writeFileSync(path.join(worktree, 'added.txt'), 'newer\n');
+    const marked = await server.request<{ reviewed: string[]; unreviewed: string[] }>(
+      'workspace/executeCommand',
+      // What the Review command sends once vscode.changes is open.
+      { command: Commands.markReviewed, arguments: [{ session: 'rev', snapshot: shown.snapshot }] },
+      STEP_MS,
+    );
+    assert.deepEqual(marked.reviewed, ['lib.txt', 'moved.txt']);
+    assert.deepEqual(marked.unreviewed, ['added.txt']);
+    const report = await server.request<DiffReport>(METHOD_DIFF, { session: 'rev' }, STEP_MS);
+    assert.deepEqual(
+      report.files.map((f) => [f.path, f.reviewed]),
+      [
+        ['added.txt', false],
+        ['lib.txt', true],
+        ['moved.txt', true],
+      ],
+    );
+  });
+
+  /** A ReviewHost over the real server that records the VS Code commands run. */
+  function host(failing: string[] = []): { host: ReviewHost; ran: unknown[][]; said: string[] } {
+    const ran: unknown[][] = [];
+    const said: string[] = [];
+    return {
+      ran,
+      said,
+      host: {
+        diff: (session) => server!.request<DiffReport>(METHOD_DIFF, { session }, STEP_MS),
+        executeCommand: async (command, ...args) => {
+          ran.push([command, ...args]);
+          if (failing.includes(command)) throw new Error(`command '${command}' not found`);
+          return undefined;
+        },
+        uri: (value) => value,
+        execute: (command, args) => server!.request('workspace/executeCommand', { command, arguments: [args] }, STEP_MS),
+        info: (message) => said.push(message),
+      },
+    };
+  }
+
+  it('the Review command asks the server for the diff, opens vscode.changes with each file’s base and agent sides, then marks them reviewed', async () => {
+    assert.ok(server);
+    const { host: h, ran } = host();
+    assert.equal(await reviewSession('rev', h), 'changes');
+    assert.equal(ran.length, 1, 'one VS Code command');
+    const [command, title, triples] = ran[0] as [string, string, string[][]];
+    assert.equal(command, 'vscode.changes');
+    assert.equal(title, 'owt: review rev (+2 −1 against main)');
+    const rows = triples.map(([label, original, modified]) => {
+      const base = new URL(original);
+      return [
+        label === modified ? 'label=agent' : 'label≠agent',
+        decodeURIComponent(base.pathname),
+        parseBaseQuery(base.search).blob === '' ? '' : env!.run('git', ['-C', worktree, 'cat-file', 'blob', parseBaseQuery(base.search).blob], repo),
+        fileURLToPath(modified),
+      ];
+    });
+    assert.deepEqual(rows, [
+      ['label=agent', path.join(worktree, 'added.txt'), '', path.join(worktree, 'added.txt')],
+      ['label=agent', path.join(worktree, 'lib.txt'), 'one\ntwo\nthree\n', path.join(worktree, 'lib.txt')],
+      ['label=agent', path.join(worktree, 'old.txt'), 'moved as it is\n', path.join(worktree, 'moved.txt')],
+    ]);
     const report = await server.request<DiffReport>(METHOD_DIFF, { session: 'rev' }, STEP_MS);
     assert.deepEqual(
       report.files.map((f) => f.reviewed),
-      [true, true],
+      [true, true, true],
+      'every file shown is reviewed',
     );
+  });
+
+  it('without vscode.changes (VS Code before 1.85) it shows the first file in a diff editor and marks nothing', async () => {
+    assert.ok(server);
+    fs.writeFileSync(path.join(worktree, 'lib.txt'), 'one\nTWO\nthree\nfour\n');
+    const { host: h, ran, said } = host(['vscode.changes']);
+    assert.equal(await reviewSession('rev', h), 'diff-per-file');
+    assert.deepEqual(
+      ran.map((r) => r[0]),
+      ['vscode.changes', 'vscode.diff'],
+    );
+    const [, original, modified] = ran[1] as string[];
+    assert.equal(decodeURIComponent(new URL(original).pathname), path.join(worktree, 'added.txt'));
+    assert.equal(fileURLToPath(modified), path.join(worktree, 'added.txt'));
+    assert.match(said.join('\n'), /no multi-file diff editor/);
+    const report = await server.request<DiffReport>(METHOD_DIFF, { session: 'rev' }, STEP_MS);
+    assert.equal(report.files.find((f) => f.path === 'lib.txt')?.reviewed, false, 'lib.txt changed and was not shown');
+  });
+
+  it('a session without changes: said, nothing opened', async () => {
+    assert.ok(server && env);
+    env.run(owtBin(), ['--json', 'new', 'nothing yet', '--name', 'idle'], repo);
+    const { host: h, ran, said } = host();
+    assert.equal(await reviewSession('idle', h), 'no-changes');
+    assert.deepEqual(ran, []);
+    assert.deepEqual(said, ['owt: idle has no changes against main.']);
   });
 });

@@ -26,8 +26,9 @@ end
 ---@param cli_args string[]  the same through the CLI (after `--json`)
 ---@param done_text fun(value: table): string
 ---@param on_done fun(result: any, err: string|nil)|nil
-local function long(command, args, cli_args, done_text, on_done)
-  local client = client_mod.get()
+---@param client vim.lsp.Client|nil the server to ask (default: the current buffer's)
+local function long(command, args, cli_args, done_text, on_done, client)
+  client = client or client_mod.get()
   if client then
     client_mod.execute(client, command, args, function(result, err)
       -- The server already said so with window/showMessage.
@@ -132,15 +133,17 @@ end
 
 ---@param name string
 ---@param on_done fun(result: any, err: string|nil)|nil
-function M.merge(name, on_done)
+---@param client vim.lsp.Client|nil the server to ask (default: the current buffer's)
+function M.merge(name, on_done, client)
   long("owt.merge", { session = name }, { "merge", name }, function(out)
     return ("owt: merged %s into %s"):format(out.branch or name, out.base or "its base")
-  end, on_done)
+  end, on_done, client)
 end
 
 ---@param name string
 ---@param on_done fun(result: any, err: string|nil)|nil
-function M.ship(name, on_done)
+---@param client vim.lsp.Client|nil the server to ask (default: the current buffer's)
+function M.ship(name, on_done, client)
   long("owt.ship", { session = name }, { "ship", name }, function(out)
     local merge = out.merge or {}
     local text = ("owt: shipped %s into %s"):format(merge.name or name, merge.base or "its base")
@@ -155,20 +158,21 @@ function M.ship(name, on_done)
         )
     end
     return text
-  end, on_done)
+  end, on_done, client)
 end
 
 ---@param name string
 ---@param force boolean|nil drop uncommitted work
 ---@param on_done fun(result: any, err: string|nil)|nil
-function M.delete(name, force, on_done)
+---@param client vim.lsp.Client|nil the server to ask (default: the current buffer's)
+function M.delete(name, force, on_done, client)
   local cli_args = { "delete", name }
   if force then
     cli_args[#cli_args + 1] = "--force"
   end
   long("owt.delete", { session = name, force = force or nil }, cli_args, function(out)
     return ("owt: deleted %s"):format(out.name or name)
-  end, on_done)
+  end, on_done, client)
 end
 
 --- The agents `:Owt new` offers: the configured default, the repository's

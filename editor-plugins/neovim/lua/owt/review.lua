@@ -75,11 +75,16 @@ function M.mark_reviewed(view, path)
   end
 end
 
---- The sidebar's lines; file `i` is on line `i + 2`.
+--- Lines above the files in the sidebar: the title and the keys (two
+--- lines, so they fit its 40 columns unwrapped).
+local HEAD = 3
+
+--- The sidebar's lines; file `i` is on line `i + HEAD`.
 function M.lines(report)
   local lines = {
     ("owt review: %s (+%d −%d against %s)"):format(report.session, report.additions or 0, report.deletions or 0, report.base),
-    "]f/[f next/prev  <CR> open  s ship  m merge  d discard  r reload  q close",
+    "]f/[f next/prev  <CR> open  r reload",
+    "s ship  m merge  d discard  q close",
   }
   for _, f in ipairs(report.files) do
     local counts = f.binary and "binary" or ("+%d −%d"):format(f.additions or 0, f.deletions or 0)
@@ -146,7 +151,7 @@ function M.show(view, i)
   end
   if side then
     vim.api.nvim_set_current_win(side)
-    vim.api.nvim_win_set_cursor(side, { i + 2, 0 })
+    vim.api.nvim_win_set_cursor(side, { i + HEAD, 0 })
   end
   vim.cmd("rightbelow vsplit")
   -- The agent's copy: the real file in its worktree (a deleted file: empty).
@@ -219,17 +224,36 @@ function M.keys(view, buf)
   map("[f", function()
     M.next(view, -1)
   end, "previous file")
+  -- Through the server the review came from (the repository's), not the
+  -- one of the agent's file in its worktree (which a discard removes).
+  local function server()
+    local client = view.client_id and vim.lsp.get_client_by_id(view.client_id)
+    return client and not client:is_stopped() and client or nil
+  end
+  -- A ship, a merge that deleted the session, a discard: the tab closes.
   map("s", function()
-    actions.ship(view.name)
+    actions.ship(view.name, function(_, err)
+      if not err then
+        M.close(view)
+      end
+    end, server())
   end, "ship")
   map("m", function()
-    actions.merge(view.name)
+    actions.merge(view.name, function(out, err)
+      if not err and out and out.deleted then
+        M.close(view)
+      end
+    end, server())
   end, "merge")
   map("d", function()
     local choices = { "Delete", "Delete, dropping uncommitted work (--force)", "Cancel" }
     vim.ui.select(choices, { prompt = ("owt: discard %s?"):format(view.name) }, function(_, idx)
       if idx == 1 or idx == 2 then
-        actions.delete(view.name, idx == 2)
+        actions.delete(view.name, idx == 2, function(_, err)
+          if not err then
+            M.close(view)
+          end
+        end, server())
       end
     end)
   end, "discard")
@@ -239,6 +263,24 @@ function M.keys(view, buf)
   map("q", function()
     vim.cmd("tabclose")
   end, "close")
+end
+
+--- Closes the review tab of `view` (its session is gone).
+function M.close(view)
+  for tab, v in pairs(M.views) do
+    if v == view then
+      M.views[tab] = nil
+      if vim.api.nvim_tabpage_is_valid(tab) then
+        if #vim.api.nvim_list_tabpages() > 1 then
+          vim.cmd.tabclose(vim.api.nvim_tabpage_get_number(tab))
+        else
+          vim.api.nvim_set_current_tabpage(tab)
+          vim.cmd("enew")
+          vim.cmd("only")
+        end
+      end
+    end
+  end
 end
 
 function M.reload(view, on_done)
@@ -283,7 +325,7 @@ function M.open(name, on_done)
     M.render(view)
     M.keys(view, sidebar)
     vim.keymap.set("n", "<CR>", function()
-      local i = vim.api.nvim_win_get_cursor(0)[1] - 2
+      local i = vim.api.nvim_win_get_cursor(0)[1] - HEAD
       if view.report.files[i] then
         M.show(view, i)
       end

@@ -1,0 +1,64 @@
+// The Review command's flow, apart from the `vscode` module so Node tests
+// drive it against the real `owt lsp`: ask the server for the agent's diff
+// (`owt/diff`), open VS Code's multi-file diff editor (`vscode.changes`)
+// over the base versions and the agent's files, then mark the files
+// reviewed as they were in that diff (its `snapshot`).
+
+import { changesResources, type ChangeResource } from './model';
+import { Commands, type DiffReport } from './protocol';
+
+/** What the flow needs from VS Code and the language client. */
+export interface ReviewHost {
+  /** `owt/diff {session}`; undefined when the server cannot answer (it said why). */
+  diff(session: string): Promise<DiffReport | undefined>;
+  /** `vscode.commands.executeCommand(command, ...args)`. */
+  executeCommand(command: string, ...args: unknown[]): Promise<unknown>;
+  /** A URI string as the commands take it (`vscode.Uri.parse`). */
+  uri(value: string): unknown;
+  /** `workspace/executeCommand` of a server command. */
+  execute(command: string, args: Record<string, unknown>): Promise<unknown>;
+  /** An information message. */
+  info(message: string): void;
+}
+
+/** How the review ended. */
+export type ReviewOutcome = 'no-diff' | 'no-changes' | 'changes' | 'diff-per-file';
+
+/** The multi-file diff editor's title: the agent and its counts. */
+export function reviewTitle(report: DiffReport): string {
+  return `owt: review ${report.session} (+${report.additions} −${report.deletions} against ${report.base})`;
+}
+
+/**
+ * Reviews `session`: its diff in the multi-file diff editor, then every
+ * file marked reviewed as shown. VS Code before 1.85 has no
+ * `vscode.changes`: there the first file opens in a diff editor
+ * (`vscode.diff`) and nothing is marked (the others were not shown).
+ */
+export async function reviewSession(session: string, host: ReviewHost): Promise<ReviewOutcome> {
+  const report = await host.diff(session);
+  if (!report) return 'no-diff';
+  if (report.files.length === 0) {
+    host.info(`owt: ${session} has no changes against ${report.base}.`);
+    return 'no-changes';
+  }
+  const resources: ChangeResource[] = changesResources(report);
+  const triples = resources.map((r) => [host.uri(r.label), host.uri(r.original), host.uri(r.modified)]);
+  try {
+    await host.executeCommand('vscode.changes', reviewTitle(report), triples);
+  } catch {
+    const first = resources[0];
+    await host.executeCommand(
+      'vscode.diff',
+      host.uri(first.original),
+      host.uri(first.modified),
+      `${reviewTitle(report)}: ${report.files[0].path}`,
+    );
+    host.info(
+      `owt: this VS Code has no multi-file diff editor (1.85+); showing ${report.files[0].path} only, nothing marked reviewed (\`owt review ${session}\` lists every change).`,
+    );
+    return 'diff-per-file';
+  }
+  await host.execute(Commands.markReviewed, { session, snapshot: report.snapshot });
+  return 'changes';
+}
