@@ -184,6 +184,18 @@ pub fn mark_reviewed(state: &State, args: &CommandArgs) -> CommandResult {
     Ok(serde_json::to_value(out).map_err(anyhow::Error::from)?)
 }
 
+/// `owt.resolveComment`: the comment is resolved; its diagnostic goes.
+pub fn resolve(state: &mut State, args: &CommandArgs) -> CommandResult {
+    let name = session_arg(commands::RESOLVE_COMMENT, args)?.to_string();
+    let id = args.comment.ok_or_else(|| {
+        CommandError::Invalid("owt.resolveComment needs \"comment\" (its id)".into())
+    })?;
+    let ctx = state.ctx()?;
+    let out = ops::review::resolve(ctx, &name, &[id])?;
+    refresh(state, &name);
+    Ok(serde_json::to_value(out).map_err(anyhow::Error::from)?)
+}
+
 /// Every [`RECHECK`]: the sessions whose comments are shown, again.
 pub fn recheck(state: &mut State) {
     let now = Instant::now();
@@ -312,11 +324,13 @@ pub fn with_comments(state: &State, uri: &Uri, mut diags: Vec<Diagnostic>) -> Ve
 }
 
 /// A code action's selection in an agent's file: remembered for
-/// `owt.comment "text"`; the actions offered there.
+/// `owt.comment "text"`; the actions offered there (and "resolve" on the
+/// review comments among `diagnostics`).
 pub fn code_actions(
     state: &mut State,
     uri: &Uri,
     lines: Option<(u32, u32)>,
+    diagnostics: &[Diagnostic],
     actions: &mut Vec<CodeActionOrCommand>,
 ) {
     let Some(path) = uri_to_path(uri) else {
@@ -355,4 +369,14 @@ pub fn code_actions(
         commands::SHOW_BASE,
         json!({"session": name, "path": rel, "start_line": lines.map(|l| l.0)}),
     ));
+    for d in diagnostics {
+        let id = d.data.as_ref().and_then(|v| v.get("comment")?.as_u64());
+        if let (Some(id), Some(session)) = (id, diagnostic_session(d)) {
+            actions.push(command(
+                format!("owt: resolve review comment {id}"),
+                commands::RESOLVE_COMMENT,
+                json!({"session": session, "comment": id}),
+            ));
+        }
+    }
 }

@@ -38,6 +38,8 @@ pub mod commands {
     pub const SHOW_BASE: &str = "owt.showBase";
     /// Marks a file (or every changed file) of an agent reviewed.
     pub const MARK_REVIEWED: &str = "owt.markReviewed";
+    /// Resolves a review comment (`{session, comment}`): its Hint goes.
+    pub const RESOLVE_COMMENT: &str = "owt.resolveComment";
     pub const ALL: &[&str] = &[
         SPAWN,
         ATTACH,
@@ -50,6 +52,7 @@ pub mod commands {
         COMMENT,
         SHOW_BASE,
         MARK_REVIEWED,
+        RESOLVE_COMMENT,
     ];
 }
 
@@ -130,6 +133,9 @@ pub struct CommandArgs {
     /// human read; files are marked as they were in it (one the agent
     /// changed since stays not reviewed). Absent: as they are now.
     pub snapshot: Option<String>,
+    /// `owt.resolveComment`: the comment's id (its diagnostic's
+    /// `data.comment`).
+    pub comment: Option<u32>,
 }
 
 /// `data` of an owt diagnostic.

@@ -511,6 +511,36 @@ fn the_lsp_serves_the_diff_batches_comments_shows_them_until_addressed_and_the_b
     let left = client.await_diagnostics(&uri(&file), DEADLINE, |d| d.len() == 1);
     assert_eq!(left[0]["range"]["start"]["line"], 4);
 
+    // On the comment's Hint, a code action resolves it: the Hint goes.
+    let actions: Vec<Value> = client
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": uri(&file)},
+                "range": left[0]["range"].clone(),
+                "context": {"diagnostics": [left[0].clone()]}
+            }),
+        )
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let resolve = actions
+        .iter()
+        .find(|a| a["title"] == "owt: resolve review comment 1")
+        .unwrap_or_else(|| panic!("no resolve action in {actions:?}"));
+    client.request(
+        "workspace/executeCommand",
+        json!({"command": resolve["command"]["command"], "arguments": resolve["command"]["arguments"]}),
+    );
+    client.await_diagnostics(&uri(&file), DEADLINE, |d| d.is_empty());
+    let all: CommentsOutput = env.owt_json(&repo, ["comments", "agent", "--all"]);
+    let states: Vec<(u32, &str)> = all
+        .comments
+        .iter()
+        .map(|c| (c.id, c.state.as_str()))
+        .collect();
+    assert_eq!(states, [(1, "resolved"), (2, "addressed")]);
+
     // The base version, read-only, through window/showDocument.
     client.request(
         "workspace/executeCommand",
@@ -667,7 +697,11 @@ fn a_comment_given_as_helix_gives_it_goes_on_the_last_selection() {
     let log = env.path().join("agent.log");
     let repo = repo_with_logging_agent(&env, &log);
     let wt = new_session(&env, &repo, "agent");
-    std::fs::write(wt.join("a.txt"), numbered(10).replace("line 7\n", "seven\n")).unwrap();
+    std::fs::write(
+        wt.join("a.txt"),
+        numbered(10).replace("line 7\n", "seven\n"),
+    )
+    .unwrap();
     wait_until("the agent to start", DEADLINE, || {
         env.owt_ok(&repo, ["peek", "agent"])
             .contains("FAKE AGENT READY")
@@ -709,7 +743,8 @@ fn a_comment_given_as_helix_gives_it_goes_on_the_last_selection() {
     assert_eq!(answer, json!({"needs_text": true}));
     client.await_notification("window/showMessage", DEADLINE, |p| {
         p["message"].as_str().is_some_and(|m| {
-            m.contains("a.txt:7-8") && m.contains(":lsp-workspace-command owt.comment \"your comment\"")
+            m.contains("a.txt:7-8")
+                && m.contains(":lsp-workspace-command owt.comment \"your comment\"")
         })
     });
     // `:lsp-workspace-command owt.comment "keep it numeric"`.
@@ -718,7 +753,11 @@ fn a_comment_given_as_helix_gives_it_goes_on_the_last_selection() {
         json!({"command": "owt.comment", "arguments": ["keep it numeric"]}),
     );
     assert_eq!(
-        (made[0]["path"].clone(), made[0]["start_line"].clone(), made[0]["end_line"].clone()),
+        (
+            made[0]["path"].clone(),
+            made[0]["start_line"].clone(),
+            made[0]["end_line"].clone()
+        ),
         (json!("a.txt"), json!(7), json!(8))
     );
     let expected = "Review comment from the human supervising you (owt review). \
@@ -804,7 +843,11 @@ fn on_a_terminal_the_diff_is_coloured_and_paged() {
     let log = env.path().join("agent.log");
     let repo = repo_with_logging_agent(&env, &log);
     let wt = new_session(&env, &repo, "agent");
-    std::fs::write(wt.join("a.txt"), numbered(10).replace("line 3\n", "line three\n")).unwrap();
+    std::fs::write(
+        wt.join("a.txt"),
+        numbered(10).replace("line 3\n", "line three\n"),
+    )
+    .unwrap();
     let page = env.path().join("page.txt");
     let less = env.path().join("less.txt");
     // A pager that keeps what it is given, and the LESS it was given.
@@ -815,7 +858,10 @@ fn on_a_terminal_the_diff_is_coloured_and_paged() {
     );
     let screen = owt_on_a_terminal(&env, &repo, &["diff", "agent"], &[("PAGER", &pager)]);
     let paged = std::fs::read_to_string(&page).expect("the pager got the diff");
-    assert!(paged.contains("\x1b[1mdiff --git a/a.txt b/a.txt"), "{paged:?}");
+    assert!(
+        paged.contains("\x1b[1mdiff --git a/a.txt b/a.txt"),
+        "{paged:?}"
+    );
     assert!(paged.contains("\x1b[36m@@ -1,6 +1,6 @@"), "{paged:?}");
     assert!(paged.contains("\x1b[31m-line 3\x1b[m"), "{paged:?}");
     assert!(paged.contains("\x1b[32m+line three\x1b[m"), "{paged:?}");

@@ -645,6 +645,11 @@ export type CommandArgs = {
    * changed since stays not reviewed). Absent: as they are now.
    */
   snapshot?: string,
+  /**
+   * `owt.resolveComment`: the comment's id (its diagnostic's
+   * `data.comment`).
+   */
+  comment?: number,
 };
 
 /**
@@ -854,11 +859,12 @@ export const Commands = {
   comment: 'owt.comment',
   showBase: 'owt.showBase',
   markReviewed: 'owt.markReviewed',
+  resolveComment: 'owt.resolveComment',
 } as const;
 
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 
-export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.openAgentFile', 'owt.comment', 'owt.showBase', 'owt.markReviewed'];
+export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.openAgentFile', 'owt.comment', 'owt.showBase', 'owt.markReviewed', 'owt.resolveComment'];
 
 export const SESSION_ACTIONS: readonly SessionAction[] = ['attach', 'peek', 'send', 'merge', 'ship', 'delete', 'conflicts'];
 

@@ -22,6 +22,7 @@ pub fn handle(
         state,
         &params.text_document.uri,
         selection_lines(params.range),
+        &params.context.diagnostics,
         &mut actions,
     );
     if let Some(only) = &params.context.only {

@@ -35,6 +35,7 @@ pub fn handle(state: &mut State, params: ExecuteCommandParams, reply: Reply<Opti
         commands::OPEN_AGENT_FILE => return respond(reply, run::open_agent_file(state, &args)),
         commands::COMMENT => return respond(reply, review_live::comment(state, &args)),
         commands::SHOW_BASE => return respond(reply, review_live::show_base(state, &args)),
+        commands::RESOLVE_COMMENT => return respond(reply, review_live::resolve(state, &args)),
         commands::MARK_REVIEWED => {
             let result = review_live::mark_reviewed(state, &args);
             // READY TO SHIP rows say whether the work is reviewed.

@@ -31,8 +31,7 @@ pub struct Args {
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = ops::Context::open(dir)?;
     if let Some(paths) = &args.mark {
-        let state =
-            ops::review::mark_reviewed(&ctx, &args.name, paths, args.snapshot.as_deref())?;
+        let state = ops::review::mark_reviewed(&ctx, &args.name, paths, args.snapshot.as_deref())?;
         out.emit(&state, || {
             let n = state.reviewed.len();
             let mut text = format!(

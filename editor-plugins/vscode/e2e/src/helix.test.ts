@@ -107,4 +107,50 @@ describe('owt in a real Helix (in a terminal)', () => {
     assert.ok(copy.startsWith(path.join(env.env.OWT_HOME ?? '', 'review')), `${copy} is under $OWT_HOME/review`);
     await tmux.picture(browser, path.join(artifacts, 'helix-review.png'), 'hx — the base version of src/cart.py (owt: show the base version)');
   });
+
+  it('review comment: select lines in the agent’s copy, “ask tax-fix to change this…”, then `:lsp-workspace-command owt.comment "text"`; one message reaches the agent, the Hint shows', async () => {
+    const { env, repo, tmux, browser, artifacts } = scn();
+    const worktree = env.session(repo, 'tax-fix')?.worktree;
+    assert.ok(worktree, 'tax-fix has a worktree');
+    const cart = `${worktree}/src/cart.py`;
+    tmux.text(`:open ${cart}\r`);
+    await tmux.until("the agent's copy", (t) => t.includes('vat_rate(region)') && t.includes('tax-fix/src/cart.py'));
+    // Lines 5 and 6 selected: `5gg`, `x` (the line), `x` (and the next).
+    tmux.text('5ggxx');
+    tmux.keys('Space');
+    tmux.text('a');
+    const menu = await tmux.until('the code action menu with the comment action', /owt: ask tax-fix to change this…/);
+    const items = menu.split('\n').filter((l) => /owt: /.test(l)).map((l) => l.replace(/^.*?(owt: .*?)\s*(│.*)?$/, '$1').trim());
+    const at = items.findIndex((i) => i.startsWith('owt: ask tax-fix to change this'));
+    assert.ok(at >= 0, `the menu: ${JSON.stringify(items)}`);
+    for (let i = 0; i < at; i++) tmux.keys('Down');
+    tmux.keys('Enter');
+    // Helix cannot ask for text: the server says how to give it.
+    await tmux.until('how to give the comment', /lsp-workspace-command owt\.comment/);
+    tmux.keys('Escape');
+    tmux.text(':lsp-workspace-command owt.comment "keep 0.20 as the fallback rate"\r');
+    // Typed into the agent as one message (the scripted agent echoes each
+    // input it gets as `got: …`; the terminal wraps it at its width).
+    const got = await (async () => {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const peek = env.cli(repo, 'peek', 'tax-fix').replace(/\n/g, '');
+        if (peek.includes('Comment: keep 0.20 as the fallback rate')) return peek;
+        if (Date.now() > deadline) throw new Error(`the comment did not reach the agent:\n${peek}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    const message = /got: (Review comment from the human supervising you \(owt review\)\..*?Comment: keep 0\.20 as the fallback rate)/.exec(got)?.[1] ?? '';
+    assert.ok(message, `one input holds the whole comment:\n${got}`);
+    assert.match(message, /src\/cart\.py lines 5-6:/, 'the file and lines');
+    assert.match(message, /tax = amount \* vat_rate\(region\)/, 'the selected text');
+    const listed = JSON.parse(env.cli(repo, '--json', 'comments', 'tax-fix')) as { comments: { path: string; start_line: number; end_line: number; text: string }[] };
+    assert.deepEqual(
+      listed.comments.map((c) => [c.path, c.start_line, c.end_line, c.text]),
+      [['src/cart.py', 5, 6, 'keep 0.20 as the fallback rate']],
+    );
+    // The comment as a Hint on those lines (inline: `[editor.inline-diagnostics]`).
+    await tmux.until('the comment as an inline hint', /review comment 1 to tax-fix/, 30_000);
+    await tmux.picture(browser, path.join(artifacts, 'helix-review-comment.png'), 'hx — :lsp-workspace-command owt.comment "keep 0.20 as the fallback rate"');
+  });
 });

@@ -417,10 +417,16 @@ describe('owt in a real VS Code', () => {
     });
     assert.match(shown, /# till: regional VAT/, "the README's new first line");
     assert.match(shown, /# till(?!:)/, "the README's base first line");
-    await w.screenshot('review-changes');
+    // Only renames are flagged: neither entry's header says R (renamed).
+    const flags = await w.until('the entries’ status flags', T.ui, () => {
+      const found = [...document.querySelectorAll('.multiDiffEntry .status')].map((e) => (e.textContent ?? '').trim());
+      return found.length === 2 ? found.join(',') : null;
+    });
+    assert.equal(flags, ',', 'no entry is shown as renamed');
 
-    // Shown whole: every file is reviewed as it is now, and the row says so.
+    // Shown whole: every file is reviewed as shown, and the row says so.
     await w.rowsUntil('tax-fix reviewed', (r) => r.some((x) => x.name === 'tax-fix' && / · reviewed( · |$)/.test(x.description)));
+    await w.screenshot('review-changes');
     const report = JSON.parse(env.cli(repo, '--json', 'diff', 'tax-fix')) as { files: { path: string; reviewed: boolean }[] };
     assert.deepEqual(report.files.map((f) => [f.path, f.reviewed]), [['README.md', true], ['src/cart.py', true]]);
     // The agent's next change: not reviewed again.
