@@ -40,7 +40,7 @@ import {
   type SessionNode,
   type TreeNode,
 } from './model';
-import { reviewSession } from './review';
+import { reviewSession, withComment } from './review';
 import {
   Commands,
   METHOD_BOARD,
@@ -302,17 +302,10 @@ class Owt implements vscode.Disposable {
       middleware: {
         // "Ask <agent> to change this…": the comment is asked for here.
         executeCommand: async (command, args, next) => {
-          const first = (args[0] ?? {}) as CommandArgs;
-          if (command === Commands.comment && !first.text) {
-            const text = await vscode.window.showInputBox({
-              title: `owt: Ask ${first.session ?? 'the agent'} to change this`,
-              prompt: 'Your comment, typed into the agent with the file, lines and their text',
-              ignoreFocusOut: true,
-            });
-            if (text === undefined || text.trim().length === 0) return undefined;
-            return next(command, [{ ...first, text }]);
-          }
-          return next(command, args);
+          const asked = await withComment(command, args, (title, prompt) =>
+            Promise.resolve(vscode.window.showInputBox({ title, prompt, ignoreFocusOut: true })),
+          );
+          return asked === undefined ? undefined : next(command, asked);
         },
       },
       errorHandler: {

@@ -62,3 +62,24 @@ export async function reviewSession(session: string, host: ReviewHost): Promise<
   await host.execute(Commands.markReviewed, { session, snapshot: report.snapshot });
   return 'changes';
 }
+
+/**
+ * The arguments of `command` as they go to the server: for the code
+ * action "Ask <agent> to change this…" (`owt.comment` without text), the
+ * comment asked for with `ask` (an input box) added, or undefined when
+ * none was given (nothing is sent); other commands as they are.
+ */
+export async function withComment(
+  command: string,
+  args: unknown[],
+  ask: (title: string, prompt: string) => Promise<string | undefined>,
+): Promise<unknown[] | undefined> {
+  const first = (args[0] ?? {}) as { session?: string; text?: string };
+  if (command !== Commands.comment || typeof args[0] !== 'object' || first.text) return args;
+  const text = await ask(
+    `owt: Ask ${first.session ?? 'the agent'} to change this`,
+    'Your comment, typed into the agent with the file, lines and their text',
+  );
+  if (text === undefined || text.trim().length === 0) return undefined;
+  return [{ ...first, text }, ...args.slice(1)];
+}

@@ -6,7 +6,9 @@
 // `owt.markReviewed` marks them reviewed as shown; the Review command's
 // flow (`reviewSession`) asks for the diff, opens `vscode.changes` with
 // those resources and marks them (falling back to `vscode.diff` where
-// VS Code has no multi-file diff editor).
+// VS Code has no multi-file diff editor); "Ask <agent> to change this…"
+// takes the comment from the input box (`withComment`) and the server
+// stores it on the selected lines.
 
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
@@ -15,8 +17,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import { BASE_SCHEME, changesResources, parseBaseQuery } from '../src/model';
-import { reviewSession, type ReviewHost } from '../src/review';
-import { Commands, METHOD_DIFF, type DiffReport } from '../src/protocol';
+import { reviewSession, withComment, type ReviewHost } from '../src/review';
+import { Commands, METHOD_BOARD, METHOD_DIFF, type DiffReport } from '../src/protocol';
 import { LspServer, TestEnv, owtBin } from './harness';
 
 const STEP_MS = 20_000;
@@ -177,6 +179,49 @@ describe('owt/diff and the Review command’s resources', () => {
     assert.match(said.join('\n'), /no multi-file diff editor/);
     const report = await server.request<DiffReport>(METHOD_DIFF, { session: 'rev' }, STEP_MS);
     assert.equal(report.files.find((f) => f.path === 'lib.txt')?.reviewed, false, 'lib.txt changed and was not shown');
+  });
+
+  it('“Ask rev to change this…”: the code action’s owt.comment gets the text from the input box; cancelled, nothing is sent', async () => {
+    assert.ok(server && env);
+    await server.request(METHOD_BOARD, undefined, STEP_MS);
+    const file = pathToFileURL(path.join(worktree, 'lib.txt')).href;
+    const actions = await server.request<{ title: string; command: { command: string; arguments: unknown[] } }[]>(
+      'textDocument/codeAction',
+      { textDocument: { uri: file }, range: { start: { line: 1, character: 0 }, end: { line: 2, character: 2 } }, context: { diagnostics: [] } },
+      STEP_MS,
+    );
+    const ask = actions.find((a) => a.title === 'owt: ask rev to change this…');
+    assert.ok(ask, `the ask action among ${JSON.stringify(actions.map((a) => a.title))}`);
+    const prompts: string[] = [];
+    // Cancelled (Escape in the input box): nothing goes to the server.
+    assert.equal(
+      await withComment(ask.command.command, ask.command.arguments, async (title) => {
+        prompts.push(title);
+        return undefined;
+      }),
+      undefined,
+    );
+    // Given: the command goes with the text.
+    const args = await withComment(ask.command.command, ask.command.arguments, async (title) => {
+      prompts.push(title);
+      return 'say TWO in lower case';
+    });
+    assert.deepEqual(prompts, ['owt: Ask rev to change this', 'owt: Ask rev to change this']);
+    assert.ok(args);
+    const made = await server.request<{ path: string; start_line: number; end_line: number; selected: string; text: string }[]>(
+      'workspace/executeCommand',
+      { command: ask.command.command, arguments: args },
+      STEP_MS,
+    );
+    assert.deepEqual(
+      made.map((c) => [c.path, c.start_line, c.end_line, c.selected, c.text]),
+      [['lib.txt', 2, 3, 'TWO\nthree', 'say TWO in lower case']],
+    );
+    const listed = JSON.parse(env.run(owtBin(), ['--json', 'comments', 'rev'], repo)) as { comments: { text: string }[] };
+    assert.deepEqual(listed.comments.map((c) => c.text), ['say TWO in lower case']);
+    // Other commands pass as they are.
+    const other = [{ session: 'rev' }];
+    assert.equal(await withComment('owt.ship', other, async () => 'never asked'), other);
   });
 
   it('a session without changes: said, nothing opened', async () => {
