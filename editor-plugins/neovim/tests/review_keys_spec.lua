@@ -7,7 +7,7 @@
 -- ended closes.
 local h = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
 
-h.setup({ ["README.md"] = "# demo\n", ["a.txt"] = "one\ntwo\n", ["b.txt"] = "bee\n" })
+h.setup({ ["README.md"] = "# demo\n", ["a.txt"] = "one\ntwo\n", ["b.txt"] = "bee\n", ["a.bin"] = "\0\1\2old\0" })
 local review = require("owt.review")
 local board_mod = require("owt.board")
 
@@ -104,8 +104,21 @@ h.run({
       h.open("README.md")
       local doomed = h.new_session("discard me")
       h.write(doomed.worktree .. "/e.txt", "uncommitted\n")
+      h.write(doomed.worktree .. "/a.bin", "\0\1\2binary\0")
       vim.cmd("Owt review " .. doomed.name)
       local view = current_view(doomed.name)
+      -- A binary file (the first): a note on each side, no diff of its bytes.
+      h.eq("a.bin", view.report.files[view.index].path, "the binary file first")
+      local notes = {}
+      for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+        local b = vim.api.nvim_win_get_buf(win)
+        if b ~= view.sidebar then
+          notes[#notes + 1] = h.text(b):match("^Binary file: the (%S+) version, not shown") or h.text(b)
+          h.eq(false, vim.wo[win].diff, "no diff mode on a binary's note")
+        end
+      end
+      table.sort(notes)
+      h.eq({ "agent's", "base" }, notes, "both sides say binary")
       local asked
       vim.ui.select = function(items, opts, on_choice)
         asked = { items = items, prompt = opts.prompt }

@@ -107,10 +107,18 @@ function M.render(view)
   vim.bo[view.sidebar].modified = false
 end
 
+--- What stands for a binary file's side (its bytes are not text to diff).
+local function binary_lines(side, blob)
+  return { ("Binary file: the %s version, not shown (git cat-file blob %s)"):format(side, blob or "-") }
+end
+
 --- The base version's text of file `f` (empty for an added file).
 local function base_lines(view, f)
   if not f.base_blob then
     return {}
+  end
+  if f.binary then
+    return binary_lines("base", f.base_blob)
   end
   local out = vim.system({ "git", "-C", view.report.worktree, "cat-file", "blob", f.base_blob }, { text = true }):wait(10000)
   if out.code ~= 0 then
@@ -160,12 +168,16 @@ function M.show(view, i)
   for _, option in ipairs({ "number", "relativenumber", "signcolumn", "foldcolumn" }) do
     vim.api.nvim_set_option_value(option, vim.go[option], { scope = "local", win = agent_win })
   end
-  if f.status ~= "deleted" then
+  if f.status ~= "deleted" and not f.binary then
     vim.cmd.edit(vim.fn.fnameescape(vim.fs.joinpath(view.report.worktree, f.path)))
   else
     vim.cmd.enew()
     vim.bo.buftype = "nofile"
     vim.bo.bufhidden = "wipe"
+    if f.binary and f.agent_blob then
+      vim.api.nvim_buf_set_lines(0, 0, -1, false, binary_lines("agent's", f.agent_blob))
+      vim.bo.modifiable = false
+    end
   end
   local agent_buf = vim.api.nvim_get_current_buf()
   -- The base: a scratch buffer, read-only.
@@ -183,9 +195,14 @@ function M.show(view, i)
   if ft then
     vim.bo[base_buf].filetype = ft
   end
-  vim.cmd("diffthis")
+  -- Two binaries' notes are not a diff.
+  if not f.binary then
+    vim.cmd("diffthis")
+  end
   vim.api.nvim_set_current_win(agent_win)
-  vim.cmd("diffthis")
+  if not f.binary then
+    vim.cmd("diffthis")
+  end
   -- The file list keeps its width (a split halves it); both sides share the rest.
   if side and vim.api.nvim_win_is_valid(side) then
     vim.api.nvim_win_set_width(side, SIDEBAR_WIDTH)
