@@ -38,6 +38,12 @@ pub mod commands {
     pub const SHOW_BASE: &str = "owt.showBase";
     /// Marks a file (or every changed file) of an agent reviewed.
     pub const MARK_REVIEWED: &str = "owt.markReviewed";
+    /// Answers an ACP session's pending permission request (`{session,
+    /// option?, permission_id?}`; `owt approve`).
+    pub const APPROVE: &str = "owt.approve";
+    /// Refuses an ACP session's pending permission request (`{session,
+    /// permission_id?}`; `owt deny`).
+    pub const DENY: &str = "owt.deny";
     pub const ALL: &[&str] = &[
         SPAWN,
         ATTACH,
@@ -50,6 +56,8 @@ pub mod commands {
         COMMENT,
         SHOW_BASE,
         MARK_REVIEWED,
+        APPROVE,
+        DENY,
     ];
 }
 
@@ -126,6 +134,30 @@ pub struct CommandArgs {
     pub rebase: Option<bool>,
     /// `owt.delete`: force.
     pub force: Option<bool>,
+    /// `owt.approve`: which option of the pending permission request (its
+    /// id, 1-based number or name; absent: the first "allow once"). A JSON
+    /// number is read as the option's number.
+    #[serde(deserialize_with = "string_or_number")]
+    pub option: Option<String>,
+    /// `owt.approve` / `owt.deny`: answer only the permission request with
+    /// this id (`SessionView.permission.id`), never a later one.
+    #[cfg_attr(test, ts(type = "number"))]
+    pub permission_id: Option<u64>,
+}
+
+/// An optional string that may be given as a JSON number (`"option": 2`
+/// typed in Helix's `:lsp-workspace-command`).
+fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Text(String),
+        Number(u64),
+    }
+    Ok(Option::<Either>::deserialize(d)?.map(|e| match e {
+        Either::Text(text) => text,
+        Either::Number(n) => n.to_string(),
+    }))
 }
 
 /// `data` of an owt diagnostic.
