@@ -141,7 +141,7 @@ pub struct CommandArgs {
     pub option: Option<String>,
     /// `owt.approve` / `owt.deny`: answer only the permission request with
     /// this id (`SessionView.permission.id`), never a later one.
-    #[cfg_attr(test, ts(type = "number"))]
+    #[cfg_attr(test, ts(as = "Option<u32>"))]
     pub permission_id: Option<u64>,
 }
 
