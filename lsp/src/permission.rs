@@ -112,7 +112,8 @@ pub struct Asked(HashMap<String, u64>);
 impl Asked {
     /// Forgets sessions no longer listed.
     pub fn retain(&mut self, views: &[SessionView]) {
-        self.0.retain(|name, _| views.iter().any(|v| &v.name == name));
+        self.0
+            .retain(|name, _| views.iter().any(|v| &v.name == name));
     }
 }
 
@@ -120,7 +121,11 @@ impl Asked {
 /// first read, like every transition message). Returns whether `view` has
 /// one, so no other "blocked" message is sent for it.
 pub fn notify(state: &State, asked: &mut Asked, view: &SessionView, first_read: bool) -> bool {
-    let Some(pending) = view.permission.as_ref().filter(|_| view.status == Status::Blocked) else {
+    let Some(pending) = view
+        .permission
+        .as_ref()
+        .filter(|_| view.status == Status::Blocked)
+    else {
         asked.0.remove(&view.name);
         return false;
     };
@@ -149,10 +154,7 @@ fn question_text(view: &SessionView, pending: &PendingPermission) -> String {
     } else {
         format!(" ({})", pending.paths.join(", "))
     };
-    format!(
-        "owt: {} is blocked: {}{paths}",
-        view.name, pending.question
-    )
+    format!("owt: {} is blocked: {}{paths}", view.name, pending.question)
 }
 
 /// The titles of the message's actions: each option's name (made unique),
@@ -204,7 +206,10 @@ fn ask(state: &State, view: &SessionView, pending: &PendingPermission, question:
             }
         };
         let Some(i) = titles.iter().position(|t| *t == chosen.title) else {
-            tracing::warn!("the editor chose `{}`, which owt did not offer", chosen.title);
+            tracing::warn!(
+                "the editor chose `{}`, which owt did not offer",
+                chosen.title
+            );
             return;
         };
         let params = ExecuteCommandParams {

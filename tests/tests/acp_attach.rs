@@ -30,7 +30,14 @@ fn attach_shows_the_question_and_answers_it_and_wait_returns_when_blocked() {
     let created: NewOutput = env.owt_json(
         &repo,
         [
-            "new", "go", "--name", "asks", "--ai-tool", "acpfake", "--acp", "--raw",
+            "new",
+            "go",
+            "--name",
+            "asks",
+            "--ai-tool",
+            "acpfake",
+            "--acp",
+            "--raw",
         ],
     );
     let worktree = Path::new(&created.session.worktree).to_path_buf();
@@ -69,9 +76,15 @@ fn attach_shows_the_question_and_answers_it_and_wait_returns_when_blocked() {
     attach.wait_for("answer: a number (or /approve N), /deny", WAIT);
     attach.line("/deny");
     attach.wait_for("you chose no", WAIT);
-    assert!(!worktree.join("ask.txt").exists(), "denied: nothing written");
+    assert!(
+        !worktree.join("ask.txt").exists(),
+        "denied: nothing written"
+    );
     let peek = env.owt_ok(&repo, ["peek", "asks"]);
-    assert!(peek.contains("once more"), "the typed prompt reached the agent:\n{peek}");
+    assert!(
+        peek.contains("once more"),
+        "the typed prompt reached the agent:\n{peek}"
+    );
 
     attach.line("/detach");
     assert_eq!(attach.wait_exit(WAIT), 0, "{}", attach.text());

@@ -29,8 +29,9 @@ impl Editor {
         std::thread::spawn(move || {
             let lines: Lines<BufReader<ChildStdout>> = BufReader::new(stdout).lines();
             for line in lines.map_while(Result::ok) {
-                let value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("owt acp sent a line that is not JSON ({e}): {line}"));
+                let value = serde_json::from_str(&line).unwrap_or_else(|e| {
+                    panic!("owt acp sent a line that is not JSON ({e}): {line}")
+                });
                 if tx.send(value).is_err() {
                     return;
                 }
@@ -102,7 +103,10 @@ fn a_conflict_guard_overlap_comes_as_an_agent_message_at_the_end_of_a_turn() {
         json!({"cwd": repo, "mcpServers": [],
                "_meta": {"owt": {"agent": "acpfake", "name": "chat"}}}),
     );
-    let id = created["sessionId"].as_str().expect("a session id").to_string();
+    let id = created["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
     let worktree = std::path::PathBuf::from(created["_meta"]["owt"]["worktree"].as_str().unwrap());
 
     // No overlap yet: the turn ends with the agent's reply alone.
@@ -131,7 +135,9 @@ fn a_conflict_guard_overlap_comes_as_an_agent_message_at_the_end_of_a_turn() {
     let text = agent_text(&updates);
     assert!(text.contains("fake reply to: again"), "{text}");
     assert!(
-        text.contains("[owt] Conflict Guard: this session's changes overlap with other work:\n- other: "),
+        text.contains(
+            "[owt] Conflict Guard: this session's changes overlap with other work:\n- other: "
+        ),
         "{text}"
     );
     assert!(text.contains(" in shared.txt"), "{text}");

@@ -51,7 +51,14 @@ fn start_asking(env: &TestEnv, repo: &Path, name: &str) -> SessionView {
     let out: NewOutput = env.owt_json(
         repo,
         [
-            "new", "go", "--name", name, "--ai-tool", "acpfake", "--acp", "--raw",
+            "new",
+            "go",
+            "--name",
+            name,
+            "--ai-tool",
+            "acpfake",
+            "--acp",
+            "--raw",
         ],
     );
     out.session
@@ -61,7 +68,8 @@ fn start_asking(env: &TestEnv, repo: &Path, name: &str) -> SessionView {
 /// (the test does, through [`LspClient::held`]).
 fn asking_client(env: &TestEnv, repo: &Path) -> LspClient {
     let mut caps = LspClient::default_capabilities();
-    caps["window"]["showMessage"] = json!({"messageActionItem": {"additionalPropertiesSupport": true}});
+    caps["window"]["showMessage"] =
+        json!({"messageActionItem": {"additionalPropertiesSupport": true}});
     let mut client = LspClient::start(env, repo, json!({}), caps, false);
     client.held.push(SHOW_MESSAGE_REQUEST);
     // Processed after `initialized`: the first read of the sessions is done.
@@ -106,11 +114,13 @@ fn the_needs_you_question_offers_each_option_and_deny_and_its_answer_unblocks() 
     assert_eq!(titles, ["Allow", "Reject", "Deny"]);
     // Still blocked while the question is open.
     assert_eq!(session(&env, &repo, "asks").status, Status::Blocked);
-    assert!(client
-        .notifications("window/showMessage")
-        .iter()
-        .all(|m| !m["message"].as_str().unwrap().contains("is blocked")),
-        "the question replaces the plain \"blocked\" message");
+    assert!(
+        client
+            .notifications("window/showMessage")
+            .iter()
+            .all(|m| !m["message"].as_str().unwrap().contains("is blocked")),
+        "the question replaces the plain \"blocked\" message"
+    );
 
     client.reply(id, json!({"title": "Allow"}));
     client.await_notification("window/showMessage", WAIT, |m| {
@@ -123,13 +133,18 @@ fn the_needs_you_question_offers_each_option_and_deny_and_its_answer_unblocks() 
         "asked\n",
         "the agent wrote the file it was allowed to"
     );
-    assert!(env.owt_ok(&repo, ["peek", "asks"]).contains("you chose yes"));
+    assert!(env
+        .owt_ok(&repo, ["peek", "asks"])
+        .contains("you chose yes"));
 
     // The next request is asked again; dismissing the question (null)
     // answers nothing, and Deny through the command refuses.
     env.owt_ok(&repo, ["send", "asks", "again"]);
     let (id, params) = client.await_held_request(SHOW_MESSAGE_REQUEST, WAIT);
-    assert_eq!(params["message"], "owt: asks is blocked: Write ask.txt (ask.txt)");
+    assert_eq!(
+        params["message"],
+        "owt: asks is blocked: Write ask.txt (ask.txt)"
+    );
     client.reply(id, Value::Null);
     client.request("owt/board", Value::Null);
     assert_eq!(session(&env, &repo, "asks").status, Status::Blocked);
@@ -171,7 +186,9 @@ fn code_actions_answer_and_bad_input_changes_nothing() {
     let told = told["message"].as_str().unwrap();
     assert!(
         told.contains("answer with a code action")
-            && told.contains(r#":lsp-workspace-command owt.approve {"session": "asks", "option": "N"}"#),
+            && told.contains(
+                r#":lsp-workspace-command owt.approve {"session": "asks", "option": "N"}"#
+            ),
         "{told}"
     );
     let pending = session(&env, &repo, "asks").permission.expect("pending");
@@ -191,7 +208,12 @@ fn code_actions_answer_and_bad_input_changes_nothing() {
         .unwrap()
         .iter()
         .filter(|a| a["kind"] == "source.owt.permission")
-        .map(|a| (a["title"].as_str().unwrap().to_string(), a["command"].clone()))
+        .map(|a| {
+            (
+                a["title"].as_str().unwrap().to_string(),
+                a["command"].clone(),
+            )
+        })
         .collect();
     let titles: Vec<&str> = offered.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(
@@ -210,9 +232,17 @@ fn code_actions_answer_and_bad_input_changes_nothing() {
     assert_eq!(offered[2].1["command"], "owt.deny");
 
     // Bad input: a clear error, and the request stays pending.
-    let err = error_message(execute(&mut client, "owt.approve", json!({"session": "nope"})));
+    let err = error_message(execute(
+        &mut client,
+        "owt.approve",
+        json!({"session": "nope"}),
+    ));
     assert!(err.contains("no session named `nope`"), "{err}");
-    let err = error_message(execute(&mut client, "owt.approve", json!({"session": "asks", "option": "7"})));
+    let err = error_message(execute(
+        &mut client,
+        "owt.approve",
+        json!({"session": "asks", "option": "7"}),
+    ));
     assert!(
         err.contains("no option `7`; the options are: 1 Allow (yes), 2 Reject (no)"),
         "{err}"
@@ -224,7 +254,10 @@ fn code_actions_answer_and_bad_input_changes_nothing() {
     ));
     assert!(err.contains("was already answered"), "{err}");
     let err = error_message(execute(&mut client, "owt.approve", json!({})));
-    assert!(err.contains(r#"owt.approve needs {"session": "name"}"#), "{err}");
+    assert!(
+        err.contains(r#"owt.approve needs {"session": "name"}"#),
+        "{err}"
+    );
     let err = error_message(execute(
         &mut client,
         "owt.deny",
@@ -237,27 +270,45 @@ fn code_actions_answer_and_bad_input_changes_nothing() {
 
     // A PTY agent's dialog is answered in its terminal.
     env.owt_ok(&repo, ["new", "a terminal agent", "--name", "tty"]);
-    let err = error_message(execute(&mut client, "owt.approve", json!({"session": "tty"})));
-    assert!(err.contains("tty runs its agent in a terminal, not through ACP"), "{err}");
+    let err = error_message(execute(
+        &mut client,
+        "owt.approve",
+        json!({"session": "tty"}),
+    ));
+    assert!(
+        err.contains("tty runs its agent in a terminal, not through ACP"),
+        "{err}"
+    );
 
     // The Allow action's command, as the editor runs it; a number works
     // as an option too (`"option": 1` typed in Helix).
     let (_, command) = &offered[0];
-    let answered = execute(&mut client, "owt.approve", command["arguments"][0].clone())
-        .expect("owt.approve");
+    let answered =
+        execute(&mut client, "owt.approve", command["arguments"][0].clone()).expect("owt.approve");
     assert_eq!(answered["name"], "Allow");
     wait_status(&env, &repo, "asks", Status::NeedsInput);
     assert_eq!(
         std::fs::read_to_string(Path::new(&s.worktree).join("ask.txt")).unwrap(),
         "asked\n"
     );
-    let err = error_message(execute(&mut client, "owt.approve", json!({"session": "asks", "option": 1})));
-    assert!(err.contains("asks has no pending permission request"), "{err}");
+    let err = error_message(execute(
+        &mut client,
+        "owt.approve",
+        json!({"session": "asks", "option": 1}),
+    ));
+    assert!(
+        err.contains("asks has no pending permission request"),
+        "{err}"
+    );
 
     env.owt_ok(&repo, ["send", "asks", "again"]);
     wait_status(&env, &repo, "asks", Status::Blocked);
-    let answered = execute(&mut client, "owt.approve", json!({"session": "asks", "option": 2}))
-        .expect("owt.approve 2");
+    let answered = execute(
+        &mut client,
+        "owt.approve",
+        json!({"session": "asks", "option": 2}),
+    )
+    .expect("owt.approve 2");
     assert_eq!(answered["name"], "Reject");
     wait_status(&env, &repo, "asks", Status::NeedsInput);
     // No answer is offered once none is pending.

@@ -306,5 +306,6 @@ fn a_pending_acp_permission_request_can_be_approved_or_denied() {
         a:
         -approve: the agent exited
         -deny: the agent exited
-    "#]].assert_eq(&text);
+    "#]]
+    .assert_eq(&text);
 }
