@@ -135,29 +135,13 @@ pub struct CommandArgs {
     /// `owt.delete`: force.
     pub force: Option<bool>,
     /// `owt.approve`: which option of the pending permission request (its
-    /// id, 1-based number or name; absent: the first "allow once"). A JSON
-    /// number is read as the option's number.
-    #[serde(deserialize_with = "string_or_number")]
+    /// id, 1-based number or name; absent: the first "allow once"). `owt
+    /// lsp` also takes a JSON number (the option's number).
     pub option: Option<String>,
     /// `owt.approve` / `owt.deny`: answer only the permission request with
     /// this id (`SessionView.permission.id`), never a later one.
     #[cfg_attr(test, ts(as = "Option<u32>"))]
     pub permission_id: Option<u64>,
-}
-
-/// An optional string that may be given as a JSON number (`"option": 2`
-/// typed in Helix's `:lsp-workspace-command`).
-fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Either {
-        Text(String),
-        Number(u64),
-    }
-    Ok(Option::<Either>::deserialize(d)?.map(|e| match e {
-        Either::Text(text) => text,
-        Either::Number(n) => n.to_string(),
-    }))
 }
 
 /// `data` of an owt diagnostic.

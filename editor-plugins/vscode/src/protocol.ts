@@ -641,8 +641,8 @@ export type CommandArgs = {
   force?: boolean,
   /**
    * `owt.approve`: which option of the pending permission request (its
-   * id, 1-based number or name; absent: the first "allow once"). A JSON
-   * number is read as the option's number.
+   * id, 1-based number or name; absent: the first "allow once"). `owt
+   * lsp` also takes a JSON number (the option's number).
    */
   option?: string,
   /**

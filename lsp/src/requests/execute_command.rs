@@ -89,7 +89,13 @@ fn parse_args(command: &str, arg: Option<&Value>) -> Result<CommandArgs, Command
             ..CommandArgs::default()
         });
     }
-    serde_json::from_value(value.clone()).map_err(|e| {
+    let mut value = value.clone();
+    // `"option": 2` (typed in Helix's `:lsp-workspace-command`): the
+    // option's number, as `owt approve NAME 2` takes it.
+    if let Some(n) = value.get("option").filter(|o| o.is_u64()).cloned() {
+        value["option"] = Value::String(n.to_string());
+    }
+    serde_json::from_value(value).map_err(|e| {
         CommandError::Invalid(format!(
             "{command}: the argument must be an object like {{\"session\": \"name\"}}: {e}"
         ))
