@@ -132,7 +132,8 @@ fn lines_that_are_not_json_rpc_and_unknown_updates_are_skipped_and_logged() {
 
 /// An agent of yours keeps no records owt reads: what it reports through
 /// ACP (`PromptResponse.usage`, 10 in and 2 out per turn from the fake
-/// agent) is what `owt usage` counts, per session, agent and day, once.
+/// agent; the cumulative cost of `usage_update`) is what `owt usage`
+/// counts, per session, agent and day, once.
 #[test]
 fn tokens_an_acp_agent_of_yours_reports_count_in_owt_usage() {
     let env = TestEnv::new();
@@ -156,6 +157,15 @@ fn tokens_an_acp_agent_of_yours_reports_count_in_owt_usage() {
         )
     };
     assert_eq!(s.usage.as_ref().map(counts), Some(want), "{s:?}");
+    // `usage_update`: the context fill, and the cumulative cost ($0.25 a turn).
+    let acp = s.acp.as_ref().unwrap();
+    assert_eq!((acp.context_used, acp.context_size), (Some(24), Some(1000)));
+    assert_eq!(acp.cost_usd, Some(0.5), "{s:?}");
+    assert_eq!(
+        s.usage.as_ref().and_then(|u| u.cost_usd),
+        Some(0.5),
+        "{s:?}"
+    );
     // Twice: a second read counts nothing again.
     for _ in 0..2 {
         let usage: UsageOutput = env.owt_json(&repo, ["usage", "--days", "1"]);
@@ -168,6 +178,7 @@ fn tokens_an_acp_agent_of_yours_reports_count_in_owt_usage() {
         assert_eq!(agent.map(|a| counts(&a.tokens)), Some(want), "{usage:#?}");
         assert_eq!(usage.by_day.len(), 1, "{usage:#?}");
         assert_eq!(counts(&usage.by_day[0].tokens), want, "{usage:#?}");
+        assert_eq!(usage.by_day[0].tokens.cost_usd, Some(0.5), "{usage:#?}");
     }
 }
 
