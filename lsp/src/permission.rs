@@ -184,11 +184,7 @@ fn ask(state: &State, view: &SessionView, pending: &PendingPermission, question:
             properties: HashMap::new(),
         })
         .collect();
-    let answers: Vec<Value> = offers(view, pending).into_iter().map(|o| o.arg).collect();
-    let commands_of: Vec<&'static str> = offers(view, pending)
-        .into_iter()
-        .map(|o| o.command)
-        .collect();
+    let offers = offers(view, pending);
     let client = state.client.clone();
     let tx = state.tx.clone();
     let outbox = state.outbox.clone();
@@ -212,9 +208,10 @@ fn ask(state: &State, view: &SessionView, pending: &PendingPermission, question:
             );
             return;
         };
+        let Some(offer) = offers.get(i) else { return };
         let params = ExecuteCommandParams {
-            command: commands_of[i].to_string(),
-            arguments: vec![answers[i].clone()],
+            command: offer.command.to_string(),
+            arguments: vec![offer.arg.clone()],
             work_done_progress_params: WorkDoneProgressParams::default(),
         };
         let (reply, answered) = tokio::sync::oneshot::channel();
