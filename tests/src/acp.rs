@@ -60,6 +60,32 @@ pub fn host_log(env: &TestEnv, short_id: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Polls `owt list` until the session `name` satisfies `want` (30 s, then
+/// a failure with its status and its host's log).
+pub fn wait_status(
+    env: &TestEnv,
+    repo: &Path,
+    name: &str,
+    want: impl Fn(&owt_protocol::SessionView) -> bool,
+) -> owt_protocol::SessionView {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = env.session(repo, name);
+        if want(&s) {
+            return s;
+        }
+        if std::time::Instant::now() >= deadline {
+            panic!(
+                "timed out waiting for {name}'s status; it is {:?} ({}); host log:\n{}",
+                s.status,
+                s.status_text,
+                host_log(env, &s.id)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A program in a real pseudo-terminal, its output read into a screen.
 pub struct Pty {
     screen: Arc<Mutex<vt100::Parser>>,

@@ -253,6 +253,16 @@ impl TestEnv {
         self.owt_json(dir, ["list"])
     }
 
+    /// The session `name` as `owt --json list` in `dir` shows it (panics
+    /// when there is none).
+    pub fn session(&self, dir: &Path, name: &str) -> owt_protocol::SessionView {
+        self.sessions(dir)
+            .sessions
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no session {name}"))
+    }
+
     /// Every ref, the status (ignored files too) of the main checkout and
     /// of `worktree`, and the worktree's HEAD: for "nothing changed" checks.
     pub fn snapshot(&self, repo: &Path, worktree: &Path) -> String {

@@ -10,16 +10,12 @@ use std::time::Duration;
 
 use owt_e2e::acp::{fake_acp_tool, Pty};
 use owt_e2e::TestEnv;
-use owt_protocol::{NewOutput, SessionList, SessionView, Status};
+use owt_protocol::{NewOutput, SessionView, Status};
 
 const WAIT: Duration = Duration::from_secs(30);
 
 fn session(env: &TestEnv, repo: &Path, name: &str) -> SessionView {
-    let list: SessionList = env.owt_json(repo, ["list"]);
-    list.sessions
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no session {name}"))
+    env.session(repo, name)
 }
 
 #[test]

@@ -6,42 +6,14 @@
 
 use std::time::Duration;
 
-use owt_e2e::acp::{fake_acp_tool, fake_log, host_log};
+use owt_e2e::acp::{fake_acp_tool, fake_log, host_log, wait_status};
 use owt_e2e::{wait_until, TestEnv};
-use owt_protocol::{NewOutput, SessionList, SessionView, Status, UsageOutput};
+use owt_protocol::{NewOutput, SessionView, Status, UsageOutput};
 
 const WAIT: Duration = Duration::from_secs(30);
 
 fn session(env: &TestEnv, repo: &std::path::Path, name: &str) -> SessionView {
-    let list: SessionList = env.owt_json(repo, ["list"]);
-    list.sessions
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no session {name}"))
-}
-
-fn wait_status(
-    env: &TestEnv,
-    repo: &std::path::Path,
-    name: &str,
-    want: impl Fn(&SessionView) -> bool,
-) -> SessionView {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let s = session(env, repo, name);
-        if want(&s) {
-            return s;
-        }
-        if std::time::Instant::now() >= deadline {
-            panic!(
-                "timed out waiting for {name}'s status; it is {:?} ({}); host log:\n{}",
-                s.status,
-                s.status_text,
-                host_log(env, &s.id)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    env.session(repo, name)
 }
 
 fn start(env: &TestEnv, repo: &std::path::Path, name: &str, task: &str) -> SessionView {

@@ -10,40 +10,21 @@
 use std::path::Path;
 use std::time::Duration;
 
-use owt_e2e::acp::{fake_acp_tool, host_log};
+use owt_e2e::acp::fake_acp_tool;
 use owt_e2e::lsp::LspClient;
 use owt_e2e::{uri, TestEnv};
-use owt_protocol::{NewOutput, SessionList, SessionView, Status};
+use owt_protocol::{NewOutput, SessionView, Status};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(30);
 const SHOW_MESSAGE_REQUEST: &str = "window/showMessageRequest";
 
 fn session(env: &TestEnv, repo: &Path, name: &str) -> SessionView {
-    let list: SessionList = env.owt_json(repo, ["list"]);
-    list.sessions
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no session {name}"))
+    env.session(repo, name)
 }
 
 fn wait_status(env: &TestEnv, repo: &Path, name: &str, want: Status) -> SessionView {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let s = session(env, repo, name);
-        if s.status == want {
-            return s;
-        }
-        if std::time::Instant::now() >= deadline {
-            panic!(
-                "timed out waiting for {name} to be {want:?}; it is {:?} ({}); host log:\n{}",
-                s.status,
-                s.status_text,
-                host_log(env, &s.id)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    owt_e2e::acp::wait_status(env, repo, name, |s| s.status == want)
 }
 
 /// An ACP session of the asking agent, started from the CLI.
@@ -82,6 +63,31 @@ fn execute(client: &mut LspClient, command: &str, arg: Value) -> Result<Value, V
         "workspace/executeCommand",
         json!({"command": command, "arguments": [arg]}),
     )
+}
+
+/// The permission answers `textDocument/codeAction` offers in `file`:
+/// each title and command.
+fn permission_actions(client: &mut LspClient, file: &Path) -> Vec<(String, Value)> {
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": {"uri": uri(file)},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": []},
+        }),
+    );
+    actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "source.owt.permission")
+        .map(|a| {
+            (
+                a["title"].as_str().unwrap().to_string(),
+                a["command"].clone(),
+            )
+        })
+        .collect()
 }
 
 fn error_message(result: Result<Value, Value>) -> String {
@@ -195,26 +201,7 @@ fn code_actions_answer_and_bad_input_changes_nothing() {
 
     // The answers are code actions in any document of the workspace.
     std::fs::write(repo.join("notes.md"), "notes\n").unwrap();
-    let actions = client.request(
-        "textDocument/codeAction",
-        json!({
-            "textDocument": {"uri": uri(&repo.join("notes.md"))},
-            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-            "context": {"diagnostics": []},
-        }),
-    );
-    let offered: Vec<(String, Value)> = actions
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["kind"] == "source.owt.permission")
-        .map(|a| {
-            (
-                a["title"].as_str().unwrap().to_string(),
-                a["command"].clone(),
-            )
-        })
-        .collect();
+    let offered = permission_actions(&mut client, &repo.join("notes.md"));
     let titles: Vec<&str> = offered.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(
         titles,
@@ -312,20 +299,6 @@ fn code_actions_answer_and_bad_input_changes_nothing() {
     assert_eq!(answered["name"], "Reject");
     wait_status(&env, &repo, "asks", Status::NeedsInput);
     // No answer is offered once none is pending.
-    let actions = client.request(
-        "textDocument/codeAction",
-        json!({
-            "textDocument": {"uri": uri(&repo.join("notes.md"))},
-            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-            "context": {"diagnostics": []},
-        }),
-    );
-    assert!(
-        actions
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|a| a["kind"] != "source.owt.permission"),
-        "{actions}"
-    );
+    let offered = permission_actions(&mut client, &repo.join("notes.md"));
+    assert!(offered.is_empty(), "{offered:?}");
 }
