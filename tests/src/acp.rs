@@ -45,6 +45,31 @@ pub fn fake_acp_tool(env: &TestEnv, mode: &str) -> PathBuf {
     log
 }
 
+/// `owt new TASK --name NAME --ai-tool acpfake --acp --raw`: an ACP session
+/// of the fake ACP agent ([`fake_acp_tool`]).
+pub fn start_fake_acp(
+    env: &TestEnv,
+    repo: &Path,
+    name: &str,
+    task: &str,
+) -> owt_protocol::SessionView {
+    let out: owt_protocol::NewOutput = env.owt_json(
+        repo,
+        [
+            "new",
+            task,
+            "--name",
+            name,
+            "--ai-tool",
+            "acpfake",
+            "--acp",
+            "--raw",
+        ],
+    );
+    assert_eq!(out.session.transport, owt_protocol::host::Transport::Acp);
+    out.session
+}
+
 /// The lines the fake agent received, as JSON.
 pub fn fake_log(log: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(log)

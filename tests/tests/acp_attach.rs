@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use owt_e2e::acp::{fake_acp_tool, Pty};
 use owt_e2e::TestEnv;
-use owt_protocol::{NewOutput, SessionView, Status};
+use owt_protocol::{SessionView, Status};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -23,20 +23,8 @@ fn attach_shows_the_question_and_answers_it_and_wait_returns_when_blocked() {
     let env = TestEnv::new();
     let repo = env.repo("app");
     fake_acp_tool(&env, "ask");
-    let created: NewOutput = env.owt_json(
-        &repo,
-        [
-            "new",
-            "go",
-            "--name",
-            "asks",
-            "--ai-tool",
-            "acpfake",
-            "--acp",
-            "--raw",
-        ],
-    );
-    let worktree = Path::new(&created.session.worktree).to_path_buf();
+    let created = owt_e2e::acp::start_fake_acp(&env, &repo, "asks", "go");
+    let worktree = Path::new(&created.worktree).to_path_buf();
 
     // `owt wait` returns once the agent waits on the human: here, blocked.
     let waited: serde_json::Value = env.owt_json(&repo, ["wait", "asks", "--timeout", "30"]);

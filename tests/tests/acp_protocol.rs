@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use owt_e2e::acp::{fake_acp_tool, fake_log, host_log, wait_status};
 use owt_e2e::{wait_until, TestEnv};
-use owt_protocol::{NewOutput, SessionView, Status, UsageOutput};
+use owt_protocol::{SessionView, Status, UsageOutput};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -17,21 +17,7 @@ fn session(env: &TestEnv, repo: &std::path::Path, name: &str) -> SessionView {
 }
 
 fn start(env: &TestEnv, repo: &std::path::Path, name: &str, task: &str) -> SessionView {
-    let out: NewOutput = env.owt_json(
-        repo,
-        [
-            "new",
-            task,
-            "--name",
-            name,
-            "--ai-tool",
-            "acpfake",
-            "--acp",
-            "--raw",
-        ],
-    );
-    assert_eq!(out.session.transport, owt_protocol::host::Transport::Acp);
-    out.session
+    owt_e2e::acp::start_fake_acp(env, repo, name, task)
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::time::Duration;
 use owt_e2e::acp::fake_acp_tool;
 use owt_e2e::lsp::LspClient;
 use owt_e2e::{uri, TestEnv};
-use owt_protocol::{NewOutput, SessionView, Status};
+use owt_protocol::{SessionView, Status};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -29,20 +29,7 @@ fn wait_status(env: &TestEnv, repo: &Path, name: &str, want: Status) -> SessionV
 
 /// An ACP session of the asking agent, started from the CLI.
 fn start_asking(env: &TestEnv, repo: &Path, name: &str) -> SessionView {
-    let out: NewOutput = env.owt_json(
-        repo,
-        [
-            "new",
-            "go",
-            "--name",
-            name,
-            "--ai-tool",
-            "acpfake",
-            "--acp",
-            "--raw",
-        ],
-    );
-    out.session
+    owt_e2e::acp::start_fake_acp(env, repo, name, "go")
 }
 
 /// A client like Neovim or VS Code: it answers `window/showMessageRequest`
