@@ -20,6 +20,7 @@ use tower_lsp_server::ls_types::*;
 use super::commands::{session_arg, CommandResult};
 use super::event::Event;
 use super::state::State;
+use owt_core::printable::line as printable;
 use owt_core::session;
 
 /// The title of the action that refuses.
@@ -80,13 +81,17 @@ fn offers(session: &SessionView, pending: &PendingPermission) -> Vec<Offer> {
         .options
         .iter()
         .map(|o| Offer {
-            title: format!("owt: {name}: {} — {}", o.name, pending.question),
+            title: format!(
+                "owt: {name}: {} — {}",
+                printable(&o.name),
+                printable(&pending.question)
+            ),
             command: commands::APPROVE,
             arg: json!({"session": name, "option": o.id, "permission_id": pending.id}),
         })
         .collect();
     out.push(Offer {
-        title: format!("owt: {name}: deny — {}", pending.question),
+        title: format!("owt: {name}: deny — {}", printable(&pending.question)),
         command: commands::DENY,
         arg: json!({"session": name, "permission_id": pending.id}),
     });
@@ -152,9 +157,13 @@ fn question_text(view: &SessionView, pending: &PendingPermission) -> String {
     let paths = if pending.paths.is_empty() {
         String::new()
     } else {
-        format!(" ({})", pending.paths.join(", "))
+        format!(" ({})", printable(&pending.paths.join(", ")))
     };
-    format!("owt: {} is blocked: {}{paths}", view.name, pending.question)
+    format!(
+        "owt: {} is blocked: {}{paths}",
+        view.name,
+        printable(&pending.question)
+    )
 }
 
 /// The titles of the message's actions: each option's name (made unique),
@@ -162,9 +171,9 @@ fn question_text(view: &SessionView, pending: &PendingPermission) -> String {
 fn action_titles(pending: &PendingPermission) -> Vec<String> {
     let mut titles: Vec<String> = Vec::new();
     for o in &pending.options {
-        let mut title = o.name.clone();
+        let mut title = printable(&o.name).into_owned();
         if title == DENY_TITLE || titles.contains(&title) {
-            title = format!("{} ({})", o.name, o.id);
+            title = format!("{title} ({})", printable(&o.id));
         }
         titles.push(title);
     }
@@ -253,6 +262,31 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// The question and the options come from the agent: what would act
+    /// on a terminal (Helix and Neovim show messages in one) is escaped.
+    #[test]
+    fn an_agents_question_cannot_drive_the_editors_terminal() {
+        let mut p = pending(&[("yes", "Allow\x1b[2J")]);
+        p.question = "Write\na.txt\x1b]0;pwned\x07".into();
+        let view: SessionView = serde_json::from_value(serde_json::json!({
+            "name": "s", "id": "i", "task": "", "branch": "", "base": "", "worktree": "",
+            "provider": "", "kind": "worktree", "status": "blocked", "status_text": "",
+            "lane": "needs-you", "created_at": 0, "exit_code": null, "host_lost": false,
+            "ahead": 0, "changed_files": 0, "overlaps": 0, "conflicted_files": [],
+            "agent_pid": null
+        }))
+        .unwrap();
+        assert_eq!(
+            question_text(&view, &p),
+            "owt: s is blocked: Write\\x0aa.txt\\x1b]0;pwned\\x07 (a.txt)"
+        );
+        assert_eq!(action_titles(&p), ["Allow\\x1b[2J", "Deny"]);
+        assert_eq!(
+            offers(&view, &p)[0].title,
+            "owt: s: Allow\\x1b[2J — Write\\x0aa.txt\\x1b]0;pwned\\x07"
+        );
     }
 
     #[test]
