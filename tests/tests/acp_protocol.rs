@@ -214,6 +214,32 @@ fn the_agents_files_and_terminals_stay_in_its_worktree() {
 }
 
 #[test]
+fn an_acp_sessions_host_records_its_git_facts_for_owt_list() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    fake_acp_tool(&env, "escape");
+    let s = start(&env, &repo, "escape", "try");
+    wait_status(&env, &repo, "escape", |s| s.status == Status::NeedsInput);
+    // The agent wrote `inside.txt` through `fs/write_text_file`; its host
+    // reads that from its journal and records it, as a terminal session's
+    // host does: a listing takes it from the store, not from a walk.
+    wait_until("the ACP host's git facts to be recorded", WAIT, || {
+        env.listing_sources(&repo) == vec!["the host's record"]
+    });
+    let worktree = std::path::PathBuf::from(&s.worktree);
+    let changed = env.git(&worktree, ["status", "--porcelain", "-uall"]);
+    let before = session(&env, &repo, "escape").changed_files;
+    assert_eq!(before as usize, changed.lines().count(), "{changed}");
+    assert!(changed.contains("inside.txt"), "{changed}");
+    // A later write in its checkout shows too, still from the host.
+    std::fs::write(worktree.join("later.txt"), "later\n").unwrap();
+    wait_until("the later write to show in `owt list`", WAIT, || {
+        session(&env, &repo, "escape").changed_files == before + 1
+    });
+    assert_eq!(env.listing_sources(&repo), vec!["the host's record"]);
+}
+
+#[test]
 fn a_denied_permission_request_writes_nothing() {
     let env = TestEnv::new();
     let repo = env.repo("app");
