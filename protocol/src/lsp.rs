@@ -40,6 +40,12 @@ pub mod commands {
     pub const MARK_REVIEWED: &str = "owt.markReviewed";
     /// Resolves a review comment (`{session, comment}`): its Hint goes.
     pub const RESOLVE_COMMENT: &str = "owt.resolveComment";
+    /// Answers an ACP session's pending permission request (`{session,
+    /// option?, permission_id?}`; `owt approve`).
+    pub const APPROVE: &str = "owt.approve";
+    /// Refuses an ACP session's pending permission request (`{session,
+    /// permission_id?}`; `owt deny`).
+    pub const DENY: &str = "owt.deny";
     pub const ALL: &[&str] = &[
         SPAWN,
         ATTACH,
@@ -53,6 +59,8 @@ pub mod commands {
         SHOW_BASE,
         MARK_REVIEWED,
         RESOLVE_COMMENT,
+        APPROVE,
+        DENY,
     ];
 }
 
@@ -136,6 +144,14 @@ pub struct CommandArgs {
     /// `owt.resolveComment`: the comment's id (its diagnostic's
     /// `data.comment`).
     pub comment: Option<u32>,
+    /// `owt.approve`: which option of the pending permission request (its
+    /// id, 1-based number or name; absent: the first "allow once"). `owt
+    /// lsp` also takes a JSON number (the option's number).
+    pub option: Option<String>,
+    /// `owt.approve` / `owt.deny`: answer only the permission request with
+    /// this id (`SessionView.permission.id`), never a later one.
+    #[cfg_attr(test, ts(as = "Option<u32>"))]
+    pub permission_id: Option<u64>,
 }
 
 /// `data` of an owt diagnostic.
