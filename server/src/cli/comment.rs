@@ -10,8 +10,9 @@ use crate::ops;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Types into the agent one message with the file, the lines, their text as they are in its copy \
-and your comment, and keeps the comment: `owt comments NAME` lists it until the agent changes \
+Types into the agent at once one message with the file, the lines, their text as they are in \
+its copy and your comment (the editors batch comments given within 2 s into one message), and \
+keeps the comment: `owt comments NAME` lists it until the agent changes \
 those lines (or you resolve it). Lines are those of the agent's copy (`owt review NAME` \
 prints where its changes are).")]
 pub struct CommentArgs {
