@@ -15,8 +15,13 @@
 //! start sent it no event); a file written in that window is seen at its
 //! next change.
 //!
-//! Invariants: the engine is locked by the watcher for one batch and by
-//! the owner for one `set_overrides`, never longer; publications go
+//! The pull-request watcher's conflict pass (every `[pr] poll_interval`)
+//! takes the engine's pairs over the files on disk ([`pair_source`])
+//! instead of computing a second engine.
+//!
+//! Invariants: the engine is locked by the watcher for one batch, by the
+//! owner for one `set_overrides` and by the pull-request watcher for one
+//! copy of its pairs, never longer; publications go
 //! through the ordered [`super::outbox::Outbox`]; the engine is restarted
 //! (new epoch) when sessions come or go.
 
