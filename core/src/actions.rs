@@ -76,6 +76,7 @@ fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
                 .then(|| "nothing to ship: no commits and no changed files".to_string())
         }),
         SessionAction::Delete => unreachable,
+        SessionAction::Approve | SessionAction::Deny => gone.or_else(|| permission_why_not(view)),
         SessionAction::Conflicts => match &view.remote {
             // Its files are over there: attach and resolve them there.
             Some(remote) => Some(format!(
@@ -87,6 +88,23 @@ fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
                 .then(|| "no file has unresolved conflicts".to_string()),
         },
     }
+}
+
+/// Why a permission request of `view` cannot be answered (`None`: one is
+/// pending, answer it).
+fn permission_why_not(view: &SessionView) -> Option<String> {
+    if view.permission.is_some() {
+        return None;
+    }
+    Some(match view.transport {
+        owt_protocol::host::Transport::Pty if view.status == Status::Blocked => {
+            "its agent asks in its terminal: answer there (attach)".to_string()
+        }
+        owt_protocol::host::Transport::Pty => {
+            "only ACP sessions (owt new --acp) ask through owt".to_string()
+        }
+        owt_protocol::host::Transport::Acp => "no permission request is pending".to_string(),
+    })
 }
 
 /// Groups sessions into lanes: the non-empty lanes (with their sessions),

@@ -14,6 +14,8 @@
 //!   long ones (spawn, merge, ship, delete) run on worker threads that
 //!   report `$/progress` and post their result back.
 //! - [`sessions`]: sessions re-read, `owt/boardChanged`, status messages.
+//! - [`permission`]: ACP permission requests: `owt.approve` / `owt.deny`,
+//!   the question as `window/showMessageRequest`, the answers as code actions.
 //! - [`guard_live`]: the live Conflict Guard, publishing from each
 //!   update's delta ([`guard_view`]) through [`diagnostics`].
 //! - [`git_refresher`]: the thread that keeps git facts current.
@@ -46,6 +48,7 @@ mod machine;
 mod main_loop;
 mod notifications;
 mod outbox;
+mod permission;
 mod progress;
 mod requests;
 mod review_live;

@@ -30,6 +30,8 @@ pub struct SessionWatch {
     /// views use these meanwhile, so nothing shown goes back and forth. An
     /// entry lapses after [`PENDING_GIT`] whatever the store says.
     pending_git: HashMap<String, (GitFact, Instant)>,
+    /// ACP permission requests already put to the user.
+    asked: super::permission::Asked,
 }
 
 /// How long a git fact from the guard stands in for the stored one.
@@ -225,16 +227,21 @@ fn transition_message(view: &SessionView) -> Option<(MessageType, String)> {
 
 fn notify_transitions(state: &mut State, views: &[SessionView]) {
     let first_read = !state.watch.seen_once;
+    let mut asked = std::mem::take(&mut state.watch.asked);
+    asked.retain(views);
     for view in views {
         let now = (view.status, view.exit_code);
         let before = state.watch.last_status.insert(view.name.clone(), now);
-        if first_read || before == Some(now) {
+        // A permission request is asked with its options instead.
+        let permission = super::permission::notify(state, &mut asked, view, first_read);
+        if first_read || before == Some(now) || permission {
             continue;
         }
         if let Some((typ, text)) = transition_message(view) {
             state.outbox.show_message(typ, text);
         }
     }
+    state.watch.asked = asked;
     state
         .watch
         .last_status

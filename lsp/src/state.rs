@@ -40,6 +40,8 @@ pub struct State {
     pub progress_supported: bool,
     /// The client shows `relatedInformation` (Helix does not).
     pub related_supported: bool,
+    /// The client answers `window/showMessageRequest` (Helix 25.07 does not).
+    pub message_actions_supported: bool,
     pub docs: HashMap<Uri, Document>,
     /// Sessions as last read.
     pub sessions: Vec<SessionView>,
@@ -82,6 +84,7 @@ impl State {
             options: InitializationOptions::default(),
             progress_supported: false,
             related_supported: false,
+            message_actions_supported: false,
             docs: HashMap::new(),
             sessions: Vec::new(),
             watch: SessionWatch::default(),

@@ -38,6 +38,12 @@ pub mod commands {
     pub const SHOW_BASE: &str = "owt.showBase";
     /// Marks a file (or every changed file) of an agent reviewed.
     pub const MARK_REVIEWED: &str = "owt.markReviewed";
+    /// Answers an ACP session's pending permission request (`{session,
+    /// option?, permission_id?}`; `owt approve`).
+    pub const APPROVE: &str = "owt.approve";
+    /// Refuses an ACP session's pending permission request (`{session,
+    /// permission_id?}`; `owt deny`).
+    pub const DENY: &str = "owt.deny";
     pub const ALL: &[&str] = &[
         SPAWN,
         ATTACH,
@@ -50,6 +56,8 @@ pub mod commands {
         COMMENT,
         SHOW_BASE,
         MARK_REVIEWED,
+        APPROVE,
+        DENY,
     ];
 }
 
@@ -126,6 +134,14 @@ pub struct CommandArgs {
     pub rebase: Option<bool>,
     /// `owt.delete`: force.
     pub force: Option<bool>,
+    /// `owt.approve`: which option of the pending permission request (its
+    /// id, 1-based number or name; absent: the first "allow once"). `owt
+    /// lsp` also takes a JSON number (the option's number).
+    pub option: Option<String>,
+    /// `owt.approve` / `owt.deny`: answer only the permission request with
+    /// this id (`SessionView.permission.id`), never a later one.
+    #[cfg_attr(test, ts(as = "Option<u32>"))]
+    pub permission_id: Option<u64>,
 }
 
 /// `data` of an owt diagnostic.

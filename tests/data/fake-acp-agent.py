@@ -6,7 +6,9 @@ buggy or hostile agent might). One message per line on stdin/stdout.
     fake-acp-agent.py --mode MODE [--log FILE]
 
 Modes:
-  ok        a well-behaved agent: replies "fake reply to: <prompt>"
+  ok        a well-behaved agent: replies "fake reply to: <prompt>", and
+            reports its context fill and cumulative cost ($0.25 a turn)
+            in a usage_update
   garbage   also sends lines that are not JSON-RPC and an update of an
             unknown kind before it answers (owt must skip and log them)
   version2  answers initialize with protocol version 2
@@ -37,6 +39,7 @@ lock = threading.Lock()
 next_id = [1000]
 waiting = {}
 cwd = [os.getcwd()]
+turns = [0]
 
 
 def log(obj):
@@ -131,6 +134,11 @@ def turn(rid, params):
         say(session, f"you chose {outcome.get('optionId', outcome.get('outcome'))}")
     else:
         say(session, f"fake reply to: {text}")
+    turns[0] += 1
+    if args.mode == "ok":
+        # Cumulative, as agents report it: $0.25 a turn.
+        update(session, {"sessionUpdate": "usage_update", "used": 12 * turns[0], "size": 1000,
+                         "cost": {"amount": 0.25 * turns[0], "currency": "USD"}})
     respond(rid, {"stopReason": "end_turn", "usage": {"inputTokens": 10, "outputTokens": 2, "totalTokens": 12}})
 
 

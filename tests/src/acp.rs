@@ -45,6 +45,31 @@ pub fn fake_acp_tool(env: &TestEnv, mode: &str) -> PathBuf {
     log
 }
 
+/// `owt new TASK --name NAME --ai-tool acpfake --acp --raw`: an ACP session
+/// of the fake ACP agent ([`fake_acp_tool`]).
+pub fn start_fake_acp(
+    env: &TestEnv,
+    repo: &Path,
+    name: &str,
+    task: &str,
+) -> owt_protocol::SessionView {
+    let out: owt_protocol::NewOutput = env.owt_json(
+        repo,
+        [
+            "new",
+            task,
+            "--name",
+            name,
+            "--ai-tool",
+            "acpfake",
+            "--acp",
+            "--raw",
+        ],
+    );
+    assert_eq!(out.session.transport, owt_protocol::host::Transport::Acp);
+    out.session
+}
+
 /// The lines the fake agent received, as JSON.
 pub fn fake_log(log: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(log)
@@ -58,6 +83,32 @@ pub fn fake_log(log: &Path) -> Vec<serde_json::Value> {
 pub fn host_log(env: &TestEnv, short_id: &str) -> String {
     std::fs::read_to_string(env.owt_home.join("logs").join(format!("{short_id}.log")))
         .unwrap_or_default()
+}
+
+/// Polls `owt list` until the session `name` satisfies `want` (30 s, then
+/// a failure with its status and its host's log).
+pub fn wait_status(
+    env: &TestEnv,
+    repo: &Path,
+    name: &str,
+    want: impl Fn(&owt_protocol::SessionView) -> bool,
+) -> owt_protocol::SessionView {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = env.session(repo, name);
+        if want(&s) {
+            return s;
+        }
+        if std::time::Instant::now() >= deadline {
+            panic!(
+                "timed out waiting for {name}'s status; it is {:?} ({}); host log:\n{}",
+                s.status,
+                s.status_text,
+                host_log(env, &s.id)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// A program in a real pseudo-terminal, its output read into a screen.

@@ -253,8 +253,52 @@ impl TestEnv {
         self.owt_json(dir, ["list"])
     }
 
+    /// The session `name` as `owt --json list` in `dir` shows it (panics
+    /// when there is none).
+    pub fn session(&self, dir: &Path, name: &str) -> owt_protocol::SessionView {
+        self.sessions(dir)
+            .sessions
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no session {name}"))
+    }
+
     /// Every ref, the status (ignored files too) of the main checkout and
     /// of `worktree`, and the worktree's HEAD: for "nothing changed" checks.
+    /// Where one `owt list` took each session's git facts from, in the order
+    /// it lists them (its debug log: "the host's record", "journal", "walk").
+    pub fn listing_sources(&self, repo: &Path) -> Vec<String> {
+        let out = self
+            .owt_cmd(repo, ["--log-format", "json", "list", "--json"])
+            .env("RUST_LOG", "owt_core::ops::list=debug")
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{log}");
+        let from: Vec<(String, String)> = log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|l| {
+                let fields = &l["fields"];
+                let source = fields["message"]
+                    .as_str()?
+                    .strip_prefix("git facts from ")?;
+                Some((fields["session"].as_str()?.to_string(), source.to_string()))
+            })
+            .collect();
+        let listed: owt_protocol::SessionList = serde_json::from_slice(&out.stdout).unwrap();
+        listed
+            .sessions
+            .iter()
+            .map(|s| {
+                from.iter().find(|(name, _)| *name == s.name).map_or_else(
+                    || format!("nothing for {} in: {log}", s.name),
+                    |(_, f)| f.clone(),
+                )
+            })
+            .collect()
+    }
+
     pub fn snapshot(&self, repo: &Path, worktree: &Path) -> String {
         let refs = self.git(repo, ["for-each-ref", "--format=%(refname) %(objectname)"]);
         let main_status = self.git(repo, ["status", "--porcelain", "--ignored"]);

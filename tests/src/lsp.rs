@@ -47,6 +47,9 @@ pub struct LspClient {
     pub seen: VecDeque<Incoming>,
     pub stderr_path: std::path::PathBuf,
     answer_custom: bool,
+    /// Server requests the harness leaves to the test to answer
+    /// ([`LspClient::await_held_request`], [`LspClient::reply`]).
+    pub held: Vec<&'static str>,
 }
 
 /// Reads LSP frames from `reader` and sends each JSON body; stops at EOF.
@@ -118,6 +121,7 @@ impl LspClient {
             seen: VecDeque::new(),
             stderr_path,
             answer_custom,
+            held: Vec::new(),
         };
         let root_uri = format!("file://{}", root.display());
         let result = client.request(
@@ -231,6 +235,9 @@ impl LspClient {
             Incoming::Response { id, result }
         };
         if let Incoming::Request { id, method, .. } = &incoming {
+            if self.held.contains(&method.as_str()) {
+                return incoming;
+            }
             let reply = match method.as_str() {
                 "window/workDoneProgress/create" => {
                     json!({"jsonrpc": "2.0", "id": id, "result": null})
@@ -310,6 +317,36 @@ impl LspClient {
                 other => self.seen.push_back(other),
             }
         }
+    }
+
+    /// Waits for a server request `method` that the harness holds
+    /// ([`LspClient::held`]): its id and params, for [`LspClient::reply`].
+    pub fn await_held_request(&mut self, method: &str, timeout: Duration) -> (Value, Value) {
+        if let Some(pos) = self
+            .seen
+            .iter()
+            .position(|m| matches!(m, Incoming::Request { method: m2, .. } if m2 == method))
+        {
+            if let Some(Incoming::Request { id, params, .. }) = self.seen.remove(pos) {
+                return (id, params);
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.next_message(deadline, &format!("server request {method}")) {
+                Incoming::Request {
+                    id,
+                    method: m,
+                    params,
+                } if m == method => return (id, params),
+                other => self.seen.push_back(other),
+            }
+        }
+    }
+
+    /// Answers the held server request `id` with `result`.
+    pub fn reply(&mut self, id: Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
 
     /// Waits for `publishDiagnostics` for `uri` whose diagnostics satisfy `pred`.

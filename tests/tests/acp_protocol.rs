@@ -6,60 +6,18 @@
 
 use std::time::Duration;
 
-use owt_e2e::acp::{fake_acp_tool, fake_log, host_log};
+use owt_e2e::acp::{fake_acp_tool, fake_log, host_log, wait_status};
 use owt_e2e::{wait_until, TestEnv};
-use owt_protocol::{NewOutput, SessionList, SessionView, Status, UsageOutput};
+use owt_protocol::{SessionView, Status, UsageOutput};
 
 const WAIT: Duration = Duration::from_secs(30);
 
 fn session(env: &TestEnv, repo: &std::path::Path, name: &str) -> SessionView {
-    let list: SessionList = env.owt_json(repo, ["list"]);
-    list.sessions
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no session {name}"))
-}
-
-fn wait_status(
-    env: &TestEnv,
-    repo: &std::path::Path,
-    name: &str,
-    want: impl Fn(&SessionView) -> bool,
-) -> SessionView {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let s = session(env, repo, name);
-        if want(&s) {
-            return s;
-        }
-        if std::time::Instant::now() >= deadline {
-            panic!(
-                "timed out waiting for {name}'s status; it is {:?} ({}); host log:\n{}",
-                s.status,
-                s.status_text,
-                host_log(env, &s.id)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    env.session(repo, name)
 }
 
 fn start(env: &TestEnv, repo: &std::path::Path, name: &str, task: &str) -> SessionView {
-    let out: NewOutput = env.owt_json(
-        repo,
-        [
-            "new",
-            task,
-            "--name",
-            name,
-            "--ai-tool",
-            "acpfake",
-            "--acp",
-            "--raw",
-        ],
-    );
-    assert_eq!(out.session.transport, owt_protocol::host::Transport::Acp);
-    out.session
+    owt_e2e::acp::start_fake_acp(env, repo, name, task)
 }
 
 #[test]
@@ -132,7 +90,8 @@ fn lines_that_are_not_json_rpc_and_unknown_updates_are_skipped_and_logged() {
 
 /// An agent of yours keeps no records owt reads: what it reports through
 /// ACP (`PromptResponse.usage`, 10 in and 2 out per turn from the fake
-/// agent) is what `owt usage` counts, per session, agent and day, once.
+/// agent; the cumulative cost of `usage_update`) is what `owt usage`
+/// counts, per session, agent and day, once.
 #[test]
 fn tokens_an_acp_agent_of_yours_reports_count_in_owt_usage() {
     let env = TestEnv::new();
@@ -156,6 +115,15 @@ fn tokens_an_acp_agent_of_yours_reports_count_in_owt_usage() {
         )
     };
     assert_eq!(s.usage.as_ref().map(counts), Some(want), "{s:?}");
+    // `usage_update`: the context fill, and the cumulative cost ($0.25 a turn).
+    let acp = s.acp.as_ref().unwrap();
+    assert_eq!((acp.context_used, acp.context_size), (Some(24), Some(1000)));
+    assert_eq!(acp.cost_usd, Some(0.5), "{s:?}");
+    assert_eq!(
+        s.usage.as_ref().and_then(|u| u.cost_usd),
+        Some(0.5),
+        "{s:?}"
+    );
     // Twice: a second read counts nothing again.
     for _ in 0..2 {
         let usage: UsageOutput = env.owt_json(&repo, ["usage", "--days", "1"]);
@@ -168,6 +136,7 @@ fn tokens_an_acp_agent_of_yours_reports_count_in_owt_usage() {
         assert_eq!(agent.map(|a| counts(&a.tokens)), Some(want), "{usage:#?}");
         assert_eq!(usage.by_day.len(), 1, "{usage:#?}");
         assert_eq!(counts(&usage.by_day[0].tokens), want, "{usage:#?}");
+        assert_eq!(usage.by_day[0].tokens.cost_usd, Some(0.5), "{usage:#?}");
     }
 }
 
@@ -242,6 +211,32 @@ fn the_agents_files_and_terminals_stay_in_its_worktree() {
         std::fs::read_to_string(worktree.join("inside.txt")).unwrap(),
         "inside\n"
     );
+}
+
+#[test]
+fn an_acp_sessions_host_records_its_git_facts_for_owt_list() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    fake_acp_tool(&env, "escape");
+    let s = start(&env, &repo, "escape", "try");
+    wait_status(&env, &repo, "escape", |s| s.status == Status::NeedsInput);
+    // The agent wrote `inside.txt` through `fs/write_text_file`; its host
+    // reads that from its journal and records it, as a terminal session's
+    // host does: a listing takes it from the store, not from a walk.
+    wait_until("the ACP host's git facts to be recorded", WAIT, || {
+        env.listing_sources(&repo) == vec!["the host's record"]
+    });
+    let worktree = std::path::PathBuf::from(&s.worktree);
+    let changed = env.git(&worktree, ["status", "--porcelain", "-uall"]);
+    let before = session(&env, &repo, "escape").changed_files;
+    assert_eq!(before as usize, changed.lines().count(), "{changed}");
+    assert!(changed.contains("inside.txt"), "{changed}");
+    // A later write in its checkout shows too, still from the host.
+    std::fs::write(worktree.join("later.txt"), "later\n").unwrap();
+    wait_until("the later write to show in `owt list`", WAIT, || {
+        session(&env, &repo, "escape").changed_files == before + 1
+    });
+    assert_eq!(env.listing_sources(&repo), vec!["the host's record"]);
 }
 
 #[test]

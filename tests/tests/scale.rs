@@ -430,40 +430,6 @@ fn host_pid(env: &TestEnv, short_id: &str) -> i32 {
         .unwrap_or_else(|| panic!("no host for {short_id}"))
 }
 
-/// Where one `owt list` took each session's git facts from, in the order
-/// it lists them (its debug log: "the host's record", "journal", "walk").
-fn listing_sources(env: &TestEnv, repo: &Path) -> Vec<String> {
-    let out = env
-        .owt_cmd(repo, ["--log-format", "json", "list", "--json"])
-        .env("RUST_LOG", "owt_core::ops::list=debug")
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{log}");
-    let from: Vec<(String, String)> = log
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|l| {
-            let fields = &l["fields"];
-            let source = fields["message"]
-                .as_str()?
-                .strip_prefix("git facts from ")?;
-            Some((fields["session"].as_str()?.to_string(), source.to_string()))
-        })
-        .collect();
-    let listed: SessionList = serde_json::from_slice(&out.stdout).unwrap();
-    listed
-        .sessions
-        .iter()
-        .map(|s| {
-            from.iter().find(|(name, _)| *name == s.name).map_or_else(
-                || format!("nothing for {} in: {log}", s.name),
-                |(_, f)| f.clone(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn owt_list_reads_the_live_hosts_records_and_walks_only_checkouts_without_a_host() {
     let env = TestEnv::new();
@@ -505,7 +471,7 @@ fn owt_list_reads_the_live_hosts_records_and_walks_only_checkouts_without_a_host
     // Every host records its git facts from its journal (debounced, see
     // `session::host::git_facts`): a listing takes them from the store.
     wait_until("every live host's git facts to be recorded", WAIT, || {
-        listing_sources(&env, &repo) == vec!["the host's record"; 3]
+        env.listing_sources(&repo) == vec!["the host's record"; 3]
     });
 
     // No host can answer (every one stopped): the listing asks none, and
@@ -544,9 +510,9 @@ fn owt_list_reads_the_live_hosts_records_and_walks_only_checkouts_without_a_host
     // asks the host's journal once, and counts right.
     std::fs::write(repo.join("src/m0/f0.txt"), "on main\n").unwrap();
     env.git(&repo, ["commit", "-qam", "main moves"]);
-    let sources = listing_sources(&env, &repo);
+    let sources = env.listing_sources(&repo);
     assert_eq!(sources, vec!["journal"; 3], "after the base moved");
-    assert_eq!(listing_sources(&env, &repo), vec!["the host's record"; 3]);
+    assert_eq!(env.listing_sources(&repo), vec!["the host's record"; 3]);
     let counts: Vec<(u32, u32)> = sessions(&env, &repo)
         .iter()
         .map(|s| (s.ahead, s.changed_files))

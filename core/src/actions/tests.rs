@@ -65,6 +65,8 @@ fn a_working_agent_with_nothing_changed_offers_its_terminal_and_delete() {
             -ship: nothing to ship: no commits and no changed files
             +delete
             -conflicts: no file has unresolved conflicts
+            -approve: only ACP sessions (owt new --acp) ask through owt
+            -deny: only ACP sessions (owt new --acp) ask through owt
         "#]],
     );
 }
@@ -83,6 +85,8 @@ fn uncommitted_work_can_ship_but_not_merge() {
             +ship
             +delete
             -conflicts: no file has unresolved conflicts
+            -approve: only ACP sessions (owt new --acp) ask through owt
+            -deny: only ACP sessions (owt new --acp) ask through owt
         "#]],
     );
 }
@@ -103,6 +107,8 @@ fn an_exited_agent_with_commits_merges_and_shows_its_last_screen() {
             +ship
             +delete
             -conflicts: no file has unresolved conflicts
+            -approve: the agent exited with code 2
+            -deny: the agent exited with code 2
         "#]],
     );
 }
@@ -123,6 +129,8 @@ fn a_lost_host_leaves_only_what_needs_no_agent() {
             +ship
             +delete
             -conflicts: no file has unresolved conflicts
+            -approve: the session host is gone
+            -deny: the session host is gone
         "#]],
     );
 }
@@ -142,6 +150,8 @@ fn a_stopped_merge_blocks_merge_and_ship_until_resolved() {
             -ship: a merge or rebase stopped on conflicts in its worktree; resolve them first
             +delete
             +conflicts
+            -approve: only ACP sessions (owt new --acp) ask through owt
+            -deny: only ACP sessions (owt new --acp) ask through owt
         "#]],
     );
 }
@@ -158,6 +168,8 @@ fn a_queued_session_has_no_agent_to_attach_to_yet() {
             -ship: nothing to ship: no commits and no changed files
             +delete
             -conflicts: no file has unresolved conflicts
+            -approve: the agent has not started: it waits for room on the machine (owt start starts it now)
+            -deny: the agent has not started: it waits for room on the machine (owt start starts it now)
         "#]],
     );
 }
@@ -178,6 +190,8 @@ fn a_remote_session_resolves_its_conflicts_over_there() {
             -ship: a merge or rebase stopped on conflicts in its worktree; resolve them first
             +delete
             -conflicts: its files are on devbox (attach to resolve them)
+            -approve: only ACP sessions (owt new --acp) ask through owt
+            -deny: only ACP sessions (owt new --acp) ask through owt
         "#]],
     );
 }
@@ -198,6 +212,8 @@ fn an_unreachable_remote_session_offers_nothing_until_it_is_back() {
             -ship: devbox is unreachable
             -delete: devbox is unreachable
             -conflicts: its files are on devbox (attach to resolve them)
+            -approve: devbox is unreachable
+            -deny: devbox is unreachable
         "#]],
     );
 }
@@ -241,4 +257,55 @@ fn counts_put_each_session_in_one_bucket_and_lanes_keep_their_order() {
         "every lane, empty ones too"
     );
     assert_eq!(counts.summary, "");
+}
+
+/// `approve` / `deny`: only while an ACP session has a pending permission
+/// request; a terminal agent's dialog is answered in its terminal.
+#[test]
+fn a_pending_acp_permission_request_can_be_approved_or_denied() {
+    use owt_protocol::host::{PendingPermission, Transport};
+    let permission_rules = |view: &SessionView| -> String {
+        session_actions(view)
+            .iter()
+            .filter(|a| matches!(a.action, SessionAction::Approve | SessionAction::Deny))
+            .map(|a| match &a.reason {
+                None => format!("+{}\n", a.action.as_str()),
+                Some(reason) => format!("-{}: {reason}\n", a.action.as_str()),
+            })
+            .collect()
+    };
+    let mut asking = session("a", Status::Blocked, Lane::NeedsYou);
+    asking.transport = Transport::Acp;
+    asking.permission = Some(PendingPermission {
+        id: 1,
+        question: "Write a.txt".into(),
+        tool_kind: None,
+        paths: Vec::new(),
+        options: Vec::new(),
+    });
+    let mut answered = session("b", Status::NeedsInput, Lane::NeedsYou);
+    answered.transport = Transport::Acp;
+    let terminal = session("c", Status::Blocked, Lane::NeedsYou);
+    let mut gone = asking.clone();
+    gone.status = Status::Exited;
+    gone.status_text = "exited".into();
+    let text: String = [&asking, &answered, &terminal, &gone]
+        .iter()
+        .map(|v| format!("{}:\n{}", v.name, permission_rules(v)))
+        .collect();
+    expect![[r#"
+        a:
+        +approve
+        +deny
+        b:
+        -approve: no permission request is pending
+        -deny: no permission request is pending
+        c:
+        -approve: its agent asks in its terminal: answer there (attach)
+        -deny: its agent asks in its terminal: answer there (attach)
+        a:
+        -approve: the agent exited
+        -deny: the agent exited
+    "#]]
+    .assert_eq(&text);
 }

@@ -270,21 +270,26 @@ fn lease_owner() -> String {
 /// wait. Returns what it started (or failed to start). Never fails: what
 /// goes wrong is logged and reported per session.
 pub fn admit(home: &Path, progress: &mut dyn FnMut(&str)) -> Vec<Admitted> {
-    let mut out = Vec::new();
-    let mut store = match Store::open(home) {
-        Ok(store) => store,
+    match Store::open(home) {
+        Ok(mut store) => admit_in(&mut store, home, progress),
         Err(e) => {
             tracing::warn!("admission: opening the store: {e}");
-            return out;
+            Vec::new()
         }
-    };
+    }
+}
+
+/// [`admit`] with the store at `home` already open (`owt list`, the board:
+/// one listing opens the store once).
+pub fn admit_in(store: &mut Store, home: &Path, progress: &mut dyn FnMut(&str)) -> Vec<Admitted> {
+    let mut out = Vec::new();
     if !store.any_queued().unwrap_or(false) {
         return out;
     }
     let owner = lease_owner();
     let queued = store.queued_sessions().unwrap_or_default();
     for session in queued {
-        let mut ctx = match context_of(&store, &session) {
+        let mut ctx = match context_of(store, &session) {
             Ok(ctx) => ctx,
             Err(e) => {
                 tracing::warn!(session = %session.name, "admission: {e:#}");
@@ -293,10 +298,10 @@ pub fn admit(home: &Path, progress: &mut dyn FnMut(&str)) -> Vec<Admitted> {
         };
         let machine = Machine {
             memory: memory::machine_memory(),
-            running: running_now(&store, home),
+            running: running_now(store, home),
         };
         let limits = Limits::of(&ctx.config.config, machine.memory.map_or(0, |m| m.total));
-        let need = estimate(&store, &session.provider);
+        let need = estimate(store, &session.provider);
         let room = match room_for(&limits, &machine, need) {
             Ok(room) => room,
             Err(why) => {
@@ -304,7 +309,7 @@ pub fn admit(home: &Path, progress: &mut dyn FnMut(&str)) -> Vec<Admitted> {
                 break;
             }
         };
-        match take_lease(&mut store, &session, &owner, limits.max_running, room) {
+        match take_lease(store, &session, &owner, limits.max_running, room) {
             Lease::Taken => {}
             Lease::Skip => continue,
             Lease::Stop => break,
@@ -313,7 +318,7 @@ pub fn admit(home: &Path, progress: &mut dyn FnMut(&str)) -> Vec<Admitted> {
             "Starting {} in {}",
             session.provider, session.name
         ));
-        out.push(start_admitted(&mut ctx, &store, &session, &owner));
+        out.push(start_admitted(&mut ctx, store, &session, &owner));
     }
     out
 }

@@ -42,6 +42,7 @@ mod screen;
 mod socket;
 mod spawn;
 
+pub(crate) use git_facts::{follow as follow_git_facts, Sent};
 use monitor::*;
 use output::*;
 pub use screen::screen_view;

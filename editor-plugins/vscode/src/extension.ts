@@ -29,9 +29,12 @@ import {
   childrenOf,
   findSession,
   allSessions,
+  answeredText,
   BASE_SCHEME,
   changesResources,
   parseBaseQuery,
+  permissionChoices,
+  permissionQuestion,
   sessionActions,
   sessionDescription,
   statusBarModel,
@@ -573,6 +576,26 @@ export function activate(context: vscode.ExtensionContext): void {
       ignoreFocusOut: true,
     });
     if (text !== undefined && text.length > 0) await owt.execute(Commands.send, { session: s.name, text });
+  });
+  register('owt.ui.approve', async (arg) => {
+    const s = await pickSession(owt, arg, 'Answer which agent’s permission request?', 'approve');
+    if (!s) return;
+    const picked = await vscode.window.showQuickPick(permissionChoices(s), {
+      title: `owt: Approve (${s.name})`,
+      placeHolder: permissionQuestion(s),
+      ignoreFocusOut: true,
+    });
+    if (!picked) return;
+    const args = { session: s.name, option: picked.option, permission_id: picked.permissionId };
+    const text = answeredText(s.name, await owt.execute(Commands.approve, args));
+    if (text) void vscode.window.showInformationMessage(text);
+  });
+  register('owt.ui.deny', async (arg) => {
+    const s = await pickSession(owt, arg, 'Deny which agent’s permission request?', 'deny');
+    if (!s) return;
+    const args = { session: s.name, permission_id: s.permission?.id };
+    const text = answeredText(s.name, await owt.execute(Commands.deny, args));
+    if (text) void vscode.window.showInformationMessage(text);
   });
   register('owt.ui.merge', async (arg) => {
     const s = await pickSession(owt, arg, 'Merge which agent’s branch?', 'merge');

@@ -139,6 +139,44 @@ export function unavailableReason(s: SessionView, action: SessionAction): string
   return state.available ? undefined : (state.reason ?? 'not available now');
 }
 
+/** One item of the Approve… quick pick: an option of the pending permission request. */
+export interface PermissionChoice {
+  label: string;
+  description: string;
+  /** The option's id (`owt.approve`'s `option`). */
+  option: string;
+  /** The request it answers (`owt.approve`'s `permission_id`). */
+  permissionId: number;
+}
+
+/** The options of `s`'s pending ACP permission request, as the agent listed them. */
+export function permissionChoices(s: SessionView): PermissionChoice[] {
+  const p = s.permission;
+  if (!p) return [];
+  return p.options.map((o, i) => ({
+    label: o.name,
+    description: `${i + 1} · ${o.kind.replace('_', ' ')}`,
+    option: o.id,
+    permissionId: p.id,
+  }));
+}
+
+/** `fix-login asks: Write a.txt (a.txt)`: the question of `s`'s pending request. */
+export function permissionQuestion(s: SessionView): string {
+  const p = s.permission;
+  if (!p) return `${s.name} has no pending permission request`;
+  const paths = p.paths.length > 0 ? ` (${p.paths.join(', ')})` : '';
+  return `${s.name} asks: ${p.question}${paths}`;
+}
+
+/** What `owt.approve` / `owt.deny` answered (`PermissionAnswered`), as one line. */
+export function answeredText(name: string, result: unknown): string | undefined {
+  if (result === null || typeof result !== 'object') return undefined;
+  const r = result as { question?: unknown; name?: unknown };
+  if (typeof r.question !== 'string' || typeof r.name !== 'string') return undefined;
+  return `owt: ${name}: ${r.question} → ${r.name}`;
+}
+
 export function contextValue(actions: readonly SessionAction[]): string {
   return ['owt.session', ...actions].join(':');
 }

@@ -29,7 +29,7 @@ export type ReviewState = "reviewed" | "not-reviewed";
  * Something a person can do to a session (every surface offers the same
  * ones, from [`SessionView::actions`]).
  */
-export type SessionAction = "attach" | "peek" | "send" | "merge" | "ship" | "delete" | "conflicts";
+export type SessionAction = "attach" | "peek" | "send" | "merge" | "ship" | "delete" | "conflicts" | "approve" | "deny";
 
 /**
  * Whether an action can be done now, and if not, why.
@@ -639,6 +639,17 @@ export type CommandArgs = {
    * `owt.delete`: force.
    */
   force?: boolean,
+  /**
+   * `owt.approve`: which option of the pending permission request (its
+   * id, 1-based number or name; absent: the first "allow once"). `owt
+   * lsp` also takes a JSON number (the option's number).
+   */
+  option?: string,
+  /**
+   * `owt.approve` / `owt.deny`: answer only the permission request with
+   * this id (`SessionView.permission.id`), never a later one.
+   */
+  permission_id?: number,
 };
 
 /**
@@ -848,13 +859,15 @@ export const Commands = {
   comment: 'owt.comment',
   showBase: 'owt.showBase',
   markReviewed: 'owt.markReviewed',
+  approve: 'owt.approve',
+  deny: 'owt.deny',
 } as const;
 
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 
-export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.openAgentFile', 'owt.comment', 'owt.showBase', 'owt.markReviewed'];
+export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.openAgentFile', 'owt.comment', 'owt.showBase', 'owt.markReviewed', 'owt.approve', 'owt.deny'];
 
-export const SESSION_ACTIONS: readonly SessionAction[] = ['attach', 'peek', 'send', 'merge', 'ship', 'delete', 'conflicts'];
+export const SESSION_ACTIONS: readonly SessionAction[] = ['attach', 'peek', 'send', 'merge', 'ship', 'delete', 'conflicts', 'approve', 'deny'];
 
 export const SEVERITY_VALUES = ['error', 'warning', 'information', 'hint'] as const;
 export type SeverityValue = (typeof SEVERITY_VALUES)[number];

@@ -143,6 +143,15 @@ describe('package.json', () => {
     }
   });
 
+  it('Approve… and Deny are on blocked ACP rows only (the server’s approve / deny actions)', () => {
+    const items = manifest.contributes.menus['view/item/context'] ?? [];
+    for (const action of ['approve', 'deny']) {
+      const mine = items.filter((m) => m.command === `owt.ui.${action}`);
+      assert.ok(mine.length >= 1, `no menu item for ${action}`);
+      for (const item of mine) assert.ok(item.when?.includes(`:${action}(:|$)`), `${action}: ${item.when}`);
+    }
+  });
+
   it('declares the settings the extension reads', () => {
     const props = manifest.contributes.configuration.properties;
     assert.equal(props['owt.path']?.default, 'owt');

@@ -157,6 +157,43 @@ describe('tree model', () => {
     assert.match(String(notYet.description), / · not reviewed( · |$)/);
   });
 
+  it('offers Approve… with the pending request’s options, and Deny, only where the server allows them', () => {
+    const blocked = session({
+      name: 'asks',
+      status: 'blocked',
+      lane: 'needs-you',
+      transport: 'acp',
+      permission: {
+        id: 4,
+        question: 'Write ask.txt',
+        tool_kind: 'edit',
+        paths: ['ask.txt'],
+        options: [
+          { id: 'yes', name: 'Allow', kind: 'allow_once' },
+          { id: 'no', name: 'Reject', kind: 'reject_once' },
+        ],
+      },
+      actions: actions('attach', 'peek', 'send', 'delete', 'approve', 'deny'),
+    });
+    const node = model.sessionNode(blocked);
+    assert.equal(node.contextValue, 'owt.session:attach:peek:send:delete:approve:deny');
+    assert.deepEqual(model.permissionChoices(blocked), [
+      { label: 'Allow', description: '1 · allow once', option: 'yes', permissionId: 4 },
+      { label: 'Reject', description: '2 · reject once', option: 'no', permissionId: 4 },
+    ]);
+    assert.equal(model.permissionQuestion(blocked), 'asks asks: Write ask.txt (ask.txt)');
+    assert.equal(
+      model.answeredText('asks', { question: 'Write ask.txt', option_id: 'yes', name: 'Allow' }),
+      'owt: asks: Write ask.txt → Allow',
+    );
+    assert.equal(model.answeredText('asks', undefined), undefined);
+    // Nothing pending: no choices, and the shared fixture's rows offer neither.
+    assert.deepEqual(model.permissionChoices(session({ name: 'w' })), []);
+    for (const lane of model.boardToTree(sharedBoard())) {
+      for (const s of lane.sessions) assert.ok(!/:(approve|deny)(:|$)/.test(s.contextValue), s.contextValue);
+    }
+  });
+
   it('context values match the menu `when` clauses of package.json', () => {
     // Each inline action's `when` is `viewItem =~ /:<action>(:|$)/`.
     const re = (a: string): RegExp => new RegExp(`:${a}(:|$)`);

@@ -1,7 +1,9 @@
 //! `textDocument/codeAction`: what owt offers on its own diagnostics, on a
 //! selection, and in a document that belongs to a session's worktree. A
 //! session's attach, peek, merge and ship are offered only when its
-//! [`SessionView::actions`](owt_protocol::SessionView) allow them.
+//! [`SessionView::actions`](owt_protocol::SessionView) allow them; the
+//! answers to an ACP session's pending permission request in every
+//! document.
 
 use owt_protocol::lsp::{commands, DiagnosticData};
 use owt_protocol::{SessionAction, SessionView};
@@ -97,6 +99,16 @@ pub(in super::super) fn code_actions(
     // In a session's worktree.
     if let Some(session) = path.as_ref().and_then(|p| state.session_of_path(p)) {
         in_worktree(session, &mut actions);
+    }
+    // The answers to every pending ACP permission request.
+    for offer in super::super::permission::code_action_offers(state) {
+        actions.push(action(
+            offer.title,
+            offer.command,
+            offer.arg,
+            CodeActionKind::new("source.owt.permission"),
+            None,
+        ));
     }
     if let Some(only) = &params.context.only {
         actions.retain(|a| wanted(a, only));

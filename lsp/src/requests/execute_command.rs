@@ -10,6 +10,7 @@ use tower_lsp_server::ls_types::ExecuteCommandParams;
 use super::super::commands::{self as run, CommandError, CommandResult, Job, Worker};
 use super::super::convert::{failed, invalid_params};
 use super::super::event::Reply;
+use super::super::permission;
 use super::super::review_live;
 use super::super::state::State;
 
@@ -34,6 +35,15 @@ pub fn handle(state: &mut State, params: ExecuteCommandParams, reply: Reply<Opti
         commands::PEEK => return respond(reply, run::peek(state, &args)),
         commands::OPEN_AGENT_FILE => return respond(reply, run::open_agent_file(state, &args)),
         commands::COMMENT => return respond(reply, review_live::comment(state, &args)),
+        commands::APPROVE | commands::DENY => {
+            let result = match command {
+                commands::APPROVE => permission::approve(state, &args),
+                _ => permission::deny(state, &args),
+            };
+            // The board and the NEEDS YOU lane follow at once.
+            super::super::sessions::refresh(state, false);
+            return respond(reply, result);
+        }
         commands::SHOW_BASE => return respond(reply, review_live::show_base(state, &args)),
         commands::MARK_REVIEWED => {
             let result = review_live::mark_reviewed(state, &args);
@@ -79,7 +89,13 @@ fn parse_args(command: &str, arg: Option<&Value>) -> Result<CommandArgs, Command
             ..CommandArgs::default()
         });
     }
-    serde_json::from_value(value.clone()).map_err(|e| {
+    let mut value = value.clone();
+    // `"option": 2` (typed in Helix's `:lsp-workspace-command`): the
+    // option's number, as `owt approve NAME 2` takes it.
+    if let Some(n) = value.get("option").filter(|o| o.is_u64()).cloned() {
+        value["option"] = Value::String(n.to_string());
+    }
+    serde_json::from_value(value).map_err(|e| {
         CommandError::Invalid(format!(
             "{command}: the argument must be an object like {{\"session\": \"name\"}}: {e}"
         ))

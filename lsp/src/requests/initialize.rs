@@ -30,6 +30,11 @@ pub fn handle(state: &mut State, params: InitializeParams, reply: Reply<Initiali
         .as_ref()
         .and_then(|w| w.work_done_progress)
         .unwrap_or(false);
+    state.message_actions_supported = params
+        .capabilities
+        .window
+        .as_ref()
+        .is_some_and(|w| w.show_message.is_some());
     state.related_supported = params
         .capabilities
         .text_document

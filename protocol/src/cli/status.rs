@@ -169,11 +169,16 @@ pub enum SessionAction {
     Delete,
     /// Open the files a merge or rebase left conflicted.
     Conflicts,
+    /// ACP sessions: answer the pending permission request with one of
+    /// its options (`owt approve`).
+    Approve,
+    /// ACP sessions: refuse the pending permission request (`owt deny`).
+    Deny,
 }
 
 impl SessionAction {
     /// Every action, in menu order.
-    pub const ALL: [SessionAction; 7] = [
+    pub const ALL: [SessionAction; 9] = [
         SessionAction::Attach,
         SessionAction::Peek,
         SessionAction::Send,
@@ -181,6 +186,8 @@ impl SessionAction {
         SessionAction::Ship,
         SessionAction::Delete,
         SessionAction::Conflicts,
+        SessionAction::Approve,
+        SessionAction::Deny,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -192,6 +199,8 @@ impl SessionAction {
             SessionAction::Ship => "ship",
             SessionAction::Delete => "delete",
             SessionAction::Conflicts => "conflicts",
+            SessionAction::Approve => "approve",
+            SessionAction::Deny => "deny",
         }
     }
 }

@@ -13,7 +13,9 @@ use crate::session;
 #[command(after_help = "\
 Only for sessions started with `owt new --acp` (their agent asks through the
 Agent Client Protocol). `owt list` shows the question and its options; so
-does `owt attach NAME`.
+does `owt attach NAME`. In an editor, `owt lsp` asks you when the session
+blocks and offers the same answers as code actions and in the boards
+(commands `owt.approve` / `owt.deny`).
 
 Examples:
   owt approve fix-login            the first \"allow once\" option

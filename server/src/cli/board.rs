@@ -10,11 +10,11 @@ use crate::printable;
 use crate::store::now_ms;
 
 pub fn run(dir: Option<&Path>, out: &super::Out) -> anyhow::Result<ExitCode> {
-    let ctx = ops::Context::open(dir)?;
+    let mut ctx = ops::Context::open(dir)?;
     // Hosts that died are recorded first (they hold no room), then the
     // sessions waiting for room start when there is room now.
     list::reconcile_all(&ctx);
-    ops::queue::admit(&ctx.home, &mut |line| out.progress(line));
+    ops::queue::admit_in(&mut ctx.store, &ctx.home, &mut |line| out.progress(line));
     let sessions = list::session_views_reconciled(&ctx)?;
     let board = list::board(
         ctx.repo.main_root().to_string_lossy().into_owned(),

@@ -50,7 +50,7 @@ use crate::acp::conn::Conn;
 use crate::acp::rpc::Id;
 use crate::acp::terminal::Terminals;
 use crate::acp::transcript::{self, Transcript};
-use crate::session::host::{accept_clients, lock, spawn_guarded};
+use crate::session::host::{accept_clients, follow_git_facts, lock, spawn_guarded, Sent};
 use crate::session::{HostSpec, SessionError};
 use crate::status::{kind, AcpFact, AcpState, ExitFact};
 use crate::store::{now_ms, Store};
@@ -149,6 +149,44 @@ pub fn run(spec: HostSpec, mut ready: Option<File>) -> Result<(), SessionError> 
             Err(e)
         }
     }
+}
+
+/// The git-facts thread, as a terminal session's host has: the checkout's
+/// commits ahead and changed files recorded (`host-git`) whenever the
+/// journal changes, so that `owt list` reads the store instead of walking
+/// the checkout.
+fn spawn_git_facts(host: &Arc<Host>) {
+    let checkout = lock(&host.store)
+        .as_ref()
+        .and_then(|store| store.session_by_id(host.spec.session_id).ok().flatten())
+        .filter(|row| row.remote().is_none() && host.journal.is_some())
+        .map(|row| (row.worktree_path, row.base_branch));
+    let Some((worktree, base_branch)) = checkout else {
+        return;
+    };
+    let host = host.clone();
+    spawn_guarded("git-facts", move || {
+        let Some(journal) = host.journal.as_ref() else {
+            return;
+        };
+        follow_git_facts(
+            journal,
+            &host.exiting,
+            &worktree,
+            &base_branch,
+            |fact| match lock(&host.store).as_ref() {
+                Some(store) => match store.record_fact(host.spec.session_id, kind::HOST_GIT, &fact)
+                {
+                    Ok(()) => Sent::Yes,
+                    Err(e) => {
+                        tracing::warn!("recording a host-git fact: {e}");
+                        Sent::NotNow
+                    }
+                },
+                None => Sent::NotNow,
+            },
+        );
+    });
 }
 
 impl Host {
@@ -301,6 +339,7 @@ fn serve(
         let host = host.clone();
         spawn_guarded("acp-driver", move || drive(&host));
     }
+    spawn_git_facts(&host);
     {
         let host = host.clone();
         spawn_guarded("waiter", move || {

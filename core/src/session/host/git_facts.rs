@@ -38,6 +38,37 @@ pub(super) fn follow_journal(shared: &Arc<Shared>, worktree: PathBuf, base_branc
     let Some(journal) = shared.journal.as_ref() else {
         return;
     };
+    follow(journal, &shared.exiting, &worktree, &base_branch, |fact| {
+        let Some(to_monitor) = lock(&shared.to_monitor).clone() else {
+            return Sent::NotNow;
+        };
+        match to_monitor.send(ToMonitor::GitFact(fact)) {
+            Ok(()) => Sent::Yes,
+            Err(_) => Sent::Stop,
+        }
+    });
+}
+
+/// What became of a fact handed to [`follow`]'s `send`.
+pub(crate) enum Sent {
+    /// Recorded (or on its way): not sent again until it changes.
+    Yes,
+    /// Not taken this time: sent again after the next change.
+    NotNow,
+    /// Never again: the host is going.
+    Stop,
+}
+
+/// Follows `journal` until `exiting` (or `send` says stop), handing `send`
+/// the checkout's [`HostGitFact`] after every change that alters it. The
+/// terminal host sends it to its monitor; the ACP host records it itself.
+pub(crate) fn follow(
+    journal: &crate::guard::journal::Journal,
+    exiting: &AtomicBool,
+    worktree: &Path,
+    base_branch: &str,
+    mut send: impl FnMut(HostGitFact) -> Sent,
+) {
     let mut seen = 0;
     let mut sent: Option<HostGitFact> = None;
     loop {
@@ -54,7 +85,7 @@ pub(super) fn follow_journal(shared: &Arc<Shared>, worktree: PathBuf, base_branc
             }
             seen = now;
         }
-        if shared.exiting.load(Ordering::SeqCst) {
+        if exiting.load(Ordering::SeqCst) {
             return;
         }
         // Not ready (a walk due or under way): its end is a change.
@@ -63,7 +94,7 @@ pub(super) fn follow_journal(shared: &Arc<Shared>, worktree: PathBuf, base_branc
             continue;
         }
         let source: Arc<dyn JournalSource> = Arc::new(Answer(view));
-        let read = crate::guard::counts::counts(&worktree, &base_branch, Some(source));
+        let read = crate::guard::counts::counts(worktree, base_branch, Some(source));
         // The repository and index copies are freed: give the pages back.
         crate::memory::trim();
         let fact = match read {
@@ -81,12 +112,10 @@ pub(super) fn follow_journal(shared: &Arc<Shared>, worktree: PathBuf, base_branc
         if sent.as_ref() == Some(&fact) {
             continue;
         }
-        let Some(to_monitor) = lock(&shared.to_monitor).clone() else {
-            continue;
-        };
-        if to_monitor.send(ToMonitor::GitFact(fact.clone())).is_err() {
-            return;
+        match send(fact.clone()) {
+            Sent::Yes => sent = Some(fact),
+            Sent::NotNow => {}
+            Sent::Stop => return,
         }
-        sent = Some(fact);
     }
 }

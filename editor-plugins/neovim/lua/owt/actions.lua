@@ -160,6 +160,64 @@ function M.delete(name, force, on_done)
   end, on_done)
 end
 
+--- Answers `name`'s pending ACP permission request: `option` (an option's
+--- id, number or name; nil: the first "allow once"), or refuses it when
+--- `deny`. `permission_id` (SessionView.permission.id) makes sure no later
+--- request is answered by mistake; the CLI path does without it.
+---@param name string
+---@param opts { option: string|nil, deny: boolean|nil, permission_id: integer|nil }
+---@param on_done fun(result: any, err: string|nil)|nil
+function M.answer(name, opts, on_done)
+  local function done(result, err)
+    if err then
+      fail(err)
+    elseif type(result) == "table" then
+      info(("owt: %s: %s → %s"):format(name, result.question or "", result.name or ""))
+    end
+    if on_done then
+      on_done(result, err)
+    end
+  end
+  local client = client_mod.get()
+  if client then
+    local command = opts.deny and "owt.deny" or "owt.approve"
+    local args = { session = name, permission_id = opts.permission_id }
+    if not opts.deny then
+      args.option = opts.option
+    end
+    client_mod.execute(client, command, args, done)
+    return
+  end
+  local cli_args = opts.deny and { "deny", name } or { "approve", name, opts.option }
+  client_mod.cli_json(cli_args, function(value, err)
+    changed()
+    done(value, err)
+  end)
+end
+
+--- Picks one of `session`'s permission options (vim.ui.select), then
+--- answers with it.
+---@param session table  SessionView with a `permission`
+---@param on_done fun(result: any, err: string|nil)|nil
+function M.approve_pick(session, on_done)
+  local permission = session.permission
+  if type(permission) ~= "table" then
+    return fail(("owt: %s has no pending permission request"):format(session.name))
+  end
+  local prompt = ("owt: %s asks: %s"):format(session.name, permission.question or "")
+  vim.ui.select(permission.options or {}, {
+    prompt = prompt,
+    kind = "owt_permission",
+    format_item = function(option)
+      return option.name
+    end,
+  }, function(option)
+    if option then
+      M.answer(session.name, { option = option.id, permission_id = permission.id }, on_done)
+    end
+  end)
+end
+
 --- The agents `:Owt new` offers: the configured default, the repository's
 --- `[tools.*]` and the built-in providers.
 ---@return string[]

@@ -29,6 +29,8 @@ M.keys = {
   { key = "m", label = "merge", action = "merge" },
   { key = "p", label = "peek", action = "peek" },
   { key = "t", label = "send", action = "send" },
+  { key = "y", label = "approve", action = "approve" },
+  { key = "x", label = "deny", action = "deny" },
   { key = "f", label = "conflicted files", action = "conflicts" },
   { key = "d", label = "delete", action = "delete" },
   { key = "v", label = "review", session = true },
@@ -245,6 +247,11 @@ function M.press(buf, key)
         actions.send(name, text)
       end
     end)
+  elseif key == "y" then
+    actions.approve_pick(session, function() M.refresh(buf) end)
+  elseif key == "x" then
+    local permission = session.permission or {}
+    actions.answer(name, { deny = true, permission_id = permission.id }, function() M.refresh(buf) end)
   elseif key == "f" then
     local items = {}
     for _, path in ipairs(session.conflicted_files) do
