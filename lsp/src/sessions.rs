@@ -57,7 +57,12 @@ pub fn refresh(state: &mut State, force_git: bool) {
     }
     if state.pr_watch.is_none() {
         // Never two watchers for one pull request: a lease in the store.
-        state.pr_watch = owt_core::ops::watch::Background::start(ctx.repo.main_root(), true);
+        // Its conflict pass reads the live guard's pairs (see
+        // `guard_live::pair_source`).
+        state.pr_watch = owt_core::ops::watch::Background::start_with(
+            ctx.repo.main_root(),
+            Some(guard_live::pair_source(state)),
+        );
     }
     state.watch.pending_git.retain(|name, (git, since)| {
         since.elapsed() < PENDING_GIT && !ops::list::git_fact_recorded(ctx, name, git)

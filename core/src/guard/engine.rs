@@ -380,6 +380,40 @@ impl GuardEngine {
         self.settle(id, started)
     }
 
+    /// Every overlapping pair as the files on disk make it: the pairs of a
+    /// participant with unsaved buffers are computed without them, then
+    /// the buffers are handed back (merges are cached by tree, so both
+    /// steps re-merge little). What a new engine over the same checkouts
+    /// finds, without building one.
+    pub fn pairs_on_disk(&mut self) -> Result<Vec<GuardPair>, GuardError> {
+        let buffered: Vec<(String, BTreeMap<String, String>)> = self
+            .states
+            .iter()
+            .filter(|(_, s)| !s.work.overrides.is_empty())
+            .map(|(id, s)| (id.clone(), s.work.overrides.clone()))
+            .collect();
+        let mut result = Ok(());
+        for (id, _) in &buffered {
+            result = result.and_then(|()| {
+                self.state_mut(id)?.work.set_overrides(BTreeMap::new())?;
+                self.settle(id, Instant::now()).map(drop)
+            });
+        }
+        let pairs = result.map(|()| self.pairs().into_iter().cloned().collect());
+        for (id, overrides) in buffered {
+            let restored = self
+                .state_mut(&id)
+                .and_then(|s| s.work.set_overrides(overrides))
+                .and_then(|_| self.settle(&id, Instant::now()));
+            if let Err(e) = restored {
+                tracing::warn!(
+                    "conflict guard: handing back the unsaved buffers of {id} failed: {e}"
+                );
+            }
+        }
+        pairs
+    }
+
     fn state_mut(&mut self, id: &str) -> Result<&mut State, GuardError> {
         self.states
             .get_mut(id)

@@ -792,6 +792,54 @@ fn watcher_sees_files_in_folders_made_after_it_started() {
     wait_for("new/deep/er/after-churn.rs");
 }
 
+/// Folders that existed before the watcher started are watched at every
+/// depth, leaf folders (not listed when the file system's link counts say
+/// they hold no subfolder) included; a folder made later inside a leaf
+/// folder is watched too.
+#[test]
+fn watcher_sees_writes_in_existing_leaf_folders() {
+    let text = lines();
+    let fx = Fixture::new(&[
+        ("top.rs", &text),
+        ("src/m0/d0/f0.rs", &text),
+        ("src/m0/d1/f1.rs", &text),
+        ("src/m1/d0/f2.rs", &text),
+    ]);
+    let a = fx.worktree("a");
+    let engine = Arc::new(Mutex::new(fx.engine(&["a"], &[])));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = GuardWatcher::start(engine.clone(), Duration::from_millis(30), move |_, u| {
+        let _ = tx.send(u.participants.clone());
+    })
+    .unwrap();
+    let wait_for = |path: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let changed: Vec<String> = {
+                let guard = engine.lock().unwrap();
+                let changes = guard.changes("a").unwrap();
+                changes.iter().map(|c| c.path.clone()).collect()
+            };
+            if changed.iter().any(|p| p == path) {
+                return;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(
+                rx.recv_timeout(left).is_ok(),
+                "the watcher never reported {path}; changes: {changed:?}"
+            );
+        }
+    };
+    for path in ["src/m1/d0/f2.rs", "src/m0/d1/f1.rs", "top.rs"] {
+        write(&a, path, "changed\n");
+        wait_for(path);
+    }
+    write(&a, "src/m0/d0/later/g.rs", "g\n");
+    wait_for("src/m0/d0/later/g.rs");
+    write(&a, "src/m0/d0/later/h.rs", "h\n");
+    wait_for("src/m0/d0/later/h.rs");
+}
+
 /// A tiny deterministic generator (xorshift64*), so a failure names its
 /// seed and replays.
 pub(super) struct Rng(pub(super) u64);

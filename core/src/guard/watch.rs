@@ -146,6 +146,23 @@ struct Table {
     /// more than half of it unused).
     names: Vec<u8>,
     live_bytes: usize,
+    /// Per device: whether its folders' link counts count their subfolders
+    /// (see [`Table::may_hold_folders`]).
+    exact_link_counts: HashMap<u64, bool>,
+}
+
+/// Whether the file system holding `path` keeps a folder's link count at
+/// 2 + its number of subfolders (ext2/3/4, XFS, tmpfs: what GNU find's
+/// leaf optimization trusts).
+fn exact_link_counts(path: &Path) -> bool {
+    const EXT: u64 = 0xEF53;
+    const XFS: u64 = 0x5846_5342;
+    const TMPFS: u64 = 0x0102_1994;
+    rustix::fs::statfs(path).is_ok_and(|fs| {
+        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+        let kind = fs.f_type as u64;
+        matches!(kind, EXT | XFS | TMPFS)
+    })
 }
 
 /// One event, resolved to a path.
@@ -166,6 +183,7 @@ impl Inotify {
                 watches: HashMap::new(),
                 names: Vec::new(),
                 live_bytes: 0,
+                exact_link_counts: HashMap::new(),
             },
         })
     }
@@ -266,7 +284,7 @@ impl Table {
         if let Some((_, old)) = self.watches.insert(wd, (index, range)) {
             self.live_bytes -= old.len();
         }
-        if recursive {
+        if recursive && self.may_hold_folders(&abs) {
             if let Ok(entries) = std::fs::read_dir(&abs) {
                 for entry in entries.flatten() {
                     if entry.file_type().is_ok_and(|t| t.is_dir()) {
@@ -277,6 +295,28 @@ impl Table {
             }
         }
         Ok(Ok(()))
+    }
+
+    /// Whether the folder at `abs` may have subfolders. On a file system
+    /// whose folders' link counts are exact (ext2/3/4, XFS, tmpfs), a
+    /// folder with two links (its name and its own `.`) has none, and is
+    /// not listed: a checkout's leaf folders hold nearly all of its files,
+    /// so watching 64 checkouts of 100k files lists ~800 folders each
+    /// instead of reading 6.4 million names. A subfolder created after the
+    /// folder's watch was added is reported by that watch (and watched
+    /// then); one created before the link count was read counts in it.
+    /// Elsewhere (btrfs and overlayfs count no subfolders) every folder is
+    /// listed.
+    fn may_hold_folders(&mut self, abs: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::symlink_metadata(abs) else {
+            return true;
+        };
+        let exact = *self
+            .exact_link_counts
+            .entry(meta.dev())
+            .or_insert_with(|| exact_link_counts(abs));
+        !(exact && meta.nlink() == 2)
     }
 
     fn one(

@@ -18,6 +18,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use owt_protocol::guard::GuardPair;
 use owt_protocol::WatchEvent;
 
 use super::conflicts;
@@ -405,12 +406,40 @@ fn tell_conflict(
     true
 }
 
+/// Where a watcher's Conflict Guard pass takes the guard's pairs from.
+pub enum GuardPairs {
+    /// Not now (a live guard is starting): asked again at the next look.
+    NotYet,
+    /// Computed by the pass itself, which records the guard's facts too
+    /// (`owt watch`, or `owt lsp` while its live guard is off).
+    Compute,
+    /// The pairs of a live engine of the same repository over the files
+    /// on disk (unsaved buffers left out), whose owner records the guard's
+    /// facts: `owt lsp`, so that a second engine is not built from scratch
+    /// (every checkout asked or walked, every pair merged) every pass.
+    Live(Vec<GuardPair>),
+}
+
+/// What a watcher asks for the guard's pairs at each pass.
+pub type PairSource = Box<dyn Fn() -> GuardPairs + Send>;
+
 /// Runs until `stop`: a look at every due pull request each second, and
 /// (with `guard`) a Conflict Guard pass routing new conflicts every
 /// `[pr] poll_interval` (at least 30 s). `on_event` sees what happened.
 pub fn run(
     dir: &Path,
     guard: bool,
+    stop: &AtomicBool,
+    on_event: &mut dyn FnMut(&WatchEvent),
+) -> anyhow::Result<()> {
+    let source: Option<PairSource> = guard.then(|| Box::new(|| GuardPairs::Compute) as PairSource);
+    run_with(dir, source.as_ref(), stop, on_event)
+}
+
+/// [`run`], the guard's pairs taken from `source` (no guard pass without).
+pub fn run_with(
+    dir: &Path,
+    source: Option<&PairSource>,
     stop: &AtomicBool,
     on_event: &mut dyn FnMut(&WatchEvent),
 ) -> anyhow::Result<()> {
@@ -434,9 +463,15 @@ pub fn run(
         }
         let guard_every = Duration::from_secs(ctx.config.config.pr.poll_interval.max(30));
         let tell = ctx.config.config.feedback.conflicts == crate::config::ConflictFeedback::Tell;
-        if guard && tell && last_guard.is_none_or(|t| t.elapsed() >= guard_every) {
+        let due = last_guard.is_none_or(|t| t.elapsed() >= guard_every);
+        let pairs = source.filter(|_| tell && due).map(|source| source());
+        if let Some(pairs) = pairs.filter(|p| !matches!(p, GuardPairs::NotYet)) {
             last_guard = Some(std::time::Instant::now());
-            for (session, text) in guard_pass(&ctx) {
+            let told = match pairs {
+                GuardPairs::Live(pairs) => tell_pairs(&ctx, &pairs),
+                _ => guard_pass(&ctx),
+            };
+            for (session, text) in told {
                 on_event(&WatchEvent {
                     session,
                     pr: 0,
@@ -472,14 +507,20 @@ pub fn guard_pass(ctx: &Context) -> Vec<(String, String)> {
         Ok(engine) => {
             let _ = crate::ops::guard::record_all_facts(&ctx.store, &engine);
             let pairs: Vec<_> = engine.pairs().into_iter().cloned().collect();
-            let notices = conflicts::notices(&pairs);
-            conflicts::tell_new(&ctx.store, &ctx.home, ctx.repo_row.id, &notices)
+            tell_pairs(ctx, &pairs)
         }
         Err(e) => {
             tracing::warn!("conflict guard pass: {e:#}");
             Vec::new()
         }
     }
+}
+
+/// Types each new conflict of `pairs` into its agents (see
+/// [`guard_pass`]).
+fn tell_pairs(ctx: &Context, pairs: &[GuardPair]) -> Vec<(String, String)> {
+    let notices = conflicts::notices(pairs);
+    conflicts::tell_new(&ctx.store, &ctx.home, ctx.repo_row.id, &notices)
 }
 
 /// The watcher on a thread of a long-lived process (`owt lsp`); stops
@@ -491,6 +532,14 @@ pub struct Background {
 
 impl Background {
     pub fn start(dir: &Path, guard: bool) -> Option<Background> {
+        let source: Option<PairSource> =
+            guard.then(|| Box::new(|| GuardPairs::Compute) as PairSource);
+        Background::start_with(dir, source)
+    }
+
+    /// [`Background::start`], the guard's pairs taken from `source` (no
+    /// guard pass without).
+    pub fn start_with(dir: &Path, source: Option<PairSource>) -> Option<Background> {
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let dir = dir.to_path_buf();
         let flag = stop.clone();
@@ -500,7 +549,7 @@ impl Background {
                 let mut log = |e: &WatchEvent| {
                     tracing::info!(session = %e.session, pr = e.pr, kind = %e.kind, told = e.told_agent, "{}", e.detail)
                 };
-                if let Err(e) = run(&dir, guard, &flag, &mut log) {
+                if let Err(e) = run_with(&dir, source.as_ref(), &flag, &mut log) {
                     tracing::warn!("the pull-request watcher stopped: {e:#}");
                 }
             })
