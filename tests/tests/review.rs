@@ -298,6 +298,74 @@ fn agent_lines(log: &Path) -> Vec<String> {
 }
 
 #[test]
+fn comments_given_from_two_shells_within_the_window_go_as_one_message() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    std::fs::write(wt.join("a.txt"), numbered(10).replace("line 5\n", "five\n")).unwrap();
+    wait_until("the agent to start", Duration::from_secs(30), || {
+        env.owt_ok(&repo, ["peek", "agent"])
+            .contains("FAKE AGENT READY")
+    });
+
+    // The first `owt comment` waits for more; a second one, from another
+    // shell while it waits, takes both to the agent as one message.
+    let first = env
+        .owt_cmd(&repo, ["--json", "comment", "agent", "a.txt:5", "first"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the first comment to be stored",
+        Duration::from_secs(30),
+        || {
+            let all: CommentsOutput = env.owt_json(&repo, ["comments", "agent"]);
+            all.comments.len() == 1
+        },
+    );
+    let second: CommentsOutput = env.owt_json(&repo, ["comment", "agent", "a.txt:7", "second"]);
+    let first = first.wait_with_output().unwrap();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let first: CommentsOutput = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!((first.comments[0].id, second.comments[0].id), (1, 2));
+    assert!(second.comments[0].delivered, "{second:?}");
+
+    let expected = "Review comments from the human supervising you (owt review). \
+                    Please change the code as asked in each:\n\n\
+                    a.txt line 5:\n    five\nComment: first\n\n\
+                    a.txt line 7:\n    line 7\nComment: second";
+    wait_until(
+        "one message with both comments",
+        Duration::from_secs(30),
+        || {
+            agent_lines(&log)
+                .iter()
+                .any(|l| l.contains("Comment: second"))
+        },
+    );
+    let messages: Vec<String> = agent_lines(&log)
+        .into_iter()
+        .filter(|l| l.contains("Comment: "))
+        .collect();
+    assert_eq!(messages, vec![expected.to_string()], "typed: {messages:#?}");
+    // Both are sent: a later `owt comment --now` types only its own.
+    let third: CommentsOutput =
+        env.owt_json(&repo, ["comment", "--now", "agent", "a.txt:9", "third"]);
+    assert!(third.comments[0].delivered);
+    wait_until("the third comment alone", Duration::from_secs(30), || {
+        agent_lines(&log)
+            .iter()
+            .any(|l| l.contains("Comment: third") && !l.contains("Comment: first"))
+    });
+}
+
+#[test]
 fn a_comment_reaches_the_agent_as_one_message_and_is_addressed_by_its_change() {
     let env = TestEnv::new();
     let log = env.path().join("agent.log");

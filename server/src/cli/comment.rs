@@ -10,11 +10,19 @@ use crate::ops;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Types into the agent at once one message with the file, the lines, their text as they are in \
-its copy and your comment (the editors batch comments given within 2 s into one message), and \
-keeps the comment: `owt comments NAME` lists it until the agent changes \
-those lines (or you resolve it). Lines are those of the agent's copy (`owt review NAME` \
-prints where its changes are).")]
+Types into the agent one message with the file, the lines, their text as they are in its copy \
+and your comment, and keeps the comment: `owt comments NAME` lists it until the agent changes \
+those lines (or you resolve it). Lines are those of the agent's copy (`owt review NAME` prints \
+where its changes are).
+
+Comments given within 2 s of each other go as one message, as in the editors: `owt comment` \
+waits 2 s for another comment on the same session (from another shell, a script, an editor); \
+when one comes, this comment goes with it (the later command types them all) and this command \
+says so. `--now` types at once.
+
+Examples:
+  owt comment a0 src/auth.rs:40-58 \"keep the old error type\"
+  owt comment a0 src/auth.rs:12 use the config value & owt comment a0 src/db.rs:7 same here")]
 pub struct CommentArgs {
     /// The session.
     pub name: String,
@@ -23,6 +31,9 @@ pub struct CommentArgs {
     /// The comment (several words are joined by spaces).
     #[arg(required = true, num_args = 1..)]
     pub text: Vec<String>,
+    /// Type the comment at once: do not wait 2 s for more comments to send with it.
+    #[arg(long)]
+    pub now: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -74,8 +85,13 @@ pub fn run_comment(
         end_line,
         text: args.text.join(" "),
     };
-    let (made, failure) = ops::review::comment(&ctx, &args.name, &[new])?;
-    if let Some(e) = &failure {
+    let window = if args.now {
+        std::time::Duration::ZERO
+    } else {
+        ops::review::BATCH_WINDOW
+    };
+    let (made, delivery) = ops::review::comment(&ctx, &args.name, &[new], window)?;
+    if let ops::review::Delivery::Failed(e) = &delivery {
         out.warn(&format!(
             "{e:#}; the comment is kept (`owt comments {}`)",
             args.name
@@ -89,22 +105,22 @@ pub fn run_comment(
         doc.comments
             .iter()
             .map(|c| {
-                format!(
-                    "Comment {} on {} {} {}.",
-                    c.id,
-                    c.path,
-                    lines(c),
-                    if c.delivered {
-                        format!("sent to {}", doc.session)
-                    } else {
-                        "kept (not delivered)".to_string()
+                let what = match &delivery {
+                    ops::review::Delivery::Sent => format!("sent to {}", doc.session),
+                    ops::review::Delivery::WithLater(id) => {
+                        format!(
+                            "goes to {} with comment {id} (given just after)",
+                            doc.session
+                        )
                     }
-                )
+                    ops::review::Delivery::Failed(_) => "kept (not delivered)".to_string(),
+                };
+                format!("Comment {} on {} {} {what}.", c.id, c.path, lines(c))
             })
             .collect::<Vec<_>>()
             .join("\n")
     })?;
-    Ok(if failure.is_some() {
+    Ok(if matches!(delivery, ops::review::Delivery::Failed(_)) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

@@ -74,23 +74,65 @@ pub fn comment_message(comments: &[StoredComment]) -> String {
     text.trim_end().to_string()
 }
 
-/// `owt comment` / `owt.comment`: stores `new` comments on `name`'s files
-/// and types them into the agent as one message. Returns the comments as
-/// stored and, when the agent could not be reached, why.
+/// How long `owt comment` waits for another comment on the same session
+/// before typing (the editors batch theirs the same way): comments given
+/// within it of each other go to the agent as one message.
+pub const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What became of a comment given to [`comment`].
+#[derive(Debug)]
+pub enum Delivery {
+    /// Typed into the agent (with the other comments not sent yet).
+    Sent,
+    /// Left to a later comment on the same session (by id), which types
+    /// them all as one message.
+    WithLater(u32),
+    /// The agent could not be reached: the comments are kept, not sent.
+    Failed(anyhow::Error),
+}
+
+/// `owt comment`: stores `new` comments on `name`'s files, waits `window`
+/// for another comment on the session (another `owt comment`, an editor),
+/// and types every comment not sent yet as one message — unless a later
+/// comment came, whose process then does. Returns the comments as stored
+/// and what became of them.
 pub fn comment(
     ctx: &Context,
     name: &str,
     new: &[NewComment],
-) -> anyhow::Result<(Vec<ReviewComment>, Option<anyhow::Error>)> {
+    window: std::time::Duration,
+) -> anyhow::Result<(Vec<ReviewComment>, Delivery)> {
     let mut made = record_comments(ctx, name, new)?;
-    let ids: Vec<u32> = made.iter().map(|c| c.id).collect();
-    let failure = deliver(ctx, name, &ids).err();
-    if failure.is_none() {
-        for c in &mut made {
-            c.delivered = true;
+    let last = made.iter().map(|c| c.id).max().unwrap_or(0);
+    let row = ctx.session(name)?;
+    let deadline = std::time::Instant::now() + window;
+    loop {
+        let later = stored_comments(ctx, &row)?
+            .iter()
+            .filter(|c| c.id > last && !c.delivered)
+            .map(|c| c.id)
+            .max();
+        if let Some(later) = later {
+            return Ok((made, Delivery::WithLater(later)));
         }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(100)));
     }
-    Ok((made, failure))
+    let waiting: Vec<u32> = stored_comments(ctx, &row)?
+        .iter()
+        .filter(|c| !c.delivered && !c.resolved)
+        .map(|c| c.id)
+        .collect();
+    if let Err(e) = deliver(ctx, name, &waiting) {
+        return Ok((made, Delivery::Failed(e)));
+    }
+    for c in &mut made {
+        c.delivered = true;
+    }
+    Ok((made, Delivery::Sent))
 }
 
 /// Stores `new` comments on `name`'s files (not typed yet: [`deliver`]),
@@ -201,30 +243,44 @@ fn on_lines(
 }
 
 /// Types the stored comments `ids` into `name`'s agent as one message and
-/// marks them delivered.
+/// marks them delivered. Each is taken first (marked delivered in one
+/// transaction), so that two processes delivering at once — the LSP's
+/// batch, an `owt comment` — never type the same comment twice; the ones
+/// taken are given back when the agent cannot be reached.
 pub fn deliver(ctx: &Context, name: &str, ids: &[u32]) -> anyhow::Result<()> {
     let row = ctx.session(name)?;
-    let batch: Vec<StoredComment> = stored_comments(ctx, &row)?
-        .into_iter()
-        .filter(|c| ids.contains(&c.id))
-        .collect();
+    let mark = |taken: &[u32], delivered: bool| {
+        ctx.store.update_fact(
+            row.id,
+            COMMENTS_FACT,
+            |all: Option<Vec<StoredComment>>| -> anyhow::Result<_> {
+                let mut all = all.unwrap_or_default();
+                let mut batch = Vec::new();
+                for c in all.iter_mut().filter(|c| taken.contains(&c.id)) {
+                    if c.delivered != delivered {
+                        c.delivered = delivered;
+                        batch.push(c.clone());
+                    }
+                }
+                Ok((all, batch))
+            },
+        )
+    };
+    let batch: Vec<StoredComment> = mark(ids, true)?;
     if batch.is_empty() {
         return Ok(());
     }
-    session::send(&ctx.home, &row, &comment_message(&batch), true)
+    let sent = session::send(&ctx.home, &row, &comment_message(&batch), true)
         .map_err(anyhow::Error::from)
-        .with_context(|| format!("typing the comment into {name}"))?;
-    ctx.store.update_fact(
-        row.id,
-        COMMENTS_FACT,
-        |all: Option<Vec<StoredComment>>| -> anyhow::Result<_> {
-            let mut all = all.unwrap_or_default();
-            for c in all.iter_mut().filter(|c| ids.contains(&c.id)) {
-                c.delivered = true;
-            }
-            Ok((all, ()))
-        },
-    )
+        .with_context(|| format!("typing the comment into {name}"));
+    if let Err(e) = sent {
+        let taken: Vec<u32> = batch.iter().map(|c| c.id).collect();
+        if let Err(undo) = mark(&taken, false) {
+            tracing::warn!("giving back comments {taken:?} of {name}: {undo:#}");
+        }
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// Whether `name` has comments that are not resolved (cheap: the store

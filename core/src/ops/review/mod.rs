@@ -35,7 +35,7 @@ use crate::store::SessionRow;
 
 pub use comments::{
     comment, comment_message, comments, deliver, has_open_comments, record_comments, resolve,
-    NewComment, StoredComment,
+    Delivery, NewComment, StoredComment, BATCH_WINDOW,
 };
 
 /// Fact kind: [`Reviewed`].
