@@ -18,6 +18,7 @@
 //! is one store transaction (`Store::update_fact`), so concurrent writers
 //! (the LSP, the CLI) lose nothing.
 
+mod base_lines;
 mod comments;
 
 use std::collections::BTreeMap;
@@ -33,6 +34,7 @@ use crate::guard::snapshot::WorkState;
 use crate::session;
 use crate::store::SessionRow;
 
+pub use base_lines::{base_note, base_selection, map_base_range, BaseSelection};
 pub use comments::{
     comment, comment_message, comments, deliver, has_open_comments, record_comments, resolve,
     Delivery, NewComment, StoredComment, BATCH_WINDOW,
