@@ -107,6 +107,19 @@ pub fn comment(state: &mut State, args: &CommandArgs) -> CommandResult {
         return Ok(json!({"needs_text": true}));
     }
     let ctx = state.ctx()?;
+    let (start, end, text) = match args.side.as_deref() {
+        None | Some("agent") => (start, end, text),
+        Some("base") => {
+            let on = ops::review::base_selection(ctx, &session, &path, start, end)?;
+            let note = ops::review::base_note(start, end, &on.base_text, &text);
+            (on.start_line, on.end_line, note)
+        }
+        Some(other) => {
+            return Err(CommandError::Invalid(format!(
+                "owt.comment: \"side\" is \"base\" or \"agent\", not {other:?}"
+            )))
+        }
+    };
     let new = ops::review::NewComment {
         path,
         start_line: start,

@@ -144,6 +144,11 @@ pub struct CommandArgs {
     /// `owt.resolveComment`: the comment's id (its diagnostic's
     /// `data.comment`).
     pub comment: Option<u32>,
+    /// `owt.comment`: `"base"` when `start_line`/`end_line` are lines of
+    /// the base version (the read-only side of a review diff): the server
+    /// carries them onto the agent's copy through the diff and puts the
+    /// base text in the message. Absent or `"agent"`: the agent's lines.
+    pub side: Option<String>,
     /// `owt.approve`: which option of the pending permission request (its
     /// id, 1-based number or name; absent: the first "allow once"). `owt
     /// lsp` also takes a JSON number (the option's number).
