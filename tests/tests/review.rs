@@ -954,3 +954,120 @@ fn on_a_terminal_the_diff_is_coloured_and_paged() {
     let screen = owt_on_a_terminal(&env, &repo, &["diff", "agent"], &[("PAGER", "cat")]);
     assert!(screen.contains("\x1b[32m+line three"), "{screen:?}");
 }
+
+/// A selection on the base side of the review diff (`owt.comment` with
+/// `side: "base"`): its lines are carried onto the agent's copy through
+/// the diff's hunks — above a hunk, inside one (a replaced line, a pure
+/// deletion), between and below hunks that added and removed lines — and
+/// the message says what was selected on the base.
+#[test]
+fn a_comment_on_the_base_side_goes_on_the_agents_lines_the_hunks_map_it_to() {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    // Base line 8 replaced by two lines, base line 16 removed: two hunks,
+    // agent line = base line + 1 from 9 to 15, + 0 from 17 on.
+    std::fs::write(
+        wt.join("old.txt"),
+        numbered(20)
+            .replace("line 8\n", "eight a\neight b\n")
+            .replace("line 16\n", ""),
+    )
+    .unwrap();
+    wait_until("the agent to start", Duration::from_secs(30), || {
+        env.owt_ok(&repo, ["peek", "agent"])
+            .contains("FAKE AGENT READY")
+    });
+    let mut client = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        true,
+    );
+    let diff = client.request("owt/diff", json!({"session": "agent", "path": "old.txt"}));
+    assert_eq!(diff["files"][0]["hunks"].as_array().unwrap().len(), 2);
+    let mut on_base = |start: u32, end: u32, text: &str| -> (Value, Value, String) {
+        let made = client.request(
+            "workspace/executeCommand",
+            json!({"command": "owt.comment", "arguments": [{"session": "agent", "path": "old.txt", "side": "base", "start_line": start, "end_line": end, "text": text}]}),
+        );
+        let c = &made[0];
+        (
+            c["start_line"].clone(),
+            c["end_line"].clone(),
+            c["selected"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(
+        on_base(2, 3, "above"),
+        (json!(2), json!(3), "line 2\nline 3".into()),
+        "above every hunk: the same lines"
+    );
+    assert_eq!(
+        on_base(8, 8, "replaced"),
+        (json!(8), json!(9), "eight a\neight b".into()),
+        "a replaced line: the lines that replaced it"
+    );
+    assert_eq!(
+        on_base(6, 8, "into a hunk"),
+        (json!(6), json!(9), "line 6\nline 7\neight a\neight b".into())
+    );
+    assert_eq!(
+        on_base(12, 12, "between"),
+        (json!(13), json!(13), "line 12".into()),
+        "below a hunk that added a line"
+    );
+    assert_eq!(
+        on_base(16, 16, "removed"),
+        (json!(17), json!(17), "line 17".into()),
+        "a removed line: the agent line where it was"
+    );
+    assert_eq!(
+        on_base(20, 20, "last"),
+        (json!(20), json!(20), "line 20".into()),
+        "below both hunks"
+    );
+
+    // Bad input: a clear error, nothing stored.
+    for (arg, says) in [
+        (
+            json!({"session": "agent", "path": "old.txt", "side": "base", "start_line": 21, "text": "x"}),
+            "has 20 lines",
+        ),
+        (
+            json!({"session": "agent", "path": "old.txt", "side": "left", "start_line": 1, "text": "x"}),
+            "\"side\" is \"base\" or \"agent\"",
+        ),
+    ] {
+        let err = client
+            .request_result(
+                "workspace/executeCommand",
+                json!({"command": "owt.comment", "arguments": [arg]}),
+            )
+            .unwrap_err();
+        assert!(err["message"].as_str().unwrap().contains(says), "{err}");
+    }
+
+    // One message, each comment saying what was selected on the base.
+    wait_until("the batch to reach the agent", DEADLINE, || {
+        agent_lines(&log).iter().any(|l| l.contains("owt review"))
+    });
+    let message = agent_lines(&log)
+        .into_iter()
+        .find(|l| l.contains("owt review"))
+        .unwrap();
+    assert!(
+        message.contains(
+            "old.txt line 17:\n    line 17\nComment: (on the base version, line 16:\n    line 16)\nremoved"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("old.txt lines 8-9:\n    eight a\n    eight b\nComment: (on the base version, line 8:\n    line 8)\nreplaced"),
+        "{message}"
+    );
+    let all: CommentsOutput = env.owt_json(&repo, ["comments", "agent"]);
+    assert_eq!(all.comments.len(), 6);
+}
