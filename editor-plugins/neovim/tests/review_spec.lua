@@ -176,6 +176,37 @@ h.run({
     end,
   },
   {
+    "`c` on the base side asks the agent to change the agent's lines the diff maps the selection to",
+    function()
+      -- The agent inserts a line after line 2 and removes line 8.
+      local agent_a = { "line 1", "line 2", "inserted", "line 3", "line 4", "line 5", "line 6", "line 7", "line 9", "line 10", "line 11" }
+      h.write(session.worktree .. "/a.txt", table.concat(agent_a, "\n") .. "\n")
+      local before = #agent_lines()
+      local base_win = vim.iter(vim.api.nvim_tabpage_list_wins(0)):find(function(w)
+        return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w)):find("owt-base://", 1, true) ~= nil
+      end)
+      h.truthy(base_win, "the base side's window")
+      vim.api.nvim_set_current_win(base_win)
+      local answers = { "name them", "put it back" }
+      vim.ui.input = function(_, on_confirm)
+        on_confirm(table.remove(answers, 1))
+      end
+      -- A visual selection of base lines 5-6, then base line 8 (removed).
+      vim.cmd("normal 5GVjc")
+      vim.cmd("normal 8Gc")
+      local expected = "Review comments from the human supervising you (owt review). Please change the code as asked in each:\n\n"
+        .. "a.txt lines 6-7:\n    line 5\n    line 6\nComment: (on the base version, lines 5-6:\n    line 5\n    line 6)\nname them\n\n"
+        .. "a.txt line 9:\n    line 9\nComment: (on the base version, line 8:\n    line 8)\nput it back"
+      h.wait(30000, function()
+        for i = before + 1, #agent_lines() do
+          if agent_lines()[i] == expected then
+            return true
+          end
+        end
+      end, "both comments in the agent's input as one message: " .. vim.inspect(agent_lines()))
+    end,
+  },
+  {
     "reviewed state survives a restart: a new Neovim and a new owt lsp show c.txt reviewed, a.txt (changed since) not",
     function()
       -- This Neovim's servers stop: nothing of the review stays in memory.

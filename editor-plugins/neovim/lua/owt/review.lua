@@ -211,6 +211,23 @@ function M.show(view, i)
   for _, buf in ipairs({ base_buf, agent_buf }) do
     M.keys(view, buf)
   end
+  -- The base is not the server's document (no code actions there): `c`
+  -- (on a line, or a visual selection) asks the agent to change it.
+  if f.status ~= "added" and not f.binary then
+    local function ask(first, last)
+      M.comment_on_base(view, f.path, first, last)
+    end
+    local opts = { buffer = base_buf, nowait = true, desc = "owt review: ask the agent to change this (base side)" }
+    vim.keymap.set("n", "c", function()
+      local l = vim.fn.line(".")
+      ask(l, l)
+    end, opts)
+    vim.keymap.set("x", "c", function()
+      local a, b = vim.fn.line("v"), vim.fn.line(".")
+      vim.cmd("normal! " .. vim.keycode("<Esc>"))
+      ask(math.min(a, b), math.max(a, b))
+    end, opts)
+  end
   vim.b[agent_buf].owt_review_session = view.name
   vim.b[base_buf].owt_review_session = view.name
   if not f.reviewed then
@@ -360,6 +377,19 @@ function M.open(name, on_done)
       on_done(view)
     end
   end)
+end
+
+--- "Ask <agent> to change this…" on base lines `first..last` of `path`
+--- (the read-only side of the diff): the server carries them onto the
+--- agent's copy through the diff (`owt.comment` with `side = "base"`).
+function M.comment_on_base(view, path, first, last)
+  local client = view.client_id and vim.lsp.get_client_by_id(view.client_id)
+  if not client or client:is_stopped() then
+    fail("the owt server of this review is not running")
+    return
+  end
+  local arg = { session = view.name, path = path, side = "base", start_line = first, end_line = last }
+  M.comment_command({ arguments = { arg } }, { client_id = client.id })
 end
 
 --- `owt.comment` code actions: ask for the comment, then run the command
