@@ -43,7 +43,7 @@ import {
   type SessionNode,
   type TreeNode,
 } from './model';
-import { reviewSession, withComment } from './review';
+import { baseCommentArgs, reviewSession, selectedLines, withComment } from './review';
 import {
   Commands,
   METHOD_BOARD,
@@ -632,6 +632,26 @@ export function activate(context: vscode.ExtensionContext): void {
       },
     }),
   );
+  // "Ask <agent> to change this…" on the base side of the review diff
+  // (the agent's side has the server's code action).
+  register('owt.ui.commentOnBase', async () => {
+    const editor = vscode.window.activeTextEditor;
+    const sel = editor?.selection;
+    const args =
+      editor && sel && editor.document.uri.scheme === BASE_SCHEME
+        ? baseCommentArgs(editor.document.uri.query, ...selectedLines(sel.start.line, sel.end.line, sel.end.character))
+        : undefined;
+    if (!args) {
+      void vscode.window.showInformationMessage(
+        'owt: select lines on the base side of a review diff (on the agent’s side, use the code action "owt: ask … to change this…").',
+      );
+      return;
+    }
+    const asked = await withComment(Commands.comment, [args], (title, prompt) =>
+      Promise.resolve(vscode.window.showInputBox({ title, prompt, ignoreFocusOut: true })),
+    );
+    if (asked) await owt.execute(Commands.comment, asked[0] as CommandArgs);
+  });
   register('owt.ui.review', async (arg) => {
     let name: string | undefined;
     if (arg !== null && typeof arg === 'object' && 'kind' in arg && (arg as TreeNode).kind === 'session') {

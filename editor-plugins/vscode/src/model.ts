@@ -330,14 +330,28 @@ export interface ChangeResource {
 export function baseUri(report: DiffReport, file: DiffFile): string {
   const where = `${report.worktree.replace(/\/+$/, '')}/${file.old_path ?? file.path}`;
   const path = where.split('/').map(encodeURIComponent).join('/');
-  const query = new URLSearchParams({ worktree: report.worktree, blob: file.base_blob ?? '' });
+  // `session` and `path` (the agent's): where a comment made on this side goes.
+  const query = new URLSearchParams({
+    worktree: report.worktree,
+    blob: file.base_blob ?? '',
+    session: report.session,
+    path: file.path,
+  });
   return `${BASE_SCHEME}:${path}?${query.toString()}`;
 }
 
-/** The parts of an `owt-base:` URI's query: where to read which blob. */
-export function parseBaseQuery(query: string): { worktree: string; blob: string } {
+/**
+ * The parts of an `owt-base:` URI's query: where to read which blob, and
+ * whose file (the session, the agent's path) it is the base of.
+ */
+export function parseBaseQuery(query: string): { worktree: string; blob: string; session: string; path: string } {
   const q = new URLSearchParams(query);
-  return { worktree: q.get('worktree') ?? '', blob: q.get('blob') ?? '' };
+  return {
+    worktree: q.get('worktree') ?? '',
+    blob: q.get('blob') ?? '',
+    session: q.get('session') ?? '',
+    path: q.get('path') ?? '',
+  };
 }
 
 /**

@@ -4,7 +4,7 @@
 // over the base versions and the agent's files, then mark the files
 // reviewed as they were in that diff (its `snapshot`).
 
-import { changesResources, type ChangeResource } from './model';
+import { changesResources, parseBaseQuery, type ChangeResource } from './model';
 import { Commands, type DiffReport } from './protocol';
 
 /** What the flow needs from VS Code and the language client. */
@@ -82,4 +82,30 @@ export async function withComment(
   );
   if (text === undefined || text.trim().length === 0) return undefined;
   return [{ ...first, text }, ...args.slice(1)];
+}
+
+/**
+ * The `owt.comment` arguments of "Ask <agent> to change this…" on lines
+ * `first..last` (1-based) of the base side of the review diff (an
+ * `owt-base:` document, given by its URI's query): the server carries
+ * the base lines onto the agent's copy through the diff (`side: "base"`).
+ * Undefined for a base document that is no agent's file's (an added one).
+ */
+export function baseCommentArgs(
+  query: string,
+  first: number,
+  last: number,
+): { session: string; path: string; side: 'base'; start_line: number; end_line: number } | undefined {
+  const { session, path, blob } = parseBaseQuery(query);
+  if (!session || !path || !blob) return undefined;
+  return { session, path, side: 'base', start_line: first, end_line: last };
+}
+
+/**
+ * The 1-based first and last lines of a selection from 0-based positions
+ * (a selection ending at the start of a line leaves that line out).
+ */
+export function selectedLines(start: number, end: number, endCharacter: number): [number, number] {
+  const last = endCharacter === 0 && end > start ? end - 1 : end;
+  return [start + 1, last + 1];
 }

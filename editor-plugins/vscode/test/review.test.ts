@@ -17,7 +17,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 import { BASE_SCHEME, changesResources, parseBaseQuery } from '../src/model';
-import { reviewSession, withComment, type ReviewHost } from '../src/review';
+import { baseCommentArgs, reviewSession, selectedLines, withComment, type ReviewHost } from '../src/review';
 import { Commands, METHOD_BOARD, METHOD_DIFF, type DiffReport } from '../src/protocol';
 import { LspServer, TestEnv, owtBin } from './harness';
 
@@ -222,6 +222,30 @@ describe('owt/diff and the Review command’s resources', () => {
     // Other commands pass as they are.
     const other = [{ session: 'rev' }];
     assert.equal(await withComment('owt.ship', other, async () => 'never asked'), other);
+  });
+
+  it('"Ask <agent> to change this…" on the base side goes on the agent’s lines the diff maps it to', async () => {
+    assert.ok(server && env);
+    const report = await server.request<DiffReport>(METHOD_DIFF, { session: 'rev' }, STEP_MS);
+    const [added, lib] = changesResources(report);
+    assert.equal(baseCommentArgs(new URL(added.original).search, 1, 1), undefined, 'an added file has no base side');
+    // Base lines 1-2 ("one", "two") of lib.txt, selected down to the start of line 3.
+    const args = baseCommentArgs(new URL(lib.original).search, ...selectedLines(0, 2, 0));
+    assert.deepEqual(args, { session: 'rev', path: 'lib.txt', side: 'base', start_line: 1, end_line: 2 });
+    const asked = await withComment(Commands.comment, [args], async (title) => {
+      assert.equal(title, 'owt: Ask rev to change this');
+      return 'keep two lower case';
+    });
+    assert.ok(asked);
+    const made = await server.request<{ path: string; start_line: number; end_line: number; selected: string; text: string }[]>(
+      'workspace/executeCommand',
+      { command: Commands.comment, arguments: asked },
+      STEP_MS,
+    );
+    assert.deepEqual(
+      made.map((c) => [c.path, c.start_line, c.end_line, c.selected, c.text]),
+      [['lib.txt', 1, 2, 'one\nTWO', '(on the base version, lines 1-2:\n    one\n    two)\nkeep two lower case']],
+    );
   });
 
   it('a session without changes: said, nothing opened', async () => {
