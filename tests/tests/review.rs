@@ -1012,7 +1012,11 @@ fn a_comment_on_the_base_side_goes_on_the_agents_lines_the_hunks_map_it_to() {
     );
     assert_eq!(
         on_base(6, 8, "into a hunk"),
-        (json!(6), json!(9), "line 6\nline 7\neight a\neight b".into())
+        (
+            json!(6),
+            json!(9),
+            "line 6\nline 7\neight a\neight b".into()
+        )
     );
     assert_eq!(
         on_base(12, 12, "between"),

@@ -108,10 +108,19 @@ pub fn base_selection(
     };
     let in_tree = |tree: git2::Oid| -> Option<String> {
         let tree = repo.find_tree(tree).ok()?;
-        Some(tree.get_path(std::path::Path::new(path)).ok()?.id().to_string())
+        Some(
+            tree.get_path(std::path::Path::new(path))
+                .ok()?
+                .id()
+                .to_string(),
+        )
     };
     let (base_blob, agent_blob, hunks) = match file {
-        Some(f) => (f.base_blob.clone(), f.agent_blob.clone(), f.hunks.as_slice()),
+        Some(f) => (
+            f.base_blob.clone(),
+            f.agent_blob.clone(),
+            f.hunks.as_slice(),
+        ),
         None => {
             let same = state.merge_base_tree.and_then(in_tree);
             (same.clone(), same, &[][..])
@@ -205,8 +214,16 @@ mod tests {
         let h = hunks();
         assert_eq!(map_base_range(&h, 1, 2, 10), (1, 2), "above every hunk");
         assert_eq!(map_base_range(&h, 3, 3, 10), (3, 4), "a replaced line");
-        assert_eq!(map_base_range(&h, 5, 6, 10), (6, 7), "below a hunk that added");
-        assert_eq!(map_base_range(&h, 8, 8, 10), (9, 9), "a removed line: where it was");
+        assert_eq!(
+            map_base_range(&h, 5, 6, 10),
+            (6, 7),
+            "below a hunk that added"
+        );
+        assert_eq!(
+            map_base_range(&h, 8, 8, 10),
+            (9, 9),
+            "a removed line: where it was"
+        );
         assert_eq!(map_base_range(&h, 9, 10, 10), (9, 10), "below both");
         assert_eq!(map_base_range(&h, 2, 9, 10), (2, 9), "a range across");
         assert_eq!(map_base_range(&h, 10, 10, 9), (9, 9), "clamped to the file");
