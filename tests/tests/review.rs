@@ -975,6 +975,7 @@ fn a_comment_on_the_base_side_goes_on_the_agents_lines_the_hunks_map_it_to() {
             .replace("line 16\n", ""),
     )
     .unwrap();
+    env.git(&wt, ["mv", "run.sh", "start.sh"]);
     wait_until("the agent to start", Duration::from_secs(30), || {
         env.owt_ok(&repo, ["peek", "agent"])
             .contains("FAKE AGENT READY")
@@ -988,10 +989,10 @@ fn a_comment_on_the_base_side_goes_on_the_agents_lines_the_hunks_map_it_to() {
     );
     let diff = client.request("owt/diff", json!({"session": "agent", "path": "old.txt"}));
     assert_eq!(diff["files"][0]["hunks"].as_array().unwrap().len(), 2);
-    let mut on_base = |start: u32, end: u32, text: &str| -> (Value, Value, String) {
+    let mut on = |path: &str, start: u32, end: u32, text: &str| -> (Value, Value, String) {
         let made = client.request(
             "workspace/executeCommand",
-            json!({"command": "owt.comment", "arguments": [{"session": "agent", "path": "old.txt", "side": "base", "start_line": start, "end_line": end, "text": text}]}),
+            json!({"command": "owt.comment", "arguments": [{"session": "agent", "path": path, "side": "base", "start_line": start, "end_line": end, "text": text}]}),
         );
         let c = &made[0];
         (
@@ -1000,6 +1001,12 @@ fn a_comment_on_the_base_side_goes_on_the_agents_lines_the_hunks_map_it_to() {
             c["selected"].as_str().unwrap().to_string(),
         )
     };
+    assert_eq!(
+        on("start.sh", 1, 1, "renamed"),
+        (json!(1), json!(1), "echo hi".into()),
+        "a renamed file: its base is the old path's"
+    );
+    let mut on_base = |start: u32, end: u32, text: &str| on("old.txt", start, end, text);
     assert_eq!(
         on_base(2, 3, "above"),
         (json!(2), json!(3), "line 2\nline 3".into()),
@@ -1073,5 +1080,5 @@ fn a_comment_on_the_base_side_goes_on_the_agents_lines_the_hunks_map_it_to() {
         "{message}"
     );
     let all: CommentsOutput = env.owt_json(&repo, ["comments", "agent"]);
-    assert_eq!(all.comments.len(), 6);
+    assert_eq!(all.comments.len(), 7);
 }

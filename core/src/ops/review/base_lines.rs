@@ -100,7 +100,14 @@ pub fn base_selection(
     let snapshot = state
         .snapshot
         .with_context(|| format!("no snapshot of {}", row.name))?;
-    let files = patch::file_diffs(repo, state.merge_base_tree, snapshot, Some(path), true)?;
+    let mut files = patch::file_diffs(repo, state.merge_base_tree, snapshot, Some(path), true)?;
+    if files
+        .iter()
+        .any(|f| f.path == path && f.base_blob.is_none())
+    {
+        // Maybe renamed: a diff of `path` alone cannot see its old path.
+        files = patch::file_diffs(repo, state.merge_base_tree, snapshot, None, true)?;
+    }
     let file = files.iter().find(|f| f.path == path);
     let blob_text = |id: &str| -> anyhow::Result<String> {
         let blob = repo.find_blob(git2::Oid::from_str(id)?)?;
