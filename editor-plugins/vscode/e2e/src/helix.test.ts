@@ -130,17 +130,20 @@ describe('owt in a real Helix (in a terminal)', () => {
     tmux.keys('Escape');
     tmux.text(':lsp-workspace-command owt.comment "keep 0.20 as the fallback rate"\r');
     // Typed into the agent as one message (the scripted agent echoes each
-    // input it gets as `got: …`; the terminal wraps it at its width).
+    // input it gets as `got: …`; the terminal wraps it at its width). The
+    // screen shows the typed text at its prompt before the agent reads it:
+    // wait for the echo itself.
+    const whole = /got: (Review comment from the human supervising you \(owt review\)\..*?Comment: keep 0\.20 as the fallback rate)/;
     const got = await (async () => {
       const deadline = Date.now() + 30_000;
       for (;;) {
         const peek = env.cli(repo, 'peek', 'tax-fix').replace(/\n/g, '');
-        if (peek.includes('Comment: keep 0.20 as the fallback rate')) return peek;
-        if (Date.now() > deadline) throw new Error(`the comment did not reach the agent:\n${peek}`);
+        if (whole.test(peek)) return peek;
+        if (Date.now() > deadline) throw new Error(`one input holding the whole comment did not reach the agent:\n${peek}`);
         await new Promise((r) => setTimeout(r, 200));
       }
     })();
-    const message = /got: (Review comment from the human supervising you \(owt review\)\..*?Comment: keep 0\.20 as the fallback rate)/.exec(got)?.[1] ?? '';
+    const message = whole.exec(got)?.[1] ?? '';
     assert.ok(message, `one input holds the whole comment:\n${got}`);
     assert.match(message, /src\/cart\.py lines 5-6:/, 'the file and lines');
     assert.match(message, /tax = amount \* vat_rate\(region\)/, 'the selected text');

@@ -332,6 +332,10 @@ describe('owt in a real VS Code', () => {
     );
     const rows = await w.rowsUntil(`the new agent ${spawned.name}`, (r) => r.some((x) => x.level === 2 && x.name === spawned.name));
     assert.match(rows.find((r) => r.name === spawned.name)?.aria ?? '', /Explain the loop/);
+    // The notification centre lists it whether or not its toast is still
+    // up (a toast hides after a while: on a loaded machine the steps above
+    // can outlast it).
+    await w.command('Notifications: Show Notifications');
     await w.until('the notification that the agent started', T.server, (name: string) =>
       [...document.querySelectorAll('.notification-list-item-message')].some((m) => (m.textContent ?? '').includes(`owt: started ${name} (scripted)`)),
       spawned.name,
