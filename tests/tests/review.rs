@@ -46,6 +46,16 @@ fn repo_with_logging_agent(env: &TestEnv, log: &Path) -> PathBuf {
     repo
 }
 
+/// A test's world: a repository whose agent logs what it is typed (to
+/// `log`), and its session `agent` (worktree `wt`).
+fn logged_agent() -> (TestEnv, PathBuf, PathBuf, PathBuf) {
+    let env = TestEnv::new();
+    let log = env.path().join("agent.log");
+    let repo = repo_with_logging_agent(&env, &log);
+    let wt = new_session(&env, &repo, "agent");
+    (env, log, repo, wt)
+}
+
 fn new_session(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
     let out: NewOutput = env.owt_json(repo, ["new", &format!("work on {name}"), "--name", name]);
     PathBuf::from(out.session.worktree)
@@ -83,10 +93,7 @@ fn change_everything(env: &TestEnv, wt: &Path) {
 
 #[test]
 fn diff_shows_the_whole_working_state_as_git_diff_does() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, _, repo, wt) = logged_agent();
     let base_commit = env.git(&repo, ["rev-parse", "HEAD"]).trim().to_string();
     change_everything(&env, &wt);
 
@@ -199,10 +206,7 @@ fn diff_shows_the_whole_working_state_as_git_diff_does() {
 
 #[test]
 fn review_marks_files_and_ship_warns_or_refuses_on_unreviewed_ones() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, _, repo, wt) = logged_agent();
     std::fs::write(
         wt.join("a.txt"),
         numbered(10).replace("line 7\n", "seven\n"),
@@ -275,10 +279,7 @@ fn review_marks_files_and_ship_warns_or_refuses_on_unreviewed_ones() {
 
 #[test]
 fn ship_without_review_warns_and_ships() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, _, repo, wt) = logged_agent();
     std::fs::write(wt.join("fresh.txt"), "new\n").unwrap();
     let out = env.owt(&repo, ["ship", "agent"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -299,10 +300,7 @@ fn agent_lines(log: &Path) -> Vec<String> {
 
 #[test]
 fn comments_given_from_two_shells_within_the_window_go_as_one_message() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, log, repo, wt) = logged_agent();
     std::fs::write(wt.join("a.txt"), numbered(10).replace("line 5\n", "five\n")).unwrap();
     wait_until("the agent to start", Duration::from_secs(30), || {
         env.owt_ok(&repo, ["peek", "agent"])
@@ -367,10 +365,7 @@ fn comments_given_from_two_shells_within_the_window_go_as_one_message() {
 
 #[test]
 fn a_comment_reaches_the_agent_as_one_message_and_is_addressed_by_its_change() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, log, repo, wt) = logged_agent();
     std::fs::write(
         wt.join("a.txt"),
         numbered(10).replace("line 5\n", "let x = 5;\n"),
@@ -464,10 +459,7 @@ fn lsp_code_actions(client: &mut LspClient, file: &Path, first: u32, last: u32) 
 
 #[test]
 fn the_lsp_serves_the_diff_batches_comments_shows_them_until_addressed_and_the_base() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, log, repo, wt) = logged_agent();
     std::fs::write(wt.join("a.txt"), numbered(10).replace("line 2\n", "two\n")).unwrap();
     wait_until("the agent to start", Duration::from_secs(30), || {
         env.owt_ok(&repo, ["peek", "agent"])
@@ -627,10 +619,7 @@ fn the_lsp_serves_the_diff_batches_comments_shows_them_until_addressed_and_the_b
 /// (`owt --json list`; the LSP board carries the same field).
 #[test]
 fn ready_to_ship_sessions_say_whether_their_work_is_reviewed() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, _, repo, wt) = logged_agent();
     std::fs::write(wt.join("a.txt"), numbered(10).replace("line 2\n", "two\n")).unwrap();
     std::fs::write(wt.join("fresh.txt"), "new\n").unwrap();
     let view = |env: &TestEnv| -> Value {
@@ -667,10 +656,7 @@ fn ready_to_ship_sessions_say_whether_their_work_is_reviewed() {
 /// send the snapshot of the diff they showed).
 #[test]
 fn files_are_marked_as_they_were_in_the_diff_read_not_as_they_are_now() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, _, repo, wt) = logged_agent();
     std::fs::write(wt.join("a.txt"), numbered(10).replace("line 2\n", "two\n")).unwrap();
     std::fs::write(wt.join("fresh.txt"), "new\n").unwrap();
     let read: DiffReport = env.owt_json(&repo, ["diff", "agent"]);
@@ -709,10 +695,7 @@ fn files_are_marked_as_they_were_in_the_diff_read_not_as_they_are_now() {
 /// (`owt.ship`) then says, as a warning, which files nobody reviewed.
 #[test]
 fn the_lsp_marks_what_was_shown_and_an_editor_ship_warns_about_unreviewed_files() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, _, repo, wt) = logged_agent();
     std::fs::write(wt.join("a.txt"), numbered(10).replace("line 2\n", "two\n")).unwrap();
     std::fs::write(wt.join("fresh.txt"), "new\n").unwrap();
     let mut client = LspClient::start(
@@ -761,10 +744,7 @@ fn the_lsp_marks_what_was_shown_and_an_editor_ship_warns_about_unreviewed_files(
 /// comment lands on the selection and reaches the agent as one message.
 #[test]
 fn a_comment_given_as_helix_gives_it_goes_on_the_last_selection() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, log, repo, wt) = logged_agent();
     std::fs::write(
         wt.join("a.txt"),
         numbered(10).replace("line 7\n", "seven\n"),
@@ -907,10 +887,7 @@ fn owt_on_a_terminal(env: &TestEnv, cwd: &Path, args: &[&str], extra: &[(&str, &
 /// `--json` the DiffReport.
 #[test]
 fn on_a_terminal_the_diff_is_coloured_and_paged() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, _, repo, wt) = logged_agent();
     std::fs::write(
         wt.join("a.txt"),
         numbered(10).replace("line 3\n", "line three\n"),
@@ -962,10 +939,7 @@ fn on_a_terminal_the_diff_is_coloured_and_paged() {
 /// the message says what was selected on the base.
 #[test]
 fn a_comment_on_the_base_side_goes_on_the_agents_lines_the_hunks_map_it_to() {
-    let env = TestEnv::new();
-    let log = env.path().join("agent.log");
-    let repo = repo_with_logging_agent(&env, &log);
-    let wt = new_session(&env, &repo, "agent");
+    let (env, log, repo, wt) = logged_agent();
     // Base line 8 replaced by two lines, base line 16 removed: two hunks,
     // agent line = base line + 1 from 9 to 15, + 0 from 17 on.
     std::fs::write(
