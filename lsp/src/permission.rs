@@ -247,7 +247,8 @@ mod tests {
     use super::*;
     use owt_protocol::host::PermissionOption;
 
-    fn pending(names: &[(&str, &str)]) -> PendingPermission {
+    /// A permission request offering these options (id, name).
+    fn asking(names: &[(&str, &str)]) -> PendingPermission {
         PendingPermission {
             id: 3,
             question: "Write a.txt".into(),
@@ -268,7 +269,7 @@ mod tests {
     /// on a terminal (Helix and Neovim show messages in one) is escaped.
     #[test]
     fn an_agents_question_cannot_drive_the_editors_terminal() {
-        let mut p = pending(&[("yes", "Allow\x1b[2J")]);
+        let mut p = asking(&[("yes", "Allow\x1b[2J")]);
         p.question = "Write\na.txt\x1b]0;pwned\x07".into();
         let view: SessionView = serde_json::from_value(serde_json::json!({
             "name": "s", "id": "i", "task": "", "branch": "", "base": "", "worktree": "",
@@ -291,7 +292,7 @@ mod tests {
 
     #[test]
     fn each_option_then_deny_with_unique_titles() {
-        let p = pending(&[("yes", "Allow"), ("no", "Deny"), ("again", "Allow")]);
+        let p = asking(&[("yes", "Allow"), ("no", "Deny"), ("again", "Allow")]);
         assert_eq!(
             action_titles(&p),
             ["Allow", "Deny (no)", "Allow (again)", "Deny"]
