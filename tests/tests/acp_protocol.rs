@@ -222,15 +222,18 @@ fn an_acp_sessions_host_records_its_git_facts_for_owt_list() {
     wait_status(&env, &repo, "escape", |s| s.status == Status::NeedsInput);
     // The agent wrote `inside.txt` through `fs/write_text_file`; its host
     // reads that from its journal and records it, as a terminal session's
-    // host does: a listing takes it from the store, not from a walk.
-    wait_until("the ACP host's git facts to be recorded", WAIT, || {
-        env.listing_sources(&repo) == vec!["the host's record"]
-    });
+    // host does: a listing takes it from the store, not from a walk. The
+    // host may record its first reading before the agent's writes land
+    // (a write is in the store within the journal's quiet time, not at
+    // once), so wait for the reading that has them.
     let worktree = std::path::PathBuf::from(&s.worktree);
     let changed = env.git(&worktree, ["status", "--porcelain", "-uall"]);
-    let before = session(&env, &repo, "escape").changed_files;
-    assert_eq!(before as usize, changed.lines().count(), "{changed}");
     assert!(changed.contains("inside.txt"), "{changed}");
+    wait_until("the ACP host's git facts to be recorded", WAIT, || {
+        env.listing_sources(&repo) == vec!["the host's record"]
+            && session(&env, &repo, "escape").changed_files as usize == changed.lines().count()
+    });
+    let before = session(&env, &repo, "escape").changed_files;
     // A later write in its checkout shows too, still from the host.
     std::fs::write(worktree.join("later.txt"), "later\n").unwrap();
     wait_until("the later write to show in `owt list`", WAIT, || {

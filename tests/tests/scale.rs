@@ -470,8 +470,14 @@ fn owt_list_reads_the_live_hosts_records_and_walks_only_checkouts_without_a_host
 
     // Every host records its git facts from its journal (debounced, see
     // `session::host::git_facts`): a listing takes them from the store.
+    // (A host may record a first reading from before its journal saw
+    // every write: wait for the one that has them.)
     wait_until("every live host's git facts to be recorded", WAIT, || {
         env.listing_sources(&repo) == vec!["the host's record"; 3]
+            && sessions(&env, &repo)
+                .iter()
+                .map(|s| (s.ahead, s.changed_files))
+                .eq([(0, 2), (1, 1), (0, 0)])
     });
 
     // No host can answer (every one stopped): the listing asks none, and
