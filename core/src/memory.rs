@@ -61,6 +61,7 @@ pub fn pin_trim_threshold() {
         // threshold) at glibc's defaults, so freed tops are returned.
         libc::mallopt(libc::M_TRIM_THRESHOLD, 128 * 1024);
     }
+    remember_startup_mappings();
 }
 
 /// Trims the heap when work happened and the server has since been quiet,
@@ -153,8 +154,9 @@ pub fn release_after_burst() {
     drop_clean_code_pages();
 }
 
-/// Unmaps this process's clean pages of its own executable — code and
-/// read-only data, which the kernel maps 64 KiB at a time around every
+/// Unmaps this process's clean pages of its own executable and of the
+/// shared libraries it started with (libc's code is most of them) — code
+/// and read-only data, which the kernel maps 64 KiB at a time around every
 /// page the process touches (fault-around), and which a session host
 /// touched once to start (argument parsing, configuration, spawning) and
 /// no longer uses. They stay in the page cache, shared; what is used again
@@ -163,10 +165,16 @@ pub fn release_after_burst() {
 /// heap and stacks (tmux's server: 3.0) and 9.4 MiB of mapped files, 7.5
 /// of them the owt binary: this is what it is made of.
 ///
-/// Only mappings of the executable that are not writable and hold no
-/// anonymous (copied-on-write) page are touched: those are exactly the
-/// file's bytes, so dropping them changes nothing the process reads.
-/// Relocated read-only data (RELRO) holds copied pages and is left alone.
+/// Only mappings that are not writable and hold no anonymous
+/// (copied-on-write) page are touched: those are exactly the file's bytes,
+/// so dropping them changes nothing the process reads. Relocated read-only
+/// data (RELRO) holds copied pages and is left alone. And only mappings the
+/// process had when it started ([`remember_startup_mappings`]; before that
+/// was called, those of the executable): the loader never unmaps them, so
+/// their address ranges can never hold anything else — unlike a file
+/// mapped later (a pack of libgit2's, a backtrace's symbols), whose range
+/// another thread could unmap and reuse for anonymous memory between the
+/// read of `smaps` and the `madvise`.
 pub fn drop_clean_code_pages() {
     #[cfg(target_os = "linux")]
     {
@@ -176,11 +184,18 @@ pub fn drop_clean_code_pages() {
         let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
             return;
         };
-        for (start, end) in clean_mappings_of(&smaps, &exe.to_string_lossy()) {
-            // SAFETY: the range is a whole mapping of this process's own
-            // executable that is not writable and holds no anonymous page;
-            // MADV_DONTNEED on a private file mapping only unmaps its pages,
-            // which the next access maps again from the same file.
+        let exe = exe.to_string_lossy();
+        let startup = STARTUP_MAPPINGS.get();
+        let wanted = |start: usize, end: usize, path: &str| match startup {
+            Some(ranges) => ranges.binary_search(&(start, end)).is_ok(),
+            None => path == exe,
+        };
+        for (start, end) in clean_mappings_of(&smaps, wanted) {
+            // SAFETY: the range is a whole mapping the process had when it
+            // started (or of its executable), never unmapped since, that is
+            // not writable and holds no anonymous page; MADV_DONTNEED on a
+            // file mapping only unmaps its pages, which the next access
+            // maps again from the same file.
             unsafe {
                 libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
             }
@@ -188,10 +203,71 @@ pub fn drop_clean_code_pages() {
     }
 }
 
-/// The address ranges in `smaps` (the text of `/proc/self/smaps`) of
-/// mappings of the file `exe` that are neither writable nor hold an
-/// anonymous page.
-fn clean_mappings_of(smaps: &str, exe: &str) -> Vec<(usize, usize)> {
+/// The read-only mappings of the executable and of the shared libraries
+/// the process started with, sorted (see [`remember_startup_mappings`]).
+static STARTUP_MAPPINGS: std::sync::OnceLock<Vec<(usize, usize)>> = std::sync::OnceLock::new();
+
+/// Remembers the address ranges of the executable's and the shared
+/// libraries' read-only mappings, for [`drop_clean_code_pages`]. Call at
+/// start, before any thread (nothing but the loader has mapped a file
+/// yet); later calls change nothing.
+pub fn remember_startup_mappings() {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(exe) = std::fs::read_link("/proc/self/exe") else {
+            return;
+        };
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+            return;
+        };
+        STARTUP_MAPPINGS.get_or_init(|| startup_mappings_of(&maps, &exe.to_string_lossy()));
+    }
+}
+
+/// The ranges in `maps` (the text of `/proc/self/maps` at start) of the
+/// mappings of `exe` or of a shared library (`*.so`, `*.so.N`) that are not
+/// writable, sorted.
+fn startup_mappings_of(maps: &str, exe: &str) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = maps
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (start, end) = fields.next()?.split_once('-')?;
+            let perms = fields.next()?;
+            let path = fields.nth(3)?;
+            let library = path.starts_with('/') && is_library_name(path);
+            let wanted = (path == exe || library) && !perms.contains('w');
+            let range = (
+                usize::from_str_radix(start, 16).ok()?,
+                usize::from_str_radix(end, 16).ok()?,
+            );
+            wanted.then_some(range)
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Whether the file at `path` is named as a shared library is: `*.so`, or
+/// `*.so.` and a version (`libc.so.6`, `libz.so.1.2.13`).
+fn is_library_name(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or("");
+    name.rfind(".so").is_some_and(|at| {
+        let version = &name[at + 3..];
+        version.is_empty()
+            || version
+                .strip_prefix('.')
+                .is_some_and(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    })
+}
+
+/// The address ranges in `smaps` (the text of `/proc/self/smaps`) of the
+/// mappings `wanted` (by range and path) that are neither writable nor
+/// hold an anonymous page.
+fn clean_mappings_of(
+    smaps: &str,
+    wanted: impl Fn(usize, usize, &str) -> bool,
+) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     // The mapping being read: its range, and whether it qualifies so far.
     let mut current: Option<(usize, usize, bool)> = None;
@@ -213,7 +289,7 @@ fn clean_mappings_of(smaps: &str, exe: &str) -> Vec<(usize, usize)> {
             ) else {
                 continue;
             };
-            let clean = path == exe && perms.starts_with('r') && !perms.contains('w');
+            let clean = wanted(start, end, path) && perms.starts_with('r') && !perms.contains('w');
             current = Some((start, end, clean));
         } else if first == "Anonymous:" {
             if let Some((_, _, clean)) = current.as_mut() {
@@ -236,7 +312,7 @@ pub fn trim() {
 
 #[cfg(test)]
 mod tests {
-    use super::clean_mappings_of;
+    use super::{clean_mappings_of, startup_mappings_of};
 
     #[test]
     fn only_unwritten_read_only_mappings_of_the_executable_are_dropped() {
@@ -261,11 +337,53 @@ Rss:                 816 kB
 Anonymous:           816 kB
 ";
         assert_eq!(
-            clean_mappings_of(smaps, "/usr/bin/owt"),
+            clean_mappings_of(smaps, |_, _, path| path == "/usr/bin/owt"),
             vec![
                 (0x5587808d7000, 0x558780b7a000),
                 (0x558780b7a000, 0x5587817f7000)
             ]
+        );
+        // By the ranges remembered at start: libc's code too; RELRO and
+        // the writable data never, whatever was remembered.
+        let startup = [
+            (0x558780b7a000, 0x5587817f7000),
+            (0x5587817f7000, 0x55878182a000),
+            (0x55878182a000, 0x55878182e000),
+            (0x7f55a5e60000, 0x7f55a5fb6000),
+        ];
+        assert_eq!(
+            clean_mappings_of(smaps, |start, end, _| startup.contains(&(start, end))),
+            vec![
+                (0x558780b7a000, 0x5587817f7000),
+                (0x7f55a5e60000, 0x7f55a5fb6000)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_mappings_remembered_at_start_are_the_read_only_ones_of_the_executable_and_libraries() {
+        let maps = "\
+5587808d7000-558780b7a000 r--p 00000000 fd:00 123 /usr/bin/owt
+558780b7a000-5587817f7000 r-xp 002a3000 fd:00 123 /usr/bin/owt
+55878182a000-55878182e000 rw-p 00f53000 fd:00 123 /usr/bin/owt
+558790000000-558790100000 rw-p 00000000 00:00 0                          [heap]
+7f55a5e60000-7f55a5fb6000 r-xp 00026000 fd:00 456 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f55a6000000-7f55a6010000 r--p 00000000 fd:00 457 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
+7f55a6100000-7f55a6200000 r--s 00000000 fd:00 789 /repo/.git/objects/pack/pack-1.idx
+7f55a6300000-7f55a6301000 r--p 00000000 fd:00 790 /data/notes.so.txt
+7f55a6400000-7f55a6401000 r-xp 00000000 00:00 0                          [vdso]
+7f54a5e60000-7f54a5fb6000 r-xp 00000000 fd:00 458 /usr/lib/libz.so
+";
+        assert_eq!(
+            startup_mappings_of(maps, "/usr/bin/owt"),
+            vec![
+                (0x5587808d7000, 0x558780b7a000),
+                (0x558780b7a000, 0x5587817f7000),
+                (0x7f54a5e60000, 0x7f54a5fb6000),
+                (0x7f55a5e60000, 0x7f55a5fb6000),
+                (0x7f55a6000000, 0x7f55a6010000),
+            ],
+            "sorted; no writable data, heap, pack, vdso, or a file whose name only contains .so"
         );
     }
 
@@ -293,6 +411,13 @@ Anonymous:           816 kB
 
     #[test]
     fn dropping_the_code_pages_of_this_process_leaves_it_running() {
+        super::drop_clean_code_pages();
+        // With the libraries' too (libc's code, used below).
+        super::remember_startup_mappings();
+        assert!(
+            super::STARTUP_MAPPINGS.get().is_some_and(|m| m.len() > 2),
+            "the executable's and libc's mappings are remembered"
+        );
         super::drop_clean_code_pages();
         // Code and constants are mapped again on use.
         let v: Vec<String> = (0..1000).map(|i| format!("{i}")).collect();

@@ -446,15 +446,25 @@ pub fn run_with(
     let holder = holder_id();
     let mut last_guard: Option<std::time::Instant> = None;
     let mut result = Ok(());
+    let mut held: Option<Held> = None;
     while !stop.load(Ordering::SeqCst) {
-        let mut ctx = match Context::open(Some(dir)) {
-            Ok(ctx) => ctx,
-            Err(e) => {
-                result = Err(e);
-                break;
+        let reopen = held.as_ref().is_none_or(Held::stale);
+        if reopen {
+            // The old context (its store connection) goes before the new
+            // one opens.
+            held = None;
+            match Held::open(dir) {
+                Ok(h) => held = Some(h),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
             }
+        }
+        let Some(Held { ctx, .. }) = held.as_mut() else {
+            break;
         };
-        match poll(&mut ctx, &holder, false) {
+        match poll(ctx, &holder, false) {
             Ok(events) => events
                 .iter()
                 .filter(|e| e.kind != "polled")
@@ -468,8 +478,8 @@ pub fn run_with(
         if let Some(pairs) = pairs.filter(|p| !matches!(p, GuardPairs::NotYet)) {
             last_guard = Some(std::time::Instant::now());
             let told = match pairs {
-                GuardPairs::Live(pairs) => tell_pairs(&ctx, &pairs),
-                _ => guard_pass(&ctx),
+                GuardPairs::Live(pairs) => tell_pairs(ctx, &pairs),
+                _ => guard_pass(ctx),
             };
             for (session, text) in told {
                 on_event(&WatchEvent {
@@ -481,7 +491,7 @@ pub fn run_with(
                 });
             }
         }
-        release_if_stopping(&ctx, &holder, stop);
+        release_if_stopping(ctx, &holder, stop);
         for _ in 0..10 {
             if stop.load(Ordering::SeqCst) {
                 break;
@@ -489,10 +499,73 @@ pub fn run_with(
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-    if let Ok(ctx) = Context::open(Some(dir)) {
-        release_all(&ctx, &holder);
+    match &held {
+        Some(h) => release_all(&h.ctx, &holder),
+        None => {
+            if let Ok(ctx) = Context::open(Some(dir)) {
+                release_all(&ctx, &holder);
+            }
+        }
     }
     result
+}
+
+/// How long the watcher keeps one [`Context`] at most: a trust decision
+/// recorded in the store since (what the repository's configuration may
+/// do) is seen within this.
+const CONTEXT_MAX_AGE: Duration = Duration::from_secs(60);
+
+/// The watcher's [`Context`], kept from one look to the next: opening one
+/// (the store and its migrations, the repository, the configuration
+/// files) every second was most of what an idle `owt lsp` did, and the
+/// code it ran most of what the idle server kept mapped of the binary.
+/// It is opened again when the store file was replaced, a configuration
+/// file changed, or after [`CONTEXT_MAX_AGE`].
+struct Held {
+    ctx: Context,
+    opened: std::time::Instant,
+    config: Vec<Option<FileStamp>>,
+}
+
+/// What tells a changed file from the same one without reading it.
+type FileStamp = (u64, u64, i64, i64);
+
+impl Held {
+    fn open(dir: &Path) -> anyhow::Result<Held> {
+        let ctx = Context::open(Some(dir))?;
+        // Stamped right after reading (a change in between is seen at
+        // [`CONTEXT_MAX_AGE`]).
+        let config = config_stamps(ctx.repo.main_root());
+        Ok(Held {
+            ctx,
+            opened: std::time::Instant::now(),
+            config,
+        })
+    }
+
+    fn stale(&self) -> bool {
+        self.opened.elapsed() >= CONTEXT_MAX_AGE
+            || self.ctx.store.replaced().is_some()
+            || config_stamps(self.ctx.repo.main_root()) != self.config
+    }
+}
+
+/// The stamps of the configuration files a [`Context`] of the checkout at
+/// `root` reads (the user's, and each file the repository's could be;
+/// `None`: absent).
+fn config_stamps(root: &Path) -> Vec<Option<FileStamp>> {
+    use std::os::unix::fs::MetadataExt;
+    let repo_files = std::iter::once(crate::config::repo_config_path(root))
+        .chain(crate::config::SEED_FILES.iter().map(|f| root.join(f)));
+    crate::config::user_config_path()
+        .into_iter()
+        .chain(repo_files)
+        .map(|path| {
+            std::fs::metadata(path)
+                .ok()
+                .map(|m| (m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+        })
+        .collect()
 }
 
 fn release_if_stopping(ctx: &Context, holder: &str, stop: &AtomicBool) {
