@@ -94,7 +94,56 @@ def rss_breakdown(pid):
                 maps.append((int(fields[1]), current))
     maps.sort(reverse=True)
     parts["top"] = maps[:8]
+    parts["groups"] = rss_groups(pid)
     return parts
+
+
+def rss_groups(pid):
+    """Resident KiB by kind: the process's executable ("binary"), shared
+    libraries ("libraries"), other mapped files ("other files", e.g. git
+    packs), thread stacks ("stacks": the main one and each 8 MiB-ish
+    writable anonymous mapping right after a one-page guard), and the rest
+    of the anonymous memory ("heap": malloc's arenas and mmaps). A
+    file mapping's copied-on-write pages (relocated data) count as heap."""
+    exe = os.readlink(f"/proc/{pid}/exe")
+    groups = {"binary": 0, "libraries": 0, "other files": 0, "stacks": 0, "heap": 0}
+    prev_guard = False
+    current = None
+
+    def flush():
+        if current is None:
+            return
+        path, perms, size, guarded, rss, anon = current
+        file_kib = rss - anon
+        if path == "[stack]" or (not path and guarded and "w" in perms and size > 1024):
+            groups["stacks"] += rss
+            return
+        groups["heap"] += anon
+        if not path or path.startswith("["):
+            groups["heap"] += file_kib
+        elif path == exe:
+            groups["binary"] += file_kib
+        elif re.search(r"\.so(\.[0-9.]+)?$", path):
+            groups["libraries"] += file_kib
+        else:
+            groups["other files"] += file_kib
+
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            fields = line.split()
+            m = re.match(r"^([0-9a-f]+)-([0-9a-f]+) ", line)
+            if m:
+                flush()
+                size = (int(m.group(2), 16) - int(m.group(1), 16)) // 1024
+                path = " ".join(fields[5:]) if len(fields) > 5 else ""
+                current = [path, fields[1], size, prev_guard, 0, 0]
+                prev_guard = fields[1] == "---p" and not path and size == 4
+            elif current is not None and fields and fields[0] == "Rss:":
+                current[4] = int(fields[1])
+            elif current is not None and fields and fields[0] == "Anonymous:":
+                current[5] = int(fields[1])
+    flush()
+    return groups
 
 
 def file_path(i):

@@ -250,7 +250,8 @@ def one_run(owt, repo, env, sessions, rel, writes, tmp, run_no, hold=0):
             time.sleep(rng.uniform(0.05, 0.25))
         time.sleep(2.0)
         rss_after = common.rss_kib(client.proc.pid)
-        log(f"  idle RSS breakdown (KiB): {common.rss_breakdown(client.proc.pid)}")
+        breakdown = common.rss_breakdown(client.proc.pid)
+        log(f"  idle RSS breakdown (KiB): {breakdown}")
         if hold:
             log(f"  holding owt lsp (pid {client.proc.pid}) idle for {hold} s")
             time.sleep(hold)
@@ -259,6 +260,8 @@ def one_run(owt, repo, env, sessions, rel, writes, tmp, run_no, hold=0):
             "sessions_on_board": len(live),
             "rss_before_kib": rss_before,
             "rss_after_kib": rss_after,
+            "rss_groups_after_kib": breakdown["groups"],
+            "threads_after": breakdown.get("Threads"),
             "latencies_ms": lat,
             "git_status_ms": git_lat,
             "misses": misses,
@@ -472,6 +475,8 @@ def main():
         "git_status_p95_ms": common.median(g95s), "git_status_p95_runs": g95s,
         "idle_rss_mib": common.median(rss), "idle_rss_runs_mib": rss,
         "idle_rss_before_writes_mib": [r["rss_before_kib"] / 1024 for r in runs],
+        "idle_rss_groups_runs_kib": [r["rss_groups_after_kib"] for r in runs],
+        "idle_threads_runs": [r["threads_after"] for r in runs],
         "misses": sum(r["misses"] for r in runs),
         "ready_s": [r["ready_s"] for r in runs],
         "sessions_on_board": [r["sessions_on_board"] for r in runs],
@@ -492,6 +497,7 @@ def main():
           f"  p95 {result['git_status_p95_ms']:.1f} ms")
     print(f"  idle RSS after the writes: {result['idle_rss_mib']:.1f} MiB (runs {[round(x, 1) for x in rss]});"
           f" before: {[round(x, 1) for x in result['idle_rss_before_writes_mib']]}")
+    print(f"  of it (KiB, per run): {result['idle_rss_groups_runs_kib']}; threads {result['idle_threads_runs']}")
     print(f"  guard ready after initialize: {[round(x, 2) for x in result['ready_s']]} s")
     print(f"  owt new (median of {len(new_s)}): {result['owt_new_median_s']:.2f} s;"
           f" git worktree add: {result['git_worktree_add_median_s']:.2f} s")

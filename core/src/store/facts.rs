@@ -121,13 +121,16 @@ impl Store {
         session_id: i64,
         kind: &str,
     ) -> Result<Option<(T, i64)>> {
+        // Cached: asked for every session at every look of the long-lived
+        // processes (a statement parsed each time is most of their CPU).
         let row: Option<(String, i64)> = self
             .conn
-            .query_row(
+            .prepare_cached(
                 "SELECT value, observed_at FROM facts WHERE session_id = ?1 AND kind = ?2",
-                params![session_id, kind],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
+            )?
+            .query_row(params![session_id, kind], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
             .optional()?;
         match row {
             None => Ok(None),

@@ -150,11 +150,8 @@ impl Store {
     pub fn port_block(&self, session_id: i64) -> Result<Option<(u16, u16)>> {
         Ok(self
             .conn
-            .query_row(
-                "SELECT first_port, count FROM port_blocks WHERE session_id = ?1",
-                params![session_id],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
+            .prepare_cached("SELECT first_port, count FROM port_blocks WHERE session_id = ?1")?
+            .query_row(params![session_id], |row| Ok((row.get(0)?, row.get(1)?)))
             .optional()?)
     }
 
