@@ -291,6 +291,7 @@ fn watch_checkout(worktree: &Path, git_dir: &Path) -> Result<Inotify, GuardError
     let mut inotify = Inotify::new()?;
     inotify.add_root_skipping(worktree, true, Some(skip_folder(worktree)?))?;
     inotify.add_root(git_dir, false)?;
+    inotify.shrink_to_fit();
     Ok(inotify)
 }
 
