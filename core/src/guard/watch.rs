@@ -3,9 +3,10 @@
 //! [`GuardEngine`] with the paths that changed, per participant.
 //!
 //! One thread and one table: each watch descriptor maps to the root it
-//! belongs to and its folder relative to that root (a few dozen bytes a
-//! folder, where a general watcher keeps two absolute paths and two hash
-//! entries; a long-lived `owt lsp` watches thousands of folders). A folder
+//! belongs to and its folder relative to that root (12 bytes and the
+//! relative path a folder, in a sorted table, where a general watcher keeps
+//! two absolute paths and two hash entries; a long-lived `owt lsp` watches
+//! 65,000 folders at 64 checkouts of 100k files). A folder
 //! created or moved in is watched at once and reported as changed, so the
 //! engine looks at whatever landed in it before its watch existed; a lost
 //! event queue (`IN_Q_OVERFLOW`) re-scans every participant.

@@ -642,3 +642,32 @@ impl Drop for Background {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::config_stamps;
+
+    #[test]
+    fn a_config_file_written_created_or_removed_changes_the_stamps() {
+        let root = tempfile::tempdir().unwrap();
+        let before = config_stamps(root.path());
+        assert_eq!(before, config_stamps(root.path()), "nothing changed");
+        let owt = root.path().join(".owt.toml");
+        std::fs::write(&owt, "[pr]\npoll_interval = 60\n").unwrap();
+        let written = config_stamps(root.path());
+        assert_ne!(written, before, "created");
+        // Same length, new content: told apart by its mtime (set here, not
+        // waited for: file systems keep coarse timestamps).
+        std::fs::write(&owt, "[pr]\npoll_interval = 90\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&owt)
+            .unwrap()
+            .set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000))
+            .unwrap();
+        assert_ne!(config_stamps(root.path()), written, "rewritten");
+        std::fs::remove_file(&owt).unwrap();
+        std::fs::write(root.path().join(".worktreerc"), "x").unwrap();
+        assert_ne!(config_stamps(root.path()), before, "a seed file counts");
+    }
+}
