@@ -822,7 +822,7 @@ fn real_incremental(
     case: &owt::guard::corpus::Case,
 ) -> (Vec<Duration>, Vec<Duration>, usize) {
     let (mut on, mut off) = (Vec::new(), Vec::new());
-    let mut parsed = 0;
+    let (mut parsed, mut reparsed) = (0, 0);
     for symbols in [true, false] {
         engine.set_symbols(symbols);
         for m in &case.members {
@@ -841,7 +841,7 @@ fn real_incremental(
             let comment = format!("/* owt bench, symbols {symbols} */");
             lines.insert(at, comment.as_str());
             write_file(&m.worktree, &rel, &(lines.join("\n") + "\n"));
-            let parses = engine.symbol_parses();
+            let (parses, reparses) = (engine.symbol_parses(), engine.symbol_reparses());
             let started = Instant::now();
             engine
                 .on_paths_changed(&m.name, &[PathBuf::from(&rel)])
@@ -849,13 +849,18 @@ fn real_incremental(
             let took = started.elapsed();
             if symbols {
                 parsed += engine.symbol_parses() - parses;
+                reparsed += engine.symbol_reparses() - reparses;
             }
             if symbols { on.push(took) } else { off.push(took) }
         }
     }
     engine.set_symbols(true);
     let n = on.len();
-    println!("symbol index parses in the {n} real writes with it on: {parsed}");
+    let (trees, bytes) = engine.symbol_trees_kept();
+    println!(
+        "symbol index parses in the {n} real writes with it on: {parsed} ({reparsed} incremental from a kept tree); trees kept: {trees}, ~{:.1} MiB",
+        bytes as f64 / (1 << 20) as f64
+    );
     (on, off, n)
 }
 

@@ -38,11 +38,12 @@ use owt_protocol::guard::{LineRange, SemanticNote};
 
 use super::changes::{Change, ChangeKind};
 
+mod edits;
 mod grammar;
 mod signatures;
 mod text;
 
-pub use grammar::{parse, Lang};
+pub use grammar::{parse, parse_from, Lang};
 #[cfg(test)]
 use signatures::canonical;
 use signatures::is_text_file;
@@ -55,6 +56,18 @@ pub const MAX_BYTES: usize = 1 << 20;
 /// Blobs kept before the cache starts over (a long `owt lsp` session sees
 /// many versions of the same files).
 const MAX_CACHED: usize = 8192;
+
+/// Parse trees kept to re-parse the next version of their file
+/// incrementally (most recently used first) ...
+const KEPT_TREES: usize = 16;
+
+/// ... while their estimated size stays under this many bytes.
+const KEPT_BYTES: usize = 16 << 20;
+
+/// Estimated heap bytes of a tree per node (tree-sitter's subtrees:
+/// measured 85–87 bytes of RSS per node on git's `builtin/log.c` and
+/// `revision.c`, 1.9 and 3.0 MiB a tree).
+const BYTES_PER_NODE: usize = 88;
 
 /// Words by language family.
 pub type Words = BTreeMap<u8, HashSet<String>>;
@@ -174,8 +187,24 @@ pub struct SymbolIndex {
     written: HashMap<(Option<Oid>, Oid, u8), Arc<HashSet<String>>>,
     /// Words of the lines a side wrote, by family.
     side_words: HashMap<(Oid, Oid), Arc<Words>>,
+    /// The latest parse trees, to parse the next version of their path
+    /// incrementally.
+    kept: Vec<Kept>,
     /// Blobs parsed since this index was made (for tests and benchmarks).
     pub parsed: u64,
+    /// Of those, parsed incrementally from a kept tree (not counting a
+    /// try whose errors sent it back to a fresh parse).
+    pub reparsed: u64,
+}
+
+/// A parse tree kept with its source, by path.
+struct Kept {
+    path: String,
+    lang: Lang,
+    source: Arc<[u8]>,
+    tree: tree_sitter::Tree,
+    /// Estimated bytes held: the source and the tree's nodes.
+    cost: usize,
 }
 
 impl Default for SymbolIndex {
@@ -187,7 +216,9 @@ impl Default for SymbolIndex {
             blob_words: HashMap::new(),
             written: HashMap::new(),
             side_words: HashMap::new(),
+            kept: Vec::new(),
             parsed: 0,
+            reparsed: 0,
         }
     }
 }
@@ -362,9 +393,18 @@ impl SymbolIndex {
         false
     }
 
-    /// The symbols of blob `id` read as `lang`: `None` when it is missing,
-    /// binary, larger than [`MAX_BYTES`] or cannot be parsed.
-    pub fn symbols(&mut self, repo: &Repository, id: Oid, lang: Lang) -> Option<Arc<FileSymbols>> {
+    /// The symbols of blob `id`, the file at `path`, read as `lang`: `None`
+    /// when it is missing, binary, larger than [`MAX_BYTES`] or cannot be
+    /// parsed. Parsed incrementally from the kept tree of another version
+    /// of `path` when there is one ([`parse_from`]: the same symbols as a
+    /// fresh parse), and its tree kept for the next version.
+    pub fn symbols(
+        &mut self,
+        repo: &Repository,
+        path: &str,
+        id: Oid,
+        lang: Lang,
+    ) -> Option<Arc<FileSymbols>> {
         if let Some(found) = self.files.get(&(id, lang)) {
             return found.clone();
         }
@@ -377,10 +417,57 @@ impl SymbolIndex {
                 return None;
             }
             self.parsed += 1;
-            parse(content, lang).map(Arc::new)
+            let previous = self.nearest_kept(path, lang, content);
+            let (symbols, tree, incremental) = {
+                let previous = previous.as_ref().map(|k| (&*k.source, &k.tree));
+                parse_from(content, lang, previous)?
+            };
+            self.reparsed += u64::from(incremental);
+            self.keep(Kept {
+                path: path.to_string(),
+                lang,
+                cost: content.len() + tree.root_node().descendant_count() * BYTES_PER_NODE,
+                source: content.into(),
+                tree,
+            });
+            Some(Arc::new(symbols))
         });
         self.files.insert((id, lang), parsed.clone());
         parsed
+    }
+
+    /// The kept version of `path` (as `lang`) nearest to `text`: the one
+    /// whose differences with it span the fewest bytes.
+    fn nearest_kept(&self, path: &str, lang: Lang, text: &[u8]) -> Option<KeptRef> {
+        self.kept
+            .iter()
+            .filter(|k| k.path == path && k.lang == lang)
+            .min_by_key(|k| differing_bytes(&k.source, text))
+            .map(|k| KeptRef {
+                source: k.source.clone(),
+                tree: k.tree.clone(),
+            })
+    }
+
+    /// Keeps a tree, first; the least recently kept go past
+    /// [`KEPT_TREES`] or [`KEPT_BYTES`].
+    fn keep(&mut self, kept: Kept) {
+        self.kept.insert(0, kept);
+        let mut total = 0;
+        let mut n = 0;
+        for k in &self.kept {
+            if n == KEPT_TREES || (n > 0 && total + k.cost > KEPT_BYTES) {
+                break;
+            }
+            total += k.cost;
+            n += 1;
+        }
+        self.kept.truncate(n);
+    }
+
+    /// Trees kept and their estimated bytes (for tests and benchmarks).
+    pub fn kept(&self) -> (usize, usize) {
+        (self.kept.len(), self.kept.iter().map(|k| k.cost).sum())
     }
 
     /// The symbols of the file at `path` in blob `id` (language by path).
@@ -391,7 +478,7 @@ impl SymbolIndex {
         path: &str,
     ) -> Option<Arc<FileSymbols>> {
         let lang = Lang::of_path(path)?;
-        self.symbols(repo, id?, lang)
+        self.symbols(repo, path, id?, lang)
     }
 
     pub fn len(&self) -> usize {
@@ -401,6 +488,27 @@ impl SymbolIndex {
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
+}
+
+/// A kept version's source and tree (a cheap copy of both).
+struct KeptRef {
+    source: Arc<[u8]>,
+    tree: tree_sitter::Tree,
+}
+
+/// How many bytes lie between the common prefix and the common suffix of
+/// two texts, counted in both.
+fn differing_bytes(a: &[u8], b: &[u8]) -> usize {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let rest = a.len().min(b.len()) - prefix;
+    let suffix = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(rest)
+        .take_while(|(x, y)| x == y)
+        .count();
+    (a.len() - prefix - suffix) + (b.len() - prefix - suffix)
 }
 
 /// The lines of its own file a change wrote (all of a new file's).
@@ -471,7 +579,10 @@ pub fn semantic_notes(
         if !names_one {
             continue;
         }
-        let Some(symbols) = change.new.and_then(|e| index.symbols(repo, e.0, lang)) else {
+        let Some(symbols) = change
+            .new
+            .and_then(|e| index.symbols(repo, &change.path, e.0, lang))
+        else {
             continue;
         };
         let written = written_lines(change);
