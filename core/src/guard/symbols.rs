@@ -24,7 +24,12 @@
 //! a function's head ([`signature_changes`]); a user's file is parsed only
 //! when its written lines name a changed function. Messages parse the
 //! files two participants both changed, as they are in the pair's base.
-//! Submodules: `grammar` (languages, the parse), `signatures`, `text`.
+//! A new version of a path whose tree is kept (the latest
+//! [`KEPT_TREES`] parses, within [`KEPT_BYTES`]) is re-parsed
+//! incrementally from it ([`parse_from`]; a tree with new syntax errors
+//! is parsed fresh).
+//! Submodules: `grammar` (languages, the parse), `edits` (tree-sitter
+//! edits between two versions), `signatures`, `text`.
 //!
 //! Invariants: pure over the object database (reads blobs, writes
 //! nothing); a file in no known language, larger than [`MAX_BYTES`] or
