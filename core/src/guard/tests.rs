@@ -651,6 +651,38 @@ fn incremental_updates_touch_only_the_changed_participant() {
     assert_eq!(engine.changes("b").unwrap().len(), 2);
 }
 
+/// The window between an engine's first computation and its watcher's
+/// start (`owt lsp` at start, `owt serve`'s snapshots): a write the
+/// computation did not see, made once the folders are watched, reaches
+/// the engine when the watcher starts.
+#[test]
+fn a_write_between_watching_and_starting_reaches_the_engine() {
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    write(&b, "f.txt", &with_line(4, "b"));
+    let engine = fx.engine(&["a", "b"], &[]);
+    let watching = super::Watching::new(&engine).unwrap();
+    write(&a, "f.txt", &with_line(4, "a"));
+    assert_eq!(engine.overlap_count("a"), 0, "the engine has not seen it");
+    let engine = Arc::new(Mutex::new(engine));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = watching
+        .start(
+            engine.clone(),
+            Duration::from_millis(30),
+            move |engine, update| {
+                let _ = tx.send((update.participants.clone(), engine.overlap_count("a")));
+            },
+        )
+        .unwrap();
+    let (participants, overlaps) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the queued write reached the engine within 10 s");
+    assert_eq!(participants, ["a"]);
+    assert_eq!(overlaps, 1);
+}
+
 #[test]
 fn watcher_updates_facts_after_a_write() {
     let fx = Fixture::new(&[("f.txt", &lines())]);
