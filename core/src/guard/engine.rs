@@ -130,7 +130,7 @@ impl GuardEngine {
         // Nor re-hash every object read to check it against its id (as
         // git does not, outside `fsck`): the guard reads the snapshots'
         // loose trees and blobs again and again, and that SHA-1 (with
-        // collision detection) was ~6% of a full recompute's CPU time.
+        // collision detection) was ~5% of a full recompute's CPU time.
         git2::opts::strict_hash_verification(false);
         let found = Repository::discover(dir)?;
         let repo = Repository::open(found.commondir())?;
