@@ -108,6 +108,8 @@ impl From<globset::Error> for GuardError {
 #[cfg(test)]
 mod history_tests;
 #[cfg(test)]
+mod reparse_tests;
+#[cfg(test)]
 mod symbol_tests;
 #[cfg(test)]
 mod tests;

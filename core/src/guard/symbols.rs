@@ -24,7 +24,12 @@
 //! a function's head ([`signature_changes`]); a user's file is parsed only
 //! when its written lines name a changed function. Messages parse the
 //! files two participants both changed, as they are in the pair's base.
-//! Submodules: `grammar` (languages, the parse), `signatures`, `text`.
+//! A new version of a path whose tree is kept (the latest
+//! [`KEPT_TREES`] parses, within [`KEPT_BYTES`]) is re-parsed
+//! incrementally from it ([`parse_from`]; a tree with new syntax errors
+//! is parsed fresh).
+//! Submodules: `grammar` (languages, the parse), `edits` (tree-sitter
+//! edits between two versions), `signatures`, `text`.
 //!
 //! Invariants: pure over the object database (reads blobs, writes
 //! nothing); a file in no known language, larger than [`MAX_BYTES`] or
@@ -38,11 +43,12 @@ use owt_protocol::guard::{LineRange, SemanticNote};
 
 use super::changes::{Change, ChangeKind};
 
+mod edits;
 mod grammar;
 mod signatures;
 mod text;
 
-pub use grammar::{parse, Lang};
+pub use grammar::{parse, parse_from, Lang};
 #[cfg(test)]
 use signatures::canonical;
 use signatures::is_text_file;
@@ -55,6 +61,18 @@ pub const MAX_BYTES: usize = 1 << 20;
 /// Blobs kept before the cache starts over (a long `owt lsp` session sees
 /// many versions of the same files).
 const MAX_CACHED: usize = 8192;
+
+/// Parse trees kept to re-parse the next version of their file
+/// incrementally (most recently used first) ...
+const KEPT_TREES: usize = 16;
+
+/// ... while their estimated size stays under this many bytes.
+const KEPT_BYTES: usize = 16 << 20;
+
+/// Estimated heap bytes of a tree per node (tree-sitter's subtrees:
+/// measured 85–87 bytes of RSS per node on git's `builtin/log.c` and
+/// `revision.c`, 1.9 and 3.0 MiB a tree).
+const BYTES_PER_NODE: usize = 88;
 
 /// Words by language family.
 pub type Words = BTreeMap<u8, HashSet<String>>;
@@ -174,8 +192,26 @@ pub struct SymbolIndex {
     written: HashMap<(Option<Oid>, Oid, u8), Arc<HashSet<String>>>,
     /// Words of the lines a side wrote, by family.
     side_words: HashMap<(Oid, Oid), Arc<Words>>,
+    /// Words of a side's old files, by family.
+    old_words: HashMap<(Oid, Oid), Arc<Words>>,
+    /// The latest parse trees, to parse the next version of their path
+    /// incrementally.
+    kept: Vec<Kept>,
     /// Blobs parsed since this index was made (for tests and benchmarks).
     pub parsed: u64,
+    /// Of those, parsed incrementally from a kept tree (not counting a
+    /// try whose errors sent it back to a fresh parse).
+    pub reparsed: u64,
+}
+
+/// A parse tree kept with its source, by path.
+struct Kept {
+    path: String,
+    lang: Lang,
+    source: Arc<[u8]>,
+    tree: tree_sitter::Tree,
+    /// Estimated bytes held: the source and the tree's nodes.
+    cost: usize,
 }
 
 impl Default for SymbolIndex {
@@ -187,7 +223,10 @@ impl Default for SymbolIndex {
             blob_words: HashMap::new(),
             written: HashMap::new(),
             side_words: HashMap::new(),
+            old_words: HashMap::new(),
+            kept: Vec::new(),
             parsed: 0,
+            reparsed: 0,
         }
     }
 }
@@ -236,7 +275,7 @@ impl SymbolIndex {
         user: &SideRef<'_>,
     ) -> Vec<SemanticNote> {
         let used = self.side_words(repo, user);
-        if !self.old_files_mention(repo, changer.changes, &used) {
+        if !self.old_files_mention(repo, changer, &used) {
             return Vec::new();
         }
         let changed: Vec<SignatureChange> = self
@@ -260,7 +299,7 @@ impl SymbolIndex {
                 .or_default()
                 .insert(s.name.clone());
         }
-        let user_changed = if self.old_files_mention(repo, user.changes, &names) {
+        let user_changed = if self.old_files_mention(repo, user, &names) {
             self.signature_changes_of(repo, user)
         } else {
             Arc::default()
@@ -329,20 +368,38 @@ impl SymbolIndex {
         Some(remember(&mut self.written, key, Arc::new(words)))
     }
 
-    /// Whether an old file of `changes` (the definitions a side's
+    /// Whether an old file of `side`'s changes (the definitions its
     /// signature changes come from) contains a word of `words` of its
-    /// language family.
-    fn old_files_mention(&mut self, repo: &Repository, changes: &[Change], words: &Words) -> bool {
-        for change in changes.iter().filter(|c| is_text_file(c)) {
+    /// language family: whether the union of those files' words (per
+    /// family, cached by the side's key) meets `words`.
+    fn old_files_mention(&mut self, repo: &Repository, side: &SideRef<'_>, words: &Words) -> bool {
+        let have = self.old_words(repo, side);
+        words.iter().any(|(family, wanted)| {
+            have.get(family).is_some_and(|have| {
+                let (small, large) = if wanted.len() <= have.len() {
+                    (wanted, have)
+                } else {
+                    (have, wanted)
+                };
+                small.iter().any(|w| large.contains(w))
+            })
+        })
+    }
+
+    /// The words of a side's old files (each text file it changed, as it
+    /// was in the merge base), by family.
+    fn old_words(&mut self, repo: &Repository, side: &SideRef<'_>) -> Arc<Words> {
+        if let Some(found) = self.old_words.get(&side.key) {
+            return found.clone();
+        }
+        let mut out = Words::new();
+        for change in side.changes.iter().filter(|c| is_text_file(c)) {
             let path = change.old_path.as_deref().unwrap_or(&change.path);
             let (Some(lang), Some(old)) = (Lang::of_path(path), change.old) else {
                 continue;
             };
-            let Some(wanted) = words.get(&lang.family()).filter(|w| !w.is_empty()) else {
-                continue;
-            };
             let key = (old.0, lang.family());
-            let have = match self.blob_words.get(&key) {
+            let words = match self.blob_words.get(&key) {
                 Some(found) => found.clone(),
                 None => {
                     let mut set = HashSet::new();
@@ -350,21 +407,25 @@ impl SymbolIndex {
                     remember(&mut self.blob_words, key, Arc::new(set))
                 }
             };
-            let (small, large) = if wanted.len() <= have.len() {
-                (wanted, &*have)
-            } else {
-                (&*have, wanted)
-            };
-            if small.iter().any(|w| large.contains(w)) {
-                return true;
-            }
+            out.entry(lang.family())
+                .or_default()
+                .extend(words.iter().cloned());
         }
-        false
+        remember(&mut self.old_words, side.key, Arc::new(out))
     }
 
-    /// The symbols of blob `id` read as `lang`: `None` when it is missing,
-    /// binary, larger than [`MAX_BYTES`] or cannot be parsed.
-    pub fn symbols(&mut self, repo: &Repository, id: Oid, lang: Lang) -> Option<Arc<FileSymbols>> {
+    /// The symbols of blob `id`, the file at `path`, read as `lang`: `None`
+    /// when it is missing, binary, larger than [`MAX_BYTES`] or cannot be
+    /// parsed. Parsed incrementally from the kept tree of another version
+    /// of `path` when there is one ([`parse_from`]: the same symbols as a
+    /// fresh parse), and its tree kept for the next version.
+    pub fn symbols(
+        &mut self,
+        repo: &Repository,
+        path: &str,
+        id: Oid,
+        lang: Lang,
+    ) -> Option<Arc<FileSymbols>> {
         if let Some(found) = self.files.get(&(id, lang)) {
             return found.clone();
         }
@@ -377,10 +438,57 @@ impl SymbolIndex {
                 return None;
             }
             self.parsed += 1;
-            parse(content, lang).map(Arc::new)
+            let previous = self.nearest_kept(path, lang, content);
+            let (symbols, tree, incremental) = {
+                let previous = previous.as_ref().map(|k| (&*k.source, &k.tree));
+                parse_from(content, lang, previous)?
+            };
+            self.reparsed += u64::from(incremental);
+            self.keep(Kept {
+                path: path.to_string(),
+                lang,
+                cost: content.len() + tree.root_node().descendant_count() * BYTES_PER_NODE,
+                source: content.into(),
+                tree,
+            });
+            Some(Arc::new(symbols))
         });
         self.files.insert((id, lang), parsed.clone());
         parsed
+    }
+
+    /// The kept version of `path` (as `lang`) nearest to `text`: the one
+    /// whose differences with it span the fewest bytes.
+    fn nearest_kept(&self, path: &str, lang: Lang, text: &[u8]) -> Option<KeptRef> {
+        self.kept
+            .iter()
+            .filter(|k| k.path == path && k.lang == lang)
+            .min_by_key(|k| differing_bytes(&k.source, text))
+            .map(|k| KeptRef {
+                source: k.source.clone(),
+                tree: k.tree.clone(),
+            })
+    }
+
+    /// Keeps a tree, first; the least recently kept go past
+    /// [`KEPT_TREES`] or [`KEPT_BYTES`].
+    fn keep(&mut self, kept: Kept) {
+        self.kept.insert(0, kept);
+        let mut total = 0;
+        let mut n = 0;
+        for k in &self.kept {
+            if n == KEPT_TREES || (n > 0 && total + k.cost > KEPT_BYTES) {
+                break;
+            }
+            total += k.cost;
+            n += 1;
+        }
+        self.kept.truncate(n);
+    }
+
+    /// Trees kept and their estimated bytes (for tests and benchmarks).
+    pub fn kept(&self) -> (usize, usize) {
+        (self.kept.len(), self.kept.iter().map(|k| k.cost).sum())
     }
 
     /// The symbols of the file at `path` in blob `id` (language by path).
@@ -391,7 +499,7 @@ impl SymbolIndex {
         path: &str,
     ) -> Option<Arc<FileSymbols>> {
         let lang = Lang::of_path(path)?;
-        self.symbols(repo, id?, lang)
+        self.symbols(repo, path, id?, lang)
     }
 
     pub fn len(&self) -> usize {
@@ -401,6 +509,27 @@ impl SymbolIndex {
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
+}
+
+/// A kept version's source and tree (a cheap copy of both).
+struct KeptRef {
+    source: Arc<[u8]>,
+    tree: tree_sitter::Tree,
+}
+
+/// How many bytes lie between the common prefix and the common suffix of
+/// two texts, counted in both.
+fn differing_bytes(a: &[u8], b: &[u8]) -> usize {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let rest = a.len().min(b.len()) - prefix;
+    let suffix = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(rest)
+        .take_while(|(x, y)| x == y)
+        .count();
+    (a.len() - prefix - suffix) + (b.len() - prefix - suffix)
 }
 
 /// The lines of its own file a change wrote (all of a new file's).
@@ -471,7 +600,10 @@ pub fn semantic_notes(
         if !names_one {
             continue;
         }
-        let Some(symbols) = change.new.and_then(|e| index.symbols(repo, e.0, lang)) else {
+        let Some(symbols) = change
+            .new
+            .and_then(|e| index.symbols(repo, &change.path, e.0, lang))
+        else {
             continue;
         };
         let written = written_lines(change);

@@ -125,6 +125,18 @@ impl GuardEngine {
         self.caches.symbols.parsed
     }
 
+    /// Of [`Self::symbol_parses`], those re-parsed incrementally from a
+    /// kept tree of another version of the same path.
+    pub fn symbol_reparses(&self) -> u64 {
+        self.caches.symbols.reparsed
+    }
+
+    /// Parse trees the symbol index keeps for incremental re-parses, and
+    /// their estimated bytes.
+    pub fn symbol_trees_kept(&self) -> (usize, usize) {
+        self.caches.symbols.kept()
+    }
+
     /// Merge verdicts cached so far (for diagnostics and benchmarks).
     pub fn cached_merges(&self) -> usize {
         self.caches.merges.len() + self.caches.landings.len()

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-use tree_sitter::{Node, ParseOptions, Parser};
+use tree_sitter::{Node, ParseOptions, Parser, Tree};
 
 use super::{FileSymbols, Symbol};
 
@@ -92,25 +92,111 @@ impl Lang {
 
 /// Parses `source` as `lang`.
 pub fn parse(source: &[u8], lang: Lang) -> Option<FileSymbols> {
+    parse_from(source, lang, None).map(|(symbols, _, _)| symbols)
+}
+
+/// Parses `source` as `lang`, incrementally from `previous` (an earlier
+/// version of the same file, as `lang`, and its tree) when given:
+/// tree-sitter re-parses only what the edits between the two versions
+/// can reach, and the tree it gives is the one a fresh parse gives. The
+/// tree is returned to be the next version's `previous`, with whether it
+/// came from the incremental parse (`false`: parsed from scratch).
+pub fn parse_from(
+    source: &[u8],
+    lang: Lang,
+    previous: Option<(&[u8], &Tree)>,
+) -> Option<(FileSymbols, Tree, bool)> {
     thread_local! {
         /// One parser per language and thread, reused.
         static PARSERS: RefCell<HashMap<Lang, Parser>> = RefCell::new(HashMap::new());
     }
-    PARSERS.with(|parsers| {
-        let mut parsers = parsers.borrow_mut();
-        let parser = match parsers.entry(lang) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                let mut parser = Parser::new();
-                parser.set_language(&lang.grammar()).ok()?;
-                e.insert(parser)
-            }
-        };
-        parse_with(parser, source, lang)
-    })
+    let edits = previous.map(|(text, _)| super::edits::edits(text, source));
+    let old = previous.zip(edits.as_ref()).map(|((_, tree), edits)| {
+        let mut tree = tree.clone();
+        for edit in edits {
+            tree.edit(edit);
+        }
+        tree
+    });
+    let parse = |old: Option<&Tree>| {
+        PARSERS.with(|parsers| {
+            let mut parsers = parsers.borrow_mut();
+            let parser = match parsers.entry(lang) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let mut parser = Parser::new();
+                    parser.set_language(&lang.grammar()).ok()?;
+                    e.insert(parser)
+                }
+            };
+            parse_tree(parser, source, old)
+        })
+    };
+    let mut tree = parse(old.as_ref())?;
+    let mut incremental = old.is_some();
+    // Error recovery is where an incremental parse can differ from a
+    // fresh one (it recovers among reused neighbours): a tree with errors
+    // other than the previous version's own, untouched and moved by the
+    // edits, is parsed again from scratch.
+    if let (Some((_, before)), Some(edits)) = (previous, &edits) {
+        if tree.root_node().has_error() && !same_errors(before, &tree, edits) {
+            tree = parse(None)?;
+            incremental = false;
+        }
+    }
+    Some((extract(&tree, source, lang), tree, incremental))
 }
 
-fn parse_with(parser: &mut Parser, source: &[u8], lang: Lang) -> Option<FileSymbols> {
+/// The byte ranges of a tree's syntax errors (`ERROR` and missing nodes),
+/// in order.
+fn errors(tree: &Tree) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut cursor = tree.walk();
+    'walk: loop {
+        let node = cursor.node();
+        let descend = if node.is_error() || node.is_missing() {
+            out.push((node.start_byte(), node.end_byte()));
+            false
+        } else {
+            node.has_error()
+        };
+        if descend && cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    out
+}
+
+/// Whether `new`'s errors are exactly `old`'s, none touched by `edits`
+/// (given last in the file first, in `old`'s bytes), each moved by the
+/// edits before it.
+fn same_errors(old: &Tree, new: &Tree, edits: &[tree_sitter::InputEdit]) -> bool {
+    let mut moved = Vec::new();
+    for (start, end) in errors(old) {
+        let mut shift: isize = 0;
+        for e in edits {
+            // Touching (or adjacent to) an edit: the recovery may change.
+            if e.start_byte <= end && start <= e.old_end_byte {
+                return false;
+            }
+            if e.old_end_byte <= start {
+                shift += e.new_end_byte as isize - e.old_end_byte as isize;
+            }
+        }
+        moved.push((
+            (start as isize + shift) as usize,
+            (end as isize + shift) as usize,
+        ));
+    }
+    moved == errors(new)
+}
+
+fn parse_tree(parser: &mut Parser, source: &[u8], old: Option<&Tree>) -> Option<Tree> {
     // Hostile input must not hold the guard: a parse over its budget gives
     // no symbols.
     let started = Instant::now();
@@ -123,10 +209,14 @@ fn parse_with(parser: &mut Parser, source: &[u8], lang: Lang) -> Option<FileSymb
     };
     let options = ParseOptions::new().progress_callback(&mut within_budget);
     let mut read = |offset: usize, _: tree_sitter::Point| source.get(offset..).unwrap_or_default();
-    let tree = parser.parse_with_options(&mut read, None, Some(options));
+    let tree = parser.parse_with_options(&mut read, old, Some(options));
     // A parse stopped by its budget leaves the parser mid-way.
     parser.reset();
-    let tree = tree?;
+    tree
+}
+
+/// The definitions and uses in `tree` (a parse of `source`).
+fn extract(tree: &Tree, source: &[u8], lang: Lang) -> FileSymbols {
     let mut out = FileSymbols::default();
     let mut names: HashSet<usize> = HashSet::new();
     // Depth-first, preorder, with a cursor (no recursion: hostile input
@@ -167,7 +257,7 @@ fn parse_with(parser: &mut Parser, source: &[u8], lang: Lang) -> Option<FileSymb
         lines.sort_unstable();
         lines.dedup();
     }
-    Some(out)
+    out
 }
 
 /// Whitespace collapsed to single spaces, trimmed.

@@ -116,7 +116,7 @@ pub fn signature_changes(
         }
         let old_path = change.old_path.as_deref().unwrap_or(&change.path);
         let old = Lang::of_path(old_path).and_then(|lang| {
-            let symbols = index.symbols(repo, change.old?.0, lang)?;
+            let symbols = index.symbols(repo, old_path, change.old?.0, lang)?;
             Some((lang, symbols))
         });
         let whole = change.new.is_none()
@@ -155,9 +155,9 @@ pub fn signature_changes(
                 })
             });
         if *touched || named_here {
-            let parsed = new_lang
-                .zip(change.new)
-                .and_then(|(lang, entry)| Some((lang, index.symbols(repo, entry.0, lang)?)));
+            let parsed = new_lang.zip(change.new).and_then(|(lang, entry)| {
+                Some((lang, index.symbols(repo, &change.path, entry.0, lang)?))
+            });
             if let Some((lang, symbols)) = parsed {
                 add_defs(&mut new, &symbols, &change.path, lang);
             }
