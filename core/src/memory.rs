@@ -299,7 +299,7 @@ fn clean_mappings_of(smaps: &str, exe: &str) -> Vec<(usize, usize)> {
 
 /// What stays resident below the caller's frame when its thread gives its
 /// stack back: the frames of the calls that do it, and a signal handler's.
-const STACK_KEEP: usize = 16 * 1024;
+const STACK_KEEP: usize = 8 * 1024;
 
 /// Gives back the pages of the calling thread's stack deeper than its
 /// current frame (less [`STACK_KEEP`]). A thread's deepest call so far (a
