@@ -10,10 +10,9 @@
 //! [`GuardView`] and re-renders the diagnostics of the paths it touched:
 //! no second lock, no full report per change. Unsaved buffers are handed
 //! to the engine by the owner, which takes the delta in the same lock.
-//! Once the watcher watches, every participant's refs are read once more
-//! (a ref that moved between the first computation and the watcher's
-//! start sent it no event); a file written in that window is seen at its
-//! next change.
+//! The watcher watches before the first computation starts: what is
+//! written (or a ref that moves) while the guard computes waits in its
+//! queue and reaches the engine right after.
 //!
 //! The pull-request watcher's conflict pass (every `[pr] poll_interval`)
 //! takes the engine's pairs over the files on disk ([`pair_source`])
@@ -41,7 +40,7 @@ use super::guard_view::{Applied, GuardDelta, GuardView};
 use super::outbox::Outgoing;
 use super::sessions;
 use super::state::State;
-use owt_core::guard::{GuardEngine, GuardUpdate, GuardWatcher, YOU};
+use owt_core::guard::{GuardEngine, GuardUpdate, GuardWatcher, Watching, YOU};
 use owt_core::ops::guard::SnapshotGitFact;
 use owt_core::ops::watch::{GuardPairs, PairSource};
 use owt_core::ops::{self, Context};
@@ -127,7 +126,7 @@ pub fn ensure(state: &mut State) {
     (state.guard.me, state.guard.my_root) = whoami(state, ctx);
     state.guard.running = None;
     set_slot(state, Slot::Starting);
-    let Some((engine, git_facts)) = start_engine(state, ctx) else {
+    let Some((engine, watching, git_facts)) = start_engine(state, ctx) else {
         set_slot(state, Slot::Off);
         return;
     };
@@ -139,18 +138,11 @@ pub fn ensure(state: &mut State) {
     full.git = git_facts;
     let engine = Arc::new(Mutex::new(engine));
     let on_update = watcher_callback(state, &ctx.home, epoch, generation.clone());
-    match GuardWatcher::start(engine.clone(), GUARD_DEBOUNCE, on_update) {
+    match watching.and_then(|w| w.start(engine.clone(), GUARD_DEBOUNCE, on_update)) {
         Ok(watcher) => {
             if let Some(git) = &state.git {
                 git.poke(GitPoke::Watched(true));
             }
-            // A ref that moved while the guard computed, before the watcher
-            // watched (a commit landing on the base branch), sent the
-            // watcher nothing: read every participant's refs once more.
-            catch_up_refs(
-                &engine,
-                watcher_callback(state, &ctx.home, epoch, generation.clone()),
-            );
             set_slot(state, Slot::Live(engine.clone()));
             state.guard.running = Some(Running {
                 engine,
@@ -231,17 +223,31 @@ fn whoami(state: &State, ctx: &Context) -> (String, Option<PathBuf>) {
 }
 
 /// A new engine over the sessions (the git refresher told nobody watches
-/// meanwhile) and the git facts its snapshots show, recorded with the
-/// guard's facts; `None`, logged, when it cannot start.
-fn start_engine(state: &State, ctx: &Context) -> Option<(GuardEngine, Vec<SnapshotGitFact>)> {
+/// meanwhile), watched before it computes (a write or a moved ref during
+/// the computation waits in the watcher's queue; the watch, when it
+/// failed, is the error), and the git facts its snapshots show, recorded
+/// with the guard's facts; `None`, logged, when it cannot start.
+fn start_engine(
+    state: &State,
+    ctx: &Context,
+) -> Option<(
+    GuardEngine,
+    Result<Watching, owt_core::guard::GuardError>,
+    Vec<SnapshotGitFact>,
+)> {
     let poke = |message: GitPoke| {
         if let Some(git) = &state.git {
             git.poke(message);
         }
     };
     poke(GitPoke::Watched(false));
-    let engine = match ops::guard::compute(ctx) {
-        Ok(engine) => engine,
+    let computed = ops::guard::engine(ctx).and_then(|mut engine| {
+        let watching = Watching::new(&engine);
+        engine.full_recompute()?;
+        Ok((engine, watching))
+    });
+    let (engine, watching) = match computed {
+        Ok(computed) => computed,
         Err(e) => {
             tracing::warn!("the conflict guard could not start: {e:#}");
             return None;
@@ -257,37 +263,7 @@ fn start_engine(state: &State, ctx: &Context) -> Option<(GuardEngine, Vec<Snapsh
             Vec::new()
         }
     };
-    Some((engine, git_facts))
-}
-
-/// Re-reads every participant's refs (see the caller) and hands what
-/// changed to `on_update`, as a watcher batch would.
-fn catch_up_refs(
-    engine: &Mutex<GuardEngine>,
-    mut on_update: impl FnMut(&GuardEngine, &GuardUpdate),
-) {
-    let Ok(mut engine) = engine.lock() else {
-        return;
-    };
-    let ids: Vec<String> = engine.participants().map(|p| p.id.clone()).collect();
-    let mut batch = GuardUpdate::default();
-    for id in &ids {
-        match engine.on_refs_changed(id) {
-            Ok(update) => {
-                batch.participants.extend(update.participants);
-                batch.heads_moved.extend(update.heads_moved);
-                batch.pairs.extend(update.pairs);
-                batch.changed_pairs.extend(update.changed_pairs);
-                batch
-                    .changed_base_conflicts
-                    .extend(update.changed_base_conflicts);
-            }
-            Err(e) => tracing::warn!("conflict guard: re-reading the refs of {id} failed: {e}"),
-        }
-    }
-    if !batch.participants.is_empty() || !batch.heads_moved.is_empty() {
-        on_update(&engine, &batch);
-    }
+    Some((engine, watching, git_facts))
 }
 
 /// What the watcher does after each batch, on its thread, holding the

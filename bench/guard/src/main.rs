@@ -13,7 +13,13 @@
 //!
 //! Usage: cargo run --release --manifest-path bench/guard/Cargo.toml --
 //!        [--sizes 10000,100000] [--participants 32] [--rounds 40]
-//!        [--dir DIR] [--owt target/release/owt]
+//!        [--dir DIR] [--owt target/release/owt] [--cold-runs N]
+//!
+//! With `--cold-runs N` it measures only the full recompute with live
+//! hosts, N times, each with a fresh engine (cold, then warm), on the
+//! first of `--sizes`: after one engine with no host (every checkout
+//! walked, which also writes every object), whose snapshots and pairs each
+//! run must give again. One line per run with the load average.
 //!
 //! Without `--dir` everything is generated in a fresh folder under the
 //! system's temp folder, removed at the end (also when a run fails); with
@@ -621,6 +627,11 @@ fn main() {
     let owt_bin =
         std::fs::canonicalize(arg("--owt").unwrap_or_else(|| "target/release/owt".into()))
             .expect("the owt binary (build it: cargo build --release -p owt; or pass --owt PATH)");
+    if let Some(runs) = arg("--cold-runs") {
+        let runs: usize = runs.parse().expect("--cold-runs N");
+        cold_runs(&dir, &owt_bin, sizes[0], n_participants, runs);
+        return;
+    }
     let figures: Vec<Figures> = sizes
         .iter()
         .map(|n| run(&dir, &owt_bin, *n, n_participants, rounds))
@@ -700,6 +711,76 @@ fn main() {
             big.n_files / 1000,
             small.n_files / 1000,
             ms(big.incr_median) / ms(small.incr_median).max(1e-9)
+        );
+    }
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `--cold-runs N`: the full recompute with a live host in every agent
+/// worktree, each run with a fresh engine; every run's snapshots and pairs
+/// must be those of an engine that walked every checkout.
+fn cold_runs(dir: &Path, owt_bin: &Path, n_files: usize, n_participants: usize, runs: usize) {
+    let setup = setup(dir, n_files, n_participants);
+    let mut engine = GuardEngine::new(&setup.main, &[]).unwrap();
+    for p in participants(&setup) {
+        engine.add_participant(p).unwrap();
+    }
+    let started = Instant::now();
+    engine.full_recompute().unwrap();
+    let walked = started.elapsed();
+    let snaps = engine.snapshots();
+    let pairs: Vec<owt_protocol::guard::GuardPair> =
+        engine.pairs().into_iter().cloned().collect();
+    drop(engine);
+    println!(
+        "{n_participants} agents + you, {n_files} files: every checkout walked, cold: {:.1} ms (load {}); {} pairs reported",
+        ms(walked),
+        loadavg(),
+        pairs.len()
+    );
+    let hosts = start_hosts(owt_bin, dir, &setup.worktrees);
+    for run in 0..runs {
+        let mut engine = GuardEngine::new(&setup.main, &[]).unwrap();
+        for (mut p, socket) in participants(&setup)
+            .into_iter()
+            .zip(hosts.sockets.iter().map(Some).chain(std::iter::repeat(None)))
+        {
+            p.journal = socket.map(|socket| {
+                std::sync::Arc::new(owt::session::HostJournal::new(socket.clone()))
+                    as std::sync::Arc<dyn owt::guard::journal::JournalSource>
+            });
+            engine.add_participant(p).unwrap();
+        }
+        let load = loadavg();
+        let started = Instant::now();
+        engine.full_recompute().unwrap();
+        let cold = started.elapsed();
+        let started = Instant::now();
+        engine.full_recompute().unwrap();
+        let warm = started.elapsed();
+        let from_journals = engine
+            .scan_sources()
+            .values()
+            .filter(|s| s.is_some_and(|s| s.name() == "journal"))
+            .count();
+        assert_eq!(from_journals, setup.worktrees.len(), "every journal answered");
+        assert_eq!(engine.snapshots(), snaps, "the walked engine's snapshots");
+        let now: Vec<owt_protocol::guard::GuardPair> =
+            engine.pairs().into_iter().cloned().collect();
+        assert!(now == pairs, "the walked engine's pairs");
+        println!(
+            "run {}: journal cold {:.1} ms, warm {:.1} ms (load {load})",
+            run + 1,
+            ms(cold),
+            ms(warm)
         );
     }
 }

@@ -54,7 +54,7 @@ use serde::{Deserialize, Serialize};
 
 pub use changes::{Change, ChangeKind, Hunk};
 pub use engine::{GuardEngine, GuardUpdate, Participant, YOU};
-pub use watch::GuardWatcher;
+pub use watch::{GuardWatcher, Watching};
 
 /// Fact kinds the guard records (`facts.kind`), beside
 /// [`crate::status::kind::OVERLAPS`].

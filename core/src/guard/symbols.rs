@@ -174,6 +174,8 @@ pub struct SymbolIndex {
     written: HashMap<(Option<Oid>, Oid, u8), Arc<HashSet<String>>>,
     /// Words of the lines a side wrote, by family.
     side_words: HashMap<(Oid, Oid), Arc<Words>>,
+    /// Words of a side's old files, by family.
+    old_words: HashMap<(Oid, Oid), Arc<Words>>,
     /// Blobs parsed since this index was made (for tests and benchmarks).
     pub parsed: u64,
 }
@@ -187,6 +189,7 @@ impl Default for SymbolIndex {
             blob_words: HashMap::new(),
             written: HashMap::new(),
             side_words: HashMap::new(),
+            old_words: HashMap::new(),
             parsed: 0,
         }
     }
@@ -236,7 +239,7 @@ impl SymbolIndex {
         user: &SideRef<'_>,
     ) -> Vec<SemanticNote> {
         let used = self.side_words(repo, user);
-        if !self.old_files_mention(repo, changer.changes, &used) {
+        if !self.old_files_mention(repo, changer, &used) {
             return Vec::new();
         }
         let changed: Vec<SignatureChange> = self
@@ -260,7 +263,7 @@ impl SymbolIndex {
                 .or_default()
                 .insert(s.name.clone());
         }
-        let user_changed = if self.old_files_mention(repo, user.changes, &names) {
+        let user_changed = if self.old_files_mention(repo, user, &names) {
             self.signature_changes_of(repo, user)
         } else {
             Arc::default()
@@ -329,20 +332,38 @@ impl SymbolIndex {
         Some(remember(&mut self.written, key, Arc::new(words)))
     }
 
-    /// Whether an old file of `changes` (the definitions a side's
+    /// Whether an old file of `side`'s changes (the definitions its
     /// signature changes come from) contains a word of `words` of its
-    /// language family.
-    fn old_files_mention(&mut self, repo: &Repository, changes: &[Change], words: &Words) -> bool {
-        for change in changes.iter().filter(|c| is_text_file(c)) {
+    /// language family: whether the union of those files' words (per
+    /// family, cached by the side's key) meets `words`.
+    fn old_files_mention(&mut self, repo: &Repository, side: &SideRef<'_>, words: &Words) -> bool {
+        let have = self.old_words(repo, side);
+        words.iter().any(|(family, wanted)| {
+            have.get(family).is_some_and(|have| {
+                let (small, large) = if wanted.len() <= have.len() {
+                    (wanted, have)
+                } else {
+                    (have, wanted)
+                };
+                small.iter().any(|w| large.contains(w))
+            })
+        })
+    }
+
+    /// The words of a side's old files (each text file it changed, as it
+    /// was in the merge base), by family.
+    fn old_words(&mut self, repo: &Repository, side: &SideRef<'_>) -> Arc<Words> {
+        if let Some(found) = self.old_words.get(&side.key) {
+            return found.clone();
+        }
+        let mut out = Words::new();
+        for change in side.changes.iter().filter(|c| is_text_file(c)) {
             let path = change.old_path.as_deref().unwrap_or(&change.path);
             let (Some(lang), Some(old)) = (Lang::of_path(path), change.old) else {
                 continue;
             };
-            let Some(wanted) = words.get(&lang.family()).filter(|w| !w.is_empty()) else {
-                continue;
-            };
             let key = (old.0, lang.family());
-            let have = match self.blob_words.get(&key) {
+            let words = match self.blob_words.get(&key) {
                 Some(found) => found.clone(),
                 None => {
                     let mut set = HashSet::new();
@@ -350,16 +371,11 @@ impl SymbolIndex {
                     remember(&mut self.blob_words, key, Arc::new(set))
                 }
             };
-            let (small, large) = if wanted.len() <= have.len() {
-                (wanted, &*have)
-            } else {
-                (&*have, wanted)
-            };
-            if small.iter().any(|w| large.contains(w)) {
-                return true;
-            }
+            out.entry(lang.family())
+                .or_default()
+                .extend(words.iter().cloned());
         }
-        false
+        remember(&mut self.old_words, side.key, Arc::new(out))
     }
 
     /// The symbols of blob `id` read as `lang`: `None` when it is missing,

@@ -651,6 +651,38 @@ fn incremental_updates_touch_only_the_changed_participant() {
     assert_eq!(engine.changes("b").unwrap().len(), 2);
 }
 
+/// The window between an engine's first computation and its watcher's
+/// start (`owt lsp` at start, `owt serve`'s snapshots): a write the
+/// computation did not see, made once the folders are watched, reaches
+/// the engine when the watcher starts.
+#[test]
+fn a_write_between_watching_and_starting_reaches_the_engine() {
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    let b = fx.worktree("b");
+    write(&b, "f.txt", &with_line(4, "b"));
+    let engine = fx.engine(&["a", "b"], &[]);
+    let watching = super::Watching::new(&engine).unwrap();
+    write(&a, "f.txt", &with_line(4, "a"));
+    assert_eq!(engine.overlap_count("a"), 0, "the engine has not seen it");
+    let engine = Arc::new(Mutex::new(engine));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = watching
+        .start(
+            engine.clone(),
+            Duration::from_millis(30),
+            move |engine, update| {
+                let _ = tx.send((update.participants.clone(), engine.overlap_count("a")));
+            },
+        )
+        .unwrap();
+    let (participants, overlaps) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the queued write reached the engine within 10 s");
+    assert_eq!(participants, ["a"]);
+    assert_eq!(overlaps, 1);
+}
+
 #[test]
 fn watcher_updates_facts_after_a_write() {
     let fx = Fixture::new(&[("f.txt", &lines())]);
@@ -1017,6 +1049,22 @@ fn conflict_verdicts_match_git_merge_tree_on_random_edit_pairs() {
             "seed {seed}, iteration {iteration}: {log:#?}"
         );
         conflicts_seen += usize::from(conflicted);
+        // The engine reuses one order's verdict for the other where that is
+        // the same merge mirrored (and libgit2 judged it): both orders must
+        // agree on the verdict and the paths.
+        let repo = engine.repo();
+        let base_tree = repo
+            .find_commit(engine.merge_base("a").unwrap())
+            .unwrap()
+            .tree_id();
+        let (sa, sb) = (engine.snapshot("a").unwrap(), engine.snapshot("b").unwrap());
+        let ab = super::merge::merge_trees(repo, base_tree, sa, sb, false).unwrap();
+        let ba = super::merge::merge_trees(repo, base_tree, sb, sa, false).unwrap();
+        assert_eq!(
+            (ab.clean, &ab.conflicts, ab.backend),
+            (ba.clean, &ba.conflicts, ba.backend),
+            "seed {seed}, iteration {iteration}, mirrored: {log:#?}"
+        );
     }
     assert!(
         conflicts_seen > iterations / 10 && conflicts_seen < iterations,

@@ -114,6 +114,32 @@ impl Caches {
         if let Some(found) = found {
             return Ok(found.clone());
         }
+        if !want_tree {
+            // The other order of a pair is often this merge mirrored (both
+            // landings trivial, one merge base). Where git's answer was not
+            // needed, a merge is path by path over the paths both changed,
+            // and a path conflicts where both sides' changes overlap,
+            // whichever is ours: the same verdict, conflicting paths and
+            // all. (A verdict of git's own, with renames in play, is not
+            // reused: `ort` may name paths by side.)
+            let mirrored = (base, theirs, ours);
+            let found = self
+                .merges
+                .get(&mirrored)
+                .or_else(|| self.landings.get(&mirrored))
+                .filter(|f| f.backend != merge::Backend::GitCli);
+            if let Some(found) = found {
+                let outcome = MergeOutcome {
+                    tree: None,
+                    ..found.clone()
+                };
+                if self.merges.len() > CACHE_LIMIT {
+                    self.merges.clear();
+                }
+                self.merges.insert(key, outcome.clone());
+                return Ok(outcome);
+            }
+        }
         let ours_diff = self.diff(repo, base, ours)?;
         let theirs_diff = self.diff(repo, base, theirs)?;
         let outcome = merge::merge_trees_with_diffs(

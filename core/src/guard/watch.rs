@@ -403,16 +403,27 @@ pub(super) fn wait(
     }
 }
 
-impl GuardWatcher {
-    pub fn start(
-        engine: Arc<Mutex<GuardEngine>>,
-        debounce: Duration,
-        mut on_update: impl FnMut(&GuardEngine, &GuardUpdate) + Send + 'static,
-    ) -> Result<GuardWatcher, GuardError> {
+/// A watcher whose watches are in place but whose thread has not started:
+/// what changes from now on waits in the kernel's queue until
+/// [`Watching::start`]. Lets a caller watch before it computes an engine
+/// from scratch, so that nothing written during that computation is
+/// missed (the events reach the engine once it runs).
+pub struct Watching {
+    roots: Roots,
+    inotify: Inotify,
+}
+
+impl std::fmt::Debug for Watching {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watching").finish_non_exhaustive()
+    }
+}
+
+impl Watching {
+    /// Watches every checkout of `engine`'s participants (added, not yet
+    /// computed is fine) and the repository's git dir.
+    pub fn new(engine: &GuardEngine) -> Result<Watching, GuardError> {
         let roots = {
-            let engine = engine
-                .lock()
-                .map_err(|_| GuardError::Internal("the engine lock is poisoned".into()))?;
             let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
             Roots {
                 common_dir: canon(&engine.common_dir()),
@@ -439,6 +450,19 @@ impl GuardWatcher {
                 inotify.add_root(git_dir, false)?;
             }
         }
+        Ok(Watching { roots, inotify })
+    }
+
+    /// Starts the thread that applies the changes to `engine` (the one the
+    /// watches were made for), every batch of which is handed to
+    /// `on_update`; the changes queued since [`Watching::new`] come first.
+    pub fn start(
+        self,
+        engine: Arc<Mutex<GuardEngine>>,
+        debounce: Duration,
+        mut on_update: impl FnMut(&GuardEngine, &GuardUpdate) + Send + 'static,
+    ) -> Result<GuardWatcher, GuardError> {
+        let Watching { roots, mut inotify } = self;
         let (stop_rx, stop_tx) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
             .map_err(|e| io_error("creating the watcher's stop pipe", e))?;
         let thread = std::thread::Builder::new()
@@ -483,6 +507,24 @@ impl GuardWatcher {
             stop: Some(stop_tx),
             thread: Some(thread),
         })
+    }
+}
+
+impl GuardWatcher {
+    /// [`Watching::new`] and [`Watching::start`] at once: for an engine
+    /// already computed, whatever changed before this call was seen.
+    pub fn start(
+        engine: Arc<Mutex<GuardEngine>>,
+        debounce: Duration,
+        on_update: impl FnMut(&GuardEngine, &GuardUpdate) + Send + 'static,
+    ) -> Result<GuardWatcher, GuardError> {
+        let watching = {
+            let engine = engine
+                .lock()
+                .map_err(|_| GuardError::Internal("the engine lock is poisoned".into()))?;
+            Watching::new(&engine)?
+        };
+        watching.start(engine, debounce, on_update)
     }
 }
 

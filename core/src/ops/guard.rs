@@ -61,6 +61,17 @@ pub fn participants(ctx: &Context) -> anyhow::Result<Vec<Participant>> {
 
 /// A fully computed engine for the repository of `ctx`.
 pub fn compute(ctx: &Context) -> anyhow::Result<GuardEngine> {
+    let mut engine = engine(ctx)?;
+    engine
+        .full_recompute()
+        .context("computing the conflict guard")?;
+    Ok(engine)
+}
+
+/// An engine with every participant of the repository of `ctx`, not
+/// computed yet ([`GuardEngine::full_recompute`]; e.g. once a
+/// [`crate::guard::Watching`] watches it).
+pub fn engine(ctx: &Context) -> anyhow::Result<GuardEngine> {
     let mut engine = GuardEngine::new(ctx.repo.main_root(), &ctx.config.config.guard.ignore)
         .context("starting the conflict guard")?;
     engine.set_symbols(ctx.config.config.guard.symbols);
@@ -71,9 +82,6 @@ pub fn compute(ctx: &Context) -> anyhow::Result<GuardEngine> {
             .with_context(|| format!("opening the checkout of {name}"))?;
     }
     crate::remote::add_guard_participants(ctx, &mut engine)?;
-    engine
-        .full_recompute()
-        .context("computing the conflict guard")?;
     Ok(engine)
 }
 

@@ -32,7 +32,7 @@ use owt_protocol::bridge::{
 
 use super::mirror::MIRRORED;
 use crate::guard::engine::{GuardEngine, Participant};
-use crate::guard::watch::GuardWatcher;
+use crate::guard::watch::{GuardWatcher, Watching};
 use crate::ops::Context;
 use crate::store::{now_ms, SessionRow, Store};
 
@@ -381,6 +381,9 @@ fn start_snapshots(
             ))),
         })?;
     }
+    // Watched before the first computation: a write during it is queued,
+    // not missed.
+    let watching = Watching::new(&engine)?;
     engine.full_recompute()?;
     let ids: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
     let mut refs: Vec<SnapshotRef> = removed
@@ -398,7 +401,7 @@ fn start_snapshots(
     }
     let engine = Arc::new(Mutex::new(engine));
     let out = out.clone();
-    let watcher = GuardWatcher::start(engine, SNAPSHOT_DEBOUNCE, move |engine, update| {
+    let watcher = watching.start(engine, SNAPSHOT_DEBOUNCE, move |engine, update| {
         let refs = write_refs(&repo, engine, &update.participants);
         push_snapshots(&out, refs);
         if let Some(store) = &store {

@@ -128,9 +128,12 @@ pub fn parse_pressure(text: &str) -> Option<Pressure> {
 /// When the machine is close to running out of memory, the sentence that
 /// says so (pure): less than `min_free` available, or the kernel's
 /// pressure stall information shows tasks waiting for memory (some ≥ 10%
-/// or full ≥ 1% of the last 10 s) — what comes before the OOM killer picks
-/// a process, and agents are the largest. `agents` are (name, resident
-/// bytes), largest named first.
+/// or full ≥ 1% of the last 10 s) while less than [`STALL_ROOM`] ×
+/// `min_free` is available — what comes before the OOM killer picks a
+/// process, and agents are the largest. Stalls with more than that
+/// available are the kernel taking back file cache under heavy disk
+/// traffic, not a coming OOM kill: no warning. `agents` are (name,
+/// resident bytes), largest named first.
 pub fn pressure_warning(
     memory: Option<MachineMemory>,
     pressure: Option<Pressure>,
@@ -139,7 +142,10 @@ pub fn pressure_warning(
 ) -> Option<String> {
     use crate::config::human_bytes;
     let low = memory.filter(|m| m.available < min_free);
-    let stalled = pressure.filter(|p| p.some_avg10 >= 10.0 || p.full_avg10 >= 1.0);
+    let short = memory.is_none_or(|m| m.available < min_free.saturating_mul(STALL_ROOM));
+    let stalled = pressure
+        .filter(|p| p.some_avg10 >= 10.0 || p.full_avg10 >= 1.0)
+        .filter(|_| short);
     if low.is_none() && stalled.is_none() {
         return None;
     }
@@ -174,6 +180,10 @@ pub fn pressure_warning(
         why.join("; ")
     ))
 }
+
+/// Below this many times `min_free_memory` available, the kernel's
+/// memory stalls count as a coming shortage ([`pressure_warning`]).
+pub const STALL_ROOM: u64 = 4;
 
 /// How often a host samples its agent's memory.
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(2);
@@ -310,12 +320,22 @@ mod tests {
             some_avg10: 23.4,
             full_avg10: 2.0,
         };
-        let text = pressure_warning(machine(8 * GIB), Some(stalled), GIB, &[]).unwrap();
+        let text = pressure_warning(machine(3 * GIB), Some(stalled), GIB, &[]).unwrap();
         assert!(
-            text.contains("waited for memory 23% of the last 10 s"),
+            text.contains(
+                "3 GiB of 16 GiB available; tasks waited for memory 23% of the last 10 s"
+            ),
             "{text}"
         );
         assert!(!text.contains("Largest"), "{text}");
+        // Stalls with half the machine available: the kernel reclaiming
+        // file cache under disk traffic, not a coming OOM kill.
+        assert_eq!(
+            pressure_warning(machine(8 * GIB), Some(stalled), GIB, &agents),
+            None
+        );
+        let unknown = pressure_warning(None, Some(stalled), GIB, &[]).unwrap();
+        assert!(unknown.contains("waited for memory 23%"), "{unknown}");
         assert_eq!(pressure_warning(None, None, GIB, &agents), None);
     }
 
