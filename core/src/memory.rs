@@ -44,6 +44,78 @@ pub fn configure_allocator() {
     pin_trim_threshold();
 }
 
+/// Allocator settings for a session host. Call before any thread is
+/// started.
+///
+/// One arena: an idle host has nine threads, and glibc gave each one that
+/// allocates an arena of its own (up to 8 per core), each keeping ~84 KiB
+/// of free top that `malloc_trim` never returns (it only trims the main
+/// arena's top): 840 KiB of an idle host's ~2 MiB of private memory. A
+/// host's threads rarely allocate at the same time (the PTY reader, the
+/// parser and the monitor take turns on one lock already), and small
+/// allocations are served from each thread's cache without the arena's
+/// lock.
+pub fn configure_host_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator parameters; it is called
+    // before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+    pin_trim_threshold();
+}
+
+/// The glibc tunables a session host starts with, added to
+/// `GLIBC_TUNABLES` by the process that starts it (the loader reads them;
+/// no `mallopt` sets them): no per-thread cache of freed blocks. Each of
+/// an idle host's nine threads kept up to 7 freed blocks of every small
+/// size for itself, out of reach of `malloc_trim`: ~180 KiB of an idle
+/// host (measured with and without). The host takes them out of its own
+/// environment at start ([`forget_host_tunables`]), so its agent gets the
+/// user's.
+pub const HOST_TUNABLES: &str = "glibc.malloc.tcache_count=0";
+
+/// `GLIBC_TUNABLES` for a session host started by a process whose own is
+/// `current`: the user's, then the host's (the last setting of a tunable
+/// wins).
+pub fn host_tunables(current: Option<&std::ffi::OsStr>) -> std::ffi::OsString {
+    match current.filter(|c| !c.is_empty()) {
+        Some(current) => {
+            let mut value = current.to_os_string();
+            value.push(":");
+            value.push(HOST_TUNABLES);
+            value
+        }
+        None => HOST_TUNABLES.into(),
+    }
+}
+
+/// The user's `GLIBC_TUNABLES` from a host's: what [`host_tunables`] added
+/// taken off again (`Some(None)`: the user had none; `None`: not a value
+/// [`host_tunables`] made).
+fn user_tunables(host: &std::ffi::OsStr) -> Option<Option<std::ffi::OsString>> {
+    let host = host.to_str()?;
+    if host == HOST_TUNABLES {
+        return Some(None);
+    }
+    let user = host.strip_suffix(HOST_TUNABLES)?.strip_suffix(':')?;
+    Some(Some(user.into()))
+}
+
+/// In a session host at start, before any thread: gives `GLIBC_TUNABLES`
+/// back the value the user had (see [`HOST_TUNABLES`]), so that the agent
+/// the host starts runs with the user's settings, not the host's.
+pub fn forget_host_tunables() {
+    let Some(host) = std::env::var_os("GLIBC_TUNABLES") else {
+        return;
+    };
+    match user_tunables(&host) {
+        Some(Some(user)) => std::env::set_var("GLIBC_TUNABLES", user),
+        Some(None) => std::env::remove_var("GLIBC_TUNABLES"),
+        None => {}
+    }
+}
+
 /// Keeps freed memory at the top of an arena returnable (what a process
 /// that now and then allocates a lot and then idles needs; a session host
 /// walking its checkout for the journal is one). Call before any thread
@@ -301,6 +373,68 @@ fn clean_mappings_of(
     out
 }
 
+/// What stays resident below the caller's frame when its thread gives its
+/// stack back: the frames of the calls that do it, and a signal handler's.
+const STACK_KEEP: usize = 8 * 1024;
+
+/// Gives back the pages of the calling thread's stack deeper than its
+/// current frame (less [`STACK_KEEP`]). A thread's deepest call so far (a
+/// journal walk through libgit2, argument parsing at start) leaves its
+/// pages resident for as long as the thread lives, though an idle thread
+/// waits a few frames deep: call this from a thread's loop after such work,
+/// before it waits again. The pages are zero-filled again if the thread
+/// goes that deep once more (minor faults).
+#[inline(never)]
+pub fn release_stack() {
+    #[cfg(target_os = "linux")]
+    {
+        let marker = 0u8;
+        let here = std::hint::black_box(&marker) as *const u8 as usize;
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+            return;
+        };
+        let Some((start, end)) = unused_stack(&maps, here, page_size()) else {
+            return;
+        };
+        // SAFETY: [start, end) lies in this thread's own stack mapping,
+        // below its current frame by more than what the calls from here to
+        // the system call use: no live data is there. MADV_DONTNEED on
+        // private anonymous memory only drops the pages (zero-filled on the
+        // next touch).
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+        }
+    }
+}
+
+/// The page-aligned range of the writable mapping in `maps` (the text of
+/// `/proc/self/maps`) that holds the address `here`, from its start to
+/// [`STACK_KEEP`] below `here`; `None` when that is empty or no such
+/// mapping exists.
+fn unused_stack(maps: &str, here: usize, page: usize) -> Option<(usize, usize)> {
+    let (start, _) = maps.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
+        let (start, end) = (
+            usize::from_str_radix(start, 16).ok()?,
+            usize::from_str_radix(end, 16).ok()?,
+        );
+        let writable = fields.next()?.starts_with("rw");
+        (writable && start <= here && here < end).then_some((start, end))
+    })?;
+    let end = here.checked_sub(STACK_KEEP)? / page * page;
+    (end > start).then_some((start, end))
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size)
+        .ok()
+        .filter(|&s| s > 0)
+        .unwrap_or(4096)
+}
+
 /// Returns free heap memory of every arena to the kernel.
 pub fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -407,6 +541,106 @@ Anonymous:           816 kB
         assert_eq!(t.due(), Some(trim_due));
         t.poll_at(trim_due);
         assert_eq!(t.due(), Some(worked + CODE_QUIET + CODE_MIN_INTERVAL));
+    }
+
+    #[test]
+    fn the_host_tunables_come_after_the_users_and_go_again() {
+        use super::{host_tunables, user_tunables, HOST_TUNABLES};
+        use std::ffi::OsStr;
+        assert_eq!(host_tunables(None), HOST_TUNABLES);
+        assert_eq!(host_tunables(Some(OsStr::new(""))), HOST_TUNABLES);
+        let user = "glibc.malloc.check=3";
+        let host = host_tunables(Some(OsStr::new(user)));
+        assert_eq!(host, format!("{user}:{HOST_TUNABLES}").as_str());
+        assert_eq!(user_tunables(&host), Some(Some(user.into())));
+        assert_eq!(
+            user_tunables(OsStr::new(HOST_TUNABLES)),
+            Some(None),
+            "the user had none"
+        );
+        assert_eq!(
+            user_tunables(OsStr::new(user)),
+            None,
+            "not the host's: left alone"
+        );
+    }
+
+    #[test]
+    fn only_the_stack_below_the_current_frame_is_given_back() {
+        use super::{unused_stack, STACK_KEEP};
+        let maps = "\
+55d0c0000000-55d0c0100000 r--p 00000000 fd:00 123 /usr/bin/owt
+7f0000000000-7f0000001000 ---p 00000000 00:00 0 
+7f0000001000-7f0000201000 rw-p 00000000 00:00 0 
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+";
+        let here = 0x7f0000200800;
+        assert_eq!(
+            unused_stack(maps, here, 4096),
+            Some((0x7f0000001000, (here - STACK_KEEP) / 4096 * 4096)),
+            "from the mapping's start to a page boundary STACK_KEEP below"
+        );
+        assert_eq!(
+            unused_stack(maps, 0x7ffd00001000, 4096),
+            None,
+            "nothing when the frame is near the start"
+        );
+        assert_eq!(
+            unused_stack(maps, 0x55d0c0000800, 4096),
+            None,
+            "not writable"
+        );
+        assert_eq!(unused_stack(maps, 0x1000, 4096), None, "not mapped");
+    }
+
+    /// The resident KiB of the mapping holding `addr` (`/proc/self/smaps`).
+    fn resident_kib_of_mapping_at(addr: usize) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            if let Some((start, end)) = first.split_once('-').filter(|_| !first.ends_with(':')) {
+                let start = usize::from_str_radix(start, 16).unwrap_or(usize::MAX);
+                let end = usize::from_str_radix(end, 16).unwrap_or(0);
+                inside = start <= addr && addr < end;
+            } else if inside && first == "Rss:" {
+                return line.split_whitespace().nth(1).unwrap().parse().unwrap();
+            }
+        }
+        panic!("no mapping holds {addr:#x}")
+    }
+
+    #[test]
+    fn giving_back_the_stack_keeps_the_frames_in_use_and_drops_the_rest() {
+        fn deep(n: u32) -> u64 {
+            let buf = std::hint::black_box([n as u8; 512]);
+            if n == 0 {
+                super::release_stack();
+                return u64::from(buf[0]);
+            }
+            deep(n - 1) + u64::from(buf[7])
+        }
+        let (sum, before, after) = std::thread::spawn(|| {
+            let marker = 0u8;
+            let here = std::hint::black_box(&marker) as *const u8 as usize;
+            // ~250 KiB of stack touched, given back from the deepest frame
+            // (every frame above it in use), then from here.
+            let first = deep(400);
+            let before = resident_kib_of_mapping_at(here);
+            super::release_stack();
+            let after = resident_kib_of_mapping_at(here);
+            (first + deep(50), before, after)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            sum,
+            (1..=400).map(|n| n % 256).sum::<u64>() + (1..=50).sum::<u64>()
+        );
+        assert!(
+            after + 128 <= before,
+            "the deep pages are given back: {before} KiB resident before, {after} after"
+        );
     }
 
     #[test]

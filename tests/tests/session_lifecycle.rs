@@ -1,7 +1,8 @@
 //! Sessions outlive whoever started them; a killed host becomes
 //! `exited (host lost)` without touching the worktree or other sessions;
 //! exit codes, the final screen, `wait` exit codes, stop, status rules from
-//! the live screen, and a client of the wrong protocol version.
+//! the live screen, a client of the wrong protocol version, and the
+//! environment the agent gets (the user's glibc tunables, not the host's).
 
 mod session_common;
 
@@ -362,5 +363,44 @@ fn stop_ends_a_daemon_the_agent_detached_and_nothing_else() {
             }
         });
         assert!(pid_alive(theirs), "another session's daemon was killed");
+    });
+}
+
+/// A host starts with its own glibc tunables (no per-thread malloc caches:
+/// issue 22, an idle host's memory) and takes them out of its environment
+/// before it starts its agent: the agent sees the user's `GLIBC_TUNABLES`,
+/// or none.
+#[test]
+fn the_agent_gets_the_users_glibc_tunables_not_the_hosts() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let show = "echo \"T=[${GLIBC_TUNABLES-unset}]\"; sleep 300";
+        for (name, user) in [("none", None), ("users", Some("glibc.malloc.perturb=0"))] {
+            let mut cmd = env.owt(&["__host", "spawn", "--name", name, "--", "bash", "-c", show]);
+            match user {
+                Some(value) => cmd.env("GLIBC_TUNABLES", value),
+                None => cmd.env_remove("GLIBC_TUNABLES"),
+            };
+            let out = cmd.output().expect("running owt");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let s = env.parse_spawned(&String::from_utf8_lossy(&out.stdout));
+            env.wait_screen(name, &format!("T=[{}]", user.unwrap_or("unset")));
+            // What the host process was started with, as the loader left
+            // it (glibc 2.36 rewrites the variable in place, keeping its
+            // first setting only, while applying them all): with no
+            // setting of the user's, the host's own.
+            let started_with = std::fs::read(format!("/proc/{}/environ", s.host_pid)).unwrap();
+            let tunables = started_with
+                .split(|b| *b == 0)
+                .find_map(|kv| kv.strip_prefix(b"GLIBC_TUNABLES=".as_slice()))
+                .map(|v| String::from_utf8_lossy(v).into_owned());
+            if user.is_none() {
+                assert_eq!(tunables.as_deref(), Some("glibc.malloc.tcache_count=0"));
+            }
+        }
     });
 }

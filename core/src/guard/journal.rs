@@ -418,6 +418,8 @@ fn run(shared: &Shared, control: &OwnedFd) {
         };
         if due == Some(Duration::ZERO) {
             walk(shared);
+            // The walk went deep (libgit2); the wait is a few frames.
+            crate::memory::release_stack();
             continue;
         }
         let signalled = match &fd {

@@ -419,6 +419,8 @@ fn serve(started: Started, hooks: TurnHooks) {
             finish(&shared, exit, &monitor_tx);
         });
     }
+    // Starting went deeper than accepting ever will.
+    crate::memory::release_stack();
     accept_clients(&listener, move |stream| serve_client(&shared, stream));
 }
 

@@ -105,6 +105,10 @@ fn spawn_host(
         .arg(spec_file)
         .args(["--ready-fd", &READY_FD.to_string()])
         .env("OWT_HOME", &spec.home)
+        .env(
+            "GLIBC_TUNABLES",
+            crate::memory::host_tunables(std::env::var_os("GLIBC_TUNABLES").as_deref()),
+        )
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2);

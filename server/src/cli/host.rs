@@ -72,9 +72,12 @@ pub enum HostCommand {
 pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         HostCommand::Run { spec, ready_fd } => {
-            // Before any thread: the journal's walks allocate megabytes
-            // now and then in a process that otherwise idles.
-            crate::memory::pin_trim_threshold();
+            // Before any thread: one arena, and the journal's walks
+            // allocate megabytes now and then in a process that otherwise
+            // idles.
+            crate::memory::configure_host_allocator();
+            crate::memory::forget_host_tunables();
+            crate::store::configure_for_idle_process();
             init_host_logs();
             let text = if spec.as_os_str() == "-" {
                 let mut s = String::new();

@@ -245,6 +245,7 @@ impl<'a> Monitor<'a> {
             self.released_seq = look.seq;
             self.released_at = Some(Instant::now());
             crate::memory::release_after_burst();
+            crate::memory::release_stack();
         }
     }
 
