@@ -175,6 +175,19 @@ fn set_slot(state: &State, slot: Slot) {
     }
 }
 
+/// Lets go of the symbol index's parse trees not used for
+/// [`owt_core::guard::symbols::KEPT_IDLE`]; whether any went. Skipped
+/// while the watcher holds the engine (it is busy, not idle).
+pub fn drop_idle_trees(state: &State) -> bool {
+    let Some(running) = &state.guard.running else {
+        return false;
+    };
+    match running.engine.try_lock() {
+        Ok(mut engine) => engine.drop_idle_trees(owt_core::guard::symbols::KEPT_IDLE),
+        Err(_) => false,
+    }
+}
+
 /// Where the pull-request watcher's conflict pass takes the guard's pairs:
 /// from the live engine (its pairs over the files on disk) once it runs,
 /// not from a second engine computed from scratch every pass (at 64

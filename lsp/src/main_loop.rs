@@ -98,6 +98,11 @@ fn run(mut state: State, rx: Receiver<Event>) {
                 guarded("the review comments' refresh", || {
                     review_live::recheck(&mut state)
                 });
+                // The symbol index's parse trees speed up a run of writes;
+                // idle, their memory goes back (then the heap is trimmed).
+                if guard_live::drop_idle_trees(&state) {
+                    trimmer.activity();
+                }
             }
         }
     }

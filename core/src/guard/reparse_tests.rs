@@ -182,6 +182,20 @@ fn kept_trees_are_by_path_and_bounded() {
         .unwrap();
     assert_eq!(index.reparsed, 1);
     assert_eq!(*got, parse(text.as_bytes(), Lang::Rust).unwrap());
+    // An idle index lets its trees go: every one was used within the
+    // last minute (nothing goes), none within no time at all (all go).
+    assert!(!index.drop_idle_trees(std::time::Duration::from_secs(60)));
+    assert_eq!(index.kept().0, trees);
+    assert!(index.drop_idle_trees(std::time::Duration::ZERO));
+    assert_eq!(index.kept(), (0, 0));
+    // The next version then parses fresh, and right.
+    let text = format!("{RUST}\nfn f39() {{ let y = 2; }}\n");
+    let blob = repo.blob(text.as_bytes()).unwrap();
+    let got = index
+        .symbols(&repo, "src/m39.rs", blob, Lang::Rust)
+        .unwrap();
+    assert_eq!(index.reparsed, 1, "no tree left to re-parse from");
+    assert_eq!(*got, parse(text.as_bytes(), Lang::Rust).unwrap());
 }
 
 const CONFIG_C: &str = "#include \"config.h\"\n\nint parse_config(const char *path, int flags)\n{\n\tint n = 0;\n\tn += flags;\n\treturn n;\n}\n\nstatic void helper(void)\n{\n}\n";

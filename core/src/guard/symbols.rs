@@ -69,6 +69,11 @@ const KEPT_TREES: usize = 16;
 /// ... while their estimated size stays under this many bytes.
 const KEPT_BYTES: usize = 16 << 20;
 
+/// A kept tree not used for this long is let go
+/// ([`SymbolIndex::drop_idle_trees`]): the trees speed up an agent's run of
+/// writes to one file; a server that sits idle gives their memory back.
+pub const KEPT_IDLE: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// Estimated heap bytes of a tree per node (tree-sitter's subtrees:
 /// measured 85–87 bytes of RSS per node on git's `builtin/log.c` and
 /// `revision.c`, 1.9 and 3.0 MiB a tree).
@@ -212,6 +217,8 @@ struct Kept {
     tree: tree_sitter::Tree,
     /// Estimated bytes held: the source and the tree's nodes.
     cost: usize,
+    /// When it was kept or last re-parsed from.
+    used: std::time::Instant,
 }
 
 impl Default for SymbolIndex {
@@ -450,6 +457,7 @@ impl SymbolIndex {
                 cost: content.len() + tree.root_node().descendant_count() * BYTES_PER_NODE,
                 source: content.into(),
                 tree,
+                used: std::time::Instant::now(),
             });
             Some(Arc::new(symbols))
         });
@@ -459,15 +467,24 @@ impl SymbolIndex {
 
     /// The kept version of `path` (as `lang`) nearest to `text`: the one
     /// whose differences with it span the fewest bytes.
-    fn nearest_kept(&self, path: &str, lang: Lang, text: &[u8]) -> Option<KeptRef> {
-        self.kept
-            .iter()
+    fn nearest_kept(&mut self, path: &str, lang: Lang, text: &[u8]) -> Option<KeptRef> {
+        let nearest = self
+            .kept
+            .iter_mut()
             .filter(|k| k.path == path && k.lang == lang)
-            .min_by_key(|k| differing_bytes(&k.source, text))
-            .map(|k| KeptRef {
-                source: k.source.clone(),
-                tree: k.tree.clone(),
-            })
+            .min_by_key(|k| differing_bytes(&k.source, text))?;
+        nearest.used = std::time::Instant::now();
+        Some(KeptRef {
+            source: nearest.source.clone(),
+            tree: nearest.tree.clone(),
+        })
+    }
+
+    /// Lets go of the kept trees not used for `idle`; whether any went.
+    pub fn drop_idle_trees(&mut self, idle: std::time::Duration) -> bool {
+        let before = self.kept.len();
+        self.kept.retain(|k| k.used.elapsed() < idle);
+        self.kept.len() < before
     }
 
     /// Keeps a tree, first; the least recently kept go past

@@ -137,6 +137,12 @@ impl GuardEngine {
         self.caches.symbols.kept()
     }
 
+    /// Lets go of the symbol index's kept parse trees not used for `idle`
+    /// (an idle server's memory); whether any went.
+    pub fn drop_idle_trees(&mut self, idle: std::time::Duration) -> bool {
+        self.caches.symbols.drop_idle_trees(idle)
+    }
+
     /// Merge verdicts cached so far (for diagnostics and benchmarks).
     pub fn cached_merges(&self) -> usize {
         self.caches.merges.len() + self.caches.landings.len()
