@@ -29,6 +29,9 @@ use crate::forge::{ForgeError, PrSnapshot};
 use crate::status::feedback::{kind, CiState, PrFact, PrState};
 use crate::store::{now_ms, SessionRow};
 
+mod held;
+use held::Held;
+
 /// Who holds a lease: this process, from this moment.
 pub fn holder_id() -> String {
     format!("{}@{}", std::process::id(), now_ms())
@@ -510,64 +513,6 @@ pub fn run_with(
     result
 }
 
-/// How long the watcher keeps one [`Context`] at most: a trust decision
-/// recorded in the store since (what the repository's configuration may
-/// do) is seen within this.
-const CONTEXT_MAX_AGE: Duration = Duration::from_secs(60);
-
-/// The watcher's [`Context`], kept from one look to the next: opening one
-/// (the store and its migrations, the repository, the configuration
-/// files) every second was most of what an idle `owt lsp` did, and the
-/// code it ran most of what the idle server kept mapped of the binary.
-/// It is opened again when the store file was replaced, a configuration
-/// file changed, or after [`CONTEXT_MAX_AGE`].
-struct Held {
-    ctx: Context,
-    opened: std::time::Instant,
-    config: Vec<Option<FileStamp>>,
-}
-
-/// What tells a changed file from the same one without reading it.
-type FileStamp = (u64, u64, i64, i64);
-
-impl Held {
-    fn open(dir: &Path) -> anyhow::Result<Held> {
-        let ctx = Context::open(Some(dir))?;
-        // Stamped right after reading (a change in between is seen at
-        // [`CONTEXT_MAX_AGE`]).
-        let config = config_stamps(ctx.repo.main_root());
-        Ok(Held {
-            ctx,
-            opened: std::time::Instant::now(),
-            config,
-        })
-    }
-
-    fn stale(&self) -> bool {
-        self.opened.elapsed() >= CONTEXT_MAX_AGE
-            || self.ctx.store.replaced().is_some()
-            || config_stamps(self.ctx.repo.main_root()) != self.config
-    }
-}
-
-/// The stamps of the configuration files a [`Context`] of the checkout at
-/// `root` reads (the user's, and each file the repository's could be;
-/// `None`: absent).
-fn config_stamps(root: &Path) -> Vec<Option<FileStamp>> {
-    use std::os::unix::fs::MetadataExt;
-    let repo_files = std::iter::once(crate::config::repo_config_path(root))
-        .chain(crate::config::SEED_FILES.iter().map(|f| root.join(f)));
-    crate::config::user_config_path()
-        .into_iter()
-        .chain(repo_files)
-        .map(|path| {
-            std::fs::metadata(path)
-                .ok()
-                .map(|m| (m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
-        })
-        .collect()
-}
-
 fn release_if_stopping(ctx: &Context, holder: &str, stop: &AtomicBool) {
     if stop.load(Ordering::SeqCst) {
         release_all(ctx, holder);
@@ -645,7 +590,7 @@ impl Drop for Background {
 
 #[cfg(test)]
 mod tests {
-    use super::config_stamps;
+    use super::held::config_stamps;
 
     #[test]
     fn a_config_file_written_created_or_removed_changes_the_stamps() {

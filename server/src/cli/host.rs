@@ -69,6 +69,20 @@ pub enum HostCommand {
     Stop { name: String },
 }
 
+/// The host spec in the file at `spec` (`-`: standard input).
+fn read_spec(spec: &Path) -> anyhow::Result<HostSpec> {
+    let text = if spec.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading the host spec")?;
+        s
+    } else {
+        std::fs::read_to_string(spec).with_context(|| format!("reading {}", spec.display()))?
+    };
+    serde_json::from_str(&text).context("parsing the host spec")
+}
+
 pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         HostCommand::Run { spec, ready_fd } => {
@@ -79,18 +93,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
             crate::memory::forget_host_tunables();
             crate::store::configure_for_idle_process();
             init_host_logs();
-            let text = if spec.as_os_str() == "-" {
-                let mut s = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut s)
-                    .context("reading the host spec")?;
-                s
-            } else {
-                std::fs::read_to_string(&spec)
-                    .with_context(|| format!("reading {}", spec.display()))?
-            };
-            let spec: HostSpec = serde_json::from_str(&text).context("parsing the host spec")?;
-            session::run_host(spec, ready_fd, ops::host::turn_hooks())?;
+            session::run_host(read_spec(&spec)?, ready_fd, ops::host::turn_hooks())?;
             Ok(ExitCode::SUCCESS)
         }
         HostCommand::Stop { name } => {
