@@ -220,6 +220,16 @@ fn apply_changes(main: &Path, worktrees: &[PathBuf], n_files: usize) {
     }
 }
 
+/// An engine over every checkout of `setup`, no journal (each walked),
+/// not computed yet.
+fn walking_engine(setup: &Setup) -> GuardEngine {
+    let mut engine = GuardEngine::new(&setup.main, &[]).unwrap();
+    for p in participants(setup) {
+        engine.add_participant(p).unwrap();
+    }
+    engine
+}
+
 fn participants(setup: &Setup) -> Vec<Participant> {
     let mut out: Vec<Participant> = setup
         .worktrees
@@ -380,10 +390,7 @@ fn run(
     rounds: usize,
 ) -> Figures {
     let setup = setup(dir, n_files, n_participants);
-    let mut engine = GuardEngine::new(&setup.main, &[]).unwrap();
-    for p in participants(&setup) {
-        engine.add_participant(p).unwrap();
-    }
+    let mut engine = walking_engine(&setup);
     let started = Instant::now();
     engine.full_recompute().unwrap();
     let cold_full = started.elapsed();
@@ -729,10 +736,7 @@ fn loadavg() -> String {
 /// must be those of an engine that walked every checkout.
 fn cold_runs(dir: &Path, owt_bin: &Path, n_files: usize, n_participants: usize, runs: usize) {
     let setup = setup(dir, n_files, n_participants);
-    let mut engine = GuardEngine::new(&setup.main, &[]).unwrap();
-    for p in participants(&setup) {
-        engine.add_participant(p).unwrap();
-    }
+    let mut engine = walking_engine(&setup);
     let started = Instant::now();
     engine.full_recompute().unwrap();
     let walked = started.elapsed();

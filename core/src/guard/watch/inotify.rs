@@ -47,6 +47,7 @@ pub(in crate::guard) struct Inotify {
 }
 
 /// What each watch descriptor stands for.
+#[derive(Default)]
 struct Table {
     roots: Vec<Root>,
     /// Every watch, sorted by descriptor: the kernel hands them out in
@@ -113,14 +114,7 @@ impl Inotify {
             .map_err(|e| io_error("starting inotify", e))?;
         Ok(Inotify {
             fd,
-            table: Table {
-                roots: Vec::new(),
-                watches: Vec::new(),
-                tombstones: 0,
-                names: Vec::new(),
-                live_bytes: 0,
-                exact_link_counts: HashMap::new(),
-            },
+            table: Table::default(),
         })
     }
 
@@ -360,17 +354,9 @@ impl Table {
 #[cfg(test)]
 mod table_tests {
     use super::{Table, REMOVED};
-    use std::collections::HashMap;
 
     fn table() -> Table {
-        Table {
-            roots: Vec::new(),
-            watches: Vec::new(),
-            tombstones: 0,
-            names: Vec::new(),
-            live_bytes: 0,
-            exact_link_counts: HashMap::new(),
-        }
+        Table::default()
     }
 
     fn name(t: &Table, wd: i32) -> Option<(u16, String)> {
