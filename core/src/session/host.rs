@@ -291,7 +291,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 struct State {
-    parser: vt100::Parser,
+    parser: ScreenModel,
     scanner: QueryScanner,
     /// Bumped on every read of output.
     output_seq: u64,
@@ -467,7 +467,7 @@ fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonito
     let text = {
         let mut state = lock(&shared.state);
         state.exit = Some(exit.clone());
-        screen_view(&mut state.parser, false).text()
+        screen_view(state.parser.live(), false).text()
     };
     let clients = lock(&shared.clients).clone();
     let screen_file = super::screen_path(&shared.spec.home, &shared.spec.short_id);

@@ -68,6 +68,8 @@ struct Look {
     /// The screen, when it is to be judged or read for the first prompt.
     screen: Option<rules::ScreenText>,
     paste_mode: bool,
+    /// The screen model is parked (see [`ScreenModel`]).
+    parked: bool,
     /// A native signal not seen yet, and its sequence number.
     native: Option<(Option<(AgentSignal, i64)>, u64)>,
     /// The screen is due for a judgement.
@@ -204,7 +206,7 @@ impl<'a> Monitor<'a> {
     }
 
     fn look(&self, late: bool) -> Look {
-        let s = lock(&self.shared.state);
+        let mut s = lock(&self.shared.state);
         let quiet_for = s.last_output.map(|t| t.elapsed());
         // Judge when output settles, and at least every REJUDGE_MS
         // while it never does (animated TUIs); never a screen that
@@ -219,7 +221,8 @@ impl<'a> Monitor<'a> {
                 || (self.input_box_pending && quiet_enough(quiet_for, INPUT_BOX_QUIET_MS)));
         let for_prompt =
             self.prompt.is_some() && (quiet_enough(quiet_for, PROMPT_QUIET_MS) || late);
-        let screen = (due || for_prompt).then(|| rules::ScreenText::from_screen(s.parser.screen()));
+        let screen = (due || for_prompt)
+            .then(|| rules::ScreenText::from_screen(s.parser.live().screen()));
         let native = (s.native_seq != self.native_seq).then_some((s.native, s.native_seq));
         Look {
             out_at: s.last_output_at,
@@ -227,25 +230,35 @@ impl<'a> Monitor<'a> {
             seq: s.output_seq,
             quiet_for,
             screen,
-            paste_mode: s.parser.screen().bracketed_paste(),
+            paste_mode: s.parser.bracketed_paste(),
+            parked: s.parser.is_parked(),
             native,
             due,
         }
     }
 
-    /// A burst of output is over: its buffers go back, and the binary's
-    /// pages mapped to start the agent and parse its output too.
+    /// A burst of output is over: the screen model is parked, the
+    /// burst's buffers go back, and the binary's pages mapped to start the
+    /// agent and parse its output too. A screen read since (a peek, a
+    /// redraw, a resize) is parked again.
     fn release_after_burst(&mut self, look: &Look) {
-        if look.seq != self.released_seq
-            && quiet_enough(look.quiet_for, RELEASE_QUIET_MS)
-            && self
+        if !quiet_enough(look.quiet_for, RELEASE_QUIET_MS)
+            || self
                 .released_at
-                .is_none_or(|t| t.elapsed() >= RELEASE_INTERVAL)
+                .is_some_and(|t| t.elapsed() < RELEASE_INTERVAL)
         {
+            return;
+        }
+        if look.seq != self.released_seq {
             self.released_seq = look.seq;
             self.released_at = Some(Instant::now());
+            lock(&self.shared.state).parser.park();
             crate::memory::release_after_burst();
             crate::memory::release_stack();
+        } else if !look.parked {
+            self.released_at = Some(Instant::now());
+            lock(&self.shared.state).parser.park();
+            crate::memory::trim();
         }
     }
 

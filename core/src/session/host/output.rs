@@ -90,7 +90,7 @@ pub(super) fn parse_output(shared: &Arc<Shared>, rx: mpsc::Receiver<ToParser>) {
             ToParser::Redraw(client) => {
                 let bytes = proto::encode(
                     FrameKind::Redraw,
-                    &redraw(lock(&shared.state).parser.screen()),
+                    &redraw(lock(&shared.state).parser.live().screen()),
                 );
                 client.deliver_redraw(bytes);
             }
@@ -124,17 +124,18 @@ pub(super) fn parse_chunk(shared: &Shared, chunk: &[u8], found: &mut Vec<(usize,
             state.native_seq += 1;
         }
     }
+    let parser = state.parser.live();
     if found.is_empty() || shared.n_attached.load(Ordering::SeqCst) > 0 {
-        state.parser.process(chunk);
+        parser.process(chunk);
     } else {
         // Answer each query from the screen as it was when asked.
         let mut at = 0;
         for &(end, query) in found.iter() {
-            state.parser.process(&chunk[at..end]);
+            parser.process(&chunk[at..end]);
             at = end;
-            replies.extend(queries::answer(query, state.parser.screen()));
+            replies.extend(queries::answer(query, parser.screen()));
         }
-        state.parser.process(&chunk[at..]);
+        parser.process(&chunk[at..]);
     }
     state.output_seq += 1;
     state.last_output = Some(Instant::now());
@@ -176,7 +177,7 @@ pub(super) fn type_input(shared: &Shared, bytes: Vec<u8>) {
 /// short pause.
 pub(super) fn type_text(shared: &Shared, text: &str, enter: bool) {
     let _typing = lock(&shared.typing);
-    let paste_mode = lock(&shared.state).parser.screen().bracketed_paste();
+    let paste_mode = lock(&shared.state).parser.bracketed_paste();
     type_input(shared, typed_bytes(&shared.spec.provider, text, paste_mode));
     if enter {
         let _ = shared

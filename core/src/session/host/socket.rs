@@ -138,10 +138,10 @@ fn attach_client(shared: &Arc<Shared>, client: &Arc<Client>, rows: u16, cols: u1
     drop(clients);
     if !queued {
         // The agent is gone and the parser with it: the screen is final.
-        let state = lock(&shared.state);
+        let mut state = lock(&shared.state);
         client.deliver_redraw(proto::encode(
             FrameKind::Redraw,
-            &redraw(state.parser.screen()),
+            &redraw(state.parser.live().screen()),
         ));
     }
     if let Some(exit) = &lock(&shared.state).exit {
@@ -296,7 +296,7 @@ pub(super) fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Repl
             Reply::Frame(proto::encode(FrameKind::Ok, b""))
         }
         Request::Peek(req) => {
-            let view = screen_view(&mut lock(&shared.state).parser, req.scrollback);
+            let view = screen_view(lock(&shared.state).parser.live(), req.scrollback);
             Reply::Frame(proto::encode_json(FrameKind::Screen, &view))
         }
         Request::Status => Reply::Frame(proto::encode_json(FrameKind::Status, &status(shared))),
@@ -318,7 +318,7 @@ pub(super) fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Repl
 
 pub(super) fn status(shared: &Shared) -> HostStatus {
     let state = lock(&shared.state);
-    let (rows, cols) = state.parser.screen().size();
+    let (rows, cols) = state.parser.size();
     HostStatus {
         host_pid: shared.host_pid,
         agent_pid: shared.agent_pid,
@@ -340,7 +340,11 @@ pub(super) fn status(shared: &Shared) -> HostStatus {
 
 pub(super) fn resize(shared: &Shared, rows: u16, cols: u16) {
     // The screen model first, so output drawn for the new size lands right.
-    lock(&shared.state).parser.screen_mut().set_size(rows, cols);
+    lock(&shared.state)
+        .parser
+        .live()
+        .screen_mut()
+        .set_size(rows, cols);
     let size = PtySize {
         rows,
         cols,

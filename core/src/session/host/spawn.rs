@@ -156,7 +156,7 @@ pub(crate) fn open_store_logged(home: &Path) -> Option<Store> {
 /// The screen model and what is known before the agent wrote anything.
 fn first_state(spec: &HostSpec, rows: u16, cols: u16) -> State {
     State {
-        parser: vt100::Parser::new(rows, cols, spec.scrollback),
+        parser: ScreenModel::new(rows, cols, spec.scrollback),
         scanner: QueryScanner::new(),
         output_seq: 0,
         last_output: None,

@@ -17,6 +17,10 @@ pub struct Grid {
     /// owt: the scrollback rows in view (expanded), while
     /// `scrollback_offset > 0`; empty otherwise.
     scrollback_view: Vec<crate::row::Row>,
+    /// owt: the screen's rows while the grid is parked (see
+    /// [`Grid::park`]), compact; `rows` and `scrollback_view` are empty
+    /// then.
+    parked: Option<Box<[crate::compact::CompactRow]>>,
 }
 
 impl Grid {
@@ -34,7 +38,45 @@ impl Grid {
             scrollback_len,
             scrollback_offset: 0,
             scrollback_view: Vec::new(),
+            parked: None,
         }
+    }
+
+    /// owt: keeps the screen's rows compact (as the scrollback's are)
+    /// until [`Grid::unpark`]: what an idle screen nobody looks at costs
+    /// (a 40×120 screen holds 150 KiB of cells). Nothing may read or
+    /// change the grid's rows until it is unparked.
+    pub fn park(&mut self) {
+        if self.parked.is_some() || self.rows.is_empty() {
+            return;
+        }
+        self.parked = Some(
+            self.rows
+                .iter()
+                .map(crate::compact::CompactRow::new)
+                .collect(),
+        );
+        self.rows = Vec::new();
+        self.scrollback_view = Vec::new();
+    }
+
+    /// owt: the rows [`Grid::park`] made compact, back as they were,
+    /// cell for cell (and the scrollback rows in view).
+    pub fn unpark(&mut self) {
+        if let Some(parked) = self.parked.take() {
+            self.rows = parked
+                .iter()
+                .map(crate::compact::CompactRow::expand)
+                .collect();
+            if self.scrollback_offset > 0 {
+                self.update_scrollback_view();
+            }
+        }
+    }
+
+    /// owt: whether the grid is parked (see [`Grid::park`]).
+    pub fn is_parked(&self) -> bool {
+        self.parked.is_some()
     }
 
     pub fn allocate_rows(&mut self) {
@@ -795,4 +837,42 @@ pub struct Size {
 pub struct Pos {
     pub row: u16,
     pub col: u16,
+}
+
+#[cfg(test)]
+mod owt_tests {
+    use super::*;
+
+    fn cells(grid: &Grid) -> Vec<(Vec<crate::Cell>, bool)> {
+        grid.rows
+            .iter()
+            .map(|row| (row.cells_slice().to_vec(), row.wrapped()))
+            .collect()
+    }
+
+    #[test]
+    fn a_parked_idle_screen_is_small_and_comes_back_cell_for_cell() {
+        let mut grid = Grid::new(Size { rows: 40, cols: 120 }, 0);
+        grid.allocate_rows();
+        for &b in b"$ waiting for input" {
+            assert!(grid.put_ascii(b, crate::attrs::Attrs::default()));
+        }
+        let before = cells(&grid);
+        grid.park();
+        assert!(grid.is_parked());
+        assert_eq!(grid.rows.capacity(), 0, "the cells are given back");
+        let kept: usize = grid
+            .parked
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(crate::compact::CompactRow::heap_bytes)
+            .sum();
+        assert_eq!(kept, "$ waiting for input".len());
+        grid.park();
+        grid.unpark();
+        assert!(!grid.is_parked());
+        assert_eq!(cells(&grid), before);
+        assert_eq!(grid.pos(), Pos { row: 0, col: 19 });
+    }
 }

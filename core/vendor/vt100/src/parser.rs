@@ -46,21 +46,63 @@ impl<CB: crate::callbacks::Callbacks> Parser<CB> {
     /// Processes the contents of the given byte string, and updates the
     /// in-memory terminal state.
     pub fn process(&mut self, bytes: &[u8]) {
+        self.unpark();
         self.parser.advance(&mut self.screen, bytes);
     }
 
     /// Returns a reference to a [`Screen`](crate::Screen) object containing
     /// the terminal state.
+    ///
+    /// owt: not while the parser is parked (see [`Parser::park`]): its
+    /// screen's rows are away then (its modes and size are not, see
+    /// [`Parser::parked_screen`]).
     #[must_use]
     pub fn screen(&self) -> &crate::Screen {
+        debug_assert!(
+            !self.is_parked(),
+            "vt100: the screen of a parked parser was read; unpark it first"
+        );
         &self.screen.screen
     }
 
     /// Returns a mutable reference to a [`Screen`](crate::Screen) object
     /// containing the terminal state.
+    ///
+    /// owt: unparks the parser first (see [`Parser::park`]).
     #[must_use]
     pub fn screen_mut(&mut self) -> &mut crate::Screen {
+        self.unpark();
         &mut self.screen.screen
+    }
+
+    /// owt: keeps the screen's rows (both grids') compact, about a byte
+    /// a printed character, until the parser is next used: what an idle
+    /// screen nobody looks at costs (40×120 cells hold 150 KiB). Unparked
+    /// by [`Parser::process`], [`Parser::screen_mut`] and
+    /// [`Parser::unpark`], cell for cell as it was; [`Parser::screen`]
+    /// must not be called in between.
+    pub fn park(&mut self) {
+        self.screen.screen.park();
+    }
+
+    /// owt: gives a parked screen its rows back (nothing if not parked).
+    pub fn unpark(&mut self) {
+        self.screen.screen.unpark();
+    }
+
+    /// owt: whether the screen is parked (see [`Parser::park`]).
+    #[must_use]
+    pub fn is_parked(&self) -> bool {
+        self.screen.screen.is_parked()
+    }
+
+    /// owt: the screen, parked or not, for what parking leaves in place:
+    /// its size and modes (`size`, `bracketed_paste`, `application_cursor`,
+    /// `mouse_protocol_mode`, ...). Never read its rows through it (they
+    /// read as empty while parked).
+    #[must_use]
+    pub fn parked_screen(&self) -> &crate::Screen {
+        &self.screen.screen
     }
 
     /// Returns a reference to the [`Callbacks`](crate::callbacks::Callbacks)

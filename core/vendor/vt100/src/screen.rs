@@ -84,6 +84,23 @@ impl Screen {
         }
     }
 
+    /// owt: parks both grids (see `Grid::park`).
+    pub(crate) fn park(&mut self) {
+        self.grid.park();
+        self.alternate_grid.park();
+    }
+
+    /// owt: unparks both grids (see `Grid::unpark`).
+    pub(crate) fn unpark(&mut self) {
+        self.grid.unpark();
+        self.alternate_grid.unpark();
+    }
+
+    /// owt: whether the grids are parked.
+    pub(crate) fn is_parked(&self) -> bool {
+        self.grid.is_parked() || self.alternate_grid.is_parked()
+    }
+
     /// Resizes the terminal.
     pub fn set_size(&mut self, rows: u16, cols: u16) {
         self.grid.set_size(crate::grid::Size { rows, cols });

@@ -197,6 +197,9 @@ enum Step<'a> {
     /// Scroll the view back this many rows (and keep it there while the
     /// next steps print).
     Scrollback(usize),
+    /// owt: park our parser (upstream has no such thing); the next step
+    /// (output, a resize, scrolling back, or the observation) unparks it.
+    Park,
 }
 
 /// Runs `steps` through both crates, comparing after each step. Upstream
@@ -214,7 +217,23 @@ fn check(
     let mut ours = vt100::Parser::new(rows, cols, scrollback);
     let mut theirs = upstream::Parser::new(rows, cols, scrollback);
     for (i, step) in steps.iter().enumerate() {
+        if let Step::Park = step {
+            ours.park();
+            assert!(ours.is_parked(), "{name}: step {i} did not park");
+            // What parking leaves in place reads the same.
+            let (p, t) = (ours.parked_screen(), theirs.screen());
+            assert_eq!(p.size(), t.size(), "{name}: parked size");
+            assert_eq!(
+                (p.bracketed_paste(), p.alternate_screen(), p.hide_cursor()),
+                (t.bracketed_paste(), t.alternate_screen(), t.hide_cursor()),
+                "{name}: parked modes"
+            );
+            if i + 1 < steps.len() {
+                continue;
+            }
+        }
         let (a, b) = match step {
+            Step::Park => (Ok(()), Ok(())),
             Step::Bytes(bytes) => (
                 catch_unwind(AssertUnwindSafe(|| ours.process(bytes))),
                 catch_unwind(AssertUnwindSafe(|| theirs.process(bytes))),
@@ -479,6 +498,37 @@ fn output_while_the_view_is_scrolled_back() {
     check("scrolled back", 5, 20, 12, &steps);
 }
 
+/// owt: a parked screen comes back as it was: scrolled back, on the
+/// alternate screen (both grids parked), resized or printed to while
+/// parked.
+#[test]
+fn parked_screens_come_back_as_they_were() {
+    let mut bytes = Vec::new();
+    for i in 0..30 {
+        bytes.extend_from_slice(
+            format!("\x1b[3{}mrow {i} 你好 \x1b[1;7mé😀\x1b[m tail\r\n", i % 8)
+                .as_bytes(),
+        );
+    }
+    let steps = [
+        Step::Bytes(&bytes),
+        Step::Park,
+        Step::Scrollback(4),
+        Step::Park,
+        Step::Bytes(b"printed while scrolled back\r\n"),
+        Step::Park,
+        Step::Park,
+        Step::Scrollback(0),
+        Step::Bytes(b"\x1b[?1049h\x1b[2;3Halternate \x1b[4mscreen\x1b[?2004h"),
+        Step::Park,
+        Step::Resize(6, 18),
+        Step::Park,
+        Step::Bytes(b"\x1b[?1049lback on the main screen"),
+        Step::Park,
+    ];
+    check("parked", 8, 24, 50, &steps);
+}
+
 #[test]
 fn resizes_between_output() {
     let text = "wrap me around the edge of a small screen ".repeat(8);
@@ -516,6 +566,12 @@ fn random_streams() {
             // scrolls rows into, and out of, a full scrollback).
             let at = rng.below(steps.len() as u64 + 1) as usize;
             steps.insert(at, Step::Scrollback(rng.below(40) as usize));
+        }
+        // Parked and unparked (by output, a resize, scrolling back or
+        // reading) anywhere in the stream, twice in a row too.
+        for _ in 0..1 + rng.below(4) {
+            let at = rng.below(steps.len() as u64 + 1) as usize;
+            steps.insert(at, Step::Park);
         }
         check(&format!("seed {seed}"), rows, cols, scrollback, &steps);
     }
