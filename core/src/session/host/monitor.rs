@@ -221,8 +221,8 @@ impl<'a> Monitor<'a> {
                 || (self.input_box_pending && quiet_enough(quiet_for, INPUT_BOX_QUIET_MS)));
         let for_prompt =
             self.prompt.is_some() && (quiet_enough(quiet_for, PROMPT_QUIET_MS) || late);
-        let screen = (due || for_prompt)
-            .then(|| rules::ScreenText::from_screen(s.parser.live().screen()));
+        let screen =
+            (due || for_prompt).then(|| rules::ScreenText::from_screen(s.parser.live().screen()));
         let native = (s.native_seq != self.native_seq).then_some((s.native, s.native_seq));
         Look {
             out_at: s.last_output_at,

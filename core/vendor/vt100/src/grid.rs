@@ -852,7 +852,13 @@ mod owt_tests {
 
     #[test]
     fn a_parked_idle_screen_is_small_and_comes_back_cell_for_cell() {
-        let mut grid = Grid::new(Size { rows: 40, cols: 120 }, 0);
+        let mut grid = Grid::new(
+            Size {
+                rows: 40,
+                cols: 120,
+            },
+            0,
+        );
         grid.allocate_rows();
         for &b in b"$ waiting for input" {
             assert!(grid.put_ascii(b, crate::attrs::Attrs::default()));

@@ -506,8 +506,11 @@ fn parked_screens_come_back_as_they_were() {
     let mut bytes = Vec::new();
     for i in 0..30 {
         bytes.extend_from_slice(
-            format!("\x1b[3{}mrow {i} 你好 \x1b[1;7mé😀\x1b[m tail\r\n", i % 8)
-                .as_bytes(),
+            format!(
+                "\x1b[3{}mrow {i} 你好 \x1b[1;7mé😀\x1b[m tail\r\n",
+                i % 8
+            )
+            .as_bytes(),
         );
     }
     let steps = [
@@ -519,7 +522,9 @@ fn parked_screens_come_back_as_they_were() {
         Step::Park,
         Step::Park,
         Step::Scrollback(0),
-        Step::Bytes(b"\x1b[?1049h\x1b[2;3Halternate \x1b[4mscreen\x1b[?2004h"),
+        Step::Bytes(
+            b"\x1b[?1049h\x1b[2;3Halternate \x1b[4mscreen\x1b[?2004h",
+        ),
         Step::Park,
         Step::Resize(6, 18),
         Step::Park,
