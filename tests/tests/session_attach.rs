@@ -207,6 +207,31 @@ fn a_killed_direct_client_loses_the_terminal_and_another_attaches() {
     });
 }
 
+/// A direct client told to quit (SIGTERM, as on a closing terminal tab)
+/// detaches: the host lets go of the terminal, the agent runs on.
+#[test]
+fn a_signal_to_quit_detaches_a_direct_client() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let s = env.spawn_fake("quits", &[]);
+        env.wait_screen("quits", "FAKE AGENT READY");
+        let mut client = AttachClient::start(&env, "quits", 24, 80);
+        client.wait_contains("FAKE AGENT READY");
+        assert!(holds_open(s.host_pid, &client.tty()), "not a direct attach");
+        // SAFETY: kill has no memory preconditions.
+        assert_eq!(
+            unsafe { libc::kill(client.pid() as libc::pid_t, libc::SIGTERM) },
+            0
+        );
+        assert_eq!(client.wait_exit(), 0);
+        let text = client.raw_text();
+        assert!(text.contains("Detached from quits"), "{text}");
+        assert!(client.cooked(), "the terminal was left in raw mode");
+        assert!(client.output_ended(), "someone still holds the terminal");
+        assert!(owt_e2e::pid_alive(s.agent_pid), "the agent died");
+    });
+}
+
 /// One direct and one relayed client at once: both get the output, both
 /// type into the agent.
 #[test]

@@ -249,10 +249,13 @@ fn direct_loop(signals: &Signals, mut stream: UnixStream) -> AttachEnd {
                 return AttachEnd::Detached;
             }
             let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-            return match direct_end(&mut stream) {
-                Some(AttachEnd::Exited(exit)) => AttachEnd::Exited(exit),
-                _ => AttachEnd::Detached,
-            };
+            loop {
+                match direct_end(&mut stream) {
+                    Some(AttachEnd::Exited(exit)) => return AttachEnd::Exited(exit),
+                    Some(_) => return AttachEnd::Detached,
+                    None => {}
+                }
+            }
         }
         if ready[1] {
             drain(&signals.winch);

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use owt_protocol::host::{
-    self as proto, DirectAttach, Frame, FrameKind, Hello, HostError, HostStatus, JournalView, PeekRequest,
-    PermissionAnswer, PermissionAnswered, Role, ScreenView, SendText, Terminate, TranscriptView,
-    Welcome, HOST_PROTOCOL_VERSION,
+    self as proto, DirectAttach, Frame, FrameKind, Hello, HostError, HostStatus, JournalView,
+    PeekRequest, PermissionAnswer, PermissionAnswered, Role, ScreenView, SendText, Terminate,
+    TranscriptView, Welcome, HOST_PROTOCOL_VERSION,
 };
 
 use super::SessionError;

@@ -10,7 +10,8 @@
 //! store: output/input/screen facts, typed prompt), the git-facts thread
 //! (reads the checkout's git facts from the work journal when it changes,
 //! for the monitor to record), the acceptor (main thread), and per
-//! connection a reader and a writer.
+//! connection a reader and a writer (and, for a direct attach, a
+//! `terminal` thread reading the keys from the client's terminal).
 //!
 //! Invariants: the agent never waits on a client — every client has a
 //! bounded queue, and a client that falls behind gets a fresh redraw instead
@@ -53,8 +54,8 @@ pub(crate) use socket::accept_hello;
 use socket::*;
 pub use socket::{decode_hello, decode_request, Request};
 use spawn::*;
-use terminal::*;
 pub(crate) use spawn::{listen, open_store_logged, spawn_guarded};
+use terminal::*;
 
 use super::queries::{self, QueryScanner};
 use super::{rules, HostSpec, SessionError};

@@ -1,5 +1,6 @@
-//! `owt attach NAME`: this terminal, raw, attached to the agent; detach
-//! with the prefix (`Ctrl-\` by default, `[attach] detach_key`) then `d`.
+//! `owt attach NAME`: this terminal, raw, attached to the agent (handed to
+//! the session host, or relayed through this process); detach with the
+//! prefix (`Ctrl-\` by default, `[attach] detach_key`) then `d`.
 //! An ACP session: its transcript, and a line editor for the next prompt.
 
 use std::path::Path;

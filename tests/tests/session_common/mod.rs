@@ -306,13 +306,7 @@ impl AttachClient {
 
     /// As [`AttachClient::start`] with more arguments for `owt attach`
     /// (`--relay`).
-    pub fn start_with(
-        env: &Env,
-        name: &str,
-        rows: u16,
-        cols: u16,
-        extra: &[&str],
-    ) -> AttachClient {
+    pub fn start_with(env: &Env, name: &str, rows: u16, cols: u16, extra: &[&str]) -> AttachClient {
         let pty = portable_pty::native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -426,7 +420,9 @@ impl AttachClient {
 
     /// The path of the client's terminal (`/dev/pts/N`).
     pub fn tty(&self) -> PathBuf {
-        self.master.tty_name().expect("the attach client's tty name")
+        self.master
+            .tty_name()
+            .expect("the attach client's tty name")
     }
 
     /// Whether the client's terminal is in cooked mode (canonical input

@@ -154,11 +154,9 @@ pub(super) fn read_terminal(shared: &Shared, client: &Client, term: &Term, prefi
     let mut keys = crate::session::attach::DetachKeys::new(prefix);
     let mut buf = [0u8; 4096];
     loop {
+        term.wait(rustix::event::PollFlags::IN);
         let n = match term.read_now(&mut buf) {
-            Ok(None) => {
-                term.wait(rustix::event::PollFlags::IN);
-                continue;
-            }
+            Ok(None) => continue,
             Ok(Some(0)) => {
                 tracing::debug!("the attached terminal hung up");
                 break;
