@@ -208,7 +208,7 @@ describe('owt in a real VS Code', () => {
     await env.newAgent(repo, 'gamma', 'Gamma task');
     await env.newAgent(repo, 'delta', 'Delta task');
     await env.tell(repo, 'gamma', 'signal waiting');
-    await env.tell(repo, 'delta', 'signal working');
+    await env.tell(repo, 'delta', 'work Churning through the queue');
     const lostLanes = workbench.extensionLogLines(NO_TREE_ITEM).length;
     // The window opens, and the view is shown and hidden again and again,
     // while alpha moves between the two lanes (gamma keeps NEEDS YOU and
@@ -232,10 +232,12 @@ describe('owt in a real VS Code', () => {
       await churn;
     }
     await env.tell(repo, 'alpha', 'signal waiting');
+    let seen = '';
     await poll('the CLI to show alpha and gamma needing you, delta in flight', T.server, () => {
       const byName = Object.fromEntries(env.sessions(repo).map((s) => [s.name, s.lane]));
+      seen = JSON.stringify(byName);
       return byName.alpha === 'needs-you' && byName.gamma === 'needs-you' && byName.delta === 'in-flight' ? true : undefined;
-    });
+    }, () => seen);
     await w.showAgents();
     await w.rowsUntil('alpha and gamma in NEEDS YOU, delta in IN FLIGHT', (r) => {
       const l = lanes(r);
