@@ -55,11 +55,11 @@ mod review_live;
 mod sessions;
 mod state;
 mod terminal;
-mod unsaved;
 #[cfg(test)]
 mod test_server;
 #[cfg(test)]
 mod tests;
+mod unsaved;
 
 use std::path::PathBuf;
 

@@ -68,9 +68,9 @@ fn serve(state: &mut State, rx: Receiver<Event>) {
             trimmer.due(),
             state.review.due(),
         ]
-            .into_iter()
-            .flatten()
-            .fold(next_tick, Instant::min);
+        .into_iter()
+        .flatten()
+        .fold(next_tick, Instant::min);
         let timeout = wake.saturating_duration_since(Instant::now());
         match rx.recv_timeout(timeout) {
             Ok(event) => {
@@ -98,17 +98,13 @@ fn serve(state: &mut State, rx: Receiver<Event>) {
             guarded("recording the unsaved buffers", || unsaved::update(state));
         }
         if state.review.due().is_some_and(|due| Instant::now() >= due) {
-            guarded("typing review comments", || {
-                review_live::deliver_due(state)
-            });
+            guarded("typing review comments", || review_live::deliver_due(state));
         }
         trimmer.poll();
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + TICK;
             if state.initialized {
-                guarded("the session refresh", || {
-                    sessions::refresh(state, false)
-                });
+                guarded("the session refresh", || sessions::refresh(state, false));
                 guarded("watching the machine", || watch_machine(state));
                 unsaved::tick(state);
                 guarded("the review comments' refresh", || {

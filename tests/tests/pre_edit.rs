@@ -326,15 +326,27 @@ fn your_unsaved_editor_buffer_is_named_by_the_pre_edit_hook_until_saved_closed_o
         &wt.join("src/shared.txt"),
         &with_lines(&[5], "you"),
     );
-    hook_until(&env, &wt, &id, "line 5\n", "the unsaved line 5 in b0's worktree", |o| {
-        o.contains(
+    hook_until(
+        &env,
+        &wt,
+        &id,
+        "line 5\n",
+        "the unsaved line 5 in b0's worktree",
+        |o| {
+            o.contains(
             "you (unsaved in your editor, in this worktree) are changing line 5 of src/shared.txt",
         )
-    });
+        },
+    );
     drop(in_worktree);
-    hook_until(&env, &wt, &id, "line 5\n", "line 5 forgotten on exit", |o| {
-        o.trim().is_empty()
-    });
+    hook_until(
+        &env,
+        &wt,
+        &id,
+        "line 5\n",
+        "line 5 forgotten on exit",
+        |o| o.trim().is_empty(),
+    );
     // The first editor still counts.
     let (_, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 15\n"));
     assert!(out.contains(unsaved_15), "{out}");
@@ -364,16 +376,26 @@ fn your_unsaved_editor_buffer_is_named_by_the_pre_edit_hook_until_saved_closed_o
         "textDocument/didClose",
         json!({"textDocument": {"uri": uri(&file)}}),
     );
-    hook_until(&env, &wt, &id, "line 17\n", "line 17 forgotten on close", |o| {
-        o.trim().is_empty()
-    });
+    hook_until(
+        &env,
+        &wt,
+        &id,
+        "line 17\n",
+        "line 17 forgotten on close",
+        |o| o.trim().is_empty(),
+    );
 
     // Typed again, then the server is killed: its record stays behind and
     // is ignored; the next server removes it.
     open_and_type(&mut editor, &file, &with_lines(&[15, 17], "you"));
-    hook_until(&env, &wt, &id, "line 17\n", "the unsaved line 17 again", |o| {
-        o.contains(unsaved_17)
-    });
+    hook_until(
+        &env,
+        &wt,
+        &id,
+        "line 17\n",
+        "the unsaved line 17 again",
+        |o| o.contains(unsaved_17),
+    );
     let record = env
         .owt_home
         .join("unsaved")
@@ -382,7 +404,10 @@ fn your_unsaved_editor_buffer_is_named_by_the_pre_edit_hook_until_saved_closed_o
     editor.kill();
     assert!(record.exists(), "a killed server cannot remove its record");
     let (ok, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 17\n"));
-    assert!(ok && out.trim().is_empty(), "the dead server's record: {out}");
+    assert!(
+        ok && out.trim().is_empty(),
+        "the dead server's record: {out}"
+    );
     let _next = LspClient::start(
         &env,
         &repo,

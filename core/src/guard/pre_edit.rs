@@ -288,7 +288,14 @@ pub fn who_else(
             });
         }
     }
-    for hit in unsaved_hits(me, others, &rel, current.as_deref(), mine.as_deref(), unsaved) {
+    for hit in unsaved_hits(
+        me,
+        others,
+        &rel,
+        current.as_deref(),
+        mine.as_deref(),
+        unsaved,
+    ) {
         if !hits.contains(&hit) {
             hits.push(hit);
         }

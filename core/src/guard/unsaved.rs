@@ -222,7 +222,10 @@ mod tests {
         assert_eq!(unsaved.disk, blob_id(b"1\n2\n3\n4\n"));
         assert_eq!(unsaved.path, file.canonicalize().unwrap());
         let new = unsaved_file(&dir.path().join("new.txt"), "x\ny\n").unwrap();
-        assert_eq!((new.disk, new.lines), (None, vec![LineRange { start: 1, lines: 2 }]));
+        assert_eq!(
+            (new.disk, new.lines),
+            (None, vec![LineRange { start: 1, lines: 2 }])
+        );
         assert_eq!(unsaved_file(&dir.path().join("empty.txt"), ""), None);
     }
 
