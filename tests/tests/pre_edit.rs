@@ -432,8 +432,38 @@ fn claude_writes_over_a0s_lines(mode: Option<&str>) -> (Value, String) {
 /// a0 is changing; returns (the body of the request after the write, the
 /// file in the agent's worktree afterwards).
 fn agent_writes_over_a0s_lines(agent: Agent, mode: Option<&str>) -> (Value, String) {
+    agent_writes_over_lines(agent, mode, None)
+}
+
+/// [`agent_writes_over_a0s_lines`], and with `typed`, an editor (the real
+/// `owt lsp`) in the main checkout whose buffer of src/shared.txt has
+/// that line typed over, unsaved, all along.
+fn agent_writes_over_lines(
+    agent: Agent,
+    mode: Option<&str>,
+    typed: Option<usize>,
+) -> (Value, String) {
     let mut env = TestEnv::new();
     let (repo, _a0) = setup(&env, mode);
+    let _editor = typed.map(|line| {
+        let mut editor = LspClient::start(
+            &env,
+            &repo,
+            json!({}),
+            LspClient::default_capabilities(),
+            false,
+        );
+        let file = repo.join("src/shared.txt");
+        open_and_type(&mut editor, &file, &with_lines(&[line], "you"));
+        let record = env
+            .owt_home
+            .join("unsaved")
+            .join(format!("{}.json", editor.pid()));
+        wait_until("the editor's record of unsaved buffers", AGENT, || {
+            std::fs::read_to_string(&record).is_ok_and(|r| r.contains("shared.txt"))
+        });
+        editor
+    });
     let name = format!("{}-edit", agent.name());
     let name = name.as_str();
     let worktree = env.path().join("app.worktrees").join(name);
@@ -512,6 +542,20 @@ fn claude_code_write_goes_through_with_a_warning_naming_the_other_session() {
     assert!(
         whole.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
         "the warning reaches the model: {result}\n{whole}"
+    );
+}
+
+#[test]
+fn claude_code_write_is_warned_of_your_unsaved_buffer_in_the_editor() {
+    let (body, text) = agent_writes_over_lines(Agent::Claude, None, Some(9));
+    let (result, is_error) = write_result(&body);
+    assert!(!is_error, "the Write went through: {result}");
+    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
+    let whole = body.to_string();
+    assert!(
+        whole.contains("you (unsaved in your editor) are changing line 9 of src/shared.txt")
+            && whole.contains("a0 (fake) is editing lines 8–10 of src/shared.txt"),
+        "the warning names you and a0: {result}\n{whole}"
     );
 }
 
