@@ -256,7 +256,9 @@ fn start_engine(
     poke(GitPoke::Watched(false));
     let computed = ops::guard::engine(ctx).and_then(|mut engine| {
         let watching = Watching::new(&engine);
-        engine.full_recompute()?;
+        // Verdicts first; the watcher adds the symbols (names in messages,
+        // `semantic` notes) as its first update.
+        engine.full_recompute_verdicts()?;
         Ok((engine, watching))
     });
     let (engine, watching) = match computed {

@@ -34,8 +34,9 @@
 //! `--real GITDIR` too (a clone of the repository the spec was taken from,
 //! git/git for the committed spec), the same topics with their real
 //! content: the pairs git merges cleanly where one side changed a function
-//! signature the other side's changes use (each printed), and the
-//! incremental update on real C files with the symbol index on and off.
+//! signature the other side's changes use (each printed), the
+//! incremental update on real C files with the symbol index on and off,
+//! and the cold full recompute of the real topics with it on and off.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -844,6 +845,7 @@ fn real_corpus(spec_path: &Path, source: &Path, dir: &Path) {
     );
     let mut total = 0;
     let mut incremental: Option<(Vec<Duration>, Vec<Duration>, usize)> = None;
+    let mut full: Option<(Vec<Duration>, Vec<Duration>, Vec<Duration>)> = None;
     for shape in SHAPES {
         let case = corpus.setup(shape, Variant::Committed);
         let mut r = evaluate(&main, &case, &scratch);
@@ -885,9 +887,19 @@ fn real_corpus(spec_path: &Path, source: &Path, dir: &Path) {
         total += found.len();
         if incremental.is_none() {
             incremental = Some(real_incremental(&mut r.engine, &case));
+            full = Some(real_full_recomputes(&main, &case));
         }
     }
     println!("semantic pairs git merges cleanly, all shapes: {total}");
+    if let Some((on, symbols, off)) = full {
+        println!(
+            "full recompute on real source files ({} fresh engines each, alternating): symbol index on: median {:.2} ms (the verdicts; the symbols held back and added after them in a median {:.2} ms more); off: median {:.2} ms",
+            on.len(),
+            ms(median(on)),
+            ms(median(symbols)),
+            ms(median(off)),
+        );
+    }
     if let Some((on, off, files)) = incremental {
         let max = |v: &[Duration]| v.iter().max().copied().unwrap_or_default();
         println!(
@@ -898,6 +910,46 @@ fn real_corpus(spec_path: &Path, source: &Path, dir: &Path) {
             ms(max(&off)),
         );
     }
+}
+
+/// The cold full recompute of `case` (real source files) by fresh
+/// engines, the symbol index on and off in turn (5 each), so that load
+/// drifting during the run falls on both alike. With it on, as `owt lsp`
+/// does it: the verdicts (`full_recompute_verdicts`), then the symbols
+/// (`complete_symbols`), each timed.
+fn real_full_recomputes(
+    main: &Path,
+    case: &owt::guard::corpus::Case,
+) -> (Vec<Duration>, Vec<Duration>, Vec<Duration>) {
+    let (mut on, mut symbols_after, mut off) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..10 {
+        let symbols = round % 2 == 0;
+        let mut engine = GuardEngine::new(main, &[]).expect("engine");
+        engine.set_symbols(symbols);
+        for m in &case.members {
+            engine
+                .add_participant(Participant {
+                    id: m.name.clone(),
+                    session_id: None,
+                    worktree: m.worktree.clone(),
+                    base_branch: m.base.clone(),
+                    journal: None,
+                })
+                .expect("participant");
+        }
+        let started = Instant::now();
+        if symbols {
+            engine.full_recompute_verdicts().expect("full recompute");
+            on.push(started.elapsed());
+            let started = Instant::now();
+            engine.complete_symbols().expect("the symbols");
+            symbols_after.push(started.elapsed());
+        } else {
+            engine.full_recompute().expect("full recompute");
+            off.push(started.elapsed());
+        }
+    }
+    (on, symbols_after, off)
 }
 
 /// One write per session to a C file it changed (a line inserted in the

@@ -90,6 +90,10 @@ pub struct GuardEngine {
     states: BTreeMap<String, State>,
     pairs: BTreeMap<(String, String), Option<GuardPair>>,
     caches: Caches,
+    /// Pairs and base conflicts were computed with the symbol index held
+    /// back ([`GuardEngine::full_recompute_verdicts`]): their symbols and
+    /// `semantic` notes are owed ([`GuardEngine::complete_symbols`]).
+    symbols_owed: bool,
     subscribers: Vec<mpsc::Sender<GuardUpdate>>,
 }
 
@@ -147,6 +151,7 @@ impl GuardEngine {
             states: BTreeMap::new(),
             pairs: BTreeMap::new(),
             caches: Caches::default(),
+            symbols_owed: false,
             subscribers: Vec::new(),
         })
     }
@@ -251,6 +256,60 @@ impl GuardEngine {
     /// in parallel) and recomputes every pair.
     pub fn full_recompute(&mut self) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
+        self.scan_all()?;
+        self.symbols_owed = false;
+        self.recompute_all(started)
+    }
+
+    /// [`Self::full_recompute`] with the symbol index held back: every
+    /// verdict, level and line range as it computes them, but no enclosing
+    /// symbols and no `semantic` notes (parsing every changed file of every
+    /// participant is most of the difference) until
+    /// [`Self::complete_symbols`]. For a caller that shows verdicts first
+    /// (`owt lsp`): the index costs the first diagnostics nothing.
+    pub fn full_recompute_verdicts(&mut self) -> Result<GuardUpdate, GuardError> {
+        let started = Instant::now();
+        self.scan_all()?;
+        let on = self.caches.symbols.enabled;
+        self.caches.symbols.enabled = false;
+        let result = self.recompute_all(started);
+        self.caches.symbols.enabled = on;
+        self.symbols_owed = on && result.is_ok();
+        result
+    }
+
+    /// Whether symbols are owed (see [`Self::full_recompute_verdicts`]).
+    pub fn symbols_owed(&self) -> bool {
+        self.symbols_owed
+    }
+
+    /// Adds what [`Self::full_recompute_verdicts`] held back: every pair
+    /// and base conflict again, now with the symbol index (the merges,
+    /// changes and hunks come from the caches: the parses are the cost).
+    /// Pairs that only a `semantic` note relates appear now. Nothing to do
+    /// (an empty update) when nothing is owed.
+    pub fn complete_symbols(&mut self) -> Result<GuardUpdate, GuardError> {
+        let started = Instant::now();
+        if !std::mem::take(&mut self.symbols_owed) || !self.caches.symbols.enabled {
+            return Ok(GuardUpdate::default());
+        }
+        let mut update = GuardUpdate::default();
+        let ids: Vec<String> = self.states.keys().cloned().collect();
+        for id in &ids {
+            self.recompute_base_conflict(id, &mut update)?;
+        }
+        for (i, a) in ids.iter().enumerate() {
+            for b in &ids[i + 1..] {
+                self.recompute_pair(a, b, &mut update)?;
+            }
+        }
+        update.elapsed = started.elapsed();
+        self.publish(&update);
+        Ok(update)
+    }
+
+    /// Every participant's full scan, in parallel.
+    fn scan_all(&mut self) -> Result<(), GuardError> {
         // Longest first, each thread taking the next checkout as it
         // finishes one: a checkout with no journal is walked (every file
         // lstat-ed), one whose host answers costs a round trip and its few
@@ -290,7 +349,7 @@ impl GuardEngine {
         for result in results {
             result?;
         }
-        self.recompute_all(started)
+        Ok(())
     }
 
     /// Recomputes every participant's changes and every pair from the
@@ -298,6 +357,7 @@ impl GuardEngine {
     /// verdicts (what a moved base branch or new `[guard]` settings need).
     pub fn recompute_pairs(&mut self) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
+        self.symbols_owed = false;
         self.caches.clear_verdicts();
         for state in self.states.values_mut() {
             state.computed_for = None;
@@ -503,21 +563,35 @@ impl GuardEngine {
             }
             state.landing = Some(landing);
             state.landed_for = Some(landed_key);
-            let base_conflict = match (&state.landing, state.work.snapshot) {
-                (Some(landing), Some(snapshot)) => levels::base_conflict(
-                    &self.repo,
-                    &mut self.caches,
-                    &side(state, snapshot, landing),
-                    &state.participant.base_branch,
-                )?,
-                _ => None,
-            };
-            if base_conflict != state.base_conflict {
-                update.changed_base_conflicts.push(id.to_string());
-                state.base_conflict = base_conflict;
-            }
+            self.recompute_base_conflict(id, update)?;
         }
         Ok(changed)
+    }
+
+    /// A participant's conflict with its base, from its landing.
+    fn recompute_base_conflict(
+        &mut self,
+        id: &str,
+        update: &mut GuardUpdate,
+    ) -> Result<(), GuardError> {
+        let state = self
+            .states
+            .get_mut(id)
+            .ok_or_else(|| GuardError::NoParticipant(id.to_string()))?;
+        let base_conflict = match (&state.landing, state.work.snapshot) {
+            (Some(landing), Some(snapshot)) => levels::base_conflict(
+                &self.repo,
+                &mut self.caches,
+                &side(state, snapshot, landing),
+                &state.participant.base_branch,
+            )?,
+            _ => None,
+        };
+        if base_conflict != state.base_conflict {
+            update.changed_base_conflicts.push(id.to_string());
+            state.base_conflict = base_conflict;
+        }
+        Ok(())
     }
 
     fn recompute_pair(

@@ -427,6 +427,91 @@ fn an_update_parses_only_the_file_that_changed_and_symbols_can_be_off() {
     );
 }
 
+/// Three agents: a changes `parse_config`'s signature, b calls it (a
+/// pair only a `semantic` note relates), c and b change the same line of
+/// `load` (a conflict whose lines name their function).
+fn held_back_fixture() -> super::tests::Fixture {
+    let fx = Fixture::new(&[("src/config.rs", CONFIG_RS), ("src/main.rs", MAIN_RS)]);
+    let (a, b, c) = (fx.worktree("a"), fx.worktree("b"), fx.worktree("c"));
+    write(
+        &a,
+        "src/config.rs",
+        &CONFIG_RS.replace("(path: &str)", "(path: &str, strict: bool)"),
+    );
+    let with_call = MAIN_RS.replace("fn other() {}", "fn other() {\n    parse_config(\"b\");\n}");
+    write(&b, "src/main.rs", &with_call.replace("a.toml", "b.toml"));
+    write(&c, "src/main.rs", &MAIN_RS.replace("a.toml", "c.toml"));
+    fx
+}
+
+#[test]
+fn verdicts_first_then_the_symbols_make_what_a_full_recompute_makes() {
+    let fx = held_back_fixture();
+    let whole = fx.engine(&["a", "b", "c"], &[]);
+    assert_eq!(whole.pair("a", "b").unwrap().level, Level::Semantic);
+    let load = "fn load".to_string();
+    assert!(whole.pair("b", "c").unwrap().paths[0]
+        .a_symbols
+        .contains(&load));
+    assert!(!whole.symbols_owed());
+
+    let mut engine = fx.uncomputed_engine(&["a", "b", "c"], &[]);
+    engine.full_recompute_verdicts().unwrap();
+    assert!(engine.symbols_owed());
+    assert_eq!(engine.symbol_parses(), 0, "nothing parsed for the verdicts");
+    assert!(
+        engine.pair("a", "b").is_none(),
+        "the semantic note is held back"
+    );
+    let bc = engine.pair("b", "c").unwrap();
+    assert_eq!(bc.level, Level::Conflict, "the verdict is not");
+    assert!(bc.paths[0].a_symbols.is_empty());
+
+    let update = engine.complete_symbols().unwrap();
+    assert!(!engine.symbols_owed());
+    assert!(update.changed_pairs.contains(&("a".into(), "b".into())));
+    assert!(update.changed_pairs.contains(&("b".into(), "c".into())));
+    for (x, y) in [("a", "b"), ("a", "c"), ("b", "c")] {
+        assert_eq!(engine.pair(x, y), whole.pair(x, y), "{x} × {y}");
+    }
+    assert_eq!(
+        engine.complete_symbols().unwrap(),
+        Default::default(),
+        "nothing owed twice"
+    );
+    // With the index off nothing is owed.
+    engine.set_symbols(false);
+    engine.full_recompute_verdicts().unwrap();
+    assert!(!engine.symbols_owed());
+}
+
+#[test]
+fn a_watcher_adds_the_held_back_symbols_as_its_first_update() {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    let fx = held_back_fixture();
+    let mut engine = fx.uncomputed_engine(&["a", "b", "c"], &[]);
+    engine.full_recompute_verdicts().unwrap();
+    let watching = super::Watching::new(&engine).unwrap();
+    let engine = Arc::new(Mutex::new(engine));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = watching
+        .start(
+            engine.clone(),
+            Duration::from_millis(30),
+            move |engine, update| {
+                let level = engine.pair("a", "b").map(|p| p.level);
+                let _ = tx.send((update.changed_pairs.clone(), level));
+            },
+        )
+        .unwrap();
+    let (changed, level) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the watcher's first update within 10 s");
+    assert!(changed.contains(&("a".into(), "b".into())), "{changed:?}");
+    assert_eq!(level, Some(Level::Semantic));
+}
+
 const ONE_RS: &str = "pub fn alpha(n: u32) -> u32 {\n    let x = n;\n    x\n}\n";
 const TWO_RS: &str = "pub fn beta() -> i64 {\n    let y = 2;\n    y\n}\n";
 

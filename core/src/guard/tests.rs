@@ -103,6 +103,13 @@ impl Fixture {
     }
 
     pub(super) fn engine(&self, names: &[&str], ignore: &[&str]) -> GuardEngine {
+        let mut engine = self.uncomputed_engine(names, ignore);
+        engine.full_recompute().unwrap();
+        engine
+    }
+
+    /// [`Self::engine`] before its first computation.
+    pub(super) fn uncomputed_engine(&self, names: &[&str], ignore: &[&str]) -> GuardEngine {
         let ignore: Vec<String> = ignore.iter().map(|s| s.to_string()).collect();
         let mut engine = GuardEngine::new(&self.main, &ignore).unwrap();
         for name in names {
@@ -121,7 +128,6 @@ impl Fixture {
                 })
                 .unwrap();
         }
-        engine.full_recompute().unwrap();
         engine
     }
 }

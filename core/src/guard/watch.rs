@@ -189,7 +189,9 @@ impl Watching {
 
     /// Starts the thread that applies the changes to `engine` (the one the
     /// watches were made for), every batch of which is handed to
-    /// `on_update`; the changes queued since [`Watching::new`] come first.
+    /// `on_update`; first the symbols an engine computed by
+    /// [`GuardEngine::full_recompute_verdicts`] owes (one update), then the
+    /// changes queued since [`Watching::new`].
     pub fn start(
         self,
         engine: Arc<Mutex<GuardEngine>>,
@@ -202,6 +204,7 @@ impl Watching {
         let thread = std::thread::Builder::new()
             .name("owt-guard-watch".into())
             .spawn(move || {
+                complete_symbols(&engine, &mut on_update);
                 let mut seen = Vec::new();
                 loop {
                     let (ready, stop) = wait(inotify.fd.as_fd(), stop_rx.as_fd(), None);
@@ -259,6 +262,25 @@ impl GuardWatcher {
             Watching::new(&engine)?
         };
         watching.start(engine, debounce, on_update)
+    }
+}
+
+/// What [`GuardEngine::full_recompute_verdicts`] held back, computed on
+/// the watcher's thread before its first batch (the queued changes wait
+/// behind it) and handed to `on_update` like a batch.
+fn complete_symbols(
+    engine: &Mutex<GuardEngine>,
+    on_update: &mut impl FnMut(&GuardEngine, &GuardUpdate),
+) {
+    let Ok(mut engine) = engine.lock() else {
+        return;
+    };
+    if !engine.symbols_owed() {
+        return;
+    }
+    match engine.complete_symbols() {
+        Ok(update) => on_update(&engine, &update),
+        Err(e) => tracing::warn!("the guard's symbols: {e}"),
     }
 }
 
