@@ -59,6 +59,7 @@ mod terminal;
 mod test_server;
 #[cfg(test)]
 mod tests;
+mod unsaved;
 
 use std::path::PathBuf;
 
@@ -78,11 +79,17 @@ pub fn run() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let record_home = home.clone().ok();
     runtime.block_on(async {
         let (guarded, reader) = tokio::io::duplex(1 << 20);
         tokio::spawn(framing::pump(tokio::io::stdin(), guarded));
         serve(reader, tokio::io::stdout(), home).await;
     });
+    // The client went away, maybe without a shutdown: its unsaved buffers
+    // are no more (the pre-edit hook's record).
+    if let Some(home) = record_home {
+        owt_core::guard::unsaved::remove(&home, std::process::id());
+    }
     // The owner thread and any workers end with the process.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     Ok(())

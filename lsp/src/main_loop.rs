@@ -1,7 +1,8 @@
 //! The owner thread's loop: one [`Event`] at a time, in arrival order, each
 //! handed to its handler ([`super::requests`], [`super::notifications`],
 //! or the guard and session refreshes); between events, the unsaved
-//! buffers go to the guard when due, the sessions are re-read every
+//! buffers go to the guard and to their record for the pre-edit hook
+//! ([`super::unsaved`]) when due, the sessions are re-read every
 //! [`TICK`], and the heap is trimmed once the server goes quiet.
 
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use tower_lsp_server::Client;
 
 use super::event::Event;
 use super::state::State;
-use super::{guard_live, notifications, requests, review_live, sessions};
+use super::{guard_live, notifications, requests, review_live, sessions, unsaved};
 
 /// How often the board and statuses are re-read.
 const TICK: Duration = Duration::from_millis(500);
@@ -48,6 +49,12 @@ fn guarded(what: &str, work: impl FnOnce()) {
 }
 
 fn run(mut state: State, rx: Receiver<Event>) {
+    serve(&mut state, rx);
+    // Nothing of this server is unsaved any more (the pre-edit hook).
+    unsaved::clear(&mut state);
+}
+
+fn serve(state: &mut State, rx: Receiver<Event>) {
     let mut next_tick = Instant::now() + TICK;
     // Every event but the tick is work (the watcher's and the git
     // refresher's work ends in an event too); the heap is trimmed once it
@@ -55,14 +62,19 @@ fn run(mut state: State, rx: Receiver<Event>) {
     // longer quiet (what the idle server keeps resident).
     let mut trimmer = owt_core::memory::Trimmer::new();
     loop {
-        let wake = [state.guard.overrides_due, trimmer.due(), state.review.due()]
-            .into_iter()
-            .flatten()
-            .fold(next_tick, Instant::min);
+        let wake = [
+            state.guard.overrides_due,
+            state.unsaved.due,
+            trimmer.due(),
+            state.review.due(),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(next_tick, Instant::min);
         let timeout = wake.saturating_duration_since(Instant::now());
         match rx.recv_timeout(timeout) {
             Ok(event) => {
-                guarded("an LSP event handler", || handle(&mut state, event));
+                guarded("an LSP event handler", || handle(state, event));
                 trimmer.activity();
                 if state.shut_down {
                     // Only `exit` may follow; the transport answers it.
@@ -78,29 +90,29 @@ fn run(mut state: State, rx: Receiver<Event>) {
             .is_some_and(|due| Instant::now() >= due)
         {
             guarded("handing buffers to the guard", || {
-                guard_live::apply_overrides(&mut state)
+                guard_live::apply_overrides(state)
             });
             trimmer.activity();
         }
+        if state.unsaved.due.is_some_and(|due| Instant::now() >= due) {
+            guarded("recording the unsaved buffers", || unsaved::update(state));
+        }
         if state.review.due().is_some_and(|due| Instant::now() >= due) {
-            guarded("typing review comments", || {
-                review_live::deliver_due(&mut state)
-            });
+            guarded("typing review comments", || review_live::deliver_due(state));
         }
         trimmer.poll();
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + TICK;
             if state.initialized {
-                guarded("the session refresh", || {
-                    sessions::refresh(&mut state, false)
-                });
-                guarded("watching the machine", || watch_machine(&mut state));
+                guarded("the session refresh", || sessions::refresh(state, false));
+                guarded("watching the machine", || watch_machine(state));
+                unsaved::tick(state);
                 guarded("the review comments' refresh", || {
-                    review_live::recheck(&mut state)
+                    review_live::recheck(state)
                 });
                 // The symbol index's parse trees speed up a run of writes;
                 // idle, their memory goes back (then the heap is trimmed).
-                if guard_live::drop_idle_trees(&state) {
+                if guard_live::drop_idle_trees(state) {
                     trimmer.activity();
                 }
             }
@@ -126,7 +138,9 @@ fn handle(state: &mut State, event: Event) {
         Event::Shutdown(reply) => requests::shutdown::handle(state, reply),
         Event::DidOpen(params) => notifications::did_open::handle(state, params),
         Event::DidChange(params) => notifications::did_change::handle(state, params),
-        Event::DidSave(_uri) => {}
+        // The guard's watcher sees the file change; the record of
+        // unsaved buffers loses it.
+        Event::DidSave(_uri) => unsaved::changed(state),
         Event::DidClose(params) => notifications::did_close::handle(state, params),
         Event::CodeAction(params, reply) => requests::code_action::handle(state, &params, reply),
         Event::ExecuteCommand(params, reply) => {

@@ -52,6 +52,8 @@ pub struct State {
     /// and new conflicts routed to agents), started with the first refresh.
     pub pr_watch: Option<owt_core::ops::watch::Background>,
     pub guard: GuardLive,
+    /// The record of unsaved buffers the pre-edit hook reads.
+    pub unsaved: super::unsaved::UnsavedRecord,
     pub review: super::review_live::ReviewLive,
     pub initialized: bool,
     pub shut_down: bool,
@@ -91,6 +93,7 @@ impl State {
             git: None,
             pr_watch: None,
             guard: GuardLive::default(),
+            unsaved: Default::default(),
             review: Default::default(),
             initialized: false,
             shut_down: false,

@@ -74,6 +74,11 @@ pub enum FrameKind {
     Transcript = 0x8A,
     /// [`PermissionAnswered`]: the answer an `Answer` gave.
     Answered = 0x8B,
+    /// Empty: a direct attach ended on the host's side (the user typed the
+    /// detach keys, the client asked with `Detach`, or the terminal hung
+    /// up); the host has closed its copy of the terminal and writes to it
+    /// no more. Only a client whose `Welcome` said `direct` gets it.
+    Detached = 0x8C,
     /// [`HostError`]: the request failed (or the versions differ); for a
     /// `Hello`, the host closes the connection after it.
     Error = 0x8F,
@@ -105,6 +110,7 @@ impl FrameKind {
             0x89 => Event,
             0x8A => Transcript,
             0x8B => Answered,
+            0x8C => Detached,
             0x8F => Error,
             _ => return None,
         })
@@ -134,6 +140,19 @@ pub struct Hello {
     pub rows: u16,
     #[serde(default)]
     pub cols: u16,
+    /// Attach only: the client passes its terminal with this hello (one
+    /// descriptor, `SCM_RIGHTS`, on the hello's bytes) for the host to read
+    /// keys from and write output to itself. Absent: relayed frames.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<DirectAttach>,
+}
+
+/// What a direct attach asks of the host besides the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirectAttach {
+    /// The detach prefix byte (`<prefix> d` detaches, `<prefix> <prefix>`
+    /// types one prefix), now scanned by the host.
+    pub detach_prefix: u8,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,6 +162,15 @@ pub struct Welcome {
     pub agent_pid: Option<u32>,
     pub session_name: String,
     pub short_id: String,
+    /// The host took the terminal the hello passed: it reads the keys and
+    /// writes the output itself; no `Output`/`Redraw` frames follow. False
+    /// (or absent, from an older host): relayed frames as usual.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub direct: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

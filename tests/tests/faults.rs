@@ -718,6 +718,7 @@ fn attach_raw(socket: &Path) -> UnixStream {
         role: Role::Attach,
         rows: 40,
         cols: 120,
+        direct: None,
     };
     proto::write_json(&mut stream, FrameKind::Hello, &hello).unwrap();
     stream

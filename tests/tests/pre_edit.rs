@@ -14,7 +14,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use owt_e2e::agents::{setup_offline, Agent, Model};
-use owt_e2e::TestEnv;
+use owt_e2e::lsp::LspClient;
+use owt_e2e::{uri, wait_until, TestEnv};
 use owt_protocol::{NewOutput, SessionList};
 use serde_json::{json, Value};
 
@@ -213,6 +214,212 @@ fn the_pre_edit_hook_names_who_else_is_on_those_lines_per_config_and_fails_open(
     }
 }
 
+/// Opens `path` in `client` with its text on disk, then types `text` over
+/// it (version 2), unsaved.
+fn open_and_type(client: &mut LspClient, path: &Path, text: &str) {
+    let on_disk = std::fs::read_to_string(path).unwrap();
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri(path), "languageId": "text", "version": 1, "text": on_disk}}),
+    );
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(path), "version": 2}, "contentChanges": [{"text": text}]}),
+    );
+}
+
+/// What the hook says about session `id` editing `old` in `wt`, once it
+/// says something `done` accepts (the server records the buffers a moment
+/// after they change); fails loudly after the deadline.
+fn hook_until(
+    env: &TestEnv,
+    wt: &Path,
+    id: &str,
+    old: &str,
+    what: &str,
+    done: impl Fn(&str) -> bool,
+) -> String {
+    let mut said = String::new();
+    wait_until(what, Duration::from_secs(20), || {
+        let (ok, out, err) = hook(env, wt, id, &edit_input(wt, old));
+        assert!(ok, "{err}");
+        said = out;
+        done(&said)
+    });
+    said
+}
+
+#[test]
+fn your_unsaved_editor_buffer_is_named_by_the_pre_edit_hook_until_saved_closed_or_the_server_dies()
+{
+    let env = TestEnv::new();
+    let (repo, _a0) = setup(&env, None);
+    let b0: NewOutput = env.owt_json(&repo, ["new", "also shared", "--name", "b0"]);
+    let wt = PathBuf::from(&b0.session.worktree).canonicalize().unwrap();
+    let id = short_id(&env, &repo, "b0");
+    let file = repo.join("src/shared.txt");
+    let unsaved_15 = "you (unsaved in your editor) are changing line 15 of src/shared.txt";
+
+    // Line 15 typed in the main checkout's buffer, not saved.
+    let mut editor = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    open_and_type(&mut editor, &file, &with_lines(&[15], "you"));
+    let out = hook_until(&env, &wt, &id, "line 15\n", "the unsaved line 15", |o| {
+        o.contains(unsaved_15)
+    });
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    let context = answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        answer["hookSpecificOutput"]
+            .get("permissionDecision")
+            .is_none()
+            && context.contains("ask the person")
+            && !context.contains("owt send"),
+        "warned, with nobody to `owt send` to: {context}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        twenty_lines(),
+        "nothing was saved"
+    );
+    // Lines nobody changes: nothing to say; a0's lines: only a0.
+    let (_, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 2\nline 3\n"));
+    assert!(out.trim().is_empty(), "{out}");
+    let (_, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 9\n"));
+    assert!(
+        out.contains("a0 (fake) is editing lines 8–10") && !out.contains("unsaved"),
+        "{out}"
+    );
+    // block: refused, the person named.
+    set_mode(&env, &repo, "block");
+    let (_, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 15\n"));
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out:?}"));
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(
+        answer["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains(unsaved_15),
+        "{answer}"
+    );
+    set_mode(&env, &repo, "warn");
+    // set_mode rewrote .owt.toml: the record names src/shared.txt only.
+
+    // A second editor, in b0's own worktree, line 5 typed: the agent is
+    // about to write over what you are typing in its checkout.
+    let mut in_worktree = LspClient::start(
+        &env,
+        &wt,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    open_and_type(
+        &mut in_worktree,
+        &wt.join("src/shared.txt"),
+        &with_lines(&[5], "you"),
+    );
+    hook_until(
+        &env,
+        &wt,
+        &id,
+        "line 5\n",
+        "the unsaved line 5 in b0's worktree",
+        |o| {
+            o.contains(
+            "you (unsaved in your editor, in this worktree) are changing line 5 of src/shared.txt",
+        )
+        },
+    );
+    drop(in_worktree);
+    hook_until(
+        &env,
+        &wt,
+        &id,
+        "line 5\n",
+        "line 5 forgotten on exit",
+        |o| o.trim().is_empty(),
+    );
+    // The first editor still counts.
+    let (_, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 15\n"));
+    assert!(out.contains(unsaved_15), "{out}");
+
+    // Saved: the main checkout's change on disk, no longer unsaved.
+    std::fs::write(&file, with_lines(&[15], "you")).unwrap();
+    editor.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri(&file)}}),
+    );
+    hook_until(&env, &wt, &id, "line 15\n", "the saved line 15", |o| {
+        o.contains("the main checkout (you) has changes on line 15 of src/shared.txt")
+            && !o.contains("unsaved")
+    });
+
+    // Typed again (line 17), then closed unsaved: forgotten.
+    editor.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&file), "version": 3},
+               "contentChanges": [{"text": with_lines(&[15, 17], "you")}]}),
+    );
+    let unsaved_17 = "you (unsaved in your editor) are changing line 17 of src/shared.txt";
+    hook_until(&env, &wt, &id, "line 17\n", "the unsaved line 17", |o| {
+        o.contains(unsaved_17)
+    });
+    editor.notify(
+        "textDocument/didClose",
+        json!({"textDocument": {"uri": uri(&file)}}),
+    );
+    hook_until(
+        &env,
+        &wt,
+        &id,
+        "line 17\n",
+        "line 17 forgotten on close",
+        |o| o.trim().is_empty(),
+    );
+
+    // Typed again, then the server is killed: its record stays behind and
+    // is ignored; the next server removes it.
+    open_and_type(&mut editor, &file, &with_lines(&[15, 17], "you"));
+    hook_until(
+        &env,
+        &wt,
+        &id,
+        "line 17\n",
+        "the unsaved line 17 again",
+        |o| o.contains(unsaved_17),
+    );
+    let record = env
+        .owt_home
+        .join("unsaved")
+        .join(format!("{}.json", editor.pid()));
+    assert!(record.exists(), "{}", record.display());
+    editor.kill();
+    assert!(record.exists(), "a killed server cannot remove its record");
+    let (ok, out, _) = hook(&env, &wt, &id, &edit_input(&wt, "line 17\n"));
+    assert!(
+        ok && out.trim().is_empty(),
+        "the dead server's record: {out}"
+    );
+    let _next = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    wait_until("the stale record removed", Duration::from_secs(20), || {
+        !record.exists()
+    });
+}
+
 /// Claude Code, its Write answered by the pre-edit hook owt installed;
 /// returns (the model's log entry of the request after the Write, the
 /// file in Claude's worktree afterwards).
@@ -225,8 +432,38 @@ fn claude_writes_over_a0s_lines(mode: Option<&str>) -> (Value, String) {
 /// a0 is changing; returns (the body of the request after the write, the
 /// file in the agent's worktree afterwards).
 fn agent_writes_over_a0s_lines(agent: Agent, mode: Option<&str>) -> (Value, String) {
+    agent_writes_over_lines(agent, mode, None)
+}
+
+/// [`agent_writes_over_a0s_lines`], and with `typed`, an editor (the real
+/// `owt lsp`) in the main checkout whose buffer of src/shared.txt has
+/// that line typed over, unsaved, all along.
+fn agent_writes_over_lines(
+    agent: Agent,
+    mode: Option<&str>,
+    typed: Option<usize>,
+) -> (Value, String) {
     let mut env = TestEnv::new();
     let (repo, _a0) = setup(&env, mode);
+    let _editor = typed.map(|line| {
+        let mut editor = LspClient::start(
+            &env,
+            &repo,
+            json!({}),
+            LspClient::default_capabilities(),
+            false,
+        );
+        let file = repo.join("src/shared.txt");
+        open_and_type(&mut editor, &file, &with_lines(&[line], "you"));
+        let record = env
+            .owt_home
+            .join("unsaved")
+            .join(format!("{}.json", editor.pid()));
+        wait_until("the editor's record of unsaved buffers", AGENT, || {
+            std::fs::read_to_string(&record).is_ok_and(|r| r.contains("shared.txt"))
+        });
+        editor
+    });
     let name = format!("{}-edit", agent.name());
     let name = name.as_str();
     let worktree = env.path().join("app.worktrees").join(name);
@@ -305,6 +542,20 @@ fn claude_code_write_goes_through_with_a_warning_naming_the_other_session() {
     assert!(
         whole.contains("owt Conflict Guard: a0 (fake) is editing lines 8–10 of src/shared.txt"),
         "the warning reaches the model: {result}\n{whole}"
+    );
+}
+
+#[test]
+fn claude_code_write_is_warned_of_your_unsaved_buffer_in_the_editor() {
+    let (body, text) = agent_writes_over_lines(Agent::Claude, None, Some(9));
+    let (result, is_error) = write_result(&body);
+    assert!(!is_error, "the Write went through: {result}");
+    assert_eq!(text, with_lines(&[9], "claude"), "the file was written");
+    let whole = body.to_string();
+    assert!(
+        whole.contains("you (unsaved in your editor) are changing line 9 of src/shared.txt")
+            && whole.contains("a0 (fake) is editing lines 8–10 of src/shared.txt"),
+        "the warning names you and a0: {result}\n{whole}"
     );
 }
 

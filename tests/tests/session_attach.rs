@@ -1,16 +1,24 @@
 //! `owt attach` through a real PTY: the current screen at once, keys in,
 //! output out, detach leaves the agent running, re-attach shows the same
-//! screen, and window-size changes reach the agent.
+//! screen, and window-size changes reach the agent. Each behaviour in both
+//! modes: direct (the host takes the terminal, the default) and relayed
+//! (`--relay`, and whenever stdout is not the terminal).
 
 mod session_common;
 
+use std::io::Read;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use session_common::{with_timeout, AttachClient, Env};
+use session_common::{holds_open, owt_bin, wait_for, with_timeout, AttachClient, Env, WAIT};
 
-#[test]
-fn attach_shows_the_screen_types_keys_detaches_and_reattaches() {
-    with_timeout(Duration::from_secs(90), || {
+const DIRECT: &[&str] = &[];
+const RELAY: &[&str] = &["--relay"];
+
+fn shows_the_screen_types_keys_detaches_and_reattaches(mode: &'static [&'static str]) {
+    with_timeout(Duration::from_secs(90), move || {
         let env = Env::new();
         let s = env.spawn_fake("alpha", &[]);
         env.wait_screen("alpha", "FAKE AGENT READY");
@@ -18,9 +26,16 @@ fn attach_shows_the_screen_types_keys_detaches_and_reattaches() {
         env.wait_screen("alpha", "| box  |");
 
         // The current screen, before the agent writes anything new.
-        let mut client = AttachClient::start(&env, "alpha", 24, 80);
+        let mut client = AttachClient::start_with(&env, "alpha", 24, 80, mode);
         let first = client.wait_contains("| box  |");
         assert!(first.contains("FAKE AGENT READY"), "{first}");
+        // Direct: the host has the client's terminal open; relayed: not.
+        assert_eq!(
+            holds_open(s.host_pid, &client.tty()),
+            mode == DIRECT,
+            "the host holding {:?} (mode {mode:?})",
+            client.tty()
+        );
 
         // Typed keys reach the agent; its echo and answer reach the client.
         client.type_bytes(b"hello from the keyboard\r");
@@ -31,7 +46,8 @@ fn attach_shows_the_screen_types_keys_detaches_and_reattaches() {
         env.ok(&["send", "alpha", "sent while attached"]);
         client.wait_contains("got: sent while attached");
 
-        // Detach: Ctrl-\ then d. The client exits 0; the agent keeps running.
+        // Detach: Ctrl-\ then d. The client exits 0 and its terminal is
+        // cooked again, no longer open in the host; the agent keeps running.
         client.type_bytes(b"\x1cd");
         assert_eq!(client.wait_exit(), 0);
         assert!(
@@ -39,13 +55,15 @@ fn attach_shows_the_screen_types_keys_detaches_and_reattaches() {
             "{}",
             client.raw_text()
         );
+        assert!(client.cooked(), "the terminal was left in raw mode");
+        assert!(client.output_ended(), "someone still holds the terminal");
         assert!(owt_e2e::pid_alive(s.agent_pid), "the agent died on detach");
         let (_, status) = env.wait_json("alpha", "0");
         assert_ne!(status["status"], "exited", "{status}");
 
         // Re-attach: the same screen, immediately.
         let before = env.peek("alpha");
-        let again = AttachClient::start(&env, "alpha", 24, 80);
+        let again = AttachClient::start_with(&env, "alpha", 24, 80, mode);
         let text = again.wait_contains("got: sent while attached");
         for line in before.lines().filter(|l| !l.trim().is_empty()) {
             assert!(
@@ -57,12 +75,21 @@ fn attach_shows_the_screen_types_keys_detaches_and_reattaches() {
 }
 
 #[test]
-fn the_prefix_twice_types_one_literal_prefix() {
-    with_timeout(Duration::from_secs(60), || {
+fn attach_shows_the_screen_types_keys_detaches_and_reattaches() {
+    shows_the_screen_types_keys_detaches_and_reattaches(DIRECT);
+}
+
+#[test]
+fn relayed_attach_shows_the_screen_types_keys_detaches_and_reattaches() {
+    shows_the_screen_types_keys_detaches_and_reattaches(RELAY);
+}
+
+fn prefix_twice_types_one_literal_prefix(mode: &'static [&'static str]) {
+    with_timeout(Duration::from_secs(60), move || {
         let env = Env::new();
         let s = env.spawn_fake("lit", &[]);
         env.wait_screen("lit", "FAKE AGENT READY");
-        let mut client = AttachClient::start(&env, "lit", 24, 80);
+        let mut client = AttachClient::start_with(&env, "lit", 24, 80, mode);
         client.wait_contains("FAKE AGENT READY");
         client.type_bytes(b"a\x1c\x1cb\r");
         env.wait_agent_line(&s, "a\u{1c}b");
@@ -70,12 +97,21 @@ fn the_prefix_twice_types_one_literal_prefix() {
 }
 
 #[test]
-fn resize_reaches_the_agent() {
-    with_timeout(Duration::from_secs(60), || {
+fn the_prefix_twice_types_one_literal_prefix() {
+    prefix_twice_types_one_literal_prefix(DIRECT);
+}
+
+#[test]
+fn relayed_the_prefix_twice_types_one_literal_prefix() {
+    prefix_twice_types_one_literal_prefix(RELAY);
+}
+
+fn resize_reaches(mode: &'static [&'static str]) {
+    with_timeout(Duration::from_secs(60), move || {
         let env = Env::new();
         let s = env.spawn_fake("sizes", &[]);
         env.wait_screen("sizes", "FAKE AGENT READY");
-        let mut client = AttachClient::start(&env, "sizes", 24, 80);
+        let mut client = AttachClient::start_with(&env, "sizes", 24, 80, mode);
         client.wait_contains("FAKE AGENT READY");
         client.type_bytes(b"size\r");
         client.wait_contains("stty size: 24 80");
@@ -86,6 +122,16 @@ fn resize_reaches_the_agent() {
         client.wait_contains("stty size: 30 100");
         env.wait_agent_line(&s, "size");
     });
+}
+
+#[test]
+fn resize_reaches_the_agent() {
+    resize_reaches(DIRECT);
+}
+
+#[test]
+fn relayed_resize_reaches_the_agent() {
+    resize_reaches(RELAY);
 }
 
 #[test]
@@ -100,5 +146,207 @@ fn attach_to_a_missing_host_fails_clearly() {
         assert_ne!(client.wait_exit(), 0);
         let text = client.raw_text();
         assert!(text.contains("no session host answers"), "{text}");
+        assert!(client.cooked(), "the terminal was left in raw mode");
     });
+}
+
+/// The agent exiting ends a direct attach with its exit status, and the
+/// terminal comes back cooked.
+#[test]
+fn the_agent_exiting_ends_a_direct_attach() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let _s = env.spawn_fake("ends", &[]);
+        env.wait_screen("ends", "FAKE AGENT READY");
+        let mut client = AttachClient::start(&env, "ends", 24, 80);
+        client.wait_contains("FAKE AGENT READY");
+        client.type_bytes(b"exit 3\r");
+        assert_eq!(client.wait_exit(), 0);
+        let text = client.raw_text();
+        assert!(text.contains("ends exited with code 3."), "{text}");
+        assert!(client.cooked(), "the terminal was left in raw mode");
+        assert!(client.output_ended(), "someone still holds the terminal");
+    });
+}
+
+/// A direct client killed outright (SIGKILL: no detach said): the host
+/// lets go of its terminal, and a second attach works.
+#[test]
+fn a_killed_direct_client_loses_the_terminal_and_another_attaches() {
+    with_timeout(Duration::from_secs(90), || {
+        let env = Env::new();
+        let s = env.spawn_fake("killed", &[]);
+        env.wait_screen("killed", "FAKE AGENT READY");
+        let first = AttachClient::start(&env, "killed", 24, 80);
+        first.wait_contains("FAKE AGENT READY");
+        let tty = first.tty();
+        assert!(holds_open(s.host_pid, &tty), "not a direct attach");
+
+        // SAFETY: kill has no memory preconditions.
+        assert_eq!(
+            unsafe { libc::kill(first.pid() as libc::pid_t, libc::SIGKILL) },
+            0
+        );
+        // Nobody holds the first terminal any more: the host closed its
+        // copy when the client's socket closed, so it can write no more.
+        wait_for("the first terminal to be let go", WAIT, || {
+            if first.output_ended() {
+                Ok(())
+            } else {
+                Err(format!("host holds it: {}", holds_open(s.host_pid, &tty)))
+            }
+        });
+        let seen = first.raw_text();
+
+        let mut second = AttachClient::start(&env, "killed", 24, 80);
+        second.wait_contains("FAKE AGENT READY");
+        second.type_bytes(b"after the kill\r");
+        second.wait_contains("got: after the kill");
+        env.wait_agent_line(&s, "after the kill");
+        assert_eq!(first.raw_text(), seen, "the first terminal got more output");
+    });
+}
+
+/// A direct client told to quit (SIGTERM, as on a closing terminal tab)
+/// detaches: the host lets go of the terminal, the agent runs on.
+#[test]
+fn a_signal_to_quit_detaches_a_direct_client() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let s = env.spawn_fake("quits", &[]);
+        env.wait_screen("quits", "FAKE AGENT READY");
+        let mut client = AttachClient::start(&env, "quits", 24, 80);
+        client.wait_contains("FAKE AGENT READY");
+        assert!(holds_open(s.host_pid, &client.tty()), "not a direct attach");
+        // SAFETY: kill has no memory preconditions.
+        assert_eq!(
+            unsafe { libc::kill(client.pid() as libc::pid_t, libc::SIGTERM) },
+            0
+        );
+        assert_eq!(client.wait_exit(), 0);
+        let text = client.raw_text();
+        assert!(text.contains("Detached from quits"), "{text}");
+        assert!(client.cooked(), "the terminal was left in raw mode");
+        assert!(client.output_ended(), "someone still holds the terminal");
+        assert!(owt_e2e::pid_alive(s.agent_pid), "the agent died");
+    });
+}
+
+/// One direct and one relayed client at once: both get the output, both
+/// type into the agent.
+#[test]
+fn direct_and_relayed_clients_share_the_agent() {
+    with_timeout(Duration::from_secs(90), || {
+        let env = Env::new();
+        let s = env.spawn_fake("both", &[]);
+        env.wait_screen("both", "FAKE AGENT READY");
+        let mut direct = AttachClient::start(&env, "both", 24, 80);
+        direct.wait_contains("FAKE AGENT READY");
+        let mut relayed = AttachClient::start_with(&env, "both", 24, 80, RELAY);
+        relayed.wait_contains("FAKE AGENT READY");
+        assert!(holds_open(s.host_pid, &direct.tty()));
+        assert!(!holds_open(s.host_pid, &relayed.tty()));
+
+        direct.type_bytes(b"from direct\r");
+        relayed.wait_contains("got: from direct");
+        direct.wait_contains("got: from direct");
+        relayed.type_bytes(b"from relayed\r");
+        direct.wait_contains("got: from relayed");
+        relayed.wait_contains("got: from relayed");
+        env.wait_agent_line(&s, "from relayed");
+
+        // The direct one detaches; the relayed one still gets the output.
+        direct.type_bytes(b"\x1cd");
+        assert_eq!(direct.wait_exit(), 0);
+        env.ok(&["send", "both", "after one left"]);
+        relayed.wait_contains("got: after one left");
+    });
+}
+
+/// Standard output not a terminal (a pipe): relayed, the terminal stays
+/// with the client, and the output comes out of the pipe.
+#[test]
+fn stdout_not_a_terminal_relays() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        let s = env.spawn_fake("piped", &[]);
+        env.wait_screen("piped", "FAKE AGENT READY");
+        let (master, slave) = open_pty();
+        let tty = tty_path(&slave);
+        let mut child = env
+            .command(owt_bin())
+            .args(["-C", &env.repo.to_string_lossy(), "attach", "piped"])
+            .env("TERM", "xterm-256color")
+            .stdin(Stdio::from(slave))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning owt attach");
+        let out = Arc::new(Mutex::new(Vec::new()));
+        {
+            let out = out.clone();
+            let mut stdout = child.stdout.take().expect("stdout");
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = stdout.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    out.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            });
+        }
+        let text = || String::from_utf8_lossy(&out.lock().unwrap()).into_owned();
+        wait_for("the redraw on stdout", WAIT, || {
+            let t = text();
+            t.contains("FAKE AGENT READY").then_some(()).ok_or(t)
+        });
+        assert!(!holds_open(s.host_pid, &tty), "the host took the terminal");
+        let mut keys = std::fs::File::from(master.try_clone().expect("dup"));
+        std::io::Write::write_all(&mut keys, b"typed in a pty\r").expect("typing");
+        env.wait_agent_line(&s, "typed in a pty");
+        wait_for("the answer on stdout", WAIT, || {
+            let t = text();
+            t.contains("got: typed in a pty").then_some(()).ok_or(t)
+        });
+        std::io::Write::write_all(&mut keys, b"\x1cd").expect("detaching");
+        let status = wait_for("owt attach to exit", WAIT, || {
+            child
+                .try_wait()
+                .map_err(|e| e.to_string())?
+                .ok_or_else(text)
+        });
+        assert!(status.success(), "{status:?}: {}", text());
+        assert!(text().contains("Detached from piped"), "{}", text());
+        drop(master);
+    });
+}
+
+/// A fresh PTY pair (24×80, cooked).
+fn open_pty() -> (OwnedFd, OwnedFd) {
+    let (mut master, mut slave) = (-1, -1);
+    let size = libc::winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: valid out-pointers; no name buffer; default termios.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty returned two fresh descriptors we now own.
+    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
+}
+
+fn tty_path(fd: &OwnedFd) -> std::path::PathBuf {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("the pty's path")
 }

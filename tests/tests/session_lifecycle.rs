@@ -211,6 +211,7 @@ fn a_client_of_another_protocol_version_gets_a_clear_error() {
             role: Role::Control,
             rows: 0,
             cols: 0,
+            direct: None,
         };
         proto::write_json(&mut stream, FrameKind::Hello, &hello).unwrap();
         let frame = proto::read_frame(&mut stream)

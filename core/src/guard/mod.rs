@@ -45,6 +45,7 @@ pub mod queue;
 pub mod snapshot;
 pub mod symbols;
 pub mod tree;
+pub mod unsaved;
 pub mod verdict;
 pub mod watch;
 

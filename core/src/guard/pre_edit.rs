@@ -22,6 +22,7 @@ use similar::{DiffOp, TextDiff};
 
 use super::engine::{Participant, YOU};
 use super::line_map::LineMap;
+use super::unsaved::{blob_id, resolved, UnsavedFile};
 
 /// What an edit tool is about to do to one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,12 +219,17 @@ enum Change {
 
 /// Every other participant changing lines of `edit.path` that the edit
 /// changes, or lines right next to them (git's merge conflicts there
-/// too). `me` is the editing participant; `others`
-/// everyone else. Returns the path relative to `me`'s checkout too.
+/// too), and your unsaved editor buffers (`unsaved`, from
+/// [`super::unsaved::live`]) that change such lines of the file in any
+/// participant's checkout, this one's included (hits named after the
+/// checkout, `how` `unsaved` or `unsaved-adding`). `me` is the editing
+/// participant; `others` everyone else. Returns the path relative to
+/// `me`'s checkout too.
 pub fn who_else(
     me: &Participant,
     others: &[Participant],
     edit: &PlannedEdit,
+    unsaved: &[UnsavedFile],
 ) -> (String, Vec<Hit>) {
     let root = std::fs::canonicalize(&me.worktree).unwrap_or_else(|_| me.worktree.clone());
     let path = edit
@@ -269,10 +275,7 @@ pub fn who_else(
                     .collect();
                 let met: Vec<(u32, u32)> = theirs
                     .into_iter()
-                    .filter(|(a, b)| {
-                        mine.iter()
-                            .any(|(x, y)| *a <= y.saturating_add(1) && *x <= b.saturating_add(1))
-                    })
+                    .filter(|(a, b)| meets(mine, *a, *b))
                     .collect();
                 (!met.is_empty()).then_some((met, "editing"))
             }
@@ -285,7 +288,92 @@ pub fn who_else(
             });
         }
     }
+    for hit in unsaved_hits(
+        me,
+        others,
+        &rel,
+        current.as_deref(),
+        mine.as_deref(),
+        unsaved,
+    ) {
+        if !hits.contains(&hit) {
+            hits.push(hit);
+        }
+    }
     (rel, hits)
+}
+
+/// The unsaved buffers of `rel` (in any participant's checkout) whose
+/// changed lines, mapped from the file on disk into `current` (the editing
+/// session's copy), meet `mine`; a buffer of a file that is on disk
+/// nowhere yet meets an edit that creates it.
+fn unsaved_hits(
+    me: &Participant,
+    others: &[Participant],
+    rel: &str,
+    current: Option<&str>,
+    mine: Option<&[(u32, u32)]>,
+    unsaved: &[UnsavedFile],
+) -> Vec<Hit> {
+    if unsaved.is_empty() {
+        return Vec::new();
+    }
+    let roots: Vec<(&Participant, PathBuf)> = std::iter::once(me)
+        .chain(others.iter().filter(|p| p.id != me.id))
+        .filter(|p| !p.worktree.as_os_str().is_empty())
+        .map(|p| (p, resolved(&p.worktree)))
+        .collect();
+    let mut hits = Vec::new();
+    for buffer in unsaved {
+        // The checkout it is in: the deepest root holding it.
+        let Some((owner, root)) = roots
+            .iter()
+            .filter(|(_, root)| buffer.path.starts_with(root))
+            .max_by_key(|(_, root)| root.as_os_str().len())
+        else {
+            continue;
+        };
+        if buffer.path.strip_prefix(root).ok().and_then(Path::to_str) != Some(rel) {
+            continue;
+        }
+        let disk = std::fs::read(&buffer.path).ok();
+        if disk.as_deref().and_then(blob_id) != buffer.disk {
+            // The file changed on disk since the record was written.
+            continue;
+        }
+        let hit = match (disk, current, mine) {
+            (None, None, _) => Some((Vec::new(), "unsaved-adding")),
+            (Some(disk), Some(current), Some(mine)) => {
+                let disk = String::from_utf8_lossy(&disk);
+                let map = LineMap::new(&disk, current);
+                let met: Vec<(u32, u32)> = buffer
+                    .lines
+                    .iter()
+                    .map(|r| {
+                        let (a, b) = map.range(*r);
+                        (a + 1, b + 1)
+                    })
+                    .filter(|(a, b)| meets(mine, *a, *b))
+                    .collect();
+                (!met.is_empty()).then_some((met, "unsaved"))
+            }
+            _ => None,
+        };
+        if let Some((lines, how)) = hit {
+            hits.push(Hit {
+                name: owner.id.clone(),
+                lines,
+                how,
+            });
+        }
+    }
+    hits
+}
+
+/// Whether lines `a..=b` meet (or touch) one of `mine`.
+fn meets(mine: &[(u32, u32)], a: u32, b: u32) -> bool {
+    mine.iter()
+        .any(|(x, y)| a <= y.saturating_add(1) && *x <= b.saturating_add(1))
 }
 
 /// `lines 40–58, 70` (1-based inclusive ranges).
@@ -312,6 +400,8 @@ pub fn lines_text(lines: &[(u32, u32)]) -> String {
 pub fn hit_text(hit: &Hit, who: &str, rel: &str) -> String {
     let doing = match hit.how {
         "adding" => format!("is also creating {rel}"),
+        "unsaved-adding" => format!("are also creating {rel}"),
+        "unsaved" => format!("are changing {} of {rel}", lines_text(&hit.lines)),
         "deleting" => format!("is deleting {rel}"),
         _ if hit.name == YOU => format!("has changes on {} of {rel}", lines_text(&hit.lines)),
         _ => format!("is editing {} of {rel}", lines_text(&hit.lines)),

@@ -96,7 +96,9 @@ pub fn acp_socket(
     Ok(Some((row.name, socket)))
 }
 
-pub fn attach(ctx: &Context, name: &str) -> anyhow::Result<(String, AttachEnd)> {
+/// Attaches this terminal to session `name`; `direct`: hand the terminal
+/// to the session host when it can take it (see [`session::attach`]).
+pub fn attach(ctx: &Context, name: &str, direct: bool) -> anyhow::Result<(String, AttachEnd)> {
     let row = ctx.session(name)?;
     let prefix = ctx
         .config
@@ -106,7 +108,7 @@ pub fn attach(ctx: &Context, name: &str) -> anyhow::Result<(String, AttachEnd)> 
         .context("reading [attach] detach_key")?;
     session::reconcile(&ctx.store, &ctx.home, &row)?;
     let socket = session::socket_path(&ctx.home, &row.short_id);
-    let end = session::attach::attach(&socket, prefix)
+    let end = session::attach::attach(&socket, prefix, direct)
         .with_context(|| format!("attaching to {}", row.name))?;
     Ok((row.name, end))
 }

@@ -185,12 +185,23 @@ pub fn pre_edit(
     let Some((said, first)) = others_on_lines(ctx, short_id, &edit)? else {
         return Ok(None);
     };
-    let refused = format!(
-        "owt Conflict Guard refused this edit: {said}. Coordinate with `owt send {first} \"…\"` or change other lines."
-    );
-    let warned = format!(
-        "owt Conflict Guard: {said}. Your edit goes through; merging may conflict there: coordinate with `owt send {first} \"…\"` or change other lines."
-    );
+    let (refused, warned) = match first {
+        Some(first) => (
+            format!(
+                "owt Conflict Guard refused this edit: {said}. Coordinate with `owt send {first} \"…\"` or change other lines."
+            ),
+            format!(
+                "owt Conflict Guard: {said}. Your edit goes through; merging may conflict there: coordinate with `owt send {first} \"…\"` or change other lines."
+            ),
+        ),
+        // Only the person is there.
+        None => (
+            format!("owt Conflict Guard refused this edit: {said}. Change other lines, or ask the person first."),
+            format!(
+                "owt Conflict Guard: {said}. Your edit goes through; it may clash with theirs there: change other lines, or ask the person first."
+            ),
+        ),
+    };
     let block = mode == PreEdit::Block;
     if event == "BeforeTool" {
         // Gemini CLI: `decision: deny` goes to the model as the tool's
@@ -220,13 +231,15 @@ pub fn pre_edit(
 }
 
 /// Who else is changing the lines `edit` of the session with short id
-/// `short_id` touches: their sentences joined with "; ", and the first
-/// other session's name (for `owt send`); `None` when nobody is.
+/// `short_id` touches (other sessions, your checkout, your unsaved editor
+/// buffers): their sentences joined with "; ", and the first other
+/// session's name (for `owt send`; `None` when only you are there);
+/// `None` when nobody is.
 fn others_on_lines(
     ctx: &Context,
     short_id: &str,
     edit: &crate::guard::pre_edit::PlannedEdit,
-) -> anyhow::Result<Option<(String, String)>> {
+) -> anyhow::Result<Option<(String, Option<String>)>> {
     use crate::guard::pre_edit::{hit_text, who_else};
     let Some(row) = ctx.store.session_by_short_id(short_id)? else {
         return Ok(None);
@@ -235,12 +248,21 @@ fn others_on_lines(
     let Some(me) = everyone.iter().find(|p| p.id == row.name) else {
         return Ok(None);
     };
-    let (rel, hits) = who_else(me, &everyone, edit);
+    let unsaved = crate::guard::unsaved::live(&ctx.home);
+    let (rel, hits) = who_else(me, &everyone, edit, &unsaved);
     if hits.is_empty() {
         return Ok(None);
     }
     let rows = ctx.store.sessions(ctx.repo_row.id)?;
-    let who = |name: &str| -> String {
+    let who = |hit: &crate::guard::pre_edit::Hit| -> String {
+        let name = hit.name.as_str();
+        if hit.how.starts_with("unsaved") {
+            return match name {
+                YOU => "you (unsaved in your editor)".into(),
+                _ if name == me.id => "you (unsaved in your editor, in this worktree)".into(),
+                _ => format!("you (unsaved in your editor, in {name}'s worktree)"),
+            };
+        }
         if name == YOU {
             return "the main checkout (you)".into();
         }
@@ -249,15 +271,12 @@ fn others_on_lines(
             None => name.to_string(),
         }
     };
-    let said: Vec<String> = hits
-        .iter()
-        .map(|h| hit_text(h, &who(&h.name), &rel))
-        .collect();
+    let said: Vec<String> = hits.iter().map(|h| hit_text(h, &who(h), &rel)).collect();
     let first = hits
         .iter()
-        .find(|h| h.name != YOU)
-        .map_or("NAME", |h| h.name.as_str());
-    Ok(Some((said.join("; "), first.to_string())))
+        .find(|h| h.name != YOU && !h.how.starts_with("unsaved"))
+        .map(|h| h.name.clone());
+    Ok(Some((said.join("; "), first)))
 }
 
 /// Gemini's warnings between its `BeforeTool` and `AfterTool` hooks: one

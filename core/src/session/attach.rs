@@ -1,10 +1,20 @@
 //! `owt attach`: the user's terminal in raw mode, wired to a session host.
 //!
-//! One thread reads the host's frames and writes them to the terminal; the
-//! calling thread polls stdin and a signal pipe (window-size changes,
-//! hang-up, termination). The detach sequence is `<prefix> d`; the prefix
-//! twice types one literal prefix. The terminal is restored on every exit
-//! path (a guard's `Drop`, which also runs on unwinding).
+//! Direct (the default when stdin and stdout are one terminal): the
+//! terminal itself goes to the host with the hello (`SCM_RIGHTS`); the host
+//! reads the keys from it and writes the output to it, like tmux, so no
+//! process of ours wakes per keystroke. This process keeps the terminal in
+//! raw mode, turns window-size changes into `Resize` and its quit signals
+//! into `Detach`, and waits for the end (`Detached`, `Exited`, the host
+//! gone).
+//!
+//! Relayed (an older host, a remote session, stdout not the terminal,
+//! `--relay`): one thread reads the host's frames and writes them to the
+//! terminal; the calling thread polls stdin and the signals.
+//!
+//! The detach sequence is `<prefix> d`; the prefix twice types one literal
+//! prefix. The terminal is restored on every exit path (a guard's `Drop`,
+//! which also runs on unwinding).
 
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -176,25 +186,121 @@ fn drain(stream: &UnixStream) {
     while (&*stream).read(&mut bytes).is_ok_and(|n| n > 0) {}
 }
 
+/// Whether stdin and stdout are one terminal (the same device), the
+/// condition for handing it to the host.
+fn one_terminal() -> bool {
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    if !termios::isatty(&stdin) || !termios::isatty(&stdout) {
+        return false;
+    }
+    match (rustix::fs::fstat(&stdin), rustix::fs::fstat(&stdout)) {
+        (Ok(a), Ok(b)) => a.st_rdev == b.st_rdev,
+        _ => false,
+    }
+}
+
 /// Attaches this process's terminal to the host at `socket` until the user
-/// detaches (`prefix` then `d`), the agent exits or the host goes.
-pub fn attach(socket: &Path, prefix: u8) -> Result<AttachEnd, SessionError> {
+/// detaches (`prefix` then `d`), the agent exits or the host goes. `direct`:
+/// hand the terminal to the host when it can take it (else relay).
+pub fn attach(socket: &Path, prefix: u8, direct: bool) -> Result<AttachEnd, SessionError> {
     if !termios::isatty(std::io::stdin()) {
         return Err(SessionError::NotATerminal);
     }
     let (rows, cols) = terminal_size(std::io::stdin()).unwrap_or((24, 80));
+    let signals =
+        Signals::register().map_err(|e| SessionError::io("handling the terminal's signals", e))?;
+    if direct && one_terminal() {
+        let stream = HostConn::dial(socket)?;
+        // Raw mode and the alternate screen before the hello: the host may
+        // draw as soon as it has the terminal.
+        let guard = TerminalGuard::enter()?;
+        let stdin = std::io::stdin();
+        let conn = HostConn::greet_direct(stream, rows, cols, stdin.as_fd(), prefix)?;
+        if conn.welcome.direct {
+            let end = direct_loop(&signals, conn.stream);
+            drop(guard);
+            return Ok(end);
+        }
+        return relay(conn, &signals, prefix, guard);
+    }
     let conn = HostConn::connect(socket, Role::Attach, rows, cols)?;
+    let guard = TerminalGuard::enter()?;
+    relay(conn, &signals, prefix, guard)
+}
+
+/// Waits out a direct attach: the host has the terminal; this process
+/// forwards window-size changes and turns its quit signals into a detach.
+fn direct_loop(signals: &Signals, mut stream: UnixStream) -> AttachEnd {
+    loop {
+        let mut fds = [
+            PollFd::new(&stream, PollFlags::IN),
+            PollFd::new(&signals.winch, PollFlags::IN),
+            PollFd::new(&signals.quit, PollFlags::IN),
+        ];
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return AttachEnd::HostGone,
+        }
+        let ready = fds.map(|fd| !fd.revents().is_empty());
+        if ready[2] {
+            // The host lets go of the terminal first, then says so.
+            if proto::write_frame(&mut stream, FrameKind::Detach, b"").is_err() {
+                return AttachEnd::Detached;
+            }
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            loop {
+                match direct_end(&mut stream) {
+                    Some(AttachEnd::Exited(exit)) => return AttachEnd::Exited(exit),
+                    Some(_) => return AttachEnd::Detached,
+                    None => {}
+                }
+            }
+        }
+        if ready[1] {
+            drain(&signals.winch);
+            if let Some((rows, cols)) = terminal_size(std::io::stdin()) {
+                let _ = proto::write_json(&mut stream, FrameKind::Resize, &Resize { rows, cols });
+            }
+        }
+        if ready[0] {
+            if let Some(end) = direct_end(&mut stream) {
+                return end;
+            }
+        }
+    }
+}
+
+/// Reads the host's next frame in a direct attach: how the attach ended,
+/// or `None` for a frame that does not end it.
+fn direct_end(stream: &mut UnixStream) -> Option<AttachEnd> {
+    match proto::read_frame(stream) {
+        Ok(Some(frame)) => match frame.kind {
+            FrameKind::Detached => Some(AttachEnd::Detached),
+            FrameKind::Exited => Some(AttachEnd::Exited(frame.json().unwrap_or(AgentExit {
+                code: None,
+                signal: None,
+            }))),
+            _ => None,
+        },
+        Ok(None) | Err(_) => Some(AttachEnd::HostGone),
+    }
+}
+
+/// The relayed attach: keys and output copied through this process.
+fn relay(
+    conn: HostConn,
+    signals: &Signals,
+    prefix: u8,
+    guard: TerminalGuard,
+) -> Result<AttachEnd, SessionError> {
     let mut to_host = conn.stream;
     let from_host = to_host
         .try_clone()
         .map_err(|e| SessionError::io("cloning the host socket", e))?;
-    let signals =
-        Signals::register().map_err(|e| SessionError::io("handling the terminal's signals", e))?;
     // The output thread says it ended on this pair.
     let (done, done_tx) =
         UnixStream::pair().map_err(|e| SessionError::io("creating a socket pair", e))?;
-
-    let guard = TerminalGuard::enter()?;
     let output = std::thread::Builder::new()
         .name("attach-output".into())
         .spawn(move || {
@@ -205,7 +311,7 @@ pub fn attach(socket: &Path, prefix: u8) -> Result<AttachEnd, SessionError> {
         })
         .map_err(|e| SessionError::io("spawning the output thread", e))?;
 
-    let end = input_loop(&signals, &done, prefix, &mut to_host);
+    let end = input_loop(signals, &done, prefix, &mut to_host);
     let end = match end {
         Some(end) => {
             let _ = proto::write_frame(&mut to_host, FrameKind::Detach, b"");
@@ -216,7 +322,6 @@ pub fn attach(socket: &Path, prefix: u8) -> Result<AttachEnd, SessionError> {
         None => output.join().unwrap_or(AttachEnd::HostGone),
     };
     drop(guard);
-    drop(signals);
     Ok(end)
 }
 

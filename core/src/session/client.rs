@@ -1,15 +1,16 @@
 //! The client side of the host socket: connect, say hello, and make one
 //! request (peek, send, status, terminate) or stream an attach.
 
-use std::io;
+use std::io::{self, Write};
+use std::os::fd::BorrowedFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use owt_protocol::host::{
-    self as proto, Frame, FrameKind, Hello, HostError, HostStatus, JournalView, PeekRequest,
-    PermissionAnswer, PermissionAnswered, Role, ScreenView, SendText, Terminate, TranscriptView,
-    Welcome, HOST_PROTOCOL_VERSION,
+    self as proto, DirectAttach, Frame, FrameKind, Hello, HostError, HostStatus, JournalView,
+    PeekRequest, PermissionAnswer, PermissionAnswered, Role, ScreenView, SendText, Terminate,
+    TranscriptView, Welcome, HOST_PROTOCOL_VERSION,
 };
 
 use super::SessionError;
@@ -20,6 +21,29 @@ use crate::guard::journal::JournalSource;
 pub struct HostConn {
     pub stream: UnixStream,
     pub welcome: Welcome,
+}
+
+/// Writes all of `bytes` to `stream`, passing `fd` along with the first
+/// of them (`SCM_RIGHTS`).
+fn send_with_fd(stream: &UnixStream, bytes: &[u8], fd: BorrowedFd<'_>) -> io::Result<()> {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    let fds = [fd];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    control.push(SendAncillaryMessage::ScmRights(&fds));
+    let sent = loop {
+        match rustix::net::sendmsg(
+            stream,
+            &[io::IoSlice::new(bytes)],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        ) {
+            Ok(n) => break n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    (&*stream).write_all(&bytes[sent..])
 }
 
 fn io_err(context: &str, e: io::Error) -> SessionError {
@@ -54,6 +78,38 @@ impl HostConn {
         HostConn::open(socket, Role::Control, 0, 0, HOST_PROTOCOL_VERSION, timeout)
     }
 
+    /// Connects to `socket` without greeting (see [`HostConn::greet_direct`]).
+    pub fn dial(socket: &Path) -> Result<UnixStream, SessionError> {
+        UnixStream::connect(socket).map_err(|e| {
+            SessionError::NotRunning(format!(
+                "no session host answers at {}: {e}",
+                socket.display()
+            ))
+        })
+    }
+
+    /// Greets the host on `stream` as an attach that passes its terminal
+    /// `term` with the hello (`SCM_RIGHTS`). The host took it when the
+    /// welcome says `direct`; otherwise (an older host, a remote session's
+    /// relay) the connection is an ordinary attach.
+    pub fn greet_direct(
+        stream: UnixStream,
+        rows: u16,
+        cols: u16,
+        term: BorrowedFd<'_>,
+        detach_prefix: u8,
+    ) -> Result<HostConn, SessionError> {
+        HostConn::greet(
+            stream,
+            Role::Attach,
+            rows,
+            cols,
+            HOST_PROTOCOL_VERSION,
+            Duration::from_secs(10),
+            Some((term, DirectAttach { detach_prefix })),
+        )
+    }
+
     fn open(
         socket: &Path,
         role: Role,
@@ -62,12 +118,19 @@ impl HostConn {
         version: u32,
         timeout: Duration,
     ) -> Result<HostConn, SessionError> {
-        let mut stream = UnixStream::connect(socket).map_err(|e| {
-            SessionError::NotRunning(format!(
-                "no session host answers at {}: {e}",
-                socket.display()
-            ))
-        })?;
+        let stream = HostConn::dial(socket)?;
+        HostConn::greet(stream, role, rows, cols, version, timeout, None)
+    }
+
+    fn greet(
+        mut stream: UnixStream,
+        role: Role,
+        rows: u16,
+        cols: u16,
+        version: u32,
+        timeout: Duration,
+        direct: Option<(BorrowedFd<'_>, DirectAttach)>,
+    ) -> Result<HostConn, SessionError> {
         let _ = stream.set_read_timeout(Some(timeout));
         let _ = stream.set_write_timeout(Some(timeout));
         let hello = Hello {
@@ -75,9 +138,14 @@ impl HostConn {
             role,
             rows,
             cols,
+            direct: direct.map(|(_, d)| d),
         };
-        proto::write_json(&mut stream, FrameKind::Hello, &hello)
-            .map_err(|e| io_err("greeting the session host", e))?;
+        let hello = proto::encode_json(FrameKind::Hello, &hello);
+        match direct {
+            Some((term, _)) => send_with_fd(&stream, &hello, term),
+            None => stream.write_all(&hello),
+        }
+        .map_err(|e| io_err("greeting the session host", e))?;
         let frame = read(&mut stream, "the session host's welcome")?;
         let welcome = match frame.kind {
             FrameKind::Welcome => frame

@@ -10,7 +10,8 @@
 //! store: output/input/screen facts, typed prompt), the git-facts thread
 //! (reads the checkout's git facts from the work journal when it changes,
 //! for the monitor to record), the acceptor (main thread), and per
-//! connection a reader and a writer.
+//! connection a reader and a writer (and, for a direct attach, a
+//! `terminal` thread reading the keys from the client's terminal).
 //!
 //! Invariants: the agent never waits on a client — every client has a
 //! bounded queue, and a client that falls behind gets a fresh redraw instead
@@ -41,6 +42,7 @@ mod output;
 mod screen;
 mod socket;
 mod spawn;
+mod terminal;
 
 pub(crate) use git_facts::{follow as follow_git_facts, Sent};
 use monitor::*;
@@ -53,6 +55,7 @@ use socket::*;
 pub use socket::{decode_hello, decode_request, Request};
 use spawn::*;
 pub(crate) use spawn::{listen, open_store_logged, spawn_guarded};
+use terminal::*;
 
 use super::queries::{self, QueryScanner};
 use super::{rules, HostSpec, SessionError};
@@ -183,10 +186,13 @@ struct Client {
     /// The client's socket, written by the writer thread or, when its queue
     /// is empty, directly by the PTY reader (one thread hop less per echo).
     stream: UnixStream,
+    /// A direct attach's terminal: output and redraws go there (their
+    /// bytes, not frames), other frames to `stream`.
+    term: Option<Arc<Term>>,
 }
 
 impl Client {
-    fn new(id: u64, stream: UnixStream) -> Arc<Client> {
+    fn new(id: u64, stream: UnixStream, term: Option<Arc<Term>>) -> Arc<Client> {
         Arc::new(Client {
             id,
             queue: Mutex::new(ClientQueue {
@@ -200,7 +206,17 @@ impl Client {
             }),
             ready: Condvar::new(),
             stream,
+            term,
         })
+    }
+
+    /// What a direct write of `frame` (an `Output` frame) sends: the frame
+    /// on a socket, its payload on a terminal.
+    fn direct_bytes<'a>(&self, frame: &'a [u8]) -> &'a [u8] {
+        match self.term {
+            Some(_) => &frame[proto::HEADER_LEN..],
+            None => frame,
+        }
     }
 
     /// Queues a reply or control frame (never dropped).
@@ -216,23 +232,37 @@ impl Client {
     /// included) and gets a redraw instead; returns whether the caller must
     /// ask the parser for that redraw.
     fn push_output(&self, frame: &Arc<[u8]>) -> bool {
+        if self.term.as_ref().is_some_and(|term| !term.is_open()) {
+            // A direct attach that ended: nothing more to write.
+            return false;
+        }
         let mut q = lock(&self.queue);
         if q.closed {
             return false;
         }
         if !q.awaiting_redraw && !q.writing && q.head.is_empty() && q.frames.is_empty() {
-            // Nothing is ahead of this frame: try the socket right away.
+            // Nothing is ahead of this frame: try the socket (or the
+            // terminal) right away.
             q.writing = true;
             drop(q);
-            let sent = send_now(&self.stream, frame);
+            let bytes = self.direct_bytes(frame);
+            let sent = match &self.term {
+                Some(term) => term.write_now(bytes),
+                None => send_now(&self.stream, bytes),
+            };
             let mut q = lock(&self.queue);
             q.writing = false;
+            let mut gone = false;
             match sent {
-                Ok(n) if n < frame.len() => {
-                    q.head.extend_from_slice(&frame[n..]);
-                    q.bytes += frame.len() - n;
+                Ok(n) if n < bytes.len() => {
+                    q.head.extend_from_slice(&bytes[n..]);
+                    q.bytes += bytes.len() - n;
                 }
                 Ok(_) => {}
+                Err(e) if self.term.is_some() => {
+                    tracing::debug!("terminal write: {e}");
+                    gone = true;
+                }
                 Err(e) => {
                     tracing::debug!("client write: {e}");
                     q.closed = true;
@@ -241,6 +271,9 @@ impl Client {
             }
             let wake = q.closed || !q.head.is_empty() || !q.frames.is_empty();
             drop(q);
+            if gone {
+                self.end_direct();
+            }
             if wake {
                 self.ready.notify_one();
             }

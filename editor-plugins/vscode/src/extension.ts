@@ -26,7 +26,6 @@ import {
 
 import {
   boardToTree,
-  childrenOf,
   findSession,
   allSessions,
   answeredText,
@@ -38,6 +37,7 @@ import {
   sessionDescription,
   statusBarModel,
   taskPrefill,
+  TreeState,
   unavailableReason,
   type SessionAction,
   type SessionNode,
@@ -131,21 +131,24 @@ function initializationOptions(): InitializationOptions {
 // ------------------------------------------------------------ agents view
 
 class AgentsTree implements vscode.TreeDataProvider<TreeNode> {
-  private board: Board | undefined;
-  private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
+  // What VS Code holds and what it must be told of a new board: see TreeState.
+  private readonly state = new TreeState();
+  private readonly changed = new vscode.EventEmitter<TreeNode | TreeNode[] | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
 
   current(): Board | undefined {
-    return this.board;
+    return this.state.current();
   }
 
   setBoard(board: Board | undefined): void {
-    this.board = board;
-    this.changed.fire(undefined);
+    const change = this.state.setBoard(board);
+    if (change === 'root') this.changed.fire(undefined);
+    else if (change !== 'none') this.changed.fire(change);
   }
 
+  /** From the held snapshot, synchronously. */
   getChildren(node?: TreeNode): TreeNode[] {
-    return childrenOf(this.board, node);
+    return this.state.children(node);
   }
 
   getTreeItem(node: TreeNode): vscode.TreeItem {

@@ -247,10 +247,84 @@ export function boardToTree(board: Board | undefined): LaneNode[] {
   }));
 }
 
-/** Children of a node (or the roots, for `undefined`). */
-export function childrenOf(board: Board | undefined, node: TreeNode | undefined): TreeNode[] {
-  if (node === undefined) return boardToTree(board);
-  return node.kind === 'lane' ? node.sessions : [];
+/**
+ * What VS Code must be told after a new board: nothing, these lanes (their
+ * row and their sessions), or the whole tree (`'root'`).
+ */
+export type TreeChange = 'none' | 'root' | LaneNode[];
+
+/**
+ * The Agents tree as VS Code holds it, and the least it must be told when
+ * the board changes.
+ *
+ * VS Code forgets every element's handle when it refreshes the whole tree,
+ * also while it is still asking for the children of lanes it got a moment
+ * before; it then answers that lane with no children ("No tree item with id
+ * '1/lane:…' found") and keeps drawing it expanded but empty. So the whole
+ * tree is refreshed only when the lanes themselves change (one appears,
+ * goes, or they reorder); otherwise the lanes that changed are refreshed as
+ * elements, which keeps every lane's handle. A board equal to the last one
+ * changes nothing, and while a whole-tree refresh is on its way no other is
+ * asked for: VS Code reads the newest board when it asks for the lanes.
+ */
+export class TreeState {
+  private board: Board | undefined;
+  /** The lane objects VS Code got from the last `roots()` (refreshed in place). */
+  private held: LaneNode[] = [];
+  /** VS Code has asked for the lanes at least once. */
+  private served = false;
+  /** A whole-tree refresh was asked for and VS Code has not read the lanes since. */
+  private rootPending = false;
+  /** The board last shown or asked to be shown, as text (equal boards change nothing). */
+  private shownKey = JSON.stringify(boardToTree(undefined));
+
+  current(): Board | undefined {
+    return this.board;
+  }
+
+  /** The lanes for VS Code's `getChildren()` of the root: the held objects, brought up to date. */
+  roots(): LaneNode[] {
+    const next = boardToTree(this.board);
+    const byId = new Map(this.held.map((l) => [l.id, l]));
+    this.held = next.map((l) => {
+      const old = byId.get(l.id);
+      return old ? Object.assign(old, l) : l;
+    });
+    this.served = true;
+    this.rootPending = false;
+    return this.held;
+  }
+
+  children(node: TreeNode | undefined): TreeNode[] {
+    if (node === undefined) return this.roots();
+    return node.kind === 'lane' ? node.sessions : [];
+  }
+
+  /** Takes a new board; says what VS Code must refresh. */
+  setBoard(board: Board | undefined): TreeChange {
+    this.board = board;
+    const next = boardToTree(board);
+    const key = JSON.stringify(next);
+    if (key === this.shownKey) return 'none';
+    this.shownKey = key;
+    // Before VS Code first asks, and while a whole-tree refresh is on its
+    // way, it will read this board when it asks for the lanes.
+    if (!this.served || this.rootPending) return 'none';
+    const sameLanes = next.length === this.held.length && next.every((l, i) => l.id === this.held[i]?.id);
+    if (!sameLanes) {
+      this.rootPending = true;
+      return 'root';
+    }
+    const changed: LaneNode[] = [];
+    next.forEach((l, i) => {
+      const old = this.held[i] as LaneNode;
+      if (JSON.stringify(old) !== JSON.stringify(l)) {
+        Object.assign(old, l);
+        changed.push(old);
+      }
+    });
+    return changed.length > 0 ? changed : 'none';
+  }
 }
 
 export function allSessions(board: Board | undefined): SessionView[] {

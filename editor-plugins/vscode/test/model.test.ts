@@ -66,18 +66,19 @@ describe('tree model', () => {
   it('has no roots without a board or with an empty one', () => {
     assert.deepEqual(model.boardToTree(undefined), []);
     assert.deepEqual(model.boardToTree({ ...sampleBoard(), lanes: [] }), []);
-    assert.deepEqual(model.childrenOf(undefined, undefined), []);
+    assert.deepEqual(new model.TreeState().children(undefined), []);
   });
 
   it('children: lanes hold sessions, sessions are leaves', () => {
-    const board = sampleBoard();
-    const [lane] = model.childrenOf(board, undefined);
+    const tree = new model.TreeState();
+    tree.setBoard(sampleBoard());
+    const [lane] = tree.children(undefined);
     assert.ok(lane && lane.kind === 'lane');
-    const kids = model.childrenOf(board, lane);
+    const kids = tree.children(lane);
     assert.equal(kids.length, 1);
     const leaf = kids[0];
     assert.ok(leaf && leaf.kind === 'session');
-    assert.deepEqual(model.childrenOf(board, leaf), []);
+    assert.deepEqual(tree.children(leaf), []);
   });
 
   it('describes a session like the CLI board', () => {
@@ -271,5 +272,85 @@ describe('New agent prefill', () => {
     const line = model.oneLine(long, 50);
     assert.equal(line.length, 50);
     assert.ok(line.endsWith('…'));
+  });
+});
+
+/** A board with `lane`'s sessions replaced (the count follows). */
+function withLane(board: Board, lane: string, sessions: Board['lanes'][number]['sessions']): Board {
+  return { ...board, lanes: board.lanes.map((l) => (l.lane === lane ? { ...l, sessions, count: sessions.length } : l)) };
+}
+
+describe('tree updates (what VS Code is told of a new board)', () => {
+  it('tells nothing before VS Code first asks for the lanes; it then reads the newest board', () => {
+    const tree = new model.TreeState();
+    assert.equal(tree.setBoard(sampleBoard()), 'none');
+    assert.deepEqual(
+      tree.children(undefined).map((l) => l.id),
+      ['lane:needs-you', 'lane:ready-to-ship', 'lane:in-flight'],
+    );
+  });
+
+  it('an equal board (the first boardChanged and the owt/board answer, at start) changes nothing', () => {
+    const tree = new model.TreeState();
+    tree.children(undefined); // the view drew "no board" first
+    assert.equal(tree.setBoard(sampleBoard()), 'root');
+    tree.children(undefined);
+    assert.equal(tree.setBoard(sampleBoard()), 'none');
+  });
+
+  it('while a whole-tree refresh is on its way, asks for no other; VS Code then reads the newest board', () => {
+    const tree = new model.TreeState();
+    tree.children(undefined);
+    assert.equal(tree.setBoard(sampleBoard()), 'root');
+    const moved = withLane(sampleBoard(), 'in-flight', []);
+    assert.equal(tree.setBoard({ ...moved, lanes: moved.lanes.filter((l) => l.lane !== 'in-flight') }), 'none');
+    assert.deepEqual(
+      tree.children(undefined).map((l) => l.id),
+      ['lane:needs-you', 'lane:ready-to-ship'],
+    );
+  });
+
+  it('sessions moving between lanes that stay refresh those lanes only, as the very objects VS Code holds', () => {
+    const tree = new model.TreeState();
+    tree.setBoard(sampleBoard());
+    const held = tree.children(undefined);
+    const [needsYou, ready, inFlight] = held;
+    assert.ok(needsYou && ready && inFlight && needsYou.kind === 'lane' && inFlight.kind === 'lane');
+    const before = sampleBoard();
+    const billing = before.lanes[2]?.sessions[0];
+    assert.ok(billing);
+    const asked = { ...billing, status: 'needs-input' as const, status_text: 'needs input', lane: 'needs-you' as const };
+    let next = withLane(before, 'needs-you', [...(before.lanes[0]?.sessions ?? []), asked]);
+    next = withLane(next, 'in-flight', (before.lanes[2]?.sessions ?? []).slice(1));
+    const change = tree.setBoard(next);
+    assert.ok(Array.isArray(change), `lanes refreshed, got ${JSON.stringify(change)}`);
+    assert.equal(change.length, 2);
+    assert.ok(change[0] === needsYou && change[1] === inFlight, 'the same lane objects, not copies');
+    // Updated in place: VS Code asks those objects for their children.
+    assert.deepEqual(tree.children(needsYou).map((s) => s.label), ['fix-login', 'refactor-billing']);
+    assert.equal(needsYou.description, '2 sessions');
+    assert.deepEqual(tree.children(inFlight).map((s) => s.label), ['docs', 'tests']);
+    // A later read of the lanes hands out the same objects again.
+    const again = tree.children(undefined);
+    assert.ok(again.every((l, i) => l === held[i]));
+  });
+
+  it('a session changing in place refreshes its lane; a lane appearing, going or moving refreshes the whole tree', () => {
+    const tree = new model.TreeState();
+    tree.setBoard(sampleBoard());
+    const [, ready] = tree.children(undefined);
+    const shipped = sampleBoard();
+    const jwt = shipped.lanes[1]?.sessions[0];
+    assert.ok(jwt);
+    const change = tree.setBoard(withLane(shipped, 'ready-to-ship', [{ ...jwt, review: 'reviewed' }]));
+    assert.ok(Array.isArray(change) && change.length === 1 && change[0] === ready);
+
+    const gone = { ...shipped, lanes: shipped.lanes.filter((l) => l.lane !== 'ready-to-ship') };
+    assert.equal(tree.setBoard(gone), 'root');
+    tree.children(undefined);
+    assert.equal(tree.setBoard({ ...gone, lanes: [...gone.lanes].reverse() }), 'root');
+    tree.children(undefined);
+    assert.equal(tree.setBoard(undefined), 'root');
+    assert.deepEqual(tree.children(undefined), []);
   });
 });

@@ -15,4 +15,5 @@ pub fn handle(state: &mut State, params: DidChangeTextDocumentParams) {
         doc.version = params.text_document.version;
     }
     guard_live::buffers_changed(state);
+    super::super::unsaved::changed(state);
 }

@@ -9,4 +9,5 @@ use super::super::state::State;
 pub fn handle(state: &mut State, params: DidCloseTextDocumentParams) {
     state.docs.remove(&params.text_document.uri);
     guard_live::buffers_changed(state);
+    super::super::unsaved::changed(state);
 }

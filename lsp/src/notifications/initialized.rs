@@ -15,4 +15,6 @@ pub fn handle(state: &mut State) {
             .show_message(MessageType::WARNING, format!("owt: {notice}"));
     }
     sessions::refresh(state, true);
+    // Clears the records of killed servers soon (the pre-edit hook's).
+    super::super::unsaved::changed(state);
 }

@@ -1,5 +1,6 @@
 //! One file per notification the server acts on (`textDocument/didSave`
-//! needs nothing: the guard's watcher sees the file change).
+//! only updates the record of unsaved buffers, [`super::unsaved`]: the
+//! guard's watcher sees the file change).
 
 pub mod did_change;
 pub mod did_close;

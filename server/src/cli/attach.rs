@@ -1,5 +1,6 @@
-//! `owt attach NAME`: this terminal, raw, attached to the agent; detach
-//! with the prefix (`Ctrl-\` by default, `[attach] detach_key`) then `d`.
+//! `owt attach NAME`: this terminal, raw, attached to the agent (handed to
+//! the session host, or relayed through this process); detach with the
+//! prefix (`Ctrl-\` by default, `[attach] detach_key`) then `d`.
 //! An ACP session: its transcript, and a line editor for the next prompt.
 
 use std::path::Path;
@@ -14,6 +15,12 @@ use crate::session::attach::AttachEnd;
 pub struct Args {
     /// The session.
     pub name: String,
+    /// Copy keys and output through this process instead of handing the
+    /// terminal to the session host (slower; for debugging). Relayed anyway
+    /// when stdin and stdout are not one terminal, or the host cannot take
+    /// it (an older owt, a remote session).
+    #[arg(long)]
+    pub relay: bool,
 }
 
 pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
@@ -21,7 +28,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
     if let Some((name, socket)) = agent::acp_socket(&ctx, &args.name)? {
         return attach_acp(&socket, &name, out);
     }
-    let (name, end) = agent::attach(&ctx, &args.name)?;
+    let (name, end) = agent::attach(&ctx, &args.name, !args.relay)?;
     let (line, code) = match end {
         AttachEnd::Detached => (
             format!("Detached from {name}; the agent keeps running. Re-attach with `owt attach {name}`."),

@@ -294,10 +294,19 @@ pub struct AttachClient {
     master: Box<dyn portable_pty::MasterPty + Send>,
     /// Everything the client printed, raw.
     pub raw: Arc<Mutex<Vec<u8>>>,
+    /// Set once the terminal's output ended (the client and its
+    /// terminal are gone): `raw` is complete.
+    output_ended: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl AttachClient {
     pub fn start(env: &Env, name: &str, rows: u16, cols: u16) -> AttachClient {
+        AttachClient::start_with(env, name, rows, cols, &[])
+    }
+
+    /// As [`AttachClient::start`] with more arguments for `owt attach`
+    /// (`--relay`).
+    pub fn start_with(env: &Env, name: &str, rows: u16, cols: u16, extra: &[&str]) -> AttachClient {
         let pty = portable_pty::native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -308,6 +317,7 @@ impl AttachClient {
             .expect("openpty");
         let mut cmd = CommandBuilder::new(owt_bin());
         cmd.args(["-C", &env.repo.to_string_lossy(), "attach", name]);
+        cmd.args(extra);
         for (k, v) in env.env_vars() {
             cmd.env(k, v);
         }
@@ -318,9 +328,11 @@ impl AttachClient {
         let writer = pty.master.take_writer().expect("writer");
         let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 0)));
         let raw = Arc::new(Mutex::new(Vec::new()));
+        let output_ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
         {
             let screen = screen.clone();
             let raw = raw.clone();
+            let output_ended = output_ended.clone();
             std::thread::spawn(move || {
                 let mut buf = [0u8; 8192];
                 while let Ok(n) = reader.read(&mut buf) {
@@ -330,6 +342,7 @@ impl AttachClient {
                     screen.lock().unwrap().process(&buf[..n]);
                     raw.lock().unwrap().extend_from_slice(&buf[..n]);
                 }
+                output_ended.store(true, std::sync::atomic::Ordering::SeqCst);
             });
         }
         AttachClient {
@@ -338,6 +351,7 @@ impl AttachClient {
             child,
             master: pty.master,
             raw,
+            output_ended,
         }
     }
 
@@ -379,15 +393,53 @@ impl AttachClient {
             .expect("resize");
     }
 
-    /// Waits for the client process to end; returns its exit code.
+    /// Waits for the client process to end and for all it printed to be
+    /// read; returns its exit code.
     pub fn wait_exit(&mut self) -> u32 {
-        wait_for("the attach client to exit", WAIT, || {
+        let code = wait_for("the attach client to exit", WAIT, || {
             match self.child.try_wait() {
                 Ok(Some(status)) => Ok(status.exit_code()),
                 Ok(None) => Err(self.contents()),
                 Err(e) => Err(e.to_string()),
             }
-        })
+        });
+        wait_for("the attach client's output to end", WAIT, || {
+            if self.output_ended.load(std::sync::atomic::Ordering::SeqCst) {
+                Ok(())
+            } else {
+                Err(self.raw_text())
+            }
+        });
+        code
+    }
+
+    /// The client process's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.process_id().expect("the attach client's pid")
+    }
+
+    /// The path of the client's terminal (`/dev/pts/N`).
+    pub fn tty(&self) -> PathBuf {
+        self.master
+            .tty_name()
+            .expect("the attach client's tty name")
+    }
+
+    /// Whether the client's terminal is in cooked mode (canonical input
+    /// and echo on), as a shell expects it back.
+    pub fn cooked(&self) -> bool {
+        let fd = self.master.as_raw_fd().expect("the pty master's fd");
+        // SAFETY: a zeroed termios is a valid out-buffer for tcgetattr.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid descriptor and buffer.
+        assert_eq!(unsafe { libc::tcgetattr(fd, &mut t) }, 0, "tcgetattr");
+        t.c_lflag & libc::ICANON != 0 && t.c_lflag & libc::ECHO != 0
+    }
+
+    /// Whether the client's terminal is gone: no process has it open any
+    /// more, and all it printed was read.
+    pub fn output_ended(&self) -> bool {
+        self.output_ended.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Everything printed so far, as lossy text.
@@ -400,4 +452,14 @@ impl Drop for AttachClient {
     fn drop(&mut self) {
         let _ = self.child.kill();
     }
+}
+
+/// Whether process `pid` has `path` open (its `/proc/PID/fd` links).
+pub fn holds_open(pid: u32, path: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    entries
+        .flatten()
+        .any(|e| std::fs::read_link(e.path()).is_ok_and(|target| target == path))
 }

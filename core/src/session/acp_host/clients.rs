@@ -158,7 +158,8 @@ fn status(host: &Host) -> HostStatus {
 }
 
 pub(super) fn serve_client(host: &Arc<Host>, mut stream: UnixStream) {
-    let Some(hello) = accept_hello(&mut stream) else {
+    // A passed descriptor means nothing here: it closes at once.
+    let Some((hello, _)) = accept_hello(&mut stream) else {
         return;
     };
     if hello.role == Role::Attach {
@@ -182,6 +183,7 @@ pub(super) fn serve_client(host: &Arc<Host>, mut stream: UnixStream) {
             agent_pid: Some(host.agent_pid),
             session_name: host.spec.session_name.clone(),
             short_id: host.spec.short_id.clone(),
+            direct: false,
         },
     );
     // Replies and events go through one queue, written by one thread.

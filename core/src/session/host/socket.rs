@@ -46,7 +46,7 @@ pub(crate) fn accept_clients(
 }
 
 pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
-    let Some(hello) = accept_hello(&mut stream) else {
+    let Some((hello, passed)) = accept_hello(&mut stream) else {
         return;
     };
     if hello.role == Role::Events {
@@ -69,9 +69,15 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
             return;
         }
     };
+    // A direct attach: the host takes the terminal the hello passed.
+    let term = match (hello.role, hello.direct, passed) {
+        (Role::Attach, Some(_), Some(fd)) => Term::open(fd),
+        _ => None,
+    };
     let client = Client::new(
         shared.next_client.fetch_add(1, Ordering::Relaxed),
         write_half,
+        term.clone(),
     );
     client.push(proto::encode_json(
         FrameKind::Welcome,
@@ -81,6 +87,7 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
             agent_pid: shared.agent_pid,
             session_name: shared.spec.session_name.clone(),
             short_id: shared.spec.short_id.clone(),
+            direct: term.is_some(),
         },
     ));
     let writer = {
@@ -90,6 +97,15 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
     if hello.role == Role::Attach {
         attach_client(shared, &client, hello.rows, hello.cols);
     }
+    let keys = match (&term, hello.direct) {
+        (Some(term), Some(direct)) => {
+            let (shared, client, term) = (shared.clone(), client.clone(), term.clone());
+            spawn_guarded("terminal", move || {
+                read_terminal(&shared, &client, &term, direct.detach_prefix)
+            })
+        }
+        _ => None,
+    };
     // Buffered: a frame costs one read, not two (header, then payload).
     let mut incoming = std::io::BufReader::with_capacity(16 * 1024, &stream);
     loop {
@@ -105,8 +121,16 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
         match reply {
             Reply::None => {}
             Reply::Frame(bytes) => client.push(bytes),
-            Reply::Close => break,
+            Reply::Close => {
+                // A direct client hears that the terminal is its own again.
+                client.end_direct();
+                break;
+            }
         }
+    }
+    // Not one more byte to a terminal whose client is gone (or killed).
+    if let Some(term) = &term {
+        term.shut();
     }
     {
         let mut clients = lock(&shared.clients);
@@ -119,6 +143,9 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
     client.close();
     if let Some(writer) = writer {
         let _ = writer.join();
+    }
+    if let Some(keys) = keys {
+        let _ = keys.join();
     }
 }
 
@@ -160,9 +187,12 @@ pub(super) fn error_reply(message: String) -> Reply {
 }
 
 /// A new client's first steps, shared by both kinds of host: refuses
-/// another user, then reads its hello (10 s at most). `None`: the client
+/// another user, then reads its hello (10 s at most) and the descriptor
+/// passed with it, if any (a direct attach's terminal). `None`: the client
 /// was answered with an error, or went away.
-pub(crate) fn accept_hello(stream: &mut UnixStream) -> Option<proto::Hello> {
+pub(crate) fn accept_hello(
+    stream: &mut UnixStream,
+) -> Option<(proto::Hello, Option<std::os::fd::OwnedFd>)> {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     if peer_uid(stream) != Some(me) {
@@ -177,7 +207,14 @@ pub(crate) fn accept_hello(stream: &mut UnixStream) -> Option<proto::Hello> {
         return None;
     }
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let hello = match proto::read_frame(stream) {
+    let mut with_fds = WithFds {
+        stream,
+        fds: Vec::new(),
+    };
+    let read = proto::read_frame(&mut with_fds);
+    // One descriptor at most is meant; any others close here.
+    let passed = with_fds.fds.into_iter().next();
+    let hello = match read {
         Ok(Some(frame)) => match decode_hello(&frame) {
             Ok(hello) => hello,
             Err(message) => {
@@ -188,7 +225,34 @@ pub(crate) fn accept_hello(stream: &mut UnixStream) -> Option<proto::Hello> {
         Ok(None) | Err(_) => return None,
     };
     let _ = stream.set_read_timeout(None);
-    Some(hello)
+    Some((hello, passed))
+}
+
+/// Reads a socket keeping the descriptors passed along (`SCM_RIGHTS`);
+/// exactly as much as asked, so nothing after the hello is read early.
+struct WithFds<'a> {
+    stream: &'a UnixStream,
+    fds: Vec<std::os::fd::OwnedFd>,
+}
+
+impl Read for WithFds<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let msg = rustix::net::recvmsg(
+            self.stream,
+            &mut [std::io::IoSliceMut::new(buf)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        )?;
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = message {
+                self.fds.extend(fds);
+            }
+        }
+        Ok(msg.bytes)
+    }
 }
 
 /// The first frame of a connection, checked (pure: no I/O), its size
@@ -409,13 +473,22 @@ pub(super) fn write_client(client: &Client) {
             q.bytes = q.frames.iter().map(|f| f.len()).sum();
             q.writing = true;
         }
-        let mut result = stream.write_all(&head);
+        let mut result = match &client.term {
+            Some(term) => {
+                to_terminal(client, term, &[&head]);
+                Ok(())
+            }
+            None => stream.write_all(&head),
+        };
         head.clear();
         for frame in batch.drain(..) {
             if result.is_err() {
                 break;
             }
-            result = stream.write_all(&frame);
+            result = match &client.term {
+                Some(term) => write_direct(client, term, &frame),
+                None => stream.write_all(&frame),
+            };
         }
         let mut q = lock(&client.queue);
         q.writing = false;
@@ -424,6 +497,39 @@ pub(super) fn write_client(client: &Client) {
             q.closed = true;
             drop(q);
             let _ = stream.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+    }
+}
+
+/// Writes a frame for a direct client: its bytes to the terminal (output
+/// and redraws), or the frame to the socket (the rest).
+fn write_direct(client: &Client, term: &Term, frame: &[u8]) -> std::io::Result<()> {
+    let payload = &frame[proto::HEADER_LEN..];
+    match FrameKind::from_u8(frame[0]) {
+        Some(FrameKind::Output) => to_terminal(client, term, &[payload]),
+        // A redraw repaints from scratch: reset what the terminal may hold
+        // from the dropped bytes.
+        Some(FrameKind::Redraw) => to_terminal(client, term, &[b"\x1b[0m\x1b[H\x1b[2J", payload]),
+        Some(FrameKind::Exited) => {
+            // The client restores its terminal on this: nothing may follow.
+            term.shut();
+            return (&client.stream).write_all(frame);
+        }
+        _ => return (&client.stream).write_all(frame),
+    }
+    Ok(())
+}
+
+/// Writes `parts` to a direct client's terminal; a terminal that fails
+/// ends the direct attach (the client hears `Detached`).
+fn to_terminal(client: &Client, term: &Term, parts: &[&[u8]]) {
+    for part in parts {
+        if let Err(e) = term.write_all(part) {
+            if term.is_open() {
+                tracing::debug!("terminal write: {e}");
+            }
+            client.end_direct();
             return;
         }
     }

@@ -68,6 +68,9 @@ function lanes(rows: Row[]): Record<string, string[]> {
   return out;
 }
 
+/** VS Code asked for the children of a lane it had just been told to forget. */
+const NO_TREE_ITEM = /No tree item with id '[^']*lane:/;
+
 function sameLanes(rows: Row[], expected: Record<string, string[]>): boolean {
   return JSON.stringify(lanes(rows)) === JSON.stringify(expected);
 }
@@ -165,6 +168,7 @@ describe('owt in a real VS Code', () => {
         : undefined;
     });
 
+    const lostLanes = world().workbench.extensionLogLines(NO_TREE_ITEM).length;
     const w = await openBoard('activation', repo, { status: /^owt: 1 working · 1 needs you · 1 ready$/ });
     const rows = await w.rowsUntil('one session in each lane', (r) =>
       sameLanes(r, { 'NEEDS YOU': ['fix-login'], 'READY TO SHIP': ['add-jwt'], 'IN FLIGHT': ['refactor-billing'] }),
@@ -191,7 +195,62 @@ describe('owt in a real VS Code', () => {
       return false;
     });
     assert.equal(await w.owtStatus(), 'owt: 2 needs you · 1 ready');
+    // VS Code never asked for the children of a lane it had been told to forget.
+    assert.deepEqual(world().workbench.extensionLogLines(NO_TREE_ITEM).slice(lostLanes), []);
     await w.screenshot('activation-status-change', { x: 0, y: 0, width: 560, height: 800 });
+    await w.close();
+  });
+
+  it('activation under churn: the board changing while the view opens and closes; every lane keeps its sessions', async () => {
+    const { env, workbench } = world();
+    const repo = env.repo('churn', { 'README.md': 'churn\n' });
+    await env.newAgent(repo, 'alpha', 'Alpha task');
+    await env.newAgent(repo, 'gamma', 'Gamma task');
+    await env.newAgent(repo, 'delta', 'Delta task');
+    await env.tell(repo, 'gamma', 'signal waiting');
+    await env.tell(repo, 'delta', 'work Churning through the queue');
+    const lostLanes = workbench.extensionLogLines(NO_TREE_ITEM).length;
+    // The window opens, and the view is shown and hidden again and again,
+    // while alpha moves between the two lanes (gamma keeps NEEDS YOU and
+    // delta IN FLIGHT filled): VS Code loads the view while the extension
+    // is told of new boards, the race that left lanes expanded but empty.
+    const w = await workbench.open(repo, 'churn');
+    let churning = true;
+    const churn = (async (): Promise<void> => {
+      for (let i = 0; churning && i < 60; i++) await env.tell(repo, 'alpha', `signal ${i % 2 === 0 ? 'waiting' : 'working'}`);
+    })();
+    try {
+      await w.until('the owt status bar item', T.activate, () =>
+        [...document.querySelectorAll('.part.statusbar .statusbar-item')].some((i) => /^owt: \d/.test((i.textContent ?? '').trim())),
+      );
+      // Clicks at uneven intervals, a stimulus rather than a wait: nothing
+      // asserted depends on them, the view's last state is awaited below.
+      for (let i = 0; i < 16; i++) {
+        await w.click('the owt activity bar entry', '.activitybar .action-item .action-label', /^\s*owt/);
+        await new Promise((resolve) => setTimeout(resolve, 100 + 70 * (i % 5)));
+      }
+    } finally {
+      churning = false;
+      await churn;
+    }
+    await env.tell(repo, 'alpha', 'signal waiting');
+    let seen = '';
+    await poll('the CLI to show alpha and gamma needing you, delta in flight', T.server, () => {
+      const byName = Object.fromEntries(env.sessions(repo).map((s) => [s.name, s.lane]));
+      seen = JSON.stringify(byName);
+      return byName.alpha === 'needs-you' && byName.gamma === 'needs-you' && byName.delta === 'in-flight' ? true : undefined;
+    }, () => seen);
+    await w.showAgents();
+    await w.rowsUntil('alpha and gamma in NEEDS YOU, delta in IN FLIGHT', (r) => {
+      const l = lanes(r);
+      return JSON.stringify(Object.keys(l)) === '["NEEDS YOU","IN FLIGHT"]' &&
+        JSON.stringify([...(l['NEEDS YOU'] ?? [])].sort()) === '["alpha","gamma"]' &&
+        JSON.stringify(l['IN FLIGHT']) === '["delta"]';
+    });
+    // The lanes never changed, so VS Code never lost one (it did when every
+    // board refreshed the whole tree).
+    assert.deepEqual(workbench.extensionLogLines(NO_TREE_ITEM).slice(lostLanes), []);
+    await w.screenshot('activation-churn', { x: 0, y: 0, width: 560, height: 800 });
     await w.close();
   });
 

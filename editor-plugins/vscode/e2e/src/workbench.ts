@@ -251,6 +251,24 @@ export class Workbench {
     return out.join('\n');
   }
 
+  /** Lines of every window's extension host logs so far that match `re`, whole files. */
+  extensionLogLines(re: RegExp): string[] {
+    const out: string[] = [];
+    const walk = (dir: string): void => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(p);
+        else if (/exthost\.log$/i.test(entry.name)) out.push(...fs.readFileSync(p, 'utf8').split('\n').filter((l) => re.test(l)));
+      }
+    };
+    try {
+      walk(path.join(this.userData, 'logs'));
+    } catch {
+      // no logs yet
+    }
+    return out;
+  }
+
   /** Closes the browser, kills code-server's whole process group. */
   async stop(): Promise<void> {
     const browser = this.browser;

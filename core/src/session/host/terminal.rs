@@ -1,0 +1,184 @@
+//! Direct attach: the terminal an `owt attach` passed with its hello. The
+//! host reads the keys from it (its own `terminal` thread, which also
+//! scans for the detach keys) and writes the agent's output to it (the PTY
+//! reader directly, or the client's writer), so no client process sits in
+//! the path of a keystroke or its echo.
+//!
+//! The passed descriptor shares its open file description (and its
+//! `O_NONBLOCK`) with the client's terminal, so the host reopens the
+//! terminal through `/proc/self/fd` for a description of its own,
+//! non-blocking: a slow terminal never blocks the PTY reader (the lag
+//! handling of [`Client::push_output`] applies as to a socket). Every read
+//! and write happens under one lock that [`Term::shut`] takes to close the
+//! descriptor: after it returns, the host writes to that terminal no more.
+//! The host runs in its own session, so the terminal is not its
+//! controlling terminal: reading it raises no `SIGTTIN`.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use super::*;
+
+pub(super) struct Term {
+    fd: Mutex<Option<OwnedFd>>,
+    /// The descriptor's number, for `poll` only (a poll after a shut may
+    /// name a reused number, but `wake` is readable from then on).
+    raw: RawFd,
+    /// Readable once the terminal is shut: wakes its pollers.
+    wake: UnixStream,
+    wake_tx: UnixStream,
+}
+
+impl Term {
+    /// The host's own description of the terminal `passed`; `None` when
+    /// `passed` is not a terminal or cannot be reopened (the client then
+    /// stays relayed).
+    pub(super) fn open(passed: OwnedFd) -> Option<Arc<Term>> {
+        if !rustix::termios::isatty(&passed) {
+            tracing::info!("a direct attach passed something that is not a terminal");
+            return None;
+        }
+        let path = format!("/proc/self/fd/{}", passed.as_raw_fd());
+        let flags = rustix::fs::OFlags::RDWR
+            | rustix::fs::OFlags::NOCTTY
+            | rustix::fs::OFlags::NONBLOCK
+            | rustix::fs::OFlags::CLOEXEC;
+        let fd = match rustix::fs::open(&path, flags, rustix::fs::Mode::empty()) {
+            Ok(fd) if rustix::termios::isatty(&fd) => fd,
+            Ok(_) => return None,
+            Err(e) => {
+                tracing::info!("reopening an attached terminal: {e}; relaying instead");
+                return None;
+            }
+        };
+        drop(passed);
+        let (wake, wake_tx) = UnixStream::pair().ok()?;
+        Some(Arc::new(Term {
+            raw: fd.as_raw_fd(),
+            fd: Mutex::new(Some(fd)),
+            wake,
+            wake_tx,
+        }))
+    }
+
+    pub(super) fn is_open(&self) -> bool {
+        lock(&self.fd).is_some()
+    }
+
+    /// Closes the host's descriptor and wakes its pollers; whether it was
+    /// open until now.
+    pub(super) fn shut(&self) -> bool {
+        let was_open = lock(&self.fd).take().is_some();
+        if was_open {
+            let _ = (&self.wake_tx).write_all(b"x");
+        }
+        was_open
+    }
+
+    /// Writes what the terminal takes right now (never blocks); how much.
+    /// An error once the terminal is shut or gone.
+    pub(super) fn write_now(&self, bytes: &[u8]) -> std::io::Result<usize> {
+        let fd = lock(&self.fd);
+        let Some(fd) = fd.as_ref() else {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        };
+        loop {
+            match rustix::io::write(fd, bytes) {
+                Ok(n) => return Ok(n),
+                Err(rustix::io::Errno::AGAIN) => return Ok(0),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Writes all of `bytes`, waiting for the terminal to take them; an
+    /// error once the terminal is shut or gone.
+    pub(super) fn write_all(&self, mut bytes: &[u8]) -> std::io::Result<()> {
+        while !bytes.is_empty() {
+            let n = self.write_now(bytes)?;
+            bytes = &bytes[n..];
+            if n == 0 {
+                self.wait(rustix::event::PollFlags::OUT);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the keys typed so far: `Ok(None)` when none are waiting, an
+    /// error (or `Ok(Some(0))`, end of file) once the terminal is shut or
+    /// hung up.
+    fn read_now(&self, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
+        let fd = lock(&self.fd);
+        let Some(fd) = fd.as_ref() else {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        };
+        loop {
+            match rustix::io::read(fd, &mut *buf) {
+                Ok(n) => return Ok(Some(n)),
+                Err(rustix::io::Errno::AGAIN) => return Ok(None),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Waits until the terminal is ready for `flags` or shut.
+    fn wait(&self, flags: rustix::event::PollFlags) {
+        use rustix::event::{PollFd, PollFlags};
+        // SAFETY: `raw` stays a valid number for the whole call (the worst
+        // a shut in between does is let it name another file, and then
+        // `wake` is readable and the poll returns at once).
+        let term = unsafe { std::os::fd::BorrowedFd::borrow_raw(self.raw) };
+        let mut fds = [
+            PollFd::new(&term, flags),
+            PollFd::new(&self.wake, PollFlags::IN),
+        ];
+        let _ = rustix::event::poll(&mut fds, None);
+    }
+}
+
+impl Client {
+    /// Ends a direct attach from the host's side: the terminal is closed
+    /// at once, then the client hears `Detached` (once).
+    pub(super) fn end_direct(&self) {
+        if self.term.as_ref().is_some_and(|term| term.shut()) {
+            self.push(proto::encode(FrameKind::Detached, b""));
+        }
+    }
+}
+
+/// The `terminal` thread of a direct client: keys from its terminal
+/// straight to the PTY, until the detach keys (or a hang-up) end the
+/// attach, or the terminal is shut.
+pub(super) fn read_terminal(shared: &Shared, client: &Client, term: &Term, prefix: u8) {
+    let mut keys = crate::session::attach::DetachKeys::new(prefix);
+    let mut buf = [0u8; 4096];
+    loop {
+        term.wait(rustix::event::PollFlags::IN);
+        let n = match term.read_now(&mut buf) {
+            Ok(None) => continue,
+            Ok(Some(0)) => {
+                tracing::debug!("the attached terminal hung up");
+                break;
+            }
+            Ok(Some(n)) => n,
+            Err(e) => {
+                if term.is_open() {
+                    tracing::debug!("reading the attached terminal: {e}");
+                }
+                break;
+            }
+        };
+        let scan = keys.feed(&buf[..n]);
+        if !scan.forward.is_empty() {
+            lock(&shared.state).last_input_at = Some(now_ms());
+            if let Err(e) = write_pty(shared, &scan.forward) {
+                tracing::debug!("pty write failed: {e}");
+            }
+        }
+        if scan.detach {
+            break;
+        }
+    }
+    client.end_direct();
+}
