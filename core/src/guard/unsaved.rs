@@ -157,10 +157,10 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
         .ok()
 }
 
-/// Whether the server that wrote `record` still runs.
+/// Whether the server that wrote `record` still runs: its pid is there
+/// (`/proc`) and started when the record says (not a reused pid).
 fn is_live(record: &Record) -> bool {
-    crate::session::pid_alive(record.pid)
-        && (record.started.is_none() || start_ticks(record.pid) == record.started)
+    start_ticks(record.pid).is_some_and(|ticks| record.started.is_none_or(|s| s == ticks))
 }
 
 /// Every record under `home`, with its file name's pid.
