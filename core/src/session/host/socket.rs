@@ -106,28 +106,7 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
         }
         _ => None,
     };
-    // Buffered: a frame costs one read, not two (header, then payload).
-    let mut incoming = std::io::BufReader::with_capacity(16 * 1024, &stream);
-    loop {
-        let frame = match proto::read_frame(&mut incoming) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => break,
-            Err(e) => {
-                tracing::debug!("client read: {e}");
-                break;
-            }
-        };
-        let reply = handle_request(shared, &frame);
-        match reply {
-            Reply::None => {}
-            Reply::Frame(bytes) => client.push(bytes),
-            Reply::Close => {
-                // A direct client hears that the terminal is its own again.
-                client.end_direct();
-                break;
-            }
-        }
-    }
+    serve_requests(shared, &client, &stream);
     // Not one more byte to a terminal whose client is gone (or killed).
     if let Some(term) = &term {
         term.shut();
@@ -141,11 +120,33 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
             .fetch_sub(before - clients.len(), Ordering::SeqCst);
     }
     client.close();
-    if let Some(writer) = writer {
-        let _ = writer.join();
+    for thread in [writer, keys].into_iter().flatten() {
+        let _ = thread.join();
     }
-    if let Some(keys) = keys {
-        let _ = keys.join();
+}
+
+/// Answers a client's frames until it hangs up, detaches or errs.
+fn serve_requests(shared: &Arc<Shared>, client: &Arc<Client>, stream: &UnixStream) {
+    // Buffered: a frame costs one read, not two (header, then payload).
+    let mut incoming = std::io::BufReader::with_capacity(16 * 1024, stream);
+    loop {
+        let frame = match proto::read_frame(&mut incoming) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!("client read: {e}");
+                return;
+            }
+        };
+        match handle_request(shared, &frame) {
+            Reply::None => {}
+            Reply::Frame(bytes) => client.push(bytes),
+            Reply::Close => {
+                // A direct client hears that the terminal is its own again.
+                client.end_direct();
+                return;
+            }
+        }
     }
 }
 
