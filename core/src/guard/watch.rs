@@ -267,7 +267,8 @@ impl GuardWatcher {
 
 /// What [`GuardEngine::full_recompute_verdicts`] held back, computed on
 /// the watcher's thread before its first batch (the queued changes wait
-/// behind it) and handed to `on_update` like a batch.
+/// behind it) and handed to `on_update` like a batch when it changed a
+/// pair or a base conflict.
 fn complete_symbols(
     engine: &Mutex<GuardEngine>,
     on_update: &mut impl FnMut(&GuardEngine, &GuardUpdate),
@@ -279,6 +280,8 @@ fn complete_symbols(
         return;
     }
     match engine.complete_symbols() {
+        Ok(update)
+            if update.changed_pairs.is_empty() && update.changed_base_conflicts.is_empty() => {}
         Ok(update) => on_update(&engine, &update),
         Err(e) => tracing::warn!("the guard's symbols: {e}"),
     }

@@ -43,8 +43,9 @@ impl GuardEngine {
     /// Adds what [`Self::full_recompute_verdicts`] held back: every pair
     /// and base conflict again, now with the symbol index (the merges,
     /// changes and hunks come from the caches: the parses are the cost).
-    /// Pairs that only a `semantic` note relates appear now. Nothing to do
-    /// (an empty update) when nothing is owed.
+    /// Pairs that only a `semantic` note relates appear now. The update
+    /// names only the pairs and base conflicts whose report changed
+    /// (published only when there are some); empty when nothing is owed.
     pub fn complete_symbols(&mut self) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
         if !std::mem::take(&mut self.symbols_owed) || !self.caches.symbols.enabled {
@@ -61,7 +62,12 @@ impl GuardEngine {
             }
         }
         update.elapsed = started.elapsed();
-        self.publish(&update);
+        // Pairs the symbols left as they were carry no news.
+        let changed = update.changed_pairs.clone();
+        update.pairs = changed;
+        if !update.changed_pairs.is_empty() || !update.changed_base_conflicts.is_empty() {
+            self.publish(&update);
+        }
         Ok(update)
     }
 
