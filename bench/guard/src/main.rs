@@ -924,19 +924,8 @@ fn real_full_recomputes(
     let (mut on, mut symbols_after, mut off) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..10 {
         let symbols = round % 2 == 0;
-        let mut engine = GuardEngine::new(main, &[]).expect("engine");
+        let mut engine = owt::guard::corpus::engine_for(main, case);
         engine.set_symbols(symbols);
-        for m in &case.members {
-            engine
-                .add_participant(Participant {
-                    id: m.name.clone(),
-                    session_id: None,
-                    worktree: m.worktree.clone(),
-                    base_branch: m.base.clone(),
-                    journal: None,
-                })
-                .expect("participant");
-        }
         let started = Instant::now();
         if symbols {
             engine.full_recompute_verdicts().expect("full recompute");

@@ -185,27 +185,7 @@ fn changed_lines(participant: &Participant, rel: &str) -> Option<(Option<String>
         (None, Some(_)) => Some((None, Change::Added)),
         (Some(base), None) => Some((Some(base), Change::Deleted)),
         (Some(base), Some(theirs)) => {
-            let diff = TextDiff::from_lines(base.as_str(), theirs.as_str());
-            let ranges = diff
-                .ops()
-                .iter()
-                .filter_map(|op| match *op {
-                    DiffOp::Equal { .. } => None,
-                    DiffOp::Delete {
-                        old_index, old_len, ..
-                    }
-                    | DiffOp::Replace {
-                        old_index, old_len, ..
-                    } => Some(LineRange {
-                        start: old_index as u32 + 1,
-                        lines: old_len as u32,
-                    }),
-                    DiffOp::Insert { old_index, .. } => Some(LineRange {
-                        start: old_index as u32 + 1,
-                        lines: 0,
-                    }),
-                })
-                .collect();
+            let ranges = changed_old_lines(&base, &theirs);
             Some((Some(base), Change::Lines(ranges)))
         }
     }
@@ -407,6 +387,31 @@ pub fn hit_text(hit: &Hit, who: &str, rel: &str) -> String {
         _ => format!("is editing {} of {rel}", lines_text(&hit.lines)),
     };
     format!("{who} {doing}")
+}
+
+/// The lines of `old` that `new` replaces or deletes, in `old`'s
+/// numbering (1-based); an insertion is an empty range before its line.
+pub(super) fn changed_old_lines(old: &str, new: &str) -> Vec<LineRange> {
+    TextDiff::from_lines(old, new)
+        .ops()
+        .iter()
+        .filter_map(|op| match *op {
+            DiffOp::Equal { .. } => None,
+            DiffOp::Delete {
+                old_index, old_len, ..
+            }
+            | DiffOp::Replace {
+                old_index, old_len, ..
+            } => Some(LineRange {
+                start: old_index as u32 + 1,
+                lines: old_len as u32,
+            }),
+            DiffOp::Insert { old_index, .. } => Some(LineRange {
+                start: old_index as u32 + 1,
+                lines: 0,
+            }),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 
 use owt_protocol::guard::LineRange;
 use serde::{Deserialize, Serialize};
-use similar::{DiffOp, TextDiff};
 
 /// The folder under `$OWT_HOME`.
 pub const DIR: &str = "unsaved";
@@ -85,26 +84,7 @@ pub fn unsaved_file(path: &Path, text: &str) -> Option<UnsavedFile> {
                 return None;
             }
             let disk_text = String::from_utf8_lossy(&disk);
-            let lines = TextDiff::from_lines(disk_text.as_ref(), text)
-                .ops()
-                .iter()
-                .filter_map(|op| match *op {
-                    DiffOp::Equal { .. } => None,
-                    DiffOp::Delete {
-                        old_index, old_len, ..
-                    }
-                    | DiffOp::Replace {
-                        old_index, old_len, ..
-                    } => Some(LineRange {
-                        start: old_index as u32 + 1,
-                        lines: old_len as u32,
-                    }),
-                    DiffOp::Insert { old_index, .. } => Some(LineRange {
-                        start: old_index as u32 + 1,
-                        lines: 0,
-                    }),
-                })
-                .collect();
+            let lines = super::pre_edit::changed_old_lines(&disk_text, text);
             Some(UnsavedFile {
                 path,
                 disk: blob_id(&disk),

@@ -60,7 +60,8 @@ mod truth;
 
 pub use spec::{build, Spec, SpecBlob, SpecCommit, SpecTopic};
 pub use truth::{
-    evaluate, merge_tree, state_tree, truth, verdicts, Counts, Evaluation, Truth, Truthful,
+    engine_for, evaluate, merge_tree, state_tree, truth, verdicts, Counts, Evaluation, Truth,
+    Truthful,
 };
 
 // ---------------------------------------------------------------------

@@ -295,9 +295,9 @@ pub struct Evaluation {
     pub engine: GuardEngine,
 }
 
-/// The engine's verdicts on a case beside git's, timed.
-pub fn evaluate(main: &Path, case: &Case, scratch: &Path) -> Evaluation {
-    let started = Instant::now();
+/// An engine with every member of `case` as a participant, not computed
+/// yet.
+pub fn engine_for(main: &Path, case: &Case) -> GuardEngine {
     let mut engine = GuardEngine::new(main, &[]).expect("engine");
     for m in &case.members {
         engine
@@ -310,6 +310,13 @@ pub fn evaluate(main: &Path, case: &Case, scratch: &Path) -> Evaluation {
             })
             .expect("participant");
     }
+    engine
+}
+
+/// The engine's verdicts on a case beside git's, timed.
+pub fn evaluate(main: &Path, case: &Case, scratch: &Path) -> Evaluation {
+    let started = Instant::now();
+    let mut engine = engine_for(main, case);
     engine.full_recompute().expect("full recompute");
     let guard_full = started.elapsed();
     let started = Instant::now();
