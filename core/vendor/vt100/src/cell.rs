@@ -114,6 +114,13 @@ impl Cell {
         self.len += u8::try_from(c.len_utf8()).unwrap();
     }
 
+    /// owt: whether this cell equals [`Cell::new`]'s (no contents, no
+    /// flags, default attributes), without comparing content bytes.
+    #[inline]
+    pub(crate) fn is_blank(&self) -> bool {
+        self.len == 0 && self.attrs == crate::attrs::Attrs::default()
+    }
+
     pub(crate) fn clear(&mut self, attrs: crate::attrs::Attrs) {
         self.len = 0;
         self.attrs = attrs;

@@ -37,38 +37,43 @@ pub struct CompactRow {
 }
 
 impl CompactRow {
+    /// The compact form of `row`, leaving `row` cleared (blank default
+    /// cells, not wrapped): a row scrolled off the top, to be reused at
+    /// the bottom. Each cell is blanked right after it is read (one pass
+    /// over the row's memory), and only up to the last non-blank one.
+    pub fn take(row: &mut crate::row::Row) -> Self {
+        let wrapped = row.wrapped();
+        let cells = row.cells_slice_mut();
+        let used = used_cells(cells);
+        let mut data = Vec::with_capacity(used + ATTRS_LEN + 1);
+        let mut attrs = crate::attrs::Attrs::default();
+        for cell in &mut cells[..used] {
+            push_cell(&mut data, &mut attrs, cell);
+            *cell = crate::Cell::new();
+        }
+        let compact = Self::from_data(data, cells.len(), wrapped);
+        row.wrap(false);
+        compact
+    }
+
     /// The compact form of `row`.
     pub fn new(row: &crate::row::Row) -> Self {
-        let default_cell = crate::Cell::new();
         let cells = row.cells_slice();
-        let used = cells
-            .iter()
-            .rposition(|cell| cell != &default_cell)
-            .map_or(0, |i| i + 1);
+        let used = used_cells(cells);
         let mut data = Vec::with_capacity(used + ATTRS_LEN + 1);
         let mut attrs = crate::attrs::Attrs::default();
         for cell in &cells[..used] {
-            if cell.attrs() != &attrs {
-                attrs = *cell.attrs();
-                data.push(ATTRS);
-                write_attrs(&mut data, &attrs);
-            }
-            let (len, contents) = cell.raw();
-            match contents {
-                [] if len == 0 => data.push(EMPTY),
-                [b @ 0x01..=0x7f] if len == 1 => data.push(*b),
-                _ => {
-                    data.push(OTHER);
-                    data.push(len);
-                    data.extend_from_slice(contents);
-                }
-            }
+            push_cell(&mut data, &mut attrs, cell);
         }
+        Self::from_data(data, cells.len(), row.wrapped())
+    }
+
+    fn from_data(data: Vec<u8>, cols: usize, wrapped: bool) -> Self {
         Self {
             data: data.into_boxed_slice(),
             // we limit the number of cols to a u16 (see Size)
-            cols: u16::try_from(cells.len()).unwrap(),
-            wrapped: row.wrapped(),
+            cols: u16::try_from(cols).unwrap(),
+            wrapped,
         }
     }
 
@@ -120,6 +125,40 @@ impl CompactRow {
     #[cfg(test)]
     pub fn heap_bytes(&self) -> usize {
         self.data.len()
+    }
+}
+
+/// How many of `cells` a compact row holds: up to the last one that is
+/// not blank.
+fn used_cells(cells: &[crate::Cell]) -> usize {
+    cells
+        .iter()
+        .rposition(|cell| !cell.is_blank())
+        .map_or(0, |i| i + 1)
+}
+
+/// Appends `cell` to `data`, after its attributes if they differ from
+/// `attrs` (the previous cell's, which it then becomes).
+#[inline]
+fn push_cell(
+    data: &mut Vec<u8>,
+    attrs: &mut crate::attrs::Attrs,
+    cell: &crate::Cell,
+) {
+    if cell.attrs() != attrs {
+        *attrs = *cell.attrs();
+        data.push(ATTRS);
+        write_attrs(data, attrs);
+    }
+    let (len, contents) = cell.raw();
+    match contents {
+        [] if len == 0 => data.push(EMPTY),
+        [b @ 0x01..=0x7f] if len == 1 => data.push(*b),
+        _ => {
+            data.push(OTHER);
+            data.push(len);
+            data.extend_from_slice(contents);
+        }
     }
 }
 

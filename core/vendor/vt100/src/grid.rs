@@ -631,8 +631,9 @@ impl Grid {
             // cells), after a compact copy of it went to the scrollback.
             let mut removed = self.rows.remove(usize::from(self.scroll_top));
             if self.scrollback_len > 0 && !self.scroll_region_active() {
-                self.scrollback
-                    .push_back(crate::compact::CompactRow::new(&removed));
+                self.scrollback.push_back(crate::compact::CompactRow::take(
+                    &mut removed,
+                ));
                 while self.scrollback.len() > self.scrollback_len {
                     self.scrollback.pop_front();
                 }
@@ -641,8 +642,9 @@ impl Grid {
                         self.scrollback.len().min(self.scrollback_offset + 1);
                     scrolled_back = true;
                 }
+            } else {
+                removed.clear(crate::attrs::Attrs::default());
             }
-            removed.clear(crate::attrs::Attrs::default());
             self.rows.insert(usize::from(self.scroll_bottom), removed);
         }
         if scrolled_back {
@@ -725,28 +727,27 @@ impl Grid {
         self.row_clamp();
     }
 
-    /// owt: draws one printable ASCII character at the cursor and moves
-    /// it right, when that needs no wrap and touches no wide character —
-    /// what `Screen::text` would do then. Returns false, having changed
-    /// nothing, otherwise.
-    #[inline]
-    pub fn put_ascii(&mut self, b: u8, attrs: crate::attrs::Attrs) -> bool {
+    /// owt: draws a run of printable ASCII bytes at the cursor, as many as
+    /// fit before the end of the row or the first cell that is half of a
+    /// wide character, moves the cursor past them and returns how many (0
+    /// when the first one needs `Screen::text`'s long way): what
+    /// `Screen::text` does for each of them then.
+    pub fn put_ascii_run(
+        &mut self,
+        bytes: &[u8],
+        attrs: crate::attrs::Attrs,
+    ) -> usize {
         let pos = self.pos;
         if pos.col >= self.size.cols {
-            return false;
+            return 0;
         }
-        let Some(cell) = self
-            .rows
-            .get_mut(usize::from(pos.row))
-            .and_then(|row| row.get_mut(pos.col))
-        else {
-            return false;
+        let Some(row) = self.rows.get_mut(usize::from(pos.row)) else {
+            return 0;
         };
-        if !cell.set_ascii(b, attrs) {
-            return false;
-        }
-        self.pos.col = pos.col + 1;
-        true
+        let n = row.put_ascii_run(pos.col, bytes, attrs);
+        // at most the row's cells, and rows are at most u16::MAX wide
+        self.pos.col = pos.col + u16::try_from(n).unwrap();
+        n
     }
 
     pub fn col_inc(&mut self, count: u16) {
@@ -860,9 +861,9 @@ mod owt_tests {
             0,
         );
         grid.allocate_rows();
-        for &b in b"$ waiting for input" {
-            assert!(grid.put_ascii(b, crate::attrs::Attrs::default()));
-        }
+        let prompt = b"$ waiting for input";
+        let attrs = crate::attrs::Attrs::default();
+        assert_eq!(grid.put_ascii_run(prompt, attrs), prompt.len());
         let before = cells(&grid);
         grid.park();
         assert!(grid.is_parked());

@@ -48,6 +48,9 @@ impl<CB: crate::callbacks::Callbacks> Parser<CB> {
     pub fn process(&mut self, bytes: &[u8]) {
         self.unpark();
         self.parser.advance(&mut self.screen, bytes);
+        // owt: the printable ASCII the stream ended on (see
+        // `WrappedScreen::flush`).
+        self.screen.flush();
     }
 
     /// Returns a reference to a [`Screen`](crate::Screen) object containing

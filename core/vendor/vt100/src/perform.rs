@@ -2,9 +2,19 @@ const BASE64: &[u8] =
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
 const CLIPBOARD_SELECTOR: &[u8] = b"cpqs01234567";
 
+/// owt: how many printable ASCII bytes wait for the screen at most.
+const PENDING_MAX: usize = 256;
+
 pub struct WrappedScreen<CB: crate::callbacks::Callbacks = ()> {
     pub screen: crate::screen::Screen,
     pub callbacks: CB,
+    /// owt: printable ASCII printed since the last other callback, not yet
+    /// on the screen: it goes there in one [`crate::Screen::text_ascii`]
+    /// (rows written a stretch at a time, not a cell a call) before any
+    /// other callback runs and when [`crate::Parser::process`] returns, so
+    /// nothing outside ever sees it waiting.
+    pending: [u8; PENDING_MAX],
+    pending_len: usize,
 }
 
 impl WrappedScreen<()> {
@@ -26,12 +36,33 @@ impl<CB: crate::callbacks::Callbacks> WrappedScreen<CB> {
                 scrollback_len,
             ),
             callbacks,
+            pending: [0; PENDING_MAX],
+            pending_len: 0,
+        }
+    }
+
+    /// owt: puts the printable ASCII waiting in `pending` on the screen.
+    #[inline]
+    pub fn flush(&mut self) {
+        if self.pending_len > 0 {
+            self.screen.text_ascii(&self.pending[..self.pending_len]);
+            self.pending_len = 0;
         }
     }
 }
 
 impl<CB: crate::callbacks::Callbacks> vte::Perform for WrappedScreen<CB> {
     fn print(&mut self, c: char) {
+        // owt: printable ASCII waits in `pending` (see there).
+        if let Ok(b @ b' '..=b'~') = u8::try_from(c) {
+            if self.pending_len == PENDING_MAX {
+                self.flush();
+            }
+            self.pending[self.pending_len] = b;
+            self.pending_len += 1;
+            return;
+        }
+        self.flush();
         if c == '\u{fffd}' || ('\u{80}'..'\u{a0}').contains(&c) {
             self.callbacks.unhandled_char(&mut self.screen, c);
         } else {
@@ -40,6 +71,7 @@ impl<CB: crate::callbacks::Callbacks> vte::Perform for WrappedScreen<CB> {
     }
 
     fn execute(&mut self, b: u8) {
+        self.flush();
         match b {
             7 => self.callbacks.audible_bell(&mut self.screen),
             8 => self.screen.bs(),
@@ -56,6 +88,7 @@ impl<CB: crate::callbacks::Callbacks> vte::Perform for WrappedScreen<CB> {
     }
 
     fn esc_dispatch(&mut self, intermediates: &[u8], _ignore: bool, b: u8) {
+        self.flush();
         if let Some(i) = intermediates.first() {
             self.callbacks.unhandled_escape(
                 &mut self.screen,
@@ -91,6 +124,7 @@ impl<CB: crate::callbacks::Callbacks> vte::Perform for WrappedScreen<CB> {
         _ignore: bool,
         c: char,
     ) {
+        self.flush();
         let unhandled = |screen: &mut crate::screen::Screen| {
             self.callbacks.unhandled_csi(
                 screen,
@@ -196,6 +230,7 @@ impl<CB: crate::callbacks::Callbacks> vte::Perform for WrappedScreen<CB> {
     }
 
     fn osc_dispatch(&mut self, params: &[&[u8]], _bel_terminated: bool) {
+        self.flush();
         match params {
             [b"0", s] => {
                 self.callbacks.set_window_icon_name(&mut self.screen, s);

@@ -23,9 +23,12 @@ impl Row {
     }
 
     pub fn clear(&mut self, attrs: crate::attrs::Attrs) {
-        for cell in &mut self.cells {
-            cell.clear(attrs);
-        }
+        // owt: one blank cell copied over the row (32 bytes at a time)
+        // rather than each cell's length and attributes set in turn; the
+        // content bytes past a cell's length are never read.
+        let mut blank = crate::Cell::new();
+        blank.clear(attrs);
+        self.cells.fill(blank);
         self.wrapped = false;
     }
 
@@ -38,12 +41,39 @@ impl Row {
         &self.cells
     }
 
+    /// owt: the cells, for [`crate::compact::CompactRow::take`].
+    pub(crate) fn cells_slice_mut(&mut self) -> &mut [crate::Cell] {
+        &mut self.cells
+    }
+
     pub fn get(&self, col: u16) -> Option<&crate::Cell> {
         self.cells.get(usize::from(col))
     }
 
     pub fn get_mut(&mut self, col: u16) -> Option<&mut crate::Cell> {
         self.cells.get_mut(usize::from(col))
+    }
+
+    /// owt: draws the printable ASCII `bytes` from column `col` on, one a
+    /// cell, up to the end of the row or the first cell that is half of a
+    /// wide character (which [`crate::Cell::set_ascii`] refuses); how many.
+    pub(crate) fn put_ascii_run(
+        &mut self,
+        col: u16,
+        bytes: &[u8],
+        attrs: crate::attrs::Attrs,
+    ) -> usize {
+        let Some(cells) = self.cells.get_mut(usize::from(col)..) else {
+            return 0;
+        };
+        let mut n = 0;
+        for (cell, &b) in cells.iter_mut().zip(bytes) {
+            if !cell.set_ascii(b, attrs) {
+                break;
+            }
+            n += 1;
+        }
+        n
     }
 
     pub fn insert(&mut self, i: u16, cell: crate::Cell) {

@@ -725,18 +725,24 @@ impl Screen {
 }
 
 impl Screen {
-    pub(crate) fn text(&mut self, c: char) {
-        // owt: printable ASCII that needs no wrap and lands on no half of a
-        // wide character (nearly all text) takes a short path; everything
-        // else goes the long way below.
-        if c.is_ascii_graphic() || c == ' ' {
-            let attrs = self.attrs;
-            // `c` is ASCII, so the cast keeps it whole.
-            #[allow(clippy::as_conversions, clippy::cast_possible_truncation)]
-            if self.grid_mut().put_ascii(c as u8, attrs) {
-                return;
+    /// owt: prints a run of printable ASCII (`0x20..=0x7e`): what calling
+    /// [`Screen::text`] for each byte does, with whole stretches of a row
+    /// written at once; the bytes that need more (a wrap, a wide
+    /// character under the cursor) go through `text` one by one.
+    pub(crate) fn text_ascii(&mut self, mut bytes: &[u8]) {
+        let attrs = self.attrs;
+        while let Some(&first) = bytes.first() {
+            let n = self.grid_mut().put_ascii_run(bytes, attrs);
+            if n == 0 {
+                self.text(char::from(first));
+                bytes = &bytes[1..];
+            } else {
+                bytes = &bytes[n..];
             }
         }
+    }
+
+    pub(crate) fn text(&mut self, c: char) {
         let pos = self.grid().pos();
         let size = self.grid().size();
         let attrs = self.attrs;

@@ -382,6 +382,8 @@ fn stream(rng: &mut Rng, tokens: usize) -> Vec<u8> {
         "\x1b",
         "\u{9b}2J",
         "\x1b[99999999C",
+        "\x1b[?7l",
+        "\x1b[?7h",
     ];
     let mut out = Vec::new();
     for _ in 0..tokens {
@@ -393,9 +395,17 @@ fn stream(rng: &mut Rng, tokens: usize) -> Vec<u8> {
                 }
             }
             9 => {
-                // A long line: wraps, often more than once.
-                for _ in 0..rng.below(200) {
-                    out.push(b'a' + rng.below(26) as u8);
+                // A long line: wraps, often more than once; sometimes
+                // longer than the ASCII the parser holds back at once
+                // (256 bytes), sometimes ending in a wide character.
+                let len = if rng.below(4) == 0 { 700 } else { 200 };
+                for _ in 0..rng.below(len) {
+                    out.push(b' ' + rng.below(95) as u8);
+                }
+                if rng.below(3) == 0 {
+                    out.extend_from_slice(
+                        rng.pick(&["你", "😀", "é", "\u{301}"]).as_bytes(),
+                    );
                 }
             }
             10..=12 => out.extend_from_slice(rng.pick(CONTROLS).as_bytes()),
@@ -532,6 +542,59 @@ fn parked_screens_come_back_as_they_were() {
         Step::Park,
     ];
     check("parked", 8, 24, 50, &steps);
+}
+
+/// owt: runs of printable ASCII go to the screen a stretch of a row at a
+/// time (`Screen::text_ascii`): runs crossing the right margin (several
+/// times, with autowrap switched off too, which vt100 ignores), longer
+/// than the 256 bytes held back at once, landing on wide characters or
+/// followed by them, with attributes changing mid-run, in scroll regions
+/// and on the alternate screen, each cut at every chunk boundary the rng
+/// picks.
+#[test]
+fn ascii_runs_across_margins_wide_characters_and_regions() {
+    let run: String = (0..1000)
+        .map(|i| char::from(b' ' + (i * 7 % 95) as u8))
+        .collect();
+    let mut bytes = Vec::new();
+    for (i, extra) in [
+        "",
+        "\x1b[?7l",
+        "\x1b[?7h",
+        "\x1b[3;5r",
+        "\x1b[?1049h",
+        "\x1b[r\x1b[?1049l",
+    ]
+    .iter()
+    .enumerate()
+    {
+        bytes.extend_from_slice(extra.as_bytes());
+        bytes.extend_from_slice(&run.as_bytes()[..100 + 150 * i]);
+        bytes.extend_from_slice("你好".as_bytes());
+        bytes.extend_from_slice(&run.as_bytes()[..37]);
+        bytes.extend_from_slice("😀\r\n".as_bytes());
+        // wide characters, then ASCII over them from mid-row
+        bytes.extend_from_slice("世界世界世界世界\x1b[3G".as_bytes());
+        bytes.extend_from_slice(&run.as_bytes()[..9]);
+        bytes.extend_from_slice("\x1b[4Ge\u{301}x\x1b[31m".as_bytes());
+        bytes.extend_from_slice(&run.as_bytes()[..60]);
+        bytes.extend_from_slice(b"\x1b[1;4mbold\x1b[m plain \x1b[7minverse");
+        bytes.extend_from_slice(&run.as_bytes()[300..650]);
+        bytes.extend_from_slice(b"\x1b[m\r\n\n");
+    }
+    for seed in 0..20 {
+        let mut rng = Rng::new(100 + seed);
+        let size = (1 + rng.below(12) as u16, 1 + rng.below(45) as u16);
+        check(
+            &format!("ascii runs {seed}"),
+            size.0,
+            size.1,
+            *rng.pick(&[0, 5, 100]),
+            &chunked(&bytes, &mut rng),
+        );
+    }
+    // the whole stream in one chunk, so the runs are as long as they come
+    check("ascii runs, one chunk", 6, 40, 20, &[Step::Bytes(&bytes)]);
 }
 
 #[test]
