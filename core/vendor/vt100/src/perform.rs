@@ -15,6 +15,10 @@ pub struct WrappedScreen<CB: crate::callbacks::Callbacks = ()> {
     /// nothing outside ever sees it waiting.
     pending: [u8; PENDING_MAX],
     pending_len: usize,
+    /// owt: set by a callback only made in (or that leaves the parser in)
+    /// vte's ground state: `print`, `esc_dispatch`, `csi_dispatch`. See
+    /// `Parser::process`.
+    pub in_ground: bool,
 }
 
 impl WrappedScreen<()> {
@@ -38,7 +42,15 @@ impl<CB: crate::callbacks::Callbacks> WrappedScreen<CB> {
             callbacks,
             pending: [0; PENDING_MAX],
             pending_len: 0,
+            in_ground: false,
         }
+    }
+
+    /// owt: prints a run of printable ASCII now (after what waits in
+    /// `pending`), as `print` for each byte would.
+    pub fn print_ascii(&mut self, bytes: &[u8]) {
+        self.flush();
+        self.screen.text_ascii(bytes);
     }
 
     /// owt: puts the printable ASCII waiting in `pending` on the screen.
@@ -53,6 +65,7 @@ impl<CB: crate::callbacks::Callbacks> WrappedScreen<CB> {
 
 impl<CB: crate::callbacks::Callbacks> vte::Perform for WrappedScreen<CB> {
     fn print(&mut self, c: char) {
+        self.in_ground = true;
         // owt: printable ASCII waits in `pending` (see there).
         if let Ok(b @ b' '..=b'~') = u8::try_from(c) {
             if self.pending_len == PENDING_MAX {
@@ -89,6 +102,7 @@ impl<CB: crate::callbacks::Callbacks> vte::Perform for WrappedScreen<CB> {
 
     fn esc_dispatch(&mut self, intermediates: &[u8], _ignore: bool, b: u8) {
         self.flush();
+        self.in_ground = true;
         if let Some(i) = intermediates.first() {
             self.callbacks.unhandled_escape(
                 &mut self.screen,
@@ -125,6 +139,7 @@ impl<CB: crate::callbacks::Callbacks> vte::Perform for WrappedScreen<CB> {
         c: char,
     ) {
         self.flush();
+        self.in_ground = true;
         let unhandled = |screen: &mut crate::screen::Screen| {
             self.callbacks.unhandled_csi(
                 screen,

@@ -597,6 +597,33 @@ fn ascii_runs_across_margins_wide_characters_and_regions() {
     check("ascii runs, one chunk", 6, 40, 20, &[Step::Bytes(&bytes)]);
 }
 
+/// owt: a UTF-8 character cut at the end of a chunk waits in vte, and what
+/// comes next (its continuation, ASCII that makes it invalid, an escape)
+/// goes through vte too, never around it.
+#[test]
+fn characters_cut_between_chunks() {
+    let steps = [
+        Step::Bytes(b"ab\xe4\xbd"),
+        Step::Bytes(b"cd"),
+        Step::Bytes(b"\x1b[31mx\xe4"),
+        Step::Bytes(b"\xbd\xa0y"),
+        Step::Bytes(b"z\xf0\x9f"),
+        Step::Bytes(b"\x1b[mw"),
+        Step::Bytes(b"\xc3"),
+        Step::Bytes(b"\r\n\xc3"),
+        Step::Bytes(b"\xa9t\xc2"),
+        Step::Bytes(b"\x85u\xc2\x9b2Jv"),
+        // vte in the middle of a sequence, then text and a cut character
+        Step::Bytes(b"\x1b[3"),
+        Step::Bytes(b"2mx\xe4"),
+        Step::Bytes(b"yz"),
+        Step::Bytes(b"\x1b]0;t"),
+        Step::Bytes(b"itle\x07ab\xf0\x9f\x98"),
+        Step::Bytes(b"\x80c"),
+    ];
+    check("cut characters", 4, 12, 5, &steps);
+}
+
 #[test]
 fn resizes_between_output() {
     let text = "wrap me around the edge of a small screen ".repeat(8);
