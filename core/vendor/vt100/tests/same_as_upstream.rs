@@ -671,3 +671,86 @@ fn random_streams() {
         check(&format!("seed {seed}"), rows, cols, scrollback, &steps);
     }
 }
+
+/// What the callbacks were told, and where the cursor was then.
+macro_rules! recorder {
+    ($name:ident, $krate:ident) => {
+        #[derive(Default)]
+        struct $name(Vec<String>);
+
+        impl $krate::Callbacks for $name {
+            fn audible_bell(&mut self, screen: &mut $krate::Screen) {
+                self.0.push(format!("bell {:?}", screen.cursor_position()));
+            }
+            fn unhandled_char(
+                &mut self,
+                screen: &mut $krate::Screen,
+                c: char,
+            ) {
+                self.0.push(format!(
+                    "char {c:?} {:?}",
+                    screen.cursor_position()
+                ));
+            }
+            fn unhandled_control(
+                &mut self,
+                screen: &mut $krate::Screen,
+                b: u8,
+            ) {
+                self.0.push(format!(
+                    "control {b} {:?}",
+                    screen.cursor_position()
+                ));
+            }
+            fn set_window_title(
+                &mut self,
+                screen: &mut $krate::Screen,
+                title: &[u8],
+            ) {
+                self.0.push(format!(
+                    "title {title:?} {:?}",
+                    screen.cursor_position()
+                ));
+            }
+        }
+    };
+}
+recorder!(Ours, vt100);
+recorder!(Theirs, upstream);
+
+/// owt: the callbacks are told the same things at the same points of the
+/// screen — the replacement for a character cut between chunks and made
+/// invalid by what follows, controls, bells, titles — whether the bytes
+/// went through vte or around it.
+#[test]
+fn callbacks_hear_the_same() {
+    let chunks: &[&[u8]] = &[
+        b"ab\x07\x01\xe4\xbd",
+        b"cd",
+        b"\x1b[3",
+        b"2mx\xe4",
+        b"yz\x1b]0;t",
+        b"itle\x07ab\xf0\x9f\x98",
+        b"\x80c\xff\xc2\x85\x07",
+        b"\x1b[mw\xc3",
+        b"\r\n\x1b]2;x\x07",
+    ];
+    let mut ours =
+        vt100::Parser::new_with_callbacks(4, 12, 5, Ours::default());
+    let mut theirs =
+        upstream::Parser::new_with_callbacks(4, 12, 5, Theirs::default());
+    for (i, chunk) in chunks.iter().enumerate() {
+        ours.process(chunk);
+        theirs.process(chunk);
+        assert_eq!(
+            ours.callbacks().0,
+            theirs.callbacks().0,
+            "after chunk {i}"
+        );
+    }
+    assert!(ours
+        .callbacks()
+        .0
+        .iter()
+        .any(|s| s.starts_with("char '\u{fffd}'")));
+}
