@@ -542,3 +542,21 @@ fn walk(shared: &Shared) {
     }
     changed(shared, &mut state);
 }
+
+#[cfg(test)]
+mod folder_set_tests {
+    use super::FolderSet;
+
+    #[test]
+    fn a_folder_set_holds_exactly_its_names() {
+        let names = ["a", "a/b", "a/b/c", "b", "d05/d0123", "z"];
+        let set = FolderSet::new(names);
+        for name in names {
+            assert!(set.contains(name), "{name}");
+        }
+        for name in ["", "a/", "a/b/c/d", "aa", "c", "d05", "d05/d012", "zz"] {
+            assert!(!set.contains(name), "{name}");
+        }
+        assert!(!FolderSet::new([]).contains(""));
+    }
+}

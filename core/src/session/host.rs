@@ -365,6 +365,9 @@ struct Shared {
     typing: Mutex<()>,
     next_client: AtomicU64,
     exiting: AtomicBool,
+    /// The connections' threads, joined once ended (by the acceptor, and
+    /// by the monitor while no one connects).
+    client_threads: Arc<Mutex<Vec<std::thread::JoinHandle<()>>>>,
     /// The monitor's inbox (set once it runs).
     to_monitor: Mutex<Option<mpsc::Sender<ToMonitor>>>,
     /// The work journal of the agent's checkout (`None` outside a
@@ -456,7 +459,10 @@ fn serve(started: Started, hooks: TurnHooks) {
     }
     // Starting went deeper than accepting ever will.
     crate::memory::release_stack();
-    accept_clients(&listener, move |stream| serve_client(&shared, stream));
+    let threads = shared.client_threads.clone();
+    accept_clients(&listener, &threads, move |stream| {
+        serve_client(&shared, stream)
+    });
 }
 
 /// The feedback loop (checks when the agent's turn ends, the failure

@@ -28,6 +28,7 @@ pub(super) fn monitor(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         monitor.tick(flushed);
+        reap(&shared.client_threads);
         if let (Some(feedback), Some(store)) = (feedback.as_mut(), monitor.store.as_ref()) {
             feedback.poll(store);
         }
