@@ -388,7 +388,10 @@ fn the_feedback_thread_lives_only_while_a_turns_checks_run() {
     )
     .unwrap();
     env.git(&repo, ["add", "slow.sh"]);
-    env.git(&repo, ["commit", "-q", "-m", "checks that wait for the test"]);
+    env.git(
+        &repo,
+        ["commit", "-q", "-m", "checks that wait for the test"],
+    );
     start(&env, &repo, "idle", true);
     let host = host_pid(&env, &session(&env, &repo, "idle").id);
     assert!(has_thread(host, "monitor"));
