@@ -72,8 +72,11 @@ pub fn configure_host_allocator() {
 /// size for itself, out of reach of `malloc_trim`: ~180 KiB of an idle
 /// host (measured with and without). The host takes them out of its own
 /// environment at start ([`forget_host_tunables`]), so its agent gets the
-/// user's.
-pub const HOST_TUNABLES: &str = "glibc.malloc.tcache_count=0";
+/// user's. And no cache of finished threads' stacks: glibc kept the last
+/// few of them mapped, each with its top 32 KiB resident, for threads
+/// that might come; a host's short-lived threads (a connection's, the
+/// feedback loop's) are rare and their stacks are unmapped once joined.
+pub const HOST_TUNABLES: &str = "glibc.malloc.tcache_count=0:glibc.pthread.stack_cache_size=0";
 
 /// `GLIBC_TUNABLES` for a session host started by a process whose own is
 /// `current`: the user's, then the host's (the last setting of a tunable

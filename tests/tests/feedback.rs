@@ -334,3 +334,82 @@ fn bad_checks_config_is_a_clear_error() {
     let err = env.owt_err(&repo, ["checks", "nobody"]);
     assert!(!err.is_empty());
 }
+
+/// The pid of the session host serving `short_id` (its spec file names it).
+fn host_pid(env: &TestEnv, short_id: &str) -> u32 {
+    let spec = format!("{short_id}.spec.json");
+    env.our_processes()
+        .into_iter()
+        .map(|pid| pid as u32)
+        .find(|&pid| {
+            let cmd = owt_e2e::cmdline(pid);
+            cmd.iter().any(|a| a == "__host") && cmd.iter().any(|a| a.ends_with(&spec))
+        })
+        .unwrap_or_else(|| panic!("no host serves {short_id}"))
+}
+
+/// Whether the process `pid` has a thread named `name`.
+fn has_thread(pid: u32, name: &str) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the host's threads")
+        .filter_map(Result::ok)
+        .any(|task| {
+            std::fs::read_to_string(task.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+}
+
+fn wait_thread(pid: u32, name: &str, present: bool) {
+    let deadline = Instant::now() + WAIT;
+    while has_thread(pid, name) != present {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {WAIT:?} waiting for the host's {name} thread to be {}",
+            if present { "there" } else { "gone" }
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The feedback loop's own thread (and store connection) lives only while
+/// a turn's checks run: an idle session has none (the host's monitor
+/// looks), a turn's end brings it back to run them, and it goes again once
+/// they are done (issue 22: an idle host's memory).
+#[test]
+fn the_feedback_thread_lives_only_while_a_turns_checks_run() {
+    let env = TestEnv::new();
+    let go = env.path().join("go");
+    let repo = repo(&env, "", "command = \"sh slow.sh\"\ntimeout = 60");
+    std::fs::write(
+        repo.join("slow.sh"),
+        format!(
+            "while [ ! -e '{}' ]; do sleep 0.05; done\necho ok\n",
+            go.display()
+        ),
+    )
+    .unwrap();
+    env.git(&repo, ["add", "slow.sh"]);
+    env.git(
+        &repo,
+        ["commit", "-q", "-m", "checks that wait for the test"],
+    );
+    start(&env, &repo, "idle", true);
+    let host = host_pid(&env, &session(&env, &repo, "idle").id);
+    assert!(has_thread(host, "monitor"));
+    wait_thread(host, "feedback", false);
+
+    env.owt_ok(&repo, ["send", "idle", "write answer.txt changed"]);
+    // The turn ends with new work: the thread is back, running the checks
+    // (they wait for `go`).
+    wait_thread(host, "feedback", true);
+    wait_session(&env, &repo, "idle", "checks running", |s| {
+        s.checks.as_ref().is_some_and(|c| c.state == "running")
+    });
+    std::fs::write(&go, "").unwrap();
+    wait_session(&env, &repo, "idle", "checks passed", |s| {
+        s.checks
+            .as_ref()
+            .is_some_and(|c| c.state == "passed" && c.current)
+    });
+    wait_thread(host, "feedback", false);
+    assert!(has_thread(host, "monitor"), "the host lives on");
+}

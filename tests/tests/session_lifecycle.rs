@@ -400,6 +400,8 @@ fn the_agent_gets_the_users_glibc_tunables_not_the_hosts() {
                 .find_map(|kv| kv.strip_prefix(b"GLIBC_TUNABLES=".as_slice()))
                 .map(|v| String::from_utf8_lossy(v).into_owned());
             if user.is_none() {
+                // The first of the host's settings (the loader applies the
+                // others too: see `memory::HOST_TUNABLES`).
                 assert_eq!(tunables.as_deref(), Some("glibc.malloc.tcache_count=0"));
             }
         }

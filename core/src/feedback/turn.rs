@@ -12,7 +12,7 @@
 //! store as facts, so every surface (and `derive_status`) sees it.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use owt_protocol::Status;
 
@@ -48,30 +48,143 @@ pub struct HostSide {
     pub hooks: TurnHooks,
 }
 
-/// Runs until the agent exits or the session is deleted.
-pub fn run(side: HostSide) {
+/// The feedback loop as its session host drives it: the host's monitor
+/// looks every [`TICK`] on its own store connection ([`Feedback::poll`]);
+/// when a turn ends with work to look at, a thread of the loop's own
+/// (`feedback`) runs what may block — the configuration, the work tree, the
+/// checks run, the pull request's part — on a connection of its own, and
+/// ends once no run is going on, handing the loop back. An idle session
+/// has no such thread and no second connection.
+pub struct Feedback {
+    slot: Slot,
+    next: Instant,
+}
+
+enum Slot {
+    /// Nothing running: the monitor looks.
+    Idle(Box<(Loop, HostSide)>),
+    /// The `feedback` thread has it.
+    Busy(std::thread::JoinHandle<Option<(Loop, HostSide)>>),
+    /// The session or the agent ended (or the thread could not start).
+    Done,
+}
+
+/// What one look found.
+enum Step {
+    Nothing,
+    /// The turn is over with work to look at.
+    Evaluate(Box<(SessionRow, SessionFacts)>),
+    /// The session is gone, or its agent exited.
+    Ended,
+}
+
+impl Feedback {
+    pub fn new(side: HostSide) -> Feedback {
+        Feedback {
+            slot: Slot::Idle(Box::new((Loop::default(), side))),
+            next: Instant::now(),
+        }
+    }
+
+    /// One look at the session's facts on `store`, at most every [`TICK`]
+    /// (call it more often); starts the `feedback` thread when there is
+    /// work, and takes the loop back once that thread ended.
+    pub fn poll(&mut self, store: &Store) {
+        let now = Instant::now();
+        if now < self.next {
+            return;
+        }
+        self.next = now + TICK;
+        self.slot = match std::mem::replace(&mut self.slot, Slot::Done) {
+            Slot::Busy(thread) if !thread.is_finished() => Slot::Busy(thread),
+            Slot::Busy(thread) => match thread.join() {
+                Ok(Some(back)) => Slot::Idle(Box::new(back)),
+                Ok(None) => Slot::Done,
+                Err(_) => {
+                    tracing::error!("the feedback loop's thread panicked; no more checks");
+                    Slot::Done
+                }
+            },
+            Slot::Idle(back) => look(*back, store),
+            Slot::Done => Slot::Done,
+        };
+    }
+
+    /// Whether the `feedback` thread is running.
+    pub fn busy(&self) -> bool {
+        matches!(self.slot, Slot::Busy(_))
+    }
+}
+
+/// The monitor's look: the cheap part (read the facts, derive the status)
+/// here, the rest on the `feedback` thread.
+fn look((mut state, side): (Loop, HostSide), store: &Store) -> Slot {
+    if (side.exiting)() {
+        // Nothing runs while idle: nothing to cancel.
+        return Slot::Done;
+    }
+    match state.look(store, &side) {
+        Ok(Step::Nothing) => Slot::Idle(Box::new((state, side))),
+        Ok(Step::Ended) => Slot::Done,
+        Ok(Step::Evaluate(turn)) => {
+            let spawned = std::thread::Builder::new()
+                .name("feedback".into())
+                .spawn(move || work(state, side, turn));
+            match spawned {
+                Ok(thread) => Slot::Busy(thread),
+                Err(e) => {
+                    tracing::warn!("feedback loop: starting its thread: {e}; no more checks");
+                    Slot::Done
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!("feedback loop: {e:#}");
+            Slot::Idle(Box::new((state, side)))
+        }
+    }
+}
+
+/// The `feedback` thread: evaluates the turn that ended, follows the
+/// checks run it began, and hands the loop back once none is going on
+/// (`None`: the session or its agent ended).
+fn work(
+    mut state: Loop,
+    side: HostSide,
+    turn: Box<(SessionRow, SessionFacts)>,
+) -> Option<(Loop, HostSide)> {
     let store = match Store::open(&side.home) {
         Ok(store) => store,
         Err(e) => {
-            tracing::warn!("feedback loop: opening the store: {e}; no checks in this session");
-            return;
+            tracing::warn!("feedback loop: opening the store: {e}");
+            return Some((state, side));
         }
     };
-    let mut state = Loop::default();
+    let mut step = Step::Evaluate(turn);
     loop {
-        if (side.exiting)() {
-            state.stop(&store, "the agent exited");
-            return;
-        }
-        match state.tick(&store, &side) {
-            Ok(true) => {}
-            Ok(false) => {
+        match step {
+            Step::Ended => {
                 state.stop(&store, "the session ended");
-                return;
+                return None;
             }
-            Err(e) => tracing::warn!("feedback loop: {e:#}"),
+            Step::Evaluate(turn) => {
+                let (row, facts) = *turn;
+                if let Err(e) = state.evaluate(&store, &side, &row, &facts) {
+                    tracing::warn!("feedback loop: {e:#}");
+                }
+            }
+            Step::Nothing if state.current.is_none() => return Some((state, side)),
+            Step::Nothing => {}
         }
         std::thread::sleep(TICK);
+        if (side.exiting)() {
+            state.stop(&store, "the agent exited");
+            return None;
+        }
+        step = state.look(&store, &side).unwrap_or_else(|e| {
+            tracing::warn!("feedback loop: {e:#}");
+            Step::Nothing
+        });
     }
 }
 
@@ -100,14 +213,15 @@ impl Loop {
         }
     }
 
-    /// One look; `Ok(false)` once there is nothing left to do.
-    fn tick(&mut self, store: &Store, side: &HostSide) -> anyhow::Result<bool> {
+    /// One look: follows a checks run going on; says when the turn is
+    /// over with work to evaluate, or the session ended.
+    fn look(&mut self, store: &Store, side: &HostSide) -> anyhow::Result<Step> {
         let Some(row) = store.session_by_id(side.session_id)? else {
-            return Ok(false);
+            return Ok(Step::Ended);
         };
         let facts = SessionFacts::from_rows(row.created_at, &store.facts(row.id)?);
         if facts.exit.is_some() {
-            return Ok(false);
+            return Ok(Step::Ended);
         }
         let agent = agent_status(&facts);
         if !self.started || facts.last_input_at != self.seen_input {
@@ -125,7 +239,7 @@ impl Loop {
             if new_input || agent.status == Status::Working {
                 tracing::info!("a new turn began: cancelling the outdated checks run");
                 self.stop(store, "a new turn began");
-                return Ok(true);
+                return Ok(Step::Nothing);
             }
             if let Some(outcome) = begun.running.poll() {
                 if let Some((begun, row, config)) = self.current.take() {
@@ -133,12 +247,12 @@ impl Loop {
                     self.after_run(store, side, &row, &config, &fact);
                 }
             }
-            return Ok(true);
+            return Ok(Step::Nothing);
         }
         if self.need_eval && turn_over(agent.status, agent.exit_code) {
-            self.evaluate(store, side, &row, &facts)?;
+            return Ok(Step::Evaluate(Box::new((row, facts))));
         }
-        Ok(true)
+        Ok(Step::Nothing)
     }
 
     /// The turn is over: run the checks if the work changed since they

@@ -297,12 +297,15 @@ fn watch_checkout(worktree: &Path, git_dir: &Path) -> Result<Inotify, GuardError
 
 /// `.git`, and folders the ignore rules exclude that hold no tracked file
 /// (in HEAD or in the index, as of now; a `.gitignore` change re-makes the
-/// watches).
+/// watches). Kept for the journal's life (new folders are asked about):
+/// the folders holding tracked files as one sorted buffer, and no
+/// repository handle (opened again for a folder the index does not know).
 fn skip_folder(worktree: &Path) -> Result<SkipFolder, GuardError> {
     let repo = git2::Repository::open(worktree)?;
     // A standalone copy, dropped here: the repository's own would stay
-    // loaded for the journal's life.
+    // loaded for as long as the repository.
     let index = git2::Index::open(&repo.path().join("index")).ok();
+    drop(repo);
     let mut tracked: BTreeSet<String> = BTreeSet::new();
     if let Some(index) = &index {
         for entry in index.iter() {
@@ -320,7 +323,8 @@ fn skip_folder(worktree: &Path) -> Result<SkipFolder, GuardError> {
         }
     }
     drop(index);
-    let repo = Mutex::new(repo);
+    let tracked = FolderSet::new(tracked.iter().map(String::as_str));
+    let worktree = worktree.to_path_buf();
     Ok(Box::new(move |rel: &Path| {
         if rel.file_name().is_some_and(|n| n == ".git") {
             return true;
@@ -331,7 +335,9 @@ fn skip_folder(worktree: &Path) -> Result<SkipFolder, GuardError> {
         if tracked.contains(text) {
             return false;
         }
-        let repo = repo.lock().unwrap_or_else(|p| p.into_inner());
+        let Ok(repo) = git2::Repository::open(&worktree) else {
+            return false;
+        };
         if !repo
             .is_path_ignored(Path::new(&format!("{text}/")))
             .unwrap_or(false)
@@ -347,6 +353,48 @@ fn skip_folder(worktree: &Path) -> Result<SkipFolder, GuardError> {
             .is_some_and(|t| t.get_path(rel).is_ok());
         !in_head
     }))
+}
+
+/// Sorted, distinct folder names in one buffer (a set of `String`s took
+/// ~50 bytes a folder more).
+struct FolderSet {
+    names: String,
+    /// Where each name ends in `names`.
+    ends: Vec<u32>,
+}
+
+impl FolderSet {
+    fn new<'a>(sorted: impl IntoIterator<Item = &'a str>) -> FolderSet {
+        let mut set = FolderSet {
+            names: String::new(),
+            ends: Vec::new(),
+        };
+        for name in sorted {
+            set.names.push_str(name);
+            set.ends.push(set.names.len() as u32);
+        }
+        set.names.shrink_to_fit();
+        set.ends.shrink_to_fit();
+        set
+    }
+
+    fn get(&self, i: usize) -> &str {
+        let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
+        &self.names[start..self.ends[i] as usize]
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        let (mut lo, mut hi) = (0, self.ends.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.get(mid).cmp(name) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return true,
+            }
+        }
+        false
+    }
 }
 
 /// What the journal answers may have changed: wakes [`Journal::wait_change`].
@@ -493,4 +541,22 @@ fn walk(shared: &Shared) {
         }
     }
     changed(shared, &mut state);
+}
+
+#[cfg(test)]
+mod folder_set_tests {
+    use super::FolderSet;
+
+    #[test]
+    fn a_folder_set_holds_exactly_its_names() {
+        let names = ["a", "a/b", "a/b/c", "b", "d05/d0123", "z"];
+        let set = FolderSet::new(names);
+        for name in names {
+            assert!(set.contains(name), "{name}");
+        }
+        for name in ["", "a/", "a/b/c/d", "aa", "c", "d05", "d05/d012", "zz"] {
+            assert!(!set.contains(name), "{name}");
+        }
+        assert!(!FolderSet::new([]).contains(""));
+    }
 }

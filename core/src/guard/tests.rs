@@ -752,6 +752,49 @@ fn watcher_updates_facts_after_a_write() {
     assert_eq!(engine.lock().unwrap().pairs()[0].level, Level::Conflict);
 }
 
+/// A finished write (the file closed) ends its batch without waiting out
+/// the debounce; a file still open for writing is held back until the
+/// debounce passes with no event, and is then applied.
+#[test]
+fn a_closed_write_does_not_wait_out_the_debounce() {
+    use std::io::Write;
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    let engine = Arc::new(Mutex::new(fx.engine(&["a"], &[])));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let debounce = Duration::from_secs(20);
+    let _watcher = GuardWatcher::start(engine.clone(), debounce, move |_, u| {
+        let _ = tx.send(u.participants.clone());
+    })
+    .unwrap();
+    let started = std::time::Instant::now();
+    write(&a, "f.txt", &with_line(4, "a"));
+    let participants = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("a closed write applied before the 20 s debounce passed");
+    assert_eq!(participants, ["a"]);
+    assert!(started.elapsed() < debounce);
+    // Written and left open: the batch is not settled, so it waits for the
+    // debounce (here cut short by closing the file: the close is the event
+    // that settles it).
+    let mut open = std::fs::OpenOptions::new()
+        .append(true)
+        .open(a.join("f.txt"))
+        .unwrap();
+    open.write_all(b"appended\n").unwrap();
+    open.flush().unwrap();
+    assert!(
+        rx.recv_timeout(Duration::from_millis(500)).is_err(),
+        "a write to a file still open was applied before the file settled"
+    );
+    drop(open);
+    let participants = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the append applied once the file was closed");
+    assert_eq!(participants, ["a"]);
+    assert!(engine.lock().unwrap().changes("a").unwrap()[0].path == "f.txt");
+}
+
 /// The participants of each update `rx` brings until `done` holds of the
 /// engine after one; fails loudly after 10 s.
 fn updates_until(

@@ -44,6 +44,13 @@ pub(super) use inotify::{Inotify, Seen, SkipFolder};
 /// writes lands in one batch.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(50);
 
+/// How long a batch waits for more once its last event finished a file
+/// ([`Inotify::settled`]), when that is shorter than the debounce: a burst
+/// (a checkout, a save by rename, several files written in a row) keeps
+/// its events closer together than this, and a lone write is applied
+/// without waiting out the whole debounce.
+const SETTLE: Duration = Duration::from_millis(3);
+
 /// The longest a burst of events is held back.
 const MAX_BATCH_WAIT: Duration = Duration::from_millis(500);
 
@@ -214,14 +221,19 @@ impl Watching {
                     if !ready {
                         continue;
                     }
-                    // A batch: until `debounce` passes with no event, or
+                    // A batch: until `debounce` passes with no event (SETTLE
+                    // after an event that finished a file), or
                     // MAX_BATCH_WAIT in all.
                     seen.clear();
                     inotify.read(&mut seen);
                     let started = Instant::now();
                     loop {
-                        let (ready, stop) =
-                            wait(inotify.fd.as_fd(), stop_rx.as_fd(), Some(debounce));
+                        let quiet = if inotify.settled() {
+                            debounce.min(SETTLE)
+                        } else {
+                            debounce
+                        };
+                        let (ready, stop) = wait(inotify.fd.as_fd(), stop_rx.as_fd(), Some(quiet));
                         if stop {
                             return;
                         }

@@ -7,7 +7,9 @@
 //! attached; makes redraws at their exact place in the stream), the PTY
 //! writer (sent text, typed prompts, query answers; attached keys are
 //! written directly), the child waiter, the monitor (the only owner of the
-//! store: output/input/screen facts, typed prompt), the git-facts thread
+//! store: output/input/screen facts, typed prompt; it drives the feedback
+//! loop, whose `feedback` thread runs only while a turn's checks or pull
+//! request hooks do), the git-facts thread
 //! (reads the checkout's git facts from the work journal when it changes,
 //! for the monitor to record), the acceptor (main thread), and per
 //! connection a reader and a writer (and, for a direct attach, a
@@ -363,6 +365,9 @@ struct Shared {
     typing: Mutex<()>,
     next_client: AtomicU64,
     exiting: AtomicBool,
+    /// The connections' threads, joined once ended (by the acceptor, and
+    /// by the monitor while no one connects).
+    client_threads: Arc<Mutex<Vec<std::thread::JoinHandle<()>>>>,
     /// The monitor's inbox (set once it runs).
     to_monitor: Mutex<Option<mpsc::Sender<ToMonitor>>>,
     /// The work journal of the agent's checkout (`None` outside a
@@ -430,18 +435,18 @@ fn serve(started: Started, hooks: TurnHooks) {
         .and_then(|store| store.session_by_id(shared.spec.session_id).ok().flatten())
         .filter(|row| row.remote().is_none() && shared.journal.is_some())
         .map(|row| (row.worktree_path, row.base_branch));
+    let feedback = (!shared.spec.headless).then(|| feedback(&shared, hooks));
     {
         let shared = shared.clone();
-        spawn_guarded("monitor", move || monitor(&shared, store, monitor_rx));
+        spawn_guarded("monitor", move || {
+            monitor(&shared, store, feedback, monitor_rx)
+        });
     }
     if let Some((worktree, base_branch)) = checkout {
         let shared = shared.clone();
         spawn_guarded("git-facts", move || {
             git_facts::follow_journal(&shared, worktree, base_branch)
         });
-    }
-    if !shared.spec.headless {
-        spawn_feedback(&shared, hooks);
     }
     {
         let shared = shared.clone();
@@ -454,12 +459,15 @@ fn serve(started: Started, hooks: TurnHooks) {
     }
     // Starting went deeper than accepting ever will.
     crate::memory::release_stack();
-    accept_clients(&listener, move |stream| serve_client(&shared, stream));
+    let threads = shared.client_threads.clone();
+    accept_clients(&listener, &threads, move |stream| {
+        serve_client(&shared, stream)
+    });
 }
 
-/// The feedback loop's thread: checks when the agent's turn ends, the
-/// failure typed back.
-fn spawn_feedback(shared: &Arc<Shared>, hooks: TurnHooks) {
+/// The feedback loop (checks when the agent's turn ends, the failure
+/// typed back), driven by the monitor.
+fn feedback(shared: &Arc<Shared>, hooks: TurnHooks) -> crate::feedback::turn::Feedback {
     let typer = shared.clone();
     let watcher = shared.clone();
     let side = crate::feedback::turn::HostSide {
@@ -469,7 +477,7 @@ fn spawn_feedback(shared: &Arc<Shared>, hooks: TurnHooks) {
         exiting: Box::new(move || watcher.exiting.load(Ordering::SeqCst)),
         hooks,
     };
-    spawn_guarded("feedback", move || crate::feedback::turn::run(side));
+    crate::feedback::turn::Feedback::new(side)
 }
 
 /// Waits for the agent to exit: its code, or the signal that ended it.

@@ -156,12 +156,51 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
 }
 
 /// The host logs to stderr, which `start_host` points at its log file.
+/// The host's log (stderr, which the host's starter points at the
+/// session's log file): `OWT_LOG` (default `info`), lines as `owt`'s other
+/// logs write them. Through [`HostLog`], not `tracing_subscriber::fmt`,
+/// whose span registry took 32 KiB of every idle host (the host makes no
+/// spans).
 fn init_host_logs() {
+    use tracing_subscriber::layer::SubscriberExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("OWT_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+    let _ = tracing::subscriber::set_global_default(HostLog.with(filter));
+}
+
+/// Writes each event as one line (time, level, target, message, fields);
+/// spans are accepted and forgotten.
+struct HostLog;
+
+impl tracing::Subscriber for HostLog {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, event: &tracing::Event<'_>) {
+        use std::io::Write as _;
+        use tracing_subscriber::fmt::format::{DefaultFields, Writer};
+        use tracing_subscriber::fmt::time::{FormatTime as _, SystemTime};
+        use tracing_subscriber::fmt::FormatFields as _;
+        let meta = event.metadata();
+        let mut line = String::new();
+        let mut writer = Writer::new(&mut line);
+        let _ = SystemTime.format_time(&mut writer);
+        let _ = write!(writer, " {:>5} {}: ", meta.level(), meta.target());
+        let _ = DefaultFields::new().format_fields(writer.by_ref(), event);
+        line.push('\n');
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
 }

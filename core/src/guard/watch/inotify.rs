@@ -44,6 +44,8 @@ struct Root {
 pub(in crate::guard) struct Inotify {
     pub(in crate::guard) fd: OwnedFd,
     table: Table,
+    /// Whether the last event read finished a file: see [`Inotify::settled`].
+    settled: bool,
 }
 
 /// What each watch descriptor stands for.
@@ -115,6 +117,7 @@ impl Inotify {
         Ok(Inotify {
             fd,
             table: Table::default(),
+            settled: false,
         })
     }
 
@@ -163,6 +166,14 @@ impl Inotify {
 
     /// Reads every event queued now (never blocks) into `out`, watching
     /// folders that appeared under recursive roots.
+    /// Whether the last event [`Inotify::read`] saw finished a file (closed
+    /// after writing, or moved into place): a save or a tool's write is
+    /// then complete, where after any other event more of the same burst
+    /// is likely to follow.
+    pub(in crate::guard) fn settled(&self) -> bool {
+        self.settled
+    }
+
     pub(in crate::guard) fn read(&mut self, out: &mut Vec<Seen>) {
         let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
         let mut reader = inotify::Reader::new(self.fd.as_fd(), &mut buf);
@@ -177,6 +188,10 @@ impl Inotify {
                 .file_name()
                 .map(|name| OsStr::from_bytes(name.to_bytes()))
                 .unwrap_or_default();
+            self.settled = !event.events().contains(ReadFlags::ISDIR)
+                && event
+                    .events()
+                    .intersects(ReadFlags::CLOSE_WRITE | ReadFlags::MOVED_TO);
             self.table
                 .one(self.fd.as_fd(), event.wd(), event.events(), name, out);
         }

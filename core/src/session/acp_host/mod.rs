@@ -364,7 +364,9 @@ fn serve(
             finish(&host, exit);
         });
     }
-    accept_clients(&listener, move |stream| serve_client(&host, stream));
+    accept_clients(&listener, &Mutex::default(), move |stream| {
+        serve_client(&host, stream)
+    });
 }
 
 /// The agent is gone: record it, save the transcript, tell everyone, leave.

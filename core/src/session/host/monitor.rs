@@ -7,7 +7,12 @@ use super::*;
 /// The monitor: sole owner of the store. Records throttled output, input
 /// and screen facts and the agent's own notifications, types the prompt
 /// when the agent is ready, and records the exit.
-pub(super) fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Receiver<ToMonitor>) {
+pub(super) fn monitor(
+    shared: &Arc<Shared>,
+    store: Option<Store>,
+    mut feedback: Option<crate::feedback::turn::Feedback>,
+    rx: mpsc::Receiver<ToMonitor>,
+) {
     let mut monitor = Monitor::new(shared, store);
     loop {
         let mut flushed = None;
@@ -23,6 +28,10 @@ pub(super) fn monitor(shared: &Arc<Shared>, store: Option<Store>, rx: mpsc::Rece
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         monitor.tick(flushed);
+        reap(&shared.client_threads);
+        if let (Some(feedback), Some(store)) = (feedback.as_mut(), monitor.store.as_ref()) {
+            feedback.poll(store);
+        }
     }
 }
 

@@ -27,20 +27,42 @@ pub(super) fn peer_uid(stream: &UnixStream) -> Option<u32> {
 
 /// Accepts the socket's connections, each served by `serve` on its own
 /// thread, for as long as the host runs. Shared with the ACP host.
+/// `threads` gets each connection's thread, for someone to [`reap`] once
+/// it ended (finished threads are reaped here too, at each connection).
 pub(crate) fn accept_clients(
     listener: &UnixListener,
+    threads: &Mutex<Vec<std::thread::JoinHandle<()>>>,
     serve: impl Fn(UnixStream) + Send + Sync + Clone + 'static,
 ) {
     for conn in listener.incoming() {
         match conn {
             Ok(stream) => {
+                reap(threads);
                 let serve = serve.clone();
-                spawn_guarded("client", move || serve(stream));
+                if let Some(thread) = spawn_guarded("client", move || serve(stream)) {
+                    lock(threads).push(thread);
+                }
             }
             Err(e) => {
                 tracing::warn!("accepting a client: {e}");
                 std::thread::sleep(Duration::from_millis(50));
             }
+        }
+    }
+}
+
+/// Joins the threads of `threads` that ended: an ended thread's stack
+/// stays mapped (its top pages resident) until it is joined, and hosts
+/// keep no stacks for later threads (`glibc.pthread.stack_cache_size=0`,
+/// [`crate::memory::HOST_TUNABLES`]).
+pub(crate) fn reap(threads: &Mutex<Vec<std::thread::JoinHandle<()>>>) {
+    let mut threads = lock(threads);
+    let mut i = 0;
+    while i < threads.len() {
+        if threads[i].is_finished() {
+            let _ = threads.swap_remove(i).join();
+        } else {
+            i += 1;
         }
     }
 }

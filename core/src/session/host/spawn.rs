@@ -54,6 +54,7 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         typing: Mutex::new(()),
         next_client: AtomicU64::new(1),
         exiting: AtomicBool::new(false),
+        client_threads: Arc::default(),
         to_monitor: Mutex::new(None),
         journal,
     });
