@@ -228,7 +228,13 @@ pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(),
     if pid_alive(host.host_pid) && stopping::is_host_of(host.host_pid, &session.short_id) {
         return Ok(());
     }
-    if std::os::unix::net::UnixStream::connect(socket_path(home, &session.short_id)).is_ok() {
+    // The recorded process is gone or is another program now: a host that
+    // serves the socket anyway answers a greeting. A bare connection is not
+    // enough: a killed host's socket still takes connections into its
+    // backlog while its threads are torn down, after its main thread
+    // already shows as a zombie, and never answers them.
+    let socket = socket_path(home, &session.short_id);
+    if HostConn::connect_quick(&socket, HOST_ANSWER_TIMEOUT).is_ok() {
         return Ok(());
     }
     if pid_alive(host.host_pid) {
@@ -239,6 +245,10 @@ pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(),
     }
     Ok(())
 }
+
+/// How long [`reconcile`] waits for a greeting from a socket whose
+/// recorded host process is gone.
+const HOST_ANSWER_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The session's derived status now (after reconciling it).
 pub fn derived_status(

@@ -118,6 +118,34 @@ fn reconcile_records_host_lost_once_for_a_dead_host() {
     assert_eq!(derived.text, "exited (host lost)");
 }
 
+/// A socket that takes connections but never answers (a killed host
+/// whose threads are still being torn down) is not a live host when the
+/// recorded process is gone.
+#[test]
+fn a_socket_that_never_answers_does_not_keep_a_dead_host_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let row = session(&mut store);
+    let socket = socket_path(dir.path(), &row.short_id);
+    std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    // Listening, never accepting: connections wait in the backlog.
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    assert!(std::os::unix::net::UnixStream::connect(&socket).is_ok());
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let host = HostFact {
+        host_pid: dead,
+        agent_pid: None,
+        socket: socket.to_string_lossy().into_owned(),
+        headless: false,
+        transport: Default::default(),
+    };
+    store.record_fact(row.id, kind::HOST, &host).unwrap();
+    reconcile(&store, dir.path(), &row).unwrap();
+    assert!(store.fact::<()>(row.id, kind::HOST_LOST).unwrap().is_some());
+}
+
 #[test]
 fn reconcile_leaves_a_live_host_alone() {
     let dir = tempfile::tempdir().unwrap();
