@@ -224,8 +224,9 @@ pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(),
     };
     // Its host process runs: no need to connect (a connection wakes the
     // host, which a listing of 64 sessions pays for 64 times on a busy
-    // machine).
-    if pid_alive(host.host_pid) && stopping::is_host_of(host.host_pid, &session.short_id) {
+    // machine). A process whose command line names this session's host is
+    // alive and no zombie (a zombie's reads empty): no other check.
+    if stopping::is_host_of(host.host_pid, &session.short_id) {
         return Ok(());
     }
     // The recorded process is gone or is another program now: a host that

@@ -61,6 +61,8 @@ pub(super) fn refresh_git_facts_of(ctx: &Context, rows: &[SessionRow]) {
 /// holds (recorded as the session's git fact here).
 fn git_jobs<'a>(ctx: &Context, rows: &'a [SessionRow]) -> Vec<(&'a SessionRow, GitJob)> {
     let mut to_read = Vec::new();
+    // Each base branch's tip read once (64 sessions mostly share one).
+    let mut base_tips = std::collections::HashMap::new();
     // A remote session's git facts come from its machine.
     for row in rows
         .iter()
@@ -73,7 +75,7 @@ fn git_jobs<'a>(ctx: &Context, rows: &'a [SessionRow]) -> Vec<(&'a SessionRow, G
         let live = live_in(&facts);
         let mut host_fact_at = None;
         if live {
-            match host_git_fact(ctx, row, git_dir.as_deref(), &facts) {
+            match host_git_fact(ctx, row, git_dir.as_deref(), &facts, &mut base_tips) {
                 HostGit::Holds(fact) => {
                     tracing::debug!(session = %row.name, "git facts from the host's record");
                     if fact_of::<GitFact>(&facts, status::kind::GIT).map(|(f, _)| f)
@@ -151,12 +153,14 @@ fn fact_of<T: serde::de::DeserializeOwned>(
     Some((value, row.observed_at))
 }
 
-/// The `host-git` fact of `row` among its `facts` (see [`HostGit`]).
+/// The `host-git` fact of `row` among its `facts` (see [`HostGit`]);
+/// `base_tips`: the base branches' tips read so far in this listing.
 fn host_git_fact(
     ctx: &Context,
     row: &SessionRow,
     git_dir: Option<&std::path::Path>,
     facts: &[crate::store::FactRow],
+    base_tips: &mut std::collections::HashMap<String, Option<String>>,
 ) -> HostGit {
     let Some((fact, at)) = fact_of::<HostGitFact>(facts, status::kind::HOST_GIT) else {
         return HostGit::Stale(None);
@@ -170,11 +174,15 @@ fn host_git_fact(
     }
     let repo = ctx.repo.git2();
     let head = git_dir.and_then(|git_dir| head_commit(repo, git_dir));
-    let base_tip = repo
-        .find_branch(&row.base_branch, git2::BranchType::Local)
-        .ok()
-        .and_then(|b| b.get().target())
-        .map(|t| t.to_string());
+    let base_tip = base_tips
+        .entry(row.base_branch.clone())
+        .or_insert_with(|| {
+            repo.find_branch(&row.base_branch, git2::BranchType::Local)
+                .ok()
+                .and_then(|b| b.get().target())
+                .map(|t| t.to_string())
+        })
+        .clone();
     if head.is_some() && fact.head == head && fact.base_tip == base_tip {
         HostGit::Holds(GitFact {
             ahead: fact.ahead,
