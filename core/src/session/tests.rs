@@ -93,19 +93,7 @@ fn reconcile_records_host_lost_once_for_a_dead_host() {
     reconcile(&store, dir.path(), &row).unwrap();
     assert!(store.fact::<()>(row.id, kind::HOST_LOST).unwrap().is_none());
 
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let dead = child.id();
-    child.wait().unwrap();
-    let host = HostFact {
-        host_pid: dead,
-        agent_pid: None,
-        socket: socket_path(dir.path(), &row.short_id)
-            .to_string_lossy()
-            .into_owned(),
-        headless: false,
-        transport: Default::default(),
-    };
-    store.record_fact(row.id, kind::HOST, &host).unwrap();
+    record_dead_host(&store, dir.path(), &row);
     reconcile(&store, dir.path(), &row).unwrap();
     let (_, first_at) = store
         .fact::<()>(row.id, kind::HOST_LOST)
@@ -131,19 +119,27 @@ fn a_socket_that_never_answers_does_not_keep_a_dead_host_alive() {
     // Listening, never accepting: connections wait in the backlog.
     let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     assert!(std::os::unix::net::UnixStream::connect(&socket).is_ok());
+    record_dead_host(&store, dir.path(), &row);
+    reconcile(&store, dir.path(), &row).unwrap();
+    assert!(store.fact::<()>(row.id, kind::HOST_LOST).unwrap().is_some());
+}
+
+/// Records a `host` fact for `row` naming a process that has exited and
+/// the session's socket path.
+fn record_dead_host(store: &Store, home: &Path, row: &SessionRow) {
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let dead = child.id();
     child.wait().unwrap();
     let host = HostFact {
         host_pid: dead,
         agent_pid: None,
-        socket: socket.to_string_lossy().into_owned(),
+        socket: socket_path(home, &row.short_id)
+            .to_string_lossy()
+            .into_owned(),
         headless: false,
         transport: Default::default(),
     };
     store.record_fact(row.id, kind::HOST, &host).unwrap();
-    reconcile(&store, dir.path(), &row).unwrap();
-    assert!(store.fact::<()>(row.id, kind::HOST_LOST).unwrap().is_some());
 }
 
 #[test]

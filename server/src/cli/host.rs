@@ -155,7 +155,6 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
     }
 }
 
-/// The host logs to stderr, which `start_host` points at its log file.
 /// The host's log (stderr, which the host's starter points at the
 /// session's log file): `OWT_LOG` (default `info`), lines as `owt`'s other
 /// logs write them. Through [`HostLog`], not `tracing_subscriber::fmt`,
