@@ -283,7 +283,7 @@ fn stdout_not_a_terminal_relays() {
             .spawn()
             .expect("spawning owt attach");
         let out = Arc::new(Mutex::new(Vec::new()));
-        {
+        let reader = {
             let out = out.clone();
             let mut stdout = child.stdout.take().expect("stdout");
             std::thread::spawn(move || {
@@ -294,8 +294,8 @@ fn stdout_not_a_terminal_relays() {
                     }
                     out.lock().unwrap().extend_from_slice(&buf[..n]);
                 }
-            });
-        }
+            })
+        };
         let text = || String::from_utf8_lossy(&out.lock().unwrap()).into_owned();
         wait_for("the redraw on stdout", WAIT, || {
             let t = text();
@@ -316,6 +316,12 @@ fn stdout_not_a_terminal_relays() {
                 .map_err(|e| e.to_string())?
                 .ok_or_else(text)
         });
+        // The process has exited, but what it wrote last may still sit in
+        // the pipe: read it to the end before looking for the sentence.
+        wait_for("stdout to reach its end", WAIT, || {
+            reader.is_finished().then_some(()).ok_or_else(text)
+        });
+        reader.join().expect("the stdout reader");
         assert!(status.success(), "{status:?}: {}", text());
         assert!(text().contains("Detached from piped"), "{}", text());
         drop(master);
