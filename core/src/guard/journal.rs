@@ -17,7 +17,10 @@
 //! - the index or HEAD changed (a commit, `git add`, a reset, a checkout);
 //! - a `.gitignore` changed (a file ignored before may count now);
 //! - the kernel dropped events (`IN_Q_OVERFLOW`), or more than
-//!   [`MAX_TOUCHED`] paths were touched.
+//!   [`MAX_TOUCHED`] paths were touched;
+//! - the checkout's folder or its git dir was itself deleted or moved.
+//!   Walking then fails until it is back: the journal lets go of what it
+//!   held and tries again less and less often (at most every two minutes).
 //!
 //! Before answering, the journal reads every event the kernel has queued:
 //! a write that returned before the question is in the answer. The asker
@@ -56,8 +59,19 @@ use super::GuardError;
 /// walked again (a `git add` and a `git commit` in a row make one walk).
 pub const SETTLE: Duration = Duration::from_millis(100);
 
-/// Wait before trying again after a walk failed.
-const RETRY: Duration = Duration::from_secs(5);
+/// Wait before trying again after a walk failed; doubled after each
+/// failure in a row, up to [`RETRY_MAX`] (a checkout deleted under its
+/// host fails every time). Shorter in unit tests.
+const RETRY: Duration = if cfg!(test) {
+    Duration::from_millis(20)
+} else {
+    Duration::from_secs(5)
+};
+const RETRY_MAX: Duration = if cfg!(test) {
+    Duration::from_millis(200)
+} else {
+    Duration::from_secs(120)
+};
 
 /// Touched paths kept at most; past this a walk is cheaper than the list.
 /// (A few dozen in unit tests, so that the limit is crossed there.)
@@ -112,6 +126,8 @@ struct State {
     due: Option<Instant>,
     /// Walks made (tests and logs).
     walks: u64,
+    /// Walks failed in a row since the last that succeeded.
+    failures: u32,
     /// Grows whenever what [`Journal::view`] answers may have changed (an
     /// event read, a walk begun or ended): see [`Journal::wait_change`].
     generation: u64,
@@ -170,6 +186,7 @@ impl Journal {
                 // Walk at once.
                 due: Some(Instant::now()),
                 walks: 0,
+                failures: 0,
                 generation: 0,
             }),
             changed: Condvar::new(),
@@ -226,6 +243,13 @@ impl Journal {
     /// Walks made so far (the first one included).
     pub fn walks(&self) -> u64 {
         lock(&self.shared).walks
+    }
+
+    /// Walks failed in a row (0 after one succeeded), and the touched
+    /// paths held: what a journal whose checkout is gone keeps (tests).
+    pub fn failing(&self) -> (u32, usize) {
+        let state = lock(&self.shared);
+        (state.failures, state.touched.len())
     }
 
     /// Waits until the journal changed since `seen` (a generation this
@@ -422,8 +446,12 @@ fn drain(shared: &Shared, state: &mut State) {
                 mark_stale(state);
             }
             Seen::Path(path) => {
+                // An event on the git dir or the checkout's folder itself
+                // (deleted, moved away): its watches are gone, so is the
+                // baseline's ground.
+                let root_itself = |rel: &Path| rel.as_os_str().is_empty();
                 if let Ok(rel) = path.strip_prefix(&shared.git_dir) {
-                    if rel == Path::new("index") || rel == Path::new("HEAD") {
+                    if rel == Path::new("index") || rel == Path::new("HEAD") || root_itself(rel) {
                         mark_stale(state);
                     }
                     continue;
@@ -431,10 +459,14 @@ fn drain(shared: &Shared, state: &mut State) {
                 let Ok(rel) = path.strip_prefix(&shared.worktree) else {
                     continue;
                 };
+                if root_itself(rel) {
+                    mark_stale(state);
+                    continue;
+                }
                 if rel
                     .components()
                     .next()
-                    .is_none_or(|c| c.as_os_str() == ".git")
+                    .is_some_and(|c| c.as_os_str() == ".git")
                 {
                     continue;
                 }
@@ -494,15 +526,13 @@ fn run(shared: &Shared, control: &OwnedFd) {
 fn walk(shared: &Shared) {
     let inotify = match watch_checkout(&shared.worktree, &shared.git_dir) {
         Ok(inotify) => inotify,
-        Err(e) => {
-            tracing::warn!("journal: watching {}: {e}", shared.worktree.display());
-            // Try again later; meanwhile nobody is offered a baseline.
-            lock(shared).due = Some(Instant::now() + RETRY);
-            return;
-        }
+        Err(e) => return failed(shared, lock(shared), "watching", &e),
     };
     {
         let mut state = lock(shared);
+        if state.failures > 0 {
+            tracing::info!("journal: watching {} again", shared.worktree.display());
+        }
         state.inotify = inotify;
         state.touched.clear();
         state.baseline = None;
@@ -527,6 +557,7 @@ fn walk(shared: &Shared) {
                 started.elapsed(),
                 paths.len()
             );
+            state.failures = 0;
             state.baseline = Some(Baseline {
                 index,
                 head_tree: head,
@@ -535,12 +566,37 @@ fn walk(shared: &Shared) {
         }
         // The index or HEAD moved during the walk: the next one is due.
         Ok(_) => {}
-        Err(e) => {
-            tracing::warn!("journal: walking {}: {e}", shared.worktree.display());
-            state.due = Some(Instant::now() + RETRY);
-        }
+        Err(e) => return failed(shared, state, "walking", &e),
     }
     changed(shared, &mut state);
+}
+
+/// A walk failed (most often: the checkout was deleted under its host):
+/// nothing is offered, nothing is held — the touched paths, the old
+/// watches, the pages they took — and the next try waits longer each time
+/// in a row. Said once in the log, not at every try.
+fn failed(shared: &Shared, mut state: MutexGuard<'_, State>, what: &str, error: &GuardError) {
+    let wait = RETRY
+        .saturating_mul(1 << state.failures.min(16))
+        .min(RETRY_MAX);
+    if state.failures == 0 {
+        tracing::warn!(
+            "journal: {what} {}: {error}; trying again in {wait:?}, then less often (at most every {RETRY_MAX:?})",
+            shared.worktree.display()
+        );
+    } else {
+        tracing::debug!("journal: {what} {}: {error}", shared.worktree.display());
+    }
+    state.failures = state.failures.saturating_add(1);
+    state.due = Some(Instant::now() + wait);
+    state.baseline = None;
+    state.touched = BTreeSet::new();
+    if let Ok(empty) = Inotify::new() {
+        state.inotify = empty;
+    }
+    changed(shared, &mut state);
+    drop(state);
+    crate::memory::trim();
 }
 
 #[cfg(test)]

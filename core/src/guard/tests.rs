@@ -1379,3 +1379,47 @@ fn a_journal_past_its_touched_limit_walks_again_and_still_agrees() {
     assert_eq!(from_journal.dirty.len(), MAX_TOUCHED + 10);
     assert_eq!(from_journal.dirty, walked.dirty);
 }
+
+#[test]
+fn a_journal_whose_checkout_is_deleted_lets_go_and_takes_it_back_when_it_returns() {
+    use super::journal::{Journal, MAX_TOUCHED};
+    let fx = Fixture::new(&[("a.txt", &lines())]);
+    let wt = fx.worktree("a");
+    let journal = Journal::start(&wt).unwrap();
+    ready_view(&journal, "the start");
+    std::fs::create_dir(wt.join("gen")).unwrap();
+    ready_view(&journal, "a new folder");
+    for i in 0..MAX_TOUCHED / 2 {
+        write(&wt, &format!("gen/file{i}.txt"), &format!("{i}\n"));
+    }
+    assert!(journal.view().ready);
+    // Deleted under the host (`rm -rf`, a `git worktree remove --force`
+    // from outside owt): every try to watch it again fails.
+    std::fs::remove_dir_all(&wt).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut seen = 0;
+    while journal.failing().0 < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the journal did not try again three times in 30 s: {:?}",
+            journal.failing()
+        );
+        seen = journal.wait_change(seen, Some(Duration::from_millis(100)));
+    }
+    let (failures, touched) = journal.failing();
+    assert_eq!(touched, 0, "after {failures} failed walks");
+    assert!(
+        !journal.view().ready,
+        "a deleted checkout offered a baseline"
+    );
+    // The same checkout made again: the journal watches it anew.
+    git(&fx.main, &["worktree", "prune"]);
+    git(
+        &fx.main,
+        &["worktree", "add", "-q", wt.to_str().unwrap(), "a"],
+    );
+    write(&wt, "a.txt", &with_line(3, "back"));
+    let view = ready_view(&journal, "the checkout came back");
+    assert_eq!(journal.failing(), (0, journal.failing().1));
+    assert_eq!(view.paths, ["a.txt"]);
+}
