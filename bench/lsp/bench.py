@@ -179,12 +179,29 @@ def session_diags(msg, file_uri, session):
             if d.get("source") == "owt" and (d.get("data") or {}).get("session") == session]
 
 
+WATCHED_LOG = "warn,owt_core::guard::watch=debug"
+WATCHED_LINE = b"conflict guard: watches made in"
+
+
+def wait_watched(stderr_path, started, deadline_s=900):
+    """Seconds from `started` until `owt lsp`'s watcher logged that its
+    watches are made and every checkout read again (polled every 10 ms)."""
+    deadline = time.perf_counter() + deadline_s
+    while WATCHED_LINE not in pathlib.Path(stderr_path).read_bytes():
+        if time.perf_counter() > deadline:
+            raise SystemExit(f"owt lsp did not watch the worktrees within {deadline_s} s (see {stderr_path})")
+        time.sleep(0.01)
+    return time.perf_counter() - started
+
+
 def one_run(owt, repo, env, sessions, rel, writes, tmp, run_no, hold=0):
     file_path = repo / rel
     file_uri = uri(file_path)
     base = file_path.read_text()
-    stderr = open(tmp / f"lsp-stderr-{run_no}.log", "wb")
-    client = Client(owt, repo, env, stderr)
+    stderr_path = tmp / f"lsp-stderr-{run_no}.log"
+    stderr = open(stderr_path, "wb")
+    # The watcher says (debug) when its watches are made and caught up.
+    client = Client(owt, repo, dict(env, RUST_LOG=WATCHED_LOG), stderr)
     try:
         started = time.perf_counter()
         client.request("initialize", {
@@ -200,9 +217,13 @@ def one_run(owt, repo, env, sessions, rel, writes, tmp, run_no, hold=0):
         })
         client.notify("initialized", {})
         # Handled after `initialized` on the server's owner thread: answered
-        # once the Conflict Guard has computed and watches every worktree.
+        # once the Conflict Guard has computed (its diagnostics published);
+        # its watcher makes the watches after, on its own thread.
         board = client.request("owt/board", None)
         ready_s = time.perf_counter() - started
+        # The writes are timed once every worktree is watched (one written
+        # before is caught up only then).
+        watched_s = wait_watched(stderr_path, started)
         live = [s for lane in board.get("lanes", []) for s in lane.get("sessions", [])] \
             if isinstance(board, dict) else []
         client.notify("textDocument/didOpen", {"textDocument": {
@@ -257,6 +278,7 @@ def one_run(owt, repo, env, sessions, rel, writes, tmp, run_no, hold=0):
             time.sleep(hold)
         return {
             "ready_s": ready_s,
+            "watched_s": watched_s,
             "sessions_on_board": len(live),
             "rss_before_kib": rss_before,
             "rss_after_kib": rss_after,
@@ -516,6 +538,7 @@ def main():
         "idle_threads_runs": [r["threads_after"] for r in runs],
         "misses": sum(r["misses"] for r in runs),
         "ready_s": [r["ready_s"] for r in runs],
+        "watched_s": [r["watched_s"] for r in runs],
         "sessions_on_board": [r["sessions_on_board"] for r in runs],
         "owt_new_s": new_s, "owt_new_median_s": common.median(new_s),
         "git_worktree_add_s": git_add_s, "hosts": hosts, "git_worktree_add_median_s": common.median(git_add_s),
@@ -536,7 +559,8 @@ def main():
     print(f"  idle RSS after the writes: {result['idle_rss_mib']:.1f} MiB (runs {[round(x, 1) for x in rss]});"
           f" before: {[round(x, 1) for x in result['idle_rss_before_writes_mib']]}")
     print(f"  of it (KiB, per run): {result['idle_rss_groups_runs_kib']}; threads {result['idle_threads_runs']}")
-    print(f"  guard ready after initialize: {[round(x, 2) for x in result['ready_s']]} s")
+    print(f"  guard ready after initialize: {[round(x, 2) for x in result['ready_s']]} s;"
+          f" every worktree watched: {[round(x, 2) for x in result['watched_s']]} s")
     print(f"  owt new (median of {len(new_s)}): {result['owt_new_median_s']:.2f} s;"
           f" git worktree add: {result['git_worktree_add_median_s']:.2f} s")
     print(f"  {hosts['hosts']} idle session hosts: RSS median {hosts['host_rss_median_mib']:.1f} MiB each,"

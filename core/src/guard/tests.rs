@@ -689,6 +689,89 @@ fn a_write_between_watching_and_starting_reaches_the_engine() {
     assert_eq!(overlaps, 1);
 }
 
+/// `owt lsp`'s start: the engine computed and published first, the
+/// watches made afterwards on the watcher's thread. A write (and a commit)
+/// the computation did not see, made before any watch existed, reaches the
+/// engine once the watches are made; one after, as a batch.
+#[test]
+fn a_write_before_the_watches_are_made_reaches_the_engine() {
+    let fx = Fixture::new(&[("f.txt", &lines()), ("g.txt", &lines())]);
+    let a = fx.worktree("a");
+    fx.worktree("b");
+    let engine = fx.engine(&["a", "b"], &[]);
+    write(&a, "f.txt", &with_line(4, "a"));
+    git(&a, &["commit", "-q", "-am", "a commits"]);
+    write(&a, "g.txt", &with_line(4, "a"));
+    let changed = |g: &GuardEngine| -> Vec<String> {
+        let mut paths: Vec<String> = g
+            .changes("a")
+            .unwrap()
+            .iter()
+            .map(|c| c.path.clone())
+            .collect();
+        paths.sort();
+        paths
+    };
+    assert!(changed(&engine).is_empty(), "the engine has not seen it");
+    let engine = Arc::new(Mutex::new(engine));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (watched_tx, watched_rx) = std::sync::mpsc::channel();
+    let _watcher = GuardWatcher::start_watching(
+        engine.clone(),
+        Duration::from_millis(30),
+        move |engine, update| {
+            let _ = tx.send((update.participants.clone(), changed(engine)));
+        },
+        move |watched| {
+            let _ = watched_tx.send(watched.map_err(|e| e.to_string()));
+        },
+    )
+    .unwrap();
+    watched_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the watches were made within 10 s")
+        .expect("watching");
+    // Told after the catch-up: its batch is in.
+    let updates: Vec<(Vec<String>, Vec<String>)> = rx.try_iter().collect();
+    assert_eq!(
+        updates.last(),
+        Some(&(vec!["a".to_string()], vec!["f.txt".into(), "g.txt".into()])),
+        "{updates:?}"
+    );
+    // Watched now: a later write is a batch of its own.
+    write(&a, "g.txt", &lines());
+    let update = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the write after watching within 10 s");
+    assert_eq!(update, (vec!["a".to_string()], vec!["f.txt".to_string()]));
+}
+
+/// A checkout gone before its watch could be made: the watcher says so
+/// (`owt lsp` then shows the guard is not live) and ends.
+#[test]
+fn watches_that_cannot_be_made_are_reported() {
+    let fx = Fixture::new(&[("f.txt", &lines())]);
+    let a = fx.worktree("a");
+    fx.worktree("b");
+    let engine = Arc::new(Mutex::new(fx.engine(&["a", "b"], &[])));
+    std::fs::remove_dir_all(&a).unwrap();
+    let (watched_tx, watched_rx) = std::sync::mpsc::channel();
+    let _watcher = GuardWatcher::start_watching(
+        engine,
+        Duration::from_millis(30),
+        |_, _| {},
+        move |watched| {
+            let _ = watched_tx.send(watched.map_err(|e| e.to_string()));
+        },
+    )
+    .unwrap();
+    let error = watched_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("told within 10 s")
+        .expect_err("a deleted checkout was watched");
+    assert!(error.contains(a.to_str().unwrap()), "{error}");
+}
+
 #[test]
 fn watcher_updates_facts_after_a_write() {
     let fx = Fixture::new(&[("f.txt", &lines())]);

@@ -27,6 +27,11 @@ impl GuardEngine {
     pub fn full_recompute_verdicts(&mut self) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
         self.scan_all()?;
+        tracing::debug!(
+            "conflict guard: {} checkouts scanned in {:?}",
+            self.states.len(),
+            started.elapsed()
+        );
         let on = self.caches.symbols.enabled;
         self.caches.symbols.enabled = false;
         let result = self.recompute_all(started);
