@@ -62,16 +62,8 @@ pub const SETTLE: Duration = Duration::from_millis(100);
 /// Wait before trying again after a walk failed; doubled after each
 /// failure in a row, up to [`RETRY_MAX`] (a checkout deleted under its
 /// host fails every time). Shorter in unit tests.
-const RETRY: Duration = if cfg!(test) {
-    Duration::from_millis(20)
-} else {
-    Duration::from_secs(5)
-};
-const RETRY_MAX: Duration = if cfg!(test) {
-    Duration::from_millis(200)
-} else {
-    Duration::from_secs(120)
-};
+const RETRY: Duration = Duration::from_millis(if cfg!(test) { 20 } else { 5_000 });
+const RETRY_MAX: Duration = Duration::from_millis(if cfg!(test) { 200 } else { 120_000 });
 
 /// Touched paths kept at most; past this a walk is cheaper than the list.
 /// (A few dozen in unit tests, so that the limit is crossed there.)
