@@ -35,9 +35,10 @@ pub enum Event {
     /// The Conflict Guard's watcher applied a batch of file changes: what
     /// it recomputed, taken while it held the engine.
     GuardChanged(Box<GuardDelta>),
-    /// The watcher of the guard started as this epoch could not watch the
-    /// worktrees (the error): the guard is not live.
-    GuardWatchFailed(u64, String),
+    /// The watcher of the guard started as this epoch made its watches
+    /// and caught up (its work done: the heap is trimmed after), or could
+    /// not watch the worktrees (the error: the guard is not live).
+    GuardWatched(u64, std::result::Result<(), String>),
     /// The git refresher recorded fresh git facts (commits ahead, changed
     /// files) in the store.
     GitRefreshed,

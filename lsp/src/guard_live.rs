@@ -141,10 +141,12 @@ pub fn ensure(state: &mut State) {
     let engine = Arc::new(Mutex::new(engine));
     let on_update = watcher_callback(state, &ctx.home, epoch, generation.clone());
     let on_watched = {
-        let (tx, git) = (state.tx.clone(), state.git.as_ref().map(|git| git.sender()));
-        move |watched: Result<(), owt_core::guard::GuardError>| match watched {
-            Ok(()) => drop(git.map(|git| git.send(GitPoke::Watched(true)))),
-            Err(e) => drop(tx.send(Event::GuardWatchFailed(epoch, e.to_string()))),
+        let tx = state.tx.clone();
+        move |watched: Result<(), owt_core::guard::GuardError>| {
+            let _ = tx.send(Event::GuardWatched(
+                epoch,
+                watched.map_err(|e| e.to_string()),
+            ));
         }
     };
     match GuardWatcher::start_watching(engine.clone(), GUARD_DEBOUNCE, on_update, on_watched) {
@@ -168,17 +170,28 @@ pub fn ensure(state: &mut State) {
     }
 }
 
-/// The watcher of engine `epoch` could not watch the worktrees: the guard
-/// is not live (tried again when sessions come or go).
-pub fn on_watch_failed(state: &mut State, epoch: u64, error: &str) {
+/// The watcher of engine `epoch` made its watches (the git refresher is
+/// told), or could not: the guard is not live (tried again when sessions
+/// come or go).
+pub fn on_watched(state: &mut State, epoch: u64, watched: Result<(), String>) {
     if state
         .guard
         .running
         .as_ref()
-        .is_some_and(|r| r.epoch == epoch)
+        .is_none_or(|r| r.epoch != epoch)
     {
-        state.guard.running = None;
-        watch_failed(state, error);
+        return;
+    }
+    match watched {
+        Ok(()) => {
+            if let Some(git) = &state.git {
+                git.poke(GitPoke::Watched(true));
+            }
+        }
+        Err(error) => {
+            state.guard.running = None;
+            watch_failed(state, &error);
+        }
     }
 }
 

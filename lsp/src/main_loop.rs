@@ -151,7 +151,7 @@ fn handle(state: &mut State, event: Event) {
         Event::Refresh => sessions::refresh(state, true),
         Event::GitRefreshed => sessions::refresh(state, false),
         Event::GuardChanged(delta) => guard_live::on_delta(state, *delta),
-        Event::GuardWatchFailed(epoch, error) => guard_live::on_watch_failed(state, epoch, &error),
+        Event::GuardWatched(epoch, watched) => guard_live::on_watched(state, epoch, watched),
         #[cfg(test)]
         Event::Flush(id) => {
             guard_live::apply_overrides(state);
