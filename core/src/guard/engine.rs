@@ -261,11 +261,20 @@ impl GuardEngine {
     }
 
     /// Re-scans one participant's whole checkout (after it was added, or
-    /// when events may have been lost).
+    /// when events may have been lost); a HEAD that moved is in
+    /// `heads_moved`, as from [`Self::on_refs_changed`].
     pub fn rescan(&mut self, id: &str) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
-        self.state_mut(id)?.work.scan_full()?;
-        self.settle(id, started)
+        let work = &mut self.state_mut(id)?.work;
+        let head_before = work.head;
+        // The full scan reads HEAD, the index and the refs again too.
+        work.scan_full()?;
+        let moved = work.head != head_before;
+        let mut update = self.settle(id, started)?;
+        if moved {
+            update.heads_moved.push(id.to_string());
+        }
+        Ok(update)
     }
 
     /// Paths in a participant's checkout changed on disk (relative to it, or

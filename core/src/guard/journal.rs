@@ -238,8 +238,9 @@ impl Journal {
     }
 
     /// Walks failed in a row (0 after one succeeded), and the touched
-    /// paths held: what a journal whose checkout is gone keeps (tests).
-    pub fn failing(&self) -> (u32, usize) {
+    /// paths held: what a journal whose checkout is gone keeps.
+    #[cfg(test)]
+    pub(crate) fn failing(&self) -> (u32, usize) {
         let state = lock(&self.shared);
         (state.failures, state.touched.len())
     }

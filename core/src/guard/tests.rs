@@ -1432,23 +1432,34 @@ fn a_journal_answer_naming_paths_outside_the_checkout_is_not_followed() {
     assert_eq!(from_view.snapshot, work.snapshot);
 }
 
-#[test]
-fn a_journal_past_its_touched_limit_walks_again_and_still_agrees() {
-    use super::journal::{Journal, MAX_TOUCHED};
-    use super::snapshot::{ScanSource, WorkState};
+/// A journal on checkout `a`, ready, watching its new folder `gen/`.
+fn journal_with_gen_folder() -> (Fixture, PathBuf, super::journal::Journal) {
     let fx = Fixture::new(&[("a.txt", &lines())]);
     let wt = fx.worktree("a");
-    let journal = Journal::start(&wt).unwrap();
+    let journal = super::journal::Journal::start(&wt).unwrap();
     ready_view(&journal, "the start");
     // The folder first, seen (and so watched) before the files land in it:
     // files written into a folder before its watch exists are covered by
     // the folder's own entry instead, one path.
     std::fs::create_dir(wt.join("gen")).unwrap();
     ready_view(&journal, "a new folder");
-    let walks = journal.walks();
-    for i in 0..MAX_TOUCHED + 10 {
-        write(&wt, &format!("gen/file{i}.txt"), &format!("{i}\n"));
+    (fx, wt, journal)
+}
+
+/// Writes `gen/file0.txt` … `gen/file{n-1}.txt` in `wt`.
+fn write_gen_files(wt: &Path, n: usize) {
+    for i in 0..n {
+        write(wt, &format!("gen/file{i}.txt"), &format!("{i}\n"));
     }
+}
+
+#[test]
+fn a_journal_past_its_touched_limit_walks_again_and_still_agrees() {
+    use super::journal::MAX_TOUCHED;
+    use super::snapshot::{ScanSource, WorkState};
+    let (_fx, wt, journal) = journal_with_gen_folder();
+    let walks = journal.walks();
+    write_gen_files(&wt, MAX_TOUCHED + 10);
     let view = ready_view(&journal, "many writes");
     assert!(
         journal.walks() > walks,
@@ -1465,16 +1476,9 @@ fn a_journal_past_its_touched_limit_walks_again_and_still_agrees() {
 
 #[test]
 fn a_journal_whose_checkout_is_deleted_lets_go_and_takes_it_back_when_it_returns() {
-    use super::journal::{Journal, MAX_TOUCHED};
-    let fx = Fixture::new(&[("a.txt", &lines())]);
-    let wt = fx.worktree("a");
-    let journal = Journal::start(&wt).unwrap();
-    ready_view(&journal, "the start");
-    std::fs::create_dir(wt.join("gen")).unwrap();
-    ready_view(&journal, "a new folder");
-    for i in 0..MAX_TOUCHED / 2 {
-        write(&wt, &format!("gen/file{i}.txt"), &format!("{i}\n"));
-    }
+    use super::journal::MAX_TOUCHED;
+    let (fx, wt, journal) = journal_with_gen_folder();
+    write_gen_files(&wt, MAX_TOUCHED / 2);
     assert!(journal.view().ready);
     // Deleted under the host (`rm -rf`, a `git worktree remove --force`
     // from outside owt): every try to watch it again fails.

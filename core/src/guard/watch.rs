@@ -443,15 +443,10 @@ fn apply(
     hand_over(&engine, results, on_update);
 }
 
-/// Every participant's refs and checkout read again.
+/// Every participant's checkout, HEAD and refs read again.
 fn rescan_everyone(engine: &mut GuardEngine) -> Vec<Result<GuardUpdate, GuardError>> {
     let ids: Vec<String> = engine.participants().map(|p| p.id.clone()).collect();
-    let mut results = Vec::new();
-    for id in &ids {
-        results.push(engine.on_refs_changed(id));
-        results.push(engine.rescan(id));
-    }
-    results
+    ids.iter().map(|id| engine.rescan(id)).collect()
 }
 
 /// One batch of `results` to `on_update`, when anything changed.
