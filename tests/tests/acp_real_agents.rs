@@ -142,7 +142,7 @@ fn two_turns(agent: Agent) {
     status.wait_for("waiting after the final reply", turn_over, NOTICE, |o| {
         o.status == Status::NeedsInput
     });
-    let after = view(&env, &repo, &name);
+    let mut after = view(&env, &repo, &name);
     assert!(
         after.permission.is_none(),
         "{}",
@@ -175,6 +175,16 @@ fn two_turns(agent: Agent) {
         "{}",
         fail(&format!("agent info: {acp:?}"))
     );
+    // The turn ends (stopReason) without waiting for the agent to write
+    // its records of the last step: give them a moment, then compare.
+    let (output, _) = model_output_tokens(&model);
+    let deadline = std::time::Instant::now() + NOTICE;
+    while after.usage.as_ref().map_or(0, |u| u.output_tokens) < output
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+        after = view(&env, &repo, &name);
+    }
     check_usage(agent, &model, &after, &fail);
     check_owt_usage(&env, &repo, &name, agent, &after, &fail);
 
@@ -226,18 +236,7 @@ fn two_turns(agent: Agent) {
 /// (it sends only `usage_update` with the context size).
 fn check_usage(agent: Agent, model: &Model, view: &SessionView, fail: &dyn Fn(&str) -> String) {
     let acp = view.acp.as_ref().unwrap();
-    let steps: Vec<_> = model
-        .main_requests()
-        .into_iter()
-        .filter(|r| r.end.is_some() && matches!(r.step, Some(0 | 1)))
-        .collect();
-    let output: u64 = steps
-        .iter()
-        .map(|r| r.usage["output_tokens"].as_u64().unwrap_or(0))
-        .sum();
-    let last = steps
-        .last()
-        .map_or(0, |r| r.usage["output_tokens"].as_u64().unwrap_or(0));
+    let (output, last) = model_output_tokens(model);
     eprintln!(
         "{}: acp usage {acp:?}; agent records {:?}; model output tokens {output}",
         agent.name(),
@@ -266,6 +265,24 @@ fn check_usage(agent: Agent, model: &Model, view: &SessionView, fail: &dyn Fn(&s
         "{}",
         fail("no usage_update")
     );
+}
+
+/// The output tokens the model reported for the first turn's two steps:
+/// in all, and in its last step.
+fn model_output_tokens(model: &Model) -> (u64, u64) {
+    let steps: Vec<_> = model
+        .main_requests()
+        .into_iter()
+        .filter(|r| r.end.is_some() && matches!(r.step, Some(0 | 1)))
+        .collect();
+    let output: u64 = steps
+        .iter()
+        .map(|r| r.usage["output_tokens"].as_u64().unwrap_or(0))
+        .sum();
+    let last = steps
+        .last()
+        .map_or(0, |r| r.usage["output_tokens"].as_u64().unwrap_or(0));
+    (output, last)
 }
 
 /// `owt usage` counts the ACP session's tokens per session, agent and day:
