@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """owt session host vs tmux: throughput, keystroke echo, host memory.
 
-Usage: bench/pty/bench.py [--owt PATH] [--mb 100] [--echo-rounds 1000]
+Usage: bench/pty/bench.py [--owt PATH] [--mb 100] [--echo-rounds 1000] [--json] [--smaps FILE] [--echo-dump FILE]
 
 Pushes N MB of text through (a) an owt session host to an attached
 `owt attach` client and (b) a tmux server to an attached tmux client, both
@@ -151,6 +151,9 @@ def main():
     ap.add_argument("--smaps", metavar="FILE",
                     help="also write where the session host's resident memory is, per mapping (from "
                          "/proc/PID/smaps at the RSS reading), to FILE")
+    ap.add_argument("--echo-dump", metavar="FILE",
+                    help="also write every echo round trip (ms, in the order measured) as JSON "
+                         '{"owt": [...], "tmux": [...]} to FILE, for the whole distribution')
     args = ap.parse_args()
     owt = os.path.abspath(args.owt)
     if not os.access(owt, os.X_OK):
@@ -226,6 +229,9 @@ def main():
         n = min(block, args.echo_rounds - len(owt_echo))
         owt_echo += echo_rtts(afd, n)
         tmux_echo += echo_rtts(tfd, n)
+    if args.echo_dump:
+        with open(args.echo_dump, "w") as f:
+            json.dump({"owt": owt_echo, "tmux": tmux_echo}, f)
     kill(apid)
     subprocess.run([owt, "-C", repo, "__host", "stop", "bench"], env=env, capture_output=True)
     kill(tpid)
