@@ -55,6 +55,8 @@ def main():
         state = json.loads(pathlib.Path(args.state).read_text())
     except (OSError, ValueError) as e:
         raise SystemExit(f"{args.state}: not a state file of bench/lsp/bench.py --keep ({e})")
+    if not isinstance(state, dict) or any(k not in state for k in ("env", "sessions")):
+        raise SystemExit(f"{args.state}: not a state file of bench/lsp/bench.py --keep (no env or sessions)")
     names = [s["name"] for s in state["sessions"]]
     if args.session not in names:
         raise SystemExit(f"no session {args.session} in {args.state} (it has {', '.join(names)})")

@@ -94,6 +94,8 @@ def main():
         state = json.loads(pathlib.Path(args.state).read_text())
     except (OSError, ValueError) as e:
         raise SystemExit(f"{args.state}: not a state file of bench/lsp/bench.py --keep ({e})")
+    if not isinstance(state, dict) or any(k not in state for k in ("env", "repo")):
+        raise SystemExit(f"{args.state}: not a state file of bench/lsp/bench.py --keep (no env or repo)")
     if not os.access(args.owt, os.X_OK):
         raise SystemExit(f"{args.owt}: not an executable owt binary")
     try:
