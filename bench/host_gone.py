@@ -17,7 +17,11 @@ import os
 import pathlib
 import re
 import shutil
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lsp"))
+import bench as B  # noqa: E402
 
 
 def host_of(state, name):
@@ -51,12 +55,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=16,
                     help="how long to sample after the delete, every 2 s (default 16)")
     args = ap.parse_args()
-    try:
-        state = json.loads(pathlib.Path(args.state).read_text())
-    except (OSError, ValueError) as e:
-        raise SystemExit(f"{args.state}: not a state file of bench/lsp/bench.py --keep ({e})")
-    if not isinstance(state, dict) or any(k not in state for k in ("env", "sessions")):
-        raise SystemExit(f"{args.state}: not a state file of bench/lsp/bench.py --keep (no env or sessions)")
+    state = B.read_state(args.state)
     names = [s["name"] for s in state["sessions"]]
     if args.session not in names:
         raise SystemExit(f"no session {args.session} in {args.state} (it has {', '.join(names)})")

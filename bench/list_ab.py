@@ -15,9 +15,14 @@ sessions down after with `bench/lsp/bench.py --teardown STATE`.
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lsp"))
+import bench as B  # noqa: E402
 
 
 def timed(cmd, repo, env):
@@ -44,7 +49,7 @@ def main():
     ap.add_argument("--calls", type=int, default=15)
     ap.add_argument("--blocks", type=int, default=3)
     args = ap.parse_args()
-    state = json.load(open(args.state))
+    state = B.read_state(args.state)
     env, repo = state["env"], state["repo"]
     cmds = {"before": [args.before, "list"], "after": [args.after, "list"],
             "git": ["git", "worktree", "list"]}

@@ -449,6 +449,22 @@ def teardown(repo, env, files, trash):
         common.clean_repo(repo, env)
 
 
+STATE_KEYS = ("repo", "files", "env", "sessions", "tmp", "owt_new_s", "git_worktree_add_s")
+
+
+def read_state(path):
+    """The sessions an earlier `--keep STATE` left running, as it wrote
+    them; a clear error (and nothing touched) for any other file."""
+    try:
+        state = json.loads(pathlib.Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{path}: not a state file of bench/lsp/bench.py --keep ({e})")
+    if not isinstance(state, dict) or any(k not in state for k in STATE_KEYS):
+        raise SystemExit(f"{path}: not a state file of bench/lsp/bench.py --keep "
+                         f"(it needs {', '.join(STATE_KEYS)})")
+    return state
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--owt", default=str(common.owt_binary()))
@@ -475,13 +491,13 @@ def main():
 
     rel = common.file_path(TARGET_FILE)
     if args.teardown:
-        state = json.loads(pathlib.Path(args.teardown).read_text())
+        state = read_state(args.teardown)
         teardown(pathlib.Path(state["repo"]), state["env"], state["files"], args.trash)
         shutil.rmtree(state["tmp"], ignore_errors=True)
         pathlib.Path(args.teardown).unlink()
         return
     if args.reuse:
-        state = json.loads(pathlib.Path(args.reuse).read_text())
+        state = read_state(args.reuse)
         repo, env, sessions = pathlib.Path(state["repo"]), state["env"], state["sessions"]
         new_s, git_add_s = state["owt_new_s"], state["git_worktree_add_s"]
         hosts_runs = idle_hosts(env, len(sessions), args.runs)

@@ -90,12 +90,7 @@ def main():
                     help="open and change (unsaved) the file bench.py writes to, S seconds after "
                          "every worktree is watched, as an editor would")
     args = ap.parse_args()
-    try:
-        state = json.loads(pathlib.Path(args.state).read_text())
-    except (OSError, ValueError) as e:
-        raise SystemExit(f"{args.state}: not a state file of bench/lsp/bench.py --keep ({e})")
-    if not isinstance(state, dict) or any(k not in state for k in ("env", "repo")):
-        raise SystemExit(f"{args.state}: not a state file of bench/lsp/bench.py --keep (no env or repo)")
+    state = B.read_state(args.state)
     if not os.access(args.owt, os.X_OK):
         raise SystemExit(f"{args.owt}: not an executable owt binary")
     try:

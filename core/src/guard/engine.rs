@@ -264,17 +264,8 @@ impl GuardEngine {
     /// when events may have been lost); a HEAD that moved is in
     /// `heads_moved`, as from [`Self::on_refs_changed`].
     pub fn rescan(&mut self, id: &str) -> Result<GuardUpdate, GuardError> {
-        let started = Instant::now();
-        let work = &mut self.state_mut(id)?.work;
-        let head_before = work.head;
         // The full scan reads HEAD, the index and the refs again too.
-        work.scan_full()?;
-        let moved = work.head != head_before;
-        let mut update = self.settle(id, started)?;
-        if moved {
-            update.heads_moved.push(id.to_string());
-        }
-        Ok(update)
+        self.reread(id, WorkState::scan_full)
     }
 
     /// Paths in a participant's checkout changed on disk (relative to it, or
@@ -292,10 +283,20 @@ impl GuardEngine {
     /// A participant's HEAD, index or refs changed (a commit, a checkout, a
     /// reset, its base branch moved).
     pub fn on_refs_changed(&mut self, id: &str) -> Result<GuardUpdate, GuardError> {
+        self.reread(id, WorkState::refresh_refs)
+    }
+
+    /// Reads a participant's checkout again with `read` and settles it; a
+    /// HEAD that moved meanwhile is in `heads_moved`.
+    fn reread(
+        &mut self,
+        id: &str,
+        read: impl FnOnce(&mut WorkState) -> Result<bool, GuardError>,
+    ) -> Result<GuardUpdate, GuardError> {
         let started = Instant::now();
         let work = &mut self.state_mut(id)?.work;
         let head_before = work.head;
-        work.refresh_refs()?;
+        read(work)?;
         let moved = work.head != head_before;
         let mut update = self.settle(id, started)?;
         if moved {
