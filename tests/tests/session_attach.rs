@@ -263,6 +263,58 @@ fn direct_and_relayed_clients_share_the_agent() {
     });
 }
 
+/// A paste bigger than the agent's terminal holds, typed while the agent
+/// reads no input: the host reads a direct terminal's keys on the thread
+/// that reads the agent's output, and never waits there for the agent to
+/// take them, so the agent's output still reaches the client meanwhile;
+/// once the agent reads, every byte arrives, in order.
+#[test]
+fn a_paste_the_agent_does_not_read_yet_never_stalls_its_output() {
+    with_timeout(Duration::from_secs(90), || {
+        const N: usize = 256 * 1024;
+        let env = Env::new();
+        let go = env.dir.path().join("go");
+        let got = env.dir.path().join("got");
+        let script = format!(
+            "stty raw -echo; i=0; while [ ! -e '{go}' ]; do echo tick$i; i=$((i+1)); sleep 0.05; done; \
+             head -c {N} > '{got}'; echo READ-ALL; exec sleep 600",
+            go = go.display(),
+            got = got.display()
+        );
+        env.spawn(&[
+            "__host", "spawn", "--name", "paste", "--", "sh", "-c", &script,
+        ]);
+        let mut client = AttachClient::start(&env, "paste", 24, 80);
+        client.wait_contains("tick");
+        let last_tick = |text: &str| {
+            text.split("tick")
+                .filter_map(|rest| {
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    digits.parse::<u64>().ok()
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let payload: Vec<u8> = (0..)
+            .flat_map(|i: u32| format!("{i:06} ").into_bytes())
+            .take(N)
+            .collect();
+        client.type_bytes(&payload);
+        let typed = last_tick(&client.raw_text());
+        wait_for("the agent's output while its input waits", WAIT, || {
+            let text = client.raw_text();
+            (last_tick(&text) >= typed + 5)
+                .then_some(())
+                .ok_or_else(|| format!("last tick {} (tick{typed} when typed)", last_tick(&text)))
+        });
+        std::fs::write(&go, "").expect("go");
+        client.wait_contains("READ-ALL");
+        let read = std::fs::read(&got).expect("what the agent read");
+        assert_eq!(read.len(), N, "bytes the agent read");
+        assert!(read == payload, "the paste arrived out of order");
+    });
+}
+
 /// Standard output not a terminal (a pipe): relayed, the terminal stays
 /// with the client, and the output comes out of the pipe.
 #[test]

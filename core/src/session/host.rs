@@ -2,20 +2,24 @@
 //! screen model and the unix socket clients attach to.
 //!
 //! Threads (std only, no async): the PTY reader (fans output out to
-//! attached clients at once and hands it, bounded, to the parser), the
+//! attached clients at once and hands it, bounded, to the parser; it also
+//! reads the keys of directly attached terminals, so a key and its echo
+//! wake this one thread, as in tmux's server), the
 //! parser (the `vt100` screen model; answers terminal queries when nobody is
 //! attached; makes redraws at their exact place in the stream), the PTY
-//! writer (sent text, typed prompts, query answers; attached keys are
+//! writer (sent text, typed prompts, query answers, and a direct
+//! terminal's keys the PTY could not take at once; other attached keys are
 //! written directly), the child waiter, the monitor (the only owner of the
 //! store: output/input/screen facts, typed prompt; it drives the feedback
 //! loop, whose `feedback` thread runs only while a turn's checks or pull
 //! request hooks do), the git-facts thread
 //! (reads the checkout's git facts from the work journal when it changes,
 //! for the monitor to record), the acceptor (main thread), and per
-//! connection a reader and a writer (and, for a direct attach, a
-//! `terminal` thread reading the keys from the client's terminal).
+//! connection a reader and a writer.
 //!
-//! Invariants: the agent never waits on a client — every client has a
+//! Invariants: the PTY reader never waits (the PTY master is
+//! non-blocking; a key the PTY cannot take waits in the writer's queue);
+//! the agent never waits on a client — every client has a
 //! bounded queue, and a client that falls behind gets a fresh redraw instead
 //! of the bytes it missed. Lock order: `clients`, `State`, a client's queue.
 //! Nothing here panics on purpose; thread bodies are wrapped so a panic is
@@ -135,6 +139,9 @@ enum ToAgent {
     Bytes(Vec<u8>),
     /// Input that counts as the human's (records an `input` fact).
     Input(Vec<u8>),
+    /// Keys of a direct terminal the PTY could not take at once (the
+    /// reader never waits for the PTY: see [`forward_keys`]).
+    Keys(Vec<u8>),
     Pause(Duration),
 }
 
@@ -357,8 +364,16 @@ struct Shared {
     /// Messages sent to the parser and not yet handled: while there are
     /// none, the reader may parse a small chunk itself (in stream order).
     parser_pending: AtomicUsize,
-    /// The PTY writer; input from clients is written directly.
+    /// The PTY writer; input from clients is written directly. The
+    /// master is non-blocking: a writer that must wait for room polls for
+    /// it while holding this lock (see [`write_pty`]).
     pty_writer: Mutex<Box<dyn Write + Send>>,
+    /// The PTY master's descriptor (non-blocking, shared with the
+    /// reader's and the writer's copies).
+    master_fd: std::os::fd::RawFd,
+    /// `Keys` messages queued for the PTY writer and not yet written: while
+    /// there are any, later keys queue behind them (in typing order).
+    keys_queued: AtomicUsize,
     to_agent: mpsc::Sender<ToAgent>,
     /// Held while one `send` queues its text, pause and Enter, so two
     /// concurrent sends never interleave (`textAtextB⏎⏎`).
@@ -373,6 +388,11 @@ struct Shared {
     /// The work journal of the agent's checkout (`None` outside a
     /// repository, or when inotify refused).
     journal: Option<crate::guard::journal::Journal>,
+    /// Direct terminals handed to the PTY reader (which takes them when
+    /// `directs_wake` is readable).
+    new_directs: Mutex<Vec<Direct>>,
+    directs_wake: UnixStream,
+    directs_wake_tx: UnixStream,
 }
 
 struct Started {
@@ -381,8 +401,6 @@ struct Started {
     agent_pid: Option<u32>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
     reader: Box<dyn Read + Send>,
-    /// The PTY master's descriptor, to see whether more output is ready.
-    master_fd: Option<std::os::fd::RawFd>,
     parser_rx: mpsc::Receiver<ToParser>,
     to_agent_rx: mpsc::Receiver<ToAgent>,
     store: Option<Store>,
@@ -404,7 +422,6 @@ fn serve(started: Started, hooks: TurnHooks) {
         agent_pid: _,
         mut child,
         reader,
-        master_fd,
         parser_rx,
         to_agent_rx,
         store,
@@ -415,7 +432,7 @@ fn serve(started: Started, hooks: TurnHooks) {
 
     {
         let shared = shared.clone();
-        spawn_guarded("pty-reader", move || read_agent(&shared, reader, master_fd));
+        spawn_guarded("pty-reader", move || read_agent(&shared, reader));
     }
     {
         let shared = shared.clone();

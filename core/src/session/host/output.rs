@@ -2,37 +2,96 @@
 //! hands chunks to the parser), the parser thread, the PTY writer and
 //! typing text into the agent.
 
+use std::os::fd::AsRawFd;
+
 use super::*;
 
-/// Reads the agent's output and fans it out to attached clients at once;
-/// the parser thread follows behind (bounded), so the screen model costs
-/// throughput only when it is the bottleneck.
-pub(super) fn read_agent(
-    shared: &Arc<Shared>,
-    mut reader: Box<dyn Read + Send>,
-    master_fd: Option<std::os::fd::RawFd>,
-) {
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut lagging = Vec::new();
-    let mut found = Vec::new();
+/// The PTY reader: the agent's output, fanned out to attached clients at
+/// once, and the keys of directly attached terminals, on one thread (as
+/// tmux's server does): a key and its echo wake one thread, never two.
+/// The parser thread follows behind (bounded), so the screen model costs
+/// throughput only when it is the bottleneck. Once the agent's output
+/// ends, the thread serves the terminals' keys until the host exits.
+pub(super) fn read_agent(shared: &Arc<Shared>, reader: Box<dyn Read + Send>) {
+    let master_fd = shared.master_fd;
+    let mut out = AgentOutput {
+        reader,
+        buf: vec![0u8; 64 * 1024],
+        lagging: Vec::new(),
+        found: Vec::new(),
+    };
+    let mut directs: Vec<Direct> = Vec::new();
+    let mut fds: Vec<libc::pollfd> = Vec::new();
+    let mut agent_open = true;
     loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
+        fds.clear();
+        let watch = |fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        fds.push(watch(if agent_open { master_fd } else { -1 }));
+        fds.push(watch(shared.directs_wake.as_raw_fd()));
+        for direct in &directs {
+            fds.extend(direct.poll_fds().map(watch));
+        }
+        // SAFETY: `fds` is a valid array of pollfds of the length given.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                tracing::warn!("polling the pseudo-terminal and attached terminals: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            continue;
+        }
+        let ready = |i: usize| fds[i].revents != 0;
+        if agent_open && ready(0) && !out.read(shared) {
+            agent_open = false;
+            let _ = send_to_parser(shared, ToParser::End);
+        }
+        let mut i = 0;
+        directs.retain_mut(|direct| {
+            let at = 2 + 2 * i;
+            i += 1;
+            !(ready(at) || ready(at + 1)) || direct.serve_keys(shared)
+        });
+        if ready(1) {
+            let mut drain = [0u8; 64];
+            let _ = (&shared.directs_wake).read(&mut drain);
+            directs.append(&mut lock(&shared.new_directs));
+        }
+    }
+}
+
+/// The reader's side of the agent's output.
+struct AgentOutput {
+    reader: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    lagging: Vec<Arc<Client>>,
+    found: Vec<(usize, queries::Query)>,
+}
+
+impl AgentOutput {
+    /// Reads what the agent wrote and hands it on; false once the output
+    /// ended (or the parser is gone).
+    fn read(&mut self, shared: &Arc<Shared>) -> bool {
+        let buf = &mut self.buf;
+        let n = match self.reader.read(buf) {
+            Ok(0) => return false,
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return true,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
             Err(e) => {
                 tracing::debug!("pty read ended: {e}");
-                break;
+                return false;
             }
         };
         // A PTY hands out about 4 KiB per read: take what is already there
         // too, so a burst costs one frame, not sixteen.
         let mut n = n;
-        while let Some(fd) = master_fd {
-            if buf.len() - n < 4096 || !readable_now(fd) {
-                break;
-            }
-            match reader.read(&mut buf[n..]) {
+        while buf.len() - n >= 4096 && readable_now(shared.master_fd) {
+            match self.reader.read(&mut buf[n..]) {
                 Ok(0) | Err(_) => break,
                 Ok(more) => n += more,
             }
@@ -43,30 +102,28 @@ pub(super) fn read_agent(
         let clients = lock(&shared.clients);
         for client in clients.iter() {
             if client.push_output(&frame) {
-                lagging.push(client.clone());
+                self.lagging.push(client.clone());
             }
         }
         // A small chunk with nothing queued ahead of it (a key's echo, a
         // status line) is parsed right here: no parser thread woken for it.
         // Under the clients lock no redraw request can slip in between.
         let sent = if n <= INLINE_PARSE_MAX
-            && lagging.is_empty()
+            && self.lagging.is_empty()
             && shared.parser_pending.load(Ordering::SeqCst) == 0
         {
-            parse_chunk(shared, &frame[proto::HEADER_LEN..], &mut found);
+            parse_chunk(shared, &frame[proto::HEADER_LEN..], &mut self.found);
             true
         } else {
             send_to_parser(shared, ToParser::Chunk(frame))
-                && lagging
+                && self
+                    .lagging
                     .drain(..)
                     .all(|c| send_to_parser(shared, ToParser::Redraw(c)))
         };
         drop(clients);
-        if !sent {
-            break;
-        }
+        sent
     }
-    let _ = send_to_parser(shared, ToParser::End);
 }
 
 /// Whether `fd` has input ready right now.
@@ -150,6 +207,11 @@ pub(super) fn write_agent(shared: &Shared, rx: mpsc::Receiver<ToAgent>) {
     for msg in rx {
         let result = match msg {
             ToAgent::Bytes(bytes) | ToAgent::Input(bytes) => write_pty(shared, &bytes),
+            ToAgent::Keys(bytes) => {
+                let result = write_pty(shared, &bytes);
+                shared.keys_queued.fetch_sub(1, Ordering::SeqCst);
+                result
+            }
             ToAgent::Pause(d) => {
                 std::thread::sleep(d);
                 Ok(())
@@ -161,10 +223,77 @@ pub(super) fn write_agent(shared: &Shared, rx: mpsc::Receiver<ToAgent>) {
     }
 }
 
+/// Writes all of `bytes` to the PTY, waiting for room (the agent reading
+/// its input) as long as it takes; nobody else writes meanwhile.
 pub(super) fn write_pty(shared: &Shared, bytes: &[u8]) -> std::io::Result<()> {
     let mut w = lock(&shared.pty_writer);
-    w.write_all(bytes)?;
-    w.flush()
+    write_pty_with(&mut w, shared.master_fd, bytes, true).map(drop)
+}
+
+/// Writes `bytes` to the PTY through `w`: all of them (`wait`: polling for
+/// room whenever the PTY is full), or what it takes right now; how many.
+fn write_pty_with(
+    w: &mut Box<dyn Write + Send>,
+    master_fd: std::os::fd::RawFd,
+    mut bytes: &[u8],
+    wait: bool,
+) -> std::io::Result<usize> {
+    let total = bytes.len();
+    while !bytes.is_empty() {
+        match w.write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && wait => {
+                let mut pfd = libc::pollfd {
+                    fd: master_fd,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd; `master_fd` is open for the
+                // host's whole life.
+                unsafe { libc::poll(&mut pfd, 1, -1) };
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(total - bytes.len())
+}
+
+/// Forwards a direct terminal's keys to the PTY without ever waiting (the
+/// caller is the PTY reader: waiting for an agent that is itself waiting
+/// for its output to be read would hang both). What the PTY does not take
+/// at once, or what would overtake keys still queued, goes to the PTY
+/// writer, in order.
+pub(super) fn forward_keys(shared: &Shared, keys: &[u8]) {
+    let mut written = 0;
+    if shared.keys_queued.load(Ordering::SeqCst) == 0 {
+        let writer = match shared.pty_writer.try_lock() {
+            Ok(w) => Some(w),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        if let Some(mut w) = writer {
+            match write_pty_with(&mut w, shared.master_fd, keys, false) {
+                Ok(n) => written = n,
+                Err(e) => {
+                    tracing::debug!("pty write failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+    if written < keys.len() {
+        shared.keys_queued.fetch_add(1, Ordering::SeqCst);
+        if shared
+            .to_agent
+            .send(ToAgent::Keys(keys[written..].to_vec()))
+            .is_err()
+        {
+            shared.keys_queued.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
 }
 
 /// Queues `bytes` as the human's input and notes when.

@@ -119,15 +119,15 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
     if hello.role == Role::Attach {
         attach_client(shared, &client, hello.rows, hello.cols);
     }
-    let keys = match (&term, hello.direct) {
-        (Some(term), Some(direct)) => {
-            let (shared, client, term) = (shared.clone(), client.clone(), term.clone());
-            spawn_guarded("terminal", move || {
-                read_terminal(&shared, &client, &term, direct.detach_prefix)
-            })
-        }
-        _ => None,
-    };
+    if let (Some(term), Some(direct)) = (&term, hello.direct) {
+        // The PTY reader reads its keys: one thread for keys and echo.
+        lock(&shared.new_directs).push(Direct::new(
+            client.clone(),
+            term.clone(),
+            direct.detach_prefix,
+        ));
+        let _ = (&shared.directs_wake_tx).write_all(b"d");
+    }
     serve_requests(shared, &client, &stream);
     // Not one more byte to a terminal whose client is gone (or killed).
     if let Some(term) = &term {
@@ -142,8 +142,8 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
             .fetch_sub(before - clients.len(), Ordering::SeqCst);
     }
     client.close();
-    for thread in [writer, keys].into_iter().flatten() {
-        let _ = thread.join();
+    if let Some(writer) = writer {
+        let _ = writer.join();
     }
 }
 

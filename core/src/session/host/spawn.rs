@@ -17,7 +17,14 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         .map_err(|e| host_err("opening a pseudo-terminal", e))?;
     let child = spawn_agent(spec, pty.slave)?;
     let agent_pid = child.process_id();
-    let master_fd = pty.master.as_raw_fd();
+    let master_fd = pty
+        .master
+        .as_raw_fd()
+        .ok_or_else(|| SessionError::Host("the pseudo-terminal has no descriptor".into()))?;
+    set_nonblocking(master_fd)
+        .map_err(|e| host_err("making the pseudo-terminal non-blocking", e))?;
+    let (directs_wake, directs_wake_tx) =
+        UnixStream::pair().map_err(|e| host_err("making the reader's wake pair", e))?;
     let reader = pty
         .master
         .try_clone_reader()
@@ -50,6 +57,8 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         parser_done: AtomicBool::new(false),
         parser_pending: AtomicUsize::new(0),
         pty_writer: Mutex::new(writer),
+        master_fd,
+        keys_queued: AtomicUsize::new(0),
         to_agent,
         typing: Mutex::new(()),
         next_client: AtomicU64::new(1),
@@ -57,6 +66,9 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         client_threads: Arc::default(),
         to_monitor: Mutex::new(None),
         journal,
+        new_directs: Mutex::new(Vec::new()),
+        directs_wake,
+        directs_wake_tx,
     });
     tracing::info!(session = %spec.session_name, agent_pid = ?agent_pid, "host started");
     Ok(Started {
@@ -65,7 +77,6 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         agent_pid,
         child,
         reader,
-        master_fd,
         parser_rx,
         to_agent_rx,
         store,
@@ -168,6 +179,19 @@ fn first_state(spec: &HostSpec, rows: u16, cols: u16) -> State {
         native_seq: 0,
         exit: None,
     }
+}
+
+/// Sets `O_NONBLOCK` on `fd`'s open file description.
+fn set_nonblocking(fd: std::os::fd::RawFd) -> std::io::Result<()> {
+    // SAFETY: `fd` is the PTY master, open for the host's whole life;
+    // F_GETFL and F_SETFL touch only its status flags.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags == -1 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Runs `body` on a named thread; a panic is logged instead of unwinding

@@ -1,8 +1,9 @@
 //! Direct attach: the terminal an `owt attach` passed with its hello. The
-//! host reads the keys from it (its own `terminal` thread, which also
-//! scans for the detach keys) and writes the agent's output to it (the PTY
-//! reader directly, or the client's writer), so no client process sits in
-//! the path of a keystroke or its echo.
+//! PTY reader reads the keys from it (and scans them for the detach keys)
+//! on the thread that reads the agent's output, as tmux's server does, and
+//! writes the agent's output to it (or the client's writer does), so no
+//! client process, and no second host thread, sits in the path of a
+//! keystroke and its echo.
 //!
 //! The passed descriptor shares its open file description (and its
 //! `O_NONBLOCK`) with the client's terminal, so the host reopens the
@@ -147,38 +148,56 @@ impl Client {
     }
 }
 
-/// The `terminal` thread of a direct client: keys from its terminal
-/// straight to the PTY, until the detach keys (or a hang-up) end the
-/// attach, or the terminal is shut.
-pub(super) fn read_terminal(shared: &Shared, client: &Client, term: &Term, prefix: u8) {
-    let mut keys = crate::session::attach::DetachKeys::new(prefix);
-    let mut buf = [0u8; 4096];
-    loop {
-        term.wait(rustix::event::PollFlags::IN);
-        let n = match term.read_now(&mut buf) {
-            Ok(None) => continue,
+/// A direct client's terminal, its keys read by the PTY reader.
+pub(super) struct Direct {
+    client: Arc<Client>,
+    term: Arc<Term>,
+    keys: crate::session::attach::DetachKeys,
+}
+
+impl Direct {
+    pub(super) fn new(client: Arc<Client>, term: Arc<Term>, prefix: u8) -> Direct {
+        Direct {
+            client,
+            term,
+            keys: crate::session::attach::DetachKeys::new(prefix),
+        }
+    }
+
+    /// What to poll: the terminal, and its `wake`.
+    pub(super) fn poll_fds(&self) -> [RawFd; 2] {
+        [self.term.raw, self.term.wake.as_raw_fd()]
+    }
+
+    /// Reads the keys typed so far and forwards them to the PTY; false
+    /// once the attach ended (detach keys, a hang-up, a shut terminal).
+    pub(super) fn serve_keys(&mut self, shared: &Shared) -> bool {
+        let mut buf = [0u8; 4096];
+        let n = match self.term.read_now(&mut buf) {
+            Ok(None) => return self.term.is_open(),
             Ok(Some(0)) => {
                 tracing::debug!("the attached terminal hung up");
-                break;
+                self.client.end_direct();
+                return false;
             }
             Ok(Some(n)) => n,
             Err(e) => {
-                if term.is_open() {
+                if self.term.is_open() {
                     tracing::debug!("reading the attached terminal: {e}");
                 }
-                break;
+                self.client.end_direct();
+                return false;
             }
         };
-        let scan = keys.feed(&buf[..n]);
+        let scan = self.keys.feed(&buf[..n]);
         if !scan.forward.is_empty() {
             lock(&shared.state).last_input_at = Some(now_ms());
-            if let Err(e) = write_pty(shared, &scan.forward) {
-                tracing::debug!("pty write failed: {e}");
-            }
+            forward_keys(shared, &scan.forward);
         }
         if scan.detach {
-            break;
+            self.client.end_direct();
+            return false;
         }
+        true
     }
-    client.end_direct();
 }
