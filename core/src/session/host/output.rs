@@ -128,13 +128,19 @@ impl AgentOutput {
 
 /// Whether `fd` has input ready right now.
 pub(super) fn readable_now(fd: std::os::fd::RawFd) -> bool {
+    poll_one(fd, libc::POLLIN, 0)
+}
+
+/// Waits up to `timeout_ms` (-1: as long as it takes) for `fd` to be
+/// ready for `events`; whether it is.
+fn poll_one(fd: std::os::fd::RawFd, events: libc::c_short, timeout_ms: libc::c_int) -> bool {
     let mut pfd = libc::pollfd {
         fd,
-        events: libc::POLLIN,
+        events,
         revents: 0,
     };
-    // SAFETY: one valid pollfd, no timeout.
-    unsafe { libc::poll(&mut pfd, 1, 0) == 1 && pfd.revents & libc::POLLIN != 0 }
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut pfd, 1, timeout_ms) == 1 && pfd.revents & events != 0 }
 }
 
 /// Feeds output into the screen model, answers terminal queries when
@@ -245,14 +251,7 @@ fn write_pty_with(
             Ok(n) => bytes = &bytes[n..],
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && wait => {
-                let mut pfd = libc::pollfd {
-                    fd: master_fd,
-                    events: libc::POLLOUT,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd; `master_fd` is open for the
-                // host's whole life.
-                unsafe { libc::poll(&mut pfd, 1, -1) };
+                poll_one(master_fd, libc::POLLOUT, -1);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
             Err(e) => return Err(e),
