@@ -18,7 +18,8 @@
 //! connection a reader and a writer.
 //!
 //! Invariants: the PTY reader never waits (the PTY master is
-//! non-blocking; a key the PTY cannot take waits in the writer's queue);
+//! non-blocking; a key the PTY cannot take waits in the writer's queue),
+//! but for a keystroke's echo, at most 200 µs and awake (`EchoWatch`);
 //! the agent never waits on a client — every client has a
 //! bounded queue, and a client that falls behind gets a fresh redraw instead
 //! of the bytes it missed. Lock order: `clients`, `State`, a client's queue.

@@ -23,6 +23,7 @@ pub(super) fn read_agent(shared: &Arc<Shared>, reader: Box<dyn Read + Send>) {
     let mut directs: Vec<Direct> = Vec::new();
     let mut fds: Vec<libc::pollfd> = Vec::new();
     let mut agent_open = true;
+    let mut echo = EchoWatch::default();
     loop {
         fds.clear();
         let watch = |fd| libc::pollfd {
@@ -46,22 +47,101 @@ pub(super) fn read_agent(shared: &Arc<Shared>, reader: Box<dyn Read + Send>) {
             continue;
         }
         let ready = |i: usize| fds[i].revents != 0;
-        if agent_open && ready(0) && !out.read(shared) {
-            agent_open = false;
-            let _ = send_to_parser(shared, ToParser::End);
+        if agent_open && ready(0) {
+            echo.output(Instant::now());
+            if !out.read(shared) {
+                agent_open = false;
+                let _ = send_to_parser(shared, ToParser::End);
+            }
         }
         let mut i = 0;
+        let mut keystroke = false;
         directs.retain_mut(|direct| {
             let at = 2 + 2 * i;
             i += 1;
-            !(ready(at) || ready(at + 1)) || direct.serve_keys(shared)
+            if !(ready(at) || ready(at + 1)) {
+                return true;
+            }
+            match direct.serve_keys(shared) {
+                Served::Open { keystroke: typed } => {
+                    keystroke |= typed;
+                    true
+                }
+                Served::Ended => false,
+            }
         });
+        if keystroke && agent_open {
+            echo.typed(master_fd);
+        }
         if ready(1) {
             let mut drain = [0u8; 64];
             let _ = (&shared.directs_wake).read(&mut drain);
             directs.append(&mut lock(&shared.new_directs));
         }
     }
+}
+
+/// How long the PTY reader stays awake for a keystroke's echo.
+const ECHO_WAIT: Duration = Duration::from_micros(200);
+
+/// Staying awake for a keystroke's echo. Once the reader has written a
+/// keystroke to the PTY, the kernel echoes it (a cooked terminal) or the
+/// agent redraws; the reader waits for that up to [`ECHO_WAIT`] giving
+/// its CPU to whatever else is ready ([`std::thread::yield_now`]: the
+/// kernel's worker that moves the echo through the terminal often runs on
+/// this very CPU) instead of going to sleep in `poll`: waking a sleeping
+/// thread costs tens to hundreds of microseconds on a virtual machine,
+/// often more than the echo itself (bench/results.md, "Echo: awake for
+/// the echo"). A busy loop that does not yield was slower, not faster: it
+/// kept that worker off the CPU. When an echo takes longer than the wait
+/// (an agent that redraws in its own time), the reader stops waiting for
+/// the keystrokes after it until an echo comes back within the wait
+/// again, so a slow agent costs one wait, not one per key.
+#[derive(Debug, Default)]
+struct EchoWatch {
+    /// When the last keystroke went to the PTY, if no output came since.
+    typed_at: Option<Instant>,
+    /// The last echo took longer than [`ECHO_WAIT`]: do not wait.
+    slow: bool,
+}
+
+impl EchoWatch {
+    /// A keystroke just went to the PTY (`master_fd`): waits for output
+    /// (up to [`ECHO_WAIT`]) unless echoes have been slow.
+    fn typed(&mut self, master_fd: std::os::fd::RawFd) -> EchoWait {
+        let at = Instant::now();
+        self.typed_at = Some(at);
+        if self.slow {
+            return EchoWait::Skipped;
+        }
+        while !readable_now(master_fd) {
+            if at.elapsed() >= ECHO_WAIT {
+                self.slow = true;
+                return EchoWait::TimedOut;
+            }
+            std::thread::yield_now();
+        }
+        EchoWait::Echoed
+    }
+
+    /// The agent's output was ready to read `now`: if a keystroke came
+    /// before it, whether its echo was quick.
+    fn output(&mut self, now: Instant) {
+        if let Some(at) = self.typed_at.take() {
+            self.slow = now.saturating_duration_since(at) > ECHO_WAIT;
+        }
+    }
+}
+
+/// How [`EchoWatch::typed`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EchoWait {
+    /// Output is ready to read.
+    Echoed,
+    /// None came within [`ECHO_WAIT`].
+    TimedOut,
+    /// Echoes have been slow: no wait.
+    Skipped,
 }
 
 /// The reader's side of the agent's output.
@@ -264,8 +344,8 @@ fn write_pty_with(
 /// caller is the PTY reader: waiting for an agent that is itself waiting
 /// for its output to be read would hang both). What the PTY does not take
 /// at once, or what would overtake keys still queued, goes to the PTY
-/// writer, in order.
-pub(super) fn forward_keys(shared: &Shared, keys: &[u8]) {
+/// writer, in order. Whether the PTY took all of them now.
+pub(super) fn forward_keys(shared: &Shared, keys: &[u8]) -> bool {
     let mut written = 0;
     if shared.keys_queued.load(Ordering::SeqCst) == 0 {
         let writer = match shared.pty_writer.try_lock() {
@@ -278,21 +358,23 @@ pub(super) fn forward_keys(shared: &Shared, keys: &[u8]) {
                 Ok(n) => written = n,
                 Err(e) => {
                     tracing::debug!("pty write failed: {e}");
-                    return;
+                    return false;
                 }
             }
         }
     }
-    if written < keys.len() {
-        shared.keys_queued.fetch_add(1, Ordering::SeqCst);
-        if shared
-            .to_agent
-            .send(ToAgent::Keys(keys[written..].to_vec()))
-            .is_err()
-        {
-            shared.keys_queued.fetch_sub(1, Ordering::SeqCst);
-        }
+    if written == keys.len() {
+        return true;
     }
+    shared.keys_queued.fetch_add(1, Ordering::SeqCst);
+    if shared
+        .to_agent
+        .send(ToAgent::Keys(keys[written..].to_vec()))
+        .is_err()
+    {
+        shared.keys_queued.fetch_sub(1, Ordering::SeqCst);
+    }
+    false
 }
 
 /// Queues `bytes` as the human's input and notes when.
@@ -338,4 +420,47 @@ pub fn typed_bytes(provider: &str, text: &str, paste_mode: bool) -> Vec<u8> {
         .collect::<Vec<_>>()
         .join(" ")
         .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reader_waits_for_quick_echoes_and_stops_waiting_after_a_slow_one() {
+        let (out, mut agent) = std::io::pipe().unwrap();
+        let fd = out.as_raw_fd();
+        let mut echo = EchoWatch::default();
+
+        // The echo is there: the wait ends with it.
+        agent.write_all(b"a").unwrap();
+        assert_eq!(echo.typed(fd), EchoWait::Echoed);
+        echo.output(Instant::now());
+        (&out).read_exact(&mut [0u8; 1]).unwrap();
+        assert!(!echo.slow);
+
+        // No echo: the wait lasts ECHO_WAIT, and the next keystroke's is
+        // skipped while the echo stays late.
+        let before = Instant::now();
+        assert_eq!(echo.typed(fd), EchoWait::TimedOut);
+        assert!(before.elapsed() >= ECHO_WAIT);
+        let typed_at = echo.typed_at.unwrap();
+        echo.output(typed_at + ECHO_WAIT * 5);
+        assert_eq!(echo.typed(fd), EchoWait::Skipped);
+        let typed_at = echo.typed_at.unwrap();
+        echo.output(typed_at + ECHO_WAIT * 2);
+        assert_eq!(echo.typed(fd), EchoWait::Skipped);
+
+        // An echo within ECHO_WAIT again: the next keystroke waits again.
+        let typed_at = echo.typed_at.unwrap();
+        echo.output(typed_at + ECHO_WAIT / 2);
+        agent.write_all(b"b").unwrap();
+        assert_eq!(echo.typed(fd), EchoWait::Echoed);
+
+        // Output with no keystroke before it changes nothing.
+        echo.output(Instant::now());
+        echo.slow = true;
+        echo.output(Instant::now() + ECHO_WAIT * 9);
+        assert!(echo.slow);
+    }
 }

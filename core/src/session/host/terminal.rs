@@ -169,16 +169,16 @@ impl Direct {
         [self.term.raw, self.term.wake.as_raw_fd()]
     }
 
-    /// Reads the keys typed so far and forwards them to the PTY; false
-    /// once the attach ended (detach keys, a hang-up, a shut terminal).
-    pub(super) fn serve_keys(&mut self, shared: &Shared) -> bool {
+    /// Reads the keys typed so far and forwards them to the PTY.
+    pub(super) fn serve_keys(&mut self, shared: &Shared) -> Served {
         let mut buf = [0u8; 4096];
         let n = match self.term.read_now(&mut buf) {
-            Ok(None) => return self.term.is_open(),
+            Ok(None) if self.term.is_open() => return Served::Open { keystroke: false },
+            Ok(None) => return Served::Ended,
             Ok(Some(0)) => {
                 tracing::debug!("the attached terminal hung up");
                 self.client.end_direct();
-                return false;
+                return Served::Ended;
             }
             Ok(Some(n)) => n,
             Err(e) => {
@@ -186,18 +186,34 @@ impl Direct {
                     tracing::debug!("reading the attached terminal: {e}");
                 }
                 self.client.end_direct();
-                return false;
+                return Served::Ended;
             }
         };
         let scan = self.keys.feed(&buf[..n]);
+        let mut keystroke = false;
         if !scan.forward.is_empty() {
             lock(&shared.state).last_input_at = Some(now_ms());
-            forward_keys(shared, &scan.forward);
+            let whole = forward_keys(shared, &scan.forward);
+            keystroke = whole && scan.forward.len() <= KEYSTROKE_MAX;
         }
         if scan.detach {
             self.client.end_direct();
-            return false;
+            return Served::Ended;
         }
-        true
+        Served::Open { keystroke }
     }
+}
+
+/// Keys read at once up to this many bytes are a keystroke (a key, an
+/// arrow's or a function key's escape sequence), not a paste.
+const KEYSTROKE_MAX: usize = 16;
+
+/// What [`Direct::serve_keys`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Served {
+    /// The attach goes on; `keystroke`: a keystroke just went to the PTY,
+    /// whole (its echo may be on its way: see `EchoWatch`).
+    Open { keystroke: bool },
+    /// The attach ended (detach keys, a hang-up, a shut terminal).
+    Ended,
 }
