@@ -91,8 +91,8 @@ const ECHO_WAIT: Duration = Duration::from_micros(200);
 /// kernel's worker that moves the echo through the terminal often runs on
 /// this very CPU) instead of going to sleep in `poll`: waking a sleeping
 /// thread costs tens to hundreds of microseconds on a virtual machine,
-/// often more than the echo itself (bench/results.md, "Echo: awake for
-/// the echo"). A busy loop that does not yield was slower, not faster: it
+/// often more than the echo itself (bench/results.md, "Echo (issue 22):
+/// awake for the echo"). A busy loop that does not yield was slower, not faster: it
 /// kept that worker off the CPU. When an echo takes longer than the wait
 /// (an agent that redraws in its own time), the reader stops waiting for
 /// the keystrokes after it until an echo comes back within the wait
