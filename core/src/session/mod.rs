@@ -210,25 +210,13 @@ pub fn host_answers(home: &Path, short_id: &str) -> bool {
 
 /// Records `host-lost` for a session whose host is gone without an exit fact.
 pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(), SessionError> {
-    // A remote session's host is over there (its own owt reconciles it).
-    if session.remote().is_some() {
-        return Ok(());
-    }
     let facts = store.facts(session.id)?;
-    let has = |k: &str| facts.iter().any(|f| f.kind == k);
-    if has(kind::EXIT) || has(kind::HOST_LOST) {
+    if settled(session, &facts) {
         return Ok(());
     }
-    let Some((host, _)) = store.fact::<HostFact>(session.id, kind::HOST)? else {
+    let Some(host) = host_of(&facts) else {
         return Ok(());
     };
-    // Its host process runs: no need to connect (a connection wakes the
-    // host, which a listing of 64 sessions pays for 64 times on a busy
-    // machine). A process whose command line names this session's host is
-    // alive and no zombie (a zombie's reads empty): no other check.
-    if stopping::is_host_of(host.host_pid, &session.short_id) {
-        return Ok(());
-    }
     // The recorded process is gone or is another program now: a host that
     // serves the socket anyway answers a greeting. A bare connection is not
     // enough: a killed host's socket still takes connections into its
@@ -245,6 +233,35 @@ pub fn reconcile(store: &Store, home: &Path, session: &SessionRow) -> Result<(),
         tracing::info!(session = %session.name, "host lost");
     }
     Ok(())
+}
+
+/// Whether [`reconcile`] has nothing to do for `session`, whose stored
+/// facts are `facts`: it runs on a remote (whose own owt reconciles it),
+/// it ended or was recorded lost, it never had a host, or its host process
+/// runs. Reads no store: a listing reads every session's facts in one
+/// read of the store and reconciles only the sessions not settled.
+pub fn settled(session: &SessionRow, facts: &[crate::store::FactRow]) -> bool {
+    if session.remote().is_some() {
+        return true;
+    }
+    let has = |k: &str| facts.iter().any(|f| f.kind == k);
+    if has(kind::EXIT) || has(kind::HOST_LOST) {
+        return true;
+    }
+    let Some(host) = host_of(facts) else {
+        return true;
+    };
+    // Its host process runs: no need to connect (a connection wakes the
+    // host, which a listing of 64 sessions pays for 64 times on a busy
+    // machine). A process whose command line names this session's host is
+    // alive and no zombie (a zombie's reads empty): no other check.
+    stopping::is_host_of(host.host_pid, &session.short_id)
+}
+
+/// The session's host fact among its `facts`.
+fn host_of(facts: &[crate::store::FactRow]) -> Option<HostFact> {
+    let row = facts.iter().find(|f| f.kind == kind::HOST)?;
+    HostFact::deserialize(&row.value).ok()
 }
 
 /// How long [`reconcile`] waits for a greeting from a socket whose

@@ -82,28 +82,53 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// (folders 0700, files 0600): its top level, `logs/` and `run/`. The
 /// trash's folders are 0700 and its files keep their own modes. Logs what
 /// it changed.
+///
+/// What is inside a private folder is out of other users' reach whatever
+/// its mode: a folder's entries are looked at only when it, or `home`, was
+/// open (an install made by an older owt). Every start opens the store:
+/// `logs/` alone holds a few files per session ever started.
 pub(super) fn make_private(home: &Path) {
     use std::os::unix::fs::PermissionsExt;
     let mut fixed = Vec::new();
+    // Whether `path` was open to other users (and is private now).
     let mut fix = |path: &Path, meta: &std::fs::Metadata| {
         let mode = meta.permissions().mode() & 0o7777;
         let want = if meta.is_dir() { 0o700 } else { 0o600 };
-        if mode & 0o077 != 0
-            && std::fs::set_permissions(path, std::fs::Permissions::from_mode(want)).is_ok()
-        {
+        if mode & 0o077 == 0 {
+            return false;
+        }
+        if std::fs::set_permissions(path, std::fs::Permissions::from_mode(want)).is_ok() {
             fixed.push(format!("{} ({mode:o} → {want:o})", path.display()));
         }
+        true
     };
     let Ok(meta) = std::fs::symlink_metadata(home) else {
         return;
     };
-    fix(home, &meta);
-    for dir in [
-        home.to_path_buf(),
-        home.join("logs"),
-        home.join("run"),
-        home.join("trash"),
-    ] {
+    let home_was_open = fix(home, &meta);
+    let mut open_dirs = Vec::new();
+    let Ok(top) = std::fs::read_dir(home) else {
+        return;
+    };
+    // The top level always: SQLite gives new -wal and -shm files the
+    // database's mode.
+    for entry in top.flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        let path = entry.path();
+        if fix(&path, &meta) || (home_was_open && meta.is_dir()) {
+            open_dirs.push(path);
+        }
+    }
+    for dir in open_dirs {
+        let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if !["logs", "run", "trash"].contains(&name) {
+            continue;
+        }
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -113,7 +138,7 @@ pub(super) fn make_private(home: &Path) {
                 continue;
             }
             // The trash's entries are folders; the files inside keep their modes.
-            if dir.ends_with("trash") && !meta.is_dir() {
+            if name == "trash" && !meta.is_dir() {
                 continue;
             }
             fix(&entry.path(), &meta);

@@ -272,10 +272,56 @@ impl Store {
         &self.conn
     }
 
+    /// Runs `read` in one read transaction: its queries see one state of
+    /// the store and share one read lock. Each statement outside a
+    /// transaction takes and drops the write-ahead log's read lock itself
+    /// (a listing of 64 sessions makes some 400 queries). `read` must not
+    /// write: the store is read-only while it runs (a write fails), for a
+    /// read transaction cannot always become a write one (another
+    /// connection's commit since it began makes it fail at once). Inside a
+    /// transaction already, `read` just runs.
+    pub fn reading<T>(&self, read: impl FnOnce(&Store) -> T) -> T {
+        if !self.conn.is_autocommit()
+            || self
+                .conn
+                .execute_batch("PRAGMA query_only = ON; BEGIN DEFERRED")
+                .is_err()
+        {
+            let _ = self.conn.execute_batch("PRAGMA query_only = OFF");
+            return read(self);
+        }
+        let out = read(self);
+        for end in ["ROLLBACK", "PRAGMA query_only = OFF"] {
+            if let Err(e) = self.conn.execute_batch(end) {
+                tracing::warn!("ending a read of the store ({end}): {e}");
+            }
+        }
+        out
+    }
+
     /// The repository row for `common_dir`, created on first use.
     pub fn ensure_repo(&self, common_dir: &Path, main_worktree: &Path) -> Result<RepoRow> {
         let common = common_dir.to_string_lossy();
         let main = main_worktree.to_string_lossy();
+        // Read first: every command opens its repository's row, and a write
+        // (even one that changes nothing) waits for any writer.
+        let known: Option<(i64, String)> = self
+            .conn
+            .query_row(
+                "SELECT id, main_worktree FROM repos WHERE common_dir = ?1",
+                params![common],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        if let Some((id, known_main)) = known {
+            if known_main == main {
+                return Ok(RepoRow {
+                    id,
+                    common_dir: common_dir.to_path_buf(),
+                    main_worktree: main_worktree.to_path_buf(),
+                });
+            }
+        }
         self.conn.execute(
             "INSERT INTO repos (common_dir, main_worktree, created_at) VALUES (?1, ?2, ?3)
              ON CONFLICT(common_dir) DO UPDATE SET main_worktree = excluded.main_worktree

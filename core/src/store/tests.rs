@@ -424,3 +424,79 @@ fn update_fact_loses_no_concurrent_append() {
         100
     );
 }
+
+#[test]
+fn a_read_of_the_store_sees_one_state_and_cannot_write() {
+    let (dir, store) = store();
+    let repo = store
+        .ensure_repo(Path::new("/r/.git"), Path::new("/r"))
+        .unwrap();
+    let other = Store::open(dir.path()).unwrap();
+    let (first, second) = store.reading(|s| {
+        let first = s.count("repos").unwrap();
+        // Another connection's commit meanwhile is not seen in this read.
+        other
+            .ensure_repo(Path::new("/o/.git"), Path::new("/o"))
+            .unwrap();
+        let second = s.count("repos").unwrap();
+        // A write fails at once (it could not always become a write
+        // transaction): nothing is recorded.
+        let write = s.trust_file(Path::new("/r/.owt.toml"), "inside");
+        assert!(write.is_err(), "a write inside a read succeeded");
+        // Nested: runs inside the outer read.
+        assert_eq!(s.reading(|s| s.count("repos").unwrap()), first);
+        (first, second)
+    });
+    assert_eq!((first, second), (1, 1));
+    // After it, the store sees the other commit and takes writes again.
+    assert_eq!(store.count("repos").unwrap(), 2);
+    let trusted = Path::new("/r/.owt.toml");
+    assert_eq!(store.trusted_file(trusted).unwrap(), None);
+    store.trust_file(trusted, "after").unwrap();
+    assert_eq!(store.trusted_file(trusted).unwrap().unwrap().0, "after");
+    assert_eq!(
+        repo.id,
+        store
+            .ensure_repo(Path::new("/r/.git"), Path::new("/r"))
+            .unwrap()
+            .id
+    );
+}
+
+#[test]
+fn opening_makes_an_open_state_folder_private_and_keeps_the_trash_files_modes() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let chmod =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("owt");
+    drop(Store::open(&home).unwrap());
+    for sub in ["logs", "run", "trash/t1"] {
+        std::fs::create_dir_all(home.join(sub)).unwrap();
+    }
+    for file in ["logs/a.log", "run/a.spec.json", "trash/t1/kept.txt"] {
+        std::fs::write(home.join(file), "x").unwrap();
+        chmod(&home.join(file), 0o644);
+    }
+    // An older owt's install: everything open.
+    for open in ["", "logs", "run", "trash", "trash/t1"] {
+        chmod(&home.join(open), 0o755);
+    }
+    chmod(&home.join("owt.db"), 0o644);
+    drop(Store::open(&home).unwrap());
+    for private in ["", "logs", "run", "trash", "trash/t1"] {
+        assert_eq!(mode(&home.join(private)), 0o700, "{private}");
+    }
+    for private in ["owt.db", "logs/a.log", "run/a.spec.json"] {
+        assert_eq!(mode(&home.join(private)), 0o600, "{private}");
+    }
+    assert_eq!(mode(&home.join("trash/t1/kept.txt")), 0o644);
+
+    // A folder opened later inside a private home has its files fixed too.
+    chmod(&home.join("logs"), 0o755);
+    chmod(&home.join("logs/a.log"), 0o644);
+    drop(Store::open(&home).unwrap());
+    assert_eq!(mode(&home.join("logs")), 0o700);
+    assert_eq!(mode(&home.join("logs/a.log")), 0o600);
+}

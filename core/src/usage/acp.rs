@@ -24,16 +24,20 @@ use crate::store::{SessionRow, Store, UsageCursor};
 /// no file holds it).
 pub const SOURCE: &str = "acp-usage fact";
 
-pub(super) fn refresh(store: &Store, session: &SessionRow) -> Result<(), UsageError> {
+/// Whether the session's `acp-usage` fact was written since it was last
+/// read (reads only: a listing asks it of every session in one read of
+/// the store, then [`refresh`]es the few that changed).
+pub(super) fn changed(store: &Store, session: &SessionRow) -> Result<bool, UsageError> {
     // Cheap when nothing changed: the fact's write time is the cursor's.
-    let Some((_, at)) = store.fact::<AcpView>(session.id, kind::ACP_USAGE)? else {
-        return Ok(());
+    let Some((_, at)) = store.fact::<serde::de::IgnoredAny>(session.id, kind::ACP_USAGE)? else {
+        return Ok(false);
     };
-    if let Some(c) = store.usage_cursor(&session.short_id, SOURCE)? {
-        if c.mtime_ns == at {
-            return Ok(());
-        }
-    }
+    Ok(store
+        .usage_cursor(&session.short_id, SOURCE)?
+        .is_none_or(|c| c.mtime_ns != at))
+}
+
+pub(super) fn refresh(store: &Store, session: &SessionRow) -> Result<(), UsageError> {
     store.advance_usage::<UsageError>(session, SOURCE, |before| {
         // Read again under the write lock: the host may have written since.
         let Some((view, at)) = store.fact::<AcpView>(session.id, kind::ACP_USAGE)? else {

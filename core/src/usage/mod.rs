@@ -307,9 +307,31 @@ pub fn refresh_all(store: &Store, places: &Places, sessions: &[SessionRow]) {
     refresh_within(store, &Budget::unlimited(), places, sessions);
 }
 
+/// Whether owt reads `provider`'s token records from its own files (the
+/// others report through ACP).
+fn reads_own_records(provider: &str) -> bool {
+    matches!(
+        provider,
+        "claude" | "codex" | "opencode" | "aider" | "pi" | "gemini"
+    )
+}
+
 fn refresh_within(store: &Store, budget: &Budget, places: &Places, sessions: &[SessionRow]) {
     let mut codex_sessions = Vec::new();
-    for session in sessions {
+    // The agents reporting through ACP: which of them reported anything
+    // new, asked of all in one read of the store (most did not).
+    let acp_news: Vec<bool> = store.reading(|store| {
+        sessions
+            .iter()
+            .map(|session| {
+                reads_own_records(&session.provider) || acp::changed(store, session).unwrap_or(true)
+            })
+            .collect()
+    });
+    for (session, news) in sessions.iter().zip(acp_news) {
+        if !news {
+            continue;
+        }
         let result = match session.provider.as_str() {
             "claude" => claude::refresh(store, budget, places, session),
             "codex" => {

@@ -64,12 +64,18 @@ fn git_jobs<'a>(ctx: &Context, rows: &'a [SessionRow]) -> Vec<(&'a SessionRow, G
     // Each base branch's tip read once (64 sessions mostly share one).
     let mut base_tips = std::collections::HashMap::new();
     // A remote session's git facts come from its machine.
-    for row in rows
+    let rows: Vec<&SessionRow> = rows
         .iter()
         .filter(|row| row.remote().is_none() && row.worktree_path.exists())
-    {
-        // Read once: a listing of 64 sessions makes every query 64 times.
-        let facts = ctx.store.facts(row.id).unwrap_or_default();
+        .collect();
+    // Read once, all in one read of the store: a listing of 64 sessions
+    // makes every query 64 times.
+    let all_facts: Vec<Vec<crate::store::FactRow>> = ctx.store.reading(|store| {
+        rows.iter()
+            .map(|row| store.facts(row.id).unwrap_or_default())
+            .collect()
+    });
+    for (row, facts) in rows.into_iter().zip(all_facts) {
         let git_dir = git_dir_of(&row.worktree_path);
         refresh_conflict_fact(ctx, row, git_dir.as_deref(), &facts);
         let live = live_in(&facts);
@@ -224,11 +230,11 @@ fn record_host_git(ctx: &Context, row: &SessionRow, seen_at: Option<i64>, read: 
 /// (a linked worktree) or folder, without opening the repository.
 fn git_dir_of(worktree: &std::path::Path) -> Option<std::path::PathBuf> {
     let dot_git = worktree.join(".git");
-    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
-    if meta.is_dir() {
-        return Some(dot_git);
-    }
-    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let Some(text) = read_small(&dot_git) else {
+        return std::fs::symlink_metadata(&dot_git)
+            .is_ok_and(|meta| meta.is_dir())
+            .then_some(dot_git);
+    };
     let dir = std::path::Path::new(text.strip_prefix("gitdir:")?.trim());
     Some(if dir.is_absolute() {
         dir.to_path_buf()
@@ -241,7 +247,7 @@ fn git_dir_of(worktree: &std::path::Path) -> Option<std::path::PathBuf> {
 /// file read, a symbolic ref resolved in `repo`, the repository they
 /// share); `None` while unborn or unreadable.
 fn head_commit(repo: &git2::Repository, git_dir: &std::path::Path) -> Option<String> {
-    let text = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let text = read_small(&git_dir.join("HEAD"))?;
     let text = text.trim();
     match text.strip_prefix("ref:") {
         Some(name) => repo
@@ -250,6 +256,28 @@ fn head_commit(repo: &git2::Repository, git_dir: &std::path::Path) -> Option<Str
             .map(|id| id.to_string()),
         None => git2::Oid::from_str(text).ok().map(|id| id.to_string()),
     }
+}
+
+/// The text of the small file at `path` (a `.git` file, a `HEAD`): read
+/// without asking its size first, as `read_to_string` does (a listing
+/// reads two per session). `None` when unreadable, not text, or not small.
+fn read_small(path: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = [0u8; 4096];
+    let mut len = 0;
+    loop {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+        if len == buf.len() {
+            return None;
+        }
+    }
+    String::from_utf8(buf[..len].to_vec()).ok()
 }
 
 /// Threads reading git facts at once.

@@ -32,7 +32,23 @@ pub fn reconcile_all(ctx: &Context) {
     let Ok(rows) = ctx.store.all_sessions(ctx.repo_row.id) else {
         return;
     };
-    for row in rows.iter().filter(|r| r.remote().is_none()) {
+    reconcile_rows(ctx, &rows);
+}
+
+/// Reconciles `rows` with their hosts: every session's facts read in one
+/// read of the store, and only a session whose host is not seen running
+/// ([`session::settled`]) reconciled, which may write.
+fn reconcile_rows(ctx: &Context, rows: &[SessionRow]) {
+    let unsettled: Vec<&SessionRow> = ctx.store.reading(|store| {
+        rows.iter()
+            .filter(|row| {
+                store
+                    .facts(row.id)
+                    .map_or(true, |facts| !session::settled(row, &facts))
+            })
+            .collect()
+    });
+    for row in unsettled {
         if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
             tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
         }
@@ -46,17 +62,11 @@ pub fn reconcile_all(ctx: &Context) {
 /// here when it does not run).
 pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Vec<SessionView>> {
     let rows = all_rows(ctx)?;
-    for row in &rows {
-        if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
-            tracing::warn!(session = %row.name, "reconciling the session host failed: {e}");
-        }
-    }
+    reconcile_rows(ctx, &rows);
     if refresh_git {
         refresh_git_facts_of(ctx, &rows);
     }
-    rows.iter()
-        .map(|row| view_of_looking(ctx, row, false, None, false, refresh_git))
-        .collect()
+    views_of(ctx, &rows, |_| None, refresh_git)
 }
 
 /// Every session, local and remote, with the local ones' token records
@@ -85,9 +95,8 @@ pub fn session_views_newer_git(
     newer: &std::collections::HashMap<String, GitFact>,
 ) -> anyhow::Result<Vec<SessionView>> {
     let rows = all_rows(ctx)?;
-    rows.iter()
-        .map(|row| view_of(ctx, row, false, newer.get(&row.name), true))
-        .collect()
+    reconcile_rows(ctx, &rows);
+    views_of(ctx, &rows, |row| newer.get(&row.name), false)
 }
 
 /// The session `name`, reconciled, with the git fact `git` in place of the
@@ -139,8 +148,27 @@ fn session_view_with(
 pub fn session_views_reconciled(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
     let rows = all_rows(ctx)?;
     refresh_git_facts_of(ctx, &rows);
+    views_of(ctx, &rows, |_| None, true)
+}
+
+/// The views of `rows` (reconciled, their git facts refreshed as the
+/// caller wants), with the git facts `newer_git` gives in place of the
+/// stored ones. What the store holds of them is read in one read of the
+/// store; `look_again`: see [`view_of_looking`].
+fn views_of<'a>(
+    ctx: &Context,
+    rows: &[SessionRow],
+    newer_git: impl Fn(&SessionRow) -> Option<&'a GitFact>,
+    look_again: bool,
+) -> anyhow::Result<Vec<SessionView>> {
+    let stored = ctx.store.reading(|store| {
+        rows.iter()
+            .map(|row| Stored::read(store, row))
+            .collect::<anyhow::Result<Vec<_>>>()
+    })?;
     rows.iter()
-        .map(|row| view_of_looking(ctx, row, false, None, false, true))
+        .zip(stored)
+        .map(|(row, stored)| finish_view(ctx, row, stored, newer_git(row), look_again))
         .collect()
 }
 
@@ -173,7 +201,37 @@ fn view_of_looking(
     if refresh_git {
         refresh_git_facts_of(ctx, std::slice::from_ref(row));
     }
-    let mut facts = SessionFacts::from_rows(row.created_at, &ctx.store.facts(row.id)?);
+    let stored = Stored::read(&ctx.store, row)?;
+    finish_view(ctx, row, stored, newer_git, look_again)
+}
+
+/// What the store holds of a session for its view.
+struct Stored {
+    facts: Vec<crate::store::FactRow>,
+    ports: Vec<u16>,
+    usage: Option<owt_protocol::TokenUsage>,
+}
+
+impl Stored {
+    fn read(store: &crate::store::Store, row: &SessionRow) -> anyhow::Result<Stored> {
+        Ok(Stored {
+            facts: store.facts(row.id)?,
+            ports: super::ports::of(store, row.id),
+            usage: store.session_usage(&row.short_id)?,
+        })
+    }
+}
+
+/// The view of `row` from what the store holds of it (see
+/// [`view_of_looking`] for `newer_git` and `look_again`).
+fn finish_view(
+    ctx: &Context,
+    row: &SessionRow,
+    stored: Stored,
+    newer_git: Option<&GitFact>,
+    look_again: bool,
+) -> anyhow::Result<SessionView> {
+    let mut facts = SessionFacts::from_rows(row.created_at, &stored.facts);
     if let Some(git) = newer_git {
         facts.git = git.clone();
     }
@@ -190,8 +248,8 @@ fn view_of_looking(
         }
     }
     let mut view = view(row, &facts, now_ms());
-    view.ports = super::ports::of(&ctx.store, row.id);
-    view.usage = ctx.store.session_usage(&row.short_id)?;
+    view.ports = stored.ports;
+    view.usage = stored.usage;
     Ok(view)
 }
 
