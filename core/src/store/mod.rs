@@ -281,22 +281,31 @@ impl Store {
     /// connection's commit since it began makes it fail at once). Inside a
     /// transaction already, `read` just runs.
     pub fn reading<T>(&self, read: impl FnOnce(&Store) -> T) -> T {
-        if !self.conn.is_autocommit()
-            || self
-                .conn
-                .execute_batch("PRAGMA query_only = ON; BEGIN DEFERRED")
-                .is_err()
+        if !self.conn.is_autocommit() {
+            return read(self);
+        }
+        if let Err(e) = self
+            .conn
+            .execute_batch("PRAGMA query_only = ON; BEGIN DEFERRED")
         {
+            tracing::debug!("reading the store without a read transaction: {e}");
             let _ = self.conn.execute_batch("PRAGMA query_only = OFF");
             return read(self);
         }
-        let out = read(self);
-        for end in ["ROLLBACK", "PRAGMA query_only = OFF"] {
-            if let Err(e) = self.conn.execute_batch(end) {
-                tracing::warn!("ending a read of the store ({end}): {e}");
+        // Ended however `read` ends (a panic caught by a long-lived
+        // process too): the store takes writes again after it.
+        struct EndRead<'a>(&'a Connection);
+        impl Drop for EndRead<'_> {
+            fn drop(&mut self) {
+                for end in ["ROLLBACK", "PRAGMA query_only = OFF"] {
+                    if let Err(e) = self.0.execute_batch(end) {
+                        tracing::warn!("ending a read of the store ({end}): {e}");
+                    }
+                }
             }
         }
-        out
+        let _end = EndRead(&self.conn);
+        read(self)
     }
 
     /// The repository row for `common_dir`, created on first use.

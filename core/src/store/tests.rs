@@ -445,6 +445,10 @@ fn a_read_of_the_store_sees_one_state_and_cannot_write() {
         assert!(write.is_err(), "a write inside a read succeeded");
         // Nested: runs inside the outer read.
         assert_eq!(s.reading(|s| s.count("repos").unwrap()), first);
+        assert!(
+            s.trust_file(Path::new("/r/.owt.toml"), "inside").is_err(),
+            "a nested read let the outer one write"
+        );
         (first, second)
     });
     assert_eq!((first, second), (1, 1));
