@@ -941,3 +941,144 @@ fn a_flooding_agent_is_not_blocked_by_attach_churn_or_a_stuck_client() {
         "host RSS reached {max_rss_kib} KiB (limit {RSS_LIMIT_KIB} KiB)"
     );
 }
+
+/// The screen a client sees once it got a redraw and the output after it:
+/// its rows, and whether the numbered lines on them run on without a gap
+/// or a repeat (the redraw sat exactly where its output resumed).
+fn rows_after_redraw(redraw: &[u8], output: &[u8]) -> Vec<String> {
+    let mut screen = vt100::Parser::new(40, 120, 0);
+    screen.process(redraw);
+    screen.process(output);
+    screen.screen().rows(0, 120).collect()
+}
+
+/// Numbered rows must follow each other (the last one may be cut short:
+/// the line the agent is still writing).
+fn assert_rows_follow(rows: &[String], context: &str) {
+    let full: Vec<&String> = rows.iter().filter(|r| !r.is_empty()).collect();
+    let (last, complete) = full.split_last().expect("rows on the screen");
+    let numbers: Vec<u64> = complete
+        .iter()
+        .map(|r| {
+            assert!(
+                r.len() == 8 && r.bytes().all(|b| b.is_ascii_digit()),
+                "{context}: a row spliced from two places in the stream: {r:?} in {rows:#?}"
+            );
+            r.parse().unwrap()
+        })
+        .collect();
+    assert!(
+        numbers.windows(2).all(|w| w[1] == w[0] + 1),
+        "{context}: output lost or repeated around the redraw: {numbers:?}"
+    );
+    let next = format!("{:08}", numbers.last().unwrap() + 1);
+    assert!(
+        next.starts_with(last.as_str()),
+        "{context}: the row being written ({last:?}) is not the next line ({next})"
+    );
+}
+
+/// The highest numbered line on the host's screen (a peek).
+fn last_line_on_screen(socket: &Path) -> u64 {
+    let mut stream = UnixStream::connect(socket).expect("connecting to the host");
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let hello = Hello {
+        version: proto::HOST_PROTOCOL_VERSION,
+        role: Role::Control,
+        rows: 0,
+        cols: 0,
+        direct: None,
+    };
+    proto::write_json(&mut stream, FrameKind::Hello, &hello).unwrap();
+    proto::write_json(&mut stream, FrameKind::Peek, &proto::PeekRequest::default()).unwrap();
+    loop {
+        let frame = proto::read_frame(&mut stream)
+            .expect("a peek's reply")
+            .expect("the host closed");
+        if frame.kind == FrameKind::Screen {
+            let view: proto::ScreenView = frame.json().expect("a screen");
+            return view
+                .lines
+                .iter()
+                .filter_map(|l| l.trim().parse::<u64>().ok())
+                .max()
+                .unwrap_or(0);
+        }
+    }
+}
+
+/// Reads `stream` until a redraw, then the first `bytes` of output after
+/// it; the rows a terminal shows from them.
+fn redraw_and_output(stream: &mut UnixStream, bytes: usize, context: &str) -> Vec<String> {
+    let mut redraw = None;
+    let mut output = Vec::new();
+    while output.len() < bytes {
+        let frame = proto::read_frame(stream)
+            .unwrap_or_else(|e| panic!("{context}: {e}"))
+            .unwrap_or_else(|| panic!("{context}: the host closed"));
+        match frame.kind {
+            FrameKind::Redraw => {
+                redraw = Some(frame.payload);
+                output.clear();
+            }
+            FrameKind::Output if redraw.is_some() => output.extend_from_slice(&frame.payload),
+            _ => {}
+        }
+    }
+    output.truncate(bytes);
+    rows_after_redraw(&redraw.unwrap(), &output)
+}
+
+/// Regression (CI, session 37): a client joining a flooding agent, or cut
+/// off for reading too slowly, gets a redraw of the screen at exactly the
+/// place in the stream where its output resumes: its terminal shows every
+/// line once, none missing. Redraws wait beside the parser's queue, not
+/// in it, so joining never waits behind a full queue while the PTY reader
+/// waits behind the joiner (a client starved for seconds there).
+#[test]
+fn a_redraw_during_a_flood_sits_exactly_where_the_output_resumes() {
+    let _one_at_a_time = measured();
+    /// Output fed after the redraw: about twenty of the forty rows.
+    const AFTER: usize = 20 * 9;
+    let env = TestEnv::new();
+    let repo = repo_with_src(&env);
+    let numbers = "import os\ni = 0\nwhile True:\n    os.write(1, b''.join(b'%08d\\n' % j for j in range(i, i + 4096)))\n    i += 4096\n";
+    let spawned: Value = serde_json::from_str(
+        env.owt_ok(
+            &repo,
+            [
+                "__host", "spawn", "--name", "numbers", "--", "python3", "-c", numbers,
+            ],
+        )
+        .trim(),
+    )
+    .unwrap();
+    let socket = env
+        .owt_home
+        .join("run")
+        .join(format!("{}.sock", spawned["short_id"].as_str().unwrap()));
+    // Clients joining mid-flood.
+    for attach in 0..8 {
+        let mut stream = attach_raw(&socket);
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        let context = format!("attach {attach}");
+        assert_rows_follow(&redraw_and_output(&mut stream, AFTER, &context), &context);
+    }
+    // A client that stops reading: its queue is cut and it gets a redraw
+    // in the middle of its stream.
+    for pause in 0..2 {
+        let mut stream = attach_raw(&socket);
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        let context = format!("pause {pause}, joining");
+        redraw_and_output(&mut stream, AFTER, &context);
+        // Not reading while the agent writes 6 MiB (lines of 9 bytes):
+        // past the client's queue (4 MiB) and the socket's buffers.
+        let from = last_line_on_screen(&socket);
+        wait_until("the agent to write 6 MiB more", DEADLINE, || {
+            last_line_on_screen(&socket) > from + (6 << 20) / 9
+        });
+        let context = format!("pause {pause}, cut off");
+        assert_rows_follow(&redraw_and_output(&mut stream, AFTER, &context), &context);
+    }
+    env.owt_ok(&repo, ["__host", "stop", "numbers"]);
+}

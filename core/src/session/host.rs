@@ -22,7 +22,8 @@
 //! but for a keystroke's echo, at most 200 µs and awake (`EchoWatch`);
 //! the agent never waits on a client — every client has a
 //! bounded queue, and a client that falls behind gets a fresh redraw instead
-//! of the bytes it missed. Lock order: `clients`, `State`, a client's queue.
+//! of the bytes it missed. Lock order: `clients`, `redraws`, `State`, a
+//! client's queue.
 //! Nothing here panics on purpose; thread bodies are wrapped so a panic is
 //! logged (to the host log) instead of unwinding into nothing.
 
@@ -150,9 +151,25 @@ enum ToAgent {
 enum ToParser {
     /// An encoded `Output` frame (header, then the agent's bytes).
     Chunk(Arc<[u8]>),
-    /// A client needs a redraw at this point of the stream.
-    Redraw(Arc<Client>),
+    /// A redraw is waiting (see [`Redraws`]): make it once its place in
+    /// the stream is parsed.
+    Wake,
     End,
+}
+
+/// Clients waiting for a redraw, each at its place in the output stream:
+/// after the first `after` chunks (the chunks fanned out before it joined,
+/// or before its queue was cut). The parser makes each one when exactly
+/// that many chunks are parsed (`State::output_seq`), so the redraw and
+/// the output the client gets after it neither miss nor repeat a byte.
+/// They wait here rather than in the parser's (bounded) queue: a client
+/// joining never waits for the parser while it holds `clients`, which the
+/// PTY reader takes for every chunk.
+#[derive(Default)]
+struct Redraws {
+    waiting: Vec<(u64, Arc<Client>)>,
+    /// The parser is gone: the screen is final, redraws are made at once.
+    done: bool,
 }
 
 /// Output chunks up to this size are parsed by the reader itself when the
@@ -238,9 +255,9 @@ impl Client {
         self.ready.notify_one();
     }
 
-    /// Queues output. A client too far behind loses its queue (this frame
-    /// included) and gets a redraw instead; returns whether the caller must
-    /// ask the parser for that redraw.
+    /// Queues output. A client too far behind loses its queue and gets a
+    /// redraw of the screen as it was before this frame instead; returns
+    /// whether the caller must ask for that redraw ([`wait_for_redraw`]).
     fn push_output(&self, frame: &Arc<[u8]>) -> bool {
         if self.term.as_ref().is_some_and(|term| !term.is_open()) {
             // A direct attach that ended: nothing more to write.
@@ -289,18 +306,18 @@ impl Client {
             }
             return false;
         }
-        if !q.awaiting_redraw && q.bytes + frame.len() > CLIENT_QUEUE_LIMIT {
+        let cut = !q.awaiting_redraw && q.bytes + frame.len() > CLIENT_QUEUE_LIMIT;
+        if cut {
             q.frames.clear();
             q.bytes = q.head.len();
             q.awaiting_redraw = true;
             q.redraw_at = 0;
-            return true;
         }
         q.bytes += frame.len();
         q.frames.push_back(frame.clone());
         drop(q);
         self.ready.notify_one();
-        false
+        cut
     }
 
     /// Holds the queue until a redraw arrives (placed after what is queued).
@@ -354,16 +371,28 @@ struct Shared {
     host_pid: u32,
     agent_pid: Option<u32>,
     started_at: i64,
-    state: Mutex<State>,
+    /// The screen model and what the monitor reads. Fair (`parking_lot`):
+    /// the parser hands it over after each chunk (`unlock_fair`).
+    state: parking_lot::Mutex<State>,
     master: Mutex<Box<dyn MasterPty + Send>>,
-    /// Attached clients. Lock order: `clients`, then `State`, then a queue.
+    /// Attached clients. Lock order: `clients`, `redraws`, `State`, a
+    /// client's queue.
     clients: Mutex<Vec<Arc<Client>>>,
     n_attached: AtomicUsize,
-    /// Output chunks and redraw requests, in stream order, to the parser.
+    /// Output chunks, in stream order, to the parser (and wake-ups for
+    /// waiting redraws).
     to_parser: mpsc::SyncSender<ToParser>,
-    parser_done: AtomicBool,
+    /// Output chunks fanned out to the clients so far (changed and read
+    /// under `clients`).
+    fanned: AtomicU64,
+    /// Redraws waiting for the parser. Lock order: `clients`, `redraws`,
+    /// `State`.
+    redraws: Mutex<Redraws>,
+    /// How many redraws wait (read without the lock).
+    redraws_waiting: AtomicUsize,
     /// Messages sent to the parser and not yet handled: while there are
-    /// none, the reader may parse a small chunk itself (in stream order).
+    /// none (and no redraw waits), the reader may parse a small chunk
+    /// itself (in stream order).
     parser_pending: AtomicUsize,
     /// The PTY writer; input from clients is written directly. The
     /// master is non-blocking: a writer that must wait for room polls for
@@ -439,7 +468,6 @@ fn serve(started: Started, hooks: TurnHooks) {
         let shared = shared.clone();
         spawn_guarded("parser", move || {
             parse_output(&shared, parser_rx);
-            shared.parser_done.store(true, Ordering::SeqCst);
             let _ = reader_done_tx.send(());
         });
     }
@@ -524,7 +552,7 @@ fn wait_agent(child: &mut (dyn portable_pty::Child + Send + Sync)) -> AgentExit 
 /// The agent is gone: save its last screen, tell everyone, linger, leave.
 fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonitor>) {
     let text = {
-        let mut state = lock(&shared.state);
+        let mut state = shared.state.lock();
         state.exit = Some(exit.clone());
         screen_view(state.parser.live(), false).text()
     };

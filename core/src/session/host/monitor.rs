@@ -126,7 +126,7 @@ impl<'a> Monitor<'a> {
     /// session may take its place.
     fn exited(&self, exit: AgentExit) {
         let (out_at, in_at) = {
-            let s = lock(&self.shared.state);
+            let s = self.shared.state.lock();
             (s.last_output_at, s.last_input_at)
         };
         if let Some(at) = out_at.filter(|at| Some(*at) != self.recorded_output_at) {
@@ -215,7 +215,7 @@ impl<'a> Monitor<'a> {
     }
 
     fn look(&self, late: bool) -> Look {
-        let mut s = lock(&self.shared.state);
+        let mut s = self.shared.state.lock();
         let quiet_for = s.last_output.map(|t| t.elapsed());
         // Judge when output settles, and at least every REJUDGE_MS
         // while it never does (animated TUIs); never a screen that
@@ -261,12 +261,12 @@ impl<'a> Monitor<'a> {
         if look.seq != self.released_seq {
             self.released_seq = look.seq;
             self.released_at = Some(Instant::now());
-            lock(&self.shared.state).parser.park();
+            self.shared.state.lock().parser.park();
             crate::memory::release_after_burst();
             crate::memory::release_stack();
         } else if !look.parked {
             self.released_at = Some(Instant::now());
-            lock(&self.shared.state).parser.park();
+            self.shared.state.lock().parser.park();
             crate::memory::trim();
         }
     }
@@ -299,7 +299,7 @@ impl<'a> Monitor<'a> {
             }
             _ => {}
         }
-        lock(&self.shared.state).screen_signal = Some(signal);
+        self.shared.state.lock().screen_signal = Some(signal);
         let record_it = self.recorded_screen.is_none_or(|(prev, at, input)| {
             prev != signal
                 || input != look.in_at

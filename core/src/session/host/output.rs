@@ -17,7 +17,6 @@ pub(super) fn read_agent(shared: &Arc<Shared>, reader: Box<dyn Read + Send>) {
     let mut out = AgentOutput {
         reader,
         buf: vec![0u8; 64 * 1024],
-        lagging: Vec::new(),
         found: Vec::new(),
     };
     let mut directs: Vec<Direct> = Vec::new();
@@ -148,7 +147,6 @@ enum EchoWait {
 struct AgentOutput {
     reader: Box<dyn Read + Send>,
     buf: Vec<u8>,
-    lagging: Vec<Arc<Client>>,
     found: Vec<(usize, queries::Query)>,
 }
 
@@ -177,33 +175,94 @@ impl AgentOutput {
             }
         }
         let frame: Arc<[u8]> = proto::encode(FrameKind::Output, &buf[..n]).into();
-        // Fan-out and the parser's queue in one order: a redraw request sits
-        // exactly where the client's stream was cut.
+        // The fan-out counts the chunks under `clients`: a client cut off
+        // here (or joining) waits for the redraw of exactly the chunks
+        // before this one.
         let clients = lock(&shared.clients);
+        let before = shared.fanned.load(Ordering::SeqCst);
         for client in clients.iter() {
             if client.push_output(&frame) {
-                self.lagging.push(client.clone());
+                wait_for_redraw(shared, client, before);
             }
         }
+        shared.fanned.store(before + 1, Ordering::SeqCst);
         // A small chunk with nothing queued ahead of it (a key's echo, a
-        // status line) is parsed right here: no parser thread woken for it.
-        // Under the clients lock no redraw request can slip in between.
-        let sent = if n <= INLINE_PARSE_MAX
-            && self.lagging.is_empty()
-            && shared.parser_pending.load(Ordering::SeqCst) == 0
-        {
+        // status line) and no redraw waiting is parsed right here: no
+        // parser thread woken for it. Under `clients` no client can join
+        // in between.
+        let inline = n <= INLINE_PARSE_MAX
+            && shared.redraws_waiting.load(Ordering::SeqCst) == 0
+            && shared.parser_pending.load(Ordering::SeqCst) == 0;
+        if inline {
             parse_chunk(shared, &frame[proto::HEADER_LEN..], &mut self.found);
-            true
-        } else {
-            send_to_parser(shared, ToParser::Chunk(frame))
-                && self
-                    .lagging
-                    .drain(..)
-                    .all(|c| send_to_parser(shared, ToParser::Redraw(c)))
-        };
+        }
         drop(clients);
-        sent
+        // The parser's queue is bounded: the reader may wait here for it,
+        // but never while it holds `clients` (a client joining would wait
+        // with it).
+        inline || send_to_parser(shared, ToParser::Chunk(frame))
     }
+}
+
+/// `client` waits for a redraw of the screen after the first `after`
+/// chunks of output (see [`Redraws`]). Called under `clients`, with
+/// `after` the chunks fanned out so far (before the one being fanned out).
+/// Once the parser is gone the screen is final: the redraw is made now.
+pub(super) fn wait_for_redraw(shared: &Shared, client: &Arc<Client>, after: u64) {
+    let mut redraws = lock(&shared.redraws);
+    if redraws.done {
+        let mut state = shared.state.lock();
+        client.deliver_redraw(proto::encode(
+            FrameKind::Redraw,
+            &redraw(state.parser.live().screen()),
+        ));
+        return;
+    }
+    redraws.waiting.push((after, client.clone()));
+    shared.redraws_waiting.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Tells the parser that a redraw waits. No wait for room: a full queue
+/// means messages the parser has yet to handle, and it looks at the
+/// waiting redraws after each one.
+pub(super) fn wake_parser(shared: &Shared) {
+    shared.parser_pending.fetch_add(1, Ordering::SeqCst);
+    if shared.to_parser.try_send(ToParser::Wake).is_err() {
+        shared.parser_pending.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Makes the waiting redraws whose place in the stream is reached (all of
+/// them once the output ended: `last`). Called by the parser only, so the
+/// screen holds still meanwhile: the reader parses no chunk itself while
+/// a redraw waits or a message for the parser does.
+fn make_redraws(shared: &Shared, last: bool) {
+    if !last && shared.redraws_waiting.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    let mut redraws = lock(&shared.redraws);
+    redraws.done |= last;
+    let mut state = shared.state.lock();
+    let parsed = state.output_seq;
+    let mut bytes: Option<Vec<u8>> = None;
+    redraws.waiting.retain(|(after, client)| {
+        if *after > parsed && !last {
+            return true;
+        }
+        if *after != parsed {
+            tracing::warn!(
+                after,
+                parsed,
+                "a redraw made away from its place in the stream"
+            );
+        }
+        let bytes = bytes.get_or_insert_with(|| {
+            proto::encode(FrameKind::Redraw, &redraw(state.parser.live().screen()))
+        });
+        client.deliver_redraw(bytes.clone());
+        shared.redraws_waiting.fetch_sub(1, Ordering::SeqCst);
+        false
+    });
 }
 
 /// Whether `fd` has input ready right now.
@@ -229,18 +288,20 @@ pub(super) fn parse_output(shared: &Arc<Shared>, rx: mpsc::Receiver<ToParser>) {
     let mut found = Vec::new();
     for msg in rx {
         match msg {
-            ToParser::Chunk(frame) => parse_chunk(shared, &frame[proto::HEADER_LEN..], &mut found),
-            ToParser::Redraw(client) => {
-                let bytes = proto::encode(
-                    FrameKind::Redraw,
-                    &redraw(lock(&shared.state).parser.live().screen()),
-                );
-                client.deliver_redraw(bytes);
+            ToParser::Chunk(frame) => {
+                // A redraw waiting for the chunks before this one.
+                make_redraws(shared, false);
+                parse_chunk(shared, &frame[proto::HEADER_LEN..], &mut found);
+                // One waiting for this very chunk, when no other follows.
+                make_redraws(shared, false);
             }
+            ToParser::Wake => make_redraws(shared, false),
             ToParser::End => break,
         }
         shared.parser_pending.fetch_sub(1, Ordering::SeqCst);
     }
+    // The output ended (or the reader is gone): the screen is final.
+    make_redraws(shared, true);
 }
 
 /// Queues `msg` for the parser; false once the parser is gone.
@@ -257,7 +318,7 @@ pub(super) fn send_to_parser(shared: &Shared, msg: ToParser) -> bool {
 /// queries in it when nobody attached will.
 pub(super) fn parse_chunk(shared: &Shared, chunk: &[u8], found: &mut Vec<(usize, queries::Query)>) {
     let mut replies = Vec::new();
-    let mut state = lock(&shared.state);
+    let mut state = shared.state.lock();
     found.clear();
     state.scanner.scan(chunk, found);
     for message in state.scanner.take_notifications() {
@@ -283,7 +344,10 @@ pub(super) fn parse_chunk(shared: &Shared, chunk: &[u8], found: &mut Vec<(usize,
     state.output_seq += 1;
     state.last_output = Some(Instant::now());
     state.last_output_at = Some(now_ms());
-    drop(state);
+    // Handed straight to a thread waiting for it (a client joining, the
+    // monitor): released plainly, the parser would take it back for the
+    // next chunk before a woken waiter runs, for seconds under a flood.
+    parking_lot::MutexGuard::unlock_fair(state);
     if !replies.is_empty() {
         let _ = shared.to_agent.send(ToAgent::Bytes(replies));
     }
@@ -379,7 +443,7 @@ pub(super) fn forward_keys(shared: &Shared, keys: &[u8]) -> bool {
 
 /// Queues `bytes` as the human's input and notes when.
 pub(super) fn type_input(shared: &Shared, bytes: Vec<u8>) {
-    lock(&shared.state).last_input_at = Some(now_ms());
+    shared.state.lock().last_input_at = Some(now_ms());
     let _ = shared.to_agent.send(ToAgent::Input(bytes));
 }
 
@@ -387,7 +451,7 @@ pub(super) fn type_input(shared: &Shared, bytes: Vec<u8>) {
 /// short pause.
 pub(super) fn type_text(shared: &Shared, text: &str, enter: bool) {
     let _typing = lock(&shared.typing);
-    let paste_mode = lock(&shared.state).parser.bracketed_paste();
+    let paste_mode = shared.state.lock().parser.bracketed_paste();
     type_input(shared, typed_bytes(&shared.spec.provider, text, paste_mode));
     if enter {
         let _ = shared

@@ -173,8 +173,9 @@ fn serve_requests(shared: &Arc<Shared>, client: &Arc<Client>, stream: &UnixStrea
 }
 
 /// An `Attach` client joins: the PTY takes its size (when it gave one),
-/// it gets the screen as it is (a redraw, queued behind the output the
-/// parser has not read yet) and the exit if the agent is gone.
+/// it gets the screen as it is where it joined the stream (a redraw the
+/// parser makes once it has parsed the chunks fanned out before; see
+/// [`Redraws`]) and the exit if the agent is gone.
 fn attach_client(shared: &Arc<Shared>, client: &Arc<Client>, rows: u16, cols: u16) {
     if rows > 0 && cols > 0 {
         resize(shared, rows, cols);
@@ -183,18 +184,10 @@ fn attach_client(shared: &Arc<Shared>, client: &Arc<Client>, rows: u16, cols: u1
     client.await_redraw();
     clients.push(client.clone());
     shared.n_attached.fetch_add(1, Ordering::SeqCst);
-    let queued = !shared.parser_done.load(Ordering::SeqCst)
-        && send_to_parser(shared, ToParser::Redraw(client.clone()));
+    wait_for_redraw(shared, client, shared.fanned.load(Ordering::SeqCst));
     drop(clients);
-    if !queued {
-        // The agent is gone and the parser with it: the screen is final.
-        let mut state = lock(&shared.state);
-        client.deliver_redraw(proto::encode(
-            FrameKind::Redraw,
-            &redraw(state.parser.live().screen()),
-        ));
-    }
-    if let Some(exit) = &lock(&shared.state).exit {
+    wake_parser(shared);
+    if let Some(exit) = &shared.state.lock().exit {
         client.push(proto::encode_json(FrameKind::Exited, exit));
     }
 }
@@ -361,7 +354,7 @@ pub(super) fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Repl
     match decode_request(frame) {
         Request::Input(bytes) => {
             // Keys go straight to the PTY: the shortest echo path.
-            lock(&shared.state).last_input_at = Some(now_ms());
+            shared.state.lock().last_input_at = Some(now_ms());
             if let Err(e) = write_pty(shared, bytes) {
                 tracing::debug!("pty write failed: {e}");
             }
@@ -383,7 +376,7 @@ pub(super) fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Repl
             Reply::Frame(proto::encode(FrameKind::Ok, b""))
         }
         Request::Peek(req) => {
-            let view = screen_view(lock(&shared.state).parser.live(), req.scrollback);
+            let view = screen_view(shared.state.lock().parser.live(), req.scrollback);
             Reply::Frame(proto::encode_json(FrameKind::Screen, &view))
         }
         Request::Status => Reply::Frame(proto::encode_json(FrameKind::Status, &status(shared))),
@@ -404,7 +397,7 @@ pub(super) fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Repl
 }
 
 pub(super) fn status(shared: &Shared) -> HostStatus {
-    let state = lock(&shared.state);
+    let state = shared.state.lock();
     let (rows, cols) = state.parser.size();
     HostStatus {
         host_pid: shared.host_pid,
@@ -427,7 +420,9 @@ pub(super) fn status(shared: &Shared) -> HostStatus {
 
 pub(super) fn resize(shared: &Shared, rows: u16, cols: u16) {
     // The screen model first, so output drawn for the new size lands right.
-    lock(&shared.state)
+    shared
+        .state
+        .lock()
         .parser
         .live()
         .screen_mut()
@@ -457,7 +452,7 @@ pub(super) fn terminate(shared: &Arc<Shared>, grace: Duration) {
     spawn_guarded("terminate", move || {
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
-            if lock(&shared.state).exit.is_some() {
+            if shared.state.lock().exit.is_some() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));

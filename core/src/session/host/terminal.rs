@@ -192,7 +192,7 @@ impl Direct {
         let scan = self.keys.feed(&buf[..n]);
         let mut keystroke = false;
         if !scan.forward.is_empty() {
-            lock(&shared.state).last_input_at = Some(now_ms());
+            shared.state.lock().last_input_at = Some(now_ms());
             let whole = forward_keys(shared, &scan.forward);
             keystroke = whole && scan.forward.len() <= KEYSTROKE_MAX;
         }
