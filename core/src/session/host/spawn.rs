@@ -35,13 +35,7 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         .map_err(|e| host_err("writing the pseudo-terminal", e))?;
     let host_pid = std::process::id();
     let store = open_store(spec, host_pid, agent_pid);
-    let journal = match crate::guard::journal::Journal::start(&spec.cwd) {
-        Ok(journal) => Some(journal),
-        Err(e) => {
-            tracing::info!("no work journal for {}: {e}", spec.cwd.display());
-            None
-        }
-    };
+    let journal = start_journal(&spec.cwd);
     let (to_agent, to_agent_rx) = mpsc::channel();
     let (to_parser, parser_rx) = mpsc::sync_channel(PARSER_BACKLOG);
     let shared = Arc::new(Shared {
@@ -83,6 +77,14 @@ pub(super) fn start(spec: &HostSpec) -> Result<Started, SessionError> {
         to_agent_rx,
         store,
     })
+}
+
+/// The work journal of the agent's checkout; none outside a repository or
+/// when inotify refuses (the host runs without it).
+fn start_journal(cwd: &Path) -> Option<crate::guard::journal::Journal> {
+    crate::guard::journal::Journal::start(cwd)
+        .map_err(|e| tracing::info!("no work journal for {}: {e}", cwd.display()))
+        .ok()
 }
 
 /// Binds the session's socket (`$OWT_HOME/run/<short id>.sock`, 0600, in
