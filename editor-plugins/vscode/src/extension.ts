@@ -140,10 +140,28 @@ class AgentsTree implements vscode.TreeDataProvider<TreeNode> {
     return this.state.current();
   }
 
+  private recheck: ReturnType<typeof setTimeout> | undefined;
+
   setBoard(board: Board | undefined): void {
     const change = this.state.setBoard(board);
-    if (change === 'root') this.changed.fire(undefined);
+    if (change === 'root') this.refreshRoot(0);
     else if (change !== 'none') this.changed.fire(change);
+  }
+
+  /**
+   * Asks VS Code to read the lanes again, and asks again (0.5, 1, 2, 4, 8 s
+   * later) while it has not: VS Code folds a whole-tree refresh into a read
+   * of the lanes already under way, which returns the board from before,
+   * and nothing else would ever ask again (the view stayed empty beside a
+   * status bar counting sessions). Once VS Code reads, nothing more.
+   */
+  private refreshRoot(attempt: number): void {
+    this.changed.fire(undefined);
+    clearTimeout(this.recheck);
+    if (attempt >= ROOT_REFRESH_TRIES) return;
+    this.recheck = setTimeout(() => {
+      if (this.state.rootUnread()) this.refreshRoot(attempt + 1);
+    }, ROOT_REFRESH_FIRST_MS * 2 ** attempt);
   }
 
   /** From the held snapshot, synchronously. */
@@ -169,9 +187,14 @@ class AgentsTree implements vscode.TreeDataProvider<TreeNode> {
   }
 
   dispose(): void {
+    clearTimeout(this.recheck);
     this.changed.dispose();
   }
 }
+
+/** How often, and after how long first, an unread whole-tree refresh is asked for again. */
+const ROOT_REFRESH_TRIES = 5;
+const ROOT_REFRESH_FIRST_MS = 500;
 
 // --------------------------------------------------------------- terminals
 

@@ -295,6 +295,11 @@ export class TreeState {
     return this.held;
   }
 
+  /** A whole-tree refresh was asked for and VS Code has not read the lanes since. */
+  rootUnread(): boolean {
+    return this.rootPending;
+  }
+
   children(node: TreeNode | undefined): TreeNode[] {
     if (node === undefined) return this.roots();
     return node.kind === 'lane' ? node.sessions : [];

@@ -310,6 +310,19 @@ describe('tree updates (what VS Code is told of a new board)', () => {
     );
   });
 
+  it('a whole-tree refresh stays unread until VS Code reads the lanes (the extension asks again meanwhile)', () => {
+    const tree = new model.TreeState();
+    tree.children(undefined); // the view drew "no board" first
+    assert.equal(tree.rootUnread(), false);
+    assert.equal(tree.setBoard(sampleBoard()), 'root');
+    assert.equal(tree.rootUnread(), true);
+    // VS Code folded the refresh into a read under way: nothing read yet.
+    assert.equal(tree.setBoard(sampleBoard()), 'none');
+    assert.equal(tree.rootUnread(), true);
+    tree.children(undefined);
+    assert.equal(tree.rootUnread(), false);
+  });
+
   it('sessions moving between lanes that stay refresh those lanes only, as the very objects VS Code holds', () => {
     const tree = new model.TreeState();
     tree.setBoard(sampleBoard());
