@@ -154,7 +154,7 @@ pub fn session_views_reconciled(ctx: &Context) -> anyhow::Result<Vec<SessionView
 /// The views of `rows` (reconciled, their git facts refreshed as the
 /// caller wants), with the git facts `newer_git` gives in place of the
 /// stored ones. What the store holds of them is read in one read of the
-/// store; `look_again`: see [`view_of_looking`].
+/// store; `look_again`: see [`finish_view`].
 fn views_of<'a>(
     ctx: &Context,
     rows: &[SessionRow],
@@ -172,26 +172,16 @@ fn views_of<'a>(
         .collect()
 }
 
+/// The view of one session: reconciled with its host (`reconcile`), its
+/// git facts refreshed (`refresh_git`) or replaced by `newer_git`. A
+/// refreshed session whose every file was reviewed also has its working
+/// state read again ([`finish_view`]'s `look_again`).
 fn view_of(
     ctx: &Context,
     row: &SessionRow,
     refresh_git: bool,
     newer_git: Option<&GitFact>,
     reconcile: bool,
-) -> anyhow::Result<SessionView> {
-    view_of_looking(ctx, row, refresh_git, newer_git, reconcile, refresh_git)
-}
-
-/// [`view_of`]; with `look_again`, a session whose every file was reviewed
-/// has its working state read again (its git facts may have been
-/// refreshed by the caller already).
-fn view_of_looking(
-    ctx: &Context,
-    row: &SessionRow,
-    refresh_git: bool,
-    newer_git: Option<&GitFact>,
-    reconcile: bool,
-    look_again: bool,
 ) -> anyhow::Result<SessionView> {
     if reconcile {
         if let Err(e) = session::reconcile(&ctx.store, &ctx.home, row) {
@@ -202,7 +192,7 @@ fn view_of_looking(
         refresh_git_facts_of(ctx, std::slice::from_ref(row));
     }
     let stored = Stored::read(&ctx.store, row)?;
-    finish_view(ctx, row, stored, newer_git, look_again)
+    finish_view(ctx, row, stored, newer_git, refresh_git)
 }
 
 /// What the store holds of a session for its view.
@@ -222,8 +212,10 @@ impl Stored {
     }
 }
 
-/// The view of `row` from what the store holds of it (see
-/// [`view_of_looking`] for `newer_git` and `look_again`).
+/// The view of `row` from what the store holds of it, with the git facts
+/// `newer_git` gives in place of the stored ones; with `look_again`, a
+/// session whose every file was reviewed has its working state read again
+/// (its git facts may have been refreshed by the caller already).
 fn finish_view(
     ctx: &Context,
     row: &SessionRow,
