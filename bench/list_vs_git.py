@@ -3,7 +3,9 @@
 
 Builds owt in release mode, makes a hermetic temp repository with 10 owt
 sessions (fake agent from tests/data), then times both commands in the same
-run, alternating, and prints the medians and the ratio.
+run, alternating, and prints the medians and the ratio. Also the start-up
+floor of each program: `owt --version` vs `git --version`, alternating
+(a process started, its binary mapped and relocated, nothing read).
 
     python3 bench/list_vs_git.py [--runs N] [--json]
 """
@@ -90,12 +92,17 @@ def main():
             subprocess.run([str(owt), "new", f"bench task {i}"], cwd=repo, env=env, check=True, capture_output=True)
         try:
             owt_times, git_times = [], []
+            owt_start, git_start = [], []
             for _ in range(3):  # warm caches
                 time_cmd([str(owt), "list"], repo, env)
                 time_cmd(["git", "worktree", "list"], repo, env)
+                time_cmd([str(owt), "--version"], repo, env)
+                time_cmd(["git", "--version"], repo, env)
             for _ in range(args.runs):
                 owt_times.append(time_cmd([str(owt), "list"], repo, env))
                 git_times.append(time_cmd(["git", "worktree", "list"], repo, env))
+                owt_start.append(time_cmd([str(owt), "--version"], repo, env))
+                git_start.append(time_cmd(["git", "--version"], repo, env))
         finally:
             kill_by_owt_home(env["OWT_HOME"])
         owt_ms = statistics.median(owt_times) * 1000
@@ -106,6 +113,8 @@ def main():
             "owt_ms": round(owt_ms, 2),
             "git_ms": round(git_ms, 2),
             "ratio": round(owt_ms / git_ms, 2),
+            "owt_start_ms": round(statistics.median(owt_start) * 1000, 2),
+            "git_start_ms": round(statistics.median(git_start) * 1000, 2),
             "runs": args.runs,
             "noisy": spread(owt_times) > 1.0 or spread(git_times) > 1.0,
         }
@@ -114,6 +123,8 @@ def main():
         else:
             print(f"{result['metric']}: owt {owt_ms:.2f} ms, git {git_ms:.2f} ms (medians of {args.runs}); "
                   f"ratio owt/git = {result['ratio']}" + (" (noisy)" if result["noisy"] else ""))
+            print(f"start-up: owt --version {result['owt_start_ms']:.2f} ms, "
+                  f"git --version {result['git_start_ms']:.2f} ms")
 
 
 if __name__ == "__main__":
