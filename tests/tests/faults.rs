@@ -710,6 +710,23 @@ fn flood_rate(log: &Path, window: Duration) -> f64 {
     (end.1 - b0) as f64 / (end.0 - t0)
 }
 
+/// Starts a session host (`owt __host spawn ARGS`): its spawn answer
+/// (pids, short id) and its socket.
+fn spawn_host<S: AsRef<std::ffi::OsStr>>(
+    env: &TestEnv,
+    repo: &Path,
+    args: &[S],
+) -> (Value, PathBuf) {
+    let mut argv: Vec<&std::ffi::OsStr> = vec!["__host".as_ref(), "spawn".as_ref()];
+    argv.extend(args.iter().map(AsRef::as_ref));
+    let spawned: Value = serde_json::from_str(env.owt_ok(repo, argv).trim()).unwrap();
+    let socket = env
+        .owt_home
+        .join("run")
+        .join(format!("{}.sock", spawned["short_id"].as_str().unwrap()));
+    (spawned, socket)
+}
+
 /// An attach client of the host socket speaking the host protocol.
 fn attach_raw(socket: &Path) -> UnixStream {
     let mut stream = UnixStream::connect(socket).expect("connecting to the host");
@@ -736,27 +753,12 @@ fn a_slow_attached_client_gets_every_byte_in_order() {
     const LINES: usize = 200_000;
     let env = TestEnv::new();
     let repo = repo_with_src(&env);
-    let spawned: Value = serde_json::from_str(
-        env.owt_ok(
-            &repo,
-            [
-                "__host",
-                "spawn",
-                "--name",
-                "slow-reader",
-                "--",
-                "sh",
-                "-c",
-                &format!("read go; seq 1 {LINES}; echo THE-END; exec cat"),
-            ],
-        )
-        .trim(),
-    )
-    .unwrap();
-    let socket = env
-        .owt_home
-        .join("run")
-        .join(format!("{}.sock", spawned["short_id"].as_str().unwrap()));
+    let script = format!("read go; seq 1 {LINES}; echo THE-END; exec cat");
+    let (_, socket) = spawn_host(
+        &env,
+        &repo,
+        &["--name", "slow-reader", "--", "sh", "-c", &script],
+    );
     let mut stream = attach_raw(&socket);
     stream.set_read_timeout(Some(DEADLINE)).unwrap();
     proto::write_frame(&mut stream, FrameKind::Input, b"\r").unwrap();
@@ -807,30 +809,21 @@ fn a_flooding_agent_is_not_blocked_by_attach_churn_or_a_stuck_client() {
     let env = TestEnv::new();
     let repo = repo_with_src(&env);
     let log = env.path().join("flood.log");
-    let spawned: Value = serde_json::from_str(
-        env.owt_ok(
-            &repo,
-            [
-                "__host".into(),
-                "spawn".into(),
-                "--name".into(),
-                "flood".into(),
-                "--env".into(),
-                format!("FLOOD_LOG={}", log.display()),
-                "--".into(),
-                "python3".into(),
-                data_file("flood-agent.py").display().to_string(),
-            ],
-        )
-        .trim(),
-    )
-    .unwrap();
+    let (spawned, socket) = spawn_host(
+        &env,
+        &repo,
+        &[
+            "--name".into(),
+            "flood".into(),
+            "--env".into(),
+            format!("FLOOD_LOG={}", log.display()),
+            "--".into(),
+            "python3".into(),
+            data_file("flood-agent.py").display().to_string(),
+        ],
+    );
     let host_pid = spawned["host_pid"].as_u64().unwrap() as u32;
     let agent_pid = spawned["agent_pid"].as_u64().unwrap() as u32;
-    let socket = env
-        .owt_home
-        .join("run")
-        .join(format!("{}.sock", spawned["short_id"].as_str().unwrap()));
     wait_until("the flood to start", DEADLINE, || {
         flood_log(&log).last().is_some_and(|(_, b)| *b > 1 << 20)
     });
@@ -897,7 +890,12 @@ fn a_flooding_agent_is_not_blocked_by_attach_churn_or_a_stuck_client() {
             })
         })
         .collect();
-    let churning = flood_rate(&log, Duration::from_secs(3));
+    // 3 s; longer to hunt a rare stall: OWT_FLOOD_CHURN_S=60 (what
+    // bench/results.md's "stalls before and after" ran).
+    let churn_s = std::env::var("OWT_FLOOD_CHURN_S").map_or(3, |s| {
+        s.parse().expect("OWT_FLOOD_CHURN_S: a number of seconds")
+    });
+    let churning = flood_rate(&log, Duration::from_secs(churn_s));
     churn_stop.store(true, Ordering::SeqCst);
     let cycles: Vec<u32> = churners
         .into_iter()
@@ -1043,20 +1041,11 @@ fn a_redraw_during_a_flood_sits_exactly_where_the_output_resumes() {
     let env = TestEnv::new();
     let repo = repo_with_src(&env);
     let numbers = "import os\ni = 0\nwhile True:\n    os.write(1, b''.join(b'%08d\\n' % j for j in range(i, i + 4096)))\n    i += 4096\n";
-    let spawned: Value = serde_json::from_str(
-        env.owt_ok(
-            &repo,
-            [
-                "__host", "spawn", "--name", "numbers", "--", "python3", "-c", numbers,
-            ],
-        )
-        .trim(),
-    )
-    .unwrap();
-    let socket = env
-        .owt_home
-        .join("run")
-        .join(format!("{}.sock", spawned["short_id"].as_str().unwrap()));
+    let (_, socket) = spawn_host(
+        &env,
+        &repo,
+        &["--name", "numbers", "--", "python3", "-c", numbers],
+    );
     // Clients joining mid-flood.
     for attach in 0..8 {
         let mut stream = attach_raw(&socket);

@@ -211,15 +211,16 @@ impl AgentOutput {
 pub(super) fn wait_for_redraw(shared: &Shared, client: &Arc<Client>, after: u64) {
     let mut redraws = lock(&shared.redraws);
     if redraws.done {
-        let mut state = shared.state.lock();
-        client.deliver_redraw(proto::encode(
-            FrameKind::Redraw,
-            &redraw(state.parser.live().screen()),
-        ));
+        client.deliver_redraw(redraw_frame(&mut shared.state.lock()));
         return;
     }
     redraws.waiting.push((after, client.clone()));
     shared.redraws_waiting.fetch_add(1, Ordering::SeqCst);
+}
+
+/// The `Redraw` frame of the screen as it is.
+fn redraw_frame(state: &mut State) -> Vec<u8> {
+    proto::encode(FrameKind::Redraw, &redraw(state.parser.live().screen()))
 }
 
 /// Tells the parser that a redraw waits. No wait for room: a full queue
@@ -256,9 +257,7 @@ fn make_redraws(shared: &Shared, last: bool) {
                 "a redraw made away from its place in the stream"
             );
         }
-        let bytes = bytes.get_or_insert_with(|| {
-            proto::encode(FrameKind::Redraw, &redraw(state.parser.live().screen()))
-        });
+        let bytes = bytes.get_or_insert_with(|| redraw_frame(&mut state));
         client.deliver_redraw(bytes.clone());
         shared.redraws_waiting.fetch_sub(1, Ordering::SeqCst);
         false
