@@ -25,6 +25,7 @@ pub mod printable;
 pub mod procs;
 pub mod provider;
 pub mod remote;
+pub mod safe_fs;
 pub mod session;
 pub mod ship;
 pub mod status;

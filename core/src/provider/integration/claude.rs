@@ -71,19 +71,21 @@ pub fn install_hooks(hooks: Hooks, worktree: &Path) -> Result<Option<PathBuf>, I
     let exe = exe.to_string_lossy();
     let quoted = shlex::try_quote(&exe)
         .map_err(|e| IntegrationError::Invalid(format!("quoting {exe}: {e}")))?;
-    let file = worktree.join(file);
     if hooks == Hooks::Gemini {
         let command = format!("{quoted}{PRE_EDIT_MARKER}");
-        json_file::edit(&file, |root| super::gemini::add_hooks(root, &command))?;
-        return Ok(Some(file));
+        json_file::edit(worktree, file, |root| {
+            super::gemini::add_hooks(root, &command)
+        })?;
+        return Ok(Some(worktree.join(file)));
     }
-    install_hooks_file(&file, &quoted)?;
-    Ok(Some(file))
+    install_hooks_file(worktree, file, &quoted)?;
+    Ok(Some(worktree.join(file)))
 }
 
-/// [`install_hooks`] for one settings file and a (shell-quoted) owt command.
-pub fn install_hooks_file(file: &Path, owt: &str) -> Result<(), IntegrationError> {
-    json_file::edit(file, |root| merge_hooks(root, owt)).map(drop)
+/// [`install_hooks`] for one settings file (`rel` beneath `worktree`) and a
+/// (shell-quoted) owt command.
+pub fn install_hooks_file(worktree: &Path, rel: &str, owt: &str) -> Result<(), IntegrationError> {
+    json_file::edit(worktree, rel, |root| merge_hooks(root, owt)).map(drop)
 }
 
 /// Merges owt's hook entries into a settings document.
@@ -172,12 +174,13 @@ pub fn register_mcp_with(
 ) -> Result<Vec<PathBuf>, IntegrationError> {
     match provider_name {
         "claude" => {
-            let mcp_json = worktree.join(MCP_JSON);
             let exe = owt_exe.to_string_lossy();
-            json_file::edit(&mcp_json, |root| merge_mcp_json(root, &exe))?;
-            let settings = worktree.join(CLAUDE_SETTINGS);
-            json_file::edit(&settings, approve_mcp_json_server)?;
-            Ok(vec![mcp_json, settings])
+            json_file::edit(worktree, MCP_JSON, |root| merge_mcp_json(root, &exe))?;
+            json_file::edit(worktree, CLAUDE_SETTINGS, approve_mcp_json_server)?;
+            Ok(vec![
+                worktree.join(MCP_JSON),
+                worktree.join(CLAUDE_SETTINGS),
+            ])
         }
         _ => Ok(Vec::new()),
     }
@@ -336,7 +339,8 @@ mod tests {
     #[test]
     fn merges_without_clobbering_and_is_idempotent() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(".claude/settings.local.json");
+        const REL: &str = ".claude/settings.local.json";
+        let file = dir.path().join(REL);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(
             &file,
@@ -345,9 +349,9 @@ mod tests {
                           "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]}]}}"#,
         )
         .unwrap();
-        install_hooks_file(&file, "/opt/owt").unwrap();
+        install_hooks_file(dir.path(), REL, "/opt/owt").unwrap();
         let once = std::fs::read_to_string(&file).unwrap();
-        install_hooks_file(&file, "/opt/owt").unwrap();
+        install_hooks_file(dir.path(), REL, "/opt/owt").unwrap();
         let twice = std::fs::read_to_string(&file).unwrap();
         assert_eq!(once, twice, "installing twice changes nothing");
         let v: Value = serde_json::from_str(&twice).unwrap();
@@ -381,9 +385,10 @@ mod tests {
     #[test]
     fn a_moved_binary_replaces_the_old_entries() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("settings.json");
-        install_hooks_file(&file, "/old/owt").unwrap();
-        install_hooks_file(&file, "/new/owt").unwrap();
+        const REL: &str = "settings.json";
+        let file = dir.path().join(REL);
+        install_hooks_file(dir.path(), REL, "/old/owt").unwrap();
+        install_hooks_file(dir.path(), REL, "/new/owt").unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(!text.contains("/old/owt"), "{text}");
         assert_eq!(text.matches("/new/owt").count(), 4);
@@ -392,15 +397,18 @@ mod tests {
     #[test]
     fn refuses_settings_that_are_not_an_object() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("settings.json");
+        const REL: &str = "settings.json";
+        let file = dir.path().join(REL);
         std::fs::write(&file, "[1, 2]").unwrap();
-        let err = install_hooks_file(&file, "owt").unwrap_err().to_string();
+        let err = install_hooks_file(dir.path(), REL, "owt")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.ends_with("the settings are not a JSON object; not touching it"),
             "{err}"
         );
         assert!(matches!(
-            install_hooks_file(&file, "owt"),
+            install_hooks_file(dir.path(), REL, "owt"),
             Err(IntegrationError::Settings { .. })
         ));
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "[1, 2]");

@@ -2,7 +2,10 @@
 //! worktree (Claude Code's and Droid's hooks, Claude Code's MCP
 //! registration).
 //!
-//! Invariants: a missing or blank file is `{}`; a file that is not JSON, or
+//! Invariants: the file is read and written beneath the worktree without
+//! following a link ([`crate::safe_fs`]): a link anywhere on its path is
+//! refused and nothing is written; a missing or blank file is `{}`; a file
+//! that is not JSON, or
 //! whose shape the edit refuses, is left as it is with
 //! [`IntegrationError::Settings`]; other keys are kept (the edit touches
 //! only owt's entries); a file whose content would not change is not
@@ -13,38 +16,39 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::IntegrationError;
+use crate::safe_fs;
 
-/// Reads `file`, applies `edit`, and writes the result back (pretty, with
-/// a final newline) when it differs. Returns whether the file was written.
+/// The largest settings file owt edits.
+const LIMIT: u64 = safe_fs::CONFIG_LIMIT;
+
+/// Reads `rel` beneath `root`, applies `edit`, and writes the result back
+/// (pretty, with a final newline) when it differs. Returns whether the
+/// file was written.
 pub fn edit(
-    file: &Path,
+    root: &Path,
+    rel: &str,
     edit: impl FnOnce(&mut Value) -> Result<(), String>,
 ) -> Result<bool, IntegrationError> {
+    let file = root.join(rel);
     let settings = |problem: String| IntegrationError::Settings {
-        path: file.to_path_buf(),
+        path: file.clone(),
         problem,
     };
-    let io = |context: String| move |error| IntegrationError::Io { context, error };
-    let old = match std::fs::read_to_string(file) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io(format!("reading {}", file.display()))(e)),
-    };
-    let mut root = match old.as_deref().map(str::trim) {
+    let old = safe_fs::read_beneath(root, Path::new(rel), LIMIT)?
+        .map(|bytes| String::from_utf8(bytes).map_err(|_| settings("it is not UTF-8 text".into())))
+        .transpose()?;
+    let mut doc = match old.as_deref().map(str::trim) {
         None | Some("") => Value::Object(Map::new()),
         Some(text) => serde_json::from_str(text)
             .map_err(|e| settings(format!("it is not valid JSON ({e})")))?,
     };
-    edit(&mut root).map_err(settings)?;
-    let mut text = serde_json::to_string_pretty(&root).unwrap_or_default();
+    edit(&mut doc).map_err(settings)?;
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     text.push('\n');
     if old.as_deref() == Some(text.as_str()) {
         return Ok(false);
     }
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
-    }
-    std::fs::write(file, text).map_err(io(format!("writing {}", file.display())))?;
+    safe_fs::write_beneath(root, Path::new(rel), text.as_bytes(), None)?;
     Ok(true)
 }
 
@@ -56,23 +60,21 @@ mod tests {
     fn missing_blank_and_unchanged_files() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a/b.json");
+        let edit = |set| edit(dir.path(), "a/b.json", set);
         let set = |v: &mut Value| {
             v.as_object_mut()
                 .ok_or("not an object")?
                 .insert("k".into(), 1.into());
             Ok(())
         };
-        assert!(edit(&file, set).unwrap(), "a missing file is written");
+        assert!(edit(set).unwrap(), "a missing file is written");
         assert_eq!(
             std::fs::read_to_string(&file).unwrap(),
             "{\n  \"k\": 1\n}\n"
         );
-        assert!(
-            !edit(&file, set).unwrap(),
-            "an unchanged file is not rewritten"
-        );
+        assert!(!edit(set).unwrap(), "an unchanged file is not rewritten");
         std::fs::write(&file, "  \n").unwrap();
-        assert!(edit(&file, set).unwrap(), "a blank file is {{}}");
+        assert!(edit(set).unwrap(), "a blank file is {{}}");
     }
 
     #[test]
@@ -80,7 +82,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("s.json");
         std::fs::write(&file, "{oops").unwrap();
-        let err = edit(&file, |_| Ok(())).unwrap_err();
+        let err = edit(dir.path(), "s.json", |_| Ok(())).unwrap_err();
         assert!(matches!(err, IntegrationError::Settings { .. }), "{err}");
         assert!(err.to_string().contains("it is not valid JSON"), "{err}");
         assert!(err.to_string().ends_with("; not touching it"), "{err}");

@@ -49,6 +49,10 @@ pub enum IntegrationError {
     },
     #[error("{0}")]
     Invalid(String),
+    /// A file in the worktree owt does not open (a link, not a regular
+    /// file, too large), or could not.
+    #[error(transparent)]
+    File(#[from] crate::safe_fs::SafeFsError),
     /// An agent settings file owt leaves alone.
     #[error("{}: {problem}; not touching it", path.display())]
     Settings {

@@ -1,0 +1,88 @@
+//! Security checks on links and files that are not files (issue #33): a
+//! cloned repository that commits a symbolic link, a FIFO or a link to a
+//! device makes owt write nowhere outside its worktree, read nothing
+//! outside it, and never hang or run out of memory; owt's own files in a
+//! worktree are opened without following links.
+
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use owt_e2e::TestEnv;
+use owt_protocol::NewOutput;
+
+/// A folder holding a stand-in `claude` (the idle agent), and a PATH with
+/// it first: `--ai-tool claude` runs it, and owt writes Claude Code's
+/// integration files as for the real one.
+fn path_with_fake_claude(env: &TestEnv) -> String {
+    let bin = env.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("claude");
+    std::fs::copy(owt_e2e::data_file("idle-agent.sh"), &fake).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("{}:/usr/bin:/bin", bin.display())
+}
+
+/// `owt --json new TASK --ai-tool claude` in `repo`, with the stand-in
+/// claude; the output (asserted to succeed).
+fn new_claude_session(env: &TestEnv, repo: &Path, task: &str) -> NewOutput {
+    let mut cmd = env.owt_cmd(repo, ["--json", "new", task, "--ai-tool", "claude"]);
+    cmd.env("PATH", path_with_fake_claude(env));
+    let out: Output = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "owt new failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn commit_all(env: &TestEnv, repo: &Path, message: &str) {
+    env.git(repo, ["add", "-A"]);
+    env.git(repo, ["commit", "-q", "-m", message]);
+}
+
+fn mkdirs(path: &Path) -> PathBuf {
+    std::fs::create_dir_all(path).unwrap();
+    path.to_path_buf()
+}
+
+#[test]
+fn regression_integration_files_committed_as_links_are_not_written_through() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    // The user's global Claude Code settings, and a place outside.
+    let global = mkdirs(&env.home.join(".claude")).join("settings.json");
+    std::fs::write(&global, "{\"theme\": \"dark\"}\n").unwrap();
+    let outside = mkdirs(&env.path().join("outside"));
+    mkdirs(&repo.join(".claude"));
+    symlink(&global, repo.join(".claude/settings.local.json")).unwrap();
+    symlink(outside.join("created.json"), repo.join(".mcp.json")).unwrap();
+    commit_all(&env, &repo, "links");
+
+    let created = new_claude_session(&env, &repo, "links");
+    let warnings = created.warnings.join("\n");
+    assert!(
+        warnings.contains("settings.local.json is a symbolic link")
+            && warnings.contains(".mcp.json is a symbolic link"),
+        "each link is named in a warning: {warnings}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&global).unwrap(),
+        "{\"theme\": \"dark\"}\n",
+        "the user's global settings are untouched"
+    );
+    assert!(
+        !outside.join("created.json").exists(),
+        "nothing is created outside the worktree"
+    );
+    assert!(
+        !warnings.contains("did not start"),
+        "the session still starts: {warnings}"
+    );
+    let worktree = PathBuf::from(&created.session.worktree);
+    assert!(std::fs::symlink_metadata(worktree.join(".mcp.json"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
