@@ -15,7 +15,8 @@ Modes:
   die       exits with code 3 in the middle of its first turn
   escape    in its turn, asks owt to write and read files outside its
             working folder (through `..`, an absolute path and a symbolic
-            link), and to run commands outside and inside it; reports
+            link; `notes.txt`, a dangling link in the security test),
+            and to run commands outside and inside it; reports
             each answer as a message line
   ask       asks permission to write ask.txt; writes it when allowed
   echo      not an ACP agent at all: prints a banner, then echoes every
@@ -109,6 +110,7 @@ def turn(rid, params):
             "write abs: " + describe(call("fs/write_text_file", {"sessionId": session, "path": outside, "content": "x"})),
             "write link: " + describe(call("fs/write_text_file", {"sessionId": session, "path": os.path.join(here, "link", "via-link.txt"), "content": "x"})),
             "read abs: " + describe(call("fs/read_text_file", {"sessionId": session, "path": "/etc/hostname"})),
+            "write notes: " + describe(call("fs/write_text_file", {"sessionId": session, "path": os.path.join(here, "notes.txt"), "content": "x"})),
             "write inside: " + describe(call("fs/write_text_file", {"sessionId": session, "path": os.path.join(here, "inside.txt"), "content": "inside\n"})),
             "read inside: " + describe(call("fs/read_text_file", {"sessionId": session, "path": os.path.join(here, "inside.txt")})),
             "terminal outside: " + describe(call("terminal/create", {"sessionId": session, "command": "pwd", "cwd": "/"})),

@@ -8,8 +8,9 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use owt_e2e::acp::{fake_acp_tool, wait_status};
 use owt_e2e::TestEnv;
-use owt_protocol::NewOutput;
+use owt_protocol::{NewOutput, Status};
 
 /// A folder holding a stand-in `claude` (the idle agent), and a PATH with
 /// it first: `--ai-tool claude` runs it, and owt writes Claude Code's
@@ -85,4 +86,26 @@ fn regression_integration_files_committed_as_links_are_not_written_through() {
         .unwrap()
         .file_type()
         .is_symlink());
+}
+
+#[test]
+fn regression_an_acp_agent_cannot_write_through_a_committed_dangling_link() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let outside = mkdirs(&env.path().join("x"));
+    symlink(outside.join("created.txt"), repo.join("notes.txt")).unwrap();
+    commit_all(&env, &repo, "a dangling link");
+    fake_acp_tool(&env, "escape");
+    owt_e2e::acp::start_fake_acp(&env, &repo, "escape", "try");
+    wait_status(&env, &repo, "escape", |s| s.status == Status::NeedsInput);
+    let peek = env.owt_ok(&repo, ["peek", "escape"]);
+    assert!(
+        peek.contains("write notes: error -32602"),
+        "the write is refused as invalid:\n{peek}"
+    );
+    assert!(peek.contains("notes.txt is a symbolic link"), "{peek}");
+    assert!(
+        !outside.join("created.txt").exists(),
+        "nothing is created outside the worktree"
+    );
 }

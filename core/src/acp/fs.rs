@@ -3,6 +3,8 @@
 //!
 //! Invariants: a path is resolved (symbolic links followed, `..` applied)
 //! before it is checked, so no link or `..` reaches outside the worktree;
+//! a write then opens what it resolved without following a link
+//! ([`crate::safe_fs`]), so a dangling link is refused too;
 //! nothing is written inside the worktree's `.git`; a refused request
 //! changes nothing.
 
@@ -113,12 +115,14 @@ pub fn write_text(root: &Path, path: &str, content: &str) -> Result<PathBuf, Rpc
             "{path} is the worktree itself"
         )));
     }
-    if let Some(parent) = file.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| RpcError::internal(format!("creating {}: {e}", parent.display())))?;
-    }
-    std::fs::write(&file, content)
-        .map_err(|e| RpcError::internal(format!("writing {path}: {e}")))?;
+    // Written without following a link: `confine` let a dangling link
+    // through (its target does not exist yet, so it resolves to itself).
+    crate::safe_fs::write_beneath(&canonical_root, inside, content.as_bytes(), None).map_err(
+        |e| match e.is_refusal() {
+            true => RpcError::invalid_params(format!("{path}: {e}")),
+            false => RpcError::internal(format!("writing {path}: {e}")),
+        },
+    )?;
     Ok(file)
 }
 
@@ -136,6 +140,7 @@ mod tests {
         std::fs::write(outside.join("secret"), "secret").unwrap();
         std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
         std::os::unix::fs::symlink(outside.join("secret"), root.join("file-link")).unwrap();
+        std::os::unix::fs::symlink(outside.join("created"), root.join("dangling")).unwrap();
 
         let w = |p: &str| write_text(&root, p, "x\n");
         assert!(w(&root.join("src/new/deep.txt").to_string_lossy()).is_ok());
@@ -150,6 +155,8 @@ mod tests {
             root.join("../outside/x").to_string_lossy().into_owned(),
             root.join("link/x").to_string_lossy().into_owned(),
             root.join("file-link").to_string_lossy().into_owned(),
+            root.join("dangling").to_string_lossy().into_owned(),
+            "dangling".into(),
             root.join(".git/config").to_string_lossy().into_owned(),
             "/etc/passwd".into(),
             "../../x".into(),
@@ -166,6 +173,10 @@ mod tests {
             "secret"
         );
         assert!(!outside.join("x").exists());
+        assert!(
+            !outside.join("created").exists(),
+            "a dangling link is not written through"
+        );
 
         std::fs::write(root.join("lines.txt"), "a\nb\nc\nd\n").unwrap();
         let p = root.join("lines.txt").to_string_lossy().into_owned();
