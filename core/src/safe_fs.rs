@@ -134,30 +134,31 @@ pub fn is_link_beneath(root: &Path, rel: &Path) -> bool {
 }
 
 /// Reads the regular file `path` (at most `limit` bytes); `None` when it
-/// does not exist. With `confine`, a link is followed only when it resolves
-/// inside that folder.
+/// does not exist. With `confine`, links are followed only when the path
+/// resolves inside that folder.
 pub fn read_regular(
     path: &Path,
     limit: u64,
     confine: Option<&Path>,
 ) -> Result<Option<Vec<u8>>, SafeFsError> {
     if let Some(root) = confine {
-        match path.symlink_metadata() {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let inside = match (path.canonicalize(), root.canonicalize()) {
-                    (Ok(target), Ok(root)) => target.starts_with(root),
-                    (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                    _ => false,
-                };
-                if !inside {
-                    return Err(SafeFsError::LinkOutside {
-                        path: path.to_path_buf(),
-                        root: root.to_path_buf(),
-                    });
+        // Resolved whole (a link in a folder on the way counts too).
+        let inside = match (path.canonicalize(), root.canonicalize()) {
+            (Ok(target), Ok(root)) => target.starts_with(root),
+            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => {
+                match path.symlink_metadata() {
+                    Err(_) => return Ok(None),
+                    // A dangling link: refused below as outside.
+                    Ok(_) => false,
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            _ => {}
+            _ => false,
+        };
+        if !inside {
+            return Err(SafeFsError::LinkOutside {
+                path: path.to_path_buf(),
+                root: root.to_path_buf(),
+            });
         }
     }
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;

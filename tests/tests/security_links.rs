@@ -109,3 +109,41 @@ fn regression_an_acp_agent_cannot_write_through_a_committed_dangling_link() {
         "nothing is created outside the worktree"
     );
 }
+
+#[test]
+fn regression_copy_files_never_writes_through_a_folder_a_branch_made_a_link() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let config = repo.join(".owt.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text}\n[worktree]\ncopy_files = [\"config/local.env\"]\n"),
+    )
+    .unwrap();
+    owt_e2e::write_file(&repo, "config/README", "settings\n");
+    commit_all(&env, &repo, "copy config/local.env");
+    env.trust(&repo);
+    // A branch where `config` is a link to a folder anyone can write.
+    let shared = mkdirs(&env.path().join("shared"));
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    env.git(&repo, ["checkout", "-q", "-b", "hostile"]);
+    env.git(&repo, ["rm", "-q", "-r", "config"]);
+    symlink(&shared, repo.join("config")).unwrap();
+    commit_all(&env, &repo, "config is a link");
+    env.git(&repo, ["checkout", "-q", "main"]);
+    owt_e2e::write_file(&repo, "config/local.env", "SECRET=1\n");
+
+    let created: NewOutput = env.owt_json(&repo, ["new", "hostile work", "--branch", "hostile"]);
+    let warnings = created.warnings.join("\n");
+    assert!(
+        std::fs::read_dir(&shared).unwrap().next().is_none(),
+        "the secret never reaches the shared folder"
+    );
+    assert!(
+        warnings.contains("not copying `config/local.env`")
+            && warnings.contains("config is a symbolic link"),
+        "the link is named in a warning: {warnings}"
+    );
+    assert!(!warnings.contains("did not start"), "{warnings}");
+}

@@ -8,11 +8,13 @@
 //! commits and the guard, and removed without a copy by `owt delete` while
 //! unchanged.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path};
 use std::process::Command;
 
 use super::owned::OwnedFile;
 use super::Context;
+use crate::safe_fs::{self, SafeFsError};
 use crate::store::SessionRow;
 
 /// What setup did: warnings, and the files it put into the worktree.
@@ -81,8 +83,14 @@ pub fn prepare_worktree(
     out
 }
 
+/// The largest file `copy_files` copies (env files and local settings).
+const COPY_LIMIT: u64 = 64 << 20;
+
 /// Copies `file` (relative to the main checkout) into the worktree, unless
-/// it escapes the checkout (an absolute path, `..`, or a link to outside).
+/// it escapes the checkout (an absolute path, `..`, or a link to outside),
+/// is not a regular file, or its place in the worktree lies through a link
+/// (a branch may commit `config -> /tmp/shared`: the copy is written
+/// without following links, [`crate::safe_fs`]).
 fn copy_file(
     main_root: &Path,
     worktree: &Path,
@@ -102,29 +110,27 @@ fn copy_file(
     if !from.is_file() || to.symlink_metadata().is_ok() {
         return;
     }
-    match std::fs::canonicalize(&from) {
-        Ok(real) if real.starts_with(main_root) => {}
-        _ => {
+    let bytes = match safe_fs::read_regular(&from, COPY_LIMIT, Some(main_root)) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return,
+        Err(SafeFsError::LinkOutside { .. }) => {
             out.warnings.push(format!(
                 "not copying `{file}`: it is a link to a file outside the repository"
             ));
             return;
         }
-    }
-    progress(&format!("Copying {file} into the worktree"));
-    let copied = to
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| std::fs::read(&from))
-        .and_then(|bytes| std::fs::write(&to, &bytes).map(|()| bytes));
-    match copied {
-        Ok(bytes) => {
-            // Same permissions as the original (a secret stays private).
-            if let Ok(meta) = std::fs::metadata(&from) {
-                let _ = std::fs::set_permissions(&to, meta.permissions());
-            }
-            out.owned.push(OwnedFile::copied(file, &bytes));
+        Err(e) => {
+            out.warnings.push(format!("not copying `{file}`: {e}"));
+            return;
         }
+    };
+    progress(&format!("Copying {file} into the worktree"));
+    // Same permissions as the original (a secret stays private), set
+    // before the content is written.
+    let mode = std::fs::metadata(&from).map(|m| m.permissions().mode() & 0o7777);
+    match safe_fs::write_beneath(worktree, rel, &bytes, Some(mode.unwrap_or(0o600))) {
+        Ok(()) => out.owned.push(OwnedFile::copied(file, &bytes)),
+        Err(e) if e.is_refusal() => out.warnings.push(format!("not copying `{file}`: {e}")),
         Err(e) => out.warnings.push(format!("could not copy {file}: {e}")),
     }
 }
