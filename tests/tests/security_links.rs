@@ -6,11 +6,14 @@
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use owt_e2e::acp::{fake_acp_tool, wait_status};
+use owt_e2e::lsp::LspClient;
 use owt_e2e::TestEnv;
 use owt_protocol::{NewOutput, Status};
+use serde_json::json;
 
 /// A folder holding a stand-in `claude` (the idle agent), and a PATH with
 /// it first: `--ai-tool claude` runs it, and owt writes Claude Code's
@@ -146,4 +149,92 @@ fn regression_copy_files_never_writes_through_a_folder_a_branch_made_a_link() {
         "the link is named in a warning: {warnings}"
     );
     assert!(!warnings.contains("did not start"), "{warnings}");
+}
+
+/// Runs `cmd` (its stdin an open pipe nobody writes to, as an editor's
+/// stream is) with its address space capped at 1 GiB, so a read that never
+/// ends fails in the process and not on the machine; fails the test when
+/// it has not exited within `deadline`.
+fn output_within(mut cmd: Command, deadline: Duration) -> Output {
+    use std::os::unix::process::CommandExt;
+    let limit = libc::rlimit {
+        rlim_cur: 1 << 30,
+        rlim_max: 1 << 30,
+    };
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs in the
+    // child between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || match libc::setrlimit(libc::RLIMIT_AS, &limit) {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        });
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let stdin = child.stdin.take();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {deadline:?} (killed); stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn regression_a_config_file_that_is_not_a_file_is_a_clear_error_not_a_hang() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let config = repo.join(".owt.toml");
+    for target in ["/dev/zero", "/proc/self/fd/0"] {
+        std::fs::remove_file(&config).unwrap();
+        symlink(target, &config).unwrap();
+        let out = output_within(env.owt_cmd(&repo, ["list"]), Duration::from_secs(20));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{target}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{} is a link to outside", config.display())),
+            "{target}: the error names the file: {stderr}"
+        );
+    }
+    // Not a link: a FIFO or a file too large is refused for what it is.
+    std::fs::remove_file(&config).unwrap();
+    let made = Command::new("mkfifo").arg(&config).status().unwrap();
+    assert!(made.success());
+    let out = output_within(env.owt_cmd(&repo, ["list"]), Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(".owt.toml is a FIFO, not a regular file"),
+        "{stderr}"
+    );
+    std::fs::remove_file(&config).unwrap();
+    std::fs::write(&config, format!("# {}\n", "x".repeat(2 << 20))).unwrap();
+    let out = output_within(env.owt_cmd(&repo, ["list"]), Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(".owt.toml is larger than 1048576 bytes"),
+        "{stderr}"
+    );
+
+    // `owt lsp` in that repository still answers `initialize` (it used to
+    // read the editor's stream as its configuration and never answer).
+    std::fs::remove_file(&config).unwrap();
+    symlink("/proc/self/fd/0", &config).unwrap();
+    let lsp = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    drop(lsp);
 }

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::seed::{is_seed_file, translate_seed, SEED_FILES};
 use super::trust::{dotted, gated_keys, remove_at, Trust, Withheld};
 use super::{Config, ConfigError};
+use crate::safe_fs;
 
 /// A loaded configuration and the files it came from.
 #[derive(Debug, Clone, Default)]
@@ -43,17 +44,15 @@ pub fn repo_config_file(repo_root: &Path) -> Option<PathBuf> {
 pub type ConfigFile = (Vec<u8>, toml::Table, Vec<String>);
 
 /// Reads and parses one file (translating the seed's format); `None` when
-/// it does not exist.
-pub fn read_config_file(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(ConfigError::Read {
-                path: path.to_path_buf(),
-                error: source,
-            })
-        }
+/// it does not exist. Only a regular file of at most 1 MiB is read (never
+/// a FIFO, a device or `/proc/self/fd/0`); with `confine` (a repository's
+/// own file), only when it resolves inside that folder.
+pub fn read_config_file(
+    path: &Path,
+    confine: Option<&Path>,
+) -> Result<Option<ConfigFile>, ConfigError> {
+    let Some(bytes) = safe_fs::read_regular(path, safe_fs::CONFIG_LIMIT, confine)? else {
+        return Ok(None);
     };
     let text = std::str::from_utf8(&bytes).map_err(|e| ConfigError::Read {
         path: path.to_path_buf(),
@@ -111,13 +110,13 @@ pub fn load(repo_root: Option<&Path>, trust: &dyn Trust) -> Result<Loaded, Confi
     let mut withheld = None;
     // The user's file first (lowest priority), so its errors come first.
     if let Some(user) = user_config_path() {
-        if let Some((_, table, ignored)) = read_config_file(&user)? {
+        if let Some((_, table, ignored)) = read_config_file(&user, None)? {
             layers.push((user, table, ignored));
         }
     }
     if let Some(root) = repo_root {
         if let Some(path) = repo_config_file(root) {
-            if let Some((bytes, mut table, ignored)) = read_config_file(&path)? {
+            if let Some((bytes, mut table, ignored)) = read_config_file(&path, Some(root))? {
                 let gated = gated_keys(&table, root);
                 let trusted = gated.need_trust.is_empty() || trust.trusts(&path, &bytes);
                 let mut held = Withheld {
@@ -153,7 +152,7 @@ pub fn load_files(files: &[PathBuf]) -> Result<Loaded, ConfigError> {
     let mut layers = Vec::new();
     // Lowest priority first, so an error names the user's file first.
     for path in files.iter().rev() {
-        if let Some((_, table, ignored)) = read_config_file(path)? {
+        if let Some((_, table, ignored)) = read_config_file(path, None)? {
             layers.insert(0, (path.clone(), table, ignored));
         }
     }

@@ -60,6 +60,9 @@ pub enum ConfigError {
     },
     #[error("invalid configuration: {0}")]
     Merged(String),
+    /// Not a regular file, too large, or a link out of the repository.
+    #[error(transparent)]
+    File(#[from] crate::safe_fs::SafeFsError),
 }
 
 /// The whole configuration. Every section and key is optional.

@@ -50,11 +50,21 @@ impl Trust for StoreTrust<'_> {
 
 /// The repository's setup script and its bytes when the user trusts them.
 pub fn trusted_setup_script(ctx: &Context) -> Option<(PathBuf, Vec<u8>)> {
-    let path = setup_script_path(ctx.repo.main_root());
-    let bytes = std::fs::read(&path).ok()?;
+    let root = ctx.repo.main_root();
+    let path = setup_script_path(root);
+    let bytes = read_setup_script(root, &path).ok()??;
     StoreTrust(&ctx.store)
         .trusts(&path, &bytes)
         .then_some((path, bytes))
+}
+
+/// The repository's setup script as `sh` would run it: a regular file
+/// inside the repository, at most 1 MiB; `None` when there is none.
+fn read_setup_script(
+    root: &Path,
+    script: &Path,
+) -> Result<Option<Vec<u8>>, crate::safe_fs::SafeFsError> {
+    crate::safe_fs::read_regular(script, crate::safe_fs::CONFIG_LIMIT, Some(root))
 }
 
 /// The state of one file: `trusted`, `untrusted`, `changed`, or
@@ -76,7 +86,7 @@ pub fn report(ctx: &Context, action: &str) -> anyhow::Result<TrustOutput> {
     let root = ctx.repo.main_root();
     let mut files = Vec::new();
     if let Some(path) = config::repo_config_file(root) {
-        if let Some((bytes, table, _)) = config::read_config_file(&path)? {
+        if let Some((bytes, table, _)) = config::read_config_file(&path, Some(root))? {
             let gated = config::gated_keys(&table, root);
             let (state, trusted_at) =
                 state_of(&ctx.store, &path, &bytes, !gated.need_trust.is_empty());
@@ -105,7 +115,7 @@ pub fn report(ctx: &Context, action: &str) -> anyhow::Result<TrustOutput> {
         }
     }
     let script = setup_script_path(root);
-    if let Ok(bytes) = std::fs::read(&script) {
+    if let Some(bytes) = read_setup_script(root, &script)? {
         let (state, trusted_at) = state_of(&ctx.store, &script, &bytes, true);
         files.push(TrustFile {
             path: script.display().to_string(),
