@@ -238,3 +238,38 @@ fn regression_a_config_file_that_is_not_a_file_is_a_clear_error_not_a_hang() {
     );
     drop(lsp);
 }
+
+#[test]
+fn regression_delete_never_follows_a_worktree_folder_replaced_by_a_link() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    // Another checkout, with an ignored file of its own.
+    let other = env.repo("other");
+    owt_e2e::write_file(&other, ".gitignore", "local.db\n");
+    commit_all(&env, &other, "ignore local.db");
+    owt_e2e::write_file(&other, "local.db", "the other checkout's data\n");
+    let (name, worktree) = env.new_session(&repo, "linked");
+    std::fs::rename(&worktree, env.path().join("moved-aside")).unwrap();
+    symlink(&other, &worktree).unwrap();
+
+    let err = env.owt_err(&repo, ["delete", &name]);
+    assert!(
+        err.contains(&format!("{}, is a symbolic link", worktree.display()))
+            && err.contains("nothing was deleted"),
+        "a clear error naming the link: {err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(other.join("local.db")).unwrap(),
+        "the other checkout's data\n",
+        "the other checkout's ignored file stays where it is"
+    );
+    assert!(
+        !env.owt_home.join("trash").exists()
+            || std::fs::read_dir(env.owt_home.join("trash"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "nothing went to the trash"
+    );
+    assert!(env.sessions(&repo).sessions.iter().any(|s| s.name == name));
+}

@@ -4,6 +4,8 @@
 //! files; with `force`, the uncommitted ones too) to the trash
 //! ([`super::trash`]) instead of deleting them. Only owt's own files
 //! ([`super::owned`]) and `[worktree] disposable` caches go without a copy.
+//! A worktree folder that is a symbolic link is refused: owt never follows
+//! a link out of a worktree.
 
 use std::path::Path;
 
@@ -28,6 +30,7 @@ pub fn delete_session(
         return super::remote::delete(ctx, &row, force, how, progress);
     }
     let _span = tracing::info_span!("session", session = %row.name).entered();
+    refuse_a_linked_worktree(&row)?;
     tracing::info!(worktree = %row.worktree_path.display(), "deleting the session");
     let worktree_exists = row.worktree_path.exists();
     let uncommitted = if worktree_exists {
@@ -79,6 +82,28 @@ pub fn delete_session(
         super::queue::admit(&ctx.home, progress);
     }
     Ok(out)
+}
+
+/// A worktree folder replaced by a symbolic link (to another checkout, say)
+/// is refused, nothing changed: owt would otherwise list, trash and remove
+/// what is at the other end.
+fn refuse_a_linked_worktree(row: &SessionRow) -> anyhow::Result<()> {
+    let path = &row.worktree_path;
+    if !path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Ok(());
+    }
+    let target = std::fs::read_link(path)
+        .map(|t| format!(" (to {})", t.display()))
+        .unwrap_or_default();
+    bail!(
+        "the worktree of `{}`, {}, is a symbolic link{target}; owt never follows a link out of a worktree, so nothing was deleted (remove the link yourself, then run `owt delete {}` again)",
+        row.name,
+        path.display(),
+        row.name
+    )
 }
 
 /// What is uncommitted in the session's worktree; refused (nothing

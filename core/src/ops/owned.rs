@@ -71,13 +71,22 @@ impl OwnedFile {
     /// worktree it is in.
     pub fn disposable_in(&self, worktree: &std::path::Path) -> bool {
         match (&self.origin[..], &self.sha256) {
-            ("copied", Some(sha)) => std::fs::read(worktree.join(&self.path))
-                .is_ok_and(|bytes| super::trust::sha256_hex(&bytes) == *sha),
+            // Read without following a link (a copy the agent replaced by
+            // a link to `/dev/zero` is not the copy).
+            ("copied", Some(sha)) => {
+                crate::safe_fs::read_beneath(worktree, self.path.as_ref(), COPY_LIMIT)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|bytes| super::trust::sha256_hex(&bytes) == *sha)
+            }
             ("copied", None) => false,
             _ => true,
         }
     }
 }
+
+/// The largest copied file whose content `owt delete` compares.
+const COPY_LIMIT: u64 = 64 << 20;
 
 /// The files owt put into `session`'s worktree.
 pub fn owned(ctx: &Context, session: &SessionRow) -> Vec<OwnedFile> {
