@@ -273,3 +273,15 @@ fn regression_delete_never_follows_a_worktree_folder_replaced_by_a_link() {
     );
     assert!(env.sessions(&repo).sessions.iter().any(|s| s.name == name));
 }
+
+#[test]
+fn regression_the_task_kept_beside_gits_worktree_metadata_is_private() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (name, _) = env.new_session(&repo, "a private task");
+    let file = repo.join(".git/worktrees").join(&name).join("owt.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("a private task"), "{text}");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{} is {mode:o}", file.display());
+}

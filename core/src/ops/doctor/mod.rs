@@ -38,7 +38,8 @@ const METADATA_FILE: &str = "owt.json";
 /// What owt knows of a session, kept beside git's own metadata of its
 /// worktree (`<common dir>/worktrees/<name>/owt.json`) so that a session
 /// can be re-adopted when the store is lost, and so that an owt using
-/// another state folder knows the worktree is not an orphan.
+/// another state folder knows the worktree is not an orphan. The file is
+/// 0600.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorktreeMetadata {
     pub session_id: i64,
@@ -72,7 +73,11 @@ pub fn write_metadata(ctx: &Context, row: &SessionRow) -> anyhow::Result<()> {
         created_at: row.created_at,
         owt_home: ctx.home.clone(),
     };
-    std::fs::write(admin.join(METADATA_FILE), serde_json::to_vec_pretty(&meta)?)?;
+    // Private (0600): it holds the task, which is the user's own text.
+    crate::store::write_private(
+        &admin.join(METADATA_FILE),
+        &serde_json::to_vec_pretty(&meta)?,
+    )?;
     Ok(())
 }
 
