@@ -285,3 +285,36 @@ fn regression_the_task_kept_beside_gits_worktree_metadata_is_private() {
     let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "{} is {mode:o}", file.display());
 }
+
+#[test]
+fn regression_owts_entries_never_go_into_integration_files_the_repository_tracks() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    owt_e2e::write_file(
+        &repo,
+        ".mcp.json",
+        "{\"mcpServers\": {\"team\": {\"command\": \"team-mcp\"}}}\n",
+    );
+    owt_e2e::write_file(
+        &repo,
+        ".claude/settings.local.json",
+        "{\"model\": \"opus\"}\n",
+    );
+    commit_all(&env, &repo, "the team's Claude Code settings");
+
+    let created = new_claude_session(&env, &repo, "tracked");
+    let warnings = created.warnings.join("\n");
+    assert!(
+        warnings.contains(".claude/settings.local.json is tracked in this repository")
+            && warnings.contains(".mcp.json and .claude/settings.local.json are tracked")
+            && warnings.contains("claude mcp add owt -- "),
+        "each refusal says how to enable it by hand: {warnings}"
+    );
+    let worktree = PathBuf::from(&created.session.worktree);
+    let changed = env.git(&worktree, ["status", "--porcelain", "-uall"]);
+    assert_eq!(
+        changed, "",
+        "the tracked files are unchanged, nothing to ship"
+    );
+    assert!(!warnings.contains("did not start"), "{warnings}");
+}

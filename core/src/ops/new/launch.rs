@@ -31,25 +31,12 @@ pub(super) fn install_integrations(
     } else {
         plan.resolved.provider.hooks
     };
-    // Gemini's hooks go in a file a repository may track: owt leaves a
-    // tracked one alone (it would be a change in the session's work).
-    let hooks = match hooks {
-        provider::Hooks::Gemini
-            if tracked_in(&session.worktree_path, integration::gemini::SETTINGS) =>
-        {
-            warnings.push(format!(
-                "{} is tracked in this repository: owt did not add Conflict Guard's pre-edit hook to it",
-                integration::gemini::SETTINGS
-            ));
-            provider::Hooks::None
-        }
-        hooks => hooks,
-    };
+    let hooks = untracked_hooks(&session.worktree_path, hooks, warnings);
     match claude::install_hooks(hooks, &session.worktree_path) {
         Ok(_) => owt_files.extend(claude::hooks_file(hooks).map(OwnedFile::written)),
         Err(e) => warnings.push(format!("could not install {name} hooks: {e}")),
     }
-    let register = if !write_agent_files {
+    let register = if !write_agent_files || mcp_files_tracked(session, name, warnings) {
         Ok(Vec::new())
     } else {
         claude::register_mcp(name, &session.worktree_path)
@@ -134,6 +121,54 @@ pub(super) fn launch(
             Some(crate::ops::queue::why_waiting(&ctx.home, session)),
         ),
     })
+}
+
+/// The hooks owt installs: none when their settings file is tracked in the
+/// repository (owt's entries, with the absolute path of this owt, would be
+/// a change in the session's work, committed and shipped with it).
+fn untracked_hooks(
+    worktree: &std::path::Path,
+    hooks: provider::Hooks,
+    warnings: &mut Vec<String>,
+) -> provider::Hooks {
+    use provider::integration::claude;
+    let Some(file) = claude::hooks_file(hooks).filter(|f| tracked_in(worktree, f)) else {
+        return hooks;
+    };
+    let what = match hooks {
+        provider::Hooks::Gemini => "Conflict Guard's pre-edit hook",
+        _ => "its status and pre-edit hooks",
+    };
+    warnings.push(format!(
+        "{file} is tracked in this repository: owt did not add {what} to it (they would be committed with the session's work)"
+    ));
+    provider::Hooks::None
+}
+
+/// Whether a file owt's MCP registration for `provider` would edit is
+/// tracked in the repository (then nothing is written: a warning says how
+/// to register the server by hand).
+fn mcp_files_tracked(session: &SessionRow, provider: &str, warnings: &mut Vec<String>) -> bool {
+    use provider::integration::claude;
+    if provider != "claude" {
+        return false;
+    }
+    let tracked: Vec<&str> = [claude::MCP_JSON, claude::CLAUDE_SETTINGS]
+        .into_iter()
+        .filter(|f| tracked_in(&session.worktree_path, f))
+        .collect();
+    if tracked.is_empty() {
+        return false;
+    }
+    let owt = std::env::current_exe()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "owt".into());
+    warnings.push(format!(
+        "{} {} tracked in this repository: owt did not register its MCP server there (it would be committed with the session's work); register it by hand with `claude mcp add owt -- {owt} mcp` (see docs/mcp.md)",
+        tracked.join(" and "),
+        if tracked.len() == 1 { "is" } else { "are" }
+    ));
+    true
 }
 
 /// Whether `rel` is in the index of the checkout at `worktree`.
