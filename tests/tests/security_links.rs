@@ -318,3 +318,60 @@ fn regression_owts_entries_never_go_into_integration_files_the_repository_tracks
     );
     assert!(!warnings.contains("did not start"), "{warnings}");
 }
+
+/// The peak resident memory (VmHWM, KiB) of a running process.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[test]
+fn regression_the_guard_streams_a_huge_untracked_file() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (_, worktree) = env.new_session(&repo, "huge");
+    // 1 GiB that takes no disk: a sparse file.
+    let big = std::fs::File::create(worktree.join("huge.bin")).unwrap();
+    big.set_len(1 << 30).unwrap();
+    drop(big);
+    owt_e2e::write_file(&worktree, "README.md", "# changed\n");
+
+    let mut child = env
+        .owt_cmd(&repo, ["--json", "guard"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = Instant::now();
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Some(kib) = peak_rss_kib(pid) {
+            peak = peak.max(kib);
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("owt guard still running after 120 s (peak RSS {peak} KiB)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let elapsed = start.elapsed();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("owt guard over a 1 GiB sparse file: peak RSS {peak} KiB, {elapsed:?}");
+    assert!(
+        peak < 128 << 10,
+        "the guard's peak RSS was {peak} KiB for a 1 GiB sparse file"
+    );
+}

@@ -138,8 +138,12 @@ fn blob_hunks(
     old: Option<Oid>,
     new: Option<Oid>,
 ) -> Result<Option<Vec<Hunk>>, GuardError> {
-    let old_blob = old.map(|id| repo.find_blob(id)).transpose()?;
-    let new_blob = new.map(|id| repo.find_blob(id)).transpose()?;
+    // A blob over 16 MiB is compared by id only, like a binary one.
+    let blob = |id: Oid| super::big::small_blob(repo, id).ok_or(());
+    let (Ok(old_blob), Ok(new_blob)) = (old.map(blob).transpose(), new.map(blob).transpose())
+    else {
+        return Ok(None);
+    };
     if old_blob.as_ref().is_some_and(|b| b.is_binary())
         || new_blob.as_ref().is_some_and(|b| b.is_binary())
     {
@@ -344,7 +348,7 @@ fn similar_renames<'r>(
 /// How many times each line occurs in a text blob (`None` for a binary or
 /// large one, over 1 MiB).
 fn line_counts(repo: &Repository, id: Oid) -> Option<HashMap<Vec<u8>, u32>> {
-    let blob = repo.find_blob(id).ok()?;
+    let blob = super::big::small_blob(repo, id)?;
     if blob.is_binary() || blob.size() > 1 << 20 {
         return None;
     }

@@ -30,6 +30,7 @@
 //! subscribe to file-system events; nothing here touches the store or
 //! knows the session hosts.
 
+pub mod big;
 pub mod changes;
 #[cfg(any(test, feature = "corpus"))]
 pub mod corpus;

@@ -147,6 +147,15 @@ pub struct Hit {
     pub how: &'static str,
 }
 
+/// A file of a checkout as the hook reads it: a regular file of at most
+/// 16 MiB, through no link out of `root` (else taken for a missing file:
+/// a link to `/dev/zero` or a FIFO never hangs or fills the hook).
+fn read_checkout_file(root: &Path, path: &Path) -> Option<Vec<u8>> {
+    crate::safe_fs::read_regular(path, super::big::BIG_FILE, Some(root))
+        .ok()
+        .flatten()
+}
+
 /// The lines one participant changed in `rel`, in the coordinates of its
 /// merge base with its base branch, and that merge base's copy of the
 /// file. `None` when it did not change the file.
@@ -176,8 +185,7 @@ fn changed_lines(participant: &Participant, rel: &str) -> Option<(Option<String>
                 .as_blob()
                 .map(|b| String::from_utf8_lossy(b.content()).into_owned())
         });
-    let theirs = std::fs::read(participant.worktree.join(rel))
-        .ok()
+    let theirs = read_checkout_file(&participant.worktree, &participant.worktree.join(rel))
         .map(|b| String::from_utf8_lossy(&b).into_owned());
     match (base_text, theirs) {
         (None, None) => None,
@@ -227,9 +235,8 @@ pub fn who_else(
     if rel.is_empty() || rel.split('/').next() == Some(".git") {
         return (rel, Vec::new());
     }
-    let current = std::fs::read(&path)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let current =
+        read_checkout_file(&root, &path).map(|b| String::from_utf8_lossy(&b).into_owned());
     let mine = edit_lines(current.as_deref(), &edit.planned);
     let mut hits = Vec::new();
     for other in others {
@@ -316,7 +323,7 @@ fn unsaved_hits(
         if buffer.path.strip_prefix(root).ok().and_then(Path::to_str) != Some(rel) {
             continue;
         }
-        let disk = std::fs::read(&buffer.path).ok();
+        let disk = read_checkout_file(root, &buffer.path);
         if disk.as_deref().and_then(blob_id) != buffer.disk {
             // The file changed on disk since the record was written.
             continue;

@@ -14,7 +14,9 @@
 //! the paths reported changed (or HEAD's own diff when HEAD moves) are
 //! looked at again, and a file whose size, mtime and inode are unchanged is
 //! never re-hashed. Blobs go through git's filters (`blob_path` inside the
-//! work tree), so CRLF conversion and `.gitattributes` hold. The only
+//! work tree), so CRLF conversion and `.gitattributes` hold; a file over
+//! 16 MiB is streamed into a blob instead, unfiltered, and compared by id
+//! only ([`super::big`]). The only
 //! writes are new objects in the object database.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -644,7 +646,13 @@ impl WorkState {
             let id = self.repo.blob(target.as_os_str().as_encoded_bytes())?;
             (id, MODE_LINK)
         } else if meta.is_file() {
-            let id = if self.needs_filters(rel) {
+            let id = if meta.len() > super::big::BIG_FILE {
+                // Streamed, compared by id only (no filters, no diff).
+                match super::big::stream_blob(&self.repo, &abs, meta.len())? {
+                    Some(id) => id,
+                    None => return Ok(None),
+                }
+            } else if self.needs_filters(rel) {
                 match self.repo.blob_path(&abs) {
                     Ok(id) => id,
                     // Vanished between the stat and the read.

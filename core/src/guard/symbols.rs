@@ -250,7 +250,7 @@ fn remember<K: std::hash::Hash + Eq, V: Clone>(map: &mut HashMap<K, V>, key: K, 
 /// A blob's text, when it is one the index reads (not binary, not larger
 /// than [`MAX_BYTES`]).
 fn text_of<T>(repo: &Repository, id: Oid, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
-    let blob = repo.find_blob(id).ok()?;
+    let blob = super::big::small_blob(repo, id)?;
     let content = blob.content();
     (!blob.is_binary() && content.len() <= MAX_BYTES).then(|| read(content))
 }
@@ -439,7 +439,7 @@ impl SymbolIndex {
         if self.files.len() >= MAX_CACHED {
             self.files.clear();
         }
-        let parsed = repo.find_blob(id).ok().and_then(|blob| {
+        let parsed = super::big::small_blob(repo, id).and_then(|blob| {
             let content = blob.content();
             if blob.is_binary() || content.len() > MAX_BYTES {
                 return None;

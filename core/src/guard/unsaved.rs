@@ -78,7 +78,10 @@ pub fn resolved(path: &Path) -> PathBuf {
 /// file that does not exist.
 pub fn unsaved_file(path: &Path, text: &str) -> Option<UnsavedFile> {
     let path = resolved(path);
-    match std::fs::read(&path) {
+    // A regular file of at most 16 MiB (a FIFO or a link to a device is
+    // taken for a missing file).
+    let on_disk = crate::safe_fs::read_regular(&path, super::big::BIG_FILE, None);
+    match on_disk.ok().flatten().ok_or(()) {
         Ok(disk) => {
             if disk == text.as_bytes() {
                 return None;

@@ -12,7 +12,7 @@ use super::Side;
 
 /// Lines of a text blob (empty for a missing or binary one).
 fn blob_lines(repo: &Repository, id: Option<Oid>) -> Vec<Vec<u8>> {
-    let Some(blob) = id.and_then(|id| repo.find_blob(id).ok()) else {
+    let Some(blob) = id.and_then(|id| super::super::big::small_blob(repo, id)) else {
         return Vec::new();
     };
     if blob.is_binary() {
