@@ -375,3 +375,21 @@ fn regression_the_guard_streams_a_huge_untracked_file() {
         "the guard's peak RSS was {peak} KiB for a 1 GiB sparse file"
     );
 }
+
+#[test]
+fn regression_the_helix_project_file_is_never_written_through_a_committed_link() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let outside = mkdirs(&env.path().join("outside"));
+    symlink(&outside, repo.join(".helix")).unwrap();
+    commit_all(&env, &repo, "a .helix link");
+    let err = env.owt_err(&repo, ["editor", "helix", "--project", "--write"]);
+    assert!(
+        err.contains(".helix/languages.toml is reached through a symbolic link"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(&outside).unwrap().next().is_none(),
+        "nothing is written outside the repository"
+    );
+}

@@ -103,7 +103,17 @@ fn target_path(dir: Option<&Path>, project: bool) -> anyhow::Result<PathBuf> {
             None => std::env::current_dir().context("reading the current folder")?,
         };
         let repo = Repo::discover(&dir)?;
-        return Ok(helix::project_languages_path(repo.main_root()));
+        let root = repo.main_root();
+        let target = helix::project_languages_path(root);
+        // A repository's own file: never written through a link it commits.
+        let rel = target.strip_prefix(root).unwrap_or(&target);
+        if crate::safe_fs::is_link_beneath(root, rel) {
+            anyhow::bail!(
+                "{} is reached through a symbolic link; owt never follows a link out of a repository (remove the link, or drop --project to write your own languages.toml)",
+                target.display()
+            );
+        }
+        return Ok(target);
     }
     user_path()
 }
