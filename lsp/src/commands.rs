@@ -204,7 +204,14 @@ pub fn spawn_task(state: &State, args: &CommandArgs) -> Result<String, CommandEr
         let real = selection_path(state, &uri).map_err(invalid)?;
         let text = match state.docs.get(&uri) {
             Some(doc) => doc.text.clone(),
-            None => std::fs::read_to_string(&real)
+            // A regular file of at most 16 MiB (a FIFO would hang the
+            // sidecar, a link to /dev/zero fill it).
+            None => owt_core::safe_fs::read_regular(&real, owt_core::guard::big::BIG_FILE, None)
+                .map_err(anyhow::Error::from)
+                .and_then(|bytes| {
+                    let bytes = bytes.ok_or_else(|| anyhow::anyhow!("no such file"))?;
+                    Ok(String::from_utf8(bytes)?)
+                })
                 .with_context(|| format!("reading {}", real.display()))
                 .map_err(invalid)?,
         };

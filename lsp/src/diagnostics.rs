@@ -50,6 +50,15 @@ pub struct Inputs<'a> {
 /// shows it).
 pub const AWARE: &str = "aware";
 
+/// The text of a file of the checkout at `root`, as the diagnostics read
+/// it: a regular file of at most 16 MiB through no link out of `root`
+/// (a FIFO or a link to a device is taken for a missing file).
+fn read_text(root: &Path, file: &Path) -> Option<String> {
+    let limit = owt_core::guard::big::BIG_FILE;
+    let bytes = owt_core::safe_fs::read_regular(file, limit, Some(root)).ok()??;
+    String::from_utf8(bytes).ok()
+}
+
 /// Diagnostics for every file of `my_root` that some pair touched (of
 /// `only` those paths, when given).
 pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
@@ -69,7 +78,7 @@ pub fn diagnostics(inputs: &Inputs<'_>) -> HashMap<Uri, Vec<Diagnostic>> {
             };
             let current = match inputs.open.get(&file) {
                 Some(text) => Some(text.clone()),
-                None => std::fs::read_to_string(&file).ok(),
+                None => read_text(inputs.my_root, &file),
             };
             let Some(current) = current else { continue };
             let base = merge_base
@@ -119,7 +128,7 @@ fn base_conflicts(inputs: &Inputs<'_>, out: &mut HashMap<Uri, Vec<Diagnostic>>) 
         };
         let current = match inputs.open.get(&file) {
             Some(text) => Some(text.clone()),
-            None => std::fs::read_to_string(&file).ok(),
+            None => read_text(inputs.my_root, &file),
         };
         let Some(current) = current else { continue };
         let base = me

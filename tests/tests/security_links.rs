@@ -393,3 +393,39 @@ fn regression_the_helix_project_file_is_never_written_through_a_committed_link()
         "nothing is written outside the repository"
     );
 }
+
+#[test]
+fn regression_owt_spawn_never_reads_a_fifo_of_the_workspace() {
+    let env = TestEnv::new();
+    let repo = env.repo("app").canonicalize().unwrap();
+    let fifo = repo.join("pipe.txt");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut lsp = LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        LspClient::default_capabilities(),
+        false,
+    );
+    let id = lsp.send_request(
+        "workspace/executeCommand",
+        json!({"command": "owt.spawn", "arguments": [{"task": "look", "uri": format!("file://{}", fifo.display()), "start_line": 1, "end_line": 1}]}),
+    );
+    let err = lsp
+        .await_response(id, Duration::from_secs(20))
+        .expect_err("a FIFO is not a file to quote");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("pipe.txt is a FIFO, not a regular file"),
+        "{err}"
+    );
+    // The sidecar still answers.
+    let board = lsp.request_result("owt/board", serde_json::Value::Null);
+    assert!(board.is_ok(), "{board:?}");
+}

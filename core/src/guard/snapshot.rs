@@ -660,13 +660,16 @@ impl WorkState {
                     Err(e) => return Err(e.into()),
                 }
             } else {
-                match std::fs::read(&abs) {
-                    Ok(bytes) => self.repo.blob(&bytes)?,
-                    Err(_) if !abs.exists() => return Ok(None),
-                    Err(source) => {
+                // Still a regular file of at most 16 MiB when opened (a
+                // FIFO swapped in since the stat is never read).
+                match crate::safe_fs::read_regular(&abs, super::big::BIG_FILE, None) {
+                    Ok(Some(bytes)) => self.repo.blob(&bytes)?,
+                    Ok(None) => return Ok(None),
+                    Err(e) if e.is_refusal() => return Ok(None),
+                    Err(e) => {
                         return Err(GuardError::Io {
                             path: abs,
-                            error: source,
+                            error: std::io::Error::other(e.to_string()),
                         })
                     }
                 }
