@@ -369,7 +369,9 @@ fn regression_the_guard_streams_a_huge_untracked_file() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    eprintln!("owt guard over a 1 GiB sparse file: peak RSS {peak} KiB, {elapsed:?}");
+    eprintln!(
+        "FIGURE owt guard over a 1 GiB sparse untracked file: peak RSS {peak} KiB, {elapsed:?}"
+    );
     assert!(
         peak < 128 << 10,
         "the guard's peak RSS was {peak} KiB for a 1 GiB sparse file"
