@@ -55,40 +55,47 @@ fn mkdirs(path: &Path) -> PathBuf {
 fn regression_integration_files_committed_as_links_are_not_written_through() {
     let env = TestEnv::new();
     let repo = env.repo("app");
-    // The user's global Claude Code settings, and a place outside.
-    let global = mkdirs(&env.home.join(".claude")).join("settings.json");
-    std::fs::write(&global, "{\"theme\": \"dark\"}\n").unwrap();
+    // The user's own Claude Code folder, and a place outside.
+    let claude = mkdirs(&env.home.join(".claude"));
+    let local = claude.join("settings.local.json");
+    std::fs::write(&local, "{\"theme\": \"dark\"}\n").unwrap();
     let outside = mkdirs(&env.path().join("outside"));
-    mkdirs(&repo.join(".claude"));
-    symlink(&global, repo.join(".claude/settings.local.json")).unwrap();
+    // `.claude` a link to the user's folder (so the settings file itself is
+    // not tracked), `.mcp.json` a link to a missing file outside.
+    symlink(&claude, repo.join(".claude")).unwrap();
     symlink(outside.join("created.json"), repo.join(".mcp.json")).unwrap();
     commit_all(&env, &repo, "links");
 
     let created = new_claude_session(&env, &repo, "links");
     let warnings = created.warnings.join("\n");
-    assert!(
-        warnings.contains("settings.local.json is a symbolic link")
-            && warnings.contains(".mcp.json is a symbolic link"),
-        "each link is named in a warning: {warnings}"
+    assert_eq!(
+        std::fs::read_to_string(&local).unwrap(),
+        "{\"theme\": \"dark\"}\n",
+        "the user's own settings are untouched: {warnings}"
     );
     assert_eq!(
-        std::fs::read_to_string(&global).unwrap(),
-        "{\"theme\": \"dark\"}\n",
-        "the user's global settings are untouched"
+        std::fs::read_dir(&claude).unwrap().count(),
+        1,
+        "nothing is created in the user's folder"
     );
     assert!(
         !outside.join("created.json").exists(),
         "nothing is created outside the worktree"
     );
+    let worktree = PathBuf::from(&created.session.worktree);
+    assert!(
+        warnings.contains(&format!(
+            "{} is a symbolic link",
+            worktree.join(".claude").display()
+        )),
+        "the link is named in a warning: {warnings}"
+    );
+    // `.mcp.json` is tracked (a committed link): left alone as such.
+    assert!(warnings.contains(".mcp.json"), "{warnings}");
     assert!(
         !warnings.contains("did not start"),
         "the session still starts: {warnings}"
     );
-    let worktree = PathBuf::from(&created.session.worktree);
-    assert!(std::fs::symlink_metadata(worktree.join(".mcp.json"))
-        .unwrap()
-        .file_type()
-        .is_symlink());
 }
 
 #[test]
