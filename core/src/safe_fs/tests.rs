@@ -58,7 +58,8 @@ fn reads_refuse_what_is_not_a_regular_file() {
     let root = dir.path();
     symlink("/dev/zero", root.join("zero")).unwrap();
     let fifo = root.join("fifo");
-    rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, Mode::from_raw_mode(0o600)).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
     std::fs::write(root.join("big"), vec![b'x'; 11]).unwrap();
     std::fs::write(root.join("ok"), "ok").unwrap();
     symlink(root.join("ok"), root.join("inside")).unwrap();
