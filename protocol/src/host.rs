@@ -181,7 +181,8 @@ pub struct Resize {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SendText {
-    /// Typed verbatim; text with a newline goes as one bracketed paste.
+    /// Typed with its control characters neutralised (shown escaped, as
+    /// `\x1b`); text with a newline goes as one bracketed paste.
     pub text: String,
     /// Press Enter after the text.
     pub enter: bool,

@@ -51,6 +51,7 @@ mod screen;
 mod socket;
 mod spawn;
 mod terminal;
+mod typing;
 
 pub(crate) use git_facts::{follow as follow_git_facts, Sent};
 use monitor::*;
@@ -64,6 +65,7 @@ pub use socket::{decode_hello, decode_request, Request};
 use spawn::*;
 pub(crate) use spawn::{listen, open_store_logged, spawn_guarded};
 use terminal::*;
+use typing::*;
 
 use super::queries::{self, QueryScanner};
 use super::{rules, HostSpec, SessionError};
