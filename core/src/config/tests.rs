@@ -236,3 +236,32 @@ fn guard_symbols_defaults_on_turns_off_and_rejects_a_non_boolean() {
     };
     assert_eq!((*line, key.as_deref()), (2, Some("guard.symbols")));
 }
+
+/// Issue 33, item 5: whose pull-request comments reach agents; a
+/// repository may narrow it, not widen it, without trust.
+#[test]
+fn comment_authors_route_collaborators_by_default_and_widening_needs_trust() {
+    let default = CommentAuthors::default();
+    assert!(default.routes("alice", true));
+    assert!(!default.routes("mallory", false));
+    let parse = |text: &str| -> CommentAuthors {
+        let config: Config = toml::from_str(text).unwrap();
+        config.feedback.comment_authors
+    };
+    let all = parse("[feedback]\ncomment_authors = \"all\"\n");
+    assert!(all.routes("mallory", false));
+    let list = parse("[feedback]\ncomment_authors = [\"Bot\", \"collaborators\"]\n");
+    assert!(list.routes("bot", false) && list.routes("alice", true));
+    assert!(!list.routes("mallory", false));
+    let only = parse("[feedback]\ncomment_authors = [\"bot\"]\n");
+    assert!(!only.routes("alice", true), "a list without collaborators");
+    for (value, needs) in [
+        ("\"collaborators\"", false),
+        ("[\"collaborators\"]", false),
+        ("\"all\"", true),
+        ("[\"mallory\"]", true),
+    ] {
+        let (need, _) = gated(&format!("[feedback]\ncomment_authors = {value}\n"));
+        assert_eq!(need == vec!["feedback.comment_authors"], needs, "{value}");
+    }
+}

@@ -134,9 +134,23 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
 }
 
 /// `checks.command` and `pr.cli` run programs; `pr.auto = true` pushes to
-/// a remote unasked.
+/// a remote unasked; `feedback.comment_authors` other than
+/// `"collaborators"` lets people outside the repository type into agents.
 fn gate_feedback_keys(table: &toml::Table, gated: &mut Gated) {
     let key = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    if let Some(toml::Value::Table(feedback)) = table.get("feedback") {
+        let widens = match feedback.get("comment_authors") {
+            None => false,
+            Some(toml::Value::String(one)) => one != "collaborators",
+            Some(toml::Value::Array(list)) => {
+                list.iter().any(|v| v.as_str() != Some("collaborators"))
+            }
+            Some(_) => true,
+        };
+        if widens {
+            gated.need_trust.push(key(&["feedback", "comment_authors"]));
+        }
+    }
     if let Some(toml::Value::Table(checks)) = table.get("checks") {
         if checks.contains_key("command") {
             gated.need_trust.push(key(&["checks", "command"]));
