@@ -114,3 +114,48 @@ fn regression_a_quoted_file_line_cannot_close_the_paste_or_press_keys() {
                     Comment: look\\x0dnow";
     assert_eq!(agent_lines(&log), vec![expected.to_string()]);
 }
+
+fn commit(env: &TestEnv, dir: &Path, file: &str, text: &str, message: &str) {
+    std::fs::write(dir.join(file), text).unwrap();
+    env.git(dir, ["add", "-A"]);
+    env.git(dir, ["commit", "-q", "-m", message]);
+}
+
+/// No byte of an escape sequence reaches the terminal raw; the name shows
+/// escaped.
+fn assert_escaped(what: &str, output: &str) {
+    assert!(
+        !output.contains('\x1b') && !output.contains('\x07'),
+        "{what}: {output:?}"
+    );
+    assert!(
+        output.contains("\\x1b]0;PWNED\\x07x.txt"),
+        "{what}: {output:?}"
+    );
+}
+
+/// Regression (issue 33, item 12): a file name holding a terminal escape
+/// (here one that retitles the terminal) reached the terminal raw in
+/// `owt diff --stat`, `owt guard`, and merge and ship errors. Every one
+/// prints it escaped, as `owt review` and `owt delete` did.
+#[test]
+fn regression_a_file_name_with_an_escape_is_printed_escaped_everywhere() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let hostile = "\x1b]0;PWNED\x07x.txt";
+    commit(&env, &repo, hostile, "one\ntwo\nthree\n", "a hostile name");
+    let (a, a_wt) = env.new_session(&repo, "edit one");
+    let (b, b_wt) = env.new_session(&repo, "edit two");
+    commit(&env, &a_wt, hostile, "one\nA\nthree\n", "a");
+    commit(&env, &b_wt, hostile, "one\nB\nthree\n", "b");
+
+    assert_escaped("diff --stat", &env.owt_ok(&repo, ["diff", &a, "--stat"]));
+    let guard = env.owt(&repo, ["guard"]);
+    assert_escaped("guard", &String::from_utf8_lossy(&guard.stdout));
+
+    // The base moves on: merging `a` would conflict, and the error names
+    // the file.
+    commit(&env, &repo, hostile, "one\nHUMAN\nthree\n", "human");
+    assert_escaped("merge error", &env.owt_err(&repo, ["merge", &a]));
+    assert_escaped("ship error", &env.owt_err(&repo, ["ship", &b]));
+}

@@ -313,22 +313,24 @@ impl Out {
         }
     }
 
-    /// A progress line on stderr (text mode only).
+    /// A progress line on stderr (text mode only). Progress, warnings and
+    /// errors name files, folders and branches that came from disk: their
+    /// control characters are printed escaped (`printable::text`).
     pub fn progress(&self, line: &str) {
         if !self.json {
-            eprintln!("{line}");
+            eprintln!("{}", crate::printable::text(line));
         }
     }
 
     /// A warning on stderr (both modes).
     pub fn warn(&self, line: &str) {
-        eprintln!("warning: {line}");
+        eprintln!("warning: {}", crate::printable::text(line));
     }
 
     /// An error that does not end the verb (one target of several
     /// failed), on stderr in both modes.
     pub fn error(&self, line: &str) {
-        eprintln!("Error: {line}");
+        eprintln!("Error: {}", crate::printable::text(line));
     }
 
     /// A sentence on stdout in both modes (for verbs whose output is a
@@ -404,9 +406,11 @@ fn report_error(err: &anyhow::Error, json: bool) -> ExitCode {
         };
         eprintln!("{}", serde_json::to_string(&doc).unwrap_or_default());
     } else {
-        eprintln!("Error: {message}");
+        // Errors name files, branches and folders that came from disk (a
+        // merge's conflicting paths): never raw on the terminal.
+        eprintln!("Error: {}", crate::printable::text(&message));
         if let Some(hint) = hint {
-            eprintln!("Hint: {hint}");
+            eprintln!("Hint: {}", crate::printable::text(&hint));
         }
     }
     ExitCode::FAILURE
