@@ -98,3 +98,38 @@ fn send_to_a_stopped_session_fails_clearly() {
         assert!(err.contains("stopped is not running"), "{err}");
     });
 }
+
+/// Regression (issue 33, item 13): a stopped host (SIGSTOP) answered
+/// `peek` and `send` with "Resource temporarily unavailable (os error 11)"
+/// after 10 s. Now the error names the session, says its host does not
+/// answer, and how to resume or end it.
+#[test]
+fn regression_a_stopped_host_is_named_as_not_answering() {
+    with_timeout(Duration::from_secs(90), || {
+        let env = Env::new();
+        let s = env.spawn_fake("frozen", &[]);
+        env.wait_screen("frozen", "FAKE AGENT READY");
+        let host = s.host_pid as libc::pid_t;
+        // SAFETY: signals to the host this test started.
+        assert_eq!(unsafe { libc::kill(host, libc::SIGSTOP) }, 0);
+        let peek = env.run(&["peek", "frozen"]);
+        let send = env.run(&["send", "frozen", "hello"]);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(host, libc::SIGCONT) }, 0);
+        for (verb, out) in [("peek", peek), ("send", send)] {
+            assert!(!out.status.success(), "{verb}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("frozen: the session host does not answer")
+                    && err.contains("it is stopped or hung")
+                    && err.contains(&format!("kill -CONT {host}"))
+                    && err.contains("owt delete frozen"),
+                "{verb}: {err}"
+            );
+            assert!(!err.contains("os error 11"), "{verb}: {err}");
+        }
+        // Resumed, it answers again.
+        env.ok(&["send", "frozen", "after"]);
+        env.wait_agent_line(&s, "after");
+    });
+}

@@ -333,6 +333,13 @@ impl Out {
         eprintln!("Error: {}", crate::printable::text(line));
     }
 
+    /// The hint under an error [`Out::error`] printed (text mode only).
+    pub fn hint(&self, line: &str) {
+        if !self.json {
+            eprintln!("Hint: {}", crate::printable::text(line));
+        }
+    }
+
     /// A sentence on stdout in both modes (for verbs whose output is a
     /// terminal session, not a document).
     pub fn say(&self, line: &str) -> anyhow::Result<()> {
@@ -349,7 +356,7 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
 
 /// A hint that helps with an error, printed under it: asked of the typed
 /// errors in its chain (never read from its text).
-fn hint_for(err: &anyhow::Error) -> Option<String> {
+pub(crate) fn hint_for(err: &anyhow::Error) -> Option<String> {
     use crate::git::GitError;
     use crate::provider::ProviderError;
     use crate::session::SessionError;
