@@ -159,3 +159,66 @@ fn regression_a_file_name_with_an_escape_is_printed_escaped_everywhere() {
     assert_escaped("merge error", &env.owt_err(&repo, ["merge", &a]));
     assert_escaped("ship error", &env.owt_err(&repo, ["ship", &b]));
 }
+
+/// Regression (issue 33, item 9): an untrusted `.owt.toml` set keys that
+/// cost resources or delete files — `[agent] scrollback = 4294967295`
+/// (50 MB kept whole by a host), `[worktree] disposable = ["*"]` (ignored
+/// files deleted with no trash copy), a `base_directory` into a sibling
+/// checkout — and they applied. Now they wait for `owt trust`.
+#[test]
+fn regression_untrusted_keys_that_cost_resources_or_delete_files_are_withheld() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.home.join(".config/owt/config.toml"),
+        format!(
+            "[agent]\nmax_running = 64\ndefault_tool = \"fake\"\n\n[tools.fake]\nbinary = \"{}\"\n",
+            data_file("idle-agent.sh").display()
+        ),
+    )
+    .unwrap();
+    let other = env.repo("other");
+    let repo = env.untrusted_repo("app");
+    let mut config = std::fs::read_to_string(repo.join(".owt.toml")).unwrap();
+    config = config.replace("[agent]\n", "[agent]\nscrollback = 4294967295\n");
+    config.push_str("\n[worktree]\ndisposable = [\"*\"]\nbase_directory = \"../other\"\n");
+    std::fs::write(repo.join(".owt.toml"), config).unwrap();
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "costly keys"]);
+
+    let show: owt_protocol::ConfigShow = env.owt_json(&repo, ["config", "show"]);
+    for key in [
+        "agent.scrollback",
+        "worktree.disposable",
+        "worktree.base_directory",
+    ] {
+        assert!(
+            show.untrusted.iter().any(|k| k == key),
+            "{key}: {:?}",
+            show.untrusted
+        );
+    }
+    assert!(
+        show.config["agent"]["scrollback"].is_null(),
+        "{}",
+        show.config
+    );
+    let out: NewOutput = env.owt_json(&repo, ["new", "a task"]);
+    assert!(
+        !out.session
+            .worktree
+            .starts_with(&other.display().to_string())
+            && out.session.worktree.contains("/app.worktrees/"),
+        "{}",
+        out.session.worktree
+    );
+    assert!(
+        !other.join("a-task").exists(),
+        "nothing written into the sibling checkout"
+    );
+
+    // Trusted, they apply (and the scrollback is bounded by the host).
+    env.trust(&repo);
+    let show: owt_protocol::ConfigShow = env.owt_json(&repo, ["config", "show"]);
+    assert!(show.untrusted.is_empty(), "{:?}", show.untrusted);
+    assert_eq!(show.config["agent"]["scrollback"], 4294967295u64);
+}

@@ -88,7 +88,9 @@ pub struct AgentConfig {
     /// (`"2 GiB"`, `"512 MiB"`). Default: a tenth of the machine's memory,
     /// at most 2 GiB.
     pub min_free_memory: Option<ByteSize>,
-    /// Lines of scrollback each session host keeps (tmux's default, 2000).
+    /// Lines of scrollback each session host keeps (tmux's default, 2000;
+    /// at most `session::MAX_SCROLLBACK`, 100 000). Needs trust in a
+    /// repository's file.
     pub scrollback: Option<u32>,
 }
 

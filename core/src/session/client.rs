@@ -212,8 +212,27 @@ impl HostConn {
     }
 
     /// The current screen.
+    /// With `scrollback`, all of it: a page a frame, asked for until the
+    /// host says there is no more (the screen is the first page's).
     pub fn peek(&mut self, scrollback: bool) -> Result<ScreenView, SessionError> {
-        let payload = serde_json::to_vec(&PeekRequest { scrollback }).unwrap_or_default();
+        let mut view = self.peek_page(scrollback, 0)?;
+        while let Some(from) = view.scrollback_next.take() {
+            let page = self.peek_page(true, from)?;
+            if page.scrollback.is_empty() {
+                break;
+            }
+            view.scrollback.extend(page.scrollback);
+            view.scrollback_next = page.scrollback_next.filter(|next| *next > from);
+        }
+        Ok(view)
+    }
+
+    fn peek_page(&mut self, scrollback: bool, from: usize) -> Result<ScreenView, SessionError> {
+        let payload = serde_json::to_vec(&PeekRequest {
+            scrollback,
+            scrollback_from: from,
+        })
+        .unwrap_or_default();
         let frame = self.request(FrameKind::Peek, &payload, "peek")?;
         frame.json().map_err(|e| io_err("reading the screen", e))
     }

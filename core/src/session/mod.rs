@@ -189,6 +189,10 @@ pub struct HostSpec {
 /// (`history-limit`).
 pub const DEFAULT_SCROLLBACK: usize = 2_000;
 
+/// The most lines of scrollback a host keeps, whatever `[agent]
+/// scrollback` says: 100 000 lines, some 20 MB of text at 200 columns.
+pub const MAX_SCROLLBACK: usize = 100_000;
+
 fn default_scrollback() -> usize {
     DEFAULT_SCROLLBACK
 }
@@ -345,6 +349,7 @@ pub fn peek(home: &Path, session: &SessionRow, scrollback: bool) -> Result<PeekV
                     alternate_screen: false,
                     lines,
                     scrollback: Vec::new(),
+                    scrollback_next: None,
                 },
             })
         }
