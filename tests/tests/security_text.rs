@@ -1,8 +1,9 @@
-//! Security checks of outside text (issue 33, items 5, 6, 12, 13): text
-//! owt types into an agent cannot act as keys (close the bracketed paste,
-//! press Shift-Tab, submit), only comments by trusted authors are typed,
-//! names that came from disk are printed escaped, and a stopped host is
-//! named as such.
+//! Security checks of outside text and untrusted keys (issue 33, items 6,
+//! 12, 9): text owt types into an agent cannot act as keys (close the
+//! bracketed paste, press Shift-Tab, submit), names that came from disk are
+//! printed escaped, and a repository's keys that cost resources or delete
+//! files wait for trust. (Comment authors: `forge.rs`; a stopped host and
+//! paged scrollback: `session_send.rs`.)
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
