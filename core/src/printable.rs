@@ -56,6 +56,19 @@ pub fn text(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A name that came from disk — a file path, a folder, a branch — as one
+/// printable line (git quotes such names; owt escapes them, `\x1b`): the
+/// one way the edges print them (`review`, `delete`, `guard`, `diff
+/// --stat`, merge and ship sentences and errors).
+pub fn name(name: &str) -> Cow<'_, str> {
+    line(name)
+}
+
+/// [`name`] of a path (not UTF-8: lossily).
+pub fn path(path: &std::path::Path) -> String {
+    line(&path.to_string_lossy()).into_owned()
+}
+
 /// `3h`, `12m`, `40s` since `then_ms`.
 pub fn age(then_ms: i64, now_ms: i64) -> String {
     let secs = ((now_ms - then_ms) / 1000).max(0);

@@ -49,7 +49,8 @@ pub struct PrOutput {
 pub struct WatchEvent {
     pub session: String,
     pub pr: u64,
-    /// `ci-failed`, `review-comment`, `conflict`, `merged`, `deleted`,
+    /// `ci-failed`, `review-comment`, `comment-not-routed` (comments by
+    /// outside authors, never typed), `conflict`, `merged`, `deleted`,
     /// `closed`, `rate-limited`, `error`, `leased-elsewhere`, `polled`.
     pub kind: String,
     pub detail: String,

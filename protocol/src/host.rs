@@ -181,7 +181,8 @@ pub struct Resize {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SendText {
-    /// Typed verbatim; text with a newline goes as one bracketed paste.
+    /// Typed with its control characters neutralised (shown escaped, as
+    /// `\x1b`); text with a newline goes as one bracketed paste.
     pub text: String,
     /// Press Enter after the text.
     pub enter: bool,
@@ -191,7 +192,17 @@ pub struct SendText {
 pub struct PeekRequest {
     /// Include the lines scrolled off the top.
     pub scrollback: bool,
+    /// With `scrollback`: the first line of the page of scrollback wanted
+    /// (0-based, oldest first). A host answers at most
+    /// [`SCROLLBACK_PAGE_BYTES`] of scrollback a frame and says where the
+    /// next page starts (`ScreenView::scrollback_next`).
+    #[serde(default)]
+    pub scrollback_from: usize,
 }
+
+/// Bytes of scrollback text (JSON-encoded) one `Screen` frame holds at
+/// most: a page, well under [`MAX_FRAME_LEN`] with the visible lines.
+pub const SCROLLBACK_PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Terminate {
@@ -212,6 +223,10 @@ pub struct ScreenView {
     pub lines: Vec<String>,
     /// Lines above the screen, oldest first (only when asked for).
     pub scrollback: Vec<String>,
+    /// Where the next page of the scrollback starts when this frame did
+    /// not hold the rest of it (ask again with `scrollback_from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrollback_next: Option<usize>,
 }
 
 impl ScreenView {

@@ -24,6 +24,8 @@ makes it "fix" the work when $FAKE_FIX is `FILE=TEXT`: 1 s of work writing
 TEXT to FILE (and committing it with $FAKE_FIX_COMMIT set). Without
 $FAKE_FIX it fixes nothing (an agent that gives up).
 anything else is echoed back as `got: <text>`.
+With $FAKE_RAW set, every byte read from the terminal is appended to that
+file as read (to check what reached the PTY, escape sequences included).
 """
 import json
 import os
@@ -37,6 +39,7 @@ import time
 import tty
 
 LOG = os.environ.get("FAKE_LOG")
+RAW = os.environ.get("FAKE_RAW")
 out = sys.stdout
 
 
@@ -210,6 +213,9 @@ while True:
         continue
     if not data:
         break
+    if RAW:
+        with open(RAW, "ab") as f:
+            f.write(data)
     pending += data
     while pending:
         if pending.startswith(b"\x1b[200~"):

@@ -20,6 +20,8 @@ answered with one line on stdout (`ok` or `error: …`):
   {"op": "comment", "pr": 1, "author": "alice", "body": "…"}                   (conversation)
   {"op": "review_comment", "pr": 1, "author": "alice", "path": "a.txt", "line": 1, "body": "…"}
   {"op": "review", "pr": 1, "author": "alice", "state": "CHANGES_REQUESTED"|"APPROVED"|"COMMENTED", "body": "…"}
+  Comments and reviews take "association" (GitHub's author association: OWNER,
+  MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, …; default MEMBER).
   {"op": "mergeable", "pr": 1, "value": "MERGEABLE"|"CONFLICTING"|"UNKNOWN"}
   {"op": "merge", "pr": 1}   {"op": "close", "pr": 1}
   {"op": "rate_limit", "seconds": 30}      (every call but GET /rate_limit answers 403 until then)
@@ -153,7 +155,7 @@ def pr_graphql(pr):
         "headRefOid": head_oid(pr["head"]),
         "author": gql_user("owt-user"),
         "comments": {"nodes": [
-            {"id": c["node_id"], "author": gql_user(c["author"]), "authorAssociation": "MEMBER",
+            {"id": c["node_id"], "author": gql_user(c["author"]), "authorAssociation": c["association"],
              "body": c["body"], "createdAt": c["at"], "includesCreatedEdit": False,
              "isMinimized": False, "minimizedReason": "", "reactionGroups": [],
              "url": f"{host}/{ARGS.owner}/{ARGS.repo}/pull/{pr['number']}#issuecomment-{c['id']}",
@@ -161,7 +163,7 @@ def pr_graphql(pr):
             for c in pr["comments"]], "totalCount": len(pr["comments"]),
             "pageInfo": {"hasNextPage": False, "endCursor": ""}},
         "reviews": {"nodes": [
-            {"id": r["node_id"], "author": gql_user(r["author"]), "authorAssociation": "MEMBER",
+            {"id": r["node_id"], "author": gql_user(r["author"]), "authorAssociation": r["association"],
              "body": r["body"], "submittedAt": r["at"], "includesCreatedEdit": False,
              "reactionGroups": [], "state": r["state"],
              "url": f"{host}/{ARGS.owner}/{ARGS.repo}/pull/{pr['number']}#pullrequestreview-{r['id']}",
@@ -262,7 +264,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.reply(200, [
                     {"id": c["id"], "node_id": c["node_id"], "path": c["path"], "line": c["line"],
                      "original_line": c["line"], "side": "RIGHT", "body": c["body"],
-                     "user": user(c["author"]), "created_at": c["at"], "updated_at": c["at"],
+                     "user": user(c["author"]), "author_association": c["association"],
+                     "created_at": c["at"], "updated_at": c["at"],
                      "html_url": f"{ARGS.base}/{ARGS.owner}/{ARGS.repo}/pull/{pr['number']}#discussion_r{c['id']}",
                      "commit_id": head_oid(pr["head"]), "pull_request_review_id": None}
                     for c in pr["review_comments"]])
@@ -394,6 +397,9 @@ def apply(cmd):
             return "ok " + json.dumps(STATE["prs"])
         pr = STATE["prs"][int(cmd["pr"])]
         at = now_iso()
+        # GitHub's author association of a comment's author (OWNER, MEMBER,
+        # COLLABORATOR, CONTRIBUTOR, FIRST_TIME_CONTRIBUTOR, NONE, …).
+        association = cmd.get("association", "MEMBER")
         if op == "ci":
             pr["checks"] = []
             for c in cmd["checks"]:
@@ -407,16 +413,16 @@ def apply(cmd):
         elif op == "comment":
             i = next_id()
             pr["comments"].append({"id": i, "node_id": f"IC_{i}", "author": cmd["author"],
-                                   "body": cmd["body"], "at": at})
+                                   "association": association, "body": cmd["body"], "at": at})
         elif op == "review_comment":
             i = next_id()
             pr["review_comments"].append({"id": i, "node_id": f"PRRC_{i}", "author": cmd["author"],
-                                          "path": cmd["path"], "line": cmd["line"],
+                                          "association": association, "path": cmd["path"], "line": cmd["line"],
                                           "body": cmd["body"], "at": at})
         elif op == "review":
             i = next_id()
             pr["reviews"].append({"id": i, "node_id": f"PRR_{i}", "author": cmd["author"],
-                                  "state": cmd["state"], "body": cmd.get("body", ""), "at": at})
+                                  "association": association, "state": cmd["state"], "body": cmd.get("body", ""), "at": at})
             if cmd["state"] in ("APPROVED", "CHANGES_REQUESTED"):
                 pr["review_decision"] = cmd["state"]
         elif op == "mergeable":

@@ -65,6 +65,25 @@ pub fn data_file(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The `PATH` of a test that means "owt is not installed", built from
+/// scratch: the system's folders, never the caller's `PATH` (which may
+/// hold an installed owt: `cargo install` puts it in `~/.cargo/bin`), and
+/// none of them that holds an `owt` anyway.
+pub fn path_without_owt() -> String {
+    [
+        "/usr/local/sbin",
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/usr/bin",
+        "/sbin",
+        "/bin",
+    ]
+    .into_iter()
+    .filter(|dir| std::fs::symlink_metadata(Path::new(dir).join("owt")).is_err())
+    .collect::<Vec<_>>()
+    .join(":")
+}
+
 /// `--json` followed by `args`.
 fn json_args<I, S>(args: I) -> Vec<std::ffi::OsString>
 where

@@ -288,7 +288,9 @@ fn home_config_is_used_without_xdg_config_home() {
 #[test]
 fn owt_not_on_path_is_started_by_its_absolute_path() {
     let mut env = TestEnv::new();
-    env.extra_env.push(("PATH".into(), "/usr/bin:/bin".into()));
+    // Issue 33, item 14: from scratch, so an installed owt is not on it.
+    env.extra_env
+        .push(("PATH".into(), owt_e2e::path_without_owt()));
     let out = env.owt(env.path(), ["editor", "helix"]);
     assert!(out.status.success());
     let doc = parse(&String::from_utf8(out.stdout).unwrap());

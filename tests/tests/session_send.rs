@@ -98,3 +98,95 @@ fn send_to_a_stopped_session_fails_clearly() {
         assert!(err.contains("stopped is not running"), "{err}");
     });
 }
+
+/// Regression (issue 33, item 13): a stopped host (SIGSTOP) answered
+/// `peek` and `send` with "Resource temporarily unavailable (os error 11)"
+/// after 10 s. Now the error names the session, says its host does not
+/// answer, and how to resume or end it.
+#[test]
+fn regression_a_stopped_host_is_named_as_not_answering() {
+    with_timeout(Duration::from_secs(90), || {
+        let env = Env::new();
+        let s = env.spawn_fake("frozen", &[]);
+        env.wait_screen("frozen", "FAKE AGENT READY");
+        let host = s.host_pid as libc::pid_t;
+        // SAFETY: signals to the host this test started.
+        assert_eq!(unsafe { libc::kill(host, libc::SIGSTOP) }, 0);
+        let peek = env.run(&["peek", "frozen"]);
+        let send = env.run(&["send", "frozen", "hello"]);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(host, libc::SIGCONT) }, 0);
+        for (verb, out) in [("peek", peek), ("send", send)] {
+            assert!(!out.status.success(), "{verb}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("frozen: the session host does not answer")
+                    && err.contains("it is stopped or hung")
+                    && err.contains(&format!("kill -CONT {host}"))
+                    && err.contains("owt delete frozen"),
+                "{verb}: {err}"
+            );
+            assert!(!err.contains("os error 11"), "{verb}: {err}");
+        }
+        // Resumed, it answers again.
+        env.ok(&["send", "frozen", "after"]);
+        env.wait_agent_line(&s, "after");
+    });
+}
+
+/// Regression (issue 33, item 9): `owt peek --scrollback` of a large
+/// scrollback failed with "frame of N bytes is larger than 16777216". It
+/// reads the scrollback a page (4 MiB) at a time: here 99 000 lines of 172
+/// characters (some 17.5 MB of JSON, over the frame limit), every one, in
+/// order.
+#[test]
+fn regression_peek_scrollback_reads_a_large_scrollback_in_pages() {
+    with_timeout(Duration::from_secs(180), || {
+        let env = Env::new();
+        let lines = 99_000;
+        let script = format!(
+            "import sys, time\n\
+             for i in range({lines}):\n    sys.stdout.write('%06d %s\\n' % (i, 'y' * 165))\n\
+             sys.stdout.write('ALL WRITTEN\\n'); sys.stdout.flush(); time.sleep(300)\n"
+        );
+        env.spawn(&[
+            "__host",
+            "spawn",
+            "--name",
+            "long",
+            "--cols",
+            "180",
+            "--scrollback",
+            "100000",
+            "--",
+            "python3",
+            "-c",
+            &script,
+        ]);
+        env.wait_screen("long", "ALL WRITTEN");
+        let out = env.ok(&["--json", "peek", "long", "--scrollback"]);
+        let view: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let mut numbers: Vec<usize> = view["screen"]["scrollback"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(view["screen"]["lines"].as_array().unwrap())
+            .filter_map(|l| l.as_str()?.split_whitespace().next()?.parse().ok())
+            .collect();
+        numbers.dedup();
+        let gaps: Vec<(usize, usize)> = numbers
+            .windows(2)
+            .filter(|w| w[1] != w[0] + 1)
+            .map(|w| (w[0], w[1]))
+            .take(10)
+            .collect();
+        assert_eq!(
+            numbers.len(),
+            lines,
+            "every line once; first {:?}, gaps {gaps:?}, {} scrollback lines",
+            numbers.first(),
+            view["screen"]["scrollback"].as_array().unwrap().len()
+        );
+        assert!(numbers.iter().enumerate().all(|(i, n)| i == *n), "in order");
+    });
+}

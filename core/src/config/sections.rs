@@ -88,7 +88,9 @@ pub struct AgentConfig {
     /// (`"2 GiB"`, `"512 MiB"`). Default: a tenth of the machine's memory,
     /// at most 2 GiB.
     pub min_free_memory: Option<ByteSize>,
-    /// Lines of scrollback each session host keeps (tmux's default, 2000).
+    /// Lines of scrollback each session host keeps (tmux's default, 2000;
+    /// at most `session::MAX_SCROLLBACK`, 100 000). Needs trust in a
+    /// repository's file.
     pub scrollback: Option<u32>,
 }
 
@@ -286,6 +288,45 @@ pub enum ConflictFeedback {
 pub struct FeedbackConfig {
     /// A new real conflict with the base or another session.
     pub conflicts: ConflictFeedback,
+    /// Whose pull-request comments are typed into agents.
+    pub comment_authors: CommentAuthors,
+}
+
+/// `[feedback] comment_authors`: whose pull-request comments the watcher
+/// types into agents — `"collaborators"` (the default: GitHub's `OWNER`,
+/// `MEMBER`, `COLLABORATOR`; GitLab members with Developer access or more),
+/// `"all"`, or a list of logins (which may hold `"collaborators"` too).
+/// The others are counted and listed, never typed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CommentAuthors {
+    One(String),
+    List(Vec<String>),
+}
+
+impl Default for CommentAuthors {
+    fn default() -> Self {
+        CommentAuthors::One("collaborators".into())
+    }
+}
+
+impl CommentAuthors {
+    fn entries(&self) -> &[String] {
+        match self {
+            CommentAuthors::One(one) => std::slice::from_ref(one),
+            CommentAuthors::List(list) => list,
+        }
+    }
+
+    /// Whether a comment by `login` (`collaborator`: one of the
+    /// repository's own people) is typed into the agent.
+    pub fn routes(&self, login: &str, collaborator: bool) -> bool {
+        self.entries().iter().any(|entry| match entry.as_str() {
+            "all" => true,
+            "collaborators" => collaborator,
+            name => name.eq_ignore_ascii_case(login.trim_start_matches('@')),
+        })
+    }
 }
 
 /// Which forge hosts the remote.

@@ -124,8 +124,12 @@ fn keys_that_run_programs_or_write_elsewhere_need_trust() {
     );
     assert_eq!(
         need,
-        vec!["agent.max_running", "agent.min_free_memory"],
-        "the machine's limits on agents need trust; scrollback and ports do not"
+        vec![
+            "agent.max_running",
+            "agent.min_free_memory",
+            "agent.scrollback"
+        ],
+        "the machine's limits on agents and what a host keeps need trust; ports do not"
     );
 }
 
@@ -235,4 +239,61 @@ fn guard_symbols_defaults_on_turns_off_and_rejects_a_non_boolean() {
         panic!("{err}")
     };
     assert_eq!((*line, key.as_deref()), (2, Some("guard.symbols")));
+}
+
+/// Issue 33, item 5: whose pull-request comments reach agents; a
+/// repository may narrow it, not widen it, without trust.
+#[test]
+fn comment_authors_route_collaborators_by_default_and_widening_needs_trust() {
+    let default = CommentAuthors::default();
+    assert!(default.routes("alice", true));
+    assert!(!default.routes("mallory", false));
+    let parse = |text: &str| -> CommentAuthors {
+        let config: Config = toml::from_str(text).unwrap();
+        config.feedback.comment_authors
+    };
+    let all = parse("[feedback]\ncomment_authors = \"all\"\n");
+    assert!(all.routes("mallory", false));
+    let list = parse("[feedback]\ncomment_authors = [\"Bot\", \"collaborators\"]\n");
+    assert!(list.routes("bot", false) && list.routes("alice", true));
+    assert!(!list.routes("mallory", false));
+    let only = parse("[feedback]\ncomment_authors = [\"bot\"]\n");
+    assert!(!only.routes("alice", true), "a list without collaborators");
+    for (value, needs) in [
+        ("\"collaborators\"", false),
+        ("[\"collaborators\"]", false),
+        ("\"all\"", true),
+        ("[\"mallory\"]", true),
+    ] {
+        let (need, _) = gated(&format!("[feedback]\ncomment_authors = {value}\n"));
+        assert_eq!(need == vec!["feedback.comment_authors"], needs, "{value}");
+    }
+}
+
+/// Regression (issue 33, item 9): keys that cost resources or delete files
+/// applied from an untrusted `.owt.toml`: `[agent] scrollback`,
+/// `[worktree] disposable`, and a `base_directory` into a sibling checkout.
+#[test]
+fn regression_scrollback_disposable_and_a_sibling_checkout_need_trust() {
+    let (need, _) = gated("[agent]\nscrollback = 4294967295\n");
+    assert_eq!(need, vec!["agent.scrollback"]);
+    let (need, _) = gated("[worktree]\ndisposable = [\"*\"]\n");
+    assert_eq!(need, vec!["worktree.disposable"]);
+
+    let root = tempfile::tempdir().unwrap();
+    let repo = root.path().join("app");
+    let other = root.path().join("other");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    std::fs::create_dir_all(root.path().join("plain")).unwrap();
+    std::os::unix::fs::symlink(&other, root.path().join("link")).unwrap();
+    let gated_at = |dir: &str| {
+        let table: toml::Table =
+            toml::from_str(&format!("[worktree]\nbase_directory = {dir:?}\n")).unwrap();
+        !gated_keys(&table, &repo).need_trust.is_empty()
+    };
+    assert!(gated_at("../other"), "a sibling checkout");
+    assert!(gated_at("../link"), "a link beside the repository");
+    assert!(!gated_at("../plain"), "a plain folder beside it");
+    assert!(!gated_at("../app-wt"), "a folder owt will create");
 }

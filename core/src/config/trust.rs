@@ -65,11 +65,13 @@ pub fn dotted(path: &[String]) -> String {
 
 /// Which keys of a repository's (translated) configuration table run
 /// programs, set an agent's environment, or choose where owt writes
-/// outside the repository's parent folder, or lift the machine's limits on
-/// running agents: `[tools.*]`, `agent.default_tool`, `agent.max_running`,
-/// `agent.min_free_memory`, `agent.env.*`, `environment.auto_install_deps =
-/// true`, and a `worktree.base_directory` that is not a plain
-/// (non-hidden) folder beside the repository at `repo_root`.
+/// outside the repository's parent folder, lift the machine's limits on
+/// running agents, cost resources or delete files: `[tools.*]`,
+/// `agent.default_tool`, `agent.max_running`, `agent.min_free_memory`,
+/// `agent.scrollback`, `agent.env.*`, `environment.auto_install_deps =
+/// true`, `worktree.disposable`, and a `worktree.base_directory` that is
+/// not a plain (non-hidden) folder beside the repository at `repo_root`
+/// (a folder that exists must be no checkout, nor a link).
 /// `[tools.NAME]` of a built-in agent is refused outright. `[remotes.*]`
 /// needs trust too: it makes owt run `ssh` and a program on another machine.
 pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
@@ -95,8 +97,9 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
             gated.need_trust.push(key(&["agent", "default_tool"]));
         }
         // What keeps the machine from running out of memory is the
-        // user's: a cloned repository may not lift it.
-        for limit in ["max_running", "min_free_memory"] {
+        // user's: a cloned repository may not lift it, nor make each
+        // session host keep more scrollback.
+        for limit in ["max_running", "min_free_memory", "scrollback"] {
             if agent.contains_key(limit) {
                 gated.need_trust.push(key(&["agent", limit]));
             }
@@ -109,17 +112,13 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     }
     if let Some(toml::Value::Table(worktree)) = table.get("worktree") {
         if let Some(toml::Value::String(dir)) = worktree.get("base_directory") {
-            // Without trust: only a plain folder beside the repository.
-            let parent = normalize(repo_root.parent().unwrap_or(repo_root));
-            let resolved = normalize(&resolve_base_directory(dir, repo_root));
-            let sibling = resolved.parent() == Some(parent.as_path())
-                && resolved
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| !n.starts_with('.'));
-            if !sibling {
+            if !plain_sibling(dir, repo_root) {
                 gated.need_trust.push(key(&["worktree", "base_directory"]));
             }
+        }
+        // Globs of ignored files `owt delete` removes without a trash copy.
+        if worktree.contains_key("disposable") {
+            gated.need_trust.push(key(&["worktree", "disposable"]));
         }
     }
     if let Some(toml::Value::Table(environment)) = table.get("environment") {
@@ -133,10 +132,45 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     gated
 }
 
+/// Whether `dir` (a `base_directory`) is a plain (non-hidden) folder
+/// beside the repository at `repo_root` that is not a checkout of its own
+/// (holds no `.git`): the only one a repository may choose without trust.
+fn plain_sibling(dir: &str, repo_root: &Path) -> bool {
+    let parent = normalize(repo_root.parent().unwrap_or(repo_root));
+    let resolved = normalize(&resolve_base_directory(dir, repo_root));
+    let beside = resolved.parent() == Some(parent.as_path())
+        && resolved
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| !n.starts_with('.'));
+    let checkout_or_link = match std::fs::symlink_metadata(&resolved) {
+        Ok(meta) => {
+            meta.file_type().is_symlink()
+                || std::fs::symlink_metadata(resolved.join(".git")).is_ok()
+        }
+        Err(_) => false,
+    };
+    beside && !checkout_or_link
+}
+
 /// `checks.command` and `pr.cli` run programs; `pr.auto = true` pushes to
-/// a remote unasked.
+/// a remote unasked; `feedback.comment_authors` other than
+/// `"collaborators"` lets people outside the repository type into agents.
 fn gate_feedback_keys(table: &toml::Table, gated: &mut Gated) {
     let key = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    if let Some(toml::Value::Table(feedback)) = table.get("feedback") {
+        let widens = match feedback.get("comment_authors") {
+            None => false,
+            Some(toml::Value::String(one)) => one != "collaborators",
+            Some(toml::Value::Array(list)) => {
+                list.iter().any(|v| v.as_str() != Some("collaborators"))
+            }
+            Some(_) => true,
+        };
+        if widens {
+            gated.need_trust.push(key(&["feedback", "comment_authors"]));
+        }
+    }
     if let Some(toml::Value::Table(checks)) = table.get("checks") {
         if checks.contains_key("command") {
             gated.need_trust.push(key(&["checks", "command"]));

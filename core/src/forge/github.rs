@@ -93,6 +93,16 @@ pub fn view_pr(forge: &Forge, number: u64) -> Result<PrSnapshot, ForgeError> {
     Ok(snapshot)
 }
 
+/// Whether a GitHub author association (`authorAssociation` in GraphQL,
+/// `author_association` in REST) is one of the repository's own people.
+fn collaborator(v: &Value) -> bool {
+    let association = match text(v, "authorAssociation") {
+        "" => text(v, "author_association"),
+        a => a,
+    };
+    matches!(association, "OWNER" | "MEMBER" | "COLLABORATOR")
+}
+
 fn login(v: &Value, key: &str) -> String {
     v.get(key)
         .and_then(|a| a.get("login"))
@@ -196,6 +206,7 @@ fn view_comments(doc: &Value) -> Vec<ForgeComment> {
             author: login(c, "author"),
             place: None,
             body: text(c, "body").to_string(),
+            collaborator: collaborator(c),
         })
         .collect();
     comments.extend(
@@ -215,6 +226,7 @@ fn view_comments(doc: &Value) -> Vec<ForgeComment> {
                     author: login(r, "author"),
                     place: None,
                     body: format!("{verdict}{}", text(r, "body")),
+                    collaborator: collaborator(r),
                 }
             }),
     );
@@ -241,6 +253,7 @@ pub fn parse_review_comments(doc: &Value) -> Vec<ForgeComment> {
                     None => path.to_string(),
                 }),
                 body: text(c, "body").to_string(),
+                collaborator: collaborator(c),
             }
         })
         .collect()
@@ -360,6 +373,45 @@ mod tests {
         assert_eq!(
             last_url("a pull request for branch \"feat\" into branch \"main\" already exists:\nhttps://h/o/r/pull/1\n"),
             Some("https://h/o/r/pull/1".into())
+        );
+    }
+
+    /// Issue 33, item 5: the author association says who may be routed.
+    #[test]
+    fn owners_members_and_collaborators_are_collaborators() {
+        let doc = serde_json::json!({
+            "comments": [
+                {"id": "IC_1", "author": {"login": "o"}, "authorAssociation": "OWNER", "body": "a"},
+                {"id": "IC_2", "author": {"login": "m"}, "authorAssociation": "MEMBER", "body": "b"},
+                {"id": "IC_3", "author": {"login": "x"}, "authorAssociation": "CONTRIBUTOR", "body": "c"},
+                {"id": "IC_4", "author": {"login": "y"}, "authorAssociation": "NONE", "body": "d"},
+                {"id": "IC_5", "author": {"login": "z"}, "body": "no association"}],
+            "reviews": [{"id": "PRR_6", "author": {"login": "c"}, "authorAssociation": "COLLABORATOR",
+                         "body": "e", "state": "COMMENTED"}]
+        });
+        let who: Vec<(String, bool)> = parse_view(&doc)
+            .comments
+            .into_iter()
+            .map(|c| (c.author, c.collaborator))
+            .collect();
+        let expected = [
+            ("o", true),
+            ("m", true),
+            ("x", false),
+            ("y", false),
+            ("z", false),
+            ("c", true),
+        ];
+        let expected: Vec<(String, bool)> =
+            expected.iter().map(|(a, b)| (a.to_string(), *b)).collect();
+        assert_eq!(who, expected);
+        let inline = parse_review_comments(&serde_json::json!([
+            {"id": 7, "path": "a", "line": 1, "body": "x", "user": {"login": "m"}, "author_association": "MEMBER"},
+            {"id": 8, "path": "a", "line": 1, "body": "x", "user": {"login": "d"}, "author_association": "FIRST_TIME_CONTRIBUTOR"}
+        ]));
+        assert_eq!(
+            (inline[0].collaborator, inline[1].collaborator),
+            (true, false)
         );
     }
 }

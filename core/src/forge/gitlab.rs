@@ -80,7 +80,33 @@ pub fn view_pr(forge: &Forge, number: u64) -> Result<PrSnapshot, ForgeError> {
     let notes = format!("projects/{project}/merge_requests/{number}/notes?per_page=100");
     let notes = forge.call_json(&["api", &notes], "glab api")?;
     snapshot.comments = parse_notes(&notes);
+    // Who may be routed by `[feedback] comment_authors = "collaborators"`;
+    // unknown (the call failed) is nobody.
+    let members = format!("projects/{project}/members/all?per_page=100");
+    let developers = forge
+        .call_json(&["api", &members], "glab api")
+        .map(|doc| developers(&doc))
+        .unwrap_or_default();
+    for comment in &mut snapshot.comments {
+        comment.collaborator = developers.contains(&comment.author);
+    }
     Ok(snapshot)
+}
+
+/// GitLab's Developer access level: members with it or more work on the
+/// project.
+const DEVELOPER_ACCESS: u64 = 30;
+
+/// The usernames of a project's members with Developer access or more
+/// (`GET projects/:id/members/all`, pure).
+pub fn developers(doc: &Value) -> Vec<String> {
+    doc.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m.get("access_level").and_then(Value::as_u64) >= Some(DEVELOPER_ACCESS))
+        .map(|m| text(m, "username").to_string())
+        .filter(|name| !name.is_empty())
+        .collect()
 }
 
 /// A merge request as the API shows it (pure).
@@ -167,6 +193,7 @@ pub fn parse_notes(doc: &Value) -> Vec<ForgeComment> {
                     .to_string(),
                 place,
                 body: text(n, "body").to_string(),
+                collaborator: false,
             }
         })
         .collect()
@@ -212,5 +239,18 @@ mod tests {
             number_of("https://gitlab.example.com/g/r/-/merge_requests/12"),
             Some(12)
         );
+    }
+
+    /// Issue 33, item 5: only members with Developer access (30) or more
+    /// are the project's own people (Guest 10, Reporter 20 are not).
+    #[test]
+    fn developers_are_members_with_developer_access_or_more() {
+        let members = developers(&serde_json::json!([
+            {"username": "ann", "access_level": 50},
+            {"username": "dev", "access_level": 30},
+            {"username": "rep", "access_level": 20},
+            {"username": "guest", "access_level": 10}
+        ]));
+        assert_eq!(members, vec!["ann", "dev"]);
     }
 }

@@ -359,6 +359,11 @@ pub struct ForgeComment {
     /// `path:line` of an inline comment.
     pub place: Option<String>,
     pub body: String,
+    /// The author works on the repository: GitHub's author association
+    /// `OWNER`, `MEMBER` or `COLLABORATOR`; a GitLab member with Developer
+    /// access or more. What `[feedback] comment_authors = "collaborators"`
+    /// routes.
+    pub collaborator: bool,
 }
 
 /// A pull request as the forge shows it now.

@@ -30,6 +30,7 @@ use crate::status::feedback::{kind, CiState, PrFact, PrState};
 use crate::store::{now_ms, SessionRow};
 
 mod held;
+mod outside;
 use held::Held;
 
 /// Who holds a lease: this process, from this moment.
@@ -336,13 +337,16 @@ fn tell_comments(
     events: &mut Vec<WatchEvent>,
 ) -> bool {
     let n = fact.number;
+    let authors = &ctx.config.config.feedback.comment_authors;
+    let news = outside::note_outside_comments(authors, row, fact, pr, events);
     let fresh: Vec<&crate::forge::ForgeComment> = pr
         .comments
         .iter()
         .filter(|c| !fact.told_comments.contains(&c.id))
+        .filter(|c| authors.routes(&c.author, c.collaborator))
         .collect();
     if fresh.is_empty() || !tellable {
-        return false;
+        return news;
     }
     let comments: Vec<Comment> = fresh
         .iter()

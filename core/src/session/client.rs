@@ -50,6 +50,32 @@ fn io_err(context: &str, e: io::Error) -> SessionError {
     SessionError::io(context, e)
 }
 
+/// A failed read or write on the host's socket while `doing`: a timeout
+/// (`EAGAIN` of a socket timeout: the host took the connection but
+/// answers nothing, as a stopped host does) is [`SessionError::NoAnswer`],
+/// with the host's pid (the socket's peer).
+fn stream_err(stream: &UnixStream, doing: &str, e: io::Error) -> SessionError {
+    if !matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    ) {
+        return io_err(doing, e);
+    }
+    let waited = stream
+        .read_timeout()
+        .ok()
+        .flatten()
+        .or(stream.write_timeout().ok().flatten());
+    SessionError::NoAnswer {
+        session: None,
+        doing: doing.to_string(),
+        seconds: waited.map_or(0, |w| w.as_secs().max(1)),
+        pid: rustix::net::sockopt::socket_peercred(stream)
+            .ok()
+            .and_then(|cred| u32::try_from(cred.pid.as_raw_nonzero().get()).ok()),
+    }
+}
+
 impl HostConn {
     /// Connects to `socket` and greets the host as `role`.
     pub fn connect(
@@ -145,7 +171,7 @@ impl HostConn {
             Some((term, _)) => send_with_fd(&stream, &hello, term),
             None => stream.write_all(&hello),
         }
-        .map_err(|e| io_err("greeting the session host", e))?;
+        .map_err(|e| stream_err(&stream, "greeting the session host", e))?;
         let frame = read(&mut stream, "the session host's welcome")?;
         let welcome = match frame.kind {
             FrameKind::Welcome => frame
@@ -177,7 +203,7 @@ impl HostConn {
     ) -> Result<Frame, SessionError> {
         let _ = self.stream.set_read_timeout(Some(Duration::from_secs(10)));
         proto::write_frame(&mut self.stream, kind, payload)
-            .map_err(|e| io_err(&format!("sending {what}"), e))?;
+            .map_err(|e| stream_err(&self.stream, &format!("sending {what}"), e))?;
         let frame = read(&mut self.stream, what)?;
         if frame.kind == FrameKind::Error {
             return Err(host_error(&frame));
@@ -186,8 +212,27 @@ impl HostConn {
     }
 
     /// The current screen.
+    /// With `scrollback`, all of it: a page a frame, asked for until the
+    /// host says there is no more (the screen is the first page's).
     pub fn peek(&mut self, scrollback: bool) -> Result<ScreenView, SessionError> {
-        let payload = serde_json::to_vec(&PeekRequest { scrollback }).unwrap_or_default();
+        let mut view = self.peek_page(scrollback, 0)?;
+        while let Some(from) = view.scrollback_next.take() {
+            let page = self.peek_page(true, from)?;
+            if page.scrollback.is_empty() {
+                break;
+            }
+            view.scrollback.extend(page.scrollback);
+            view.scrollback_next = page.scrollback_next.filter(|next| *next > from);
+        }
+        Ok(view)
+    }
+
+    fn peek_page(&mut self, scrollback: bool, from: usize) -> Result<ScreenView, SessionError> {
+        let payload = serde_json::to_vec(&PeekRequest {
+            scrollback,
+            scrollback_from: from,
+        })
+        .unwrap_or_default();
         let frame = self.request(FrameKind::Peek, &payload, "peek")?;
         frame.json().map_err(|e| io_err("reading the screen", e))
     }
@@ -284,7 +329,7 @@ fn read(stream: &mut UnixStream, what: &str) -> Result<Frame, SessionError> {
         Ok(None) => Err(SessionError::Host(format!(
             "the session host closed the connection before {what}"
         ))),
-        Err(e) => Err(io_err(&format!("reading {what}"), e)),
+        Err(e) => Err(stream_err(stream, &format!("reading {what}"), e)),
     }
 }
 

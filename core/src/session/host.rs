@@ -51,12 +51,13 @@ mod screen;
 mod socket;
 mod spawn;
 mod terminal;
+mod typing;
 
 pub(crate) use git_facts::{follow as follow_git_facts, Sent};
 use monitor::*;
 use output::*;
-pub use screen::screen_view;
 use screen::*;
+pub use screen::{peek_reply, screen_view};
 pub(crate) use socket::accept_clients;
 pub(crate) use socket::accept_hello;
 use socket::*;
@@ -64,6 +65,7 @@ pub use socket::{decode_hello, decode_request, Request};
 use spawn::*;
 pub(crate) use spawn::{listen, open_store_logged, spawn_guarded};
 use terminal::*;
+use typing::*;
 
 use super::queries::{self, QueryScanner};
 use super::{rules, HostSpec, SessionError};

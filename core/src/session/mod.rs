@@ -54,6 +54,17 @@ pub enum SessionError {
     /// The host speaks another protocol version, or answered out of turn.
     #[error("session host: {0}")]
     Protocol(String),
+    /// The host took the connection but answered nothing in time: stopped
+    /// (SIGSTOP, a debugger) or hung. `session` is filled in by the
+    /// functions that know the session ([`peek`], [`send`]); `pid` is the
+    /// host's (the socket's peer).
+    #[error("{}the session host does not answer ({doing}: no reply in {seconds} s){}; it is stopped or hung", session.as_ref().map(|s| format!("{s}: ")).unwrap_or_default(), pid.map(|p| format!(", pid {p}")).unwrap_or_default())]
+    NoAnswer {
+        session: Option<String>,
+        doing: String,
+        seconds: u64,
+        pid: Option<u32>,
+    },
     /// The host did not say it was ready in time.
     #[error("the session host did not become ready within {seconds}s; see {}", log.display())]
     NotReady { seconds: u64, log: PathBuf },
@@ -90,9 +101,34 @@ impl SessionError {
         }
     }
 
+    /// A [`SessionError::NoAnswer`] naming `session`; anything else as is.
+    pub fn of_session(self, session: &str) -> SessionError {
+        match self {
+            SessionError::NoAnswer {
+                doing,
+                seconds,
+                pid,
+                ..
+            } => SessionError::NoAnswer {
+                session: Some(session.to_string()),
+                doing,
+                seconds,
+                pid,
+            },
+            other => other,
+        }
+    }
+
     /// What a person can do about it, when something helps.
     pub fn hint(&self) -> Option<String> {
         match self {
+            SessionError::NoAnswer { session, pid, .. } => {
+                let name = session.as_deref().unwrap_or("NAME");
+                let pid = pid.map_or("PID".to_string(), |p| p.to_string());
+                Some(format!(
+                    "a stopped host resumes with `kill -CONT {pid}`; `owt delete {name}` ends the session (its agent too)"
+                ))
+            }
             SessionError::NotRunning(_) => Some(
                 "`owt list` shows whether the agent is still running; `owt peek NAME` shows its last screen"
                     .into(),
@@ -152,6 +188,10 @@ pub struct HostSpec {
 /// Lines of scrollback a host keeps unless configured: tmux's default
 /// (`history-limit`).
 pub const DEFAULT_SCROLLBACK: usize = 2_000;
+
+/// The most lines of scrollback a host keeps, whatever `[agent]
+/// scrollback` says: 100 000 lines, some 20 MB of text at 200 columns.
+pub const MAX_SCROLLBACK: usize = 100_000;
 
 fn default_scrollback() -> usize {
     DEFAULT_SCROLLBACK
@@ -286,7 +326,9 @@ pub fn peek(home: &Path, session: &SessionRow, scrollback: bool) -> Result<PeekV
         Ok(mut conn) => Ok(PeekView {
             session: session.name.clone(),
             live: true,
-            screen: conn.peek(scrollback)?,
+            screen: conn
+                .peek(scrollback)
+                .map_err(|e| e.of_session(&session.name))?,
         }),
         Err(SessionError::NotRunning(why)) => {
             let saved = screen_path(home, &session.short_id);
@@ -307,10 +349,11 @@ pub fn peek(home: &Path, session: &SessionRow, scrollback: bool) -> Result<PeekV
                     alternate_screen: false,
                     lines,
                     scrollback: Vec::new(),
+                    scrollback_next: None,
                 },
             })
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.of_session(&session.name)),
     }
 }
 
@@ -326,9 +369,10 @@ pub fn send(
             SessionError::NotRunning(_) => {
                 SessionError::NotRunning(format!("{} is not running", session.name))
             }
-            other => other,
+            other => other.of_session(&session.name),
         })?;
     conn.send(text, enter)
+        .map_err(|e| e.of_session(&session.name))
 }
 
 /// How the session's host talks to its agent (from its host fact; a

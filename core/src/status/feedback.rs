@@ -228,6 +228,9 @@ pub struct PrFact {
     pub ci_gave_up: bool,
     /// Review comments (and reviews) typed into the agent, by id.
     pub told_comments: Vec<String>,
+    /// Comments by authors `[feedback] comment_authors` does not route
+    /// (outside authors), by id: listed, never typed.
+    pub outside_comments: Vec<String>,
     /// The head commit whose merge conflict was typed into the agent.
     pub conflict_told_for: Option<String>,
     /// Unix ms of the last look, and when the next is due.
@@ -361,6 +364,24 @@ fn checks_status(facts: &SessionFacts, live: bool) -> Option<(Status, String, La
 /// What an open pull request's CI and review say (`live`: the agent still
 /// runs and can fix a failure).
 fn pr_status(pr: &PrFact, live: bool) -> (Status, String, Lane) {
+    let (status, text, lane) = pr_state_status(pr, live);
+    match pr.outside_comments.len() {
+        0 => (status, text, lane),
+        1 => (
+            status,
+            format!("{text}; 1 comment not routed (outside authors)"),
+            lane,
+        ),
+        n => (
+            status,
+            format!("{text}; {n} comments not routed (outside authors)"),
+            lane,
+        ),
+    }
+}
+
+/// [`pr_status`] but for the comments not routed.
+fn pr_state_status(pr: &PrFact, live: bool) -> (Status, String, Lane) {
     let n = pr.number;
     match (pr.ci, pr.review) {
         (CiState::Failing, _) if pr.ci_gave_up || !live => (

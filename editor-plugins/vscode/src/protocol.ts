@@ -541,6 +541,11 @@ export type ScreenView = {
    * Lines above the screen, oldest first (only when asked for).
    */
   scrollback: Array<string>,
+  /**
+   * Where the next page of the scrollback starts when this frame did
+   * not hold the rest of it (ask again with `scrollback_from`).
+   */
+  scrollback_next?: number | null,
 };
 
 /**

@@ -53,7 +53,7 @@ pub fn describe_leftovers(result: &owt_protocol::DeleteOutput) -> String {
         let mut shown: Vec<String> = paths
             .iter()
             .take(8)
-            .map(|p| crate::printable::line(p).into_owned())
+            .map(|p| crate::printable::name(p).into_owned())
             .collect();
         if paths.len() > shown.len() {
             shown.push(format!("and {} more", paths.len() - shown.len()));

@@ -152,9 +152,10 @@ pub fn stat(report: &DiffReport) -> String {
 }
 
 fn stat_name(f: &DiffFile) -> String {
+    let path = crate::printable::name(&f.path);
     match &f.old_path {
-        Some(old) => format!("{old} => {}", f.path),
-        None => f.path.clone(),
+        Some(old) => format!("{} => {path}", crate::printable::name(old)),
+        None => path.into_owned(),
     }
 }
 

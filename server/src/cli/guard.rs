@@ -51,8 +51,13 @@ fn side_text(change: Option<&str>, ranges: &[LineRange], symbols: &[String]) -> 
     if symbols.is_empty() {
         what
     } else {
-        format!("{what} (in {})", symbols.join(", "))
+        format!("{what} (in {})", name(&symbols.join(", ")))
     }
+}
+
+/// Names and code that came from the worktrees (paths, symbols), escaped.
+fn name(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::printable::name(text)
 }
 
 fn path_line(path: &GuardPath, a: &str, b: &str) -> String {
@@ -66,11 +71,11 @@ fn path_line(path: &GuardPath, a: &str, b: &str) -> String {
     let detail = path
         .detail
         .as_ref()
-        .map(|d| format!(", {d}"))
+        .map(|d| format!(", {}", name(d)))
         .unwrap_or_default();
     format!(
         "  {} ({what}{detail}): {a}: {}; {b}: {}.\n",
-        path.path,
+        name(&path.path),
         side_text(path.a_change.as_deref(), &path.a_ranges, &path.a_symbols),
         side_text(path.b_change.as_deref(), &path.b_ranges, &path.b_symbols),
     )
@@ -93,19 +98,19 @@ fn sentence(pair: &GuardPair) -> String {
         let inside = note
             .used_inside
             .as_ref()
-            .map(|s| format!(" in {s}"))
+            .map(|s| format!(" in {}", name(s)))
             .unwrap_or_default();
         out.push_str(&format!(
             "  {} changed {} ({}, {}): `{}` -> `{}`; {} uses it{inside} at {} of {}.\n",
             note.changed_by,
-            note.symbol,
-            note.path,
+            name(&note.symbol),
+            name(&note.path),
             lines(std::slice::from_ref(&note.lines)),
-            note.before,
-            note.after,
+            name(&note.before),
+            name(&note.after),
             note.used_by,
             lines(&note.used_at),
-            note.used_in,
+            name(&note.used_in),
         ));
     }
     if let [[first, second]] = pair.conflicting_orders.as_slice() {

@@ -77,7 +77,11 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
 /// The sentence that says what a merge did.
 pub fn describe(m: &MergeOutput) -> String {
     if m.left_conflicts {
-        let files: Vec<&str> = m.conflicts.iter().map(|c| c.path.as_str()).collect();
+        let files: Vec<String> = m
+            .conflicts
+            .iter()
+            .map(|c| crate::printable::name(&c.path).into_owned())
+            .collect();
         return format!(
             "Merging {} into {} stopped on conflicts in {}; they are left in the worktree for you to resolve.",
             m.base,
@@ -93,12 +97,14 @@ pub fn describe(m: &MergeOutput) -> String {
         &m.base_after[..10.min(m.base_after.len())]
     );
     if let Some(path) = &m.checkout_updated {
+        let path = crate::printable::name(path);
         text.push_str(&format!(" Updated your checkout at {path}."));
     }
     if m.deleted {
         text.push_str(&format!(" Session {} is deleted.", m.name));
     }
     if let Some(trash) = &m.trash {
+        let trash = crate::printable::name(trash);
         text.push_str(&format!(
             "\nIts files git does not keep (ignored files) were moved to the trash: {trash}"
         ));

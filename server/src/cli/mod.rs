@@ -313,22 +313,31 @@ impl Out {
         }
     }
 
-    /// A progress line on stderr (text mode only).
+    /// A progress line on stderr (text mode only). Progress, warnings and
+    /// errors name files, folders and branches that came from disk: their
+    /// control characters are printed escaped (`printable::text`).
     pub fn progress(&self, line: &str) {
         if !self.json {
-            eprintln!("{line}");
+            eprintln!("{}", crate::printable::text(line));
         }
     }
 
     /// A warning on stderr (both modes).
     pub fn warn(&self, line: &str) {
-        eprintln!("warning: {line}");
+        eprintln!("warning: {}", crate::printable::text(line));
     }
 
     /// An error that does not end the verb (one target of several
     /// failed), on stderr in both modes.
     pub fn error(&self, line: &str) {
-        eprintln!("Error: {line}");
+        eprintln!("Error: {}", crate::printable::text(line));
+    }
+
+    /// The hint under an error [`Out::error`] printed (text mode only).
+    pub fn hint(&self, line: &str) {
+        if !self.json {
+            eprintln!("Hint: {}", crate::printable::text(line));
+        }
     }
 
     /// A sentence on stdout in both modes (for verbs whose output is a
@@ -347,7 +356,7 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
 
 /// A hint that helps with an error, printed under it: asked of the typed
 /// errors in its chain (never read from its text).
-fn hint_for(err: &anyhow::Error) -> Option<String> {
+pub(crate) fn hint_for(err: &anyhow::Error) -> Option<String> {
     use crate::git::GitError;
     use crate::provider::ProviderError;
     use crate::session::SessionError;
@@ -404,9 +413,11 @@ fn report_error(err: &anyhow::Error, json: bool) -> ExitCode {
         };
         eprintln!("{}", serde_json::to_string(&doc).unwrap_or_default());
     } else {
-        eprintln!("Error: {message}");
+        // Errors name files, branches and folders that came from disk (a
+        // merge's conflicting paths): never raw on the terminal.
+        eprintln!("Error: {}", crate::printable::text(&message));
         if let Some(hint) = hint {
-            eprintln!("Hint: {hint}");
+            eprintln!("Hint: {}", crate::printable::text(&hint));
         }
     }
     ExitCode::FAILURE

@@ -10,7 +10,7 @@ use crate::ops::{agent, Context};
 pub struct Args {
     /// The session.
     pub name: String,
-    /// Include the lines scrolled off the top of the screen.
+    /// Include the lines scrolled off the top of the screen (read from the host a page at a time).
     #[arg(long)]
     pub scrollback: bool,
 }

@@ -66,7 +66,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
     for c in &comments.comments {
         text.push_str(&format!(
             "{}:{}: comment {}: {}\n",
-            crate::printable::line(&root.join(&c.path).to_string_lossy()),
+            crate::printable::path(&root.join(&c.path)),
             c.start_line,
             c.id,
             crate::printable::line(&c.text)
@@ -103,7 +103,7 @@ fn file_locations(root: &Path, f: &DiffFile, text: &mut String) {
     if f.hunks.is_empty() || f.status == FileStatus::Deleted {
         text.push_str(&format!(
             "{}:1: {what}, {counts}, {mark}\n",
-            crate::printable::line(&file.to_string_lossy())
+            crate::printable::path(&file)
         ));
         return;
     }
@@ -131,7 +131,7 @@ fn file_locations(root: &Path, f: &DiffFile, text: &mut String) {
         };
         text.push_str(&format!(
             "{}:{line}: +{added} -{removed}{head}\n",
-            crate::printable::line(&file.to_string_lossy())
+            crate::printable::path(&file)
         ));
     }
 }

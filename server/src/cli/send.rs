@@ -51,6 +51,9 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
     let result = agent::send(&ctx, &to, &text, !args.no_enter)?;
     for (name, e) in &result.failed {
         out.error(&format!("sending to {name}: {e:#}"));
+        if let Some(hint) = super::hint_for(e) {
+            out.hint(&hint);
+        }
     }
     out.emit(&serde_json::json!({ "sent": result.sent }), || {
         if result.sent.is_empty() && result.failed.is_empty() {

@@ -15,7 +15,9 @@ Watches the open pull requests of this repository's sessions (`owt pr`) through 
 every [pr] poll_interval seconds (30), doubling while nothing changes up to [pr] poll_max (300), \
 waiting out a rate limit until the forge says it resets. A failed CI run is typed into the agent \
 with the end of its failing log (up to [checks] max_attempts times; then the session needs you), \
-each new review comment once with its file:line, a conflict with the base with an `owt sync` \
+each new review comment once with its file:line (only those by the authors [feedback] \
+comment_authors routes: by default the repository's own people; the others are listed once as \
+comment-not-routed and counted on the session's row, never typed), a conflict with the base with an `owt sync` \
 hint; a merged pull request makes the session READY TO CLEAN (or deletes it: [pr] on_merged = \
 \"delete\"). With [feedback] conflicts = \"tell\", Conflict Guard runs too and new conflicts \
 between sessions are typed into the agents concerned, once each.

@@ -446,8 +446,8 @@ pub(super) fn type_input(shared: &Shared, bytes: Vec<u8>) {
     let _ = shared.to_agent.send(ToAgent::Input(bytes));
 }
 
-/// Types `text` as one input (see [`typed_bytes`]), then Enter after a
-/// short pause.
+/// Types `text` as one input (see [`typed_bytes`], the only way text
+/// reaches an agent's PTY), then Enter after a short pause.
 pub(super) fn type_text(shared: &Shared, text: &str, enter: bool) {
     let _typing = lock(&shared.typing);
     let paste_mode = shared.state.lock().parser.bracketed_paste();
@@ -458,31 +458,6 @@ pub(super) fn type_text(shared: &Shared, text: &str, enter: bool) {
             .send(ToAgent::Pause(Duration::from_millis(ENTER_DELAY_MS)));
         type_input(shared, b"\r".to_vec());
     }
-}
-
-/// The bytes that type `text` into `provider` as one input, never as one
-/// submission per line: one bracketed paste when the agent enabled paste
-/// mode; else Aider's own multi-line form (`{owt` … `owt}`); else, for
-/// programs with no known multi-line form, the lines joined by spaces.
-pub fn typed_bytes(provider: &str, text: &str, paste_mode: bool) -> Vec<u8> {
-    if !text.contains('\n') {
-        return text.as_bytes().to_vec();
-    }
-    if paste_mode {
-        let mut bytes = Vec::with_capacity(text.len() + 12);
-        bytes.extend_from_slice(b"\x1b[200~");
-        bytes.extend_from_slice(text.as_bytes());
-        bytes.extend_from_slice(b"\x1b[201~");
-        return bytes;
-    }
-    if provider == "aider" {
-        return format!("{{owt\r{}\rowt}}", text.replace('\n', "\r")).into_bytes();
-    }
-    text.split('\n')
-        .map(str::trim_end)
-        .collect::<Vec<_>>()
-        .join(" ")
-        .into_bytes()
 }
 
 #[cfg(test)]

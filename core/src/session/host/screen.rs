@@ -17,7 +17,7 @@ pub(super) struct ScreenModel {
 impl ScreenModel {
     pub(super) fn new(rows: u16, cols: u16, scrollback: usize) -> ScreenModel {
         ScreenModel {
-            parser: vt100::Parser::new(rows, cols, scrollback),
+            parser: vt100::Parser::new(rows, cols, scrollback.min(super::super::MAX_SCROLLBACK)),
         }
     }
 
@@ -47,8 +47,27 @@ impl ScreenModel {
     }
 }
 
-/// The screen as text; with `scrollback`, the lines above it too.
+/// The screen as text; with `scrollback`, the lines above it too (all of
+/// them: see [`screen_page`] for what a frame holds).
 pub fn screen_view(parser: &mut vt100::Parser, scrollback: bool) -> ScreenView {
+    screen_page(parser, scrollback, 0, usize::MAX)
+}
+
+/// The bytes `line` takes in a JSON array of strings (at most: `"` and
+/// `\` escaped, its quotes and comma).
+fn json_len(line: &str) -> usize {
+    line.len() + line.bytes().filter(|b| matches!(b, b'"' | b'\\')).count() + 3
+}
+
+/// [`screen_view`] with the scrollback from line `from` (oldest first) for
+/// at most `max_bytes` of JSON; `scrollback_next` says where the rest
+/// starts.
+pub fn screen_page(
+    parser: &mut vt100::Parser,
+    scrollback: bool,
+    from: usize,
+    max_bytes: usize,
+) -> ScreenView {
     let screen = parser.screen();
     let (rows, cols) = screen.size();
     let cursor = screen.cursor_position();
@@ -58,22 +77,27 @@ pub fn screen_view(parser: &mut vt100::Parser, scrollback: bool) -> ScreenView {
         .map(|l| l.trim_end().to_string())
         .collect();
     let mut above = Vec::new();
+    let mut next = None;
     if scrollback && !alternate_screen {
         let screen = parser.screen_mut();
         screen.set_scrollback(usize::MAX);
         let total = screen.scrollback();
         // Walk the scrollback a screenful at a time, oldest first.
-        let mut offset = total;
-        while offset > 0 {
+        let mut offset = total.saturating_sub(from);
+        let mut bytes = 0;
+        'walk: while offset > 0 {
             screen.set_scrollback(offset);
             let take = offset.min(rows as usize);
-            above.extend(
-                screen
-                    .rows(0, cols)
-                    .take(take)
-                    .map(|l| l.trim_end().to_string()),
-            );
-            offset -= take;
+            for line in screen.rows(0, cols).take(take) {
+                let line = line.trim_end().to_string();
+                bytes += json_len(&line);
+                if bytes > max_bytes && !above.is_empty() {
+                    next = Some(total - offset);
+                    break 'walk;
+                }
+                above.push(line);
+                offset -= 1;
+            }
         }
         screen.set_scrollback(0);
     }
@@ -84,7 +108,20 @@ pub fn screen_view(parser: &mut vt100::Parser, scrollback: bool) -> ScreenView {
         alternate_screen,
         lines,
         scrollback: above,
+        scrollback_next: next,
     }
+}
+
+/// The `Screen` frame that answers `req`: the screen, and a page of the
+/// scrollback when asked (never a frame over the protocol's limit).
+pub fn peek_reply(parser: &mut vt100::Parser, req: PeekRequest) -> Vec<u8> {
+    let view = screen_page(
+        parser,
+        req.scrollback,
+        req.scrollback_from,
+        owt_protocol::host::SCROLLBACK_PAGE_BYTES,
+    );
+    proto::encode_json(FrameKind::Screen, &view)
 }
 
 /// Bytes that repaint a client's terminal with the current screen.
@@ -150,5 +187,65 @@ mod tests {
             model.live().screen_mut().set_size(20, 30);
         }
         assert_eq!(views(&mut parked), views(&mut never));
+    }
+
+    /// Regression (issue 33, item 9): a scrollback of 50 MB made `owt peek
+    /// --scrollback` fail with "frame of 53739627 bytes is larger than
+    /// 16777216". A host keeps at most MAX_SCROLLBACK lines and answers a
+    /// page a frame; the pages join to the whole scrollback.
+    #[test]
+    fn regression_a_full_scrollback_is_read_in_pages_under_the_frame_limit() {
+        let cols = 250u16;
+        let mut model = ScreenModel::new(24, cols, usize::MAX);
+        let wanted = crate::session::MAX_SCROLLBACK + 500;
+        let mut out = Vec::with_capacity(wanted * (cols as usize + 2));
+        for i in 0..wanted {
+            out.extend_from_slice(format!("{i:>8} {}\r\n", "\"x".repeat(120)).as_bytes());
+        }
+        model.live().process(&out);
+
+        let mut from = 0;
+        let mut scrollback: Vec<String> = Vec::new();
+        let mut pages = 0;
+        loop {
+            let req = PeekRequest {
+                scrollback: true,
+                scrollback_from: from,
+            };
+            let frame_bytes = peek_reply(model.live(), req);
+            assert!(
+                frame_bytes.len() <= owt_protocol::host::MAX_FRAME_LEN as usize,
+                "page {pages}: a frame of {} bytes",
+                frame_bytes.len()
+            );
+            let frame = proto::read_frame(&mut frame_bytes.as_slice())
+                .unwrap()
+                .unwrap();
+            let view: ScreenView = frame.json().unwrap();
+            pages += 1;
+            scrollback.extend(view.scrollback);
+            match view.scrollback_next {
+                Some(next) => from = next,
+                None => break,
+            }
+        }
+        assert!(pages > 1, "more than one frame's worth");
+        assert_eq!(scrollback.len(), crate::session::MAX_SCROLLBACK, "bounded");
+        // Consecutive, oldest first, ending above the screen.
+        let first: usize = scrollback[0]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        for (i, line) in scrollback.iter().enumerate() {
+            let n: usize = line.split_whitespace().next().unwrap().parse().unwrap();
+            assert_eq!(n, first + i, "line {i}");
+        }
+        assert_eq!(
+            first + scrollback.len() + 23,
+            wanted,
+            "the screen holds the rest"
+        );
     }
 }

@@ -375,10 +375,7 @@ pub(super) fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Repl
             }
             Reply::Frame(proto::encode(FrameKind::Ok, b""))
         }
-        Request::Peek(req) => {
-            let view = screen_view(shared.state.lock().parser.live(), req.scrollback);
-            Reply::Frame(proto::encode_json(FrameKind::Screen, &view))
-        }
+        Request::Peek(req) => Reply::Frame(peek_reply(shared.state.lock().parser.live(), req)),
         Request::Status => Reply::Frame(proto::encode_json(FrameKind::Status, &status(shared))),
         Request::Terminate(grace) => {
             terminate(shared, grace);

@@ -1,8 +1,9 @@
 // The hermetic world of one end-to-end run: a temporary HOME and OWT_HOME,
 // git configured by environment only, real git repositories with the
-// scripted agent `tests/data/editor-agent.sh`, the real `owt` binary (on
-// PATH through a folder the run controls), and polling with deadlines that
-// fail loudly for states outside the browser (git, the store).
+// scripted agent `tests/data/editor-agent.sh`, the real `owt` binary (on a
+// PATH built from scratch, through a folder the run controls), and polling
+// with deadlines that fail loudly for states outside the browser (git, the
+// store).
 
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -66,11 +67,25 @@ export async function poll<T>(what: string, ms: number, probe: () => T | undefin
   }
 }
 
+/**
+ * The system's own folders: a run's PATH is built from these, never from
+ * the caller's PATH, which may hold an installed owt (`cargo install` puts
+ * it in ~/.cargo/bin): then removing the run's link would not make owt
+ * missing. A system folder that holds an `owt` anyway is left out too.
+ */
+const SYSTEM_PATH = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+
+/** `binDir`, this Node's folder and the system's folders, none with an `owt` but `binDir`. */
+export function pathFromScratch(binDir: string): string {
+  const dirs = [path.dirname(process.execPath), ...SYSTEM_PATH].filter((dir) => !fs.existsSync(path.join(dir, 'owt')));
+  return [binDir, ...new Set(dirs)].join(':');
+}
+
 export class E2eEnv {
   readonly root: string;
   readonly home: string;
   readonly owtHome: string;
-  /** First on PATH: holds the `owt` link (removed to test a missing binary). */
+  /** First on PATH (the only folder of it that may hold an `owt`): holds the `owt` link (removed to test a missing binary). */
   readonly binDir: string;
   readonly owt: string;
   readonly env: NodeJS.ProcessEnv;
@@ -87,11 +102,12 @@ export class E2eEnv {
     this.linkOwt();
     const env: NodeJS.ProcessEnv = {};
     // Only what a login would give, nothing of the caller's editor or agent.
-    for (const k of ['PATH', 'LANG', 'LC_ALL', 'TERM', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR']) {
+    for (const k of ['LANG', 'LC_ALL', 'TERM', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR']) {
       if (process.env[k] !== undefined) env[k] = process.env[k];
     }
     Object.assign(env, {
-      PATH: `${this.binDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+      // From scratch: `unlinkOwt` must leave no owt on it (see pathFromScratch).
+      PATH: pathFromScratch(this.binDir),
       HOME: this.home,
       OWT_HOME: this.owtHome,
       XDG_CONFIG_HOME: path.join(this.home, '.config'),
