@@ -27,7 +27,6 @@
 //! Nothing here panics on purpose; thread bodies are wrapped so a panic is
 //! logged (to the host log) instead of unwinding into nothing.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -35,7 +34,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use owt_protocol::host::{
@@ -44,6 +43,7 @@ use owt_protocol::host::{
 };
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 
+mod clients;
 mod git_facts;
 mod monitor;
 mod output;
@@ -53,6 +53,7 @@ mod spawn;
 mod terminal;
 mod typing;
 
+use clients::{Client, ClientQueue};
 pub(crate) use git_facts::{follow as follow_git_facts, Sent};
 use monitor::*;
 use output::*;
@@ -190,160 +191,6 @@ enum ToMonitor {
     Flush(mpsc::Sender<()>),
     /// Record the git fact read from the journal (`git_facts`).
     GitFact(crate::status::HostGitFact),
-}
-
-struct ClientQueue {
-    /// The unwritten rest of a frame a direct write cut short: it goes out
-    /// before anything else and is never dropped (the stream would tear).
-    head: Vec<u8>,
-    frames: VecDeque<Arc<[u8]>>,
-    bytes: usize,
-    /// Someone (the writer thread, or the reader with a direct write) is
-    /// writing to the socket; nobody else may.
-    writing: bool,
-    /// A redraw is coming from the parser; hold everything until then.
-    awaiting_redraw: bool,
-    /// Where that redraw goes in `frames`.
-    redraw_at: usize,
-    closed: bool,
-}
-
-struct Client {
-    id: u64,
-    queue: Mutex<ClientQueue>,
-    ready: Condvar,
-    /// The client's socket, written by the writer thread or, when its queue
-    /// is empty, directly by the PTY reader (one thread hop less per echo).
-    stream: UnixStream,
-    /// A direct attach's terminal: output and redraws go there (their
-    /// bytes, not frames), other frames to `stream`.
-    term: Option<Arc<Term>>,
-}
-
-impl Client {
-    fn new(id: u64, stream: UnixStream, term: Option<Arc<Term>>) -> Arc<Client> {
-        Arc::new(Client {
-            id,
-            queue: Mutex::new(ClientQueue {
-                head: Vec::new(),
-                frames: VecDeque::new(),
-                bytes: 0,
-                writing: false,
-                awaiting_redraw: false,
-                redraw_at: 0,
-                closed: false,
-            }),
-            ready: Condvar::new(),
-            stream,
-            term,
-        })
-    }
-
-    /// What a direct write of `frame` (an `Output` frame) sends: the frame
-    /// on a socket, its payload on a terminal.
-    fn direct_bytes<'a>(&self, frame: &'a [u8]) -> &'a [u8] {
-        match self.term {
-            Some(_) => &frame[proto::HEADER_LEN..],
-            None => frame,
-        }
-    }
-
-    /// Queues a reply or control frame (never dropped).
-    fn push(&self, frame: Vec<u8>) {
-        let mut q = lock(&self.queue);
-        q.bytes += frame.len();
-        q.frames.push_back(frame.into());
-        drop(q);
-        self.ready.notify_one();
-    }
-
-    /// Queues output. A client too far behind loses its queue and gets a
-    /// redraw of the screen as it was before this frame instead; returns
-    /// whether the caller must ask for that redraw ([`wait_for_redraw`]).
-    fn push_output(&self, frame: &Arc<[u8]>) -> bool {
-        if self.term.as_ref().is_some_and(|term| !term.is_open()) {
-            // A direct attach that ended: nothing more to write.
-            return false;
-        }
-        let mut q = lock(&self.queue);
-        if q.closed {
-            return false;
-        }
-        if !q.awaiting_redraw && !q.writing && q.head.is_empty() && q.frames.is_empty() {
-            // Nothing is ahead of this frame: try the socket (or the
-            // terminal) right away.
-            q.writing = true;
-            drop(q);
-            let bytes = self.direct_bytes(frame);
-            let sent = match &self.term {
-                Some(term) => term.write_now(bytes),
-                None => send_now(&self.stream, bytes),
-            };
-            let mut q = lock(&self.queue);
-            q.writing = false;
-            let mut gone = false;
-            match sent {
-                Ok(n) if n < bytes.len() => {
-                    q.head.extend_from_slice(&bytes[n..]);
-                    q.bytes += bytes.len() - n;
-                }
-                Ok(_) => {}
-                Err(e) if self.term.is_some() => {
-                    tracing::debug!("terminal write: {e}");
-                    gone = true;
-                }
-                Err(e) => {
-                    tracing::debug!("client write: {e}");
-                    q.closed = true;
-                    let _ = self.stream.shutdown(std::net::Shutdown::Both);
-                }
-            }
-            let wake = q.closed || !q.head.is_empty() || !q.frames.is_empty();
-            drop(q);
-            if gone {
-                self.end_direct();
-            }
-            if wake {
-                self.ready.notify_one();
-            }
-            return false;
-        }
-        let cut = !q.awaiting_redraw && q.bytes + frame.len() > CLIENT_QUEUE_LIMIT;
-        if cut {
-            q.frames.clear();
-            q.bytes = q.head.len();
-            q.awaiting_redraw = true;
-            q.redraw_at = 0;
-        }
-        q.bytes += frame.len();
-        q.frames.push_back(frame.clone());
-        drop(q);
-        self.ready.notify_one();
-        cut
-    }
-
-    /// Holds the queue until a redraw arrives (placed after what is queued).
-    fn await_redraw(&self) {
-        let mut q = lock(&self.queue);
-        q.awaiting_redraw = true;
-        q.redraw_at = q.frames.len();
-    }
-
-    /// Puts the awaited redraw in place and releases the queue.
-    fn deliver_redraw(&self, redraw: Vec<u8>) {
-        let mut q = lock(&self.queue);
-        let at = q.redraw_at.min(q.frames.len());
-        q.bytes += redraw.len();
-        q.frames.insert(at, redraw.into());
-        q.awaiting_redraw = false;
-        drop(q);
-        self.ready.notify_one();
-    }
-
-    fn close(&self) {
-        lock(&self.queue).closed = true;
-        self.ready.notify_one();
-    }
 }
 
 /// Locks a mutex, recovering from poisoning (a panicked thread was already
@@ -584,37 +431,6 @@ fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonito
     let _ = std::fs::remove_file(super::socket_path(&shared.spec.home, &shared.spec.short_id));
     tracing::info!("host exiting");
     std::process::exit(0);
-}
-
-#[cfg(test)]
-mod typing_tests {
-    use super::typed_bytes;
-
-    /// Regression (issue 16): Aider's multi-line first prompt was typed
-    /// before its line editor turned bracketed paste on, and each line was
-    /// submitted on its own (12 model requests for one task).
-    #[test]
-    fn regression_a_multi_line_prompt_is_one_input() {
-        let text = "Fix it\n\n## Your session\nYou are `x`.";
-        assert_eq!(
-            typed_bytes("aider", text, true),
-            b"\x1b[200~Fix it\n\n## Your session\nYou are `x`.\x1b[201~".to_vec()
-        );
-        assert_eq!(
-            typed_bytes("aider", text, false),
-            b"{owt\rFix it\r\r## Your session\rYou are `x`.\rowt}".to_vec(),
-            "Aider's own multi-line form"
-        );
-        assert_eq!(
-            typed_bytes("my-tool", text, false),
-            b"Fix it  ## Your session You are `x`.".to_vec(),
-            "never one submission per line"
-        );
-        assert_eq!(
-            typed_bytes("aider", "one line", false),
-            b"one line".to_vec()
-        );
-    }
 }
 
 /// Recording facts of different value types through one closure.

@@ -169,3 +169,34 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod typing_tests {
+    use super::typed_bytes;
+
+    /// Regression (issue 16): Aider's multi-line first prompt was typed
+    /// before its line editor turned bracketed paste on, and each line was
+    /// submitted on its own (12 model requests for one task).
+    #[test]
+    fn regression_a_multi_line_prompt_is_one_input() {
+        let text = "Fix it\n\n## Your session\nYou are `x`.";
+        assert_eq!(
+            typed_bytes("aider", text, true),
+            b"\x1b[200~Fix it\n\n## Your session\nYou are `x`.\x1b[201~".to_vec()
+        );
+        assert_eq!(
+            typed_bytes("aider", text, false),
+            b"{owt\rFix it\r\r## Your session\rYou are `x`.\rowt}".to_vec(),
+            "Aider's own multi-line form"
+        );
+        assert_eq!(
+            typed_bytes("my-tool", text, false),
+            b"Fix it  ## Your session You are `x`.".to_vec(),
+            "never one submission per line"
+        );
+        assert_eq!(
+            typed_bytes("aider", "one line", false),
+            b"one line".to_vec()
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! A client of the host: its socket (or a direct attach's terminal) and
+//! the queue of frames the writer thread (or the PTY reader, writing
+//! directly when the queue is empty) sends it, cut when it falls
+//! [`CLIENT_QUEUE_LIMIT`] behind.
+
+use std::collections::VecDeque;
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Condvar, Mutex};
+
+use owt_protocol::host as proto;
+
+use super::{lock, send_now, Term, CLIENT_QUEUE_LIMIT};
+
+pub(super) struct ClientQueue {
+    /// The unwritten rest of a frame a direct write cut short: it goes out
+    /// before anything else and is never dropped (the stream would tear).
+    pub(super) head: Vec<u8>,
+    pub(super) frames: VecDeque<Arc<[u8]>>,
+    pub(super) bytes: usize,
+    /// Someone (the writer thread, or the reader with a direct write) is
+    /// writing to the socket; nobody else may.
+    pub(super) writing: bool,
+    /// A redraw is coming from the parser; hold everything until then.
+    pub(super) awaiting_redraw: bool,
+    /// Where that redraw goes in `frames`.
+    pub(super) redraw_at: usize,
+    pub(super) closed: bool,
+}
+
+pub(super) struct Client {
+    pub(super) id: u64,
+    pub(super) queue: Mutex<ClientQueue>,
+    pub(super) ready: Condvar,
+    /// The client's socket, written by the writer thread or, when its queue
+    /// is empty, directly by the PTY reader (one thread hop less per echo).
+    pub(super) stream: UnixStream,
+    /// A direct attach's terminal: output and redraws go there (their
+    /// bytes, not frames), other frames to `stream`.
+    pub(super) term: Option<Arc<Term>>,
+}
+
+impl Client {
+    pub(super) fn new(id: u64, stream: UnixStream, term: Option<Arc<Term>>) -> Arc<Client> {
+        Arc::new(Client {
+            id,
+            queue: Mutex::new(ClientQueue {
+                head: Vec::new(),
+                frames: VecDeque::new(),
+                bytes: 0,
+                writing: false,
+                awaiting_redraw: false,
+                redraw_at: 0,
+                closed: false,
+            }),
+            ready: Condvar::new(),
+            stream,
+            term,
+        })
+    }
+
+    /// What a direct write of `frame` (an `Output` frame) sends: the frame
+    /// on a socket, its payload on a terminal.
+    pub(super) fn direct_bytes<'a>(&self, frame: &'a [u8]) -> &'a [u8] {
+        match self.term {
+            Some(_) => &frame[proto::HEADER_LEN..],
+            None => frame,
+        }
+    }
+
+    /// Queues a reply or control frame (never dropped).
+    pub(super) fn push(&self, frame: Vec<u8>) {
+        let mut q = lock(&self.queue);
+        q.bytes += frame.len();
+        q.frames.push_back(frame.into());
+        drop(q);
+        self.ready.notify_one();
+    }
+
+    /// Queues output. A client too far behind loses its queue and gets a
+    /// redraw of the screen as it was before this frame instead; returns
+    /// whether the caller must ask for that redraw ([`wait_for_redraw`]).
+    pub(super) fn push_output(&self, frame: &Arc<[u8]>) -> bool {
+        if self.term.as_ref().is_some_and(|term| !term.is_open()) {
+            // A direct attach that ended: nothing more to write.
+            return false;
+        }
+        let mut q = lock(&self.queue);
+        if q.closed {
+            return false;
+        }
+        if !q.awaiting_redraw && !q.writing && q.head.is_empty() && q.frames.is_empty() {
+            // Nothing is ahead of this frame: try the socket (or the
+            // terminal) right away.
+            q.writing = true;
+            drop(q);
+            let bytes = self.direct_bytes(frame);
+            let sent = match &self.term {
+                Some(term) => term.write_now(bytes),
+                None => send_now(&self.stream, bytes),
+            };
+            let mut q = lock(&self.queue);
+            q.writing = false;
+            let mut gone = false;
+            match sent {
+                Ok(n) if n < bytes.len() => {
+                    q.head.extend_from_slice(&bytes[n..]);
+                    q.bytes += bytes.len() - n;
+                }
+                Ok(_) => {}
+                Err(e) if self.term.is_some() => {
+                    tracing::debug!("terminal write: {e}");
+                    gone = true;
+                }
+                Err(e) => {
+                    tracing::debug!("client write: {e}");
+                    q.closed = true;
+                    let _ = self.stream.shutdown(std::net::Shutdown::Both);
+                }
+            }
+            let wake = q.closed || !q.head.is_empty() || !q.frames.is_empty();
+            drop(q);
+            if gone {
+                self.end_direct();
+            }
+            if wake {
+                self.ready.notify_one();
+            }
+            return false;
+        }
+        let cut = !q.awaiting_redraw && q.bytes + frame.len() > CLIENT_QUEUE_LIMIT;
+        if cut {
+            q.frames.clear();
+            q.bytes = q.head.len();
+            q.awaiting_redraw = true;
+            q.redraw_at = 0;
+        }
+        q.bytes += frame.len();
+        q.frames.push_back(frame.clone());
+        drop(q);
+        self.ready.notify_one();
+        cut
+    }
+
+    /// Holds the queue until a redraw arrives (placed after what is queued).
+    pub(super) fn await_redraw(&self) {
+        let mut q = lock(&self.queue);
+        q.awaiting_redraw = true;
+        q.redraw_at = q.frames.len();
+    }
+
+    /// Puts the awaited redraw in place and releases the queue.
+    pub(super) fn deliver_redraw(&self, redraw: Vec<u8>) {
+        let mut q = lock(&self.queue);
+        let at = q.redraw_at.min(q.frames.len());
+        q.bytes += redraw.len();
+        q.frames.insert(at, redraw.into());
+        q.awaiting_redraw = false;
+        drop(q);
+        self.ready.notify_one();
+    }
+
+    pub(super) fn close(&self) {
+        lock(&self.queue).closed = true;
+        self.ready.notify_one();
+    }
+}
