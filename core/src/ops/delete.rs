@@ -15,6 +15,19 @@ use super::{owned, trash, Context};
 use crate::store::SessionRow;
 use crate::{git, session};
 
+/// `owt delete`: deletes the session `name` once the board allows it
+/// ([`super::allowed`]; `force` also stops an agent at work).
+pub fn delete_checked(
+    ctx: &mut Context,
+    name: &str,
+    force: bool,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<DeleteOutput> {
+    let row = ctx.session(name)?;
+    super::allowed::check(ctx, &row, owt_protocol::SessionAction::Delete, force)?;
+    delete_session(ctx, name, force, "deleted", progress)
+}
+
 /// Deletes the session `name`.
 pub fn delete_session(
     ctx: &mut Context,

@@ -374,6 +374,8 @@ fn hint_for(err: &anyhow::Error) -> Option<String> {
             if e.is_storage_failure() {
                 return storage();
             }
+        } else if let Some(e) = cause.downcast_ref::<crate::ops::allowed::Refused>() {
+            return e.hint.clone();
         } else if let Some(e) = cause.downcast_ref::<SessionError>() {
             if let SessionError::Store(store) = e {
                 if store.is_storage_failure() {

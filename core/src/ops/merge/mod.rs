@@ -51,6 +51,9 @@ pub struct MergeOptions {
     pub strategy: Option<Strategy>,
     pub leave_conflicts: bool,
     pub keep: bool,
+    /// Do it even while the agent is at work (`--now`): see
+    /// [`crate::ops::allowed`].
+    pub now: bool,
 }
 
 fn journal(
@@ -83,6 +86,7 @@ pub fn merge_session(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<MergeOutput> {
     let row = ctx.session(name)?;
+    super::allowed::check(ctx, &row, owt_protocol::SessionAction::Merge, opts.now)?;
     if row.remote().is_some() {
         return super::remote::merge(ctx, &row, "merge", opts, None, progress);
     }

@@ -1,0 +1,148 @@
+//! The board never lies (issue #34): every verb obeys the `actions` the
+//! board shows, with a real session host running the scripted agent
+//! (`tests/data/fake_agent.py`), real git repositories and the real `owt`
+//! binary.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use owt_e2e::{data_file, read_file, wait_until, write_file, TestEnv};
+use owt_protocol::{SessionAction, SessionView, ShipOutput, Status};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A trusted repository whose agent is the scripted fake agent (its task
+/// is not typed into it: `owt send` tells it what to do).
+fn repo(env: &TestEnv) -> PathBuf {
+    let repo = env.untrusted_repo("app");
+    std::fs::write(
+        repo.join(".owt.toml"),
+        format!(
+            "[agent]\ndefault_tool = \"fake\"\n\n\
+             [tools.fake]\nbinary = \"python3\"\ncommand_template = \"{{binary}} {}\"\n\
+             prompt_mode = \"none\"\n",
+            data_file("fake_agent.py").display()
+        ),
+    )
+    .unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "the fake agent"]);
+    env.trust(&repo);
+    repo
+}
+
+fn view(env: &TestEnv, repo: &Path, name: &str) -> Option<SessionView> {
+    env.sessions(repo)
+        .sessions
+        .into_iter()
+        .find(|s| s.name == name)
+}
+
+fn wait_status(env: &TestEnv, repo: &Path, name: &str, status: Status) {
+    wait_until(&format!("{name} to be {}", status.as_str()), WAIT, || {
+        view(env, repo, name).is_some_and(|v| v.status == status)
+    });
+}
+
+fn reason(view: &SessionView, action: SessionAction) -> Option<String> {
+    view.actions
+        .iter()
+        .find(|a| a.action == action)
+        .and_then(|a| a.reason.clone())
+}
+
+/// Regression (#34 item 1): `owt ship` of a working agent stopped it,
+/// committed its half-written file to main and said "Merged". Now ship,
+/// merge and delete refuse with the board's reason and the flag that does
+/// it anyway, changing nothing; `--now` ships.
+#[test]
+fn regression_verbs_refuse_a_working_agent_until_now() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let out: owt_protocol::NewOutput =
+        env.owt_json(&repo, ["new", "--name", "busy", "write the logging"]);
+    let worktree = PathBuf::from(out.session.worktree);
+    wait_status(&env, &repo, "busy", Status::NeedsInput);
+    // A commit (so merge has something to merge) and a half-written file.
+    write_file(&worktree, "done.txt", "finished part\n");
+    env.git(&worktree, ["add", "done.txt"]);
+    env.git(&worktree, ["commit", "-q", "-m", "finished part"]);
+    write_file(&worktree, "half.txt", "half-writ");
+    env.owt_ok(&repo, ["send", "busy", "busy 120"]);
+    wait_status(&env, &repo, "busy", Status::Working);
+    let board = view(&env, &repo, "busy").unwrap();
+    for action in [
+        SessionAction::Ship,
+        SessionAction::Merge,
+        SessionAction::Delete,
+    ] {
+        assert_eq!(
+            reason(&board, action).as_deref(),
+            Some("its agent is working (mid-turn)"),
+            "{action:?} on the board: {board:#?}"
+        );
+    }
+    let before = env.snapshot(&repo, &worktree);
+    for (verb, flag) in [("ship", "--now"), ("merge", "--now"), ("delete", "--force")] {
+        let out = env.owt(&repo, [verb, "busy"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "owt {verb}: {stderr}");
+        let doing = match verb {
+            "ship" => "shipping",
+            "merge" => "merging",
+            _ => "deleting",
+        };
+        assert!(
+            stderr.contains(&format!(
+                "Error: not {doing} `busy`: its agent is working (mid-turn); nothing was changed"
+            )),
+            "owt {verb}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "Hint: wait for its turn to end (`owt peek busy`), or run `owt {verb} busy {flag}`"
+            )),
+            "owt {verb}: {stderr}"
+        );
+        assert_eq!(
+            env.snapshot(&repo, &worktree),
+            before,
+            "owt {verb} changed something"
+        );
+        assert_eq!(read_file(&worktree.join("half.txt")), "half-writ");
+        let still = view(&env, &repo, "busy").expect("the session is still there");
+        assert_eq!(
+            still.status,
+            Status::Working,
+            "owt {verb} stopped the agent"
+        );
+    }
+    let shipped: ShipOutput = env.owt_json(&repo, ["ship", "busy", "--now"]);
+    assert!(shipped.committed.is_some() && shipped.merge.merged && shipped.merge.deleted);
+    assert_eq!(read_file(&repo.join("half.txt")), "half-writ");
+    assert!(view(&env, &repo, "busy").is_none());
+}
+
+/// Regression (#34 item 1): shipping a session with no commits and no
+/// changed files printed "Merged … (x → x)" and deleted it. Now it is an
+/// error that says so, and the session stays.
+#[test]
+fn regression_shipping_nothing_is_an_error() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    env.owt_ok(&repo, ["new", "--name", "empty", "nothing yet"]);
+    wait_status(&env, &repo, "empty", Status::NeedsInput);
+    let main_before = env.git(&repo, ["rev-parse", "main"]);
+    let out = env.owt(&repo, ["ship", "empty"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "Error: not shipping `empty`: nothing to ship: no commits and no changed files; nothing was changed"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Hint:"), "no flag ships nothing: {stderr}");
+    assert_eq!(env.git(&repo, ["rev-parse", "main"]), main_before);
+    assert!(view(&env, &repo, "empty").is_some());
+}
