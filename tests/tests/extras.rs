@@ -331,6 +331,7 @@ fn a_branch_session_goes_through_new_send_ship() {
     );
 
     std::fs::write(repo.join("in-place.txt"), "agent work\n").unwrap();
+    env.wait_settled(&repo, &out.session.name);
     let shipped: owt_protocol::ShipOutput = env.owt_json(&repo, ["ship", &out.session.name]);
     assert!(shipped.merge.merged && shipped.merge.deleted, "{shipped:?}");
     assert_eq!(

@@ -233,6 +233,7 @@ fn two_repositories_may_share_a_session_name() {
     assert_ne!(sa.session.id, sb.session.id);
     assert_eq!(env.sessions(&a).sessions.len(), 1);
     assert_eq!(env.sessions(&b).sessions.len(), 1);
+    env.wait_settled(&a, "fix-login");
     env.owt_ok(&a, ["delete", "fix-login"]);
     assert!(env.sessions(&a).sessions.is_empty());
     assert_eq!(
