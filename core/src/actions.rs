@@ -149,6 +149,12 @@ fn permission_why_not(view: &SessionView) -> Option<String> {
     })
 }
 
+/// Whether `view` is in `owt queue` (and what `owt queue --ship` ships):
+/// exactly the sessions in READY TO SHIP, whose lane `status` derived.
+pub fn in_ship_queue(view: &SessionView) -> bool {
+    view.lane == Lane::ReadyToShip
+}
+
 /// Groups sessions into lanes: the non-empty lanes (with their sessions),
 /// every lane's title and count, and the status line's counts.
 pub fn lanes(sessions: Vec<SessionView>) -> (Vec<BoardLane>, Vec<LaneCount>, BoardCounts) {

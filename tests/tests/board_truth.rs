@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use owt_e2e::{data_file, read_file, wait_until, write_file, TestEnv};
-use owt_protocol::{SessionAction, SessionView, ShipOutput, Status};
+use owt_protocol::{Lane, SessionAction, SessionView, ShipOutput, Status};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -145,4 +145,75 @@ fn regression_shipping_nothing_is_an_error() {
     assert!(!stderr.contains("Hint:"), "no flag ships nothing: {stderr}");
     assert_eq!(env.git(&repo, ["rev-parse", "main"]), main_before);
     assert!(view(&env, &repo, "empty").is_some());
+}
+
+/// Regression (#34 item 4): a row that conflicted with main stayed in
+/// READY TO SHIP, `owt queue` disagreed with the board about who is ready,
+/// and ranked a conflicting session with other overlap counts than the
+/// board's. Now the queue is exactly READY TO SHIP, with the board's
+/// counts, and conflicting work (with the base, or with another session)
+/// is in NEEDS YOU.
+#[test]
+fn regression_list_lanes_and_queue_agree() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let commit = |dir: &Path, file: &str, text: &str| {
+        write_file(dir, file, text);
+        env.git(dir, ["add", "--", file]);
+        env.git(dir, ["commit", "-q", "-m", file]);
+    };
+    let (ready, wt) = env.new_session(&repo, "ready work");
+    commit(&wt, "ready.txt", "ready\n");
+    let (uncommitted, wt) = env.new_session(&repo, "uncommitted work");
+    write_file(&wt, "uncommitted.txt", "not committed\n");
+    let (base, wt) = env.new_session(&repo, "base conflict");
+    commit(&wt, "README.md", "# the agent's title\n");
+    commit(&repo, "README.md", "# the human's title\n");
+    let (p1, wt) = env.new_session(&repo, "pair one");
+    commit(&wt, "shared.txt", "one\n");
+    let (p2, wt) = env.new_session(&repo, "pair two");
+    commit(&wt, "shared.txt", "two\n");
+
+    let queue: owt_protocol::guard::QueueReport = env.owt_json(&repo, ["queue"]);
+    let list = env.sessions(&repo);
+    let lane_of = |name: &str| {
+        list.sessions
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.lane)
+            .unwrap()
+    };
+    for conflicting in [&base, &p1, &p2] {
+        assert_eq!(
+            lane_of(conflicting),
+            Lane::NeedsYou,
+            "{conflicting}: {list:#?}"
+        );
+    }
+    let mut on_board: Vec<&str> = list
+        .sessions
+        .iter()
+        .filter(|s| s.lane == Lane::ReadyToShip)
+        .map(|s| s.name.as_str())
+        .collect();
+    on_board.sort();
+    let mut queued: Vec<&str> = queue.steps.iter().map(|s| s.session.as_str()).collect();
+    queued.sort();
+    assert_eq!(on_board, vec![ready.as_str(), uncommitted.as_str()]);
+    assert_eq!(queued, on_board, "{queue:#?}");
+    for step in &queue.steps {
+        let row = list
+            .sessions
+            .iter()
+            .find(|s| s.name == step.session)
+            .unwrap();
+        assert_eq!(step.overlaps, row.overlaps, "{}", step.session);
+    }
+    // The committed one is ordered; the uncommitted one comes after it.
+    assert_eq!(queue.steps[1].session, uncommitted);
+    let text = env.owt_ok(&repo, ["queue"]);
+    assert!(
+        text.contains("2. uncommitted-work (0 commits, 1 file) is not committed yet (ship commits it first), then merges into main; overlaps 0 other sessions."),
+        "{text}"
+    );
 }

@@ -31,10 +31,17 @@ pub fn check(
         return Ok(());
     }
     let view = fresh_view(ctx, row)?;
-    match actions::refusal(&view, action) {
+    Ok(decide(&view, action, overridden)?)
+}
+
+/// The decision of [`check`] on the session's view (pure): the board's
+/// [`actions::refusal`], let through by the override when only the agent
+/// being at work stands in the way.
+pub fn decide(view: &SessionView, action: SessionAction, overridden: bool) -> Result<(), Refused> {
+    match actions::refusal(view, action) {
         None => Ok(()),
         Some(refusal) if refusal.overridable && overridden => Ok(()),
-        Some(refusal) => Err(refused(&view, action, &refusal).into()),
+        Some(refusal) => Err(refused(view, action, &refusal)),
     }
 }
 
@@ -97,3 +104,6 @@ pub fn refused(view: &SessionView, action: SessionAction, refusal: &Refusal) -> 
     });
     Refused { message, hint }
 }
+
+#[cfg(test)]
+mod tests;

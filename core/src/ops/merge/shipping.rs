@@ -138,17 +138,10 @@ pub fn queue_ship(
     ctx: &mut Context,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<owt_protocol::QueueShipOutput> {
+    // The queue `owt queue` shows: the READY TO SHIP sessions, those whose
+    // work is not committed yet last.
     let report = crate::ops::guard::queue_report(ctx)?;
-    let mut order: Vec<String> = report.steps.iter().map(|s| s.session.clone()).collect();
-    // Ready sessions whose work is not committed yet come last.
-    for view in crate::ops::list::session_views_with(ctx, false)? {
-        if view.lane == owt_protocol::Lane::ReadyToShip
-            && view.ahead == 0
-            && !order.contains(&view.name)
-        {
-            order.push(view.name);
-        }
-    }
+    let order: Vec<String> = report.steps.iter().map(|s| s.session.clone()).collect();
     let mut out = owt_protocol::QueueShipOutput {
         shipped: Vec::new(),
         stopped_at: None,
