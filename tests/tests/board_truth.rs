@@ -217,3 +217,84 @@ fn regression_list_lanes_and_queue_agree() {
         "{text}"
     );
 }
+
+/// Regression (#34 item 5): after a conflicting ship was refused it said
+/// "nothing was changed", though it had committed the worktree. Now it
+/// says what it did: the commit, and that nothing was merged.
+#[test]
+fn regression_a_refused_ship_says_it_committed_the_worktree() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (name, wt) = env.new_session(&repo, "edit shared");
+    write_file(&wt, "README.md", "# the agent's title\n");
+    write_file(&repo, "README.md", "# the human's title\n");
+    env.git(&repo, ["commit", "-q", "-am", "the human's title"]);
+    let main_before = env.git(&repo, ["rev-parse", "main"]);
+
+    let err = env.owt_err(&repo, ["ship", &name]);
+    let head = env.git(&wt, ["rev-parse", "HEAD"]);
+    assert_eq!(
+        env.git(&wt, ["log", "-1", "--format=%s"]),
+        "edit shared",
+        "ship committed the worktree"
+    );
+    assert!(!err.contains("nothing was changed"), "{err}");
+    assert!(err.contains("would conflict in README.md (lines "), "{err}");
+    assert!(
+        err.contains(&format!(
+            "); nothing was merged; ship committed the work in its worktree first, as {} on owt/{name} (now one commit further)",
+            &head[..10]
+        )),
+        "{err}"
+    );
+    assert_eq!(env.git(&repo, ["rev-parse", "main"]), main_before);
+}
+
+/// Regression (#34 item 5): a merge whose phase 2 failed printed
+/// "Advancing main to …" just before "main did not move", squashed git's
+/// lines onto one, and told to "run the merge again" while `owt doctor`
+/// called the state an interrupted merge to fix. Now: no "Advancing", git's
+/// lines kept, the doctor's name for the state and one next step, which
+/// works.
+#[test]
+fn regression_a_failed_phase_two_says_what_happened_and_the_next_step() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (name, wt) = env.new_session(&repo, "edit the readme");
+    write_file(&wt, "README.md", "# the agent's title\n");
+    env.git(&wt, ["commit", "-q", "-am", "the agent's title"]);
+    // The human edits the same file in their checkout, uncommitted.
+    write_file(&repo, "README.md", "# my own edit\n");
+
+    let out = env.owt(&repo, ["merge", &name]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("Advancing"), "{stderr}");
+    assert!(!stderr.contains("run the merge again"), "{stderr}");
+    assert!(stderr.contains("main did not move"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "would be overwritten by merge:\n    \tREADME.md\n    Please commit your changes or stash them before you merge."
+        ),
+        "git's lines are kept: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "the merge of `{name}` stopped before main moved: main was brought into owt/{name} in its worktree, and `owt doctor` lists it as an interrupted-merge; next: fix the cause above, then run `owt merge {name}` again to complete it"
+        )),
+        "{stderr}"
+    );
+    let doctor: owt_protocol::DoctorReport = env.owt_json(&repo, ["doctor"]);
+    assert!(
+        doctor
+            .findings
+            .iter()
+            .any(|f| f.kind == "interrupted-merge" && f.session.as_deref() == Some(&name)),
+        "{doctor:#?}"
+    );
+    // The next step said works.
+    env.git(&repo, ["checkout", "--", "README.md"]);
+    let merged: owt_protocol::MergeOutput = env.owt_json(&repo, ["merge", &name]);
+    assert!(merged.merged);
+    assert_eq!(read_file(&repo.join("README.md")), "# the agent's title\n");
+}

@@ -72,13 +72,45 @@ pub fn ship_session(
             ..opts
         },
         progress,
-    )?;
+    )
+    .map_err(|e| match committed {
+        Some(oid) => stopped_after_commit(&row, oid, e),
+        None => e,
+    })?;
     Ok(ShipOutput {
         committed: committed.map(|oid| oid.to_string()),
         merge,
         unreviewed,
         checks: None,
     })
+}
+
+/// A ship that stopped after it committed the worktree (as `commit`): the
+/// merge's error, saying truly what changed — the commit on the branch,
+/// nothing merged.
+fn stopped_after_commit(
+    row: &SessionRow,
+    commit: git2::Oid,
+    merge: anyhow::Error,
+) -> anyhow::Error {
+    let committed = format!(
+        "ship committed the work in its worktree first, as {} on {} (now one commit further)",
+        &commit.to_string()[..10],
+        row.branch
+    );
+    let said = format!("{merge:#}");
+    if said.contains("nothing was changed") {
+        anyhow::anyhow!(
+            "{}",
+            said.replacen(
+                "nothing was changed",
+                &format!("nothing was merged; {committed}"),
+                1
+            )
+        )
+    } else {
+        anyhow::anyhow!("{said}\n{committed}; nothing was merged")
+    }
 }
 
 /// The changed files not marked reviewed since their last change: said as
