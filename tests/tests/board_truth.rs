@@ -298,3 +298,36 @@ fn regression_a_failed_phase_two_says_what_happened_and_the_next_step() {
     assert!(merged.merged);
     assert_eq!(read_file(&repo.join("README.md")), "# the agent's title\n");
 }
+
+/// Regression (#34 item 10): `owt --help` named three lanes of four.
+#[test]
+fn regression_help_names_the_four_lanes() {
+    let env = TestEnv::new();
+    let help = env.owt_ok(env.path(), ["--help"]);
+    // clap wraps the text: compare it with its lines joined.
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains("the board: NEEDS YOU, READY TO SHIP, IN FLIGHT, READY TO CLEAN."),
+        "{help}"
+    );
+}
+
+/// Regression (#34 item 10): `owt delete --force` called a modified
+/// tracked file one "git does not keep".
+#[test]
+fn regression_delete_calls_uncommitted_work_uncommitted() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (name, wt) = env.new_session(&repo, "edit the readme");
+    write_file(&wt, "README.md", "# edited, not committed\n");
+    let out = env.owt_ok(&repo, ["delete", &name, "--force"]);
+    assert!(!out.contains("git does not keep"), "{out}");
+    assert!(
+        out.contains("Moved 1 file of uncommitted work to the trash: "),
+        "{out}"
+    );
+    assert!(
+        out.contains("(README.md); copy back what you need"),
+        "{out}"
+    );
+}

@@ -28,6 +28,23 @@ pub fn delete_checked(
     delete_session(ctx, name, force, "deleted", progress)
 }
 
+/// What the files moved to the trash (`trashed`) are: uncommitted work
+/// (those among `discarded`, with `--force`), files git does not keep
+/// (ignored), or some of each; e.g. `2 files (1 of uncommitted work, 1 git
+/// does not keep)`.
+pub fn trashed_kinds(trashed: &[String], discarded: &[String]) -> String {
+    let files = |n: usize| format!("{n} file{}", if n == 1 { "" } else { "s" });
+    let uncommitted = trashed.iter().filter(|p| discarded.contains(p)).count();
+    match (uncommitted, trashed.len() - uncommitted) {
+        (0, n) => format!("{} git does not keep", files(n)),
+        (n, 0) => format!("{} of uncommitted work", files(n)),
+        (u, i) => format!(
+            "{} ({u} of uncommitted work, {i} git does not keep)",
+            files(u + i)
+        ),
+    }
+}
+
 /// Deletes the session `name`.
 pub fn delete_session(
     ctx: &mut Context,
@@ -287,9 +304,8 @@ fn keep_leftovers(
         return Ok(());
     }
     progress(&format!(
-        "Moving {} file{} git does not keep to the trash",
-        keep.len(),
-        if keep.len() == 1 { "" } else { "s" }
+        "Moving {} to the trash",
+        trashed_kinds(&keep, &discarded)
     ));
     let mut filling = trash::begin(&ctx.home, &ctx.repo.name(), &row.name, worktree)
         .with_context(|| format!("making a trash folder under {}", ctx.home.display()))?;

@@ -70,11 +70,7 @@ pub fn describe_leftovers(result: &owt_protocol::DeleteOutput) -> String {
     if let Some(trash) = &result.trash {
         text.push_str(&format!(
             "\nMoved {} to the trash: {trash}\n  ({}); copy back what you need, `owt db purge` empties the trash by age.",
-            if result.trashed.len() == 1 {
-                "1 file git does not keep".to_string()
-            } else {
-                format!("{} files git does not keep", result.trashed.len())
-            },
+            ops::delete::trashed_kinds(&result.trashed, &result.discarded),
             list(&result.trashed)
         ));
     }
