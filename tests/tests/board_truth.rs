@@ -331,3 +331,43 @@ fn regression_delete_calls_uncommitted_work_uncommitted() {
         "{out}"
     );
 }
+
+/// Regression (#34 item 10): ship's "not reviewed" warning listed the
+/// files a merge brought in from main. Now it lists the agent's files
+/// only (a resolved conflict is the agent's side's work: listed).
+#[test]
+fn regression_ship_warns_of_the_agents_files_not_mains() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (name, wt) = env.new_session(&repo, "agent work");
+    let commit = |dir: &Path, files: &[(&str, &str)], message: &str| {
+        for (file, text) in files {
+            write_file(dir, file, text);
+            env.git(dir, ["add", "--", file]);
+        }
+        env.git(dir, ["commit", "-q", "-m", message]);
+    };
+    commit(
+        &wt,
+        &[("c.txt", "agent\n"), ("agent.txt", "agent\n")],
+        "agent",
+    );
+    commit(
+        &repo,
+        &[("c.txt", "human\n"), ("main.txt", "main\n")],
+        "human",
+    );
+    let out = env.owt(&repo, ["merge", &name, "--leave-conflicts"]);
+    assert!(!out.status.success());
+    write_file(&wt, "c.txt", "both\n");
+    env.git(&wt, ["add", "c.txt"]);
+    let out = env.owt(&repo, ["ship", &name]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "Warning: shipping 2 files not reviewed since their last change (agent.txt, c.txt)"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("main.txt"), "{stderr}");
+}

@@ -54,15 +54,17 @@ pub struct Refused {
     pub hint: Option<String>,
 }
 
-/// The board's view of `row`, with its commits ahead and changed files read
-/// from its checkout now (the stored ones may be older than the agent's
-/// last write).
+/// The board's view of `row` as a listing makes it (reconciled, its
+/// conflicts looked at again), with its commits ahead and changed files
+/// read from its checkout now (a host's record may be older than the
+/// agent's last write).
 fn fresh_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
+    let listed = super::list::session_view(ctx, row)?;
     if row.remote().is_some() || !row.worktree_path.is_dir() {
-        return super::list::session_view(ctx, row);
+        return Ok(listed);
     }
     match crate::guard::counts::counts(&row.worktree_path, &row.base_branch, None) {
-        Ok(read) => {
+        Ok(read) if (read.ahead, read.changed_files) != (listed.ahead, listed.changed_files) => {
             let git = GitFact {
                 ahead: read.ahead,
                 changed_files: read.changed_files,
@@ -70,9 +72,10 @@ fn fresh_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
             super::list::record_git_fact(&ctx.store, row.id, &git)?;
             super::list::session_view_newer_git(ctx, &row.name, &git)
         }
+        Ok(_) => Ok(listed),
         Err(e) => {
             tracing::warn!(session = %row.name, "reading the git facts failed: {e:#}");
-            super::list::session_view(ctx, row)
+            Ok(listed)
         }
     }
 }

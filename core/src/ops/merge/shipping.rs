@@ -123,7 +123,10 @@ fn unreviewed_before_ship(
     if !row.worktree_path.is_dir() {
         return Ok(Vec::new());
     }
-    let review = crate::ops::review::review_status(ctx, &row.name)?;
+    let mut review = crate::ops::review::review_status(ctx, &row.name)?;
+    // A file just as the base has it now came from the base (a merge of
+    // it in progress or done): not the agent's work to review.
+    review.unreviewed.retain(|path| !as_in_base(ctx, row, path));
     if review.unreviewed.is_empty() {
         return Ok(review.unreviewed);
     }
@@ -147,6 +150,30 @@ fn unreviewed_before_ship(
         row.name
     ));
     Ok(review.unreviewed)
+}
+
+/// Whether `path` in `row`'s worktree is exactly as its base branch's tip
+/// has it (both without it counts).
+fn as_in_base(ctx: &Context, row: &SessionRow, path: &str) -> bool {
+    let repo = ctx.repo.git2();
+    let in_base = ctx
+        .repo
+        .branch_tip(&row.base_branch)
+        .ok()
+        .and_then(|tip| repo.find_commit(tip).ok())
+        .and_then(|c| c.tree().ok())
+        .map(|tree| tree.get_path(std::path::Path::new(path)).map(|e| e.id()));
+    let Some(in_base) = in_base else {
+        return false;
+    };
+    let file = row.worktree_path.join(path);
+    match std::fs::symlink_metadata(&file) {
+        Ok(meta) if meta.is_file() => {
+            git2::Oid::hash_file(git2::ObjectType::Blob, &file).ok() == in_base.ok()
+        }
+        Ok(_) => false,
+        Err(_) => in_base.is_err(),
+    }
 }
 
 pub(crate) fn default_message(row: &SessionRow) -> String {
