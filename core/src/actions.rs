@@ -17,7 +17,7 @@ pub fn session_actions(view: &SessionView) -> Vec<ActionState> {
     SessionAction::ALL
         .iter()
         .map(|&action| {
-            let reason = why_not(view, action);
+            let reason = refusal(view, action).map(|r| r.reason);
             ActionState {
                 action,
                 available: reason.is_none(),
@@ -27,7 +27,49 @@ pub fn session_actions(view: &SessionView) -> Vec<ActionState> {
         .collect()
 }
 
-/// Why `action` cannot be done to `view` now (`None`: it can).
+/// Why an action cannot be done now, and whether the verb's override flag
+/// (`--now` for ship and merge, `--force` for delete) may do it anyway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: String,
+    /// Only the agent being at work stands in the way: the override stops
+    /// it.
+    pub overridable: bool,
+}
+
+/// Why `action` cannot be done to `view` now (`None`: it can). What every
+/// verb checks before it acts (`ops::allowed`), and what the board shows.
+pub fn refusal(view: &SessionView, action: SessionAction) -> Option<Refusal> {
+    if let Some(reason) = why_not(view, action) {
+        return Some(Refusal {
+            reason,
+            overridable: false,
+        });
+    }
+    let stops_the_agent = matches!(
+        action,
+        SessionAction::Ship | SessionAction::Merge | SessionAction::Delete
+    );
+    busy(view)
+        .filter(|_| stops_the_agent)
+        .map(|reason| Refusal {
+            reason,
+            overridable: true,
+        })
+}
+
+/// Why the agent of `view` is in the middle of something that shipping,
+/// merging or deleting it would cut short (`None`: it is not).
+pub fn busy(view: &SessionView) -> Option<String> {
+    match view.status {
+        Status::Working => Some("its agent is working (mid-turn)".to_string()),
+        Status::Blocked => Some("its agent waits on a permission dialog".to_string()),
+        _ => None,
+    }
+}
+
+/// Why `action` cannot be done to `view` now, whatever the agent is doing
+/// (`None`: it can).
 fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
     let gone = if view.status == Status::Queued {
         Some(
@@ -105,6 +147,12 @@ fn permission_why_not(view: &SessionView) -> Option<String> {
         }
         owt_protocol::host::Transport::Acp => "no permission request is pending".to_string(),
     })
+}
+
+/// Whether `view` is in `owt queue` (and what `owt queue --ship` ships):
+/// exactly the sessions in READY TO SHIP, whose lane `status` derived.
+pub fn in_ship_queue(view: &SessionView) -> bool {
+    view.lane == Lane::ReadyToShip
 }
 
 /// Groups sessions into lanes: the non-empty lanes (with their sessions),

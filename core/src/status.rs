@@ -34,6 +34,9 @@
 //!    started yet) is `queued`, in the IN FLIGHT lane.
 //! 9. once the agent's turn is over, the feedback loops' facts (checks,
 //!    pull request) may say more: see [`feedback`].
+//! 10. work that no longer merges — into its base's tip, or with another
+//!     session's (the Conflict Guard's `base-conflict` and `conflict`) — is
+//!     never READY TO SHIP: it needs you (NEEDS YOU).
 
 use owt_protocol::{Lane, ReviewState, Status};
 use serde::{Deserialize, Serialize};
@@ -238,6 +241,10 @@ pub struct OverlapFact {
     /// (Conflict Guard's `base-conflict`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub base_conflicts: Vec<String>,
+    /// The other sessions its work conflicts with (Conflict Guard's
+    /// `conflict` pairs; not the human's checkout).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts_with: Vec<String>,
 }
 
 /// Resident memory of the agent's process tree, sampled by its host.
@@ -280,6 +287,8 @@ pub struct SessionFacts {
     /// What an ACP session's agent reported (shown, not derived from).
     pub acp_usage: Option<owt_protocol::AcpView>,
     pub base_conflicts: Vec<String>,
+    /// The other sessions its work conflicts with ([`OverlapFact`]).
+    pub conflicts_with: Vec<String>,
     /// Checks and pull request ([`feedback`]).
     pub feedback: feedback::FeedbackFacts,
     /// When the session was queued, while it waits to start.
@@ -326,6 +335,7 @@ impl SessionFacts {
                     let fact = decode::<OverlapFact>(row).unwrap_or_default();
                     facts.overlaps = fact.count;
                     facts.base_conflicts = fact.base_conflicts;
+                    facts.conflicts_with = fact.conflicts_with;
                 }
                 kind::ACP => facts.acp = decode(row).map(|v| (v, at)),
                 kind::ACP_PERMISSION => facts.acp_permission = decode(row),
@@ -351,6 +361,12 @@ impl SessionFacts {
 
     pub(crate) fn has_work(&self) -> bool {
         self.git.ahead > 0 || self.git.changed_files > 0
+    }
+
+    /// Whether its work no longer merges: into its base's tip, or with
+    /// another session's work (the Conflict Guard's facts).
+    pub fn conflicts(&self) -> bool {
+        !self.base_conflicts.is_empty() || !self.conflicts_with.is_empty()
     }
 }
 
@@ -435,6 +451,11 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
     let (status, text, lane) = match said {
         Some(said) => said,
         None => (status, text, agent_lane(facts, status, exit_code)),
+    };
+    // Rule 10: work that conflicts is never ready to ship.
+    let lane = match lane {
+        Lane::ReadyToShip if facts.conflicts() => Lane::NeedsYou,
+        lane => lane,
     };
     Derived {
         status,

@@ -335,7 +335,7 @@ fn unreviewed_warning(files: &[String]) -> String {
 fn delete(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::Result<Done> {
     let name = job.args.session.as_deref().unwrap_or_default();
     let force = job.args.force.unwrap_or(false);
-    let out = ops::delete::delete_session(ctx, name, force, "deleted", report)?;
+    let out = ops::delete::delete_checked(ctx, name, force, report)?;
     let message = format!("owt: deleted {}", out.name);
     Ok(Done {
         value: serde_json::to_value(out)?,

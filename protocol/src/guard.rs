@@ -207,7 +207,8 @@ pub struct QueueStep {
     pub base: String,
     pub ahead: u32,
     pub changed_files: u32,
-    /// How many other queued sessions touch a path this one touches.
+    /// Sessions (or you) whose changes overlap this one's: the board's
+    /// count (`SessionView.overlaps`).
     pub overlaps: u32,
     /// Conflicts with no other queued session at all.
     pub conflict_free: bool,

@@ -262,9 +262,31 @@ impl TestEnv {
     }
 
     /// `owt new TASK` in `repo`: the session's name and worktree.
+    /// Waits until the agent's start-up output settled (it is neither
+    /// `starting` nor `working`), so that ship, merge and delete, which
+    /// refuse an agent at work, act on it.
     pub fn new_session(&self, repo: &Path, task: &str) -> (String, PathBuf) {
         let out: owt_protocol::NewOutput = self.owt_json(repo, ["new", task]);
-        (out.session.name, PathBuf::from(out.session.worktree))
+        let name = out.session.name;
+        self.wait_settled(repo, &name);
+        (name, PathBuf::from(out.session.worktree))
+    }
+
+    /// Waits (15 s at most, then panics) until the agent of `name` is
+    /// neither `starting` nor `working`: its start-up output settled.
+    pub fn wait_settled(&self, repo: &Path, name: &str) {
+        use owt_protocol::Status;
+        wait_until(
+            &format!("the agent of {name} to settle"),
+            Duration::from_secs(15),
+            || {
+                self.sessions(repo)
+                    .sessions
+                    .iter()
+                    .find(|s| s.name == name)
+                    .is_none_or(|s| !matches!(s.status, Status::Starting | Status::Working))
+            },
+        );
     }
 
     /// `owt --json list` in `dir`.

@@ -41,8 +41,10 @@ fn regression_a_copied_env_is_never_committed_or_shipped() {
         "owt's copy is not the agent's work"
     );
     write_file(&wt, "feature.txt", "the work\n");
-    let list = env.sessions(&repo);
-    assert_eq!(list.sessions[0].changed_files, 1, "{list:#?}");
+    // The host records the new file within its debounce.
+    wait_until("the listing to count feature.txt", DEADLINE, || {
+        env.sessions(&repo).sessions[0].changed_files == 1
+    });
     // The agent forces it into the index; ship still does not commit it.
     env.git(&wt, ["add", "-f", ".env"]);
     let out: ShipOutput = env.owt_json(&repo, ["ship", &name]);

@@ -194,6 +194,7 @@ fn json_logs_carry_the_correlation_id_and_the_session() {
     let env = TestEnv::new();
     let repo = env.repo("app");
     env.owt_ok(&repo, ["new", "logged"]);
+    env.wait_settled(&repo, "logged");
     let out = env.owt(&repo, ["--log-format", "json", "-v", "delete", "logged"]);
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -331,6 +332,7 @@ fn a_branch_session_goes_through_new_send_ship() {
     );
 
     std::fs::write(repo.join("in-place.txt"), "agent work\n").unwrap();
+    env.wait_settled(&repo, &out.session.name);
     let shipped: owt_protocol::ShipOutput = env.owt_json(&repo, ["ship", &out.session.name]);
     assert!(shipped.merge.merged && shipped.merge.deleted, "{shipped:?}");
     assert_eq!(
@@ -348,6 +350,7 @@ fn a_branch_session_goes_through_new_send_ship() {
     // Delete of a branch session switches the checkout back and keeps the commits.
     let again: NewOutput = env.owt_json(&repo, ["new", "another in place", "--in-place"]);
     commit(&env, &repo, "kept.txt", "kept\n");
+    env.wait_settled(&repo, &again.session.name);
     let deleted: owt_protocol::DeleteOutput = env.owt_json(&repo, ["delete", &again.session.name]);
     assert!(
         !deleted.worktree_removed,

@@ -489,6 +489,7 @@ fn regression_a_merge_that_fills_the_disk_restores_the_worktree_and_ship_commits
     .unwrap();
     let session: NewOutput = env.owt_json(&repo, ["new", "agent work"]);
     let name = session.session.name.clone();
+    env.wait_settled(&repo, &name);
     let wt = PathBuf::from(&session.session.worktree);
     assert!(wt.starts_with(&disk_dir));
     std::fs::write(wt.join("agent.txt"), "the agent's work\n").unwrap();

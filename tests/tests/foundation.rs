@@ -61,6 +61,7 @@ fn new_list_delete_round_trip() {
         .collect();
     assert_eq!(on_board, vec!["add-jwt-auth"]);
 
+    env.wait_settled(&repo, "add-jwt-auth");
     let deleted: DeleteOutput = env.owt_json(&repo, ["delete", "add-jwt-auth"]);
     assert!(deleted.worktree_removed && deleted.branch_deleted);
     assert_eq!(deleted.backup_ref, None, "no commits ahead, so no backup");
@@ -149,6 +150,7 @@ fn reuses_an_existing_branch() {
     assert!(wt.join("f.txt").is_file());
 
     // owt did not create it, so delete keeps it.
+    env.wait_settled(&repo, &out.session.name);
     let deleted: DeleteOutput = env.owt_json(&repo, ["delete", &out.session.name]);
     assert!(!deleted.branch_deleted);
     assert_eq!(env.git(&repo, ["rev-parse", "feature/existing"]), tip);
@@ -194,6 +196,7 @@ fn delete_refuses_dirty_work_and_force_keeps_a_backup_ref() {
     let tip = env.git(&wt, ["rev-parse", "HEAD"]);
     std::fs::write(wt.join("untracked.txt"), "not yet committed\n").unwrap();
 
+    env.wait_settled(&repo, "dirty-work");
     let err = env.owt_err(&repo, ["delete", "dirty-work"]);
     assert!(
         err.contains("uncommitted work") && err.contains("untracked.txt"),
@@ -233,6 +236,7 @@ fn two_repositories_may_share_a_session_name() {
     assert_ne!(sa.session.id, sb.session.id);
     assert_eq!(env.sessions(&a).sessions.len(), 1);
     assert_eq!(env.sessions(&b).sessions.len(), 1);
+    env.wait_settled(&a, "fix-login");
     env.owt_ok(&a, ["delete", "fix-login"]);
     assert!(env.sessions(&a).sessions.is_empty());
     assert_eq!(

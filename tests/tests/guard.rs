@@ -21,6 +21,7 @@ fn numbered(changed: &[(usize, &str)]) -> String {
 fn new_session(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
     let out: NewOutput = env.owt_json(repo, ["new", &format!("work on {name}"), "--name", name]);
     assert_eq!(out.session.name, name);
+    env.wait_settled(repo, name);
     PathBuf::from(out.session.worktree)
 }
 
@@ -206,7 +207,7 @@ fn guard_honours_ignore_globs_but_shows_conflicts() {
 }
 
 #[test]
-fn queue_orders_conflict_free_sessions_first_then_fewest_conflicts() {
+fn queue_lists_the_ready_sessions_smallest_first_never_conflicting_ones() {
     let env = TestEnv::new();
     let repo = repo_with_numbered_file(&env);
     let commit = |wt: &Path, file: &str, text: String| {
@@ -239,24 +240,24 @@ fn queue_orders_conflict_free_sessions_first_then_fewest_conflicts() {
         })
         .collect();
     let none: &[String] = &[];
-    let f: &[String] = &["f.txt".to_string()];
+    // left and right conflict with each other: neither is READY TO SHIP
+    // (#34), so neither is queued.
+    assert_eq!(order, [("small", true, none), ("big", true, none)]);
+    let big_step = &queue.steps[1];
     assert_eq!(
-        order,
-        [
-            ("small", true, none),
-            ("big", true, none),
-            ("left", false, none),
-            ("right", false, f),
-        ]
+        (big_step.ahead, big_step.changed_files, big_step.overlaps),
+        (2, 2, 0)
     );
-    let left_step = &queue.steps[2];
-    assert_eq!(
-        (left_step.ahead, left_step.changed_files, left_step.overlaps),
-        (1, 1, 1)
-    );
+    let list: owt_protocol::SessionList = env.owt_json(&repo, ["list"]);
+    for name in ["left", "right"] {
+        let s = list.sessions.iter().find(|s| s.name == name).unwrap();
+        assert_eq!((s.lane, s.overlaps), (owt_protocol::Lane::NeedsYou, 1));
+    }
     let text = env.owt_ok(&repo, ["queue"]);
     assert!(
-        text.contains("4. right (2 commits, 2 files) would conflict in f.txt into main; overlaps 1 other session."),
+        text.contains(
+            "2. big (2 commits, 2 files) merges cleanly into main; overlaps 0 other sessions."
+        ),
         "{text}"
     );
 }

@@ -115,6 +115,7 @@ fn ship_command_merges_with_progress() {
     let env = TestEnv::new();
     let repo = env.repo("app");
     let created: NewOutput = env.owt_json(&repo, ["new", "ship me"]);
+    env.wait_settled(&repo, &created.session.name);
     std::fs::write(
         Path::new(&created.session.worktree).join("shipped.txt"),
         "done\n",
@@ -217,6 +218,7 @@ fn code_actions_on_a_selection_and_in_a_session_worktree() {
     let env = TestEnv::new();
     let repo = env.repo("app");
     let created: NewOutput = env.owt_json(&repo, ["new", "review me"]);
+    env.wait_settled(&repo, &created.session.name);
     let wt_file = Path::new(&created.session.worktree).join("README.md");
     let mut client = start(&env, &repo, true);
     client.request("owt/board", Value::Null);

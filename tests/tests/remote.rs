@@ -608,6 +608,10 @@ fn shipping_a_remote_session_merges_its_work_here() {
     });
     // The change shows here through the bridge (git facts of the remote).
     world.wait_session("changed", "devbox:feature", |v| v.changed_files == 1);
+    // Ship refuses an agent at work: its turn is over first.
+    world.wait_session("its turn over", "devbox:feature", |v| {
+        !matches!(v.status, Status::Working | Status::Starting)
+    });
 
     let before = world.env.git(&world.repo, ["rev-parse", "main"]);
     let shipped: owt_protocol::ShipOutput = world.env.owt_json(

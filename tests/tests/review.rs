@@ -58,6 +58,7 @@ fn logged_agent() -> (TestEnv, PathBuf, PathBuf, PathBuf) {
 
 fn new_session(env: &TestEnv, repo: &Path, name: &str) -> PathBuf {
     let out: NewOutput = env.owt_json(repo, ["new", &format!("work on {name}"), "--name", name]);
+    env.wait_settled(repo, name);
     PathBuf::from(out.session.worktree)
 }
 

@@ -38,7 +38,9 @@ fn idle_agent() -> PathBuf {
 }
 
 fn new(env: &TestEnv, repo: &Path, task: &str) -> SessionView {
-    env.owt_json::<NewOutput, _, _>(repo, ["new", task]).session
+    let session = env.owt_json::<NewOutput, _, _>(repo, ["new", task]).session;
+    env.wait_settled(repo, &session.name);
+    session
 }
 
 fn sessions(env: &TestEnv, repo: &Path) -> Vec<SessionView> {

@@ -54,7 +54,7 @@ fn check(view: &SessionView, expect: Expect) {
 }
 
 #[test]
-fn a_working_agent_with_nothing_changed_offers_its_terminal_and_delete() {
+fn a_working_agent_with_nothing_changed_offers_its_terminal_only() {
     check(
         &session("a", Status::Working, Lane::InFlight),
         expect![[r#"
@@ -63,12 +63,60 @@ fn a_working_agent_with_nothing_changed_offers_its_terminal_and_delete() {
             +send
             -merge: no commits to merge
             -ship: nothing to ship: no commits and no changed files
-            +delete
+            -delete: its agent is working (mid-turn)
             -conflicts: no file has unresolved conflicts
             -approve: only ACP sessions (owt new --acp) ask through owt
             -deny: only ACP sessions (owt new --acp) ask through owt
         "#]],
     );
+}
+
+/// Regression (#34 item 1): ship stopped an agent mid-turn. An agent at
+/// work (or waiting on a dialog) with work to show can be shipped, merged
+/// or deleted only with the verb's override; what the work itself lacks
+/// (nothing to merge) is said first, and no flag overrides it.
+#[test]
+fn regression_an_agent_at_work_is_not_shipped_merged_or_deleted_without_override() {
+    for status in [Status::Working, Status::Blocked] {
+        let mut view = session("a", status, Lane::InFlight);
+        view.changed_files = 2;
+        let refused = |view: &SessionView, action| refusal(view, action);
+        let busy = busy(&view).unwrap();
+        for action in [SessionAction::Ship, SessionAction::Delete] {
+            assert_eq!(
+                refused(&view, action),
+                Some(Refusal {
+                    reason: busy.clone(),
+                    overridable: true
+                }),
+                "{status:?} {action:?}"
+            );
+        }
+        assert_eq!(
+            refused(&view, SessionAction::Merge),
+            Some(Refusal {
+                reason: "no commits to merge yet (ship commits the changed files first)".into(),
+                overridable: false
+            })
+        );
+        view.ahead = 1;
+        assert!(refused(&view, SessionAction::Merge).unwrap().overridable);
+        for idle in [
+            Status::NeedsInput,
+            Status::Idle,
+            Status::Done,
+            Status::Starting,
+        ] {
+            view.status = idle;
+            for action in [
+                SessionAction::Ship,
+                SessionAction::Merge,
+                SessionAction::Delete,
+            ] {
+                assert_eq!(refused(&view, action), None, "{idle:?} {action:?}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -119,11 +119,13 @@ pub fn exclude_paths(repo: &Repo, paths: &[String]) -> Result<()> {
     }
     let file = repo.common_dir.join("info").join("exclude");
     let text = std::fs::read_to_string(&file).unwrap_or_default();
-    let existing: std::collections::HashSet<&str> = text.lines().map(str::trim).collect();
+    let mut existing: std::collections::HashSet<String> =
+        text.lines().map(|l| l.trim().to_string()).collect();
+    // Each line once, even when `paths` names a file twice.
     let missing: Vec<String> = paths
         .iter()
         .map(|p| format!("/{}", p.trim_start_matches('/')))
-        .filter(|p| !existing.contains(p.as_str()))
+        .filter(|p| existing.insert(p.clone()))
         .collect();
     if missing.is_empty() {
         return Ok(());
@@ -166,5 +168,25 @@ pub(super) fn prime_cache_tree(worktree: &Path) {
     });
     if let Err(e) = primed {
         tracing::debug!("priming the cache tree of {}: {e}", worktree.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (#34 item 10): a file named twice (or once as `/x`,
+    /// once as `x`) got two lines in `info/exclude`.
+    #[test]
+    fn regression_exclude_paths_writes_each_line_once() {
+        let dir = tempfile::tempdir().unwrap();
+        Repository::init(dir.path()).unwrap();
+        let repo = Repo::discover(dir.path()).unwrap();
+        let paths = [".mcp.json", "/.mcp.json", ".aider.tags.cache.v4"].map(String::from);
+        exclude_paths(&repo, &paths).unwrap();
+        exclude_paths(&repo, &paths[..1]).unwrap();
+        let text = std::fs::read_to_string(repo.common_dir.join("info/exclude")).unwrap();
+        let ours: Vec<&str> = text.lines().filter(|l| l.starts_with('/')).collect();
+        assert_eq!(ours, ["/.mcp.json", "/.aider.tags.cache.v4"], "{text}");
     }
 }

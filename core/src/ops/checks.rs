@@ -80,6 +80,7 @@ pub fn ship_checked(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<ShipOutput> {
     let row = ctx.session(name)?;
+    super::allowed::check(ctx, &row, owt_protocol::SessionAction::Ship, opts.now)?;
     let gate = if row.worktree_path.exists() {
         checks::gate(
             &ctx.store,

@@ -17,6 +17,36 @@ use super::{owned, trash, Context};
 use crate::store::SessionRow;
 use crate::{git, session};
 
+/// `owt delete`: deletes the session `name` once the board allows it
+/// ([`super::allowed`]; `force` also stops an agent at work).
+pub fn delete_checked(
+    ctx: &mut Context,
+    name: &str,
+    force: bool,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<DeleteOutput> {
+    let row = ctx.session(name)?;
+    super::allowed::check(ctx, &row, owt_protocol::SessionAction::Delete, force)?;
+    delete_session(ctx, name, force, "deleted", progress)
+}
+
+/// What the files moved to the trash (`trashed`) are: uncommitted work
+/// (those among `discarded`, with `--force`), files git does not keep
+/// (ignored), or some of each; e.g. `2 files (1 of uncommitted work, 1 git
+/// does not keep)`.
+pub fn trashed_kinds(trashed: &[String], discarded: &[String]) -> String {
+    let files = |n: usize| format!("{n} file{}", if n == 1 { "" } else { "s" });
+    let uncommitted = trashed.iter().filter(|p| discarded.contains(p)).count();
+    match (uncommitted, trashed.len() - uncommitted) {
+        (0, n) => format!("{} git does not keep", files(n)),
+        (n, 0) => format!("{} of uncommitted work", files(n)),
+        (u, i) => format!(
+            "{} ({u} of uncommitted work, {i} git does not keep)",
+            files(u + i)
+        ),
+    }
+}
+
 /// Deletes the session `name`.
 pub fn delete_session(
     ctx: &mut Context,
@@ -299,9 +329,8 @@ fn keep_leftovers(
         return Ok(());
     }
     progress(&format!(
-        "Moving {} file{} git does not keep to the trash",
-        keep.len(),
-        if keep.len() == 1 { "" } else { "s" }
+        "Moving {} to the trash",
+        trashed_kinds(&keep, &discarded)
     ));
     let mut filling = trash::begin(&ctx.home, &ctx.repo.name(), &row.name, worktree)
         .with_context(|| format!("making a trash folder under {}", ctx.home.display()))?;

@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use owt_protocol::guard::{GuardReport, QueueReport};
-use owt_protocol::Status;
+use owt_protocol::guard::{GuardReport, QueueReport, QueueStep};
+use owt_protocol::SessionView;
 
 use super::Context;
 use crate::git;
@@ -126,6 +126,7 @@ pub fn record_facts(
         }
         let count = OverlapFact {
             count: engine.overlap_count(&participant.id),
+            conflicts_with: conflicts_with(engine, &participant.id),
             base_conflicts: engine
                 .base_conflict(&participant.id)
                 .map(|c| c.conflicting_paths.clone())
@@ -141,6 +142,20 @@ pub fn record_facts(
         }
     }
     Ok(git_facts)
+}
+
+/// The other sessions `id`'s work conflicts with (not the human's
+/// checkout), in name order.
+fn conflicts_with(engine: &GuardEngine, id: &str) -> Vec<String> {
+    engine
+        .pairs_of(id)
+        .into_iter()
+        .filter(|p| p.level == owt_protocol::guard::Level::Conflict)
+        .map(|p| if p.a == id { p.b.clone() } else { p.a.clone() })
+        .filter(|other| other != YOU)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }
 
 /// [`record_facts`] of every session, and their git facts.
@@ -359,24 +374,60 @@ pub fn refresh_overlaps(ctx: &Context) -> anyhow::Result<()> {
     record_all_facts(&ctx.store, &engine)
 }
 
-/// `owt queue`: sessions ready to ship — commits ahead of their base and no
-/// unresolved merge in their worktree — in merge order. (Whether the agent
-/// is still working is the board's business: the queue is about the code.)
+/// `owt queue`: the sessions in READY TO SHIP (the board's lane,
+/// [`crate::actions::in_ship_queue`]), the Conflict Guard's facts
+/// refreshed first, in merge order: those with commits as the guard's
+/// queue orders them, then those whose work is not committed yet (ship
+/// commits it first) or whose branch is on another machine. Each step's
+/// overlap count is the board's.
 pub fn queue_report(ctx: &Context) -> anyhow::Result<QueueReport> {
-    let views = super::list::session_views(ctx)?;
-    let candidates = views
+    if let Err(e) = refresh_overlaps(ctx) {
+        tracing::warn!("refreshing the conflict guard's facts failed: {e:#}");
+    }
+    let ready: Vec<SessionView> = super::list::session_views(ctx)?
         .into_iter()
-        .filter(|v| v.ahead > 0 && v.status != Status::Conflict)
+        .filter(crate::actions::in_ship_queue)
+        .collect();
+    let candidates = ready
+        .iter()
+        .filter(|v| v.ahead > 0 && v.remote.is_none())
         .map(|v| Candidate {
-            name: v.name,
-            branch: v.branch,
-            base: v.base,
+            name: v.name.clone(),
+            branch: v.branch.clone(),
+            base: v.base.clone(),
             ahead: v.ahead,
         })
         .collect();
-    let steps = queue::plan(ctx.repo.git2(), candidates).context("planning the merge queue")?;
+    let planned = queue::plan(ctx.repo.git2(), candidates).context("planning the merge queue")?;
     Ok(QueueReport {
         repository: ctx.repo.main_root().to_string_lossy().into_owned(),
-        steps,
+        steps: ship_queue_steps(planned, &ready),
     })
+}
+
+/// The queue's steps (pure): the `planned` ones of the `ready` sessions
+/// with the board's overlap counts, then the ready sessions the plan left
+/// out (work not committed yet, or a branch on another machine).
+pub fn ship_queue_steps(mut steps: Vec<QueueStep>, ready: &[SessionView]) -> Vec<QueueStep> {
+    steps.retain(|s| ready.iter().any(|v| v.name == s.session));
+    for view in ready {
+        match steps.iter_mut().find(|s| s.session == view.name) {
+            Some(step) => step.overlaps = view.overlaps,
+            None => steps.push(QueueStep {
+                position: 0,
+                session: view.name.clone(),
+                branch: view.branch.clone(),
+                base: view.base.clone(),
+                ahead: view.ahead,
+                changed_files: view.changed_files,
+                overlaps: view.overlaps,
+                conflict_free: true,
+                predicted_conflicts: Vec::new(),
+            }),
+        }
+    }
+    for (i, step) in steps.iter_mut().enumerate() {
+        step.position = i as u32 + 1;
+    }
+    steps
 }

@@ -7,6 +7,7 @@
 
 pub mod acp;
 pub mod agent;
+pub mod allowed;
 pub mod checks;
 pub mod cleanup;
 pub mod conflicts;

@@ -72,10 +72,12 @@ impl GitCli {
         if message.is_empty() {
             message = out.status.to_string();
         }
+        // git's own lines kept (a list of files, a hint), indented under
+        // the first.
         Err(GitCliError {
             args: shown,
             dir: self.dir.clone(),
-            message: message.replace('\n', " "),
+            message: message.lines().collect::<Vec<_>>().join("\n    "),
         })
     }
 }

@@ -20,7 +20,7 @@ pub fn advance_base(repo: &Repo, base: &str, new_tip: Oid) -> Result<Option<Path
     }
     if !repo.git2().graph_descendant_of(new_tip, old_tip)? {
         return Err(ShipError::Refused(format!(
-            "{base} moved while merging (it is not an ancestor of the branch any more); run the merge again"
+            "{base} moved while merging (it is not an ancestor of the branch any more)"
         )));
     }
     let checkout = repo
@@ -36,10 +36,10 @@ pub fn advance_base(repo: &Repo, base: &str, new_tip: Oid) -> Result<Option<Path
                 let rolled_back = roll_back_checkout(&path, old_tip, new_tip);
                 return Err(ShipError::Refused(match rolled_back {
                     Ok(()) => format!(
-                        "could not update your checkout of {base} at {}: {e}; your checkout was left as it was and {base} did not move{}",
+                        "could not update your checkout of {base} at {}; your checkout was left as it was and {base} did not move{}; {e}",
                         path.display(),
                         if e.message.contains("would be overwritten") {
-                            "; commit or stash your changes there and run the merge again"
+                            "; commit or stash your changes there"
                         } else {
                             ""
                         }

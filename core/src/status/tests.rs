@@ -528,6 +528,39 @@ fn derive_status_table() {
             text: "exited (not started: no agent)",
             lane: Lane::NeedsYou,
         },
+        Case {
+            name: "regression #34: work that conflicts with its base needs you, not shipping",
+            facts: with(|f| {
+                work(f);
+                f.hook = Some((Waiting, at(100)));
+                f.base_conflicts = vec!["README.md".into()];
+            }),
+            status: Status::NeedsInput,
+            text: "needs-input",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "regression #34: work that conflicts with another session's needs you",
+            facts: with(|f| {
+                work(f);
+                f.exit = exit(0);
+                f.conflicts_with = vec!["other".into()];
+            }),
+            status: Status::Exited,
+            text: "exited",
+            lane: Lane::NeedsYou,
+        },
+        Case {
+            name: "a mere overlap with another session is still ready to ship",
+            facts: with(|f| {
+                work(f);
+                f.hook = Some((Done, at(100)));
+                f.overlaps = 1;
+            }),
+            status: Status::Done,
+            text: "done",
+            lane: Lane::ReadyToShip,
+        },
     ];
     let mut failures = Vec::new();
     for case in &cases {

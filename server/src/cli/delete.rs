@@ -7,7 +7,8 @@ use crate::ops;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-A worktree with uncommitted or untracked work is kept unless you pass --force. \
+A worktree with uncommitted or untracked work, or an agent that is working or waits on a \
+dialog, is kept unless you pass --force. \
 Commits that are not in the base branch are kept under refs/owt/backup/NAME; \
 restore them with: git branch NAME refs/owt/backup/NAME. \
 Files git does not keep (ignored files such as .env, build output, logs; with \
@@ -18,17 +19,16 @@ go without a copy.")]
 pub struct Args {
     /// The session to delete.
     pub name: String,
-    /// Delete even if the worktree has uncommitted or untracked work (a copy goes to the trash).
+    /// Delete even if the worktree has uncommitted or untracked work (a copy goes to the trash), or the agent is working or waits on a dialog (it is stopped).
     #[arg(long, short)]
     pub force: bool,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let mut ctx = ops::Context::open(dir)?;
-    let result =
-        ops::delete::delete_session(&mut ctx, &args.name, args.force, "deleted", &mut |line| {
-            out.progress(line)
-        })?;
+    let result = ops::delete::delete_checked(&mut ctx, &args.name, args.force, &mut |line| {
+        out.progress(line)
+    })?;
     for warning in &result.warnings {
         out.warn(warning);
     }
@@ -70,11 +70,7 @@ pub fn describe_leftovers(result: &owt_protocol::DeleteOutput) -> String {
     if let Some(trash) = &result.trash {
         text.push_str(&format!(
             "\nMoved {} to the trash: {trash}\n  ({}); copy back what you need, `owt db purge` empties the trash by age.",
-            if result.trashed.len() == 1 {
-                "1 file git does not keep".to_string()
-            } else {
-                format!("{} files git does not keep", result.trashed.len())
-            },
+            ops::delete::trashed_kinds(&result.trashed, &result.discarded),
             list(&result.trashed)
         ));
     }

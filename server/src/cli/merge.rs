@@ -48,6 +48,9 @@ pub struct Args {
     /// Keep the session (worktree, branch, agent) after merging.
     #[arg(long)]
     pub keep: bool,
+    /// Merge even while the agent is working or waits on a dialog (it is stopped unless --keep).
+    #[arg(long, alias = "force")]
+    pub now: bool,
 }
 
 impl Args {
@@ -57,6 +60,7 @@ impl Args {
             strategy: self.strategy.map(Into::into),
             leave_conflicts: self.leave_conflicts,
             keep: self.keep,
+            now: self.now,
         }
     }
 }

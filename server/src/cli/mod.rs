@@ -57,7 +57,7 @@ const ABOUT: &str = "Supervise parallel AI coding agents, each in its own git wo
 const LONG_ABOUT: &str = "\
 owt runs coding agents (Claude Code, Codex, OpenCode, Aider, Gemini CLI, …) side by side, \
 each in its own git worktree and branch, inside a terminal that owt owns. Run `owt` alone \
-to see the board: NEEDS YOU, READY TO SHIP, IN FLIGHT.
+to see the board: NEEDS YOU, READY TO SHIP, IN FLIGHT, READY TO CLEAN.
 
 Start:   owt new \"Add JWT auth\"
 Watch:   owt list
@@ -383,6 +383,8 @@ pub(crate) fn hint_for(err: &anyhow::Error) -> Option<String> {
             if e.is_storage_failure() {
                 return storage();
             }
+        } else if let Some(e) = cause.downcast_ref::<crate::ops::allowed::Refused>() {
+            return e.hint.clone();
         } else if let Some(e) = cause.downcast_ref::<SessionError>() {
             if let SessionError::Store(store) = e {
                 if store.is_storage_failure() {

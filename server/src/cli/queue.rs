@@ -1,4 +1,4 @@
-//! `owt queue`: the sessions ready to ship, in the merge order with the
+//! `owt queue`: the sessions in READY TO SHIP, in the merge order with the
 //! fewest conflicts.
 
 use std::path::Path;
@@ -58,13 +58,15 @@ fn plural(n: u32, word: &str) -> String {
 /// The text report.
 pub fn render(report: &QueueReport) -> String {
     if report.steps.is_empty() {
-        return "No session is ready to ship (ready: commits ahead of its base).".into();
+        return "No session is ready to ship (none is in READY TO SHIP).".into();
     }
     report
         .steps
         .iter()
         .map(|s| {
-            let outcome = if s.predicted_conflicts.is_empty() {
+            let outcome = if s.ahead == 0 {
+                "is not committed yet (ship commits it first), then merges".to_string()
+            } else if s.predicted_conflicts.is_empty() {
                 "merges cleanly".to_string()
             } else {
                 format!("would conflict in {}", s.predicted_conflicts.join(", "))

@@ -12,6 +12,10 @@ and changes nothing), merges it as `owt merge` does, then stops the agent and re
 worktree and branch. The agent keeps running until the merge has succeeded. If owt is \
 interrupted, run the same command again to complete it (or `owt doctor --fix` to roll back).
 
+While the agent is working or waits on a dialog, ship refuses and changes nothing (the board's \
+actions say the same); --now stops it and ships what its worktree holds at that moment. A \
+session with no commits and no changed files has nothing to ship: an error.
+
 With [checks] configured, the checks run first on the work as it is (unless a passing run of \
 exactly this work is on record; with `when = \"manual\"` only a failed run on record counts); \
 when they fail nothing is shipped, and the error shows the end of their output and the log. \
@@ -31,6 +35,9 @@ pub struct Args {
     /// Ship even if the [checks] fail (they are not run).
     #[arg(long)]
     pub no_checks: bool,
+    /// Ship even while the agent is working or waits on a dialog: it is stopped, and what its worktree holds now is committed.
+    #[arg(long, alias = "force")]
+    pub now: bool,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
@@ -40,6 +47,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         strategy: args.strategy.map(Into::into),
         leave_conflicts: false,
         keep: false,
+        now: args.now,
     };
     let result = ops::checks::ship_checked(
         &mut ctx,

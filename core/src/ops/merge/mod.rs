@@ -51,6 +51,9 @@ pub struct MergeOptions {
     pub strategy: Option<Strategy>,
     pub leave_conflicts: bool,
     pub keep: bool,
+    /// Do it even while the agent is at work (`--now`): see
+    /// [`crate::ops::allowed`].
+    pub now: bool,
 }
 
 fn journal(
@@ -83,6 +86,7 @@ pub fn merge_session(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<MergeOutput> {
     let row = ctx.session(name)?;
+    super::allowed::check(ctx, &row, owt_protocol::SessionAction::Merge, opts.now)?;
     if row.remote().is_some() {
         return super::remote::merge(ctx, &row, "merge", opts, None, progress);
     }
@@ -117,7 +121,9 @@ pub(crate) fn merge_row(
     let Some(new_tip) = phase1(ctx, &run, &mut output, progress)? else {
         return Ok(output);
     };
-    phase2(ctx, &run, new_tip, &mut output, progress)?;
+    if let Err(e) = phase2(ctx, &run, new_tip, &mut output, progress) {
+        return Err(phase2_failed(&run, e));
+    }
     cleanup(ctx, &run, &mut output, progress)?;
     Ok(output)
 }
@@ -320,11 +326,11 @@ fn phase2(
     let (row, op, base) = (run.row, run.op, &run.row.base_branch);
     run.journal(ctx, "phase2")?;
     ship::failpoint(&format!("{op}-phase2"));
+    let checkout = ship::advance_base(&ctx.repo, base, new_tip)?;
     progress(&format!(
-        "Advancing {base} to {}",
+        "Advanced {base} to {}",
         &new_tip.to_string()[..10]
     ));
-    let checkout = ship::advance_base(&ctx.repo, base, new_tip)?;
     output.checkout_updated = checkout.map(|p| p.display().to_string());
     output.base_after = ctx.repo.branch_tip(base)?.to_string();
     output.merged = true;
@@ -332,6 +338,18 @@ fn phase2(
     ctx.store
         .add_event(row.repo_id, &row.name, "merged", &row.provider)?;
     Ok(())
+}
+
+/// A phase 2 that failed: its cause, what state it left (the base brought
+/// into the branch, the base not moved, the journal open: `owt doctor`'s
+/// `interrupted-merge`), and the one next step.
+fn phase2_failed(run: &Run, cause: anyhow::Error) -> anyhow::Error {
+    let (row, op, base) = (run.row, run.op, &run.row.base_branch);
+    anyhow::anyhow!(
+        "{cause:#}\nthe {op} of `{name}` stopped before {base} moved: {base} was brought into {branch} in its worktree, and `owt doctor` lists it as an interrupted-merge; next: fix the cause above, then run `owt {op} {name}` again to complete it (`owt doctor --fix` closes it instead, leaving {branch} as it is)",
+        name = row.name,
+        branch = row.branch,
+    )
 }
 
 /// The cleanup: deletes the session unless `--keep` (a failure to delete

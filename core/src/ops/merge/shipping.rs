@@ -72,13 +72,45 @@ pub fn ship_session(
             ..opts
         },
         progress,
-    )?;
+    )
+    .map_err(|e| match committed {
+        Some(oid) => stopped_after_commit(&row, oid, e),
+        None => e,
+    })?;
     Ok(ShipOutput {
         committed: committed.map(|oid| oid.to_string()),
         merge,
         unreviewed,
         checks: None,
     })
+}
+
+/// A ship that stopped after it committed the worktree (as `commit`): the
+/// merge's error, saying truly what changed — the commit on the branch,
+/// nothing merged.
+fn stopped_after_commit(
+    row: &SessionRow,
+    commit: git2::Oid,
+    merge: anyhow::Error,
+) -> anyhow::Error {
+    let committed = format!(
+        "ship committed the work in its worktree first, as {} on {} (now one commit further)",
+        &commit.to_string()[..10],
+        row.branch
+    );
+    let said = format!("{merge:#}");
+    if said.contains("nothing was changed") {
+        anyhow::anyhow!(
+            "{}",
+            said.replacen(
+                "nothing was changed",
+                &format!("nothing was merged; {committed}"),
+                1
+            )
+        )
+    } else {
+        anyhow::anyhow!("{said}\n{committed}; nothing was merged")
+    }
 }
 
 /// The changed files not marked reviewed since their last change: said as
@@ -91,7 +123,10 @@ fn unreviewed_before_ship(
     if !row.worktree_path.is_dir() {
         return Ok(Vec::new());
     }
-    let review = crate::ops::review::review_status(ctx, &row.name)?;
+    let mut review = crate::ops::review::review_status(ctx, &row.name)?;
+    // A file just as the base has it now came from the base (a merge of
+    // it in progress or done): not the agent's work to review.
+    review.unreviewed.retain(|path| !as_in_base(ctx, row, path));
     if review.unreviewed.is_empty() {
         return Ok(review.unreviewed);
     }
@@ -117,6 +152,30 @@ fn unreviewed_before_ship(
     Ok(review.unreviewed)
 }
 
+/// Whether `path` in `row`'s worktree is exactly as its base branch's tip
+/// has it (both without it counts).
+fn as_in_base(ctx: &Context, row: &SessionRow, path: &str) -> bool {
+    let repo = ctx.repo.git2();
+    let in_base = ctx
+        .repo
+        .branch_tip(&row.base_branch)
+        .ok()
+        .and_then(|tip| repo.find_commit(tip).ok())
+        .and_then(|c| c.tree().ok())
+        .map(|tree| tree.get_path(std::path::Path::new(path)).map(|e| e.id()));
+    let Some(in_base) = in_base else {
+        return false;
+    };
+    let file = row.worktree_path.join(path);
+    match std::fs::symlink_metadata(&file) {
+        Ok(meta) if meta.is_file() => {
+            git2::Oid::hash_file(git2::ObjectType::Blob, &file).ok() == in_base.ok()
+        }
+        Ok(_) => false,
+        Err(_) => in_base.is_err(),
+    }
+}
+
 pub(crate) fn default_message(row: &SessionRow) -> String {
     let first = row.task.lines().next().unwrap_or("").trim();
     let subject = if first.is_empty() {
@@ -138,17 +197,10 @@ pub fn queue_ship(
     ctx: &mut Context,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<owt_protocol::QueueShipOutput> {
+    // The queue `owt queue` shows: the READY TO SHIP sessions, those whose
+    // work is not committed yet last.
     let report = crate::ops::guard::queue_report(ctx)?;
-    let mut order: Vec<String> = report.steps.iter().map(|s| s.session.clone()).collect();
-    // Ready sessions whose work is not committed yet come last.
-    for view in crate::ops::list::session_views_with(ctx, false)? {
-        if view.lane == owt_protocol::Lane::ReadyToShip
-            && view.ahead == 0
-            && !order.contains(&view.name)
-        {
-            order.push(view.name);
-        }
-    }
+    let order: Vec<String> = report.steps.iter().map(|s| s.session.clone()).collect();
     let mut out = owt_protocol::QueueShipOutput {
         shipped: Vec::new(),
         stopped_at: None,

@@ -1,0 +1,112 @@
+//! The one check a verb that has a board action (ship, merge, delete)
+//! goes through before it changes anything: the session's view as the
+//! board shows it, its git facts read afresh, asked of
+//! [`crate::actions::refusal`]. So a verb does exactly what the board's
+//! `actions` say it can, and refuses with the board's own reason.
+//!
+//! An interrupted ship or merge (its journal in the store) is let through:
+//! running the same command again completes it.
+
+use owt_protocol::{SessionAction, SessionView};
+
+use super::Context;
+use crate::actions::{self, Refusal};
+use crate::status::GitFact;
+use crate::store::SessionRow;
+
+/// Refuses `action` on `row` unless the board allows it now; `overridden`:
+/// the verb's override flag was given, which lets it through when only
+/// the agent being at work stands in the way (the verb then stops it).
+pub fn check(
+    ctx: &Context,
+    row: &SessionRow,
+    action: SessionAction,
+    overridden: bool,
+) -> anyhow::Result<()> {
+    if ctx
+        .store
+        .fact::<super::merge::Journal>(row.id, super::merge::JOURNAL)?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let view = fresh_view(ctx, row)?;
+    Ok(decide(&view, action, overridden)?)
+}
+
+/// The decision of [`check`] on the session's view (pure): the board's
+/// [`actions::refusal`], let through by the override when only the agent
+/// being at work stands in the way.
+pub fn decide(view: &SessionView, action: SessionAction, overridden: bool) -> Result<(), Refused> {
+    match actions::refusal(view, action) {
+        None => Ok(()),
+        Some(refusal) if refusal.overridable && overridden => Ok(()),
+        Some(refusal) => Err(refused(view, action, &refusal)),
+    }
+}
+
+/// A verb refused by [`check`]: what was not done and why (`message`), and
+/// how to do it anyway (`hint`, when a flag does).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Refused {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// The board's view of `row` as a listing makes it (reconciled, its
+/// conflicts looked at again), with its commits ahead and changed files
+/// read from its checkout now (a host's record may be older than the
+/// agent's last write).
+fn fresh_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
+    let listed = super::list::session_view(ctx, row)?;
+    if row.remote().is_some() || !row.worktree_path.is_dir() {
+        return Ok(listed);
+    }
+    match crate::guard::counts::counts(&row.worktree_path, &row.base_branch, None) {
+        Ok(read) if (read.ahead, read.changed_files) != (listed.ahead, listed.changed_files) => {
+            let git = GitFact {
+                ahead: read.ahead,
+                changed_files: read.changed_files,
+            };
+            super::list::record_git_fact(&ctx.store, row.id, &git)?;
+            super::list::session_view_newer_git(ctx, &row.name, &git)
+        }
+        Ok(_) => Ok(listed),
+        Err(e) => {
+            tracing::warn!(session = %row.name, "reading the git facts failed: {e:#}");
+            Ok(listed)
+        }
+    }
+}
+
+/// The refusal: what was not done, why, that nothing changed, and the flag
+/// that does it anyway when there is one.
+pub fn refused(view: &SessionView, action: SessionAction, refusal: &Refusal) -> Refused {
+    let name = &view.name;
+    let verb = match action {
+        SessionAction::Ship => "shipping",
+        SessionAction::Merge => "merging",
+        SessionAction::Delete => "deleting",
+        other => other.as_str(),
+    };
+    let message = format!(
+        "not {verb} `{name}`: {}; nothing was changed",
+        refusal.reason
+    );
+    let hint = refusal.overridable.then(|| match action {
+            SessionAction::Ship => format!(
+                "wait for its turn to end (`owt peek {name}`), or run `owt ship {name} --now` to stop the agent and ship what its worktree holds now (half-written files included)"
+            ),
+            SessionAction::Merge => format!(
+                "wait for its turn to end (`owt peek {name}`), or run `owt merge {name} --now` to merge its commits now (the agent is stopped unless --keep; uncommitted work is left out)"
+            ),
+            _ => format!(
+                "wait for its turn to end (`owt peek {name}`), or run `owt delete {name} --force` to stop the agent and delete the session (uncommitted work goes to the trash)"
+            ),
+    });
+    Refused { message, hint }
+}
+
+#[cfg(test)]
+mod tests;
