@@ -8,6 +8,7 @@
 //! commits and the guard, and removed without a copy by `owt delete` while
 //! unchanged.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Component, Path};
 use std::process::Command;
 
@@ -20,6 +21,9 @@ use crate::store::SessionRow;
 pub struct Prepared {
     pub warnings: Vec<String>,
     pub owned: Vec<OwnedFile>,
+    /// `owt new` was interrupted (Ctrl-C) while the setup script ran: the
+    /// script was stopped.
+    pub interrupted: bool,
 }
 
 /// Prepares a new worktree.
@@ -53,8 +57,10 @@ pub fn prepare_worktree(
     let script = super::trust::trusted_setup_script(ctx).or_else(|| user_setup_script(ctx));
     if let Some((script, text)) = script {
         progress(&format!("Running setup script {}", script.display()));
-        // The checked content itself, as `sh FILE` would run it ($0 = FILE).
-        let status = Command::new("sh")
+        // The checked content itself, as `sh FILE` would run it ($0 = FILE),
+        // in a process group of its own: an interrupted `owt new` stops it
+        // with everything it started.
+        let child = Command::new("sh")
             .arg("-c")
             .arg(String::from_utf8_lossy(&text).as_ref())
             .arg(&script)
@@ -66,10 +72,12 @@ pub fn prepare_worktree(
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::inherit())
-            .status();
-        match status {
-            Ok(s) if s.success() => {}
-            Ok(s) => out
+            .process_group(0)
+            .spawn();
+        match child.and_then(wait_unless_interrupted) {
+            Ok(None) => out.interrupted = true,
+            Ok(Some(s)) if s.success() => {}
+            Ok(Some(s)) => out
                 .warnings
                 .push(format!("setup script {} failed ({s})", script.display())),
             Err(e) => out.warnings.push(format!(
@@ -79,6 +87,29 @@ pub fn prepare_worktree(
         }
     }
     out
+}
+
+/// Waits for the setup script; `None` when `owt new` was interrupted
+/// meanwhile (the script's whole process group is then stopped).
+fn wait_unless_interrupted(
+    mut child: std::process::Child,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if super::new::interrupted() {
+            let group = i32::try_from(child.id())
+                .ok()
+                .and_then(rustix::process::Pid::from_raw);
+            if let Some(group) = group {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
+            }
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Copies `file` (relative to the main checkout) into the worktree, unless

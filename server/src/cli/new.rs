@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
 use crate::ops::{self, list, new::NewRequest};
 
 #[derive(Debug, clap::Args)]
@@ -98,6 +100,9 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
     if let Some(remote) = &args.on {
         return run_on(&mut ctx, out, remote, &req);
     }
+    // Ctrl-C while the worktree is made or set up removes what was made,
+    // instead of leaving a session that never starts.
+    ops::new::catch_interrupts().context("catching Ctrl-C")?;
     let result = ops::new::new_session(&mut ctx, &req, &mut |line| out.progress(line))?;
     for warning in &result.warnings {
         out.warn(warning);
