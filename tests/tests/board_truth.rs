@@ -110,3 +110,92 @@ fn doctor_finds_and_fixes_a_session_whose_owt_new_died() {
     assert!(env.sessions(&repo).sessions.is_empty());
     assert!(!Path::new(&found.path.clone().unwrap()).exists());
 }
+
+/// Regression (#34.3): a permission dialog on a follow-up turn read
+/// `needs-input` (READY TO SHIP) for ~5 s before `blocked`: Claude's
+/// overwrite dialog ("Do you want to overwrite README.md?") read as its
+/// input box until Claude's own notification came. The real Claude Code
+/// against the scripted model: a first turn with a dialog, approved, that
+/// ends; work in the worktree; then `owt send` of a task that makes it
+/// overwrite a file. Polled every 0.1 s: `blocked` within 1 s of the
+/// dialog appearing on screen, and never `needs-input` while it is up.
+#[test]
+fn a_dialog_on_a_follow_up_turn_is_blocked_at_once() {
+    use owt_e2e::agents::{setup_offline, Agent, Model, StatusLog};
+    use owt_protocol::Status;
+    use serde_json::json;
+    const AGENT: Duration = Duration::from_secs(120);
+    let mut env = TestEnv::new();
+    let repo = env.repo("app");
+    let name = "follow-up";
+    let worktree = env.path().join("app.worktrees").join(name);
+    let model = Model::start(
+        &env.path().join("model"),
+        &json!({"turns": [
+            {"steps": [
+                {"write": {"path": "hello.txt", "content": "hello\n"}, "stream_secs": 0.5},
+                {"text": "Hello: I wrote hello.txt.", "stream_secs": 0.5}]},
+            {"steps": [
+                {"read": {"path": "README.md"}, "stream_secs": 0.3},
+                {"write": {"path": "README.md", "content": "# test repository\n\nWith -q.\n"},
+                 "stall": 1, "stream_secs": 0.5},
+                {"text": "I mentioned -q in README.md.", "stream_secs": 0.5}]}]}),
+    );
+    setup_offline(
+        &mut env,
+        Agent::Claude,
+        &model,
+        &[repo.clone(), worktree.clone()],
+        true,
+    );
+    env.owt_ok(
+        &repo,
+        ["new", "Say hello", "--name", name, "--ai-tool", "claude"],
+    );
+    let mut status = StatusLog::start(&env, &repo, name, true, Duration::from_millis(100));
+    let asked = model.wait_step_answered(0, AGENT);
+    status.wait_for("the first dialog", asked.end.unwrap(), AGENT, |o| {
+        o.status == Status::Blocked
+    });
+    env.owt_ok(&repo, ["send", name, "1"]);
+    let first = model.wait_step_answered(1, AGENT);
+    status.wait_for("the first turn over", first.end.unwrap(), AGENT, |o| {
+        o.status == Status::NeedsInput
+    });
+    // Work in the worktree: the session is READY TO SHIP while it waits.
+    std::fs::write(worktree.join("notes.txt"), "work\n").unwrap();
+    wait_until("READY TO SHIP", AGENT, || {
+        env.session(&repo, name).lane == owt_protocol::Lane::ReadyToShip
+    });
+    let sent_at = owt_e2e::agents::now_s();
+    env.owt_ok(&repo, ["send", name, "Also mention -q in README.md"]);
+    let shown = status.wait_for("the dialog on screen", sent_at, AGENT, |o| {
+        o.screen
+            .as_deref()
+            .is_some_and(|s| s.contains("Do you want to overwrite README.md?"))
+    });
+    let blocked = status.wait_for("blocked", sent_at, AGENT, |o| o.status == Status::Blocked);
+    let observations = status.stop();
+    let while_up: Vec<String> = observations
+        .iter()
+        .filter(|o| o.t >= shown.t && o.t <= blocked.t)
+        .map(|o| format!("+{:.2}s {}", o.t - shown.t, o.text))
+        .collect();
+    let timeline = owt_e2e::agents::timeline(&model.requests(), &observations);
+    eprintln!(
+        "blocked {:.2}s after the dialog appeared",
+        blocked.t - shown.t
+    );
+    assert!(
+        blocked.t - shown.t <= 1.0,
+        "blocked {:.2}s after the dialog appeared: {while_up:?}\n{timeline}",
+        blocked.t - shown.t
+    );
+    assert!(
+        observations
+            .iter()
+            .filter(|o| o.t >= shown.t && o.t <= blocked.t)
+            .all(|o| o.status != Status::NeedsInput),
+        "needs-input while the dialog was up: {while_up:?}\n{timeline}"
+    );
+}
