@@ -94,6 +94,10 @@ pub mod kind {
     /// [`super::UnreachableFact`]: a remote session's bridge is down;
     /// `observed_at` is since when. Cleared when it is back.
     pub const UNREACHABLE: &str = "unreachable";
+    /// The question of the permission dialog on a terminal agent's screen
+    /// (a JSON string; recorded by its host with each `blocked` screen
+    /// judgement, cleared when the screen moves on): `blocked: …`.
+    pub const DIALOG: &str = "dialog";
     /// The Conflict Guard's fact of a session (`guard::GuardFact`, its one
     /// writer the guard); status reads its `snapshot` only. The same kind
     /// as `guard::kind::GUARD` (a test in `ops::review` checks it).
@@ -296,6 +300,8 @@ pub struct SessionFacts {
     /// The snapshot tree the human had reviewed every changed file of
     /// (`ops::review`'s `reviewed_files` fact).
     pub reviewed_snapshot: Option<String>,
+    /// What the permission dialog on a terminal agent's screen asks.
+    pub dialog: Option<String>,
 }
 
 impl SessionFacts {
@@ -338,6 +344,7 @@ impl SessionFacts {
                     facts.queued_acp = row.value["acp"] == true;
                 }
                 kind::MEMORY => facts.memory = decode(row),
+                kind::DIALOG => facts.dialog = decode(row),
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
                 kind::GUARD => facts.snapshot = row.value["snapshot"].as_str().map(str::to_string),
                 kind::REVIEWED => {
@@ -426,7 +433,12 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
             _ if headless => Status::Working,
             status => status,
         };
-        (status, status.as_str().to_string(), None, false)
+        // `blocked: Do you want to overwrite README.md?`
+        let text = match &facts.dialog {
+            Some(question) if status == Status::Blocked => format!("blocked: {question}"),
+            _ => status.as_str().to_string(),
+        };
+        (status, text, None, false)
     };
     // An unreachable machine's last known checks and PR say nothing now.
     let said = (status != Status::Unreachable)

@@ -199,3 +199,83 @@ fn a_dialog_on_a_follow_up_turn_is_blocked_at_once() {
         "needs-input while the dialog was up: {while_up:?}\n{timeline}"
     );
 }
+
+/// #34.6: `blocked` says what Claude Code's dialog asks (in `owt list` and
+/// `owt peek`'s header); `owt approve` answers it with Claude's own key;
+/// with no dialog on screen `owt approve` refuses and types nothing.
+/// The real Claude Code against the scripted model.
+#[test]
+fn owt_approve_answers_claude_codes_dialog_and_only_a_dialog() {
+    use owt_e2e::agents::{setup_offline, Agent, Model};
+    use owt_protocol::Status;
+    use serde_json::json;
+    const AGENT: Duration = Duration::from_secs(120);
+    let mut env = TestEnv::new();
+    let repo = env.repo("app");
+    let name = "approve-me";
+    let worktree = env.path().join("app.worktrees").join(name);
+    let model = Model::start(
+        &env.path().join("model"),
+        &json!({"turns": [{"steps": [
+            {"write": {"path": "hello.txt", "content": "hello\n"}, "stream_secs": 0.5},
+            {"text": "I wrote hello.txt.", "stream_secs": 0.5}]}]}),
+    );
+    setup_offline(
+        &mut env,
+        Agent::Claude,
+        &model,
+        &[repo.clone(), worktree.clone()],
+        true,
+    );
+    env.owt_ok(
+        &repo,
+        [
+            "new",
+            "Write hello.txt",
+            "--name",
+            name,
+            "--ai-tool",
+            "claude",
+        ],
+    );
+    wait_until("blocked", AGENT, || {
+        env.session(&repo, name).status == Status::Blocked
+    });
+    let view = env.session(&repo, name);
+    assert_eq!(
+        view.status_text,
+        "blocked: Do you want to create hello.txt?"
+    );
+    let approve = view
+        .actions
+        .iter()
+        .find(|a| a.action == owt_protocol::SessionAction::Approve);
+    assert!(approve.is_some_and(|a| a.available), "{:?}", view.actions);
+    let peek = env.owt_ok(&repo, ["peek", name]);
+    assert!(
+        peek.starts_with("approve-me is blocked: Do you want to create hello.txt?\n"),
+        "{peek}"
+    );
+    let approved = env.owt_ok(&repo, ["approve", name]);
+    assert!(
+        approved.contains("Do you want to create hello.txt? → approved"),
+        "{approved}"
+    );
+    let last = model.wait_step_answered(1, AGENT);
+    wait_until("needs-input after the turn", AGENT, || {
+        env.session(&repo, name).status == Status::NeedsInput
+    });
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    // No dialog now: refused, nothing typed (a `1` would be a new prompt).
+    let refused = env.owt_err(&repo, ["approve", name]);
+    assert!(refused.contains("shows no permission dialog"), "{refused}");
+    let screen = env.owt_ok(&repo, ["peek", name]);
+    assert!(
+        !screen.lines().any(|l| l.trim_start().starts_with("❯ 1")),
+        "{screen}"
+    );
+    assert_eq!(model.main_requests().last().map(|r| r.seq), Some(last.seq));
+}

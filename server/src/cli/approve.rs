@@ -1,21 +1,27 @@
-//! `owt approve NAME [OPTION]`: answer an ACP session's permission request
-//! (`--json`: `owt_protocol::host::PermissionAnswered`).
+//! `owt approve NAME [OPTION]`: answer an ACP session's permission request,
+//! or the permission dialog on a terminal agent's screen with that agent's
+//! own key (`--json`: `owt_protocol::host::PermissionAnswered`).
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use owt_protocol::host::{PermissionAnswer, PermissionAnswered};
+use owt_protocol::host::{PermissionAnswer, PermissionAnswered, Transport};
 
 use crate::ops::Context;
 use crate::session;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Only for sessions started with `owt new --acp` (their agent asks through the
-Agent Client Protocol). `owt list` shows the question and its options; so
-does `owt attach NAME`. In an editor, `owt lsp` asks you when the session
-blocks and offers the same answers as code actions and in the boards
-(commands `owt.approve` / `owt.deny`).
+A session started with `owt new --acp` asks through the Agent Client
+Protocol: `owt list` shows the question and its options; so does `owt attach
+NAME`. In an editor, `owt lsp` asks you when the session blocks and offers
+the same answers as code actions and in the boards (commands `owt.approve` /
+`owt.deny`).
+A terminal agent (Claude Code, Codex, OpenCode, Gemini, Aider) asks in a
+dialog on its screen (`owt list` and `owt peek` show what it asks): approve
+types its key for \"allow once\" (Claude Code 1, Codex y, OpenCode and Gemini
+Enter, Aider y), deny its key for \"no\"; with no dialog on screen nothing is
+typed and the command fails. OPTION is for ACP sessions only.
 
 Examples:
   owt approve fix-login            the first \"allow once\" option
@@ -52,8 +58,21 @@ pub(super) fn answer(
 ) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
     let row = ctx.session(name)?;
-    let done: PermissionAnswered =
-        session::answer_permission(&ctx.store, &ctx.home, &row, &answer)?;
+    let done: PermissionAnswered = if session::transport(&ctx.store, &row)? == Transport::Pty {
+        if answer.option.is_some() {
+            anyhow::bail!(
+                "{name} runs its agent in a terminal: its dialog has no options to pick by name (run owt approve {name} without one)"
+            );
+        }
+        let question = session::answer_dialog(&ctx.home, &row, !answer.deny)?;
+        PermissionAnswered {
+            question,
+            option_id: None,
+            name: if answer.deny { "denied" } else { "approved" }.to_string(),
+        }
+    } else {
+        session::answer_permission(&ctx.store, &ctx.home, &row, &answer)?
+    };
     out.emit(&done, || {
         format!(
             "{}: {} → {}",

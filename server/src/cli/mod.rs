@@ -113,9 +113,9 @@ pub enum Command {
     Send(send::Args),
     /// Print an agent's current screen (an ACP session: its transcript's tail).
     Peek(peek::Args),
-    /// Approve an ACP session's permission request (the first "allow" option, or OPTION).
+    /// Approve the permission dialog on an agent's screen (its key for "allow once"), or an ACP session's request (the first "allow" option, or OPTION).
     Approve(approve::Args),
-    /// Refuse an ACP session's permission request.
+    /// Refuse the permission dialog on an agent's screen, or an ACP session's request.
     Deny(deny::Args),
     /// Block until an agent is done, needs input, or exited.
     Wait(wait::Args),
