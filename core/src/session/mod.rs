@@ -402,13 +402,30 @@ pub fn answer_dialog(
     Ok(dialog.question)
 }
 
-/// Answers an ACP session's pending permission request.
+/// Answers an ACP session's pending permission request, or the dialog on
+/// a terminal session's screen ([`answer_dialog`]; it has no options to
+/// pick: `option` must be `None`).
 pub fn answer_permission(
     store: &Store,
     home: &Path,
     session: &SessionRow,
     answer: &owt_protocol::host::PermissionAnswer,
 ) -> Result<owt_protocol::host::PermissionAnswered, SessionError> {
+    if transport(store, session)? == Transport::Pty {
+        if answer.option.is_some() {
+            return Err(SessionError::Host(format!(
+                "{} runs its agent in a terminal: its dialog has no options to pick by name (approve it without one)",
+                session.name
+            )));
+        }
+        let question = answer_dialog(home, session, !answer.deny)?;
+        let name = if answer.deny { "denied" } else { "approved" };
+        return Ok(owt_protocol::host::PermissionAnswered {
+            question,
+            option_id: None,
+            name: name.to_string(),
+        });
+    }
     acp_conn(store, home, session)?.answer(answer)
 }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use owt_protocol::host::{PermissionAnswer, PermissionAnswered, Transport};
+use owt_protocol::host::{PermissionAnswer, PermissionAnswered};
 
 use crate::ops::Context;
 use crate::session;
@@ -58,21 +58,8 @@ pub(super) fn answer(
 ) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
     let row = ctx.session(name)?;
-    let done: PermissionAnswered = if session::transport(&ctx.store, &row)? == Transport::Pty {
-        if answer.option.is_some() {
-            anyhow::bail!(
-                "{name} runs its agent in a terminal: its dialog has no options to pick by name (run owt approve {name} without one)"
-            );
-        }
-        let question = session::answer_dialog(&ctx.home, &row, !answer.deny)?;
-        PermissionAnswered {
-            question,
-            option_id: None,
-            name: if answer.deny { "denied" } else { "approved" }.to_string(),
-        }
-    } else {
-        session::answer_permission(&ctx.store, &ctx.home, &row, &answer)?
-    };
+    let done: PermissionAnswered =
+        session::answer_permission(&ctx.store, &ctx.home, &row, &answer)?;
     out.emit(&done, || {
         format!(
             "{}: {} → {}",
