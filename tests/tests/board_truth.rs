@@ -279,3 +279,53 @@ fn owt_approve_answers_claude_codes_dialog_and_only_a_dialog() {
     );
     assert_eq!(model.main_requests().last().map(|r| r.seq), Some(last.seq));
 }
+
+/// #34.7: a long task's name is cut at a word boundary; every verb takes a
+/// unique prefix and suggests near misses; the shell completion scripts
+/// complete session names (bash, run for real).
+#[test]
+fn names_are_whole_words_prefixes_work_and_complete_in_bash() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (long, _) = env.new_session(&repo, "Add a changelog entry for the 0.5.1 release");
+    assert_eq!(long, "add-a-changelog-entry-for-the-0-5-1");
+    let (auth, _) = env.new_session(&repo, "Add auth");
+    env.owt_ok(&repo, ["peek", "add-a-ch"]);
+    let waited = env.owt_ok(&repo, ["wait", "add-au", "--timeout", "1"]);
+    assert!(waited.contains(&auth), "{waited}");
+    let err = env.owt_err(&repo, ["peek", "add-a"]);
+    assert!(
+        err.contains("`add-a` is the start of several sessions"),
+        "{err}"
+    );
+    let err = env.owt_err(&repo, ["delete", "add-auht"]);
+    assert!(err.contains("did you mean `add-auth`?"), "{err}");
+    assert_eq!(env.sessions(&repo).sessions.len(), 2, "nothing deleted");
+
+    let names = env.owt_ok(&repo, ["__complete-names"]);
+    let mut names: Vec<&str> = names.lines().collect();
+    names.sort();
+    assert_eq!(names, [long.as_str(), auth.as_str()]);
+    let script = env.path().join("owt.bash");
+    std::fs::write(&script, env.owt_ok(&repo, ["completions", "bash"])).unwrap();
+    let bin_dir = owt_e2e::owt_bin().parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    let completed = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source '{}'; COMP_WORDS=(owt peek add-a-c); COMP_CWORD=2; _owt_with_names; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display()
+        ))
+        .current_dir(&repo)
+        .env("PATH", path)
+        .env("HOME", &env.home)
+        .env("OWT_HOME", &env.owt_home)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&completed.stdout).trim(),
+        long,
+        "{}",
+        String::from_utf8_lossy(&completed.stderr)
+    );
+}

@@ -67,6 +67,26 @@ pub fn peek(ctx: &Context, name: &str, scrollback: bool) -> anyhow::Result<PeekV
     Ok(session::peek(&ctx.home, &row, scrollback)?)
 }
 
+/// The name of this repository's one session (`owt attach` without a
+/// name); with none or several, an error saying which there are.
+pub fn only_session(ctx: &Context) -> anyhow::Result<String> {
+    let mut names: Vec<String> = ctx
+        .store
+        .all_sessions(ctx.repo_row.id)?
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    match names.len() {
+        0 => anyhow::bail!("this repository has no sessions (start one with `owt new \"task\"`)"),
+        1 => Ok(names.remove(0)),
+        _ => anyhow::bail!(
+            "this repository has {} sessions: {}; name one: owt attach NAME",
+            names.len(),
+            names.join(", ")
+        ),
+    }
+}
+
 /// Blocks until the agent is done, needs the human, or exited (or
 /// `timeout` passes); the session's name and how it ended.
 pub fn wait(

@@ -213,6 +213,10 @@ pub enum Command {
     /// The session host (started by owt itself).
     #[command(name = "__host", hide = true)]
     Host(host::Args),
+    /// The sessions of the repository here, one a line (for the shell
+    /// completion scripts).
+    #[command(name = "__complete-names", hide = true)]
+    CompleteNames,
     /// Start the queued sessions there is room for (run by session hosts
     /// and `owt lsp`).
     #[command(name = "__admit", hide = true)]
@@ -258,6 +262,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Host(args)) => host::run(dir, &out, args),
         Some(Command::Start(args)) => start::run(dir, &out, args),
         Some(Command::Admit) => start::admit(),
+        Some(Command::CompleteNames) => completions::names(dir),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),
         Some(Command::Diff(args)) => diff::run(dir, &out, args),
