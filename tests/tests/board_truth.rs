@@ -329,3 +329,40 @@ fn names_are_whole_words_prefixes_work_and_complete_in_bash() {
         String::from_utf8_lossy(&completed.stderr)
     );
 }
+
+/// #34.9: a template is guessed only when the task says its kind plainly,
+/// and `owt new` says which one the prompt carries and how to avoid it.
+/// Regression: "Fix typos in CONTRIBUTING" got the bugfix protocol.
+#[test]
+fn owt_new_says_which_template_and_guesses_only_when_sure() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let said = |task: &str, extra: &[&str]| {
+        let mut args = vec!["new", task];
+        args.extend_from_slice(extra);
+        let out = env.owt(&repo, &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let typos = said("Fix typos in CONTRIBUTING", &[]);
+    assert!(
+        typos.contains("Template: docs, guessed from the task (pick another with --template NAME; --raw sends the task alone)."),
+        "{typos}"
+    );
+    let unsure = said("Make the cache faster", &[]);
+    assert!(
+        unsure.contains("Template: none guessed; the general protocol"),
+        "{unsure}"
+    );
+    let chosen = said("Make the cache faster again", &["--template", "refactor"]);
+    assert!(
+        chosen.contains("Template: refactor (--template)."),
+        "{chosen}"
+    );
+    let raw = said("Verbatim", &["--raw"]);
+    assert!(!raw.contains("Template:"), "{raw}");
+}

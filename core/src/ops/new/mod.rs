@@ -123,6 +123,9 @@ pub struct NewResult {
     /// `min_free_memory`): its agent starts when a running one ends or
     /// frees memory. Why, for people.
     pub queued: Option<String>,
+    /// Which protocol the first prompt carries, for people (`None`:
+    /// `--raw`, or no prompt).
+    pub template_note: Option<String>,
 }
 
 /// Fact: how the session's branch came to be (so delete only deletes
@@ -170,6 +173,7 @@ pub fn new_session(
         warnings,
         agent_started,
         queued,
+        template_note: template_note(req),
     })
 }
 
@@ -241,6 +245,22 @@ fn make_session(
         return Err(interrupt::abandon(ctx, session, progress));
     }
     launch(ctx, session, req, &options, spec, progress, warnings)
+}
+
+/// Which protocol the first prompt carries and how to choose another.
+fn template_note(req: &NewRequest) -> Option<String> {
+    if req.raw || req.no_prompt {
+        return None;
+    }
+    Some(
+        match super::prompt::chosen_template(&req.task, req.template.as_deref()) {
+            (Some(name), false) => format!("Template: {name} (--template)."),
+            (Some(name), true) => format!(
+                "Template: {name}, guessed from the task (pick another with --template NAME; --raw sends the task alone)."
+            ),
+            (None, _) => "Template: none guessed; the general protocol (pick one with --template NAME; --raw sends the task alone).".to_string(),
+        },
+    )
 }
 
 /// What [`validate`](validate::validate) found: the request checked against the repository,
