@@ -366,3 +366,63 @@ fn owt_new_says_which_template_and_guesses_only_when_sure() {
     let raw = said("Verbatim", &["--raw"]);
     assert!(!raw.contains("Template:"), "{raw}");
 }
+
+/// #34.9: the setup script's output streams through `owt new` while it
+/// runs (not after, nor never: its stdout went nowhere), and is kept in a
+/// log whose path `owt new` names.
+#[test]
+fn setup_output_streams_while_it_runs_and_is_kept_in_a_named_log() {
+    use std::io::BufRead;
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let go = env.path().join("go");
+    std::fs::create_dir_all(repo.join(".owt")).unwrap();
+    std::fs::write(
+        repo.join(".owt/setup.sh"),
+        format!(
+            "echo step one\nwhile [ ! -e '{}' ]; do sleep 0.05; done\necho step two >&2\n",
+            go.display()
+        ),
+    )
+    .unwrap();
+    env.trust(&repo);
+    let mut child = env
+        .owt_cmd(&repo, ["new", "streaming setup"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen.iter().any(|l: &String| l == "  setup: step one") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no `setup: step one` while the script runs: {seen:?}"),
+        }
+    }
+    assert!(!go.exists(), "the script was still waiting");
+    std::fs::write(&go, "").unwrap();
+    assert!(child.wait().unwrap().success());
+    seen.extend(rx.iter());
+    assert!(seen.iter().any(|l| l == "  setup: step two"), "{seen:?}");
+    let named = seen
+        .iter()
+        .find_map(|l| l.split("its output is kept in ").nth(1))
+        .unwrap_or_else(|| panic!("no log named: {seen:?}"));
+    let log = named.trim_end_matches(')');
+    assert_eq!(
+        std::fs::read_to_string(log).unwrap(),
+        "step one\nstep two\n"
+    );
+}
