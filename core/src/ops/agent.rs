@@ -53,7 +53,13 @@ pub fn send(ctx: &Context, to: &SendTo, text: &str, enter: bool) -> anyhow::Resu
     };
     let mut sent = Sent::default();
     for row in targets {
-        match session::send(&ctx.home, &row, text, enter) {
+        // A new prompt carries the notes its agent has not had yet.
+        let text = if enter {
+            super::notes::with_pending_notes(ctx, &row, text)
+        } else {
+            text.to_string()
+        };
+        match session::send(&ctx.home, &row, &text, enter) {
             Ok(()) => sent.sent.push(row.name),
             Err(e) => sent.failed.push((row.name, e.into())),
         }
