@@ -426,3 +426,42 @@ fn setup_output_streams_while_it_runs_and_is_kept_in_a_named_log() {
         "step one\nstep two\n"
     );
 }
+
+/// #34.9: a `--headless` run that ends with no changes shows its last
+/// output in `owt peek` (each agent's non-interactive form, for real).
+#[test]
+fn a_headless_run_with_no_changes_shows_its_last_output_in_peek() {
+    use owt_e2e::agents::{setup_offline, Agent, Model};
+    use serde_json::json;
+    for agent in [Agent::Codex, Agent::Gemini, Agent::Claude] {
+        let mut env = TestEnv::new();
+        let repo = env.repo("app");
+        let name = format!("{}-headless", agent.name());
+        let worktree = env.path().join("app.worktrees").join(&name);
+        let reply = "Nothing needed changing: the README is fine.";
+        let model = Model::start(
+            &env.path().join("model"),
+            &json!({"turns": [{"steps": [{"text": reply, "stream_secs": 0.5}]}]}),
+        );
+        setup_offline(&mut env, agent, &model, &[repo.clone(), worktree], true);
+        env.owt_ok(
+            &repo,
+            [
+                "new",
+                "Check the README",
+                "--name",
+                &name,
+                "--ai-tool",
+                agent.name(),
+                "--headless",
+            ],
+        );
+        let waited = env.owt_ok(&repo, ["--json", "wait", &name, "--timeout", "120"]);
+        let screen = env.owt_ok(&repo, ["peek", &name]);
+        assert!(
+            screen.contains(reply),
+            "{}: {waited}\nthe final screen:\n{screen}",
+            agent.name()
+        );
+    }
+}
