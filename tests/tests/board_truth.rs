@@ -52,7 +52,9 @@ fn signal(pid: u32, signal: i32) {
 fn sigint_during_setup_removes_the_half_made_session() {
     let env = TestEnv::new();
     let (repo, child, script) = owt_new_in_slow_setup(&env);
-    assert_eq!(env.sessions(&repo).sessions.len(), 1, "in setup");
+    let listed = env.sessions(&repo).sessions;
+    assert_eq!(listed.len(), 1, "in setup");
+    assert_eq!(listed[0].status_text, "starting: setting up the worktree");
     let interrupted_at = Instant::now();
     signal(child.id(), libc::SIGINT);
     let out = child.wait_with_output().unwrap();

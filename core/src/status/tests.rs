@@ -113,6 +113,17 @@ fn derive_status_table() {
             lane: Lane::InFlight,
         },
         Case {
+            name: "a session owt new is still setting up says so (#34.2)",
+            facts: SessionFacts {
+                created_at: at(1_000),
+                being_made: true,
+                ..SessionFacts::default()
+            },
+            status: Status::Starting,
+            text: "starting: setting up the worktree",
+            lane: Lane::InFlight,
+        },
+        Case {
             name: "blocked says what the dialog on screen asks (#34.6)",
             facts: with(|f| {
                 work(f);

@@ -15,7 +15,7 @@ use crate::store::SessionRow;
 
 /// Fact: the process making the session (`owt new`), until its agent is
 /// started or queued.
-pub const STARTER_FACT: &str = "starter";
+pub const STARTER_FACT: &str = crate::status::kind::STARTER;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StarterFact {
