@@ -135,16 +135,14 @@ fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
 /// Why a permission request of `view` cannot be answered (`None`: one is
 /// pending, answer it).
 fn permission_why_not(view: &SessionView) -> Option<String> {
-    if view.permission.is_some() {
+    // A terminal agent's dialog is answered with its own key (`owt
+    // approve` checks its screen first).
+    let pty = view.transport == owt_protocol::host::Transport::Pty;
+    if view.permission.is_some() || (pty && view.status == Status::Blocked) {
         return None;
     }
     Some(match view.transport {
-        owt_protocol::host::Transport::Pty if view.status == Status::Blocked => {
-            "its agent asks in its terminal: answer there (attach)".to_string()
-        }
-        owt_protocol::host::Transport::Pty => {
-            "only ACP sessions (owt new --acp) ask through owt".to_string()
-        }
+        owt_protocol::host::Transport::Pty => "no permission dialog is on its screen".to_string(),
         owt_protocol::host::Transport::Acp => "no permission request is pending".to_string(),
     })
 }

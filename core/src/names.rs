@@ -11,17 +11,19 @@ use std::path::{Path, PathBuf};
 pub const MAX_SLUG: usize = 40;
 
 /// `Add JWT auth!` → `add-jwt-auth`. Falls back to `session` when nothing
-/// usable is left.
+/// usable is left. A slug longer than [`MAX_SLUG`] is cut at the last word
+/// boundary that fits (`…-for-the-0-5-1`, never `…-0-5-1-rele`); one word
+/// longer than that is cut where it must.
 pub fn slugify(text: &str) -> String {
     let mut slug = String::new();
     let mut dash = false;
     for c in text.chars().flat_map(char::to_lowercase) {
         if c.is_ascii_alphanumeric() {
-            let sep = dash && !slug.is_empty();
-            if slug.len() + usize::from(sep) + 1 > MAX_SLUG {
+            // One character past the limit is enough to know where to cut.
+            if slug.len() > MAX_SLUG {
                 break;
             }
-            if sep {
+            if dash && !slug.is_empty() {
                 slug.push('-');
             }
             dash = false;
@@ -29,6 +31,14 @@ pub fn slugify(text: &str) -> String {
         } else {
             dash = true;
         }
+    }
+    if slug.len() > MAX_SLUG {
+        let cut = if slug.as_bytes()[MAX_SLUG] == b'-' {
+            MAX_SLUG
+        } else {
+            slug[..MAX_SLUG].rfind('-').unwrap_or(MAX_SLUG)
+        };
+        slug.truncate(cut);
     }
     let slug = slug.trim_end_matches('-');
     if slug.is_empty() {
@@ -99,6 +109,66 @@ pub fn worktree_path(base: &Path, slug: &str) -> PathBuf {
     base.join(slug)
 }
 
+/// What a name given on the command line refers to among `names`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// That very name, or the one name it is a prefix of.
+    Found(String),
+    /// A prefix of several names (all of them, sorted).
+    Ambiguous(Vec<String>),
+    /// No name: those close to it (a typo away, or containing it).
+    Missing { near: Vec<String> },
+}
+
+/// Looks `wanted` up among `names`: exact, else a unique prefix, else the
+/// near misses to suggest.
+pub fn lookup(wanted: &str, names: &[String]) -> Lookup {
+    if names.iter().any(|n| n == wanted) {
+        return Lookup::Found(wanted.to_string());
+    }
+    let mut prefixed: Vec<String> = names
+        .iter()
+        .filter(|n| !wanted.is_empty() && n.starts_with(wanted))
+        .cloned()
+        .collect();
+    prefixed.sort();
+    match prefixed.len() {
+        1 => return Lookup::Found(prefixed.remove(0)),
+        n if n > 1 => return Lookup::Ambiguous(prefixed),
+        _ => {}
+    }
+    let most = (wanted.chars().count() / 4).clamp(1, 3);
+    let mut near: Vec<(usize, String)> = names
+        .iter()
+        .filter_map(|n| {
+            let d = edit_distance(wanted, n);
+            (d <= most || (wanted.len() >= 3 && n.contains(wanted))).then(|| (d, n.clone()))
+        })
+        .collect();
+    near.sort();
+    Lookup::Missing {
+        near: near.into_iter().map(|(_, n)| n).collect(),
+    }
+}
+
+/// Levenshtein distance, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +196,58 @@ mod tests {
         }
     }
 
+    /// Regression (#34.7): names were cut at 40 characters mid-word.
+    #[test]
+    fn long_slugs_are_cut_at_a_word_boundary() {
+        let cases = [
+            (
+                "Add a changelog entry for the 0.5.1 release",
+                "add-a-changelog-entry-for-the-0-5-1",
+            ),
+            // A word that ends exactly at the limit is kept whole.
+            (&*format!("{} tail", "a".repeat(40)), &*"a".repeat(40)),
+            (
+                &*format!("ab {} tail", "c".repeat(37)),
+                &*format!("ab-{}", "c".repeat(37)),
+            ),
+            // One word longer than the limit is cut where it must.
+            (&*"x".repeat(50), &*"x".repeat(40)),
+        ];
+        for (input, want) in cases {
+            assert_eq!(slugify(input), want, "slugify({input:?})");
+        }
+    }
+
+    /// #34.7: a unique prefix names a session; a near miss is suggested.
+    #[test]
+    fn lookup_takes_exact_names_unique_prefixes_and_suggests_near_misses() {
+        let names: Vec<String> = ["add-a-changelog-entry", "add-auth", "fix-login", "fix"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let found = |n: &str| Lookup::Found(n.to_string());
+        assert_eq!(lookup("fix", &names), found("fix"));
+        assert_eq!(lookup("add-a-ch", &names), found("add-a-changelog-entry"));
+        assert_eq!(lookup("fix-", &names), found("fix-login"));
+        assert_eq!(
+            lookup("add-a", &names),
+            Lookup::Ambiguous(vec!["add-a-changelog-entry".into(), "add-auth".into()])
+        );
+        assert_eq!(
+            lookup("fix-logn", &names),
+            Lookup::Missing {
+                near: vec!["fix-login".into()]
+            }
+        );
+        assert_eq!(
+            lookup("changelog", &names),
+            Lookup::Missing {
+                near: vec!["add-a-changelog-entry".into()]
+            }
+        );
+        assert_eq!(lookup("zzz", &names), Lookup::Missing { near: vec![] });
+    }
+
     #[test]
     fn slugs_are_bounded() {
         let long = "word ".repeat(100);
@@ -146,7 +268,7 @@ mod tests {
     /// own slug, so `worktree_path` hit its debug assertion.
     #[test]
     fn regression_numbered_name_of_a_max_length_slug_exceeded_max_slug() {
-        let slug = slugify(&"1234567890 ".repeat(5));
+        let slug = slugify("1234567890 1234567890 1234567890 1234567 890");
         assert_eq!(slug.len(), MAX_SLUG);
         let name = candidate_name(&slug, 2);
         assert_eq!(name, "1234567890-1234567890-1234567890-12345-2");

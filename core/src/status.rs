@@ -23,7 +23,9 @@
 //!    session stays `working` forever; a screen the rules do not recognise
 //!    (`idle`) has no say;
 //! 5. without hooks or screen rules: recent output is `working`, older
-//!    output `idle`, no output yet `starting`;
+//!    output `idle`, no output yet `starting` (`starting: setting up the
+//!    worktree` while `owt new` still makes it); a blocked terminal agent's
+//!    text says what its dialog asks (`blocked: Do you want to …?`);
 //! 6. a headless run is `working` until it exits (it waits for nobody),
 //!    unless it shows a permission dialog;
 //! 7. an ACP session's status is what the protocol says ([`AcpFact`]: a
@@ -97,6 +99,14 @@ pub mod kind {
     /// [`super::UnreachableFact`]: a remote session's bridge is down;
     /// `observed_at` is since when. Cleared when it is back.
     pub const UNREACHABLE: &str = "unreachable";
+    /// `ops::new::StarterFact`: the `owt new` process making the session,
+    /// until its agent is started or queued (status reads its presence:
+    /// `setting up`).
+    pub const STARTER: &str = "starter";
+    /// The question of the permission dialog on a terminal agent's screen
+    /// (a JSON string; recorded by its host with each `blocked` screen
+    /// judgement, cleared when the screen moves on): `blocked: …`.
+    pub const DIALOG: &str = "dialog";
     /// The Conflict Guard's fact of a session (`guard::GuardFact`, its one
     /// writer the guard); status reads its `snapshot` only. The same kind
     /// as `guard::kind::GUARD` (a test in `ops::review` checks it).
@@ -305,6 +315,10 @@ pub struct SessionFacts {
     /// The snapshot tree the human had reviewed every changed file of
     /// (`ops::review`'s `reviewed_files` fact).
     pub reviewed_snapshot: Option<String>,
+    /// What the permission dialog on a terminal agent's screen asks.
+    pub dialog: Option<String>,
+    /// `owt new` is still making the session (worktree, setup).
+    pub being_made: bool,
 }
 
 impl SessionFacts {
@@ -348,6 +362,8 @@ impl SessionFacts {
                     facts.queued_acp = row.value["acp"] == true;
                 }
                 kind::MEMORY => facts.memory = decode(row),
+                kind::DIALOG => facts.dialog = decode(row),
+                kind::STARTER => facts.being_made = true,
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
                 kind::GUARD => facts.snapshot = row.value["snapshot"].as_str().map(str::to_string),
                 kind::REVIEWED => {
@@ -442,7 +458,15 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
             _ if headless => Status::Working,
             status => status,
         };
-        (status, status.as_str().to_string(), None, false)
+        // `blocked: Do you want to overwrite README.md?`
+        let text = match &facts.dialog {
+            Some(question) if status == Status::Blocked => format!("blocked: {question}"),
+            _ if status == Status::Starting && facts.being_made && facts.host.is_none() => {
+                "starting: setting up the worktree".to_string()
+            }
+            _ => status.as_str().to_string(),
+        };
+        (status, text, None, false)
     };
     // An unreachable machine's last known checks and PR say nothing now.
     let said = (status != Status::Unreachable)

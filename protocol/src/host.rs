@@ -482,6 +482,12 @@ pub struct PeekView {
     /// screen the host saved when the agent exited).
     pub live: bool,
     pub screen: ScreenView,
+    /// What the permission dialog on screen asks (a terminal agent's, as
+    /// owt reads it), when one is up: what `owt approve` / `owt deny`
+    /// answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub dialog: Option<String>,
 }
 
 /// A frame as read.

@@ -27,12 +27,42 @@ fn notes_reach_live_agents_and_new_first_prompts() {
     wait_until("the first agent's prompt", DEADLINE, || {
         screen(&env, &repo, &a.session.name).contains("ready>")
     });
+    // #34.9: an idle agent gets the note with its next prompt, not as a
+    // turn of its own (regression: one went back to `blocked`).
+    wait_until("the first agent done working", DEADLINE, || {
+        env.session(&repo, &a.session.name).status != owt_protocol::Status::Working
+    });
     let noted: NotesOutput = env.owt_json(&repo, ["note", "Users table has verified_at"]);
     assert_eq!(noted.notes, vec!["Users table has verified_at"]);
-    assert_eq!(noted.delivered_to, vec![a.session.name.clone()]);
+    assert!(noted.delivered_to.is_empty(), "{noted:?}");
+    assert_eq!(noted.at_next_turn, vec![a.session.name.clone()]);
+    assert!(!screen(&env, &repo, &a.session.name).contains("owt note"));
+    env.owt_ok(&repo, ["send", &a.session.name, "next task"]);
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let s = screen(&env, &repo, &a.session.name);
+        if s.contains("got: [owt note, shared with every agent] Users table has verified_at")
+            && s.contains("next task")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no note with the next prompt:\n{s}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Given once: the prompt after carries it no more.
+    env.owt_ok(&repo, ["send", &a.session.name, "and then"]);
+    wait_until("the prompt after", DEADLINE, || {
+        screen(&env, &repo, &a.session.name).contains("got: and then")
+    });
+    // --now types it in at once.
+    let now: NotesOutput = env.owt_json(&repo, ["note", "Ports are 20000 up", "--now"]);
+    assert_eq!(now.delivered_to, vec![a.session.name.clone()]);
     wait_until("the note typed into the live agent", DEADLINE, || {
         screen(&env, &repo, &a.session.name)
-            .contains("got: [owt note, shared with every agent] Users table has verified_at")
+            .contains("got: [owt note, shared with every agent] Ports are 20000 up")
     });
 
     let b: NewOutput = env.owt_json(&repo, ["new", "Fix the login crash"]);
@@ -47,9 +77,9 @@ fn notes_reach_live_agents_and_new_first_prompts() {
     );
 
     let listed: NotesOutput = env.owt_json(&repo, ["note"]);
-    assert_eq!(listed.notes.len(), 1);
+    assert_eq!(listed.notes.len(), 2);
     let cleared: NotesOutput = env.owt_json(&repo, ["note", "--clear"]);
-    assert_eq!((cleared.cleared, cleared.notes.len()), (1, 0));
+    assert_eq!((cleared.cleared, cleared.notes.len()), (2, 0));
 
     let raw: NewOutput = env.owt_json(&repo, ["new", "verbatim please", "--raw"]);
     wait_until("the raw prompt", DEADLINE, || {

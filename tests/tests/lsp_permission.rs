@@ -242,7 +242,8 @@ fn code_actions_answer_and_bad_input_changes_nothing() {
     assert_eq!(still.status, Status::Blocked);
     assert_eq!(still.permission.as_ref(), Some(&pending));
 
-    // A PTY agent's dialog is answered in its terminal.
+    // A PTY agent's dialog is answered with its own key, and only when
+    // one is on its screen (#34.6): none here, nothing typed.
     env.owt_ok(&repo, ["new", "a terminal agent", "--name", "tty"]);
     let err = error_message(execute(
         &mut client,
@@ -250,7 +251,7 @@ fn code_actions_answer_and_bad_input_changes_nothing() {
         json!({"session": "tty"}),
     ));
     assert!(
-        err.contains("tty runs its agent in a terminal, not through ACP"),
+        err.contains("tty shows no permission dialog owt knows how to answer: nothing was typed"),
         "{err}"
     );
 

@@ -5,8 +5,8 @@
 //!
 //! The sequence every agent goes through: the task reaches the model as
 //! one user message; while a request is outstanding owt says `working`; the
-//! agent's own permission dialog makes it `blocked`; `owt send` with the
-//! agent's approve key makes it `working` again; after the final reply it
+//! agent's own permission dialog makes it `blocked`; `owt approve` (which
+//! types the agent's own approve key) makes it `working` again; after the final reply it
 //! waits for the human (`needs-input`); the file the model asked for is in
 //! the worktree. Deadlines are generous (a loaded 2-core machine): the
 //! latencies themselves are measured by `bench/agents`, not asserted here.
@@ -233,8 +233,8 @@ fn full_turn(agent: Agent) {
 }
 
 /// The agent's permission dialog: owt says blocked (and `owt wait`, started
-/// with the session, returned then, not before); `owt send` of the agent's
-/// approve key makes it working. Returns when the approval was sent.
+/// with the session, returned then, not before); `owt approve` (the
+/// agent's own key) makes it working. Returns when the approval was sent.
 fn approve_at_the_dialog(
     env: &TestEnv,
     repo: &std::path::Path,
@@ -278,9 +278,14 @@ fn approve_at_the_dialog(
         asked.begin - shown.t
     );
 
-    // Approve with the agent's own key: working again.
+    // `owt approve` types the agent's own key (#34.6): working again.
     let approved_at = agents::now_s();
-    env.owt_ok(repo, ["send", name, agent.approve_text()]);
+    let approved = env.owt_ok(repo, ["approve", name]);
+    assert!(
+        approved.contains("→ approved"),
+        "{}: {approved}",
+        agent.name()
+    );
     status.wait_for("working after the approval", approved_at, NOTICE, |o| {
         o.status == Status::Working
     });

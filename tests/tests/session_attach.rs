@@ -408,3 +408,47 @@ fn tty_path(fd: &OwnedFd) -> std::path::PathBuf {
     use std::os::fd::AsRawFd;
     std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("the pty's path")
 }
+
+/// #34.7: `owt attach` without a name attaches to the repository's one
+/// session; with several it lists them and fails; a unique prefix names
+/// a session.
+#[test]
+fn attach_without_a_name_takes_the_one_session_and_lists_several() {
+    with_timeout(Duration::from_secs(90), || {
+        let env = Env::new();
+        let _s = env.spawn_fake("alpha", &[]);
+        env.wait_screen("alpha", "FAKE AGENT READY");
+        // No name: `owt attach --relay` (start_with puts its "name" first).
+        let mut client = AttachClient::start_with(&env, "--relay", 24, 80, &[]);
+        client.wait_contains("FAKE AGENT READY");
+        client.type_bytes(b"\x1cd");
+        assert_eq!(client.wait_exit(), 0);
+        assert!(
+            client.raw_text().contains("Detached from alpha"),
+            "{}",
+            client.raw_text()
+        );
+
+        let _t = env.spawn_fake("alpine", &[]);
+        let out = env.run(&["attach"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(
+                "this repository has 2 sessions: alpha, alpine; name one: owt attach NAME"
+            ) || stderr.contains(
+                "this repository has 2 sessions: alpine, alpha; name one: owt attach NAME"
+            ),
+            "{stderr}"
+        );
+        // A unique prefix names a session; a shared one is refused.
+        env.wait_screen("alpin", "FAKE AGENT READY");
+        let out = env.run(&["peek", "alp"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains("`alp` is the start of several sessions"),
+            "{stderr}"
+        );
+    });
+}

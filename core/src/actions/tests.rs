@@ -65,8 +65,8 @@ fn a_working_agent_with_nothing_changed_offers_its_terminal_only() {
             -ship: nothing to ship: no commits and no changed files
             -delete: its agent is working (mid-turn)
             -conflicts: no file has unresolved conflicts
-            -approve: only ACP sessions (owt new --acp) ask through owt
-            -deny: only ACP sessions (owt new --acp) ask through owt
+            -approve: no permission dialog is on its screen
+            -deny: no permission dialog is on its screen
         "#]],
     );
 }
@@ -133,8 +133,8 @@ fn uncommitted_work_can_ship_but_not_merge() {
             +ship
             +delete
             -conflicts: no file has unresolved conflicts
-            -approve: only ACP sessions (owt new --acp) ask through owt
-            -deny: only ACP sessions (owt new --acp) ask through owt
+            -approve: no permission dialog is on its screen
+            -deny: no permission dialog is on its screen
         "#]],
     );
 }
@@ -198,8 +198,8 @@ fn a_stopped_merge_blocks_merge_and_ship_until_resolved() {
             -ship: a merge or rebase stopped on conflicts in its worktree; resolve them first
             +delete
             +conflicts
-            -approve: only ACP sessions (owt new --acp) ask through owt
-            -deny: only ACP sessions (owt new --acp) ask through owt
+            -approve: no permission dialog is on its screen
+            -deny: no permission dialog is on its screen
         "#]],
     );
 }
@@ -238,8 +238,8 @@ fn a_remote_session_resolves_its_conflicts_over_there() {
             -ship: a merge or rebase stopped on conflicts in its worktree; resolve them first
             +delete
             -conflicts: its files are on devbox (attach to resolve them)
-            -approve: only ACP sessions (owt new --acp) ask through owt
-            -deny: only ACP sessions (owt new --acp) ask through owt
+            -approve: no permission dialog is on its screen
+            -deny: no permission dialog is on its screen
         "#]],
     );
 }
@@ -349,8 +349,8 @@ fn a_pending_acp_permission_request_can_be_approved_or_denied() {
         -approve: no permission request is pending
         -deny: no permission request is pending
         c:
-        -approve: its agent asks in its terminal: answer there (attach)
-        -deny: its agent asks in its terminal: answer there (attach)
+        +approve
+        +deny
         a:
         -approve: the agent exited
         -deny: the agent exited

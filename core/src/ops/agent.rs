@@ -53,7 +53,13 @@ pub fn send(ctx: &Context, to: &SendTo, text: &str, enter: bool) -> anyhow::Resu
     };
     let mut sent = Sent::default();
     for row in targets {
-        match session::send(&ctx.home, &row, text, enter) {
+        // A new prompt carries the notes its agent has not had yet.
+        let text = if enter {
+            super::notes::with_pending_notes(ctx, &row, text)
+        } else {
+            text.to_string()
+        };
+        match session::send(&ctx.home, &row, &text, enter) {
             Ok(()) => sent.sent.push(row.name),
             Err(e) => sent.failed.push((row.name, e.into())),
         }
@@ -65,6 +71,26 @@ pub fn send(ctx: &Context, to: &SendTo, text: &str, enter: bool) -> anyhow::Resu
 pub fn peek(ctx: &Context, name: &str, scrollback: bool) -> anyhow::Result<PeekView> {
     let row = ctx.session(name)?;
     Ok(session::peek(&ctx.home, &row, scrollback)?)
+}
+
+/// The name of this repository's one session (`owt attach` without a
+/// name); with none or several, an error saying which there are.
+pub fn only_session(ctx: &Context) -> anyhow::Result<String> {
+    let mut names: Vec<String> = ctx
+        .store
+        .all_sessions(ctx.repo_row.id)?
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    match names.len() {
+        0 => anyhow::bail!("this repository has no sessions (start one with `owt new \"task\"`)"),
+        1 => Ok(names.remove(0)),
+        _ => anyhow::bail!(
+            "this repository has {} sessions: {}; name one: owt attach NAME",
+            names.len(),
+            names.join(", ")
+        ),
+    }
 }
 
 /// Blocks until the agent is done, needs the human, or exited (or

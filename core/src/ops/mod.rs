@@ -131,9 +131,30 @@ impl Context {
         if names.is_empty() {
             anyhow::bail!("no session named `{name}`; this repository has no sessions (start one with `owt new \"task\"`)")
         }
-        anyhow::bail!(
-            "no session named `{name}`; sessions here: {}",
-            names.join(", ")
-        )
+        // A unique prefix names the session (`owt peek add-a-ch`).
+        match crate::names::lookup(name, &names) {
+            crate::names::Lookup::Found(full) => {
+                if let Some(row) = self.store.session_by_name(self.repo_row.id, &full)? {
+                    return self.session(&row.name);
+                }
+                anyhow::bail!("no session named `{name}`")
+            }
+            crate::names::Lookup::Ambiguous(several) => anyhow::bail!(
+                "`{name}` is the start of several sessions: {}; give more of the name",
+                several.join(", ")
+            ),
+            crate::names::Lookup::Missing { near } if !near.is_empty() => anyhow::bail!(
+                "no session named `{name}`; did you mean {}? (sessions here: {})",
+                near.iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                names.join(", ")
+            ),
+            crate::names::Lookup::Missing { .. } => anyhow::bail!(
+                "no session named `{name}`; sessions here: {}",
+                names.join(", ")
+            ),
+        }
     }
 }

@@ -76,44 +76,72 @@ impl TaskKind {
     }
 }
 
-/// Guesses the kind of task from its words.
-pub fn detect(task: &str) -> TaskKind {
+/// Guesses the kind of task from its words, only when they say it
+/// plainly; `None` when unsure (the prompt then carries the general
+/// protocol). Regression (#34.9): "Fix typos in CONTRIBUTING" got the
+/// bugfix protocol (asking for a failing test): "fix" alone says no bug.
+pub fn detect(task: &str) -> Option<TaskKind> {
     let lower = task.to_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
     let has = |list: &[&str]| words.iter().any(|w| list.iter().any(|k| w.starts_with(k)));
-    if has(&["hotfix", "urgent", "outage", "cve", "incident"]) {
-        TaskKind::Hotfix
+    let first_is = |list: &[&str]| words.first().is_some_and(|w| list.contains(w));
+    if has(&["hotfix", "outage", "incident", "cve"]) {
+        Some(TaskKind::Hotfix)
+    } else if has(&["typo", "spelling", "grammar", "wording"])
+        || has(&["docs", "readme", "documentation", "changelog", "docstring"])
+        || first_is(&["document"])
+    {
+        Some(TaskKind::Docs)
     } else if has(&[
-        "fix",
         "bug",
         "crash",
         "broken",
         "regression",
-        "error",
-        "fail",
+        "exception",
+        "panic",
+        "failing",
+        "fails",
+        "failure",
+        "leak",
     ]) {
-        TaskKind::Bugfix
-    } else if has(&[
-        "refactor",
-        "cleanup",
-        "clean",
-        "restructure",
-        "rename",
-        "simplify",
-        "extract",
+        Some(TaskKind::Bugfix)
+    } else if first_is(&["refactor", "restructure", "simplify", "extract", "rename"]) {
+        Some(TaskKind::Refactor)
+    } else if has(&["coverage"])
+        || (first_is(&["test", "add", "write"]) && has(&["tests", "test"]) && words.len() <= 6)
+    {
+        Some(TaskKind::Test)
+    } else if first_is(&[
+        "add",
+        "implement",
+        "create",
+        "support",
+        "build",
+        "introduce",
+        "allow",
+        "enable",
     ]) {
-        TaskKind::Refactor
-    } else if has(&["test", "coverage", "spec"]) {
-        TaskKind::Test
-    } else if has(&["doc", "readme", "document", "guide", "changelog"]) {
-        TaskKind::Docs
+        Some(TaskKind::Feature)
     } else {
-        TaskKind::Feature
+        None
     }
 }
+
+/// Which protocol a prompt carries, and whether it was guessed: for `owt
+/// new` to say (`None`: the general one).
+pub fn chosen_template(task: &str, template: Option<&str>) -> (Option<String>, bool) {
+    match template {
+        Some(name) => (Some(name.to_string()), false),
+        None => (detect(task).map(|k| k.name().to_string()), true),
+    }
+}
+
+/// The protocol when the kind of task is not known: the habits every kind
+/// shares.
+const GENERAL_PROTOCOL: &str = "## How to work\nRead the code around the change first and follow its conventions; check that the change does what the task asks (run the tests that cover it); commit it on this branch.";
 
 /// What goes into a first prompt.
 #[derive(Debug, Clone, Default)]
@@ -148,16 +176,19 @@ pub fn build(input: &PromptInput<'_>) -> Result<String, String> {
 }
 
 /// The kind of task: the template's (a custom template may name one, else
-/// it is detected from the task), or detected; an unknown template is an
-/// error naming the known ones.
-fn task_kind(input: &PromptInput<'_>, custom: Option<&TemplateConfig>) -> Result<TaskKind, String> {
+/// it is detected from the task), or detected (`None`: not sure); an
+/// unknown template is an error naming the known ones.
+fn task_kind(
+    input: &PromptInput<'_>,
+    custom: Option<&TemplateConfig>,
+) -> Result<Option<TaskKind>, String> {
     Ok(match (input.template, custom) {
         (_, Some(custom)) => custom
             .kind
             .as_deref()
             .and_then(TaskKind::from_name)
-            .unwrap_or_else(|| detect(input.task)),
-        (Some(name), None) => TaskKind::from_name(name).ok_or_else(|| {
+            .or_else(|| detect(input.task)),
+        (Some(name), None) => Some(TaskKind::from_name(name).ok_or_else(|| {
             let mut known: Vec<String> =
                 ["feature", "bugfix", "hotfix", "refactor", "test", "docs"]
                     .iter()
@@ -167,7 +198,7 @@ fn task_kind(input: &PromptInput<'_>, custom: Option<&TemplateConfig>) -> Result
                 known.extend(t.keys().cloned());
             }
             format!("unknown template `{name}`; templates: {}", known.join(", "))
-        })?,
+        })?),
         (None, None) => detect(input.task),
     })
 }
@@ -176,16 +207,19 @@ fn task_kind(input: &PromptInput<'_>, custom: Option<&TemplateConfig>) -> Result
 /// kept longer.
 fn sections(
     input: &PromptInput<'_>,
-    kind: TaskKind,
+    kind: Option<TaskKind>,
     custom: Option<&TemplateConfig>,
 ) -> Vec<(u8, String)> {
     let mut sections: Vec<(u8, String)> = Vec::new();
-    let mut protocol = format!(
-        "## How to work ({} task)\n{}\n{}",
-        kind.name(),
-        kind.steps().join(" → "),
-        kind.guidance()
-    );
+    let mut protocol = match kind {
+        Some(kind) => format!(
+            "## How to work ({} task)\n{}\n{}",
+            kind.name(),
+            kind.steps().join(" → "),
+            kind.guidance()
+        ),
+        None => GENERAL_PROTOCOL.to_string(),
+    };
     if let Some(extra) = custom.and_then(|c| c.instructions.as_deref()) {
         protocol.push('\n');
         protocol.push_str(extra.trim());
@@ -272,12 +306,17 @@ mod tests {
     #[test]
     fn detects_kinds() {
         for (task, kind) in [
-            ("Add JWT auth", TaskKind::Feature),
-            ("Fix the login crash", TaskKind::Bugfix),
-            ("HOTFIX: outage in billing", TaskKind::Hotfix),
-            ("Refactor the router", TaskKind::Refactor),
-            ("Increase test coverage of auth", TaskKind::Test),
-            ("Update the README", TaskKind::Docs),
+            ("Add JWT auth", Some(TaskKind::Feature)),
+            ("Fix the login crash", Some(TaskKind::Bugfix)),
+            ("HOTFIX: outage in billing", Some(TaskKind::Hotfix)),
+            ("Refactor the router", Some(TaskKind::Refactor)),
+            ("Increase test coverage of auth", Some(TaskKind::Test)),
+            ("Update the README", Some(TaskKind::Docs)),
+            // Regression (#34.9): "fix" alone is no bug.
+            ("Fix typos in CONTRIBUTING", Some(TaskKind::Docs)),
+            ("Fix login", None),
+            ("Make the cache faster", None),
+            ("Say hello", None),
         ] {
             assert_eq!(detect(task), kind, "{task}");
         }

@@ -17,6 +17,7 @@ pub mod acp_attach;
 pub mod acp_host;
 pub mod attach;
 pub mod client;
+pub mod dialog;
 pub mod hooks;
 pub mod host;
 pub mod memory;
@@ -323,13 +324,18 @@ pub fn derived_status(
 pub fn peek(home: &Path, session: &SessionRow, scrollback: bool) -> Result<PeekView, SessionError> {
     let socket = socket_path(home, &session.short_id);
     match HostConn::connect(&socket, Role::Control, 0, 0) {
-        Ok(mut conn) => Ok(PeekView {
-            session: session.name.clone(),
-            live: true,
-            screen: conn
+        Ok(mut conn) => {
+            let screen = conn
                 .peek(scrollback)
-                .map_err(|e| e.of_session(&session.name))?,
-        }),
+                .map_err(|e| e.of_session(&session.name))?;
+            let dialog = dialog_on(session, &screen).map(|d| d.question);
+            Ok(PeekView {
+                session: session.name.clone(),
+                live: true,
+                screen,
+                dialog,
+            })
+        }
         Err(SessionError::NotRunning(why)) => {
             let saved = screen_path(home, &session.short_id);
             let text = std::fs::read_to_string(&saved).map_err(|_| {
@@ -351,6 +357,7 @@ pub fn peek(home: &Path, session: &SessionRow, scrollback: bool) -> Result<PeekV
                     scrollback: Vec::new(),
                     scrollback_next: None,
                 },
+                dialog: None,
             })
         }
         Err(e) => Err(e.of_session(&session.name)),
@@ -401,13 +408,68 @@ fn acp_conn(store: &Store, home: &Path, session: &SessionRow) -> Result<HostConn
     })
 }
 
-/// Answers an ACP session's pending permission request.
+/// The permission dialog on a terminal session's screen, as owt reads it.
+fn dialog_on(session: &SessionRow, screen: &ScreenView) -> Option<dialog::Dialog> {
+    let text = rules::ScreenText {
+        lines: screen.lines.clone(),
+        cursor: screen.cursor,
+        alternate: screen.alternate_screen,
+    };
+    dialog::dialog(&session.provider, &text)
+}
+
+/// Answers the permission dialog on a terminal session's screen with its
+/// agent's own key (`approve`: allow once; else refuse); the question
+/// answered. Refused, with nothing typed, when no dialog is on screen (a
+/// key typed then would be a new prompt).
+pub fn answer_dialog(
+    home: &Path,
+    session: &SessionRow,
+    approve: bool,
+) -> Result<String, SessionError> {
+    let mut conn = HostConn::connect(&socket_path(home, &session.short_id), Role::Control, 0, 0)
+        .map_err(|e| match e {
+            SessionError::NotRunning(_) => {
+                SessionError::NotRunning(format!("{} is not running", session.name))
+            }
+            other => other,
+        })?;
+    let screen = conn.peek(false)?;
+    let Some(dialog) = dialog_on(session, &screen) else {
+        return Err(SessionError::Host(format!(
+            "{} shows no permission dialog owt knows how to answer: nothing was typed (see its screen with owt peek {})",
+            session.name, session.name
+        )));
+    };
+    let keys = if approve { dialog.approve } else { dialog.deny };
+    conn.send(keys, false)?;
+    Ok(dialog.question)
+}
+
+/// Answers an ACP session's pending permission request, or the dialog on
+/// a terminal session's screen ([`answer_dialog`]; it has no options to
+/// pick: `option` must be `None`).
 pub fn answer_permission(
     store: &Store,
     home: &Path,
     session: &SessionRow,
     answer: &owt_protocol::host::PermissionAnswer,
 ) -> Result<owt_protocol::host::PermissionAnswered, SessionError> {
+    if transport(store, session)? == Transport::Pty {
+        if answer.option.is_some() {
+            return Err(SessionError::Host(format!(
+                "{} runs its agent in a terminal: its dialog has no options to pick by name (approve it without one)",
+                session.name
+            )));
+        }
+        let question = answer_dialog(home, session, !answer.deny)?;
+        let name = if answer.deny { "denied" } else { "approved" };
+        return Ok(owt_protocol::host::PermissionAnswered {
+            question,
+            option_id: None,
+            name: name.to_string(),
+        });
+    }
     acp_conn(store, home, session)?.answer(answer)
 }
 

@@ -240,7 +240,7 @@ fn common_blocked(lower: &str) -> bool {
 }
 
 fn claude(screen: &str, lower: &str) -> Option<Verdict> {
-    if common_blocked(lower) || lower.contains("no, and tell claude") {
+    if common_blocked(lower) || lower.contains("no, and tell claude") || claude_dialog(screen) {
         return Some(Verdict::Blocked);
     }
     if lower.contains("esc to interrupt") || claude_spinner(screen) {
@@ -255,16 +255,51 @@ fn claude(screen: &str, lower: &str) -> Option<Verdict> {
     {
         return Some(Verdict::Question);
     }
-    // The input box (`│ > ` or `> ` between rules), the shortcut hint.
+    // The input box (`│ > ` or `> ` between rules), the shortcut hint;
+    // never a menu's selected choice (`❯ 1. Yes`).
     if lower.contains("? for shortcuts")
         || screen.lines().any(|l| {
             let t = l.trim_start_matches(['│', ' ']);
-            t.starts_with("> ") || t == ">" || t.starts_with("❯ ") || t == "❯"
+            (t.starts_with("> ") || t == ">" || t.starts_with("❯ ") || t == "❯")
+                && selected_choice(t).is_none()
         })
     {
         return Some(Verdict::InputBox);
     }
     None
+}
+
+/// Claude's permission dialogs, whatever they ask ("Do you want to
+/// overwrite README.md?", "… make this edit …", "… proceed?"): a question
+/// `Do you want to …?` above a menu with a numbered choice selected
+/// (`❯ 1. Yes`) and a second one (`2. …`). Regression (#34.3): the
+/// overwrite dialog read as the input box (`needs-input`) until Claude's
+/// own notification, ~5 s later.
+fn claude_dialog(screen: &str) -> bool {
+    let (mut asked, mut selected) = (false, false);
+    for line in screen.lines() {
+        let t = line.trim();
+        if t.to_lowercase().starts_with("do you want to") && t.ends_with('?') {
+            (asked, selected) = (true, false);
+        } else if asked && selected_choice(t).is_some() {
+            selected = true;
+        } else if selected
+            && t.split_once(". ")
+                .is_some_and(|(n, _)| n.parse::<u8>().is_ok())
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// A menu's selected choice, `❯ 1. Yes`: its text (`Yes`).
+fn selected_choice(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix('❯')?.trim_start();
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    (digits > 0)
+        .then(|| rest[digits..].strip_prefix(". "))
+        .flatten()
 }
 
 /// Claude's spinner line: a star glyph, a verb, an ellipsis.

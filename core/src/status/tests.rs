@@ -113,6 +113,28 @@ fn derive_status_table() {
             lane: Lane::InFlight,
         },
         Case {
+            name: "a session owt new is still setting up says so (#34.2)",
+            facts: SessionFacts {
+                created_at: at(1_000),
+                being_made: true,
+                ..SessionFacts::default()
+            },
+            status: Status::Starting,
+            text: "starting: setting up the worktree",
+            lane: Lane::InFlight,
+        },
+        Case {
+            name: "blocked says what the dialog on screen asks (#34.6)",
+            facts: with(|f| {
+                work(f);
+                f.screen = Some((Blocked, at(50)));
+                f.dialog = Some("Do you want to overwrite README.md?".into());
+            }),
+            status: Status::Blocked,
+            text: "blocked: Do you want to overwrite README.md?",
+            lane: Lane::NeedsYou,
+        },
+        Case {
             name: "a headless run that shows a permission dialog is blocked",
             facts: with(|f| {
                 headless(f);

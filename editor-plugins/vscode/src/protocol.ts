@@ -559,6 +559,12 @@ export type PeekView = {
    */
   live: boolean,
   screen: ScreenView,
+  /**
+   * What the permission dialog on screen asks (a terminal agent's, as
+   * owt reads it), when one is up: what `owt approve` / `owt deny`
+   * answer.
+   */
+  dialog?: string,
 };
 
 export type Severities = {

@@ -115,8 +115,14 @@ pub struct QueueShipOutput {
 pub struct NotesOutput {
     /// The notes now in force, oldest first.
     pub notes: Vec<String>,
-    /// Live sessions the new note was typed into.
+    /// Live sessions the new note was typed into (working ones, whose
+    /// agent reads it at its next turn; with `--now`, every live one not
+    /// showing a dialog).
     pub delivered_to: Vec<String>,
+    /// Live sessions that get the note with their next prompt (`owt send`)
+    /// instead of a turn of its own.
+    #[serde(default)]
+    pub at_next_turn: Vec<String>,
     /// Sessions it could not reach, with why.
     pub not_delivered: Vec<(String, String)>,
     /// Notes removed by `--clear`.

@@ -1,5 +1,6 @@
-//! `owt approve NAME [OPTION]`: answer an ACP session's permission request
-//! (`--json`: `owt_protocol::host::PermissionAnswered`).
+//! `owt approve NAME [OPTION]`: answer an ACP session's permission request,
+//! or the permission dialog on a terminal agent's screen with that agent's
+//! own key (`--json`: `owt_protocol::host::PermissionAnswered`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -11,11 +12,16 @@ use crate::session;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Only for sessions started with `owt new --acp` (their agent asks through the
-Agent Client Protocol). `owt list` shows the question and its options; so
-does `owt attach NAME`. In an editor, `owt lsp` asks you when the session
-blocks and offers the same answers as code actions and in the boards
-(commands `owt.approve` / `owt.deny`).
+A session started with `owt new --acp` asks through the Agent Client
+Protocol: `owt list` shows the question and its options; so does `owt attach
+NAME`. In an editor, `owt lsp` asks you when the session blocks and offers
+the same answers as code actions and in the boards (commands `owt.approve` /
+`owt.deny`).
+A terminal agent (Claude Code, Codex, OpenCode, Gemini, Aider) asks in a
+dialog on its screen (`owt list` and `owt peek` show what it asks): approve
+types its key for \"allow once\" (Claude Code 1, Codex y, OpenCode and Gemini
+Enter, Aider y), deny its key for \"no\"; with no dialog on screen nothing is
+typed and the command fails. OPTION is for ACP sessions only.
 
 Examples:
   owt approve fix-login            the first \"allow once\" option

@@ -1,4 +1,4 @@
-//! `owt attach NAME`: this terminal, raw, attached to the agent (handed to
+//! `owt attach [NAME]`: this terminal, raw, attached to the agent (handed to
 //! the session host, or relayed through this process); detach with the
 //! prefix (`Ctrl-\` by default, `[attach] detach_key`) then `d`.
 //! An ACP session: its transcript, and a line editor for the next prompt.
@@ -13,8 +13,9 @@ use crate::session::attach::AttachEnd;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The session.
-    pub name: String,
+    /// The session (a unique prefix will do). Without it: the repository's
+    /// one session (with several, they are listed and nothing is attached).
+    pub name: Option<String>,
     /// Copy keys and output through this process instead of handing the
     /// terminal to the session host (slower; for debugging). Relayed anyway
     /// when stdin and stdout are not one terminal, or the host cannot take
@@ -25,10 +26,14 @@ pub struct Args {
 
 pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
-    if let Some((name, socket)) = agent::acp_socket(&ctx, &args.name)? {
+    let wanted = match args.name {
+        Some(name) => name,
+        None => agent::only_session(&ctx)?,
+    };
+    if let Some((name, socket)) = agent::acp_socket(&ctx, &wanted)? {
         return attach_acp(&socket, &name, out);
     }
-    let (name, end) = agent::attach(&ctx, &args.name, !args.relay)?;
+    let (name, end) = agent::attach(&ctx, &wanted, !args.relay)?;
     let (line, code) = match end {
         AttachEnd::Detached => (
             format!("Detached from {name}; the agent keeps running. Re-attach with `owt attach {name}`."),

@@ -1,5 +1,6 @@
 //! `owt deny NAME`: refuse an ACP session's permission request (its
-//! "reject once" option; without one, the request is cancelled).
+//! "reject once" option; without one, the request is cancelled), or the
+//! permission dialog on a terminal agent's screen (its key for "no").
 
 use std::path::Path;
 use std::process::ExitCode;

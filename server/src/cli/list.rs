@@ -8,10 +8,24 @@ use owt_protocol::{SessionList, SessionView};
 use crate::ops::{self, list};
 use crate::store::now_ms;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+#[path = "list_table.rs"]
+mod table;
 
-pub fn run(dir: Option<&Path>, out: &super::Out, _args: Args) -> anyhow::Result<ExitCode> {
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+The table fits the terminal's width (COLUMNS, else the terminal's size):
+columns go, empty ones first, in the order RSS, TOKENS, AGE, PR, CHECKS,
+PORTS, WORKTREE, AGENT, BRANCH, then a long status is shortened with `…`,
+then OVERLAPS, CHANGED, AHEAD go; worktree paths are relative to the
+repository. Piped, with no COLUMNS, the whole table is printed; scripts should use
+`owt --json list`.")]
+pub struct Args {
+    /// The whole table, whatever the terminal's width (absolute worktree paths).
+    #[arg(long)]
+    pub wide: bool,
+}
+
+pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let mut ctx = ops::Context::open(dir)?;
     // Hosts that died are recorded first (they hold no room), then the
     // sessions waiting for room start when there is room now.
@@ -22,8 +36,20 @@ pub fn run(dir: Option<&Path>, out: &super::Out, _args: Args) -> anyhow::Result<
         repository: ctx.repo.main_root().to_string_lossy().into_owned(),
         sessions,
     };
-    out.emit(&doc, || render(&doc.sessions, now_ms()))?;
+    let width = (!args.wide).then(table_width).flatten();
+    let root = Path::new(&doc.repository);
+    let fit = width.map(|width| table::Fit { width, root });
+    out.emit(&doc, || table::render(&doc.sessions, now_ms(), fit))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The width to fit the table in: `COLUMNS`, else stdout's terminal's;
+/// `None` (the whole table) when stdout is not a terminal.
+fn table_width() -> Option<usize> {
+    if let Some(columns) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
+        return Some(columns);
+    }
+    crate::session::attach::terminal_size(std::io::stdout()).map(|(_, cols)| usize::from(cols))
 }
 
 /// The CHECKS column: the last run's state (`-`: none), `(old)` when
@@ -60,75 +86,8 @@ pub fn pr_cell(s: &SessionView) -> String {
     }
 }
 
-/// The text table. RSS is the agent's process tree's resident memory
-/// (while it runs); PORTS shows only when a session holds ports.
-pub fn render(sessions: &[SessionView], now: i64) -> String {
-    if sessions.is_empty() {
-        return "No sessions in this repository. Start one with: owt new \"describe the task\""
-            .into();
-    }
-    let with_ports = sessions.iter().any(|s| !s.ports.is_empty());
-    let mut header = vec![
-        "NAME", "STATUS", "AGENT", "BRANCH", "AHEAD", "CHANGED", "OVERLAPS", "CHECKS", "PR",
-        "TOKENS", "RSS", "AGE",
-    ];
-    if with_ports {
-        header.push("PORTS");
-    }
-    header.push("WORKTREE");
-    let rows: Vec<Vec<String>> = sessions
-        .iter()
-        .map(|s| {
-            let mut row = vec![
-                s.name.clone(),
-                crate::printable::line(&s.status_text).into_owned(),
-                crate::printable::line(&s.provider).into_owned(),
-                crate::printable::line(&s.branch).into_owned(),
-                s.ahead.to_string(),
-                s.changed_files.to_string(),
-                s.overlaps.to_string(),
-                checks_cell(s),
-                pr_cell(s),
-                s.usage
-                    .as_ref()
-                    .map_or_else(|| "-".to_string(), super::usage_figure),
-                s.rss_bytes
-                    .map_or_else(|| "-".to_string(), crate::config::human_bytes),
-                super::age(s.created_at, now),
-            ];
-            if with_ports {
-                row.push(ports_text(&s.ports));
-            }
-            row.push(crate::printable::line(&s.worktree).into_owned());
-            row
-        })
-        .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(cell);
-            } else {
-                s.push_str(&format!("{cell:<w$}  "));
-            }
-        }
-        s.trim_end().to_string()
-    };
-    let mut lines = vec![line(header.clone())];
-    for row in &rows {
-        lines.push(line(row.iter().map(String::as_str).collect()));
-    }
-    lines.join("\n")
-}
-
 /// `20000-20003` for a block, `-` for none.
-fn ports_text(ports: &[u16]) -> String {
+pub(crate) fn ports_text(ports: &[u16]) -> String {
     match (ports.first(), ports.last()) {
         (Some(first), Some(last)) if first == last => first.to_string(),
         (Some(first), Some(last)) => format!("{first}-{last}"),

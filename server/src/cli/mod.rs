@@ -113,9 +113,9 @@ pub enum Command {
     Send(send::Args),
     /// Print an agent's current screen (an ACP session: its transcript's tail).
     Peek(peek::Args),
-    /// Approve an ACP session's permission request (the first "allow" option, or OPTION).
+    /// Approve the permission dialog on an agent's screen (its key for "allow once"), or an ACP session's request (the first "allow" option, or OPTION).
     Approve(approve::Args),
-    /// Refuse an ACP session's permission request.
+    /// Refuse the permission dialog on an agent's screen, or an ACP session's request.
     Deny(deny::Args),
     /// Block until an agent is done, needs input, or exited.
     Wait(wait::Args),
@@ -213,6 +213,10 @@ pub enum Command {
     /// The session host (started by owt itself).
     #[command(name = "__host", hide = true)]
     Host(host::Args),
+    /// The sessions of the repository here, one a line (for the shell
+    /// completion scripts).
+    #[command(name = "__complete-names", hide = true)]
+    CompleteNames,
     /// Start the queued sessions there is room for (run by session hosts
     /// and `owt lsp`).
     #[command(name = "__admit", hide = true)]
@@ -258,6 +262,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Host(args)) => host::run(dir, &out, args),
         Some(Command::Start(args)) => start::run(dir, &out, args),
         Some(Command::Admit) => start::admit(),
+        Some(Command::CompleteNames) => completions::names(dir),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),
         Some(Command::Diff(args)) => diff::run(dir, &out, args),

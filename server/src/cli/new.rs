@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
 use crate::ops::{self, list, new::NewRequest};
 
 #[derive(Debug, clap::Args)]
@@ -28,7 +30,7 @@ pub struct Args {
     /// Work on a branch in the current checkout instead of a new worktree.
     #[arg(long)]
     pub in_place: bool,
-    /// Protocol for the agent: feature, bugfix, hotfix, refactor, test, docs, or a [templates.NAME] (default: guessed from the task).
+    /// Protocol for the agent: feature, bugfix, hotfix, refactor, test, docs, or a [templates.NAME] (default: guessed when the task says its kind plainly, else a general protocol; owt new says which).
     #[arg(long)]
     pub template: Option<String>,
     /// Send the task verbatim, without the protocol, notes and context owt adds.
@@ -98,9 +100,15 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
     if let Some(remote) = &args.on {
         return run_on(&mut ctx, out, remote, &req);
     }
+    // Ctrl-C while the worktree is made or set up removes what was made,
+    // instead of leaving a session that never starts.
+    ops::new::catch_interrupts().context("catching Ctrl-C")?;
     let result = ops::new::new_session(&mut ctx, &req, &mut |line| out.progress(line))?;
     for warning in &result.warnings {
         out.warn(warning);
+    }
+    if let Some(note) = &result.template_note {
+        out.progress(note);
     }
     let view = list::session_view(&ctx, &result.session)?;
     let doc = owt_protocol::NewOutput {

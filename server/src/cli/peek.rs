@@ -1,4 +1,5 @@
-//! `owt peek NAME [--scrollback]`: the agent's screen as text (`--json`:
+//! `owt peek NAME [--scrollback]`: the agent's screen as text, under a
+//! header saying what a permission dialog on it asks (`--json`:
 //! `owt_protocol::host::PeekView`).
 
 use std::path::Path;
@@ -18,6 +19,17 @@ pub struct Args {
 pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
     let view = agent::peek(&ctx, &args.name, args.scrollback)?;
-    out.emit(&view, || view.screen.text())?;
+    // A dialog on screen: what it asks, and how to answer, first.
+    out.emit(&view, || match &view.dialog {
+        Some(question) => format!(
+            "{} is blocked: {}\nAnswer with: owt approve {} (or owt deny {})\n\n{}",
+            view.session,
+            crate::printable::line(question),
+            view.session,
+            view.session,
+            view.screen.text()
+        ),
+        None => view.screen.text(),
+    })?;
     Ok(ExitCode::SUCCESS)
 }

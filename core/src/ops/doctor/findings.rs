@@ -6,6 +6,7 @@ use owt_protocol::{DoctorFinding, DoctorReport, SessionKind, TrashEntry};
 
 use super::adopt::adopt_live_hosts;
 use super::orphans::orphan_folder;
+use super::starters::starter_gone;
 use super::{age_text, finding, TRASH_DAYS};
 use crate::git;
 use crate::ops::{merge, Context};
@@ -21,6 +22,7 @@ pub fn doctor(ctx: &mut Context, fix: bool) -> anyhow::Result<DoctorReport> {
     // Live sessions of this repository the store does not know (a lost or
     // replaced store): re-adopted from their hosts.
     findings.extend(adopt_live_hosts(ctx, fix)?);
+    findings.extend(starter_gone(ctx, fix)?);
     findings.extend(missing_worktrees(ctx, fix)?);
     findings.extend(missing_branches(ctx, fix)?);
     findings.extend(prunable_git_worktrees(ctx, fix)?);

@@ -1,6 +1,7 @@
 //! `owt doctor`: find what is out of order — git lock files left by a
 //! killed git, interrupted merges, sessions whose worktree or branch is
-//! gone, git worktrees whose folder is gone, worktree folders the store
+//! gone, sessions whose `owt new` died before starting their agent, git
+//! worktrees whose folder is gone, worktree folders the store
 //! does not know, live sessions the store lost — and, with `fix`, repair
 //! it. Also lists the trash and, with `fix`, empties entries older than
 //! [`TRASH_DAYS`].
@@ -13,7 +14,8 @@
 //!
 //! Parts: `findings` (one function per kind of finding, and its repair),
 //! `adopt` (live sessions the store lost, re-adopted), `orphans` (worktree
-//! folders no session owns); here the metadata kept beside a worktree's.
+//! folders no session owns), `starters` (sessions an interrupted `owt new`
+//! left); here the metadata kept beside a worktree's.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +28,7 @@ use crate::store::SessionRow;
 mod adopt;
 mod findings;
 mod orphans;
+mod starters;
 
 pub use findings::doctor;
 

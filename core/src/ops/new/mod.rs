@@ -7,6 +7,7 @@
 //! checks what exec needs.
 
 mod exec;
+mod interrupt;
 mod launch;
 mod place;
 mod spec;
@@ -21,6 +22,8 @@ use launch::{install_integrations, launch};
 use place::{place_worktree, reserve};
 pub(crate) use spec::host_spec;
 use validate::validate;
+
+pub use interrupt::{catch_interrupts, interrupted, StarterFact, STARTER_FACT};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -120,6 +123,9 @@ pub struct NewResult {
     /// `min_free_memory`): its agent starts when a running one ends or
     /// frees memory. Why, for people.
     pub queued: Option<String>,
+    /// Which protocol the first prompt carries, for people (`None`:
+    /// `--raw`, or no prompt).
+    pub template_note: Option<String>,
 }
 
 /// Fact: how the session's branch came to be (so delete only deletes
@@ -150,34 +156,74 @@ pub fn new_session(
     let session = reserve(ctx, req, &plan)?;
     let _span = tracing::info_span!("session", session = %session.name).entered();
     tracing::info!(branch = %session.branch, provider = %plan.resolved.provider.name, "creating the session");
+    let made = make_session(ctx, req, &plan, &session, &mut warnings, progress);
+    // Made (or kept after a failure): nobody is making it any more. A
+    // session an interrupt could not remove keeps its starter, for doctor.
+    let kept = || {
+        ctx.store
+            .session_by_id(session.id)
+            .is_ok_and(|s| s.is_some())
+    };
+    if made.is_ok() || (!interrupted() && kept()) {
+        ctx.store.clear_fact(session.id, STARTER_FACT)?;
+    }
+    let (agent_started, queued) = made?;
+    Ok(NewResult {
+        session,
+        warnings,
+        agent_started,
+        queued,
+        template_note: template_note(req),
+    })
+}
+
+/// The phases of [`new_session`] after the name is reserved, under a
+/// [`STARTER_FACT`] naming this process; an interrupt between them removes
+/// what was made.
+fn make_session(
+    ctx: &mut Context,
+    req: &NewRequest,
+    plan: &Plan,
+    session: &SessionRow,
+    warnings: &mut Vec<String>,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<(bool, Option<String>)> {
+    let starter = StarterFact {
+        pid: std::process::id(),
+    };
+    ctx.store.record_fact(session.id, STARTER_FACT, &starter)?;
     // Its ports first: the setup script and the agent are told them.
     let ports = ctx.config.config.worktree.ports;
-    if let Err(e) = super::ports::allocate(&mut ctx.store, &session, ports) {
-        ctx.store.remove_session(&session, "failed")?;
+    if let Err(e) = super::ports::allocate(&mut ctx.store, session, ports) {
+        ctx.store.remove_session(session, "failed")?;
         return Err(e);
     }
     // The agent's argv, checked before anything is created on disk: exec
     // would refuse it later with a cryptic failure in the host. (A queued
     // session's is built again when it starts.)
     let options = req.launch_options();
-    let spec = match host_spec(ctx, &session, &plan.resolved, &options) {
+    let spec = match host_spec(ctx, session, &plan.resolved, &options) {
         Ok((spec, notes)) => {
             warnings.extend(notes);
             spec
         }
         Err(e) => {
-            ctx.store.remove_session(&session, "failed")?;
+            ctx.store.remove_session(session, "failed")?;
             return Err(e);
         }
     };
-    let created_branch =
-        match place_worktree(ctx, &session, &plan, req.in_place, progress, &mut warnings) {
-            Ok(created) => created,
-            Err(e) => {
-                ctx.store.remove_session(&session, "failed")?;
-                return Err(e);
-            }
-        };
+    if interrupted() {
+        ctx.store.remove_session(session, "interrupted")?;
+        anyhow::bail!("interrupted: session `{}` was not created", session.name);
+    }
+    let created_branch = match place_worktree(ctx, session, plan, req.in_place, progress, warnings)
+    {
+        Ok(created) => created,
+        Err(e) => {
+            ctx.store.remove_session(session, "failed")?;
+            return Err(e);
+        }
+    };
     // From here on the worktree exists: a failure keeps the session.
     ctx.store.record_fact(
         session.id,
@@ -191,22 +237,30 @@ pub fn new_session(
     // screen). An ACP session's status comes from the protocol, and owt's
     // MCP server is passed in `session/new`: nothing is written for them.
     let write_integrations = !(req.in_place || req.acp);
-    install_integrations(
-        ctx,
-        &session,
-        &plan,
-        write_integrations,
-        progress,
-        &mut warnings,
-    );
-    let (agent_started, queued) =
-        launch(ctx, &session, req, &options, spec, progress, &mut warnings)?;
-    Ok(NewResult {
-        session,
-        warnings,
-        agent_started,
-        queued,
-    })
+    if interrupted() {
+        return Err(interrupt::abandon(ctx, session, progress));
+    }
+    install_integrations(ctx, session, plan, write_integrations, progress, warnings);
+    if interrupted() {
+        return Err(interrupt::abandon(ctx, session, progress));
+    }
+    launch(ctx, session, req, &options, spec, progress, warnings)
+}
+
+/// Which protocol the first prompt carries and how to choose another.
+fn template_note(req: &NewRequest) -> Option<String> {
+    if req.raw || req.no_prompt {
+        return None;
+    }
+    Some(
+        match super::prompt::chosen_template(&req.task, req.template.as_deref()) {
+            (Some(name), false) => format!("Template: {name} (--template)."),
+            (Some(name), true) => format!(
+                "Template: {name}, guessed from the task (pick another with --template NAME; --raw sends the task alone)."
+            ),
+            (None, _) => "Template: none guessed; the general protocol (pick one with --template NAME; --raw sends the task alone).".to_string(),
+        },
+    )
 }
 
 /// What [`validate`](validate::validate) found: the request checked against the repository,

@@ -52,6 +52,8 @@ struct Monitor<'a> {
     /// The last screen fact recorded: its signal, when, and the input it
     /// was judged after.
     recorded_screen: Option<(AgentSignal, Instant, Option<i64>)>,
+    /// The question of the permission dialog last recorded (`dialog` fact).
+    recorded_dialog: Option<String>,
     native_seq: u64,
     /// The last judgement saw an input box while output still flowed:
     /// judge again once it is quiet.
@@ -97,6 +99,7 @@ impl<'a> Monitor<'a> {
             judged_seq: 0,
             judged_at: None,
             recorded_screen: None,
+            recorded_dialog: None,
             native_seq: 0,
             input_box_pending: false,
             first_turn: shared.spec.prompt_in_argv
@@ -305,10 +308,35 @@ impl<'a> Monitor<'a> {
                 || input != look.in_at
                 || at.elapsed() >= Duration::from_millis(SCREEN_FACT_REFRESH_MS)
         });
+        self.record_dialog(screen, signal);
         if record_it {
             self.record(kind::SCREEN, now_ms(), &signal);
             self.recorded_screen = Some((signal, Instant::now(), look.in_at));
         }
+    }
+
+    /// The `dialog` fact: what a permission dialog on screen asks (before
+    /// the `blocked` screen fact, so that a reader never sees `blocked`
+    /// with the question of an earlier dialog); cleared once it is gone.
+    fn record_dialog(&mut self, screen: &rules::ScreenText, signal: AgentSignal) {
+        let question = (signal == AgentSignal::Blocked)
+            .then(|| super::super::dialog::dialog(self.provider(), screen))
+            .flatten()
+            .map(|d| d.question);
+        if question == self.recorded_dialog {
+            return;
+        }
+        match &question {
+            Some(q) => self.record(kind::DIALOG, now_ms(), q),
+            None => {
+                if let Some(store) = &self.store {
+                    if let Err(e) = store.clear_fact(self.shared.spec.session_id, kind::DIALOG) {
+                        tracing::warn!("clearing the dialog fact: {e}");
+                    }
+                }
+            }
+        }
+        self.recorded_dialog = question;
     }
 
     /// Types the first prompt once the screen is ready for it (or it is

@@ -209,6 +209,22 @@ fn a_tuis_history_above_its_bottom_has_no_say() {
     assert_eq!(screen_verdict("claude", &s), Verdict::InputBox);
 }
 
+/// Regression (#34.3): Claude Code's overwrite dialog (as it showed on a
+/// follow-up turn) read as its input box — `❯ 1. Yes` — so the session was
+/// `needs-input` until Claude's own notification came, ~5 s later.
+#[test]
+fn regression_claude_overwrite_dialog_is_blocked() {
+    let dialog = "● Write(README.md)\n────\n Overwrite file\n README.md\n╌╌╌╌\n  1  # test repository\n  2 +\n╌╌╌╌\n Do you want to overwrite README.md?\n ❯ 1. Yes\n   2. Yes, and switch to accept edits (auto-approve file edits and common file commands) for this session (shift+tab)\n   3. No\n Esc to cancel · Tab to amend\n";
+    let s = ScreenText::from_text(dialog);
+    assert_eq!(screen_verdict("claude", &s), Verdict::Blocked);
+    // A prompt the human typed that looks like a choice is not a dialog.
+    let typed = "● Do you want to go on?\n────\n❯ 1. fix the tests\n────\n  ? for shortcuts\n";
+    assert_eq!(
+        screen_verdict("claude", &ScreenText::from_text(typed)),
+        Verdict::InputBox
+    );
+}
+
 #[test]
 fn codex_notifications_say_blocked_or_waiting() {
     use super::notification_signal;

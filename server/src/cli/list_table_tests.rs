@@ -1,0 +1,111 @@
+//! `owt list`'s table at 80 and 160 columns and whole (#34.8: it was ~230
+//! columns wide and wrapped).
+
+use std::path::Path;
+
+use expect_test::{expect, Expect};
+use owt_protocol::{Lane, SessionKind, SessionView, Status, TokenUsage};
+
+use super::{render, Fit};
+
+const NOW: i64 = 1_800_000_000_000;
+
+fn session(name: &str, status_text: &str, ahead: u32, changed: u32) -> SessionView {
+    SessionView {
+        name: name.into(),
+        id: format!("id-{name}"),
+        task: "task".into(),
+        branch: format!("owt/{name}"),
+        base: "main".into(),
+        worktree: format!("/home/me/src/app.worktrees/{name}"),
+        provider: "claude".into(),
+        kind: SessionKind::Worktree,
+        status: Status::Working,
+        status_text: status_text.into(),
+        lane: Lane::InFlight,
+        created_at: NOW - 3_600_000,
+        exit_code: None,
+        host_lost: false,
+        ahead,
+        changed_files: changed,
+        overlaps: 1,
+        conflicted_files: Vec::new(),
+        base_conflicts: Vec::new(),
+        agent_pid: None,
+        transport: Default::default(),
+        permission: None,
+        acp: None,
+        checks: None,
+        pr: None,
+        remote: None,
+        rss_bytes: Some(312 * 1024 * 1024),
+        ports: Vec::new(),
+        actions: Vec::new(),
+        usage: Some(TokenUsage {
+            input_tokens: 120_000,
+            output_tokens: 3_400,
+            ..Default::default()
+        }),
+        review: None,
+    }
+}
+
+fn sessions() -> Vec<SessionView> {
+    vec![
+        session("add-a-changelog-entry-for-the-0-5-1", "working", 0, 3),
+        session(
+            "fix-login",
+            "blocked: Do you want to overwrite src/auth/login_handler.py?",
+            2,
+            1,
+        ),
+    ]
+}
+
+fn check(width: Option<usize>, expect: Expect) {
+    let root = Path::new("/home/me/src/app");
+    let text = render(&sessions(), NOW, width.map(|width| Fit { width, root }));
+    if let Some(width) = width {
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= width,
+                "{} > {width}: {line}",
+                line.chars().count()
+            );
+        }
+    }
+    expect.assert_eq(&text);
+}
+
+#[test]
+fn at_80_columns() {
+    check(
+        Some(80),
+        expect![[r#"
+        NAME                                 STATUS                            AHEAD
+        add-a-changelog-entry-for-the-0-5-1  working                           0
+        fix-login                            blocked: Do you want to overwri…  2"#]],
+    );
+}
+
+#[test]
+fn at_160_columns() {
+    check(
+        Some(160),
+        expect![[r#"
+        NAME                                 STATUS                                                        AGENT   AHEAD  CHANGED  OVERLAPS  TOKENS    RSS      AGE
+        add-a-changelog-entry-for-the-0-5-1  working                                                       claude  0      3        1         123k tok  312 MiB  1h
+        fix-login                            blocked: Do you want to overwrite src/auth/login_handler.py?  claude  2      1        1         123k tok  312 MiB  1h"#]],
+    );
+}
+
+#[test]
+fn wide_is_the_whole_table() {
+    check(
+        None,
+        expect![[r#"
+        NAME                                 STATUS                                                        AGENT   BRANCH                                   AHEAD  CHANGED  OVERLAPS  CHECKS  PR  TOKENS    RSS      AGE  WORKTREE
+        add-a-changelog-entry-for-the-0-5-1  working                                                       claude  owt/add-a-changelog-entry-for-the-0-5-1  0      3        1         -       -   123k tok  312 MiB  1h   /home/me/src/app.worktrees/add-a-changelog-entry-for-the-0-5-1
+        fix-login                            blocked: Do you want to overwrite src/auth/login_handler.py?  claude  owt/fix-login                            2      1        1         -       -   123k tok  312 MiB  1h   /home/me/src/app.worktrees/fix-login"#]],
+    );
+}
