@@ -284,7 +284,6 @@ impl WorkState {
         self.rebuild()
     }
 
-
     /// Re-evaluates `paths` (relative to the worktree, or absolute inside
     /// it; folders are expanded). Returns whether the snapshot changed.
     pub fn refresh_paths(&mut self, paths: &[PathBuf]) -> Result<bool, GuardError> {
