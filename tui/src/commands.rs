@@ -24,10 +24,10 @@ fn report(app: &mut App, live: &mut Live, what: &str, result: anyhow::Result<Str
 
 /// Asks before `command` (delete, ship, merge) on `name`: what it does and
 /// what would be discarded, as the CLI says it.
-pub fn ask(app: &mut App, live: &Live, command: Command, name: &str) {
+pub fn ask(app: &mut App, command: Command, name: &str) {
     let Some(view) = app.focused() else { return };
     let question = match command {
-        Command::Delete => delete_question(view, &live.ctx.repo.name()),
+        Command::Delete => delete_question(view),
         Command::Ship => vec![
             format!("Ship {name}?"),
             format!(
@@ -52,7 +52,7 @@ pub fn ask(app: &mut App, live: &Live, command: Command, name: &str) {
 
 /// The delete confirmation: what goes, what is kept, as `owt delete`'s
 /// help says it.
-pub fn delete_question(view: &owt_protocol::SessionView, _repo: &str) -> Vec<String> {
+pub fn delete_question(view: &owt_protocol::SessionView) -> Vec<String> {
     let mut lines = vec![format!(
         "Delete {}? Its agent stops; its worktree and branch {} are removed.",
         view.name, view.branch

@@ -156,8 +156,16 @@ fn cycle_option(current: Option<usize>, n: usize, forward: bool) -> Option<usize
 }
 
 /// `text` as one shell word: bare when it is plainly safe, else in single
-/// quotes (a quote inside closed, escaped, reopened).
+/// quotes (a quote inside closed, escaped, reopened); with a line break,
+/// as `$'…\n…'` so that it stays on one line.
 pub fn quote(text: &str) -> String {
+    if text.contains('\n') {
+        let escaped = text
+            .replace('\\', "\\\\")
+            .replace('\'', "\\'")
+            .replace('\n', "\\n");
+        return format!("$'{escaped}'");
+    }
     let plain = !text.is_empty()
         && text
             .chars()

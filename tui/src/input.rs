@@ -86,7 +86,7 @@ fn on_board_key(app: &mut App, live: &mut Live, key: &KeyEvent) -> After {
         },
         Command::New => app.mode = Mode::New(commands::new_form(live)),
         Command::Delete | Command::Ship | Command::Merge => {
-            commands::ask(app, live, binding.command, &name)
+            commands::ask(app, binding.command, &name)
         }
         Command::Fix => commands::fix(app, live, &name),
         Command::Review => commands::review(app, live, &name),

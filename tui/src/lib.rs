@@ -21,6 +21,9 @@ pub mod preview_text;
 pub mod terminal;
 pub mod view;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::Path;
 use std::time::Duration;
 

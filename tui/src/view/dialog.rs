@@ -27,8 +27,8 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         ),
         Mode::New(form) => ("New session".to_string(), form_lines(app, form)),
     };
-    let height = (lines.len() as u16 + 2).min(area.height);
     let width = area.width.saturating_sub(4).min(96);
+    let height = (wrapped_height(&lines, width.saturating_sub(2)) + 2).min(area.height);
     let popup = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + area.height.saturating_sub(height) / 2,
@@ -46,6 +46,23 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             .wrap(Wrap { trim: false }),
         popup,
     );
+}
+
+/// Rows `lines` take once wrapped at `width` (a word wrap may take a row
+/// more than the characters alone: one more per wrapped line, to be safe).
+fn wrapped_height(lines: &[Line], width: u16) -> u16 {
+    let width = width.max(1) as usize;
+    lines
+        .iter()
+        .map(|line| {
+            let n = line.width();
+            if n <= width {
+                1
+            } else {
+                n.div_ceil(width) + 1
+            }
+        })
+        .sum::<usize>() as u16
 }
 
 fn help_lines() -> Vec<Line<'static>> {

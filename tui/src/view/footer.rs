@@ -82,6 +82,6 @@ pub fn footer_text(bindings: &[&Binding], width: usize) -> String {
         .collect::<Vec<_>>()
         .join("  ");
     let global: Vec<&str> = global.iter().map(|b| b.keys).collect();
-    text.push_str(&format!("  · {} (? help)", global.join(" ")));
+    text.push_str(&format!("  · {}", global.join(" ")));
     text
 }

@@ -6,7 +6,7 @@
 //! (`NO_COLOR` unset), the focus shown by reverse video either way.
 
 mod dialog;
-mod footer;
+pub(crate) mod footer;
 mod lanes;
 mod preview;
 
