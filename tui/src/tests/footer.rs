@@ -91,7 +91,8 @@ fn the_footer_per_status_reads_as_expected() {
 #[test]
 fn a_narrow_footer_keeps_the_session_keys_and_names_help() {
     let app = app(vec![ready("s")]);
-    expect!["tab preview  a/⏎ attach  s ship  m merge  f fix  r reviewed  t type  d delete  · n N / ? q"].assert_eq(&crate::view::footer::footer_text(&footer_keys(&app), 80));
+    expect!["tab a/⏎ s m f r t d · n N / ? q (? help)"]
+        .assert_eq(&crate::view::footer::footer_text(&footer_keys(&app), 80));
 }
 
 #[test]

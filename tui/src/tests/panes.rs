@@ -54,19 +54,19 @@ fn every_lane_has_its_heading_and_rows_with_their_facts() {
         16,
         expect![[r#"
             owt · demo · 5 sessions · 1 needs you
-            NEEDS YOU (1)                               │ [Screen] │ Diff │ Guard │ Activity ───────────── docs
-            › docs    needs-input 10m · claude          │Reading the screen of docs…
-                                                        │
-            READY TO SHIP (1)                           │
-              login   done 10m · claude · +2 · 3 files ·│
-                                                        │
-            IN FLIGHT (1)                               │
-              parser  working 10m · claude · 1 file · 1 │
-                                                        │
-            READY TO CLEAN (1)                          │
-              old     merged 10m · claude               │
-                                                        │
-            QUEUED (1)                                  │
+            NEEDS YOU (1)                                    │ [Screen] │ Diff │ Guard │ Activity ──────── docs
+            › docs    needs-input 10m · claude               │Reading the screen of docs…
+                                                             │
+            READY TO SHIP (1)                                │
+              login   done 10m · claude · +2 · 3 files · chec│
+                                                             │
+            IN FLIGHT (1)                                    │
+              parser  working 10m · claude · 1 file · 1 overl│
+                                                             │
+            READY TO CLEAN (1)                               │
+              old     merged 10m · claude                    │
+                                                             │
+            QUEUED (1)                                       │
 
             tab preview  a/⏎ attach  f fix  r reviewed  t type  d delete  · n N / ? q
         "#]],
@@ -80,13 +80,13 @@ fn an_empty_board_says_how_to_start() {
         80,
         6,
         expect![[r#"
-        owt · demo · 0 sessions
-        No sessions. Press n to start one. │ [Screen] │ Diff │ Guard │ Activity ────────
-                                           │No session is focused.
-                                           │
+            owt · demo · 0 sessions
+            No sessions. Press n to start one.     │ [Screen] │ Diff │ Guard │ Activity ────
+                                                   │No session is focused.
+                                                   │
 
-        n new  N note  / filter  ? help  q quit
-    "#]],
+            n new  N note  / filter  ? help  q quit
+        "#]],
     );
 }
 
@@ -97,31 +97,31 @@ fn eighty_by_twenty_four_fits_the_lanes_the_preview_and_the_footer() {
         80,
         24,
         expect![[r#"
-        owt · demo · 5 sessions · 1 needs you
-        NEEDS YOU (1)                      │ [Screen] │ Diff │ Guard │ Activity ── docs
-        › docs    needs-input 10m · claude │Reading the screen of docs…
-                                           │
-        READY TO SHIP (1)                  │
-          login   done 10m · claude · +2 · │
-                                           │
-        IN FLIGHT (1)                      │
-          parser  working 10m · claude · 1 │
-                                           │
-        READY TO CLEAN (1)                 │
-          old     merged 10m · claude      │
-                                           │
-        QUEUED (1)                         │
-          later   queued 10m · claude      │
-                                           │
-                                           │
-                                           │
-                                           │
-                                           │
-                                           │
-                                           │
+            owt · demo · 5 sessions · 1 needs you
+            NEEDS YOU (1)                          │ [Screen] │ Diff │ Guard │ Activity ────
+            › docs    needs-input 10m · claude     │Reading the screen of docs…
+                                                   │
+            READY TO SHIP (1)                      │
+              login   done 10m · claude · +2 · 3 fi│
+                                                   │
+            IN FLIGHT (1)                          │
+              parser  working 10m · claude · 1 file│
+                                                   │
+            READY TO CLEAN (1)                     │
+              old     merged 10m · claude          │
+                                                   │
+            QUEUED (1)                             │
+              later   queued 10m · claude          │
+                                                   │
+                                                   │
+                                                   │
+                                                   │
+                                                   │
+                                                   │
+                                                   │
 
-        tab preview  a/⏎ attach  f fix  r reviewed  t type  d delete  · n N / ? q
-    "#]],
+            tab preview  a/⏎ attach  f fix  r reviewed  t type  d delete  · n N / ? q
+        "#]],
     );
 }
 
@@ -161,15 +161,15 @@ fn the_screen_tab_shows_the_agents_screen_bottom() {
         80,
         8,
         expect![[r#"
-        owt · demo · 1 session
-        IN FLIGHT (1)                      │ [Screen] │ Diff │ Guard │ Activity  parser
-        › parser  working 10m · claude     │Claude Code
-                                           │> fix the parser
-                                           │ready>
-                                           │
+            owt · demo · 1 session
+            IN FLIGHT (1)                          │ [Screen] │ Diff │ Guard │ Activity ────
+            › parser  working 10m · claude         │Claude Code
+                                                   │> fix the parser
+                                                   │ready>
+                                                   │
 
-        tab preview  a/⏎ attach  f fix  r reviewed  t type  d delete  · n N / ? q
-    "#]],
+            tab preview  a/⏎ attach  f fix  r reviewed  t type  d delete  · n N / ? q
+        "#]],
     );
 }
 
@@ -206,16 +206,16 @@ fn the_diff_tab_shows_each_file_and_hunk_with_a_cursor_line_to_comment_on() {
         90,
         9,
         expect![[r#"
-        owt · demo · 1 session
-        READY TO SHIP (1)                      │ Screen │ [Diff] │ Guard │ Activity ─────── login
-        › login  done 10m · claude · +2 · 3 fil│M src/auth.rs
-                                               │@@ -10,2 +10,2 @@ fn login()
-                                               │ let user = find(name);
-                                               │-check(user)
-                                               │+check(user)?
+            owt · demo · 1 session
+            READY TO SHIP (1)                           │ Screen │ [Diff] │ Guard │ Activity ── login
+            › login  done 10m · claude · +2 · 3 files   │M src/auth.rs
+                                                        │@@ -10,2 +10,2 @@ fn login()
+                                                        │ let user = find(name);
+                                                        │-check(user)
+                                                        │+check(user)?
 
-        tab preview  a/⏎ attach  s ship  m merge  f fix  r reviewed  c comment  t type  d delete
-    "#]],
+            tab a/⏎ s m f r c t d · n N / ? q (? help)
+        "#]],
     );
 }
 
@@ -244,13 +244,13 @@ fn the_guard_tab_names_the_other_session_the_paths_and_both_sides_lines() {
         90,
         6,
         expect![[r#"
-        owt · demo · 1 session
-        READY TO SHIP (1)                      │ Screen │ Diff │ [Guard] │ Activity ─────── login
-        › login  done 10m · claude · +2 · 3 fil│conflict with docs
-                                               │  src/auth.rs  conflict  lines 5 here, 3-6 in docs
+            owt · demo · 1 session
+            READY TO SHIP (1)                           │ Screen │ Diff │ [Guard] │ Activity ── login
+            › login  done 10m · claude · +2 · 3 files   │conflict with docs
+                                                        │  src/auth.rs  conflict  lines 5 here, 3-6 in
 
-        tab preview  a/⏎ attach  s ship  m merge  f fix  r reviewed  t type  d delete  · n N / ? q
-    "#]],
+            tab preview  a/⏎ attach  s ship  m merge  f fix  r reviewed  t type  d delete  · n N / ? q
+        "#]],
     );
 }
 
@@ -288,19 +288,19 @@ fn the_activity_tab_shows_the_permission_request_and_why_actions_are_refused() {
         100,
         12,
         expect![[r#"
-        owt · demo · 1 session · 1 needs you
-        NEEDS YOU (1)                               │ Screen │ Diff │ Guard │ [Activity] ────────────── acp
-        › acp  blocked 10m · claude                 │Asks: Write hello.txt
-                                                    │  1. Allow once (allow_once)
-                                                    │  2. Reject (reject_once)
-                                                    │  y approves, Y denies
-                                                    │merge: no commits to merge
-                                                    │ship: nothing to ship: no commits and no changed files
-                                                    │conflicts: no file has unresolved conflicts
-                                                    │
+            owt · demo · 1 session · 1 needs you
+            NEEDS YOU (1)                                    │ Screen │ Diff │ Guard │ [Activity] ───────── acp
+            › acp  blocked 10m · claude                      │Asks: Write hello.txt
+                                                             │  1. Allow once (allow_once)
+                                                             │  2. Reject (reject_once)
+                                                             │  y approves, Y denies
+                                                             │merge: no commits to merge
+                                                             │ship: nothing to ship: no commits and no changed f
+                                                             │conflicts: no file has unresolved conflicts
+                                                             │
 
-        tab preview  a/⏎ attach  f fix  r reviewed  t type  y approve  Y deny  d delete  · n N / ? q
-    "#]],
+            tab preview  a/⏎ attach  f fix  r reviewed  t type  y approve  Y deny  d delete  · n N / ? q
+        "#]],
     );
 }
 
@@ -345,21 +345,21 @@ fn the_new_form_shows_the_task_the_agent_the_mode_and_the_equivalent_command() {
         90,
         14,
         expect![[r#"
-        owt · demo · 0 sessions
-        No sessions. Press n to start one.     │ [Screen] │ Diff │ Guard │ Activity ──────────────
-          ┌ New session ───────────────────────────────────────────────────────────────────────┐
-          │  Task:                                                                             │
-          │    Add JWT auth                                                                    │
-          │    with refresh tokens▏                                                            │
-          │  Agent: ‹ codex › of claude, codex                                                 │
-          │› Mode:  ‹ in place ›                                                               │
-          │                                                                                    │
-          │owt new --ai-tool codex --in-place $'Add JWT auth\nwith refresh tokens'             │
-          └────────────────────────────────────────────────────────────────────────────────────┘
-                                               │
+            owt · demo · 0 sessions
+            No sessions. Press n to start one.          │ [Screen] │ Diff │ Guard │ Activity ─────────
+              ┌ New session ───────────────────────────────────────────────────────────────────────┐
+              │  Task:                                                                             │
+              │    Add JWT auth                                                                    │
+              │    with refresh tokens▏                                                            │
+              │  Agent: ‹ codex › of claude, codex                                                 │
+              │› Mode:  ‹ in place ›                                                               │
+              │                                                                                    │
+              │owt new --ai-tool codex --in-place $'Add JWT auth\nwith refresh tokens'             │
+              └────────────────────────────────────────────────────────────────────────────────────┘
+                                                        │
 
-        Enter starts · Ctrl-J new line · Tab next field · ←/→ change · Esc cancels
-    "#]],
+            Enter starts · Ctrl-J new line · Tab next field · ←/→ change · Esc cancels
+        "#]],
     );
 }
 

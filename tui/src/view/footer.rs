@@ -62,7 +62,8 @@ pub fn footer_keys(app: &App) -> Vec<&'static Binding> {
 }
 
 /// `a/⏎ attach  s ship  …  ? help  q quit`; when that is wider than
-/// `width`, the keys that need no session shown by their keys alone.
+/// `width`, the keys that need no session by their keys alone (`· n N / ?
+/// q`); when that is still too wide, every key by its keys alone.
 pub fn footer_text(bindings: &[&Binding], width: usize) -> String {
     let full = |b: &Binding| format!("{} {}", b.keys, b.label);
     let text = bindings
@@ -76,12 +77,19 @@ pub fn footer_text(bindings: &[&Binding], width: usize) -> String {
     let (global, session): (Vec<&&Binding>, Vec<&&Binding>) = bindings
         .iter()
         .partition(|b| b.needs == keys::Needs::Nothing);
-    let mut text = session
-        .iter()
-        .map(|b| full(b))
-        .collect::<Vec<_>>()
-        .join("  ");
     let global: Vec<&str> = global.iter().map(|b| b.keys).collect();
-    text.push_str(&format!("  · {}", global.join(" ")));
-    text
+    let text = format!(
+        "{}  · {}",
+        session
+            .iter()
+            .map(|b| full(b))
+            .collect::<Vec<_>>()
+            .join("  "),
+        global.join(" ")
+    );
+    if text.chars().count() <= width {
+        return text;
+    }
+    let session: Vec<&str> = session.iter().map(|b| b.keys).collect();
+    format!("{} · {} (? help)", session.join(" "), global.join(" "))
 }

@@ -49,7 +49,7 @@ fn split_body(area: Rect) -> (Rect, Option<Rect>) {
     if area.width < 60 {
         return (area, None);
     }
-    let left = (area.width * 9 / 20).clamp(36, 64);
+    let left = (area.width / 2).clamp(36, 72);
     let parts = Layout::default()
         .direction(Direction::Horizontal)
         .constraints([Constraint::Length(left), Constraint::Min(20)])

@@ -10,13 +10,17 @@ use super::{focus_style, scroll_for, style};
 use crate::app::{App, Tab, Tone};
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
+    let tabs = Line::from(tabs(app));
+    // The session's name on the right, where the tabs leave room for it.
     let title = match app.focused() {
-        Some(view) => format!(" {} ", view.name),
-        None => String::new(),
+        Some(view) if tabs.width() + view.name.chars().count() + 4 <= area.width as usize => {
+            format!(" {} ", view.name)
+        }
+        _ => String::new(),
     };
     let block = Block::default()
         .borders(Borders::TOP)
-        .title(Line::from(tabs(app)))
+        .title(tabs)
         .title(Line::from(title).right_aligned());
     let inner = block.inner(area);
     frame.render_widget(block, area);
