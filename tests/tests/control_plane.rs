@@ -15,14 +15,28 @@ const WAIT: Duration = Duration::from_secs(20);
 /// hermetic; what it printed before and after stays on the pane.
 struct Cockpit {
     tmux: TmuxServer,
+    /// The pane's target (`cp`, or a background window's pane id).
+    target: String,
 }
 
 impl Cockpit {
     /// Starts `owt ARGS` in a 100×30 pane in `dir`.
     fn open(env: &TestEnv, dir: &Path, tag: &str, args: &str) -> Cockpit {
+        Cockpit::open_in(env, dir, tag, args, false)
+    }
+
+    /// As [`Cockpit::open`]; `background`: in a window that is not the
+    /// session's current one (where tmux flags a bell).
+    fn open_in(env: &TestEnv, dir: &Path, tag: &str, args: &str, background: bool) -> Cockpit {
         let script = env.path().join(format!("{tag}.sh"));
         std::fs::write(&script, launcher(env, dir, args)).unwrap();
         let tmux = TmuxServer::start(env, tag);
+        let run = format!("sh {}", script.display());
+        let first = if background {
+            "sleep 600"
+        } else {
+            run.as_str()
+        };
         tmux.run(&[
             "new-session",
             "-d",
@@ -32,13 +46,29 @@ impl Cockpit {
             "100",
             "-y",
             "30",
-            &format!("sh {}", script.display()),
+            first,
         ]);
-        Cockpit { tmux }
+        let target = if background {
+            tmux.run(&[
+                "new-window",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "-t",
+                "cp",
+                "-n",
+                "plane",
+                &run,
+            ])
+        } else {
+            "cp".to_string()
+        };
+        Cockpit { tmux, target }
     }
 
     fn screen(&self) -> String {
-        self.tmux.run(&["capture-pane", "-p", "-t", "cp"])
+        self.tmux.run(&["capture-pane", "-p", "-t", &self.target])
     }
 
     /// Waits until the screen satisfies `ready`; the screen then.
@@ -62,19 +92,37 @@ impl Cockpit {
 
     /// Keys as tmux names them (`j`, `Enter`, `C-\\`).
     fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "cp"];
+        let mut args = vec!["send-keys", "-t", self.target.as_str()];
         args.extend_from_slice(keys);
         self.tmux.run(&args);
     }
 
     /// Literal text.
     fn type_text(&self, text: &str) {
-        self.tmux.run(&["send-keys", "-t", "cp", "-l", text]);
+        self.tmux
+            .run(&["send-keys", "-t", &self.target, "-l", text]);
+    }
+
+    /// Waits until tmux's `format` for the pane reads `expected`.
+    fn wait_format(&self, format: &str, expected: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let value = self.tmux_format(format);
+            if value == expected {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {format} to be {expected:?}: it is {value:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn tmux_format(&self, format: &str) -> String {
-        self.tmux
-            .run(&["display-message", "-p", "-t", "cp", format])
+        let panes = self
+            .tmux
+            .run(&["list-panes", "-t", &self.target, "-F", format]);
+        panes.lines().next().unwrap_or_default().to_string()
     }
 }
 
@@ -272,4 +320,22 @@ fn piped_print_and_control_plane_off_keep_the_static_board() {
     let screen = off.wait_text("owt exited with 0");
     assert!(screen.contains("owt · cockpit · 2 sessions"), "{screen}");
     assert!(screen.contains(&format!("  {second} ")), "{screen}");
+}
+
+#[test]
+fn a_session_entering_needs_you_rings_the_bell_and_the_title_counts() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    let cockpit = Cockpit::open_in(&env, &repo, "cp-bell", "", true);
+    cockpit.wait_text("No sessions. Press n to start one.");
+    cockpit.wait_format("#{pane_title}", "owt · cockpit");
+    assert_eq!(cockpit.tmux_format("#{window_bell_flag}"), "0");
+
+    // Started from outside, the idle agent waits at its prompt: NEEDS YOU.
+    let (name, _) = env.new_session(&repo, "fix the parser");
+    cockpit.wait_for("the session in NEEDS YOU", |s| {
+        s.contains("NEEDS YOU (1)") && row(s, &name).is_some()
+    });
+    cockpit.wait_format("#{pane_title}", "owt · cockpit · 1 session needs you");
+    cockpit.wait_format("#{window_bell_flag}", "1");
 }
