@@ -256,7 +256,8 @@ fn the_control_plane_opens_lives_filters_attaches_resizes_and_quits() {
 fn n_starts_a_session_and_d_deletes_it_after_a_confirmation() {
     let env = TestEnv::new();
     let repo = env.repo("cockpit");
-    let cockpit = Cockpit::open(&env, &repo, "cp-new", "");
+    // `-v`: debug logs, which go to a log file, never onto the board.
+    let cockpit = Cockpit::open(&env, &repo, "cp-new", "-v");
     cockpit.wait_text("No sessions. Press n to start one.");
 
     cockpit.keys(&["n"]);
@@ -290,7 +291,10 @@ fn n_starts_a_session_and_d_deletes_it_after_a_confirmation() {
     cockpit.keys(&["y"]);
     cockpit.wait_text("Deleted session add-the-login-page.");
     assert!(env.sessions(&repo).sessions.is_empty());
-    cockpit.wait_text("No sessions. Press n to start one.");
+    let screen = cockpit.wait_text("No sessions. Press n to start one.");
+    assert!(!screen.contains("DEBUG"), "{screen}");
+    let log = std::fs::read_to_string(env.owt_home.join("logs/control-plane.log")).unwrap();
+    assert!(log.contains("drew the control plane"), "{log}");
     cockpit.keys(&["q"]);
     cockpit.wait_text("owt exited with 0");
 }

@@ -51,9 +51,11 @@ pub fn run(dir: Option<&Path>) -> anyhow::Result<()> {
     let mut app = App::new(live.repo_name(), colour);
     live.read_all(&mut app);
     let bell = live.ctx.config.config.ui.bell;
-    let mut term = terminal::enter()?;
-    let result = event_loop(&mut app, &mut live, &mut term, bell);
+    terminal::divert_stderr(&live.ctx.home.join("logs/control-plane.log"));
+    let result =
+        terminal::enter().and_then(|mut term| event_loop(&mut app, &mut live, &mut term, bell));
     terminal::leave();
+    terminal::restore_stderr();
     result
 }
 
@@ -68,7 +70,13 @@ fn event_loop(
     loop {
         if draw {
             live.refresh_preview(app, false);
+            let started = std::time::Instant::now();
             term.draw(|frame| view::render(app, frame))?;
+            tracing::debug!(
+                sessions = app.sessions.len(),
+                micros = started.elapsed().as_micros() as u64,
+                "drew the control plane"
+            );
             announce(app, &mut needs_you, bell);
         }
         draw = false;
