@@ -223,6 +223,12 @@ fn the_control_plane_opens_lives_filters_attaches_resizes_and_quits() {
         "{screen}"
     );
 
+    // `?` shows every key; any key closes it.
+    cockpit.keys(&["?"]);
+    cockpit.wait_text("focus the next session");
+    cockpit.keys(&["Escape"]);
+    cockpit.wait_for("the help closed", |s| !s.contains("focus the next session"));
+
     // Esc clears the filter; a resize redraws at the new size.
     cockpit.keys(&["Escape"]);
     cockpit.wait_for("both rows again", |s| {
@@ -273,6 +279,21 @@ fn n_starts_a_session_and_d_deletes_it_after_a_confirmation() {
         .map(|s| (s.name.as_str(), s.task.as_str()))
         .collect();
     assert_eq!(made, [("add-the-login-page", "add the login page")]);
+
+    // `t` types a message into the agent (as `owt send`).
+    cockpit.keys(&["t"]);
+    cockpit.wait_text("Type to add-the-login-page");
+    cockpit.type_text("typed from the board");
+    cockpit.keys(&["Enter"]);
+    cockpit.wait_text("Sent to add-the-login-page.");
+    let deadline = Instant::now() + WAIT;
+    while !env
+        .owt_ok(&repo, ["peek", "add-the-login-page"])
+        .contains("got: typed from the board")
+    {
+        assert!(Instant::now() < deadline, "the agent never got the message");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     // `d` names what goes; anything but `y` keeps it; `y` deletes.
     cockpit.keys(&["d"]);
