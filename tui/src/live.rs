@@ -1,9 +1,10 @@
 //! Where the control plane's facts come from, and when: the sessions as
 //! `owt list` derives them (`ops::list`), re-read as soon as another
 //! process commits to the store (SQLite's `PRAGMA data_version`, asked
-//! every poll: one read of a counter), and every second besides (a status
-//! that depends on time, like working → idle); git facts from the hosts'
-//! journals every few seconds, never a `git status` per session per tick.
+//! every poll: one read of a counter), and every second while an agent
+//! works (its status changes with time alone: working → idle); git facts
+//! from the hosts' journals every few seconds, never a `git status` per
+//! session per tick.
 //! The focused session's preview: its screen (as `owt peek`) while the
 //! Screen tab shows, the other tabs when the focus, the tab or the
 //! session's view change.
@@ -13,12 +14,13 @@ use std::time::{Duration, Instant};
 
 use owt_core::ops::{self, agent, list, Context};
 use owt_core::store::now_ms;
-use owt_protocol::SessionView;
+use owt_protocol::{SessionView, Status};
 
 use crate::app::{Anchor, App, Preview, Styled, Tab, Tone};
 use crate::preview_text;
 
-/// How often a status is re-derived without any change in the store.
+/// How often a status is re-derived without any change in the store
+/// while an agent works.
 const REDERIVE: Duration = Duration::from_secs(1);
 /// How often the git facts are refreshed from the hosts' journals.
 const GIT_REFRESH: Duration = Duration::from_secs(5);
@@ -89,7 +91,16 @@ impl Live {
     pub fn tick(&mut self, app: &mut App) -> bool {
         let mut changed = false;
         let git_due = self.git_at.elapsed() >= GIT_REFRESH;
-        if git_due || self.read_at.elapsed() >= REDERIVE || self.data_version() != self.data_version
+        // Only a working (or starting) agent's status changes with time
+        // alone (working → idle once its output stops): the others change
+        // when a fact is written, which `data_version` shows.
+        let time_bound = app
+            .sessions
+            .iter()
+            .any(|s| matches!(s.status, Status::Working | Status::Starting));
+        if git_due
+            || (time_bound && self.read_at.elapsed() >= REDERIVE)
+            || self.data_version() != self.data_version
         {
             let before = app.sessions.clone();
             self.read(app, git_due);
