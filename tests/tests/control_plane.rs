@@ -295,6 +295,37 @@ fn n_starts_a_session_and_d_deletes_it_after_a_confirmation() {
         std::thread::sleep(Duration::from_millis(50));
     }
 
+    // `c` comments on the Diff tab's line under the cursor (as `owt
+    // comment`): the agent's new file, its second line.
+    let worktree = PathBuf::from(&list.sessions[0].worktree);
+    std::fs::write(worktree.join("login.txt"), "first line\nsecond line\n").unwrap();
+    cockpit.keys(&["Tab"]);
+    cockpit.wait_text("A login.txt");
+    cockpit.keys(&["J", "J", "J", "J"]);
+    cockpit.keys(&["c"]);
+    cockpit.wait_text("Comment on login.txt:2");
+    cockpit.type_text("needs a test");
+    cockpit.keys(&["Enter"]);
+    cockpit.wait_text("Commented on login.txt:2 of add-the-login-page.");
+    let comments: owt_protocol::review::CommentsOutput =
+        env.owt_json(&repo, ["comments", "add-the-login-page"]);
+    let made: Vec<(&str, u32, &str)> = comments
+        .comments
+        .iter()
+        .map(|c| (c.path.as_str(), c.start_line, c.text.as_str()))
+        .collect();
+    assert_eq!(made, [("login.txt", 2, "needs a test")]);
+
+    // `d` + `y` is refused as `owt delete` refuses it (uncommitted work),
+    // in the status line, and nothing changes.
+    cockpit.keys(&["d"]);
+    cockpit.wait_text("Confirm");
+    cockpit.keys(&["y"]);
+    cockpit.wait_text("delete: session `add-the-login-page` has uncommitted work");
+    assert!(worktree.join("login.txt").exists());
+    assert_eq!(env.sessions(&repo).sessions.len(), 1);
+    std::fs::remove_file(worktree.join("login.txt")).unwrap();
+
     // `d` names what goes; anything but `y` keeps it; `y` deletes.
     cockpit.keys(&["d"]);
     let screen = cockpit.wait_text("Confirm");

@@ -398,3 +398,23 @@ fn no_colour_draws_no_colour_and_colour_does() {
     assert_eq!(colours(false), 0);
     assert!(colours(true) > 0);
 }
+
+#[test]
+fn a_long_error_takes_two_rows_of_the_status_line() {
+    let mut app = app(vec![session("parser", Status::Working)]);
+    app.fail("delete: session `parser` has uncommitted work in /w/parser (1 file: a.txt); commit it, or delete anyway with `owt delete parser --force`");
+    check(
+        &app,
+        80,
+        7,
+        expect![[r#"
+        owt · demo · 1 session
+        IN FLIGHT (1)                          │ [Screen] │ Diff │ Guard │ Activity ────
+        › parser  working 10m · claude         │Reading the screen of parser…
+                                               │
+        delete: session `parser` has uncommitted work in /w/parser (1 file: a.txt);
+        commit it, or delete anyway with `owt delete parser --force`
+        tab preview  a/⏎ attach  f fix  r reviewed  t type  d delete  · n N / ? q
+    "#]],
+    );
+}

@@ -5,7 +5,7 @@
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::style;
@@ -23,9 +23,18 @@ pub fn render_status(app: &App, frame: &mut Frame, area: Rect) {
     }
     let text = owt_core::printable::line(text).into_owned();
     frame.render_widget(
-        Paragraph::new(Line::from(Span::styled(text, span_style))),
+        Paragraph::new(Line::from(Span::styled(text, span_style))).wrap(Wrap { trim: false }),
         area,
     );
+}
+
+/// Rows the status line takes: one, or two for a long sentence (an error
+/// with its hint).
+pub fn status_height(app: &App, width: u16) -> u16 {
+    match &app.status {
+        Some((text, _)) if text.chars().count() > width as usize => 2,
+        _ => 1,
+    }
 }
 
 pub fn render_keys(app: &App, frame: &mut Frame, area: Rect) {

@@ -28,7 +28,7 @@ pub fn render(app: &App, frame: &mut Frame) {
         .constraints([
             Constraint::Length(1),
             Constraint::Min(3),
-            Constraint::Length(1),
+            Constraint::Length(footer::status_height(app, area.width)),
             Constraint::Length(1),
         ])
         .split(area);
