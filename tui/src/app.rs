@@ -274,6 +274,15 @@ impl App {
             .count()
     }
 
+    /// The names of the sessions in NEEDS YOU.
+    pub fn needing_you(&self) -> std::collections::BTreeSet<String> {
+        self.sessions
+            .iter()
+            .filter(|s| s.lane == Lane::NeedsYou)
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
     pub fn say(&mut self, line: impl Into<String>) {
         self.status = Some((line.into(), false));
     }

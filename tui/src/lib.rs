@@ -24,6 +24,7 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
@@ -65,7 +66,7 @@ fn event_loop(
     term: &mut terminal::Term,
     bell: UiBell,
 ) -> anyhow::Result<()> {
-    let mut needs_you = None;
+    let mut needing = None;
     let mut draw = true;
     loop {
         if draw {
@@ -77,7 +78,7 @@ fn event_loop(
                 micros = started.elapsed().as_micros() as u64,
                 "drew the control plane"
             );
-            announce(app, &mut needs_you, bell);
+            announce(app, &mut needing, bell);
         }
         draw = false;
         if event::poll(POLL)? {
@@ -105,28 +106,34 @@ fn event_loop(
     }
 }
 
-/// The title with the count; the bell when more sessions need you than
-/// at the last draw (`None`: the first draw, which never rings).
-fn announce(app: &App, needs_you: &mut Option<usize>, bell: UiBell) {
-    let now = app.needs_you();
-    let needs = |n: usize| {
-        format!(
-            "{n} session{} need{} you",
-            view::plural(n),
-            if n == 1 { "s" } else { "" }
-        )
-    };
-    if needs_you.is_some_and(|before| now > before) {
-        terminal::ring(bell, &format!("owt: {}", needs(now)));
+/// The title with the count; the bell (or OSC 9) when a session entered
+/// NEEDS YOU since the last draw (`None`: the first draw, which never
+/// rings).
+fn announce(app: &App, needing: &mut Option<BTreeSet<String>>, bell: UiBell) {
+    let now = app.needing_you();
+    if let Some(before) = needing.as_ref() {
+        let entered: Vec<&str> = now.difference(before).map(String::as_str).collect();
+        if !entered.is_empty() {
+            terminal::ring(
+                bell,
+                &format!(
+                    "owt: {} need{} you",
+                    entered.join(", "),
+                    if entered.len() == 1 { "s" } else { "" }
+                ),
+            );
+        }
     }
-    if *needs_you != Some(now) {
+    if needing.as_ref().map(BTreeSet::len) != Some(now.len()) {
+        let n = now.len();
         let mut title = format!("owt · {}", app.repo_name);
-        if now > 0 {
-            title.push_str(&format!(" · {}", needs(now)));
+        if n > 0 {
+            let needs = if n == 1 { "needs" } else { "need" };
+            title.push_str(&format!(" · {n} session{} {needs} you", view::plural(n)));
         }
         terminal::set_title(&title);
     }
-    *needs_you = Some(now);
+    *needing = Some(now);
 }
 
 /// `a`: the terminal handed to the session's host as `owt attach` does;
