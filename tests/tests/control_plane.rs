@@ -395,3 +395,24 @@ fn a_session_entering_needs_you_rings_the_bell_and_the_title_counts() {
     cockpit.wait_format("#{pane_title}", "owt · cockpit · 1 session needs you");
     cockpit.wait_format("#{window_bell_flag}", "1");
 }
+
+#[test]
+fn s_ships_a_session_with_work_after_a_confirmation() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    let (name, worktree) = env.new_session(&repo, "add the changelog");
+    std::fs::write(worktree.join("CHANGELOG.md"), "# Changes\n").unwrap();
+    env.git(&worktree, ["add", "CHANGELOG.md"]);
+    env.git(&worktree, ["commit", "-qm", "changelog"]);
+    let cockpit = Cockpit::open(&env, &repo, "cp-ship", "");
+    cockpit.wait_for("the session ready to ship", |s| {
+        s.contains("READY TO SHIP (1)") && row(s, &name).is_some_and(|r| r.contains("+1"))
+    });
+    cockpit.keys(&["s"]);
+    cockpit.wait_text(&format!("Ship {name}?"));
+    cockpit.keys(&["y"]);
+    cockpit.wait_text(&format!("Shipped {name}."));
+    assert_eq!(env.git(&repo, ["show", "main:CHANGELOG.md"]), "# Changes");
+    assert!(env.sessions(&repo).sessions.is_empty());
+    cockpit.wait_text("No sessions. Press n to start one.");
+}

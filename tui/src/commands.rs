@@ -79,6 +79,15 @@ pub fn delete_question(view: &owt_protocol::SessionView) -> Vec<String> {
     lines
 }
 
+/// What the status line says while `command` runs on `name`.
+pub fn doing(command: Command, name: &str) -> String {
+    match command {
+        Command::Delete => format!("Deleting {name}…"),
+        Command::Ship => format!("Shipping {name} (its [checks] first)…"),
+        _ => format!("Merging {name}…"),
+    }
+}
+
 /// Does a confirmed `command` to `name`.
 pub fn confirmed(app: &mut App, live: &mut Live, command: Command, name: &str) {
     let mut progress = String::new();

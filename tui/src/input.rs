@@ -18,6 +18,8 @@ pub enum After {
     Quit,
     /// Hand the terminal to this session's host (`owt attach`).
     Attach(String),
+    /// Draw, then do this confirmed command to this session.
+    Run(Command, String),
 }
 
 pub fn on_key(app: &mut App, live: &mut Live, key: KeyEvent) -> After {
@@ -40,10 +42,12 @@ pub fn on_key(app: &mut App, live: &mut Live, key: KeyEvent) -> After {
         } => {
             app.mode = Mode::Board;
             if key.code == KeyCode::Char('y') {
-                commands::confirmed(app, live, command, &session);
-            } else {
-                app.say("Cancelled.");
+                // Said on the screen before the verb runs (a ship's checks
+                // may take minutes).
+                app.say(commands::doing(command, &session));
+                return After::Run(command, session);
             }
+            app.say("Cancelled.");
             After::Draw
         }
         Mode::New(form) => on_form_key(app, live, form, &key),

@@ -87,6 +87,10 @@ fn event_loop(
                     match input::on_key(app, live, key) {
                         After::Quit => return Ok(()),
                         After::Attach(name) => attach(app, live, term, &name)?,
+                        After::Run(command, name) => {
+                            term.draw(|frame| view::render(app, frame))?;
+                            commands::confirmed(app, live, command, &name);
+                        }
                         After::Draw => {}
                     }
                     draw = true;
