@@ -62,7 +62,7 @@ driven from the keyboard — n new, a attach, s ship, m merge, d delete, ? every
 `owt --print` (or `owt | cat`) prints the board once instead.
 
 Start:   owt new \"Add JWT auth\"
-Watch:   owt list
+Watch:   owt                       (the control plane; owt list prints once)
 Inspect: owt attach add-jwt-auth   (detach with Ctrl-\\ d)
 Finish:  owt delete add-jwt-auth";
 
