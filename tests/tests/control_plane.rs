@@ -416,3 +416,40 @@ fn s_ships_a_session_with_work_after_a_confirmation() {
     assert!(env.sessions(&repo).sessions.is_empty());
     cockpit.wait_text("No sessions. Press n to start one.");
 }
+
+#[test]
+fn f_types_the_guards_conflict_notes_into_the_agent() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    let (first, first_tree) = env.new_session(&repo, "retitle the readme");
+    let (second, second_tree) = env.new_session(&repo, "rename the readme title");
+    // Both change the same line differently: a real merge conflicts.
+    std::fs::write(first_tree.join("README.md"), "# first title\n").unwrap();
+    std::fs::write(second_tree.join("README.md"), "# second title\n").unwrap();
+    let cockpit = Cockpit::open(&env, &repo, "cp-fix", "");
+    cockpit.wait_for("both sessions", |s| {
+        row(s, &first).is_some() && row(s, &second).is_some()
+    });
+    // The first row is focused.
+    cockpit.wait_for("the first session focused", |s| {
+        row(s, &first).is_some_and(|r| r.contains('›'))
+    });
+    cockpit.keys(&["f"]);
+    cockpit.wait_text(&format!("Sent 1 conflict note to {first}."));
+    let deadline = Instant::now() + WAIT;
+    loop {
+        // The screen wraps long lines: read it as one.
+        let screen = env.owt_ok(&repo, ["peek", &first]).replace('\n', "");
+        let note = format!(
+            "got: owt: Conflict Guard: your changes conflict with the work of session `{second}`"
+        );
+        if screen.contains(&note) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent never got the note:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
