@@ -191,6 +191,10 @@ pub struct SendText {
 pub struct PeekRequest {
     /// Include the lines scrolled off the top.
     pub scrollback: bool,
+    /// Also send the screen with its colours ([`ScreenView::formatted`]);
+    /// an older host ignores it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub formatted: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,6 +216,12 @@ pub struct ScreenView {
     pub lines: Vec<String>,
     /// Lines above the screen, oldest first (only when asked for).
     pub scrollback: Vec<String>,
+    /// The visible screen as terminal output that draws it, colours and
+    /// attributes kept (vt100's `contents_formatted`); only when asked for
+    /// (`PeekRequest::formatted`), and only from a live terminal session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub formatted: Option<String>,
 }
 
 impl ScreenView {

@@ -83,6 +83,28 @@ pub enum Tone {
     Removed,
     Hunk,
     Warn,
+    /// As the agent's terminal drew it (the Screen tab).
+    Term(TermStyle),
+}
+
+/// A terminal cell's look, as the agent drew it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TermStyle {
+    pub fg: TermColour,
+    pub bg: TermColour,
+    pub bold: bool,
+    pub italic: bool,
+    pub underline: bool,
+    pub inverse: bool,
+}
+
+/// A terminal colour: the default, one of the 256, or RGB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TermColour {
+    #[default]
+    Default,
+    Indexed(u8),
+    Rgb(u8, u8, u8),
 }
 
 /// One line of the preview, in toned pieces.

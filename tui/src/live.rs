@@ -172,7 +172,7 @@ impl Live {
         let name = view.name.as_str();
         Ok(match tab {
             Tab::Screen => {
-                let peek = agent::peek(&self.ctx, name, false)?;
+                let peek = agent::peek_coloured(&self.ctx, name)?;
                 (preview_text::screen_lines(&peek.screen), Vec::new())
             }
             Tab::Diff => preview_text::diff_lines(&ops::review::diff(&self.ctx, name, None)?),

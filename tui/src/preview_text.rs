@@ -9,7 +9,7 @@ use owt_protocol::host::ScreenView;
 use owt_protocol::review::{CommentsOutput, DiffReport};
 use owt_protocol::SessionView;
 
-use crate::app::{Anchor, Styled, Tone};
+use crate::app::{Anchor, Styled, TermColour, TermStyle, Tone};
 
 fn plain(text: impl Into<String>) -> Styled {
     vec![(Tone::Plain, text.into())]
@@ -19,8 +19,12 @@ fn toned(tone: Tone, text: impl Into<String>) -> Styled {
     vec![(tone, text.into())]
 }
 
-/// The agent's screen as `owt peek` reads it, trailing blank lines cut.
+/// The agent's screen as `owt peek` reads it, trailing blank lines cut;
+/// with its colours when the host sent them (`formatted`).
 pub fn screen_lines(screen: &ScreenView) -> Vec<Styled> {
+    if let Some(formatted) = &screen.formatted {
+        return coloured_lines(screen.rows, screen.cols, formatted.as_bytes());
+    }
     let end = screen
         .lines
         .iter()
@@ -30,6 +34,68 @@ pub fn screen_lines(screen: &ScreenView) -> Vec<Styled> {
         .iter()
         .map(|l| plain(printable::line(l).into_owned()))
         .collect()
+}
+
+/// The rows a terminal of `rows`×`cols` shows after `bytes`, each a run
+/// of pieces of one look; trailing blank rows cut.
+pub fn coloured_lines(rows: u16, cols: u16, bytes: &[u8]) -> Vec<Styled> {
+    let mut parser = vt100::Parser::new(rows.max(1), cols.max(1), 0);
+    parser.process(bytes);
+    let screen = parser.screen();
+    let mut lines: Vec<Styled> = (0..rows)
+        .map(|row| coloured_row(screen, row, cols))
+        .collect();
+    while lines
+        .last()
+        .is_some_and(|l| l.iter().all(|(_, t)| t.trim().is_empty()))
+    {
+        lines.pop();
+    }
+    lines
+}
+
+fn coloured_row(screen: &vt100::Screen, row: u16, cols: u16) -> Styled {
+    let mut pieces: Styled = Vec::new();
+    for col in 0..cols {
+        let Some(cell) = screen.cell(row, col) else {
+            continue;
+        };
+        if cell.is_wide_continuation() {
+            continue;
+        }
+        let look = Tone::Term(TermStyle {
+            fg: colour(cell.fgcolor()),
+            bg: colour(cell.bgcolor()),
+            bold: cell.bold(),
+            italic: cell.italic(),
+            underline: cell.underline(),
+            inverse: cell.inverse(),
+        });
+        let text = if cell.has_contents() {
+            printable::line(cell.contents()).into_owned()
+        } else {
+            " ".to_string()
+        };
+        match pieces.last_mut() {
+            Some((tone, piece)) if *tone == look => piece.push_str(&text),
+            _ => pieces.push((look, text)),
+        }
+    }
+    // Trailing blanks of the default look go.
+    if let Some((Tone::Term(look), piece)) = pieces.last_mut() {
+        if *look == TermStyle::default() {
+            piece.truncate(piece.trim_end().len());
+        }
+    }
+    pieces
+}
+
+fn colour(c: vt100::Color) -> TermColour {
+    match c {
+        vt100::Color::Default => TermColour::Default,
+        vt100::Color::Idx(i) => TermColour::Indexed(i),
+        vt100::Color::Rgb(r, g, b) => TermColour::Rgb(r, g, b),
+    }
 }
 
 /// What ship would commit, per file, coloured; with each line's place in

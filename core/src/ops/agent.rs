@@ -67,6 +67,17 @@ pub fn peek(ctx: &Context, name: &str, scrollback: bool) -> anyhow::Result<PeekV
     Ok(session::peek(&ctx.home, &row, scrollback)?)
 }
 
+/// The agent's screen with its colours (`ScreenView::formatted`, from a
+/// live host that can send it), as the control plane's Screen tab shows it.
+pub fn peek_coloured(ctx: &Context, name: &str) -> anyhow::Result<PeekView> {
+    let row = ctx.session(name)?;
+    let request = owt_protocol::host::PeekRequest {
+        scrollback: false,
+        formatted: true,
+    };
+    Ok(session::peek_with(&ctx.home, &row, request)?)
+}
+
 /// Blocks until the agent is done, needs the human, or exited (or
 /// `timeout` passes); the session's name and how it ended.
 pub fn wait(

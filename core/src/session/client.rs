@@ -187,7 +187,15 @@ impl HostConn {
 
     /// The current screen.
     pub fn peek(&mut self, scrollback: bool) -> Result<ScreenView, SessionError> {
-        let payload = serde_json::to_vec(&PeekRequest { scrollback }).unwrap_or_default();
+        self.peek_with(PeekRequest {
+            scrollback,
+            formatted: false,
+        })
+    }
+
+    /// The current screen as `request` asks for it.
+    pub fn peek_with(&mut self, request: PeekRequest) -> Result<ScreenView, SessionError> {
+        let payload = serde_json::to_vec(&request).unwrap_or_default();
         let frame = self.request(FrameKind::Peek, &payload, "peek")?;
         frame.json().map_err(|e| io_err("reading the screen", e))
     }

@@ -281,12 +281,26 @@ pub fn derived_status(
 
 /// The agent's screen: live from its host, else the final screen it saved.
 pub fn peek(home: &Path, session: &SessionRow, scrollback: bool) -> Result<PeekView, SessionError> {
+    let request = owt_protocol::host::PeekRequest {
+        scrollback,
+        formatted: false,
+    };
+    peek_with(home, session, request)
+}
+
+/// As [`peek`], as `request` asks (`formatted`: the live screen's colours
+/// too, as the control plane shows it).
+pub fn peek_with(
+    home: &Path,
+    session: &SessionRow,
+    request: owt_protocol::host::PeekRequest,
+) -> Result<PeekView, SessionError> {
     let socket = socket_path(home, &session.short_id);
     match HostConn::connect(&socket, Role::Control, 0, 0) {
         Ok(mut conn) => Ok(PeekView {
             session: session.name.clone(),
             live: true,
-            screen: conn.peek(scrollback)?,
+            screen: conn.peek_with(request)?,
         }),
         Err(SessionError::NotRunning(why)) => {
             let saved = screen_path(home, &session.short_id);
@@ -307,6 +321,7 @@ pub fn peek(home: &Path, session: &SessionRow, scrollback: bool) -> Result<PeekV
                     alternate_screen: false,
                     lines,
                     scrollback: Vec::new(),
+                    formatted: None,
                 },
             })
         }

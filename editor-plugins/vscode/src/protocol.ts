@@ -541,6 +541,12 @@ export type ScreenView = {
    * Lines above the screen, oldest first (only when asked for).
    */
   scrollback: Array<string>,
+  /**
+   * The visible screen as terminal output that draws it, colours and
+   * attributes kept (vt100's `contents_formatted`); only when asked for
+   * (`PeekRequest::formatted`), and only from a live terminal session.
+   */
+  formatted?: string,
 };
 
 /**

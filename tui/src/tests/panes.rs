@@ -150,6 +150,7 @@ fn the_screen_tab_shows_the_agents_screen_bottom() {
             String::new(),
         ],
         scrollback: Vec::new(),
+        formatted: None,
     };
     let app = with_preview(
         app(vec![session("parser", Status::Working)]),
@@ -417,4 +418,62 @@ fn a_long_error_takes_two_rows_of_the_status_line() {
         tab preview  a/⏎ attach  f fix  r reviewed  t type  d delete  · n N / ? q
     "#]],
     );
+}
+
+#[test]
+fn the_screen_tab_keeps_the_agents_colours_and_no_colour_keeps_only_attributes() {
+    let screen = ScreenView {
+        rows: 3,
+        cols: 30,
+        cursor: (1, 0),
+        alternate_screen: false,
+        lines: vec!["error: it broke".into(), "ok".into()],
+        scrollback: Vec::new(),
+        formatted: Some("\x1b[1;31merror:\x1b[0m it broke\r\n\x1b[7mok\x1b[0m".into()),
+    };
+    let lines = preview_text::screen_lines(&screen);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let cell = |colour: bool, x: u16, y: u16| {
+        let mut app = with_preview(
+            app(vec![session("parser", Status::Working)]),
+            Tab::Screen,
+            lines.clone(),
+        );
+        app.colour = colour;
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 6)).unwrap();
+        terminal
+            .draw(|frame| crate::view::render(&app, frame))
+            .unwrap();
+        terminal.backend().buffer()[(x, y)].clone()
+    };
+    // The preview starts at column 41 (the lanes take half, and a border).
+    let drawn = super::draw(
+        &with_preview(
+            app(vec![session("parser", Status::Working)]),
+            Tab::Screen,
+            lines.clone(),
+        ),
+        80,
+        6,
+    );
+    assert!(drawn.contains("│error: it broke"), "{drawn}");
+    let x = drawn
+        .lines()
+        .nth(2)
+        .unwrap()
+        .chars()
+        .position(|c| c == '│')
+        .unwrap() as u16
+        + 1;
+    let red = cell(true, x, 2);
+    assert_eq!(red.symbol(), "e");
+    assert_eq!(red.fg, Color::Indexed(1));
+    assert!(red.modifier.contains(ratatui::style::Modifier::BOLD));
+    let plain = cell(false, x, 2);
+    assert_eq!(plain.fg, Color::Reset);
+    assert!(plain.modifier.contains(ratatui::style::Modifier::BOLD));
+    assert!(cell(false, x, 3)
+        .modifier
+        .contains(ratatui::style::Modifier::REVERSED));
 }

@@ -16,7 +16,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::app::{App, Tone};
+use crate::app::{App, TermColour, TermStyle, Tone};
 
 pub use footer::footer_keys;
 
@@ -84,6 +84,9 @@ pub(crate) fn plural(n: usize) -> &'static str {
 
 /// The style of a tone (plain without colour, but for bold headings).
 pub(crate) fn style(app: &App, tone: Tone) -> Style {
+    if let Tone::Term(term) = tone {
+        return term_style(term, app.colour);
+    }
     if !app.colour {
         return match tone {
             Tone::Heading => Style::default().add_modifier(Modifier::BOLD),
@@ -98,7 +101,37 @@ pub(crate) fn style(app: &App, tone: Tone) -> Style {
         Tone::Removed => Style::default().fg(Color::Red),
         Tone::Hunk => Style::default().fg(Color::Cyan),
         Tone::Warn => Style::default().fg(Color::Yellow),
+        Tone::Term(term) => term_style(term, true),
     }
+}
+
+/// An agent's cell style; without colour, its attributes only.
+fn term_style(term: TermStyle, colour: bool) -> Style {
+    let mut style = Style::default();
+    if colour {
+        let to_colour = |c: TermColour| match c {
+            TermColour::Default => Color::Reset,
+            TermColour::Indexed(i) => Color::Indexed(i),
+            TermColour::Rgb(r, g, b) => Color::Rgb(r, g, b),
+        };
+        if term.fg != TermColour::Default {
+            style = style.fg(to_colour(term.fg));
+        }
+        if term.bg != TermColour::Default {
+            style = style.bg(to_colour(term.bg));
+        }
+    }
+    for (on, modifier) in [
+        (term.bold, Modifier::BOLD),
+        (term.italic, Modifier::ITALIC),
+        (term.underline, Modifier::UNDERLINED),
+        (term.inverse, Modifier::REVERSED),
+    ] {
+        if on {
+            style = style.add_modifier(modifier);
+        }
+    }
+    style
 }
 
 /// The focused row's style.

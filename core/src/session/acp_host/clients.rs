@@ -136,6 +136,7 @@ fn screen(state: &State, rows: usize, scrollback: bool) -> ScreenView {
         } else {
             Vec::new()
         },
+        formatted: None,
     }
 }
 

@@ -84,6 +84,7 @@ pub fn screen_view(parser: &mut vt100::Parser, scrollback: bool) -> ScreenView {
         alternate_screen,
         lines,
         scrollback: above,
+        formatted: None,
     }
 }
 

@@ -376,7 +376,14 @@ pub(super) fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Repl
             Reply::Frame(proto::encode(FrameKind::Ok, b""))
         }
         Request::Peek(req) => {
-            let view = screen_view(shared.state.lock().parser.live(), req.scrollback);
+            let mut state = shared.state.lock();
+            let parser = state.parser.live();
+            let mut view = screen_view(parser, req.scrollback);
+            if req.formatted {
+                let bytes = parser.screen().contents_formatted();
+                view.formatted = Some(String::from_utf8_lossy(&bytes).into_owned());
+            }
+            drop(state);
             Reply::Frame(proto::encode_json(FrameKind::Screen, &view))
         }
         Request::Status => Reply::Frame(proto::encode_json(FrameKind::Status, &status(shared))),
