@@ -453,3 +453,20 @@ fn f_types_the_guards_conflict_notes_into_the_agent() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn the_screen_tab_shows_the_agents_colours() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    let (name, _) = env.new_session(&repo, "paint the output");
+    let cockpit = Cockpit::open(&env, &repo, "cp-colour", "");
+    cockpit.wait_text("ready>");
+    // The idle agent prints back what it reads: a red word.
+    env.owt_ok(&repo, ["send", &name, "\x1b[31mred word\x1b[0m"]);
+    cockpit.wait_text("got: red word");
+    let coloured = cockpit
+        .tmux
+        .run(&["capture-pane", "-p", "-e", "-t", &cockpit.target]);
+    // Index 1 (red), as ratatui writes it.
+    assert!(coloured.contains("got: \x1b[38;5;1mred word"), "{coloured:?}");
+}
