@@ -468,5 +468,8 @@ fn the_screen_tab_shows_the_agents_colours() {
         .tmux
         .run(&["capture-pane", "-p", "-e", "-t", &cockpit.target]);
     // Index 1 (red), as ratatui writes it.
-    assert!(coloured.contains("got: \x1b[38;5;1mred word"), "{coloured:?}");
+    assert!(
+        coloured.contains("got: \x1b[38;5;1mred word"),
+        "{coloured:?}"
+    );
 }

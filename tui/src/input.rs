@@ -20,6 +20,8 @@ pub enum After {
     Attach(String),
     /// Draw, then do this confirmed command to this session.
     Run(Command, String),
+    /// Draw, then start the session this form describes.
+    Start(NewForm),
 }
 
 pub fn on_key(app: &mut App, live: &mut Live, key: KeyEvent) -> After {
@@ -50,7 +52,7 @@ pub fn on_key(app: &mut App, live: &mut Live, key: KeyEvent) -> After {
             app.say("Cancelled.");
             After::Draw
         }
-        Mode::New(form) => on_form_key(app, live, form, &key),
+        Mode::New(form) => on_form_key(app, form, &key),
     }
 }
 
@@ -169,7 +171,7 @@ fn on_prompt_key(
     After::Draw
 }
 
-fn on_form_key(app: &mut App, live: &mut Live, mut form: NewForm, key: &KeyEvent) -> After {
+fn on_form_key(app: &mut App, mut form: NewForm, key: &KeyEvent) -> After {
     if form.field == Field::Task && edit(&mut form.task, key, true) {
         app.mode = Mode::New(form);
         return After::Draw;
@@ -182,8 +184,8 @@ fn on_form_key(app: &mut App, live: &mut Live, mut form: NewForm, key: &KeyEvent
         }
         KeyCode::Enter => {
             app.mode = Mode::Board;
-            commands::start(app, live, &form);
-            return After::Draw;
+            app.say(format!("Starting: {}", form.command_line()));
+            return After::Start(form);
         }
         KeyCode::Tab => form.next_field(),
         KeyCode::Left | KeyCode::Up => form.cycle(false),

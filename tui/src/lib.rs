@@ -91,6 +91,10 @@ fn event_loop(
                             term.draw(|frame| view::render(app, frame))?;
                             commands::confirmed(app, live, command, &name);
                         }
+                        After::Start(form) => {
+                            term.draw(|frame| view::render(app, frame))?;
+                            commands::start(app, live, &form);
+                        }
                         After::Draw => {}
                     }
                     draw = true;
