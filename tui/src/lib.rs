@@ -39,8 +39,8 @@ use live::Live;
 /// a status change reaches the screen within this and one read.
 const POLL: Duration = Duration::from_millis(100);
 
-/// Whether `owt` with no verb shows the control plane: `[ui]
-/// control_plane` (default on) for the repository of `dir`.
+/// Whether `owt` with no verb (in a terminal) shows the control plane:
+/// `[ui] control_plane`, on by default.
 pub fn wanted(config: &owt_core::config::Config) -> bool {
     config.ui.control_plane
 }
