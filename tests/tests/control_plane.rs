@@ -195,6 +195,15 @@ fn the_control_plane_opens_lives_filters_attaches_resizes_and_quits() {
         row(s, &first).is_some_and(|r| r.contains("exited"))
     });
 
+    // The README's picture (scripts/terminal-picture), when asked for.
+    if let Some(dir) = std::env::var_os("OWT_E2E_ARTIFACTS") {
+        let coloured = cockpit
+            .tmux
+            .run(&["capture-pane", "-p", "-e", "-t", &cockpit.target]);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(PathBuf::from(dir).join("control-plane.ansi"), coloured).unwrap();
+    }
+
     // `/` filters by name.
     cockpit.keys(&["/"]);
     cockpit.type_text("docs");
