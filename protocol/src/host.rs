@@ -198,6 +198,10 @@ pub struct PeekRequest {
     /// next page starts (`ScreenView::scrollback_next`).
     #[serde(default)]
     pub scrollback_from: usize,
+    /// Also send the screen with its colours ([`ScreenView::formatted`]);
+    /// an older host ignores it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub formatted: bool,
 }
 
 /// Bytes of scrollback text (JSON-encoded) one `Screen` frame holds at
@@ -227,6 +231,12 @@ pub struct ScreenView {
     /// not hold the rest of it (ask again with `scrollback_from`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scrollback_next: Option<usize>,
+    /// The visible screen as terminal output that draws it, colours and
+    /// attributes kept (vt100's `contents_formatted`); only when asked for
+    /// (`PeekRequest::formatted`), and only from a live terminal session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub formatted: Option<String>,
 }
 
 impl ScreenView {

@@ -38,7 +38,8 @@ pub use paths::{expand_home, normalize, resolve_base_directory};
 pub use sections::{
     AgentConfig, AttachConfig, ChecksConfig, ChecksWhen, CommentAuthors, ConflictFeedback,
     EnvironmentConfig, FeedbackConfig, ForgeKind, GuardConfig, OnMerged, PrConfig, PreEdit,
-    PromptMode, RemoteConfig, ShipConfig, TemplateConfig, ToolConfig, WorktreeConfig,
+    PromptMode, RemoteConfig, ShipConfig, TemplateConfig, ToolConfig, UiBell, UiConfig,
+    WorktreeConfig,
 };
 pub use seed::{translate_seed, SEED_FILES};
 pub use trust::{dotted, gated_keys, value_at, Gated, Trust, TrustNothing, Withheld};
@@ -87,6 +88,8 @@ pub struct Config {
     pub pr: PrConfig,
     /// Machines agents may run on (`owt new --on NAME`), reached over SSH.
     pub remotes: BTreeMap<String, RemoteConfig>,
+    /// The control plane (`owt` in a terminal).
+    pub ui: UiConfig,
 }
 
 impl Config {

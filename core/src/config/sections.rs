@@ -200,6 +200,37 @@ impl Default for AttachConfig {
     }
 }
 
+/// The control plane (`owt` in a terminal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UiConfig {
+    /// `owt` with no verb in a terminal shows the live control plane;
+    /// `false`: the static board, as `owt --print`.
+    pub control_plane: bool,
+    /// A session entering NEEDS YOU: `bell` (the terminal bell), `osc9`
+    /// (a desktop notification through the terminal), `both` or `off`.
+    pub bell: UiBell,
+}
+
+/// How the control plane calls for attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UiBell {
+    Bell,
+    Osc9,
+    Both,
+    Off,
+}
+
+impl Default for UiConfig {
+    fn default() -> Self {
+        UiConfig {
+            control_plane: true,
+            bell: UiBell::Bell,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EnvironmentConfig {

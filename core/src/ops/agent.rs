@@ -93,6 +93,18 @@ pub fn only_session(ctx: &Context) -> anyhow::Result<String> {
     }
 }
 
+/// The agent's screen with its colours (`ScreenView::formatted`, from a
+/// live host that can send it), as the control plane's Screen tab shows it.
+pub fn peek_coloured(ctx: &Context, name: &str) -> anyhow::Result<PeekView> {
+    let row = ctx.session(name)?;
+    let request = owt_protocol::host::PeekRequest {
+        scrollback: false,
+        scrollback_from: 0,
+        formatted: true,
+    };
+    Ok(session::peek_with(&ctx.home, &row, request)?)
+}
+
 /// Blocks until the agent is done, needs the human, or exited (or
 /// `timeout` passes); the session's name and how it ended.
 pub fn wait(

@@ -215,9 +215,23 @@ impl HostConn {
     /// With `scrollback`, all of it: a page a frame, asked for until the
     /// host says there is no more (the screen is the first page's).
     pub fn peek(&mut self, scrollback: bool) -> Result<ScreenView, SessionError> {
-        let mut view = self.peek_page(scrollback, 0)?;
+        self.peek_with(PeekRequest {
+            scrollback,
+            scrollback_from: 0,
+            formatted: false,
+        })
+    }
+
+    /// The current screen as `request` asks for it; with `scrollback`,
+    /// all of it from `scrollback_from` on, a page a frame.
+    pub fn peek_with(&mut self, request: PeekRequest) -> Result<ScreenView, SessionError> {
+        let mut view = self.peek_page(&request)?;
         while let Some(from) = view.scrollback_next.take() {
-            let page = self.peek_page(true, from)?;
+            let page = self.peek_page(&PeekRequest {
+                scrollback: true,
+                scrollback_from: from,
+                formatted: false,
+            })?;
             if page.scrollback.is_empty() {
                 break;
             }
@@ -227,12 +241,8 @@ impl HostConn {
         Ok(view)
     }
 
-    fn peek_page(&mut self, scrollback: bool, from: usize) -> Result<ScreenView, SessionError> {
-        let payload = serde_json::to_vec(&PeekRequest {
-            scrollback,
-            scrollback_from: from,
-        })
-        .unwrap_or_default();
+    fn peek_page(&mut self, request: &PeekRequest) -> Result<ScreenView, SessionError> {
+        let payload = serde_json::to_vec(request).unwrap_or_default();
         let frame = self.request(FrameKind::Peek, &payload, "peek")?;
         frame.json().map_err(|e| io_err("reading the screen", e))
     }

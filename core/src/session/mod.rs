@@ -322,11 +322,26 @@ pub fn derived_status(
 
 /// The agent's screen: live from its host, else the final screen it saved.
 pub fn peek(home: &Path, session: &SessionRow, scrollback: bool) -> Result<PeekView, SessionError> {
+    let request = owt_protocol::host::PeekRequest {
+        scrollback,
+        scrollback_from: 0,
+        formatted: false,
+    };
+    peek_with(home, session, request)
+}
+
+/// As [`peek`], as `request` asks (`formatted`: the live screen's colours
+/// too, as the control plane shows it).
+pub fn peek_with(
+    home: &Path,
+    session: &SessionRow,
+    request: owt_protocol::host::PeekRequest,
+) -> Result<PeekView, SessionError> {
     let socket = socket_path(home, &session.short_id);
     match HostConn::connect(&socket, Role::Control, 0, 0) {
         Ok(mut conn) => {
             let screen = conn
-                .peek(scrollback)
+                .peek_with(request)
                 .map_err(|e| e.of_session(&session.name))?;
             let dialog = dialog_on(session, &screen).map(|d| d.question);
             Ok(PeekView {
@@ -356,6 +371,7 @@ pub fn peek(home: &Path, session: &SessionRow, scrollback: bool) -> Result<PeekV
                     lines,
                     scrollback: Vec::new(),
                     scrollback_next: None,
+                    formatted: None,
                 },
                 dialog: None,
             })

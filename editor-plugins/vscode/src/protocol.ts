@@ -546,6 +546,12 @@ export type ScreenView = {
    * not hold the rest of it (ask again with `scrollback_from`).
    */
   scrollback_next?: number | null,
+  /**
+   * The visible screen as terminal output that draws it, colours and
+   * attributes kept (vt100's `contents_formatted`); only when asked for
+   * (`PeekRequest::formatted`), and only from a live terminal session.
+   */
+  formatted?: string,
 };
 
 /**

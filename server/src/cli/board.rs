@@ -1,5 +1,8 @@
-//! `owt` with no verb: the board.
+//! `owt` with no verb: the control plane (`owt-tui`) when stdin and
+//! stdout are a terminal, else — or with `--print`, `--json`, `[ui]
+//! control_plane = false` — the static board.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -9,8 +12,14 @@ use crate::ops::{self, list};
 use crate::printable;
 use crate::store::now_ms;
 
-pub fn run(dir: Option<&Path>, out: &super::Out) -> anyhow::Result<ExitCode> {
+pub fn run(dir: Option<&Path>, out: &super::Out, print: bool) -> anyhow::Result<ExitCode> {
     let mut ctx = ops::Context::open(dir)?;
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if !print && !out.json && terminal && owt_tui::wanted(&ctx.config.config) {
+        drop(ctx);
+        owt_tui::run(dir)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // Hosts that died are recorded first (they hold no room), then the
     // sessions waiting for room start when there is room now.
     list::reconcile_all(&ctx);

@@ -57,10 +57,12 @@ const ABOUT: &str = "Supervise parallel AI coding agents, each in its own git wo
 const LONG_ABOUT: &str = "\
 owt runs coding agents (Claude Code, Codex, OpenCode, Aider, Gemini CLI, …) side by side, \
 each in its own git worktree and branch, inside a terminal that owt owns. Run `owt` alone \
-to see the board: NEEDS YOU, READY TO SHIP, IN FLIGHT, READY TO CLEAN.
+in a terminal for the control plane: a live board driven from the keyboard — n new, \
+a attach, s ship, m merge, d delete, ? every key, q quit. `owt --print` (or `owt | cat`) \
+prints the board once instead. The board: NEEDS YOU, READY TO SHIP, IN FLIGHT, READY TO CLEAN.
 
 Start:   owt new \"Add JWT auth\"
-Watch:   owt list
+Watch:   owt                       (the control plane; owt list prints once)
 Inspect: owt attach add-jwt-auth   (detach with Ctrl-\\ d)
 Finish:  owt delete add-jwt-auth";
 
@@ -79,6 +81,10 @@ pub struct Cli {
     /// More log output (-v debug, -vv trace). RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Without a verb: print the static board and exit, even in a terminal
+    /// (where `owt` alone opens the control plane).
+    #[arg(long)]
+    pub print: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -247,7 +253,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let out = Out { json: cli.json };
     let dir = cli.dir.as_deref();
     match cli.command {
-        None => board::run(dir, &out),
+        None => board::run(dir, &out, cli.print),
         Some(Command::New(args)) => new::run(dir, &out, args),
         Some(Command::Branch(args)) => branch::run(dir, &out, args),
         Some(Command::List(args)) => list::run(dir, &out, args),

@@ -137,6 +137,7 @@ fn screen(state: &State, rows: usize, scrollback: bool) -> ScreenView {
             Vec::new()
         },
         scrollback_next: None,
+        formatted: None,
     }
 }
 

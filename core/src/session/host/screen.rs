@@ -109,18 +109,23 @@ pub fn screen_page(
         lines,
         scrollback: above,
         scrollback_next: next,
+        formatted: None,
     }
 }
 
 /// The `Screen` frame that answers `req`: the screen, and a page of the
 /// scrollback when asked (never a frame over the protocol's limit).
 pub fn peek_reply(parser: &mut vt100::Parser, req: PeekRequest) -> Vec<u8> {
-    let view = screen_page(
+    let mut view = screen_page(
         parser,
         req.scrollback,
         req.scrollback_from,
         owt_protocol::host::SCROLLBACK_PAGE_BYTES,
     );
+    if req.formatted {
+        let bytes = parser.screen().contents_formatted();
+        view.formatted = Some(String::from_utf8_lossy(&bytes).into_owned());
+    }
     proto::encode_json(FrameKind::Screen, &view)
 }
 

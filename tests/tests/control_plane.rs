@@ -1,0 +1,484 @@
+//! The control plane (issue 35): `owt` in a real terminal — a tmux pane
+//! of 100×30 — driven by keys (`send-keys`) and read back
+//! (`capture-pane`), against real sessions whose agent is
+//! `tests/data/idle-agent.sh`. Every wait polls with a deadline and fails
+//! with the screen it last saw.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use owt_e2e::{TestEnv, TmuxServer};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// `owt` running in the tmux session `cp` of its own server, in `dir`,
+/// hermetic; what it printed before and after stays on the pane.
+struct Cockpit {
+    tmux: TmuxServer,
+    /// The pane's target (`cp`, or a background window's pane id).
+    target: String,
+}
+
+impl Cockpit {
+    /// Starts `owt ARGS` in a 100×30 pane in `dir`.
+    fn open(env: &TestEnv, dir: &Path, tag: &str, args: &str) -> Cockpit {
+        Cockpit::open_in(env, dir, tag, args, false)
+    }
+
+    /// As [`Cockpit::open`]; `background`: in a window that is not the
+    /// session's current one (where tmux flags a bell).
+    fn open_in(env: &TestEnv, dir: &Path, tag: &str, args: &str, background: bool) -> Cockpit {
+        let script = env.path().join(format!("{tag}.sh"));
+        std::fs::write(&script, launcher(env, dir, args)).unwrap();
+        let tmux = TmuxServer::start(env, tag);
+        let run = format!("sh {}", script.display());
+        let first = if background {
+            "sleep 600"
+        } else {
+            run.as_str()
+        };
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "cp",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            first,
+        ]);
+        let target = if background {
+            tmux.run(&[
+                "new-window",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "-t",
+                "cp",
+                "-n",
+                "plane",
+                &run,
+            ])
+        } else {
+            "cp".to_string()
+        };
+        Cockpit { tmux, target }
+    }
+
+    fn screen(&self) -> String {
+        self.tmux.run(&["capture-pane", "-p", "-t", &self.target])
+    }
+
+    /// Waits until the screen satisfies `ready`; the screen then.
+    fn wait_for(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.screen();
+            if ready(&screen) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what}; the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_text(&self, text: &str) -> String {
+        self.wait_for(&format!("`{text}`"), |s| s.contains(text))
+    }
+
+    /// Keys as tmux names them (`j`, `Enter`, `C-\\`).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", self.target.as_str()];
+        args.extend_from_slice(keys);
+        self.tmux.run(&args);
+    }
+
+    /// Literal text.
+    fn type_text(&self, text: &str) {
+        self.tmux
+            .run(&["send-keys", "-t", &self.target, "-l", text]);
+    }
+
+    /// Waits until tmux's `format` for the pane reads `expected`.
+    fn wait_format(&self, format: &str, expected: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let value = self.tmux_format(format);
+            if value == expected {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {format} to be {expected:?}: it is {value:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn tmux_format(&self, format: &str) -> String {
+        let panes = self
+            .tmux
+            .run(&["list-panes", "-t", &self.target, "-F", format]);
+        panes.lines().next().unwrap_or_default().to_string()
+    }
+}
+
+/// The pane's program: a line before, `owt ARGS` with the test's
+/// environment, its exit code and the terminal's line discipline after.
+fn launcher(env: &TestEnv, dir: &Path, args: &str) -> String {
+    let mut lines = vec![
+        "unset TMUX".to_string(),
+        format!("cd '{}'", dir.display()),
+        format!("export HOME='{}'", env.home.display()),
+        format!("export OWT_HOME='{}'", env.owt_home.display()),
+        "export TERM=xterm-256color".to_string(),
+        "unset NO_COLOR XDG_CONFIG_HOME XDG_STATE_HOME RUST_LOG OWT_SESSION".to_string(),
+    ];
+    for (key, value) in [
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_CONFIG_SYSTEM", "/dev/null"),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_AUTHOR_NAME", "Test"),
+        ("GIT_AUTHOR_EMAIL", "test@example.com"),
+        ("GIT_COMMITTER_NAME", "Test"),
+        ("GIT_COMMITTER_EMAIL", "test@example.com"),
+    ] {
+        lines.push(format!("export {key}='{value}'"));
+    }
+    lines.push("echo 'before the control plane'".to_string());
+    lines.push(format!("'{}' {args}", owt_e2e::owt_bin().display()));
+    lines.push("echo \"owt exited with $?\"".to_string());
+    // `icanon` (cooked) or `-icanon` (still raw).
+    lines.push("stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon".to_string());
+    lines.push("exec sleep 600".to_string());
+    lines.join("\n") + "\n"
+}
+
+/// A repository with two sessions of the idle agent, waiting at its
+/// prompt.
+fn two_sessions(env: &TestEnv) -> (PathBuf, String, String) {
+    let repo = env.repo("cockpit");
+    let (first, _) = env.new_session(&repo, "fix the parser");
+    let (second, _) = env.new_session(&repo, "write the docs");
+    (repo, first, second)
+}
+
+/// The row of session `name` on the screen (its line in the lanes pane).
+fn row<'a>(screen: &'a str, name: &str) -> Option<&'a str> {
+    screen.lines().find(|l| {
+        l.split('│')
+            .next()
+            .is_some_and(|left| left.split_whitespace().any(|w| w == name))
+    })
+}
+
+#[test]
+fn the_control_plane_opens_lives_filters_attaches_resizes_and_quits() {
+    let env = TestEnv::new();
+    let (repo, first, second) = two_sessions(&env);
+    let cockpit = Cockpit::open(&env, &repo, "cp-main", "");
+
+    // Opens full screen with both sessions.
+    let screen = cockpit.wait_for("both sessions", |s| {
+        row(s, &first).is_some() && row(s, &second).is_some()
+    });
+    assert!(screen.starts_with("owt · cockpit · 2 sessions"), "{screen}");
+    assert_eq!(cockpit.tmux_format("#{alternate_on}"), "1");
+
+    // A status change reaches the screen without a key: the first agent
+    // exits (told from outside, by `owt send`).
+    env.owt_ok(&repo, ["send", &first, "exit"]);
+    cockpit.wait_for("the first session's row to say exited", |s| {
+        row(s, &first).is_some_and(|r| r.contains("exited"))
+    });
+
+    // The README's picture (scripts/terminal-picture), when asked for.
+    if let Some(dir) = std::env::var_os("OWT_E2E_ARTIFACTS") {
+        let coloured = cockpit
+            .tmux
+            .run(&["capture-pane", "-p", "-e", "-t", &cockpit.target]);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(PathBuf::from(dir).join("control-plane.ansi"), coloured).unwrap();
+    }
+
+    // `/` filters by name.
+    cockpit.keys(&["/"]);
+    cockpit.type_text("docs");
+    cockpit.keys(&["Enter"]);
+    cockpit.wait_for("the filter to hide the first session", |s| {
+        s.contains("filter: docs")
+            && !s.contains("┌ Filter")
+            && row(s, &first).is_none()
+            && row(s, &second).is_some()
+    });
+
+    // `a` attaches full screen to the focused (second) agent; Ctrl-\ d
+    // comes back to the board, focus and filter as they were.
+    cockpit.keys(&["a"]);
+    cockpit.wait_for("the agent's own screen", |s| {
+        s.contains("arg: write the docs") && !s.contains("filter: docs")
+    });
+    cockpit.type_text("hello from the cockpit");
+    cockpit.keys(&["Enter"]);
+    cockpit.wait_text("got: hello from the cockpit");
+    cockpit.keys(&["C-\\", "d"]);
+    let screen = cockpit.wait_text(&format!("Back from {second}"));
+    assert!(screen.contains("filter: docs"), "{screen}");
+    assert!(
+        row(&screen, &second).is_some_and(|r| r.contains('›')),
+        "{screen}"
+    );
+
+    // `?` shows every key; any key closes it.
+    cockpit.keys(&["?"]);
+    cockpit.wait_text("focus the next session");
+    cockpit.keys(&["Escape"]);
+    cockpit.wait_for("the help closed", |s| !s.contains("focus the next session"));
+
+    // Esc clears the filter; a resize redraws at the new size.
+    cockpit.keys(&["Escape"]);
+    cockpit.wait_for("both rows again", |s| {
+        row(s, &first).is_some() && row(s, &second).is_some()
+    });
+    cockpit
+        .tmux
+        .run(&["resize-window", "-t", "cp", "-x", "80", "-y", "24"]);
+    let screen = cockpit.wait_for("the board redrawn at 80×24", |s| {
+        let lines: Vec<&str> = s.lines().collect();
+        lines.len() <= 24
+            && lines
+                .first()
+                .is_some_and(|l| l.starts_with("owt · cockpit"))
+            && s.contains("? ")
+            && row(s, &first).is_some()
+    });
+    assert!(screen.lines().all(|l| l.chars().count() <= 80), "{screen}");
+
+    // `q` gives the terminal back as it was: the main screen with what
+    // was printed before, cooked mode, a visible cursor.
+    cockpit.keys(&["q"]);
+    let screen = cockpit.wait_text("owt exited with 0");
+    assert!(screen.contains("before the control plane"), "{screen}");
+    cockpit.wait_for("the line discipline", |s| s.lines().any(|l| l == "icanon"));
+    assert_eq!(cockpit.tmux_format("#{alternate_on}"), "0");
+    assert_eq!(cockpit.tmux_format("#{cursor_flag}"), "1");
+}
+
+#[test]
+fn n_starts_a_session_and_d_deletes_it_after_a_confirmation() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    // `-v`: debug logs, which go to a log file, never onto the board.
+    let cockpit = Cockpit::open(&env, &repo, "cp-new", "-v");
+    cockpit.wait_text("No sessions. Press n to start one.");
+
+    cockpit.keys(&["n"]);
+    cockpit.wait_text("New session");
+    cockpit.type_text("add the login page");
+    cockpit.wait_text("owt new 'add the login page'");
+    cockpit.keys(&["Enter"]);
+    cockpit.wait_text("Started session add-the-login-page.");
+    let list = env.sessions(&repo);
+    let made: Vec<(&str, &str)> = list
+        .sessions
+        .iter()
+        .map(|s| (s.name.as_str(), s.task.as_str()))
+        .collect();
+    assert_eq!(made, [("add-the-login-page", "add the login page")]);
+
+    // `t` types a message into the agent (as `owt send`).
+    cockpit.keys(&["t"]);
+    cockpit.wait_text("Type to add-the-login-page");
+    cockpit.type_text("typed from the board");
+    cockpit.keys(&["Enter"]);
+    cockpit.wait_text("Sent to add-the-login-page.");
+    let deadline = Instant::now() + WAIT;
+    while !env
+        .owt_ok(&repo, ["peek", "add-the-login-page"])
+        .contains("got: typed from the board")
+    {
+        assert!(Instant::now() < deadline, "the agent never got the message");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // `c` comments on the Diff tab's line under the cursor (as `owt
+    // comment`): the agent's new file, its second line.
+    let worktree = PathBuf::from(&list.sessions[0].worktree);
+    std::fs::write(worktree.join("login.txt"), "first line\nsecond line\n").unwrap();
+    cockpit.keys(&["Tab"]);
+    cockpit.wait_text("A login.txt");
+    cockpit.keys(&["J", "J", "J", "J"]);
+    cockpit.keys(&["c"]);
+    cockpit.wait_text("Comment on login.txt:2");
+    cockpit.type_text("needs a test");
+    cockpit.keys(&["Enter"]);
+    cockpit.wait_text("Commented on login.txt:2 of add-the-login-page.");
+    let comments: owt_protocol::review::CommentsOutput =
+        env.owt_json(&repo, ["comments", "add-the-login-page"]);
+    let made: Vec<(&str, u32, &str)> = comments
+        .comments
+        .iter()
+        .map(|c| (c.path.as_str(), c.start_line, c.text.as_str()))
+        .collect();
+    assert_eq!(made, [("login.txt", 2, "needs a test")]);
+
+    // `d` + `y` is refused as `owt delete` refuses it (uncommitted work),
+    // in the status line, and nothing changes.
+    cockpit.keys(&["d"]);
+    cockpit.wait_text("Confirm");
+    cockpit.keys(&["y"]);
+    cockpit.wait_text("delete: session `add-the-login-page` has uncommitted work");
+    assert!(worktree.join("login.txt").exists());
+    assert_eq!(env.sessions(&repo).sessions.len(), 1);
+    std::fs::remove_file(worktree.join("login.txt")).unwrap();
+
+    // `d` names what goes; anything but `y` keeps it; `y` deletes.
+    cockpit.keys(&["d"]);
+    let screen = cockpit.wait_text("Confirm");
+    for said in [
+        "Delete add-the-login-page? Its agent stops; its worktree and branch owt/add-the-login-page",
+        "Files git does not keep (ignored: .env, build output) are moved to the trash.",
+    ] {
+        assert!(screen.contains(said), "{screen}");
+    }
+    cockpit.keys(&["n"]);
+    cockpit.wait_text("Cancelled.");
+    assert_eq!(env.sessions(&repo).sessions.len(), 1);
+    cockpit.keys(&["d"]);
+    cockpit.wait_text("Confirm");
+    cockpit.keys(&["y"]);
+    cockpit.wait_text("Deleted session add-the-login-page.");
+    assert!(env.sessions(&repo).sessions.is_empty());
+    let screen = cockpit.wait_text("No sessions. Press n to start one.");
+    assert!(!screen.contains("DEBUG"), "{screen}");
+    let log = std::fs::read_to_string(env.owt_home.join("logs/control-plane.log")).unwrap();
+    assert!(log.contains("drew the control plane"), "{log}");
+    cockpit.keys(&["q"]);
+    cockpit.wait_text("owt exited with 0");
+}
+
+#[test]
+fn piped_print_and_control_plane_off_keep_the_static_board() {
+    let env = TestEnv::new();
+    let (repo, first, second) = two_sessions(&env);
+    // `owt | cat`: stdout is not a terminal.
+    let piped = env.owt_ok(&repo, Vec::<&str>::new());
+    assert!(piped.starts_with("owt · cockpit · 2 sessions\n"), "{piped}");
+    assert!(piped.contains(&format!("  {first} ")), "{piped}");
+    assert!(piped.contains(&format!("  {second} ")), "{piped}");
+
+    // In a terminal: `--print` prints it and exits.
+    let printed = Cockpit::open(&env, &repo, "cp-print", "--print");
+    let screen = printed.wait_text("owt exited with 0");
+    assert!(screen.contains("owt · cockpit · 2 sessions"), "{screen}");
+    assert!(screen.contains(&format!("  {first} ")), "{screen}");
+
+    // `[ui] control_plane = false`: the static board in a terminal too.
+    let config = env.home.join(".config/owt/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[ui]\ncontrol_plane = false\n");
+    std::fs::write(&config, text).unwrap();
+    let off = Cockpit::open(&env, &repo, "cp-off", "");
+    let screen = off.wait_text("owt exited with 0");
+    assert!(screen.contains("owt · cockpit · 2 sessions"), "{screen}");
+    assert!(screen.contains(&format!("  {second} ")), "{screen}");
+}
+
+#[test]
+fn a_session_entering_needs_you_rings_the_bell_and_the_title_counts() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    let cockpit = Cockpit::open_in(&env, &repo, "cp-bell", "", true);
+    cockpit.wait_text("No sessions. Press n to start one.");
+    cockpit.wait_format("#{pane_title}", "owt · cockpit");
+    assert_eq!(cockpit.tmux_format("#{window_bell_flag}"), "0");
+
+    // Started from outside, the idle agent waits at its prompt: NEEDS YOU.
+    let (name, _) = env.new_session(&repo, "fix the parser");
+    cockpit.wait_for("the session in NEEDS YOU", |s| {
+        s.contains("NEEDS YOU (1)") && row(s, &name).is_some()
+    });
+    cockpit.wait_format("#{pane_title}", "owt · cockpit · 1 session needs you");
+    cockpit.wait_format("#{window_bell_flag}", "1");
+}
+
+#[test]
+fn s_ships_a_session_with_work_after_a_confirmation() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    let (name, worktree) = env.new_session(&repo, "add the changelog");
+    std::fs::write(worktree.join("CHANGELOG.md"), "# Changes\n").unwrap();
+    env.git(&worktree, ["add", "CHANGELOG.md"]);
+    env.git(&worktree, ["commit", "-qm", "changelog"]);
+    let cockpit = Cockpit::open(&env, &repo, "cp-ship", "");
+    cockpit.wait_for("the session ready to ship", |s| {
+        s.contains("READY TO SHIP (1)") && row(s, &name).is_some_and(|r| r.contains("+1"))
+    });
+    cockpit.keys(&["s"]);
+    cockpit.wait_text(&format!("Ship {name}?"));
+    cockpit.keys(&["y"]);
+    cockpit.wait_text(&format!("Shipped {name}."));
+    assert_eq!(env.git(&repo, ["show", "main:CHANGELOG.md"]), "# Changes");
+    assert!(env.sessions(&repo).sessions.is_empty());
+    cockpit.wait_text("No sessions. Press n to start one.");
+}
+
+#[test]
+fn f_types_the_guards_conflict_notes_into_the_agent() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    let (first, first_tree) = env.new_session(&repo, "retitle the readme");
+    let (second, second_tree) = env.new_session(&repo, "rename the readme title");
+    // Both change the same line differently: a real merge conflicts.
+    std::fs::write(first_tree.join("README.md"), "# first title\n").unwrap();
+    std::fs::write(second_tree.join("README.md"), "# second title\n").unwrap();
+    let cockpit = Cockpit::open(&env, &repo, "cp-fix", "");
+    cockpit.wait_for("both sessions", |s| {
+        row(s, &first).is_some() && row(s, &second).is_some()
+    });
+    // The first row is focused.
+    cockpit.wait_for("the first session focused", |s| {
+        row(s, &first).is_some_and(|r| r.contains('›'))
+    });
+    cockpit.keys(&["f"]);
+    cockpit.wait_text(&format!("Sent 1 conflict note to {first}."));
+    let deadline = Instant::now() + WAIT;
+    loop {
+        // The screen wraps long lines: read it as one.
+        let screen = env.owt_ok(&repo, ["peek", &first]).replace('\n', "");
+        let note = format!(
+            "got: owt: Conflict Guard: your changes conflict with the work of session `{second}`"
+        );
+        if screen.contains(&note) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent never got the note:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_screen_tab_shows_the_agents_colours() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    let (name, _) = env.new_session(&repo, "paint the output");
+    let cockpit = Cockpit::open(&env, &repo, "cp-colour", "");
+    cockpit.wait_text("ready>");
+    // The idle agent prints back what it reads: a red word.
+    env.owt_ok(&repo, ["send", &name, "\x1b[31mred word\x1b[0m"]);
+    cockpit.wait_text("got: red word");
+    let coloured = cockpit
+        .tmux
+        .run(&["capture-pane", "-p", "-e", "-t", &cockpit.target]);
+    // Index 1 (red), as ratatui writes it.
+    assert!(
+        coloured.contains("got: \x1b[38;5;1mred word"),
+        "{coloured:?}"
+    );
+}
