@@ -150,6 +150,7 @@ fn the_screen_tab_shows_the_agents_screen_bottom() {
             String::new(),
         ],
         scrollback: Vec::new(),
+        scrollback_next: None,
         formatted: None,
     };
     let app = with_preview(
@@ -429,6 +430,7 @@ fn the_screen_tab_keeps_the_agents_colours_and_no_colour_keeps_only_attributes()
         alternate_screen: false,
         lines: vec!["error: it broke".into(), "ok".into()],
         scrollback: Vec::new(),
+        scrollback_next: None,
         formatted: Some("\x1b[1;31merror:\x1b[0m it broke\r\n\x1b[7mok\x1b[0m".into()),
     };
     let lines = preview_text::screen_lines(&screen);

@@ -216,6 +216,7 @@ mod tests {
             let req = PeekRequest {
                 scrollback: true,
                 scrollback_from: from,
+                formatted: false,
             };
             let frame_bytes = peek_reply(model.live(), req);
             assert!(
