@@ -170,7 +170,7 @@ fn the_screen_tab_shows_the_agents_screen_bottom() {
                                                    │ready>
                                                    │
 
-            tab preview  a/⏎ attach  f fix  r reviewed  t type  d delete  · n N / ? q
+            tab preview  a/⏎ attach  f fix  r reviewed  t type  · n N / ? q
         "#]],
     );
 }
@@ -298,10 +298,10 @@ fn the_activity_tab_shows_the_permission_request_and_why_actions_are_refused() {
                                                              │  y approves, Y denies
                                                              │merge: no commits to merge
                                                              │ship: nothing to ship: no commits and no changed f
+                                                             │delete: its agent waits on a permission dialog
                                                              │conflicts: no file has unresolved conflicts
-                                                             │
 
-            tab preview  a/⏎ attach  f fix  r reviewed  t type  y approve  Y deny  d delete  · n N / ? q
+            tab preview  a/⏎ attach  f fix  r reviewed  t type  y approve  Y deny  · n N / ? q
         "#]],
     );
 }
@@ -410,14 +410,14 @@ fn a_long_error_takes_two_rows_of_the_status_line() {
         80,
         7,
         expect![[r#"
-        owt · demo · 1 session
-        IN FLIGHT (1)                          │ [Screen] │ Diff │ Guard │ Activity ────
-        › parser  working 10m · claude         │Reading the screen of parser…
-                                               │
-        delete: session `parser` has uncommitted work in /w/parser (1 file: a.txt);
-        commit it, or delete anyway with `owt delete parser --force`
-        tab preview  a/⏎ attach  f fix  r reviewed  t type  d delete  · n N / ? q
-    "#]],
+            owt · demo · 1 session
+            IN FLIGHT (1)                          │ [Screen] │ Diff │ Guard │ Activity ────
+            › parser  working 10m · claude         │Reading the screen of parser…
+                                                   │
+            delete: session `parser` has uncommitted work in /w/parser (1 file: a.txt);
+            commit it, or delete anyway with `owt delete parser --force`
+            tab preview  a/⏎ attach  f fix  r reviewed  t type  · n N / ? q
+        "#]],
     );
 }
 
