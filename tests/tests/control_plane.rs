@@ -326,7 +326,9 @@ fn n_starts_a_session_and_d_deletes_it_after_a_confirmation() {
     assert_eq!(made, [("login.txt", 2, "needs a test")]);
 
     // `d` + `y` is refused as `owt delete` refuses it (uncommitted work),
-    // in the status line, and nothing changes.
+    // in the status line, and nothing changes. (Not while the agent works
+    // on the comment just typed: delete is not offered then.)
+    env.wait_settled(&repo, "add-the-login-page");
     cockpit.keys(&["d"]);
     cockpit.wait_text("Confirm");
     cockpit.keys(&["y"]);
@@ -470,8 +472,8 @@ fn the_screen_tab_shows_the_agents_colours() {
     let (name, _) = env.new_session(&repo, "paint the output");
     let cockpit = Cockpit::open(&env, &repo, "cp-colour", "");
     cockpit.wait_text("ready>");
-    // The idle agent prints back what it reads: a red word.
-    env.owt_ok(&repo, ["send", &name, "\x1b[31mred word\x1b[0m"]);
+    // The idle agent answers "paint" with a red word.
+    env.owt_ok(&repo, ["send", &name, "paint"]);
     cockpit.wait_text("got: red word");
     let coloured = cockpit
         .tmux
