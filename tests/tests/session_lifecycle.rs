@@ -370,6 +370,23 @@ fn stop_ends_a_daemon_the_agent_detached_and_nothing_else() {
     });
 }
 
+/// The environment `pid` was started with (`/proc/PID/environ`).
+fn environ_of(pid: u32) -> BTreeMap<OsString, OsString> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    environ
+        .split(|b| *b == 0)
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let at = kv.iter().position(|b| *b == b'=').unwrap_or(kv.len());
+            let value = kv.get(at + 1..).unwrap_or_default();
+            (
+                OsString::from_vec(kv[..at].to_vec()),
+                OsString::from_vec(value.to_vec()),
+            )
+        })
+        .collect()
+}
+
 /// owt never changes its agents' environment for its own sake (no glibc
 /// tunables for its memory figures, issue 38): an agent runs with exactly
 /// the environment `owt` was given plus owt's documented variables
@@ -404,23 +421,18 @@ fn the_agent_gets_exactly_owts_environment_plus_its_variables() {
             expected.insert("OWT_HOME".into(), env.home.clone().into_os_string());
             expected.insert("TERM".into(), "xterm-256color".into());
             // What the agent was started with (`sleep` never changes it).
-            let environ = std::fs::read(format!("/proc/{}/environ", s.agent_pid)).unwrap();
-            let got: BTreeMap<OsString, OsString> = environ
-                .split(|b| *b == 0)
-                .filter(|kv| !kv.is_empty())
-                .map(|kv| {
-                    let at = kv.iter().position(|b| *b == b'=').unwrap_or(kv.len());
-                    let value = kv.get(at + 1..).unwrap_or_default();
-                    (
-                        OsString::from_vec(kv[..at].to_vec()),
-                        OsString::from_vec(value.to_vec()),
-                    )
-                })
-                .collect();
+            let got = environ_of(s.agent_pid);
             assert_eq!(got, expected, "the environment of agent {name}");
             assert_eq!(
                 got.get(OsStr::new("GLIBC_TUNABLES")),
                 user.map(OsString::from).as_ref()
+            );
+            // Nor the host's: owt starts it with no allocator tuning.
+            let host = environ_of(s.host_pid);
+            assert_eq!(
+                host.get(OsStr::new("GLIBC_TUNABLES")),
+                user.map(OsString::from).as_ref(),
+                "the session host's GLIBC_TUNABLES"
             );
         }
     });
