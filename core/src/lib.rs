@@ -21,6 +21,7 @@ pub mod guard;
 pub mod memory;
 pub mod names;
 pub mod ops;
+pub mod platform;
 pub mod printable;
 pub mod procs;
 pub mod provider;

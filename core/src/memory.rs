@@ -16,6 +16,10 @@
 //! Invariants: only glibc-specific calls live here (no-ops elsewhere); they
 //! change how much memory stays resident, never what the server computes.
 
+// The /proc readers below serve Linux-only calls; elsewhere they are
+// compiled (and unit-tested here) but unused.
+#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
+
 use std::time::{Duration, Instant};
 
 /// How long the server must be quiet before freed heap is returned.
@@ -63,60 +67,6 @@ pub fn configure_host_allocator() {
         libc::mallopt(libc::M_ARENA_MAX, 1);
     }
     pin_trim_threshold();
-}
-
-/// The glibc tunables a session host starts with, added to
-/// `GLIBC_TUNABLES` by the process that starts it (the loader reads them;
-/// no `mallopt` sets them): no per-thread cache of freed blocks. Each of
-/// an idle host's nine threads kept up to 7 freed blocks of every small
-/// size for itself, out of reach of `malloc_trim`: ~180 KiB of an idle
-/// host (measured with and without). The host takes them out of its own
-/// environment at start ([`forget_host_tunables`]), so its agent gets the
-/// user's. And no cache of finished threads' stacks: glibc kept the last
-/// few of them mapped, each with its top 32 KiB resident, for threads
-/// that might come; a host's short-lived threads (a connection's, the
-/// feedback loop's) are rare and their stacks are unmapped once joined.
-pub const HOST_TUNABLES: &str = "glibc.malloc.tcache_count=0:glibc.pthread.stack_cache_size=0";
-
-/// `GLIBC_TUNABLES` for a session host started by a process whose own is
-/// `current`: the user's, then the host's (the last setting of a tunable
-/// wins).
-pub fn host_tunables(current: Option<&std::ffi::OsStr>) -> std::ffi::OsString {
-    match current.filter(|c| !c.is_empty()) {
-        Some(current) => {
-            let mut value = current.to_os_string();
-            value.push(":");
-            value.push(HOST_TUNABLES);
-            value
-        }
-        None => HOST_TUNABLES.into(),
-    }
-}
-
-/// The user's `GLIBC_TUNABLES` from a host's: what [`host_tunables`] added
-/// taken off again (`Some(None)`: the user had none; `None`: not a value
-/// [`host_tunables`] made).
-fn user_tunables(host: &std::ffi::OsStr) -> Option<Option<std::ffi::OsString>> {
-    let host = host.to_str()?;
-    if host == HOST_TUNABLES {
-        return Some(None);
-    }
-    let user = host.strip_suffix(HOST_TUNABLES)?.strip_suffix(':')?;
-    Some(Some(user.into()))
-}
-
-/// In a session host at start, before any thread: gives `GLIBC_TUNABLES`
-/// back the value the user had (see [`HOST_TUNABLES`]), so that the agent
-/// the host starts runs with the user's settings, not the host's.
-pub fn forget_host_tunables() {
-    let Some(host) = std::env::var_os("GLIBC_TUNABLES") else {
-        return;
-    };
-    match user_tunables(&host) {
-        Some(Some(user)) => std::env::set_var("GLIBC_TUNABLES", user),
-        Some(None) => std::env::remove_var("GLIBC_TUNABLES"),
-        None => {}
-    }
 }
 
 /// Keeps freed memory at the top of an arena returnable (what a process
@@ -544,28 +494,6 @@ Anonymous:           816 kB
         assert_eq!(t.due(), Some(trim_due));
         t.poll_at(trim_due);
         assert_eq!(t.due(), Some(worked + CODE_QUIET + CODE_MIN_INTERVAL));
-    }
-
-    #[test]
-    fn the_host_tunables_come_after_the_users_and_go_again() {
-        use super::{host_tunables, user_tunables, HOST_TUNABLES};
-        use std::ffi::OsStr;
-        assert_eq!(host_tunables(None), HOST_TUNABLES);
-        assert_eq!(host_tunables(Some(OsStr::new(""))), HOST_TUNABLES);
-        let user = "glibc.malloc.check=3";
-        let host = host_tunables(Some(OsStr::new(user)));
-        assert_eq!(host, format!("{user}:{HOST_TUNABLES}").as_str());
-        assert_eq!(user_tunables(&host), Some(Some(user.into())));
-        assert_eq!(
-            user_tunables(OsStr::new(HOST_TUNABLES)),
-            Some(None),
-            "the user had none"
-        );
-        assert_eq!(
-            user_tunables(OsStr::new(user)),
-            None,
-            "not the host's: left alone"
-        );
     }
 
     #[test]

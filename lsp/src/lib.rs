@@ -33,6 +33,8 @@
 //! nothing here prints; the server holds no durable state — everything is
 //! rebuilt from the store and git at start.
 
+#![forbid(unsafe_code)]
+
 mod backend;
 mod commands;
 mod convert;

@@ -21,6 +21,7 @@
 //! them yet, is the one git read). Stdout is the protocol: nothing here
 //! prints.
 
+#![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
 
 pub mod peers;

@@ -7,6 +7,8 @@
 //! end-to-end tests both depend on this crate, so a change of format is a
 //! change of this crate.
 
+#![forbid(unsafe_code)]
+
 pub mod bridge;
 pub mod cli;
 pub mod feedback;

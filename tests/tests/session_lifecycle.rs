@@ -2,11 +2,14 @@
 //! `exited (host lost)` without touching the worktree or other sessions;
 //! exit codes, the final screen, `wait` exit codes, stop, status rules from
 //! the live screen, a client of the wrong protocol version, and the
-//! environment the agent gets (the user's glibc tunables, not the host's).
+//! environment the agent gets (exactly owt's, plus owt's variables).
 
 mod session_common;
 
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::time::Duration;
@@ -367,21 +370,45 @@ fn stop_ends_a_daemon_the_agent_detached_and_nothing_else() {
     });
 }
 
-/// A host starts with its own glibc tunables (no per-thread malloc caches:
-/// issue 22, an idle host's memory) and takes them out of its environment
-/// before it starts its agent: the agent sees the user's `GLIBC_TUNABLES`,
-/// or none.
+/// The environment `pid` was started with (`/proc/PID/environ`).
+fn environ_of(pid: u32) -> BTreeMap<OsString, OsString> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    environ
+        .split(|b| *b == 0)
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let at = kv.iter().position(|b| *b == b'=').unwrap_or(kv.len());
+            let value = kv.get(at + 1..).unwrap_or_default();
+            (
+                OsString::from_vec(kv[..at].to_vec()),
+                OsString::from_vec(value.to_vec()),
+            )
+        })
+        .collect()
+}
+
+/// owt never changes its agents' environment for its own sake (no glibc
+/// tunables for its memory figures, issue 38): an agent runs with exactly
+/// the environment `owt` was given plus owt's documented variables
+/// (`OWT_SESSION`, `OWT_HOME`, `TERM`), whether or not the user set
+/// `GLIBC_TUNABLES`.
 #[test]
-fn the_agent_gets_the_users_glibc_tunables_not_the_hosts() {
+fn the_agent_gets_exactly_owts_environment_plus_its_variables() {
     with_timeout(Duration::from_secs(60), || {
         let env = Env::new();
-        let show = "echo \"T=[${GLIBC_TUNABLES-unset}]\"; sleep 300";
         for (name, user) in [("none", None), ("users", Some("glibc.malloc.perturb=0"))] {
-            let mut cmd = env.owt(&["__host", "spawn", "--name", name, "--", "bash", "-c", show]);
+            let mut cmd = env.owt(&["__host", "spawn", "--name", name, "--", "sleep", "300"]);
             match user {
                 Some(value) => cmd.env("GLIBC_TUNABLES", value),
                 None => cmd.env_remove("GLIBC_TUNABLES"),
             };
+            let mut expected: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+            for (k, v) in cmd.get_envs() {
+                match v {
+                    Some(v) => expected.insert(k.to_owned(), v.to_owned()),
+                    None => expected.remove(k),
+                };
+            }
             let out = cmd.output().expect("running owt");
             assert!(
                 out.status.success(),
@@ -389,21 +416,24 @@ fn the_agent_gets_the_users_glibc_tunables_not_the_hosts() {
                 String::from_utf8_lossy(&out.stderr)
             );
             let s = env.parse_spawned(&String::from_utf8_lossy(&out.stdout));
-            env.wait_screen(name, &format!("T=[{}]", user.unwrap_or("unset")));
-            // What the host process was started with, as the loader left
-            // it (glibc 2.36 rewrites the variable in place, keeping its
-            // first setting only, while applying them all): with no
-            // setting of the user's, the host's own.
-            let started_with = std::fs::read(format!("/proc/{}/environ", s.host_pid)).unwrap();
-            let tunables = started_with
-                .split(|b| *b == 0)
-                .find_map(|kv| kv.strip_prefix(b"GLIBC_TUNABLES=".as_slice()))
-                .map(|v| String::from_utf8_lossy(v).into_owned());
-            if user.is_none() {
-                // The first of the host's settings (the loader applies the
-                // others too: see `memory::HOST_TUNABLES`).
-                assert_eq!(tunables.as_deref(), Some("glibc.malloc.tcache_count=0"));
-            }
+            assert_ne!(s.agent_pid, 0, "the agent's pid in {out:?}");
+            expected.insert("OWT_SESSION".into(), s.short_id.clone().into());
+            expected.insert("OWT_HOME".into(), env.home.clone().into_os_string());
+            expected.insert("TERM".into(), "xterm-256color".into());
+            // What the agent was started with (`sleep` never changes it).
+            let got = environ_of(s.agent_pid);
+            assert_eq!(got, expected, "the environment of agent {name}");
+            assert_eq!(
+                got.get(OsStr::new("GLIBC_TUNABLES")),
+                user.map(OsString::from).as_ref()
+            );
+            // Nor the host's: owt starts it with no allocator tuning.
+            let host = environ_of(s.host_pid);
+            assert_eq!(
+                host.get(OsStr::new("GLIBC_TUNABLES")),
+                user.map(OsString::from).as_ref(),
+                "the session host's GLIBC_TUNABLES"
+            );
         }
     });
 }

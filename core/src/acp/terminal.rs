@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -86,16 +86,8 @@ fn exit_json(exit: &(Option<i32>, Option<String>)) -> Value {
 
 /// A close-on-exec pipe: (read end, write end).
 fn output_pipe() -> Result<(OwnedFd, OwnedFd), RpcError> {
-    let mut fds = [0; 2];
-    // SAFETY: fds has room for two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(RpcError::internal(format!(
-            "creating a pipe: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    // SAFETY: pipe2 just returned these descriptors; we own them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    crate::platform::pipe::cloexec()
+        .map_err(|e| RpcError::internal(format!("creating a pipe: {e}")))
 }
 
 /// A terminal's thread: keeps the tail of its output, then its exit.

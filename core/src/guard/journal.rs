@@ -49,7 +49,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use owt_protocol::host::JournalView;
-use rustix::pipe::PipeFlags;
 
 use super::snapshot::WorkState;
 use super::watch::{self, Inotify, Seen, SkipFolder};
@@ -165,9 +164,8 @@ impl Journal {
         let git_dir = canon(repo.path());
         drop(repo);
         let inotify = watch_checkout(&worktree, &git_dir)?;
-        let (control_rx, control_tx) =
-            rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
-                .map_err(|e| watch::io_error("creating the journal's control pipe", e))?;
+        let (control_rx, control_tx) = crate::platform::pipe::cloexec_nonblocking()
+            .map_err(|e| watch::io_error("creating the journal's control pipe", e))?;
         let shared = Arc::new(Shared {
             worktree,
             git_dir,
@@ -487,7 +485,7 @@ fn run(shared: &Shared, control: &OwnedFd) {
                 .map(|at| at.saturating_duration_since(Instant::now()));
             // A copy of the descriptor: a walk may replace the instance
             // while this thread waits on it.
-            (state.inotify.fd.try_clone(), due)
+            (state.inotify.fd().try_clone_to_owned(), due)
         };
         if due == Some(Duration::ZERO) {
             walk(shared);

@@ -32,7 +32,6 @@ use std::time::{Duration, Instant};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
-use rustix::io::Errno;
 
 use super::engine::{GuardEngine, GuardUpdate};
 use super::GuardError;
@@ -125,7 +124,7 @@ impl Roots {
 }
 
 /// A system call that failed while `context`.
-pub(super) fn io_error(context: &str, e: Errno) -> GuardError {
+pub(super) fn io_error(context: &str, e: impl Into<std::io::Error>) -> GuardError {
     GuardError::Io {
         path: PathBuf::from(context),
         error: e.into(),
@@ -227,7 +226,7 @@ impl Watching {
         debounce: Duration,
         mut on_update: impl FnMut(&GuardEngine, &GuardUpdate) + Send + 'static,
     ) -> Result<GuardWatcher, GuardError> {
-        let (stop_rx, stop_tx) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        let (stop_rx, stop_tx) = crate::platform::pipe::cloexec()
             .map_err(|e| io_error("creating the watcher's stop pipe", e))?;
         let thread = std::thread::Builder::new()
             .name("owt-guard-watch".into())
@@ -254,7 +253,7 @@ impl Watching {
         let inotify = &mut self.inotify;
         let mut seen = Vec::new();
         loop {
-            let (ready, stopped) = wait(inotify.fd.as_fd(), stop, None);
+            let (ready, stopped) = wait(inotify.fd(), stop, None);
             if stopped {
                 return;
             }
@@ -272,7 +271,7 @@ impl Watching {
                 } else {
                     debounce
                 };
-                let (ready, stopped) = wait(inotify.fd.as_fd(), stop, Some(quiet));
+                let (ready, stopped) = wait(inotify.fd(), stop, Some(quiet));
                 if stopped {
                     return;
                 }
@@ -335,7 +334,7 @@ impl GuardWatcher {
                 .map_err(|_| GuardError::Internal("the engine lock is poisoned".into()))?;
             Roots::of(&engine)
         };
-        let (stop_rx, stop_tx) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        let (stop_rx, stop_tx) = crate::platform::pipe::cloexec()
             .map_err(|e| io_error("creating the watcher's stop pipe", e))?;
         let thread = std::thread::Builder::new()
             .name("owt-guard-watch".into())

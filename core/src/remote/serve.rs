@@ -237,44 +237,34 @@ fn guard_members(home: &Path, rows: &[SessionRow]) -> Vec<Member> {
         .collect()
 }
 
-/// inotify on the store's folder: wakes when `owt.db` or its write-ahead
-/// log is written (any process's commit).
+/// A watch on the store's folder (inotify on Linux): wakes when `owt.db`
+/// or its write-ahead log is written (any process's commit).
 struct StoreWatch {
-    fd: Option<std::os::fd::OwnedFd>,
+    queue: Option<crate::platform::watch::Queue>,
 }
 
 impl StoreWatch {
     fn new(home: &Path) -> StoreWatch {
-        use std::os::fd::FromRawFd;
-        use std::os::unix::ffi::OsStrExt;
-        // SAFETY: inotify_init1 has no preconditions; the result is checked.
-        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
-        if fd < 0 {
+        use crate::platform::watch::{Mask, Queue};
+        let Ok(queue) = Queue::new() else {
             tracing::warn!("no inotify for the store: facts are pushed every 2 s only");
-            return StoreWatch { fd: None };
-        }
-        // SAFETY: a fresh descriptor nobody else owns.
-        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-        let Ok(path) = std::ffi::CString::new(home.as_os_str().as_bytes()) else {
-            return StoreWatch { fd: None };
+            return StoreWatch { queue: None };
         };
-        let mask = libc::IN_MODIFY | libc::IN_CLOSE_WRITE | libc::IN_MOVED_TO | libc::IN_CREATE;
-        // SAFETY: a valid descriptor and NUL-terminated path.
-        if unsafe { libc::inotify_add_watch(fd, path.as_ptr(), mask) } < 0 {
+        if queue.add_watch(home, Mask::WRITES).is_err() {
             tracing::warn!(
                 "cannot watch {}: facts are pushed every 2 s only",
                 home.display()
             );
-            return StoreWatch { fd: None };
+            return StoreWatch { queue: None };
         }
-        StoreWatch { fd: Some(owned) }
+        StoreWatch { queue: Some(queue) }
     }
 
     /// Waits until the store was written (then a little longer, to gather
     /// a burst) or `timeout` passes.
     fn wait(&self, timeout: Duration) {
-        use std::os::fd::AsRawFd;
-        let Some(fd) = &self.fd else {
+        use std::os::fd::{AsFd, AsRawFd};
+        let Some(queue) = &self.queue else {
             std::thread::sleep(timeout);
             return;
         };
@@ -285,7 +275,7 @@ impl StoreWatch {
                 return;
             }
             let mut pfd = libc::pollfd {
-                fd: fd.as_raw_fd(),
+                fd: queue.as_fd().as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             };
@@ -304,30 +294,12 @@ impl StoreWatch {
 
     /// Reads every queued event; whether one was about the store's files.
     fn drain_store_events(&self) -> bool {
-        use std::os::fd::AsRawFd;
-        let Some(fd) = &self.fd else { return false };
+        let Some(queue) = &self.queue else {
+            return false;
+        };
         let mut hit = false;
-        let mut buf = [0u8; 4096];
-        loop {
-            // SAFETY: `buf` is valid for `buf.len()` bytes.
-            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n <= 0 {
-                return hit;
-            }
-            let mut at = 0usize;
-            let header = std::mem::size_of::<libc::inotify_event>();
-            while at + header <= n as usize {
-                // SAFETY: the kernel wrote whole events; read unaligned.
-                let event: libc::inotify_event =
-                    unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
-                let name = &buf[at + header..at + header + event.len as usize];
-                let name = name.split(|b| *b == 0).next().unwrap_or_default();
-                if name == b"owt.db" || name == b"owt.db-wal" {
-                    hit = true;
-                }
-                at += header + event.len as usize;
-            }
-        }
+        queue.read(|_, _, name| hit |= name == "owt.db" || name == "owt.db-wal");
+        hit
     }
 }
 

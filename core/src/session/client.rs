@@ -26,23 +26,7 @@ pub struct HostConn {
 /// Writes all of `bytes` to `stream`, passing `fd` along with the first
 /// of them (`SCM_RIGHTS`).
 fn send_with_fd(stream: &UnixStream, bytes: &[u8], fd: BorrowedFd<'_>) -> io::Result<()> {
-    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-    let fds = [fd];
-    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-    let mut control = SendAncillaryBuffer::new(&mut space);
-    control.push(SendAncillaryMessage::ScmRights(&fds));
-    let sent = loop {
-        match rustix::net::sendmsg(
-            stream,
-            &[io::IoSlice::new(bytes)],
-            &mut control,
-            SendFlags::NOSIGNAL,
-        ) {
-            Ok(n) => break n,
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    };
+    let sent = crate::platform::socket::send_with_fd(stream, bytes, fd)?;
     (&*stream).write_all(&bytes[sent..])
 }
 

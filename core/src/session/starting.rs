@@ -43,8 +43,8 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
     crate::store::write_private(&spec_file, &json)
         .map_err(|e| err(&format!("writing {}", spec_file.display()), e))?;
     let log_file = log_path(&spec.home, &spec.short_id);
-    let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| err("creating the readiness pipe", e.into()))?;
+    let (read_end, write_end) =
+        crate::platform::pipe::cloexec().map_err(|e| err("creating the readiness pipe", e))?;
     let mut child = spawn_host(spec, exe, &spec_file, &log_file, write_end.as_raw_fd())?;
     drop(write_end);
     let host_pid = child.id();
@@ -105,10 +105,6 @@ fn spawn_host(
         .arg(spec_file)
         .args(["--ready-fd", &READY_FD.to_string()])
         .env("OWT_HOME", &spec.home)
-        .env(
-            "GLIBC_TUNABLES",
-            crate::memory::host_tunables(std::env::var_os("GLIBC_TUNABLES").as_deref()),
-        )
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2);

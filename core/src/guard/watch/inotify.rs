@@ -1,32 +1,16 @@
-//! The inotify instance of the guard's watcher and of a host's journal,
-//! and its table: each watch descriptor maps to the root it belongs to and
+//! The inotify instance of the guard's watcher and of a host's journal
+//! (a [`Queue`] of the platform layer: inotify on Linux), and its table: each watch descriptor maps to the root it belongs to and
 //! its folder relative to that root (see the parent module's doc).
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::inotify::{self, ReadFlags, WatchFlags};
-use rustix::io::Errno;
-
 use super::io_error;
 use crate::guard::GuardError;
-
-/// What a watch reports: changes to a folder's entries and to the files in
-/// it (as `notify`'s inotify backend watched).
-const MASK: WatchFlags = WatchFlags::ATTRIB
-    .union(WatchFlags::CREATE)
-    .union(WatchFlags::DELETE)
-    .union(WatchFlags::CLOSE_WRITE)
-    .union(WatchFlags::MODIFY)
-    .union(WatchFlags::MOVED_FROM)
-    .union(WatchFlags::MOVED_TO)
-    .union(WatchFlags::DELETE_SELF)
-    .union(WatchFlags::MOVE_SELF)
-    .union(WatchFlags::ONLYDIR);
+use crate::platform::watch::{Change, Mask, Queue, WatchError};
 
 /// Which subfolders of a recursive root are left unwatched (relative to
 /// the root).
@@ -42,7 +26,7 @@ struct Root {
 
 /// The inotify instance and its table.
 pub(in crate::guard) struct Inotify {
-    pub(in crate::guard) fd: OwnedFd,
+    queue: Queue,
     table: Table,
     /// Whether the last event read finished a file: see [`Inotify::settled`].
     settled: bool,
@@ -112,10 +96,9 @@ pub(in crate::guard) enum Seen {
 
 impl Inotify {
     pub(in crate::guard) fn new() -> Result<Inotify, GuardError> {
-        let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
-            .map_err(|e| io_error("starting inotify", e))?;
+        let queue = Queue::new().map_err(|e| io_error("starting inotify", e))?;
         Ok(Inotify {
-            fd,
+            queue,
             table: Table::default(),
             settled: false,
         })
@@ -148,7 +131,7 @@ impl Inotify {
             recursive,
             skip,
         });
-        match table.add_folder(self.fd.as_fd(), index, Path::new(""))? {
+        match table.add_folder(&self.queue, index, Path::new(""))? {
             Ok(()) => Ok(()),
             Err(error) => Err(GuardError::Io {
                 path: root.to_path_buf(),
@@ -175,26 +158,16 @@ impl Inotify {
     }
 
     pub(in crate::guard) fn read(&mut self, out: &mut Vec<Seen>) {
-        let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
-        let mut reader = inotify::Reader::new(self.fd.as_fd(), &mut buf);
-        loop {
-            let event = match reader.next() {
-                Ok(event) => event,
-                Err(Errno::INTR) => continue,
-                // `AGAIN`: nothing more queued.
-                Err(_) => return,
-            };
-            let name = event
-                .file_name()
-                .map(|name| OsStr::from_bytes(name.to_bytes()))
-                .unwrap_or_default();
-            self.settled = !event.events().contains(ReadFlags::ISDIR)
-                && event
-                    .events()
-                    .intersects(ReadFlags::CLOSE_WRITE | ReadFlags::MOVED_TO);
-            self.table
-                .one(self.fd.as_fd(), event.wd(), event.events(), name, out);
-        }
+        let (queue, table, settled) = (&self.queue, &mut self.table, &mut self.settled);
+        queue.read(|wd, change, name| {
+            *settled = !change.is_dir() && change.finished();
+            table.one(queue, wd, change, name, out);
+        });
+    }
+
+    /// The descriptor to poll: readable when changes are queued.
+    pub(in crate::guard) fn fd(&self) -> BorrowedFd<'_> {
+        self.queue.as_fd()
     }
 }
 
@@ -204,7 +177,7 @@ impl Table {
     /// watched (gone already); running out of watches is an error.
     fn add_folder(
         &mut self,
-        fd: BorrowedFd<'_>,
+        queue: &Queue,
         index: u16,
         rel: &Path,
     ) -> Result<std::io::Result<()>, GuardError> {
@@ -218,10 +191,9 @@ impl Table {
             root.path.join(rel)
         };
         let recursive = root.recursive;
-        let wd = match inotify::add_watch(fd, &abs, MASK) {
+        let wd = match queue.add_watch(&abs, Mask::FOLDER) {
             Ok(wd) => wd,
-            Err(e) if e == Errno::NOSPC || e == Errno::NOMEM => {
-                let e = std::io::Error::from(e);
+            Err(WatchError::Exhausted(e)) => {
                 return Err(GuardError::Io {
                     path: abs,
                     error: std::io::Error::new(
@@ -230,7 +202,7 @@ impl Table {
                     ),
                 });
             }
-            Err(e) => return Ok(Err(e.into())),
+            Err(WatchError::Folder(e)) => return Ok(Err(e)),
         };
         self.insert(wd, index, rel.as_os_str().as_bytes());
         if recursive && self.may_hold_folders(&abs) {
@@ -238,7 +210,7 @@ impl Table {
                 for entry in entries.flatten() {
                     if entry.file_type().is_ok_and(|t| t.is_dir()) {
                         // A subfolder gone already is no error.
-                        let _gone = self.add_folder(fd, index, &rel.join(entry.file_name()))?;
+                        let _gone = self.add_folder(queue, index, &rel.join(entry.file_name()))?;
                     }
                 }
             }
@@ -268,19 +240,12 @@ impl Table {
         !(exact && meta.nlink() == 2)
     }
 
-    fn one(
-        &mut self,
-        fd: BorrowedFd<'_>,
-        wd: i32,
-        mask: ReadFlags,
-        name: &OsStr,
-        out: &mut Vec<Seen>,
-    ) {
-        if mask.contains(ReadFlags::QUEUE_OVERFLOW) {
+    fn one(&mut self, queue: &Queue, wd: i32, change: Change, name: &OsStr, out: &mut Vec<Seen>) {
+        if change.overflow() {
             out.push(Seen::Overflow);
             return;
         }
-        if mask.contains(ReadFlags::IGNORED) {
+        if change.ignored() {
             self.remove(wd);
             return;
         }
@@ -290,10 +255,9 @@ impl Table {
         let index = watch.root;
         let rel = PathBuf::from(OsStr::from_bytes(&self.names[watch.range()]));
         let rel = if name.is_empty() { rel } else { rel.join(name) };
-        let is_new_folder = mask.contains(ReadFlags::ISDIR)
-            && mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO);
+        let is_new_folder = change.is_dir() && change.appeared();
         if is_new_folder && self.roots[usize::from(index)].recursive {
-            if let Err(e) = self.add_folder(fd, index, &rel) {
+            if let Err(e) = self.add_folder(queue, index, &rel) {
                 tracing::warn!("conflict guard: {e}");
             }
         }

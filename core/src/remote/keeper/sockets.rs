@@ -150,25 +150,7 @@ pub(super) fn start_channel(
     Ok(queue)
 }
 
-/// Whether the peer of a unix socket is this user (`SO_PEERCRED`).
+/// Whether the peer of a unix socket is this user.
 fn same_user(stream: &UnixStream) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are valid for writes of the sizes given.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    // SAFETY: geteuid has no preconditions.
-    rc == 0 && cred.uid == unsafe { libc::geteuid() }
+    crate::platform::socket::peer_is_this_user(stream)
 }

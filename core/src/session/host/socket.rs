@@ -4,27 +4,6 @@
 
 use super::*;
 
-pub(super) fn peer_uid(stream: &UnixStream) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are valid for writes of the sizes given.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(cred.uid)
-}
-
 /// Accepts the socket's connections, each served by `serve` on its own
 /// thread, for as long as the host runs. Shared with the ACP host.
 /// `threads` gets each connection's thread, for someone to [`reap`] once
@@ -52,9 +31,7 @@ pub(crate) fn accept_clients(
 }
 
 /// Joins the threads of `threads` that ended: an ended thread's stack
-/// stays mapped (its top pages resident) until it is joined, and hosts
-/// keep no stacks for later threads (`glibc.pthread.stack_cache_size=0`,
-/// [`crate::memory::HOST_TUNABLES`]).
+/// stays mapped (its top pages resident) until it is joined.
 pub(crate) fn reap(threads: &Mutex<Vec<std::thread::JoinHandle<()>>>) {
     let mut threads = lock(threads);
     let mut i = 0;
@@ -209,9 +186,7 @@ pub(super) fn error_reply(message: String) -> Reply {
 pub(crate) fn accept_hello(
     stream: &mut UnixStream,
 ) -> Option<(proto::Hello, Option<std::os::fd::OwnedFd>)> {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if peer_uid(stream) != Some(me) {
+    if !crate::platform::socket::peer_is_this_user(stream) {
         tracing::warn!("refused a client of another user");
         let _ = proto::write_json(
             stream,
@@ -253,21 +228,7 @@ struct WithFds<'a> {
 
 impl Read for WithFds<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let msg = rustix::net::recvmsg(
-            self.stream,
-            &mut [std::io::IoSliceMut::new(buf)],
-            &mut control,
-            RecvFlags::CMSG_CLOEXEC,
-        )?;
-        for message in control.drain() {
-            if let RecvAncillaryMessage::ScmRights(fds) = message {
-                self.fds.extend(fds);
-            }
-        }
-        Ok(msg.bytes)
+        crate::platform::socket::recv_with_fds(self.stream, buf, &mut self.fds)
     }
 }
 
