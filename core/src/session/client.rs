@@ -242,6 +242,17 @@ impl HostConn {
         Ok(())
     }
 
+    /// Presses `keys` (raw bytes, straight to the agent's terminal, as an
+    /// attached client types them): for owt's own keys only, never for
+    /// outside text (that goes through [`HostConn::send`], which types
+    /// control characters as visible escapes). Returns once the host has
+    /// taken them (a status round trip after them).
+    pub fn press(&mut self, keys: &[u8]) -> Result<(), SessionError> {
+        proto::write_frame(&mut self.stream, FrameKind::Input, keys)
+            .map_err(|e| stream_err(&self.stream, "pressing keys", e))?;
+        self.status().map(drop)
+    }
+
     pub fn status(&mut self) -> Result<HostStatus, SessionError> {
         let frame = self.request(FrameKind::StatusRequest, b"", "status")?;
         frame

@@ -458,7 +458,9 @@ pub fn answer_dialog(
         )));
     };
     let keys = if approve { dialog.approve } else { dialog.deny };
-    conn.send(keys, false)?;
+    // owt's own keys (Enter, Esc, arrows), pressed as keys: `send` would
+    // type their control characters as visible escapes.
+    conn.press(keys.as_bytes())?;
     Ok(dialog.question)
 }
 
