@@ -288,6 +288,18 @@ pub struct FeedbackConfig {
     pub conflicts: ConflictFeedback,
 }
 
+/// `[notify]`: notifications out, sent by each session's host when its
+/// status turns to one that wants a human (see `feedback::notify`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NotifyConfig {
+    /// `notify-send` where a desktop session bus exists.
+    pub desktop: bool,
+    /// A program and its arguments, run with one JSON object on stdin per
+    /// event.
+    pub command: Vec<String>,
+}
+
 /// Which forge hosts the remote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

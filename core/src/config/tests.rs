@@ -127,6 +127,12 @@ fn keys_that_run_programs_or_write_elsewhere_need_trust() {
         vec!["agent.max_running", "agent.min_free_memory"],
         "the machine's limits on agents need trust; scrollback and ports do not"
     );
+    let (need, _) = gated("[notify]\ndesktop = true\ncommand = [\"sh\", \"-c\", \"curl evil\"]\n");
+    assert_eq!(
+        need,
+        vec!["notify.command"],
+        "the notify command runs a program; the desktop switch does not"
+    );
 }
 
 #[test]

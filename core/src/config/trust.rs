@@ -133,8 +133,8 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     gated
 }
 
-/// `checks.command` and `pr.cli` run programs; `pr.auto = true` pushes to
-/// a remote unasked.
+/// `checks.command`, `pr.cli` and `notify.command` run programs; `pr.auto
+/// = true` pushes to a remote unasked.
 fn gate_feedback_keys(table: &toml::Table, gated: &mut Gated) {
     let key = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
     if let Some(toml::Value::Table(checks)) = table.get("checks") {
@@ -148,6 +148,11 @@ fn gate_feedback_keys(table: &toml::Table, gated: &mut Gated) {
         }
         if pr.get("auto") == Some(&toml::Value::Boolean(true)) {
             gated.need_trust.push(key(&["pr", "auto"]));
+        }
+    }
+    if let Some(toml::Value::Table(notify)) = table.get("notify") {
+        if notify.contains_key("command") {
+            gated.need_trust.push(key(&["notify", "command"]));
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The monitor thread: the only owner of the store in the host (output,
 //! input and screen facts, the git facts the git-facts thread read, the
-//! typed first prompt, the screen rules).
+//! typed first prompt, the screen rules); it also drives the feedback loop
+//! and the notifications out.
 
 use super::*;
 
@@ -11,6 +12,7 @@ pub(super) fn monitor(
     shared: &Arc<Shared>,
     store: Option<Store>,
     mut feedback: Option<crate::feedback::turn::Feedback>,
+    mut notifier: Option<crate::feedback::notify::Notifier>,
     rx: mpsc::Receiver<ToMonitor>,
 ) {
     let mut monitor = Monitor::new(shared, store);
@@ -21,6 +23,9 @@ pub(super) fn monitor(
             Ok(ToMonitor::GitFact(fact)) => monitor.record(kind::HOST_GIT, now_ms(), &fact),
             Ok(ToMonitor::Exited(exit, done)) => {
                 monitor.exited(exit);
+                if let (Some(notifier), Some(store)) = (notifier, monitor.store.as_ref()) {
+                    notifier.exited(store);
+                }
                 let _ = done.send(());
                 return;
             }
@@ -31,6 +36,9 @@ pub(super) fn monitor(
         reap(&shared.client_threads);
         if let (Some(feedback), Some(store)) = (feedback.as_mut(), monitor.store.as_ref()) {
             feedback.poll(store);
+        }
+        if let (Some(notifier), Some(store)) = (notifier.as_mut(), monitor.store.as_ref()) {
+            notifier.poll(store);
         }
     }
 }
