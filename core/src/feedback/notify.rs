@@ -65,6 +65,7 @@ pub fn is_event(status: Status) -> bool {
             | Status::NeedsInput
             | Status::Done
             | Status::Exited
+            | Status::Limited
             | Status::ChecksFailed
             | Status::CiFailed
             | Status::Conflict
