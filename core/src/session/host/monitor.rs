@@ -74,6 +74,8 @@ struct Monitor<'a> {
     /// and when that was.
     released_seq: u64,
     released_at: Option<Instant>,
+    /// Whether the last `limit` fact recorded said the agent is limited.
+    limited: bool,
 }
 
 /// One look at the shared state, taken under its lock.
@@ -115,6 +117,7 @@ impl<'a> Monitor<'a> {
             memory: shared.agent_pid.map(super::super::memory::Sampler::new),
             released_seq: 0,
             released_at: None,
+            limited: false,
         }
     }
 
@@ -307,6 +310,7 @@ impl<'a> Monitor<'a> {
             }
             _ => {}
         }
+        self.note_limit(rules::limit_on_screen(self.provider(), screen));
         self.shared.state.lock().screen_signal = Some(signal);
         let record_it = self.recorded_screen.is_none_or(|(prev, at, input)| {
             prev != signal
@@ -317,6 +321,28 @@ impl<'a> Monitor<'a> {
             self.record(kind::SCREEN, now_ms(), &signal);
             self.recorded_screen = Some((signal, Instant::now(), look.in_at));
         }
+    }
+
+    /// A `limit` fact when the screen began or stopped showing a usage or
+    /// rate limit as the agent's latest word.
+    fn note_limit(&mut self, seen: Option<rules::LimitSeen>) {
+        if seen.is_some() == self.limited {
+            return;
+        }
+        self.limited = seen.is_some();
+        let now = now_ms();
+        let fact = match seen {
+            Some(seen) => crate::status::limit::LimitFact {
+                active: true,
+                line: seen.line,
+                resets: seen.resets,
+                resets_at: seen
+                    .resets_in_secs
+                    .map(|s| now + i64::try_from(s).unwrap_or(i64::MAX / 2_000) * 1_000),
+            },
+            None => crate::status::limit::LimitFact::default(),
+        };
+        self.record(crate::status::limit::LIMIT, now, &fact);
     }
 
     /// Types the first prompt once the screen is ready for it (or it is
