@@ -55,6 +55,9 @@ fn claude_code_resumed_after_kill_9_continues_its_conversation() {
     status.wait_for("exited (host lost)", 0.0, AGENT, |o| {
         o.status == Status::Exited
     });
+    // `owt list` says it can be resumed.
+    let listed = env.owt_ok(&repo, ["list"]);
+    assert!(listed.contains("exited (host lost), resumable"), "{listed}");
     // Resumed: the agent is back, and its next request carries the first
     // turn.
     let out = env.owt_ok(&repo, ["resume", name]);
@@ -90,4 +93,37 @@ fn sigkill(pid: i32) {
     let _ = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status();
+}
+
+#[test]
+fn a_session_whose_agent_runs_is_not_resumed() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let agent = owt_e2e::data_file("fake_agent.py");
+    env.owt_ok(
+        &repo,
+        [
+            "__host",
+            "spawn",
+            "--name",
+            "live",
+            "--",
+            "python3",
+            &agent.to_string_lossy(),
+        ],
+    );
+    let before = env.owt_ok(&repo, ["--json", "list"]);
+    let err = env.owt_err(&repo, ["resume", "live"]);
+    assert!(err.contains("live's agent has not exited"), "{err}");
+    assert!(err.contains("owt attach live"), "{err}");
+    let err = env.owt_err(&repo, ["resume", "nosuch"]);
+    assert!(err.contains("nosuch"), "{err}");
+    // Nothing changed: the same host, the same agent.
+    let after = env.owt_ok(&repo, ["--json", "list"]);
+    let pids = |list: &str| {
+        let v: serde_json::Value = serde_json::from_str(list).unwrap();
+        v["sessions"][0]["agent_pid"].clone()
+    };
+    assert_eq!(pids(&before), pids(&after));
+    env.owt_ok(&repo, ["delete", "live", "--force"]);
 }

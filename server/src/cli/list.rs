@@ -60,6 +60,17 @@ pub fn pr_cell(s: &SessionView) -> String {
     }
 }
 
+/// A session's status as the table shows it: an agent that is gone (on
+/// this machine) says it can be resumed (`owt resume`).
+fn status_cell(s: &SessionView) -> String {
+    let text = crate::printable::line(&s.status_text).into_owned();
+    if s.status == owt_protocol::Status::Exited && s.remote.is_none() {
+        format!("{text}, resumable")
+    } else {
+        text
+    }
+}
+
 /// The text table. RSS is the agent's process tree's resident memory
 /// (while it runs); PORTS shows only when a session holds ports.
 pub fn render(sessions: &[SessionView], now: i64) -> String {
@@ -81,7 +92,7 @@ pub fn render(sessions: &[SessionView], now: i64) -> String {
         .map(|s| {
             let mut row = vec![
                 s.name.clone(),
-                crate::printable::line(&s.status_text).into_owned(),
+                status_cell(s),
                 crate::printable::line(&s.provider).into_owned(),
                 crate::printable::line(&s.branch).into_owned(),
                 s.ahead.to_string(),
