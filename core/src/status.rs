@@ -456,6 +456,7 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
 /// The board lane of the agent's own status.
 fn agent_lane(facts: &SessionFacts, status: Status, exit_code: Option<i32>) -> Lane {
     match status {
+        Status::Limited if limit::waited_out(facts) => Lane::InFlight,
         Status::Conflict | Status::Blocked | Status::Limited => Lane::NeedsYou,
         Status::Exited if exit_code == Some(0) && facts.has_work() => Lane::ReadyToShip,
         Status::Exited => Lane::NeedsYou,

@@ -90,3 +90,59 @@ fn a_blocked_session_is_told_to_the_notify_command_once() {
         assert_eq!(blocked_count, 1, "{all:?}");
     });
 }
+
+/// `[agent] on_limit = "wait"`: an agent that says it hit a rate limit and
+/// when to try again is `limited` in IN FLIGHT, told to the notify
+/// command, and its host types "continue" once the limit reset — not
+/// before.
+#[test]
+fn a_limit_is_told_and_waited_out_with_on_limit_wait() {
+    with_timeout(Duration::from_secs(90), || {
+        let env = Env::new();
+        let out = env.dir.path().join("events.jsonl");
+        configure_notify(&env, &out);
+        let config = env.dir.path().join("config/owt/config.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        let text = text.replace("[agent]\n", "[agent]\non_limit = \"wait\"\n");
+        std::fs::write(&config, text).unwrap();
+        let s = env.spawn_fake("waiter", &[]);
+        env.wait_screen("waiter", "FAKE AGENT READY");
+        let sent = std::time::Instant::now();
+        // The fake agent echoes it: its screen says it.
+        env.ok(&[
+            "send",
+            "waiter",
+            "Rate limit reached for requests. Please try again in 3s.",
+        ]);
+        let limited = wait_for("limited", TELL, || {
+            let (_, status) = env.wait_json("waiter", "0");
+            if status["status"] == "limited" {
+                Ok(status)
+            } else {
+                Err(status.to_string())
+            }
+        });
+        let text = limited["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("limited (resets ") && text.ends_with(" UTC)"),
+            "{limited}"
+        );
+        let list: serde_json::Value = serde_json::from_str(&env.ok(&["--json", "list"])).unwrap();
+        assert_eq!(list["sessions"][0]["lane"], "in-flight", "{list}");
+        // Told as `limited`.
+        wait_for("the limited event", TELL, || {
+            let all = events(&out);
+            all.iter()
+                .find(|e| e["event"] == "limited")
+                .cloned()
+                .ok_or_else(|| format!("events so far: {all:?}"))
+        });
+        // "continue" once the limit reset, and not before.
+        env.wait_agent_line(&s, "continue");
+        assert!(
+            sent.elapsed() >= Duration::from_secs(3),
+            "continue typed {:?} after the limit was shown",
+            sent.elapsed()
+        );
+    });
+}

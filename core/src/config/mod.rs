@@ -37,8 +37,8 @@ pub use load::{
 pub use paths::{expand_home, normalize, resolve_base_directory};
 pub use sections::{
     AgentConfig, AttachConfig, ChecksConfig, ChecksWhen, ConflictFeedback, EnvironmentConfig,
-    FeedbackConfig, ForgeKind, GuardConfig, NotifyConfig, OnMerged, PrConfig, PreEdit, PromptMode,
-    RemoteConfig, ShipConfig, TemplateConfig, ToolConfig, WorktreeConfig,
+    FeedbackConfig, ForgeKind, GuardConfig, NotifyConfig, OnLimit, OnMerged, PrConfig, PreEdit,
+    PromptMode, RemoteConfig, ShipConfig, TemplateConfig, ToolConfig, WorktreeConfig,
 };
 pub use seed::{translate_seed, SEED_FILES};
 pub use trust::{dotted, gated_keys, value_at, Gated, Trust, TrustNothing, Withheld};

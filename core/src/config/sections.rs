@@ -90,6 +90,21 @@ pub struct AgentConfig {
     pub min_free_memory: Option<ByteSize>,
     /// Lines of scrollback each session host keeps (tmux's default, 2000).
     pub scrollback: Option<u32>,
+    /// What a session does when its agent hits a usage or rate limit:
+    /// `ask` (NEEDS YOU) or `wait` (its host types "continue" once the
+    /// limit resets, when the agent said when).
+    pub on_limit: OnLimit,
+}
+
+/// `[agent] on_limit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnLimit {
+    /// The session waits for you (NEEDS YOU).
+    #[default]
+    Ask,
+    /// The host types "continue" once the limit resets.
+    Wait,
 }
 
 /// How a custom tool receives its first prompt.

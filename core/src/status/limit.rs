@@ -4,7 +4,8 @@
 //! status (pure, like the rest of [`super`]).
 //!
 //! Rule: an active limit newer than the last input reaching the agent is
-//! `limited` (lane NEEDS YOU), with the reset time when known; it ranks
+//! `limited` (lane NEEDS YOU; IN FLIGHT when its host waits it out), with
+//! the reset time when known; it ranks
 //! below an exit, a lost host, a queue, an unreachable machine and a
 //! conflict, above everything the agent's screen or hooks say.
 
@@ -28,6 +29,18 @@ pub struct LimitFact {
     /// When it resets (Unix ms), when the agent said it relatively.
     #[serde(default)]
     pub resets_at: Option<i64>,
+    /// The host types "continue" at `resets_at` (`[agent] on_limit =
+    /// "wait"`): the session is IN FLIGHT, not NEEDS YOU.
+    #[serde(default)]
+    pub waiting: bool,
+}
+
+/// Whether the limit the session shows is waited out by its host.
+pub fn waited_out(facts: &SessionFacts) -> bool {
+    facts
+        .limit
+        .as_ref()
+        .is_some_and(|(f, _)| f.active && f.waiting)
 }
 
 /// The status text of a session that is limited now, or `None`.

@@ -76,6 +76,8 @@ struct Monitor<'a> {
     released_at: Option<Instant>,
     /// Whether the last `limit` fact recorded said the agent is limited.
     limited: bool,
+    /// `[agent] on_limit = "wait"`: when to type "continue" (Unix ms).
+    continue_at: Option<i64>,
 }
 
 /// One look at the shared state, taken under its lock.
@@ -118,6 +120,7 @@ impl<'a> Monitor<'a> {
             released_seq: 0,
             released_at: None,
             limited: false,
+            continue_at: None,
         }
     }
 
@@ -202,6 +205,7 @@ impl<'a> Monitor<'a> {
         if self.prompt.is_some() {
             self.type_prompt_when_ready(&look, late);
         }
+        self.continue_after_limit();
     }
 
     /// Samples the agent's memory: its `memory` fact and peak, and a queued
@@ -332,17 +336,33 @@ impl<'a> Monitor<'a> {
         self.limited = seen.is_some();
         let now = now_ms();
         let fact = match seen {
-            Some(seen) => crate::status::limit::LimitFact {
-                active: true,
-                line: seen.line,
-                resets: seen.resets,
-                resets_at: seen
+            Some(seen) => {
+                let resets_at = seen
                     .resets_in_secs
-                    .map(|s| now + i64::try_from(s).unwrap_or(i64::MAX / 2_000) * 1_000),
-            },
+                    .map(|s| now + i64::try_from(s).unwrap_or(i64::MAX / 2_000) * 1_000);
+                let waiting = self.shared.spec.on_limit_wait && resets_at.is_some();
+                crate::status::limit::LimitFact {
+                    active: true,
+                    line: seen.line,
+                    resets: seen.resets,
+                    resets_at,
+                    waiting,
+                }
+            }
             None => crate::status::limit::LimitFact::default(),
         };
+        self.continue_at = fact.resets_at.filter(|_| fact.waiting);
         self.record(crate::status::limit::LIMIT, now, &fact);
+    }
+
+    /// `[agent] on_limit = "wait"`: the limit reset, "continue" is typed
+    /// (once; the agent's next limit is waited out again).
+    fn continue_after_limit(&mut self) {
+        if self.continue_at.is_some_and(|at| now_ms() >= at) {
+            self.continue_at = None;
+            tracing::info!("the usage limit reset: typing \"continue\"");
+            type_text(self.shared, "continue", true);
+        }
     }
 
     /// Types the first prompt once the screen is ready for it (or it is
