@@ -15,9 +15,18 @@ const AGENT: Duration = Duration::from_secs(120);
 
 #[test]
 fn claude_code_answered_429_is_limited_within_2_s() {
+    limited_within_2_s(Agent::Claude, |s| {
+        s.contains("API Error") && s.contains("429")
+    });
+}
+
+/// `agent`, every request answered 429, shows it (`shows` on its screen)
+/// and owt says `limited` within 2 s, in NEEDS YOU.
+fn limited_within_2_s(agent: Agent, shows: fn(&str) -> bool) {
     let mut env = TestEnv::new();
     let repo = env.repo("app");
-    let name = "claude-limited";
+    let name = format!("{}-limited", agent.name());
+    let name = name.as_str();
     let worktree = env.path().join("app.worktrees").join(name);
     let model = Model::start(
         &env.path().join("model"),
@@ -26,7 +35,7 @@ fn claude_code_answered_429_is_limited_within_2_s() {
     );
     setup_offline(
         &mut env,
-        Agent::Claude,
+        agent,
         &model,
         &[repo.clone(), worktree.clone()],
         true,
@@ -37,14 +46,15 @@ fn claude_code_answered_429_is_limited_within_2_s() {
         ["new", "Say hi", "--name", name, "--ai-tool", "claude"],
     );
     let status = StatusLog::start(&env, &repo, name, true, Duration::from_millis(200));
-    let shown = status.wait_for("Claude Code showing the 429", started, AGENT, |o| {
-        o.screen
-            .as_deref()
-            .is_some_and(|s| s.contains("API Error") && s.contains("429"))
+    let shown = status.wait_for("the agent showing the 429", started, AGENT, |o| {
+        o.screen.as_deref().is_some_and(shows)
     });
     let limited = status.wait_for("limited", started, AGENT, |o| o.status == Status::Limited);
     let late = limited.t - shown.t;
-    eprintln!("claude: limited {late:.2}s after the screen showed the 429");
+    eprintln!(
+        "{}: limited {late:.2}s after the screen showed the 429",
+        agent.name()
+    );
     assert!(
         late <= 2.0,
         "limited {late:.2}s after the screen showed it:\n{}",
