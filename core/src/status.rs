@@ -10,7 +10,9 @@
 //!    bridge is down: `unreachable (since 14:02:07 UTC)`, lane IN FLIGHT —
 //!    the agent goes on over there, owt just cannot see it; never
 //!    `exited`);
-//! 2. an unresolved merge conflict in the worktree is `conflict`;
+//! 2. an unresolved merge conflict in the worktree is `conflict`; then a
+//!    usage or rate limit the agent shows, newer than its last input, is
+//!    `limited` (see [`limit`]);
 //! 3. *sticky* states — `blocked`, `needs-input`, `done` — hold until newer
 //!    input reaches the agent or a hook reports a new turn (`working`); tool
 //!    output alone does not clear them; what the agent said itself (hook,
@@ -46,6 +48,7 @@ use serde::{Deserialize, Serialize};
 use crate::store::FactRow;
 
 pub mod feedback;
+pub mod limit;
 
 /// A hook `working` older than this is re-checked against the screen.
 pub const HOOK_STALE_MS: i64 = 120_000;
@@ -309,6 +312,8 @@ pub struct SessionFacts {
     pub memory: Option<MemoryFact>,
     /// A remote session's bridge is down, since when.
     pub unreachable: Option<(UnreachableFact, i64)>,
+    /// The agent showed a usage or rate limit, or no longer does ([`limit`]).
+    pub limit: Option<(limit::LimitFact, i64)>,
     /// The snapshot tree of the agent's whole working state, as the
     /// Conflict Guard last saw it (its `guard` fact).
     pub snapshot: Option<String>,
@@ -365,6 +370,7 @@ impl SessionFacts {
                 kind::DIALOG => facts.dialog = decode(row),
                 kind::STARTER => facts.being_made = true,
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
+                limit::LIMIT => facts.limit = decode(row).map(|v| (v, at)),
                 kind::GUARD => facts.snapshot = row.value["snapshot"].as_str().map(str::to_string),
                 kind::REVIEWED => {
                     facts.reviewed_snapshot = row.value["snapshot"].as_str().map(str::to_string)
@@ -444,6 +450,8 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
         let n = facts.conflict.as_ref().map_or(0, |c| c.files.len());
         let text = format!("conflict in {n} file{}", if n == 1 { "" } else { "s" });
         (Status::Conflict, text, None, false)
+    } else if let Some(text) = limit::limited_text(facts) {
+        (Status::Limited, text, None, false)
     } else if let Some((acp, _)) = &facts.acp {
         let status = match acp.state {
             AcpState::Starting => Status::Starting,
@@ -493,7 +501,8 @@ pub fn derive_status(facts: &SessionFacts, now: i64) -> Derived {
 /// The board lane of the agent's own status.
 fn agent_lane(facts: &SessionFacts, status: Status, exit_code: Option<i32>) -> Lane {
     match status {
-        Status::Conflict | Status::Blocked => Lane::NeedsYou,
+        Status::Limited if limit::waited_out(facts) => Lane::InFlight,
+        Status::Conflict | Status::Blocked | Status::Limited => Lane::NeedsYou,
         Status::Exited if exit_code == Some(0) && facts.has_work() => Lane::ReadyToShip,
         Status::Exited => Lane::NeedsYou,
         Status::Done | Status::NeedsInput if facts.has_work() => Lane::ReadyToShip,
@@ -510,7 +519,7 @@ fn agent_lane(facts: &SessionFacts, status: Status, exit_code: Option<i32>) -> L
 }
 
 /// `14:02:07 UTC` for a Unix time in ms (no time zone database: pure).
-fn utc_time_of_day(ms: i64) -> String {
+pub(crate) fn utc_time_of_day(ms: i64) -> String {
     let secs = ms.div_euclid(1000).rem_euclid(86_400);
     format!(
         "{:02}:{:02}:{:02} UTC",

@@ -29,6 +29,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import limits
+
 MODEL = "mock-model"
 
 # ---------------------------------------------------------------- the script
@@ -374,6 +376,7 @@ class Model:
     def __init__(self, steps, aux_stall, log_path):
         self.steps = steps
         self.aux_stall = aux_stall
+        self.rate_limit = None
         self.log_file = open(log_path, "a", buffering=1)
         self.lock = threading.Lock()
         self.seq = 0
@@ -468,6 +471,12 @@ class Handler(BaseHTTPRequestHandler):
             model.log({"event": "begin", "seq": seq, "t": t0, "method": "POST", "path": self.path,
                        "error": "unknown path"})
             self.send_json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+            return
+        if model.rate_limit is not None:
+            model.log({"event": "begin", "seq": seq, "t": t0, "method": "POST", "path": self.path, "api": api,
+                       "kind": "rate-limited", "user_messages": conversation(api, body)[0]})
+            limits.send(self, api, model.rate_limit.get("reset_s", 3600))
+            model.log({"event": "end", "seq": seq, "t": time.time()})
             return
         if api == "gemini" and ":countTokens" in path:
             model.log({"event": "begin", "seq": seq, "t": t0, "method": "POST", "path": self.path, "api": api,
@@ -754,6 +763,9 @@ def main():
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     server.model = Model(steps, aux_stall, args.log)
+    with open(args.script) as f:
+        doc = json.load(f)
+    server.model.rate_limit = doc.get("rate_limit") if isinstance(doc, dict) else None
     server.log_bodies = args.log_bodies
     print(f"PORT {server.server_address[1]}", flush=True)
     try:

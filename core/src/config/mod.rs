@@ -37,9 +37,9 @@ pub use load::{
 pub use paths::{expand_home, normalize, resolve_base_directory};
 pub use sections::{
     AgentConfig, AttachConfig, ChecksConfig, ChecksWhen, CommentAuthors, ConflictFeedback,
-    EnvironmentConfig, FeedbackConfig, ForgeKind, GuardConfig, OnMerged, PrConfig, PreEdit,
-    PromptMode, RemoteConfig, ShipConfig, TemplateConfig, ToolConfig, UiBell, UiConfig,
-    WorktreeConfig,
+    EnvironmentConfig, FeedbackConfig, ForgeKind, GuardConfig, NotifyConfig, OnLimit, OnMerged,
+    PrConfig, PreEdit, PromptMode, RemoteConfig, ShipConfig, TemplateConfig, ToolConfig, UiBell,
+    UiConfig, WorktreeConfig,
 };
 pub use seed::{translate_seed, SEED_FILES};
 pub use trust::{dotted, gated_keys, value_at, Gated, Trust, TrustNothing, Withheld};
@@ -90,6 +90,8 @@ pub struct Config {
     pub remotes: BTreeMap<String, RemoteConfig>,
     /// The control plane (`owt` in a terminal).
     pub ui: UiConfig,
+    /// Notifications out (`[notify]`).
+    pub notify: NotifyConfig,
 }
 
 impl Config {

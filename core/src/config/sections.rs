@@ -92,6 +92,21 @@ pub struct AgentConfig {
     /// at most `session::MAX_SCROLLBACK`, 100 000). Needs trust in a
     /// repository's file.
     pub scrollback: Option<u32>,
+    /// What a session does when its agent hits a usage or rate limit:
+    /// `ask` (NEEDS YOU) or `wait` (its host types "continue" once the
+    /// limit resets, when the agent said when).
+    pub on_limit: OnLimit,
+}
+
+/// `[agent] on_limit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnLimit {
+    /// The session waits for you (NEEDS YOU).
+    #[default]
+    Ask,
+    /// The host types "continue" once the limit resets.
+    Wait,
 }
 
 /// How a custom tool receives its first prompt.
@@ -358,6 +373,18 @@ impl CommentAuthors {
             name => name.eq_ignore_ascii_case(login.trim_start_matches('@')),
         })
     }
+}
+
+/// `[notify]`: notifications out, sent by each session's host when its
+/// status turns to one that wants a human (see `feedback::notify`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NotifyConfig {
+    /// `notify-send` where a desktop session bus exists.
+    pub desktop: bool,
+    /// A program and its arguments, run with one JSON object on stdin per
+    /// event.
+    pub command: Vec<String>,
 }
 
 /// Which forge hosts the remote.

@@ -131,6 +131,12 @@ fn keys_that_run_programs_or_write_elsewhere_need_trust() {
         ],
         "the machine's limits on agents and what a host keeps need trust; ports do not"
     );
+    let (need, _) = gated("[notify]\ndesktop = true\ncommand = [\"sh\", \"-c\", \"curl evil\"]\n");
+    assert_eq!(
+        need,
+        vec!["notify.command"],
+        "the notify command runs a program; the desktop switch does not"
+    );
 }
 
 #[test]

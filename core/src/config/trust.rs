@@ -153,8 +153,8 @@ fn plain_sibling(dir: &str, repo_root: &Path) -> bool {
     beside && !checkout_or_link
 }
 
-/// `checks.command` and `pr.cli` run programs; `pr.auto = true` pushes to
-/// a remote unasked; `feedback.comment_authors` other than
+/// `checks.command`, `pr.cli` and `notify.command` run programs; `pr.auto
+/// = true` pushes to a remote unasked; `feedback.comment_authors` other than
 /// `"collaborators"` lets people outside the repository type into agents.
 fn gate_feedback_keys(table: &toml::Table, gated: &mut Gated) {
     let key = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
@@ -182,6 +182,11 @@ fn gate_feedback_keys(table: &toml::Table, gated: &mut Gated) {
         }
         if pr.get("auto") == Some(&toml::Value::Boolean(true)) {
             gated.need_trust.push(key(&["pr", "auto"]));
+        }
+    }
+    if let Some(toml::Value::Table(notify)) = table.get("notify") {
+        if notify.contains_key("command") {
+            gated.need_trust.push(key(&["notify", "command"]));
         }
     }
 }

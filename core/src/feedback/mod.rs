@@ -8,7 +8,9 @@
 //! - [`turn`]: the loop a session host runs: checks when the agent's turn
 //!   ends, the failure typed back, a new turn cancelling an outdated run,
 //!   then the pull request's part (push fixes, open one with `[pr] auto`:
-//!   asked of the use cases above through [`turn::TurnHooks`]).
+//!   asked of the use cases above through [`turn::TurnHooks`]);
+//! - [`notify`]: notifications out (`[notify]`), sent by a session's host
+//!   when its status turns to one that wants a human.
 //!
 //! The use cases that talk to other agents are in `crate::ops`: the
 //! pull-request watcher (`ops::watch`) and Conflict Guard's new real
@@ -22,5 +24,6 @@
 pub mod checks;
 pub mod excerpt;
 pub mod messages;
+pub mod notify;
 pub mod run;
 pub mod turn;

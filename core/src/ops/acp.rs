@@ -136,6 +136,8 @@ pub fn reopen(ctx: &Context, row: &SessionRow) -> anyhow::Result<bool> {
         transport: Transport::Acp,
         acp_load,
         acp_mcp_servers: Vec::new(),
+        // An ACP agent's limits are not read off a screen.
+        on_limit_wait: false,
     };
     session::start_host(&spec)?;
     Ok(true)

@@ -86,6 +86,7 @@ pub fn spawn(ctx: &mut Context, raw: RawSession) -> anyhow::Result<(SessionRow, 
         rows: raw.rows,
         cols: raw.cols,
         scrollback: raw.scrollback,
+        on_limit_wait: ctx.config.config.agent.on_limit == crate::config::OnLimit::Wait,
     };
     let started = session::start_host(&spec).with_context(|| format!("starting {}", row.name))?;
     Ok((row, started))

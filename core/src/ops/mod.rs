@@ -28,6 +28,7 @@ pub mod pr;
 pub mod prompt;
 pub mod queue;
 pub mod remote;
+pub mod resume;
 pub mod review;
 pub mod setup;
 pub mod sync;

@@ -324,17 +324,21 @@ fn serve(started: Started, hooks: TurnHooks) {
         let shared = shared.clone();
         spawn_guarded("pty-writer", move || write_agent(&shared, to_agent_rx));
     }
-    // The checkout and base branch whose git facts the host keeps.
-    let checkout = store
+    let row = store
         .as_ref()
-        .and_then(|store| store.session_by_id(shared.spec.session_id).ok().flatten())
+        .and_then(|store| store.session_by_id(shared.spec.session_id).ok().flatten());
+    let notifier = row.as_ref().map(|row| {
+        crate::feedback::notify::Notifier::start(row.id, row.worktree_path.clone(), hooks.config)
+    });
+    // The checkout and base branch whose git facts the host keeps.
+    let checkout = row
         .filter(|row| row.remote().is_none() && shared.journal.is_some())
         .map(|row| (row.worktree_path, row.base_branch));
     let feedback = (!shared.spec.headless).then(|| feedback(&shared, hooks));
     {
         let shared = shared.clone();
         spawn_guarded("monitor", move || {
-            monitor(&shared, store, feedback, monitor_rx)
+            monitor(&shared, store, feedback, notifier, monitor_rx)
         });
     }
     if let Some((worktree, base_branch)) = checkout {

@@ -184,6 +184,10 @@ pub struct HostSpec {
     /// Lines of scrollback the host keeps (`[agent] scrollback`).
     #[serde(default = "default_scrollback")]
     pub scrollback: usize,
+    /// `[agent] on_limit = "wait"`: type "continue" once a limit the agent
+    /// showed resets.
+    #[serde(default)]
+    pub on_limit_wait: bool,
 }
 
 /// Lines of scrollback a host keeps unless configured: tmux's default

@@ -474,5 +474,8 @@ fn line_mode(screen: &ScreenText) -> Option<Verdict> {
     None
 }
 
+mod limit;
+pub use limit::{limit_on_screen, LimitSeen};
+
 #[cfg(test)]
 mod tests;

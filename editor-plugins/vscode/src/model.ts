@@ -215,6 +215,8 @@ export function statusIcon(s: SessionView): string {
       return 'watch';
     case 'unreachable':
       return 'debug-disconnect';
+    case 'limited':
+      return 'clock';
   }
 }
 

@@ -7,7 +7,7 @@
  * The display status of a session, derived from its stored facts by one pure
  * function (`owt::status::derive_status`). Never stored.
  */
-export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "checks-running" | "checks-failed" | "ci-failed" | "changes-requested" | "pr-open" | "merged" | "queued" | "unreachable";
+export type Status = "starting" | "working" | "idle" | "needs-input" | "blocked" | "done" | "exited" | "conflict" | "checks-running" | "checks-failed" | "ci-failed" | "changes-requested" | "pr-open" | "merged" | "queued" | "unreachable" | "limited";
 
 /**
  * The board lane a session is shown in.

@@ -40,6 +40,7 @@ const STATUSES = [
   'conflict',
   'queued',
   'unreachable',
+  'limited',
 ];
 const LANES = ['needs-you', 'ready-to-ship', 'in-flight', 'ready-to-clean'];
 

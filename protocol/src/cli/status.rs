@@ -45,6 +45,9 @@ pub enum Status {
     /// A remote session whose machine owt cannot reach right now (its
     /// bridge is down); its last known state is kept, nothing is deleted.
     Unreachable,
+    /// The agent hit a usage or rate limit (HTTP 429, "usage limit
+    /// reached"): it waits for the limit to reset (see `status_text`).
+    Limited,
 }
 
 impl Status {
@@ -66,6 +69,7 @@ impl Status {
             Status::Merged => "merged",
             Status::Queued => "queued",
             Status::Unreachable => "unreachable",
+            Status::Limited => "limited",
         }
     }
 }

@@ -86,6 +86,17 @@ pub fn pr_cell(s: &SessionView) -> String {
     }
 }
 
+/// A session's status as the table shows it: an agent that is gone (on
+/// this machine) says it can be resumed (`owt resume`).
+pub fn status_cell(s: &SessionView) -> String {
+    let text = crate::printable::line(&s.status_text).into_owned();
+    if s.status == owt_protocol::Status::Exited && s.remote.is_none() {
+        format!("{text}, resumable")
+    } else {
+        text
+    }
+}
+
 /// `20000-20003` for a block, `-` for none.
 pub(crate) fn ports_text(ports: &[u16]) -> String {
     match (ports.first(), ports.last()) {

@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use owt_protocol::SessionView;
 
-use super::{checks_cell, ports_text, pr_cell};
+use super::{checks_cell, ports_text, pr_cell, status_cell};
 
 /// The width to fit in, and the repository the worktree paths are shown
 /// relative to.
@@ -69,7 +69,7 @@ fn columns(sessions: &[SessionView], now: i64, root: Option<&Path>) -> Vec<Colum
     };
     let mut all = vec![
         column("NAME", None, cells(&|s| s.name.clone())),
-        column("STATUS", None, cells(&|s| text(&s.status_text))),
+        column("STATUS", None, cells(&status_cell)),
         column("AGENT", Some(8), cells(&|s| text(&s.provider))),
         column("BRANCH", Some(9), cells(&|s| text(&s.branch))),
         column("AHEAD", Some(12), cells(&|s| s.ahead.to_string())),

@@ -35,6 +35,7 @@ pub mod peek;
 mod pr;
 mod queue;
 mod remote;
+mod resume;
 mod review;
 pub mod send;
 mod ship;
@@ -115,6 +116,8 @@ pub enum Command {
     Switch(attach::Args),
     /// Start a queued session's agent now, beyond [agent] max_running.
     Start(start::Args),
+    /// Restart a session whose agent is gone, continuing its conversation.
+    Resume(resume::Args),
     /// Type text (then Enter) into an agent, or into all of them.
     Send(send::Args),
     /// Print an agent's current screen (an ACP session: its transcript's tail).
@@ -267,6 +270,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Hook(args)) => hook::run(dir, &out, args),
         Some(Command::Host(args)) => host::run(dir, &out, args),
         Some(Command::Start(args)) => start::run(dir, &out, args),
+        Some(Command::Resume(args)) => resume::run(dir, &out, args),
         Some(Command::Admit) => start::admit(),
         Some(Command::CompleteNames) => completions::names(dir),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),

@@ -57,6 +57,7 @@ pub(crate) fn host_spec(
             .agent
             .scrollback
             .map_or(session::DEFAULT_SCROLLBACK, |n| n as usize),
+        on_limit_wait: ctx.config.config.agent.on_limit == crate::config::OnLimit::Wait,
     };
     Ok((spec, warnings))
 }

@@ -1,6 +1,7 @@
 //! The monitor thread: the only owner of the store in the host (output,
 //! input and screen facts, the git facts the git-facts thread read, the
-//! typed first prompt, the screen rules).
+//! typed first prompt, the screen rules); it also drives the feedback loop
+//! and the notifications out.
 
 use super::*;
 
@@ -11,6 +12,7 @@ pub(super) fn monitor(
     shared: &Arc<Shared>,
     store: Option<Store>,
     mut feedback: Option<crate::feedback::turn::Feedback>,
+    mut notifier: Option<crate::feedback::notify::Notifier>,
     rx: mpsc::Receiver<ToMonitor>,
 ) {
     let mut monitor = Monitor::new(shared, store);
@@ -21,6 +23,9 @@ pub(super) fn monitor(
             Ok(ToMonitor::GitFact(fact)) => monitor.record(kind::HOST_GIT, now_ms(), &fact),
             Ok(ToMonitor::Exited(exit, done)) => {
                 monitor.exited(exit);
+                if let (Some(notifier), Some(store)) = (notifier, monitor.store.as_ref()) {
+                    notifier.exited(store);
+                }
                 let _ = done.send(());
                 return;
             }
@@ -31,6 +36,9 @@ pub(super) fn monitor(
         reap(&shared.client_threads);
         if let (Some(feedback), Some(store)) = (feedback.as_mut(), monitor.store.as_ref()) {
             feedback.poll(store);
+        }
+        if let (Some(notifier), Some(store)) = (notifier.as_mut(), monitor.store.as_ref()) {
+            notifier.poll(store);
         }
     }
 }
@@ -68,6 +76,10 @@ struct Monitor<'a> {
     /// and when that was.
     released_seq: u64,
     released_at: Option<Instant>,
+    /// Whether the last `limit` fact recorded said the agent is limited.
+    limited: bool,
+    /// `[agent] on_limit = "wait"`: when to type "continue" (Unix ms).
+    continue_at: Option<i64>,
 }
 
 /// One look at the shared state, taken under its lock.
@@ -110,6 +122,8 @@ impl<'a> Monitor<'a> {
             memory: shared.agent_pid.map(super::super::memory::Sampler::new),
             released_seq: 0,
             released_at: None,
+            limited: false,
+            continue_at: None,
         }
     }
 
@@ -194,6 +208,7 @@ impl<'a> Monitor<'a> {
         if self.prompt.is_some() {
             self.type_prompt_when_ready(&look, late);
         }
+        self.continue_after_limit();
     }
 
     /// Samples the agent's memory: its `memory` fact and peak, and a queued
@@ -302,6 +317,7 @@ impl<'a> Monitor<'a> {
             }
             _ => {}
         }
+        self.note_limit(rules::limit_on_screen(self.provider(), screen));
         self.shared.state.lock().screen_signal = Some(signal);
         let record_it = self.recorded_screen.is_none_or(|(prev, at, input)| {
             prev != signal
@@ -337,6 +353,44 @@ impl<'a> Monitor<'a> {
             }
         }
         self.recorded_dialog = question;
+    }
+
+    /// A `limit` fact when the screen began or stopped showing a usage or
+    /// rate limit as the agent's latest word.
+    fn note_limit(&mut self, seen: Option<rules::LimitSeen>) {
+        if seen.is_some() == self.limited {
+            return;
+        }
+        self.limited = seen.is_some();
+        let now = now_ms();
+        let fact = match seen {
+            Some(seen) => {
+                let resets_at = seen
+                    .resets_in_secs
+                    .map(|s| now + i64::try_from(s).unwrap_or(i64::MAX / 2_000) * 1_000);
+                let waiting = self.shared.spec.on_limit_wait && resets_at.is_some();
+                crate::status::limit::LimitFact {
+                    active: true,
+                    line: seen.line,
+                    resets: seen.resets,
+                    resets_at,
+                    waiting,
+                }
+            }
+            None => crate::status::limit::LimitFact::default(),
+        };
+        self.continue_at = fact.resets_at.filter(|_| fact.waiting);
+        self.record(crate::status::limit::LIMIT, now, &fact);
+    }
+
+    /// `[agent] on_limit = "wait"`: the limit reset, "continue" is typed
+    /// (once; the agent's next limit is waited out again).
+    fn continue_after_limit(&mut self) {
+        if self.continue_at.is_some_and(|at| now_ms() >= at) {
+            self.continue_at = None;
+            tracing::info!("the usage limit reset: typing \"continue\"");
+            type_text(self.shared, "continue", true);
+        }
     }
 
     /// Types the first prompt once the screen is ready for it (or it is

@@ -1,0 +1,80 @@
+//! Limits as a status: the scripted model answers every request with the
+//! provider's real 429 (headers and body, `tests/model/limits.py`); the
+//! real agent shows it on its screen, and owt says `limited` (lane NEEDS
+//! YOU) within 2 s of that.
+
+use std::time::Duration;
+
+use owt_e2e::agents::{self, setup_offline, Agent, Model, StatusLog};
+use owt_e2e::TestEnv;
+use owt_protocol::{SessionList, Status};
+use serde_json::json;
+
+/// Deadline for the agent to start and show the error.
+const AGENT: Duration = Duration::from_secs(120);
+
+#[test]
+fn claude_code_answered_429_is_limited_within_2_s() {
+    limited_within_2_s(Agent::Claude, |s| {
+        s.contains("API Error") && s.contains("429")
+    });
+}
+
+/// `agent`, every request answered 429, shows it (`shows` on its screen)
+/// and owt says `limited` within 2 s, in NEEDS YOU.
+fn limited_within_2_s(agent: Agent, shows: fn(&str) -> bool) {
+    let mut env = TestEnv::new();
+    let repo = env.repo("app");
+    let name = format!("{}-limited", agent.name());
+    let name = name.as_str();
+    let worktree = env.path().join("app.worktrees").join(name);
+    let model = Model::start(
+        &env.path().join("model"),
+        &json!({"rate_limit": {"reset_s": 3600},
+                "turns": [{"steps": [{"text": "never said"}]}]}),
+    );
+    setup_offline(
+        &mut env,
+        agent,
+        &model,
+        &[repo.clone(), worktree.clone()],
+        true,
+    );
+    let started = agents::now_s();
+    env.owt_ok(
+        &repo,
+        ["new", "Say hi", "--name", name, "--ai-tool", "claude"],
+    );
+    let status = StatusLog::start(&env, &repo, name, true, Duration::from_millis(200));
+    let shown = status.wait_for("the agent showing the 429", started, AGENT, |o| {
+        o.screen.as_deref().is_some_and(shows)
+    });
+    let limited = status.wait_for("limited", started, AGENT, |o| o.status == Status::Limited);
+    let late = limited.t - shown.t;
+    eprintln!(
+        "{}: limited {late:.2}s after the screen showed the 429",
+        agent.name()
+    );
+    assert!(
+        late <= 2.0,
+        "limited {late:.2}s after the screen showed it:\n{}",
+        status.summary()
+    );
+    assert_eq!(limited.text, "limited", "{}", status.summary());
+    // The model answered 429 (and nothing else).
+    let requests = model.requests();
+    assert!(
+        !requests.is_empty()
+            && requests
+                .iter()
+                .filter(|r| r.method == "POST")
+                .all(|r| r.kind.as_deref() == Some("rate-limited")),
+        "{requests:?}"
+    );
+    // It stays limited, in NEEDS YOU.
+    std::thread::sleep(Duration::from_secs(2));
+    let list: SessionList = env.owt_json(&repo, ["list"]);
+    let view = list.sessions.iter().find(|s| s.name == name).unwrap();
+    assert_eq!(view.status, Status::Limited, "{}", status.summary());
+    assert_eq!(view.lane, owt_protocol::Lane::NeedsYou);
+}
