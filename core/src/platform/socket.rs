@@ -2,7 +2,7 @@
 //! passed descriptors close-on-exec.
 //!
 //! - peer: `SO_PEERCRED` on Linux, `getpeereid` on macOS (both the
-//!   effective uid of the process that connected);
+//!   effective uid of the process that connected); its pid on Linux only;
 //! - sending: `MSG_NOSIGNAL` on each send on Linux; macOS has no such
 //!   flag, so `SO_NOSIGPIPE` is set on the socket before sending;
 //! - receiving descriptors (`SCM_RIGHTS`): `MSG_CMSG_CLOEXEC` on Linux;
@@ -32,6 +32,23 @@ pub fn peer_uid(stream: &UnixStream) -> Option<u32> {
     // open for as long as `stream` is borrowed.
     let rc = unsafe { libc::getpeereid(stream.as_raw_fd(), &mut uid, &mut gid) };
     (rc == 0).then_some(uid)
+}
+
+/// The pid of the process at the other end of `stream` (`SO_PEERCRED`),
+/// for naming a host that does not answer.
+#[cfg(target_os = "linux")]
+pub fn peer_pid(stream: &UnixStream) -> Option<u32> {
+    rustix::net::sockopt::socket_peercred(stream)
+        .ok()
+        .and_then(|cred| u32::try_from(cred.pid.as_raw_nonzero().get()).ok())
+}
+
+/// The pid of the process at the other end of `stream`: not asked for
+/// here (macOS has `LOCAL_PEERPID`; unused until it can be run), so a
+/// host that does not answer is named without its pid.
+#[cfg(not(target_os = "linux"))]
+pub fn peer_pid(_stream: &UnixStream) -> Option<u32> {
+    None
 }
 
 /// Whether the peer of `stream` is the user this process runs as.

@@ -54,9 +54,7 @@ fn stream_err(stream: &UnixStream, doing: &str, e: io::Error) -> SessionError {
         session: None,
         doing: doing.to_string(),
         seconds: waited.map_or(0, |w| w.as_secs().max(1)),
-        pid: rustix::net::sockopt::socket_peercred(stream)
-            .ok()
-            .and_then(|cred| u32::try_from(cred.pid.as_raw_nonzero().get()).ok()),
+        pid: crate::platform::socket::peer_pid(stream),
     }
 }
 
