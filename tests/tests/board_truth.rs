@@ -307,7 +307,7 @@ fn regression_help_names_the_four_lanes() {
     // clap wraps the text: compare it with its lines joined.
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        help.contains("the board: NEEDS YOU, READY TO SHIP, IN FLIGHT, READY TO CLEAN."),
+        help.contains("The board: NEEDS YOU, READY TO SHIP, IN FLIGHT, READY TO CLEAN."),
         "{help}"
     );
 }
