@@ -461,8 +461,10 @@ fn a_headless_run_with_no_changes_shows_its_last_output_in_peek() {
         );
         let waited = env.owt_ok(&repo, ["--json", "wait", &name, "--timeout", "120"]);
         let screen = env.owt_ok(&repo, ["peek", &name]);
+        // The reply's end: Gemini CLI may print its own "[STARTUP] …"
+        // diagnostics into the middle of the first words it streams.
         assert!(
-            screen.contains(reply),
+            screen.contains("the README is fine."),
             "{}: {waited}\nthe final screen:\n{screen}",
             agent.name()
         );
