@@ -163,7 +163,10 @@ fn an_agent_that_dies_mid_turn_is_exited_with_its_code() {
         "{peek}"
     );
     let err = env.owt_err(&repo, ["send", "dies", "more"]);
-    assert!(err.contains("dies is not running"), "{err}");
+    assert!(
+        err.contains("not typing into `dies`: the agent exited with code 3"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -273,7 +276,7 @@ fn a_denied_permission_request_writes_nothing() {
     assert!(!std::path::Path::new(&s.worktree).join("ask.txt").exists());
     let err = env.owt_err(&repo, ["approve", "asks"]);
     assert!(
-        err.contains("asks has no pending permission request"),
+        err.contains("not approving for `asks`: no permission request is pending"),
         "{err}"
     );
 }

@@ -371,3 +371,71 @@ fn regression_ship_warns_of_the_agents_files_not_mains() {
     );
     assert!(!stderr.contains("main.txt"), "{stderr}");
 }
+
+/// #34 (Done when: "each verb is allowed exactly when the board's actions
+/// allow it"): attach, send, peek, approve and deny go through the same
+/// check as ship, merge and delete. A session waiting for room and one
+/// whose agent exited are refused with the reason the board shows for
+/// that action, and nothing is typed; what the board allows works.
+#[test]
+fn every_verb_refuses_with_the_boards_reason() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let mut config = read_file(&repo.join(".owt.toml"));
+    config = config.replace(
+        "[agent]\n",
+        "[agent]\nmax_running = 1\nmin_free_memory = \"0 B\"\n",
+    );
+    std::fs::write(repo.join(".owt.toml"), config).unwrap();
+    env.git(&repo, ["commit", "-qam", "one agent at a time"]);
+    env.trust(&repo);
+    env.owt_ok(&repo, ["new", "--name", "ends", "say goodbye"]);
+    wait_status(&env, &repo, "ends", Status::NeedsInput);
+    let queued = env.owt_ok(&repo, ["new", "--name", "later", "wait your turn"]);
+    assert!(queued.contains("Queued session later"), "{queued}");
+
+    // Each verb, by the board's action it is.
+    let verbs = [
+        (SessionAction::Attach, "attach"),
+        (SessionAction::Send, "send"),
+        (SessionAction::Peek, "peek"),
+        (SessionAction::Approve, "approve"),
+        (SessionAction::Deny, "deny"),
+    ];
+    let refused_as_shown = |name: &str, action: SessionAction, verb: &str| {
+        let board = view(&env, &repo, name).unwrap();
+        let shown = reason(&board, action)
+            .unwrap_or_else(|| panic!("{action:?} is allowed on {name}: {board:#?}"));
+        let mut args = vec![verb, name];
+        if action == SessionAction::Send {
+            args.push("hello");
+        }
+        let out = env.owt(&repo, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "owt {args:?} worked: {stderr}");
+        assert!(
+            stderr.contains(&shown),
+            "owt {args:?} on {name}: the board says {shown:?}; the verb: {stderr}"
+        );
+    };
+
+    // Waiting for room: nothing can be done to it but delete and start.
+    for (action, verb) in verbs {
+        refused_as_shown("later", action, verb);
+    }
+    assert_eq!(view(&env, &repo, "later").unwrap().status, Status::Queued);
+
+    // The agent exits: the saved screen can be read; nothing can be typed.
+    env.owt_ok(&repo, ["send", "ends", "exit 3"]);
+    wait_until("ends to exit", WAIT, || {
+        view(&env, &repo, "ends").is_some_and(|v| v.status == Status::Exited)
+    });
+    let board = view(&env, &repo, "ends").unwrap();
+    assert!(board.can(SessionAction::Peek), "{board:#?}");
+    assert!(env.owt_ok(&repo, ["peek", "ends"]).contains("bye"));
+    for (action, verb) in verbs {
+        if action != SessionAction::Peek {
+            refused_as_shown("ends", action, verb);
+        }
+    }
+}

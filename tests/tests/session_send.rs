@@ -95,7 +95,11 @@ fn send_to_a_stopped_session_fails_clearly() {
         let out = env.run(&["send", "stopped", "hello"]);
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("stopped is not running"), "{err}");
+        // The board's reason for Send on that session, as `owt list` shows.
+        assert!(
+            err.contains("not typing into `stopped`: the agent exited (Hangup)"),
+            "{err}"
+        );
     });
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use owt_protocol::host::PeekView;
-use owt_protocol::Status;
+use owt_protocol::{SessionAction, Status};
 
 use super::Context;
 use crate::session::{self, attach::AttachEnd, WaitOutcome};
@@ -59,6 +59,12 @@ pub fn send(ctx: &Context, to: &SendTo, text: &str, enter: bool) -> anyhow::Resu
         } else {
             text.to_string()
         };
+        // The board's check: a session waiting for room, or whose agent or
+        // host is gone, is not typed into (its reason says why).
+        if let Err(e) = super::allowed::check(ctx, &row, SessionAction::Send, false) {
+            sent.failed.push((row.name, e));
+            continue;
+        }
         match session::send(&ctx.home, &row, &text, enter) {
             Ok(()) => sent.sent.push(row.name),
             Err(e) => sent.failed.push((row.name, e.into())),
@@ -70,6 +76,7 @@ pub fn send(ctx: &Context, to: &SendTo, text: &str, enter: bool) -> anyhow::Resu
 /// The agent's screen (its last one, saved, once it exited).
 pub fn peek(ctx: &Context, name: &str, scrollback: bool) -> anyhow::Result<PeekView> {
     let row = ctx.session(name)?;
+    super::allowed::check(ctx, &row, SessionAction::Peek, false)?;
     Ok(session::peek(&ctx.home, &row, scrollback)?)
 }
 
@@ -130,6 +137,7 @@ pub fn acp_socket(
     if session::transport(&ctx.store, &row)? != owt_protocol::host::Transport::Acp {
         return Ok(None);
     }
+    super::allowed::check(ctx, &row, SessionAction::Attach, false)?;
     let socket = session::socket_path(&ctx.home, &row.short_id);
     Ok(Some((row.name, socket)))
 }
@@ -144,7 +152,8 @@ pub fn attach(ctx: &Context, name: &str, direct: bool) -> anyhow::Result<(String
         .detach_byte()
         .map_err(anyhow::Error::msg)
         .context("reading [attach] detach_key")?;
-    session::reconcile(&ctx.store, &ctx.home, &row)?;
+    // Reconciles it with its host, as the board does.
+    super::allowed::check(ctx, &row, SessionAction::Attach, false)?;
     let socket = session::socket_path(&ctx.home, &row.short_id);
     let end = session::attach::attach(&socket, prefix, direct)
         .with_context(|| format!("attaching to {}", row.name))?;

@@ -1,8 +1,9 @@
-//! The one check a verb that has a board action (ship, merge, delete)
-//! goes through before it changes anything: the session's view as the
-//! board shows it, its git facts read afresh, asked of
-//! [`crate::actions::refusal`]. So a verb does exactly what the board's
-//! `actions` say it can, and refuses with the board's own reason.
+//! The one check every verb that has a board action goes through before it
+//! acts (ship, merge, delete, attach, send, peek, approve, deny): the
+//! session's view as the board shows it (for ship, merge and delete with
+//! its git facts read afresh), asked of [`crate::actions::refusal`]. So a
+//! verb does exactly what the board's `actions` say it can, and refuses
+//! with the board's own reason.
 //!
 //! An interrupted ship or merge (its journal in the store) is let through:
 //! running the same command again completes it.
@@ -30,8 +31,45 @@ pub fn check(
     {
         return Ok(());
     }
-    let view = fresh_view(ctx, row)?;
+    let view = if changes_work(action) {
+        fresh_view(ctx, row)?
+    } else {
+        // Its status is what matters, not its commits: no git read.
+        super::list::session_view_now(ctx, row)?
+    };
     Ok(decide(&view, action, overridden)?)
+}
+
+/// [`check`] for `owt approve` (`deny`: `owt deny`). A terminal agent's
+/// dialog is read from its screen by its host at the moment it is
+/// answered, which is newer than the status the board derived from it (a
+/// dialog drawn a moment ago may still read `working`): such a session is
+/// refused here only when its agent or host is gone, as the board says,
+/// and otherwise by its host when no dialog is on the screen.
+pub fn check_answer(ctx: &Context, row: &SessionRow, deny: bool) -> anyhow::Result<()> {
+    let view = super::list::session_view_now(ctx, row)?;
+    let action = if deny {
+        SessionAction::Deny
+    } else {
+        SessionAction::Approve
+    };
+    if screen_decides(&view) {
+        return Ok(());
+    }
+    Ok(decide(&view, action, false)?)
+}
+
+/// Whether a permission answer to `view` is decided by its host reading the
+/// screen (a terminal agent whose agent and host are there) rather than by
+/// the board's status.
+pub fn screen_decides(view: &SessionView) -> bool {
+    use owt_protocol::{host::Transport, Status};
+    let gone = view.host_lost
+        || matches!(
+            view.status,
+            Status::Queued | Status::Exited | Status::Unreachable
+        );
+    view.transport == Transport::Pty && !gone
 }
 
 /// The decision of [`check`] on the session's view (pure): the board's
@@ -52,6 +90,15 @@ pub fn decide(view: &SessionView, action: SessionAction, overridden: bool) -> Re
 pub struct Refused {
     pub message: String,
     pub hint: Option<String>,
+}
+
+/// Whether `action` acts on the session's work (its commits and files), so
+/// that its git facts are read afresh before it is decided.
+fn changes_work(action: SessionAction) -> bool {
+    matches!(
+        action,
+        SessionAction::Ship | SessionAction::Merge | SessionAction::Delete
+    )
 }
 
 /// The board's view of `row` as a listing makes it (reconciled, its
@@ -88,12 +135,21 @@ pub fn refused(view: &SessionView, action: SessionAction, refusal: &Refusal) -> 
         SessionAction::Ship => "shipping",
         SessionAction::Merge => "merging",
         SessionAction::Delete => "deleting",
-        other => other.as_str(),
+        SessionAction::Attach => "attaching to",
+        SessionAction::Send => "typing into",
+        SessionAction::Peek => "showing the screen of",
+        SessionAction::Approve => "approving for",
+        SessionAction::Deny => "denying for",
+        SessionAction::Conflicts => "opening the conflicts of",
     };
-    let message = format!(
-        "not {verb} `{name}`: {}; nothing was changed",
-        refusal.reason
-    );
+    // A verb that only looks or types changes nothing when refused
+    // anyway; the ones that act on the work say so.
+    let nothing = if changes_work(action) {
+        "; nothing was changed"
+    } else {
+        ""
+    };
+    let message = format!("not {verb} `{name}`: {}{nothing}", refusal.reason);
     let hint = refusal.overridable.then(|| match action {
             SessionAction::Ship => format!(
                 "wait for its turn to end (`owt peek {name}`), or run `owt ship {name} --now` to stop the agent and ship what its worktree holds now (half-written files included)"

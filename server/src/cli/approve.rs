@@ -58,6 +58,9 @@ pub(super) fn answer(
 ) -> anyhow::Result<ExitCode> {
     let ctx = Context::open(ctx_dir)?;
     let row = ctx.session(name)?;
+    // The board's check first; then the host looks at the request or the
+    // dialog on screen itself.
+    crate::ops::allowed::check_answer(&ctx, &row, answer.deny)?;
     let done: PermissionAnswered =
         session::answer_permission(&ctx.store, &ctx.home, &row, &answer)?;
     out.emit(&done, || {

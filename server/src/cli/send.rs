@@ -50,7 +50,12 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
     }
     let result = agent::send(&ctx, &to, &text, !args.no_enter)?;
     for (name, e) in &result.failed {
-        out.error(&format!("sending to {name}: {e:#}"));
+        // A refusal names the session and what was not done already.
+        if e.downcast_ref::<crate::ops::allowed::Refused>().is_some() {
+            out.error(&format!("{e:#}"));
+        } else {
+            out.error(&format!("sending to {name}: {e:#}"));
+        }
         if let Some(hint) = super::hint_for(e) {
             out.hint(&hint);
         }

@@ -214,6 +214,20 @@ fn check_one(facts: &SessionFacts, view: &SessionView) {
             assert!(refused.message.contains(&refusal.unwrap().reason));
         }
     }
+    // A terminal agent's dialog is looked for on its screen by its host:
+    // the board's only other reason is the one the host gives too.
+    if super::screen_decides(view) {
+        for action in [SessionAction::Approve, SessionAction::Deny] {
+            if let Some(refusal) = actions::refusal(view, action) {
+                assert_eq!(
+                    refusal.reason,
+                    "no permission dialog is on its screen",
+                    "{}",
+                    context()
+                );
+            }
+        }
+    }
     assert_eq!(view.overlaps, facts.overlaps, "{}", context());
     if view.lane == Lane::ReadyToShip {
         assert!(

@@ -134,6 +134,13 @@ pub fn session_view(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionVi
     session_view_with(ctx, row, true)
 }
 
+/// One session, reconciled with its host, from the facts the store holds
+/// (no git or token-usage read): what a verb that does not touch the
+/// session's work checks its status against.
+pub fn session_view_now(ctx: &Context, row: &SessionRow) -> anyhow::Result<SessionView> {
+    view_of(ctx, row, false, None, true)
+}
+
 fn session_view_with(
     ctx: &Context,
     row: &SessionRow,
