@@ -49,6 +49,7 @@ use crate::store::FactRow;
 
 pub mod feedback;
 pub mod limit;
+pub mod since;
 
 /// A hook `working` older than this is re-checked against the screen.
 pub const HOOK_STALE_MS: i64 = 120_000;
@@ -324,6 +325,8 @@ pub struct SessionFacts {
     pub dialog: Option<String>,
     /// `owt new` is still making the session (worktree, setup).
     pub being_made: bool,
+    /// The status last taken as the session's, and since when.
+    pub status_since: Option<since::StatusSince>,
 }
 
 impl SessionFacts {
@@ -371,6 +374,7 @@ impl SessionFacts {
                 kind::STARTER => facts.being_made = true,
                 kind::UNREACHABLE => facts.unreachable = decode(row).map(|v| (v, at)),
                 limit::LIMIT => facts.limit = decode(row).map(|v| (v, at)),
+                since::STATUS_SINCE => facts.status_since = decode(row),
                 kind::GUARD => facts.snapshot = row.value["snapshot"].as_str().map(str::to_string),
                 kind::REVIEWED => {
                     facts.reviewed_snapshot = row.value["snapshot"].as_str().map(str::to_string)

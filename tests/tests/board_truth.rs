@@ -439,3 +439,67 @@ fn every_verb_refuses_with_the_boards_reason() {
         }
     }
 }
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// #35 (each row shows its status "and how long in it"): the session's
+/// host records when a status began while nobody looks (`owt wait` derives
+/// no view), so the first listing after a long wait shows the wait, not
+/// zero; a new status starts a new time, which then holds.
+#[test]
+fn a_status_says_since_when_even_when_nobody_looked() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    env.owt_ok(&repo, ["new", "--name", "timed", "be timed"]);
+    env.owt_ok(&repo, ["wait", "timed", "--timeout", "30"]);
+    let waited = now_ms();
+    // Nothing lists it: its host records the status once it held (read
+    // from the store's SQLite file itself).
+    let db = env.owt_home.join("owt.db");
+    wait_until("the host to record needs-input", WAIT, || {
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); \
+                 print(''.join(v for (v,) in c.execute(\
+                 \"SELECT value FROM facts WHERE kind='status-since'\")))",
+            ])
+            .arg(&db)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains("\"needs-input\"")
+    });
+    let first = view(&env, &repo, "timed").unwrap();
+    assert_eq!(first.status, Status::NeedsInput, "{first:#?}");
+    let since = first.status_since.expect("a time for its status");
+    // The host looks every 250 ms, and records a status once it held for
+    // 750 ms: its time is at most a look later than the change, long
+    // before this listing.
+    assert!(
+        since <= waited + 300 && since >= first.created_at,
+        "needs-input since {since}: `owt wait` returned at {waited}, it was made at {}",
+        first.created_at
+    );
+    // It holds while the status does.
+    assert_eq!(
+        view(&env, &repo, "timed").unwrap().status_since,
+        Some(since)
+    );
+    let sent = now_ms();
+    env.owt_ok(&repo, ["send", "timed", "busy 30"]);
+    wait_status(&env, &repo, "timed", Status::Working);
+    let working = view(&env, &repo, "timed").unwrap();
+    let since_working = working.status_since.expect("a time for working");
+    assert!(
+        since_working >= sent,
+        "working since {since_working}, sent at {sent}"
+    );
+    // The control plane's row says how long: `working 0s` or so.
+    let row = env.owt_ok(&repo, ["--json", "list"]);
+    assert!(row.contains("\"status_since\""), "{row}");
+}

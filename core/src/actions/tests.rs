@@ -17,6 +17,7 @@ fn session(name: &str, status: Status, lane: Lane) -> SessionView {
         kind: SessionKind::Worktree,
         status,
         status_text: status.as_str().into(),
+        status_since: None,
         lane,
         created_at: 0,
         exit_code: None,

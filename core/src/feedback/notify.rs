@@ -12,7 +12,8 @@
 //! status must hold for [`STEADY`] before it is told (a flicker is not an
 //! event), and the same event is told at most once per [`DEBOUNCE`]. A
 //! host whose configuration asks for nothing has no `notify` thread (it
-//! ends once it read the configuration).
+//! ends once it read the configuration). The same looks record how long
+//! the status has held ([`crate::status::since`]), configured or not.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -114,7 +115,18 @@ impl Steady {
     }
 }
 
-/// The notifier a session host's monitor drives.
+impl Steady {
+    /// The status now steady (held for [`STEADY`], or an exit) and since
+    /// when it showed; `None` while it may still be a flicker.
+    pub fn held(&self, now: Instant) -> Option<(Status, Instant)> {
+        let (status, since) = self.candidate?;
+        (status == Status::Exited || now.duration_since(since) >= STEADY).then_some((status, since))
+    }
+}
+
+/// The notifier a session host's monitor drives; it also records how long
+/// the status has held ([`crate::status::since`]), whether or not
+/// `[notify]` asks for anything.
 pub struct Notifier {
     session_id: i64,
     next: Instant,
@@ -158,13 +170,12 @@ impl Notifier {
     /// thread when the status turned to one that is told.
     pub fn poll(&mut self, store: &Store) {
         let now = Instant::now();
-        if now < self.next || self.tx.is_none() {
+        if now < self.next {
             return;
         }
         self.next = now + TICK;
         if self.thread.as_ref().is_some_and(|t| t.is_finished()) {
             self.tx = None;
-            return;
         }
         if let Err(e) = self.look(store, now) {
             tracing::warn!("notifications: {e:#}");
@@ -174,13 +185,12 @@ impl Notifier {
     /// The agent exited (its exit fact recorded): tells it, and waits a
     /// little for the `notify` thread to hand it over.
     pub fn exited(mut self, store: &Store) {
-        if self.tx.is_none() {
-            return;
-        }
         if let Err(e) = self.look(store, Instant::now()) {
             tracing::warn!("notifications: {e:#}");
         }
-        self.tx = None;
+        if self.tx.take().is_none() {
+            return;
+        }
         let deadline = Instant::now() + EXIT_GRACE;
         if let Some(thread) = self.thread.take() {
             while !thread.is_finished() && Instant::now() < deadline {
@@ -196,7 +206,12 @@ impl Notifier {
         let facts = SessionFacts::from_rows(row.created_at, &store.facts(row.id)?);
         let at = now_ms();
         let Derived { status, text, .. } = derive_status(&facts, at);
-        let Some(told) = self.steady.look(status, now) else {
+        let told = self.steady.look(status, now);
+        if let Some((held, since)) = self.steady.held(now) {
+            let ago = i64::try_from(now.duration_since(since).as_millis()).unwrap_or(0);
+            record_since(store, row.id, &facts, held, at - ago);
+        }
+        let Some(told) = told else {
             return Ok(());
         };
         let repository = store
@@ -217,6 +232,25 @@ impl Notifier {
             }
         }
         Ok(())
+    }
+}
+
+/// Records that session `session_id` is `status` since `since`, unless the
+/// stored fact names that status already. Errors are logged: how long a
+/// status held is never worth failing a view or a host for.
+pub fn record_since(
+    store: &Store,
+    session_id: i64,
+    facts: &SessionFacts,
+    status: Status,
+    since: i64,
+) {
+    if facts.status_since.is_some_and(|s| s.status == status) {
+        return;
+    }
+    let fact = crate::status::since::StatusSince { status, since };
+    if let Err(e) = store.record_fact(session_id, crate::status::since::STATUS_SINCE, &fact) {
+        tracing::warn!("recording how long the status held: {e}");
     }
 }
 

@@ -63,6 +63,11 @@ export type SessionView = {
    * Human text of the status, e.g. `exited (host lost)`, `exited with code 2`.
    */
   status_text: string,
+  /**
+   * Since when (Unix ms) the session has been in `status`, as its host
+   * or a view recorded it; absent until one did.
+   */
+  status_since?: number,
   lane: Lane,
   /**
    * Unix time in milliseconds.

@@ -20,6 +20,11 @@ pub struct SessionView {
     pub status: Status,
     /// Human text of the status, e.g. `exited (host lost)`, `exited with code 2`.
     pub status_text: String,
+    /// Since when (Unix ms) the session has been in `status`, as its host
+    /// or a view recorded it; absent until one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(type = "number", optional))]
+    pub status_since: Option<i64>,
     pub lane: Lane,
     /// Unix time in milliseconds.
     #[cfg_attr(test, ts(type = "number"))]

@@ -22,6 +22,7 @@ fn session(name: &str, status_text: &str, ahead: u32, changed: u32) -> SessionVi
         kind: SessionKind::Worktree,
         status: Status::Working,
         status_text: status_text.into(),
+        status_since: None,
         lane: Lane::InFlight,
         created_at: NOW - 3_600_000,
         exit_code: None,

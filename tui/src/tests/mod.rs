@@ -39,6 +39,7 @@ pub fn session(name: &str, status: Status) -> SessionView {
         kind: SessionKind::Worktree,
         status,
         status_text: status.as_str().into(),
+        status_since: Some(0),
         lane,
         created_at: 0,
         exit_code: None,

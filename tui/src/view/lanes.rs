@@ -108,14 +108,16 @@ fn row(
 
 /// `working 3m · claude · +2 · 4 files · 1 overlap · checks passed · 12k tok`.
 pub fn row_details(view: &SessionView, now: i64) -> String {
-    let mut parts = vec![
-        format!(
+    // How long it has been in its status, once recorded.
+    let status = match view.status_since {
+        Some(since) => format!(
             "{} {}",
             printable::line(&view.status_text),
-            printable::age(view.created_at, now)
+            printable::age(since, now)
         ),
-        printable::line(&view.provider).into_owned(),
-    ];
+        None => printable::line(&view.status_text).into_owned(),
+    };
+    let mut parts = vec![status, printable::line(&view.provider).into_owned()];
     if view.ahead > 0 {
         parts.push(format!("+{}", view.ahead));
     }

@@ -246,7 +246,14 @@ fn finish_view(
             }
         }
     }
-    let mut view = view(row, &facts, now_ms());
+    let now = now_ms();
+    let mut view = view(row, &facts, now);
+    if view.status_since.is_none() {
+        // A status no host recorded (a check or PR turned, a lost host):
+        // it is this one from now.
+        crate::feedback::notify::record_since(&ctx.store, row.id, &facts, view.status, now);
+        view.status_since = Some(now);
+    }
     view.ports = stored.ports;
     view.usage = stored.usage;
     Ok(view)
@@ -272,6 +279,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         kind: row.kind,
         status: derived.status,
         status_text: derived.text,
+        status_since: status::since::since_of(facts, derived.status),
         lane: derived.lane,
         created_at: row.created_at,
         exit_code: derived.exit_code,
