@@ -182,7 +182,13 @@ impl Live {
             }
             Tab::Activity => {
                 let comments = ops::review::comments(&self.ctx, name, false)?;
-                (preview_text::activity_lines(view, &comments), Vec::new())
+                // A failed run's output, as `owt checks NAME` shows it.
+                let checks = match &view.checks {
+                    Some(_) => Some(ops::checks::show(&self.ctx, name)?),
+                    None => None,
+                };
+                let lines = preview_text::activity_lines(view, &comments, checks.as_ref());
+                (lines, Vec::new())
             }
         })
     }

@@ -7,6 +7,7 @@ use owt_core::printable;
 use owt_protocol::guard::{GuardReport, LineRange};
 use owt_protocol::host::ScreenView;
 use owt_protocol::review::{CommentsOutput, DiffReport};
+use owt_protocol::ChecksOutput;
 use owt_protocol::SessionView;
 
 use crate::app::{Anchor, Styled, TermColour, TermStyle, Tone};
@@ -223,8 +224,17 @@ pub fn guard_lines(report: &GuardReport, name: &str) -> Vec<Styled> {
     lines
 }
 
-/// The permission request, checks, pull request and review comments.
-pub fn activity_lines(view: &SessionView, comments: &CommentsOutput) -> Vec<Styled> {
+/// How many of the last lines of a failed checks run the Activity tab
+/// shows (the whole log is named under them).
+const CHECKS_LINES: usize = 12;
+
+/// The permission request, checks (the end of a failed run's output,
+/// from `owt checks NAME`), pull request and review comments.
+pub fn activity_lines(
+    view: &SessionView,
+    comments: &CommentsOutput,
+    checks_output: Option<&ChecksOutput>,
+) -> Vec<Styled> {
     let mut lines = Vec::new();
     if let Some(permission) = &view.permission {
         lines.push(toned(Tone::Warn, format!("Asks: {}", permission.question)));
@@ -252,6 +262,13 @@ pub fn activity_lines(view: &SessionView, comments: &CommentsOutput) -> Vec<Styl
             ));
         }
         lines.push(toned(tone, text));
+        let said = checks_output.and_then(|c| c.reason.as_deref().or(c.excerpt.as_deref()));
+        if let Some(said) = said.filter(|_| checks.state == "failed") {
+            let all: Vec<&str> = said.lines().collect();
+            for line in &all[all.len().saturating_sub(CHECKS_LINES)..] {
+                lines.push(toned(Tone::Dim, format!("  │ {}", printable::line(line))));
+            }
+        }
         if let Some(log) = &checks.log {
             lines.push(toned(Tone::Dim, format!("  {log}")));
         }

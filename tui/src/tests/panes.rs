@@ -283,7 +283,7 @@ fn the_activity_tab_shows_the_permission_request_and_why_actions_are_refused() {
         session: "acp".into(),
         comments: Vec::new(),
     };
-    let lines = preview_text::activity_lines(&view, &comments);
+    let lines = preview_text::activity_lines(&view, &comments, None);
     let app = with_preview(app(vec![view]), Tab::Activity, lines);
     check(
         &app,
@@ -302,6 +302,70 @@ fn the_activity_tab_shows_the_permission_request_and_why_actions_are_refused() {
                                                              │conflicts: no file has unresolved conflicts
 
             tab preview  a/⏎ attach  f fix  r reviewed  t type  y approve  Y deny  · n N / ? q
+        "#]],
+    );
+}
+
+#[test]
+fn the_activity_tab_shows_the_end_of_a_failed_checks_run() {
+    let mut view = session("tests", Status::ChecksFailed);
+    let checks = ChecksView {
+        state: "failed".into(),
+        trigger: "turn-end".into(),
+        attempt: 2,
+        max_attempts: 3,
+        exit_code: Some(1),
+        timed_out: false,
+        duration_ms: Some(900),
+        log: Some("/owt/logs/checks/tests-2.log".into()),
+        started_at: 0,
+        current: true,
+    };
+    view.checks = Some(checks.clone());
+    with_actions(&mut view);
+    let comments = CommentsOutput {
+        session: "tests".into(),
+        comments: Vec::new(),
+    };
+    // An escape in the output is shown, never obeyed.
+    let excerpt = (1..=14)
+        .map(|i| format!("line {i}"))
+        .chain(["FAILED test_login \u{1b}[31mboom".to_string()])
+        .collect::<Vec<_>>()
+        .join("\n");
+    let output = owt_protocol::ChecksOutput {
+        session: "tests".into(),
+        command: Some("pytest".into()),
+        when: "turn-end".into(),
+        checks: Some(checks),
+        excerpt: Some(excerpt),
+        reason: None,
+    };
+    let lines = preview_text::activity_lines(&view, &comments, Some(&output));
+    let app = with_preview(app(vec![view]), Tab::Activity, lines);
+    check(
+        &app,
+        100,
+        18,
+        expect![[r#"
+            owt · demo · 1 session · 1 needs you
+            NEEDS YOU (1)                                    │ Screen │ Diff │ Guard │ [Activity] ─────── tests
+            › tests  checks-failed 10m · claude · checks fail│Checks failed (turn-end), attempt 2 of 3
+                                                             │  │ line 4
+                                                             │  │ line 5
+                                                             │  │ line 6
+                                                             │  │ line 7
+                                                             │  │ line 8
+                                                             │  │ line 9
+                                                             │  │ line 10
+                                                             │  │ line 11
+                                                             │  │ line 12
+                                                             │  │ line 13
+                                                             │  │ line 14
+                                                             │  │ FAILED test_login \x1b[31mboom
+                                                             │  /owt/logs/checks/tests-2.log
+
+            tab preview  a/⏎ attach  f fix  r reviewed  t type  d delete  · n N / ? q
         "#]],
     );
 }
