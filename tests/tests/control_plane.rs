@@ -329,6 +329,11 @@ fn n_starts_a_session_and_d_deletes_it_after_a_confirmation() {
     // in the status line, and nothing changes. (Not while the agent works
     // on the comment just typed: delete is not offered then.)
     env.wait_settled(&repo, "add-the-login-page");
+    // …and the board has seen it too (it re-reads a working agent's
+    // status every so often): its footer offers delete.
+    cockpit.wait_for("the board to offer delete", |s| {
+        !s.contains("add-the-login-page  working") && s.contains("d delete")
+    });
     cockpit.keys(&["d"]);
     cockpit.wait_text("Confirm");
     cockpit.keys(&["y"]);
@@ -483,4 +488,44 @@ fn the_screen_tab_shows_the_agents_colours() {
         coloured.contains("got: \x1b[38;5;1mred word"),
         "{coloured:?}"
     );
+}
+
+/// A long action runs off the board (#35: the board never freezes):
+/// while `n`'s setup script runs (it waits for a file), the status line
+/// shows its output, keys still work, and `q` waits for it rather than
+/// cutting it short; the result comes when it ends.
+#[test]
+fn the_board_stays_live_while_a_long_action_runs() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    let go = env.path().join("go");
+    std::fs::create_dir_all(repo.join(".owt")).unwrap();
+    std::fs::write(
+        repo.join(".owt/setup.sh"),
+        format!(
+            "echo setup is waiting\nwhile [ ! -e '{}' ]; do sleep 0.05; done\n",
+            go.display()
+        ),
+    )
+    .unwrap();
+    env.trust(&repo);
+    let cockpit = Cockpit::open(&env, &repo, "cp-job", "");
+    cockpit.wait_text("No sessions. Press n to start one.");
+    cockpit.keys(&["n"]);
+    cockpit.wait_text("New session");
+    cockpit.type_text("slow start");
+    cockpit.keys(&["Enter"]);
+    cockpit.wait_text("setup is waiting");
+    // The board answers while the setup runs.
+    cockpit.keys(&["?"]);
+    cockpit.wait_text("Keys");
+    cockpit.keys(&["Escape"]);
+    cockpit.wait_for("the help to close", |s| !s.contains("─ Keys "));
+    cockpit.keys(&["q"]);
+    cockpit.wait_text("1 action still running: q once it ends");
+    std::fs::write(&go, "").unwrap();
+    cockpit.wait_text("Started session slow-start.");
+    let list = env.sessions(&repo);
+    assert_eq!(list.sessions.len(), 1);
+    assert_eq!(list.sessions[0].name, "slow-start");
 }

@@ -10,6 +10,7 @@ use owt_protocol::host::PermissionAnswer;
 
 use crate::app::{App, Mode, Prompt};
 use crate::form::{Mode as RunMode, NewForm};
+use crate::jobs::Body;
 use crate::keys::Command;
 use crate::live::Live;
 
@@ -88,47 +89,54 @@ pub fn doing(command: Command, name: &str) -> String {
     }
 }
 
-/// Does a confirmed `command` to `name`.
-pub fn confirmed(app: &mut App, live: &mut Live, command: Command, name: &str) {
-    let mut progress = String::new();
-    let ctx = &mut live.ctx;
-    let result = match command {
-        Command::Delete => ops::delete::delete_session(ctx, name, false, "deleted", &mut |l| {
-            progress = l.to_string()
-        })
-        .map(|out| format!("Deleted session {}.", out.name)),
-        Command::Ship => {
-            let opts = MergeOptions {
-                rebase: false,
-                strategy: None,
-                leave_conflicts: false,
-                keep: false,
-                // As the CLI without --now: refused while the agent works.
-                now: false,
-            };
-            ops::checks::ship_checked(ctx, name, None, opts, false, &mut |l| {
-                progress = l.to_string()
-            })
-            .map(|_| format!("Shipped {name}."))
-        }
-        _ => {
-            let opts = MergeOptions {
-                rebase: false,
-                strategy: None,
-                leave_conflicts: false,
-                keep: false,
-                // As the CLI without --now: refused while the agent works.
-                now: false,
-            };
-            ops::merge::merge_session(ctx, name, opts, &mut |l| progress = l.to_string())
-                .map(|_| format!("Merged {name}."))
-        }
+/// A confirmed `command` to `name`, as a job (see [`crate::jobs`]).
+pub fn confirmed(command: Command, name: &str) -> (&'static str, Body) {
+    let name = name.to_string();
+    // As the CLI without --now: refused while the agent works.
+    let opts = MergeOptions {
+        rebase: false,
+        strategy: None,
+        leave_conflicts: false,
+        keep: false,
+        now: false,
     };
-    let what = match command {
-        Command::Delete => "delete",
-        Command::Ship => "ship",
-        _ => "merge",
-    };
+    match command {
+        Command::Delete => (
+            "delete",
+            Box::new(move |ctx, progress| {
+                ops::delete::delete_session(ctx, &name, false, "deleted", progress)
+                    .map(|out| (format!("Deleted session {}.", out.name), None))
+            }),
+        ),
+        Command::Ship => (
+            "ship",
+            Box::new(move |ctx, progress| {
+                ops::checks::ship_checked(ctx, &name, None, opts, false, progress)
+                    .map(|_| (format!("Shipped {name}."), None))
+            }),
+        ),
+        _ => (
+            "merge",
+            Box::new(move |ctx, progress| {
+                ops::merge::merge_session(ctx, &name, opts, progress)
+                    .map(|_| (format!("Merged {name}."), None))
+            }),
+        ),
+    }
+}
+
+/// A job's end: its line or error in the status line, the session it
+/// names focused, the board re-read.
+pub fn ended(
+    app: &mut App,
+    live: &mut Live,
+    what: &str,
+    result: anyhow::Result<String>,
+    focus: Option<String>,
+) {
+    if result.is_ok() && focus.is_some() {
+        app.focus = focus;
+    }
     report(app, live, what, result);
 }
 
@@ -239,11 +247,11 @@ pub fn new_form(live: &Live) -> NewForm {
     NewForm::new(agents, hosts)
 }
 
-/// Starts the session the form describes (`owt new …`).
-pub fn start(app: &mut App, live: &mut Live, form: &NewForm) {
+/// The session the form describes (`owt new …`), as a job; an error
+/// when the form cannot start one.
+pub fn start(form: &NewForm) -> Result<(&'static str, Body), String> {
     if form.task.trim().is_empty() {
-        app.fail("new: the task is empty (type what the agent should do)");
-        return;
+        return Err("new: the task is empty (type what the agent should do)".into());
     }
     let size = crossterm::terminal::size()
         .map(|(cols, rows)| (rows, cols))
@@ -265,28 +273,27 @@ pub fn start(app: &mut App, live: &mut Live, form: &NewForm) {
         acp_mcp_servers: Vec::new(),
         now: false,
     };
-    let result = match form.host_name() {
-        Some(remote) => ops::remote::new_on(&mut live.ctx, remote, &req, &mut |_| {}).map(|made| {
-            let line = format!("Started session {} on {remote}.", made.session.name);
-            (made.session.name, line)
+    let remote = form.host_name().map(str::to_string);
+    Ok((
+        "new",
+        Box::new(move |ctx, progress| match remote {
+            Some(remote) => ops::remote::new_on(ctx, &remote, &req, progress).map(|made| {
+                let line = format!("Started session {} on {remote}.", made.session.name);
+                (line, Some(made.session.name))
+            }),
+            None => ops::new::new_session(ctx, &req, progress).map(|made| {
+                let name = made.session.name;
+                let line = match &made.queued {
+                    Some(why) => format!("Queued session {name}: {why}."),
+                    None if !made.agent_started => {
+                        format!("Created session {name}, but its agent did not start.")
+                    }
+                    None => format!("Started session {name}."),
+                };
+                (line, Some(name))
+            }),
         }),
-        None => ops::new::new_session(&mut live.ctx, &req, &mut |_| {}).map(|made| {
-            let name = made.session.name;
-            let line = match &made.queued {
-                Some(why) => format!("Queued session {name}: {why}."),
-                None if !made.agent_started => {
-                    format!("Created session {name}, but its agent did not start.")
-                }
-                None => format!("Started session {name}."),
-            };
-            (name, line)
-        }),
-    };
-    let started = result.map(|(name, line)| {
-        app.focus = Some(name);
-        line
-    });
-    report(app, live, "new", started);
+    ))
 }
 
 /// `a`: this terminal handed to the session's host, as `owt attach`

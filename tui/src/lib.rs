@@ -7,7 +7,9 @@
 //!
 //! Parts: [`app`] (the state, pure), [`view`] (drawing it, pure, one
 //! component per pane), [`keys`] (the one key map), [`input`] and
-//! [`commands`] (keys to actions), [`live`] (the facts, as they change),
+//! [`commands`] (keys to actions), [`jobs`] (long actions — new, ship,
+//! merge, delete — off the drawing thread, so the board stays live while
+//! they run), [`live`] (the facts, as they change),
 //! [`terminal`] (raw mode, the alternate screen, bell and title).
 //! See docs/control-plane.md.
 
@@ -15,6 +17,7 @@ pub mod app;
 pub mod commands;
 pub mod form;
 pub mod input;
+pub mod jobs;
 pub mod keys;
 pub mod live;
 pub mod preview_text;
@@ -68,6 +71,7 @@ fn event_loop(
 ) -> anyhow::Result<()> {
     let mut needing = None;
     let mut draw = true;
+    let mut jobs = jobs::Jobs::new(&live.ctx);
     loop {
         if draw {
             live.refresh_preview(app, false);
@@ -85,16 +89,26 @@ fn event_loop(
             match event::read()? {
                 Event::Key(key) if key.kind != KeyEventKind::Release => {
                     match input::on_key(app, live, key) {
+                        // A ship or delete cut short by leaving would
+                        // leave its work half done: wait for it.
+                        After::Quit if jobs.running > 0 => app.fail(format!(
+                            "{} action{} still running: q once it ends (its result shows here)",
+                            jobs.running,
+                            if jobs.running == 1 { "" } else { "s" }
+                        )),
                         After::Quit => return Ok(()),
                         After::Attach(name) => attach(app, live, term, &name)?,
                         After::Run(command, name) => {
-                            term.draw(|frame| view::render(app, frame))?;
-                            commands::confirmed(app, live, command, &name);
+                            let (what, body) = commands::confirmed(command, &name);
+                            jobs.spawn(what, body);
                         }
-                        After::Start(form) => {
-                            term.draw(|frame| view::render(app, frame))?;
-                            commands::start(app, live, &form);
-                        }
+                        After::Start(form) => match commands::start(&form) {
+                            Ok((what, body)) => {
+                                app.say("Starting the session…");
+                                jobs.spawn(what, body);
+                            }
+                            Err(e) => app.fail(e),
+                        },
                         After::Draw => {}
                     }
                     draw = true;
@@ -109,6 +123,17 @@ fn event_loop(
                 }
                 _ => {}
             }
+        }
+        for said in jobs.poll() {
+            match said {
+                jobs::Said::Progress(line) => app.say(owt_core::printable::line(&line)),
+                jobs::Said::Done {
+                    what,
+                    result,
+                    focus,
+                } => commands::ended(app, live, what, result, focus),
+            }
+            draw = true;
         }
         draw |= live.tick(app);
     }
