@@ -9,6 +9,7 @@
 
 pub mod acp;
 pub mod agents;
+pub mod cockpit;
 pub mod lsp;
 pub mod remote;
 

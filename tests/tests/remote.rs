@@ -835,3 +835,26 @@ fn a_repositorys_own_remotes_need_trust() {
     assert!(err.contains("[remotes.devbox] host"), "{err}");
     assert!(!Path::new("/tmp/pwned").exists());
 }
+
+/// #35: a remote session is in the control plane's lanes as a local one
+/// is (`devbox:name`); its Screen tab shows the agent over there, and `t`
+/// types into it through the bridge.
+#[test]
+fn a_remote_session_is_in_the_control_planes_lanes() {
+    use owt_e2e::cockpit::Cockpit;
+    let world = World::new("owt-rt-cockpit");
+    world.start("fix-login");
+    world.wait_session("past starting", "devbox:fix-login", ready);
+    let cockpit = Cockpit::open(&world.env, &world.repo, "cp-remote", "");
+    cockpit.wait_for("the remote row in a lane", |s| {
+        s.contains("IN FLIGHT (1)") || s.contains("NEEDS YOU (1)")
+    });
+    cockpit.wait_text("› devbox:fix-login");
+    cockpit.wait_text("ready>");
+    cockpit.keys(&["t"]);
+    cockpit.wait_text("Type to devbox:fix-login");
+    cockpit.type_text("typed from the board");
+    cockpit.keys(&["Enter"]);
+    cockpit.wait_text("Sent to devbox:fix-login.");
+    cockpit.wait_text("got: typed from the board");
+}
