@@ -41,6 +41,7 @@ mod convert;
 pub(crate) mod diagnostics;
 mod event;
 pub mod framing;
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 mod git_refresher;

@@ -17,5 +17,6 @@ pub use owt_mcp as mcp;
 
 pub mod acp_agent;
 pub mod cli;
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;

@@ -24,6 +24,7 @@
 
 pub mod conn;
 pub mod fs;
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod rpc;
