@@ -77,18 +77,7 @@ fn killed_mid_conversation(agent: Agent) -> (TestEnv, PathBuf, String, Model) {
     status.wait_for("waiting after the first turn", 0.0, AGENT, |o| {
         matches!(o.status, Status::NeedsInput | Status::Done)
     });
-    // kill -9 the host and the agent: nothing gets to say goodbye.
-    let id = &created.session.id;
-    let mut victims: Vec<i32> = env
-        .our_processes()
-        .into_iter()
-        .filter(|pid| cmdline(*pid as u32).iter().any(|a| a == "__host"))
-        .collect();
-    victims.extend(env.session_processes(id));
-    assert!(!victims.is_empty());
-    for pid in &victims {
-        sigkill(*pid);
-    }
+    kill_host(&env, &created.session.id);
     status.wait_for("exited (host lost)", 0.0, AGENT, |o| {
         o.status == Status::Exited
     });
@@ -194,6 +183,58 @@ fn asks_and_the_model_sees_the_first_turn(
         agent.name(),
         next.user_messages
     );
+}
+
+/// kill -9 every session host of `env` and the agent of session `id`:
+/// nothing gets to say goodbye.
+fn kill_host(env: &TestEnv, id: &str) {
+    let mut victims: Vec<i32> = env
+        .our_processes()
+        .into_iter()
+        .filter(|pid| cmdline(*pid as u32).iter().any(|a| a == "__host"))
+        .collect();
+    victims.extend(env.session_processes(id));
+    assert!(!victims.is_empty());
+    for pid in &victims {
+        sigkill(*pid);
+    }
+}
+
+/// `[agent] auto_resume` at `owt lsp` start: a session whose host was
+/// killed is resumed by the editor's server starting, no verb run (the
+/// repository's fake agent, restarted with a note: it has no resume).
+#[test]
+fn auto_resume_resumes_a_lost_session_when_owt_lsp_starts() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let (name, _) = env.new_session(&repo, "remember the word PINEAPPLE");
+    let id = env.session(&repo, &name).id;
+    kill_host(&env, &id);
+    owt_e2e::wait_until("the host lost", AGENT, || {
+        let view = env.session(&repo, &name);
+        view.host_lost && env.session_processes(&id).is_empty()
+    });
+    let config = env.home.join(".config/owt/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("auto_resume = true\n");
+    std::fs::write(&config, text).unwrap();
+    // From here on no owt verb runs until the agent is back: only the
+    // server can have resumed it.
+    let _lsp = owt_e2e::lsp::LspClient::start(
+        &env,
+        &repo,
+        json!({}),
+        owt_e2e::lsp::LspClient::default_capabilities(),
+        false,
+    );
+    owt_e2e::wait_until("owt lsp to resume the agent", AGENT, || {
+        !env.session_processes(&id).is_empty()
+    });
+    owt_e2e::wait_until("the restarted agent's note", AGENT, || {
+        env.owt_ok(&repo, ["peek", &name])
+            .contains("previous run on this task ended")
+    });
+    assert!(!env.session(&repo, &name).host_lost);
 }
 
 /// SIGKILL to `pid`, through kill(1).
