@@ -118,6 +118,8 @@ fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
                 .then(|| "nothing to ship: no commits and no changed files".to_string())
         }),
         SessionAction::Delete => unreachable,
+        SessionAction::Resume if view.status == Status::Queued => gone,
+        SessionAction::Resume => resume_why_not(view),
         SessionAction::Approve | SessionAction::Deny => gone.or_else(|| permission_why_not(view)),
         SessionAction::Conflicts => match &view.remote {
             // Its files are over there: attach and resolve them there.
@@ -130,6 +132,24 @@ fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
                 .then(|| "no file has unresolved conflicts".to_string()),
         },
     }
+}
+
+/// Why `view`'s agent cannot be resumed (`owt resume`; `None`: it is
+/// gone, here, and can be). FIXME: a failed `--headless` run is offered
+/// too, and `ops::resume` refuses it: the view does not say a run was
+/// headless.
+fn resume_why_not(view: &SessionView) -> Option<String> {
+    if let Some(remote) = &view.remote {
+        return Some(format!(
+            "it runs on {remote}: resume it there (`owt resume` on that machine)"
+        ));
+    }
+    (view.status != Status::Exited).then(|| {
+        format!(
+            "its agent has not exited (see `owt list`): attach to it with `owt attach {}`",
+            view.name
+        )
+    })
 }
 
 /// Why a permission request of `view` cannot be answered (`None`: one is

@@ -373,7 +373,7 @@ fn regression_ship_warns_of_the_agents_files_not_mains() {
 }
 
 /// #34 (Done when: "each verb is allowed exactly when the board's actions
-/// allow it"): attach, send, peek, approve and deny go through the same
+/// allow it"): attach, send, peek, approve, deny and resume go through the same
 /// check as ship, merge and delete. A session waiting for room and one
 /// whose agent exited are refused with the reason the board shows for
 /// that action, and nothing is typed; what the board allows works.
@@ -401,6 +401,7 @@ fn every_verb_refuses_with_the_boards_reason() {
         (SessionAction::Peek, "peek"),
         (SessionAction::Approve, "approve"),
         (SessionAction::Deny, "deny"),
+        (SessionAction::Resume, "resume"),
     ];
     let refused_as_shown = |name: &str, action: SessionAction, verb: &str| {
         let board = view(&env, &repo, name).unwrap();
@@ -434,10 +435,14 @@ fn every_verb_refuses_with_the_boards_reason() {
     assert!(board.can(SessionAction::Peek), "{board:#?}");
     assert!(env.owt_ok(&repo, ["peek", "ends"]).contains("bye"));
     for (action, verb) in verbs {
-        if action != SessionAction::Peek {
+        if !matches!(action, SessionAction::Peek | SessionAction::Resume) {
             refused_as_shown("ends", action, verb);
         }
     }
+    // Its agent is gone: it can be resumed, as the board says.
+    assert!(board.can(SessionAction::Resume), "{board:#?}");
+    let resumed = env.owt_ok(&repo, ["resume", "ends"]);
+    assert!(resumed.contains("Resumed session ends"), "{resumed}");
 }
 
 fn now_ms() -> i64 {

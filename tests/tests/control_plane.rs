@@ -382,3 +382,30 @@ fn the_board_stays_live_while_a_long_action_runs() {
     assert_eq!(list.sessions.len(), 1);
     assert_eq!(list.sessions[0].name, "slow-start");
 }
+
+#[test]
+fn r_resumes_a_session_whose_agent_exited() {
+    let env = TestEnv::new();
+    let repo = env.repo("cockpit");
+    let (name, _) = env.new_session(&repo, "say goodbye");
+    env.owt_ok(&repo, ["send", &name, "exit"]);
+    owt_e2e::wait_until("the agent to exit", WAIT, || {
+        env.sessions(&repo)
+            .sessions
+            .iter()
+            .any(|s| s.name == name && s.status == owt_protocol::Status::Exited)
+    });
+    let cockpit = Cockpit::open(&env, &repo, "cp-resume", "");
+    cockpit.wait_for("the exited session, resume offered", |s| {
+        row(s, &name).is_some_and(|r| r.contains("exited")) && s.contains("R resume")
+    });
+    cockpit.keys(&["R"]);
+    // The fake agent has no resume of its own: restarted with a note.
+    cockpit.wait_text(&format!(
+        "Resumed session {name}: restarted with a note of what happened."
+    ));
+    owt_e2e::wait_until("the agent to run again", WAIT, || {
+        env.owt_ok(&repo, ["peek", &name])
+            .contains("previous run on this task ended")
+    });
+}

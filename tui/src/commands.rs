@@ -1,6 +1,6 @@
 //! The actions, each through the same `ops` function as its CLI verb
 //! (`owt new`, `delete`, `ship`, `merge`, `send`, `note`, `comment`,
-//! `review --mark`, `approve`, `deny`): no second implementation. The
+//! `review --mark`, `approve`, `deny`, `resume`): no second implementation. The
 //! result or the error goes to the status line; the board is re-read.
 
 use owt_core::ops::agent::{self, SendTo};
@@ -196,6 +196,14 @@ pub fn answer(app: &mut App, live: &mut Live, name: &str, deny: bool) {
         Ok(format!("{name}: {}", done.name))
     })();
     report(app, live, if deny { "deny" } else { "approve" }, result);
+}
+
+/// `R`: starts `name`'s gone agent again, its conversation resumed where
+/// the agent can (`owt resume`).
+pub fn resume(app: &mut App, live: &mut Live, name: &str) {
+    let result = ops::resume::resume(&mut live.ctx, name)
+        .map(|(session, how)| format!("Resumed session {}: {how}.", session.name));
+    report(app, live, "resume", result);
 }
 
 /// A prompt's text sent: to the agent, to every agent, or as a comment.

@@ -98,6 +98,7 @@ fn on_board_key(app: &mut App, live: &mut Live, key: &KeyEvent) -> After {
         Command::Review => commands::review(app, live, &name),
         Command::Approve => commands::answer(app, live, &name, false),
         Command::Deny => commands::answer(app, live, &name, true),
+        Command::Resume => commands::resume(app, live, &name),
     }
     After::Draw
 }

@@ -23,6 +23,7 @@ pub enum Command {
     Type,
     Approve,
     Deny,
+    Resume,
     Delete,
     New,
     Note,
@@ -170,6 +171,14 @@ pub const KEYS: &[Binding] = &[
         help: "deny the ACP permission request (owt deny)",
         command: Command::Deny,
         needs: Needs::Action(SessionAction::Deny),
+    },
+    Binding {
+        codes: &[KeyCode::Char('R')],
+        keys: "R",
+        label: "resume",
+        help: "start a gone agent again, its conversation resumed (owt resume)",
+        command: Command::Resume,
+        needs: Needs::Action(SessionAction::Resume),
     },
     Binding {
         codes: &[KeyCode::Char('d')],

@@ -62,6 +62,7 @@ fn a_working_agent_with_nothing_changed_offers_its_terminal_only() {
             +attach
             +peek
             +send
+            -resume: its agent has not exited (see `owt list`): attach to it with `owt attach a`
             -merge: no commits to merge
             -ship: nothing to ship: no commits and no changed files
             -delete: its agent is working (mid-turn)
@@ -130,6 +131,7 @@ fn uncommitted_work_can_ship_but_not_merge() {
             +attach
             +peek
             +send
+            -resume: its agent has not exited (see `owt list`): attach to it with `owt attach a`
             -merge: no commits to merge yet (ship commits the changed files first)
             +ship
             +delete
@@ -152,6 +154,7 @@ fn an_exited_agent_with_commits_merges_and_shows_its_last_screen() {
             -attach: the agent exited with code 2
             +peek
             -send: the agent exited with code 2
+            +resume
             +merge
             +ship
             +delete
@@ -174,6 +177,7 @@ fn a_lost_host_leaves_only_what_needs_no_agent() {
             -attach: the session host is gone
             -peek: the session host is gone and saved no screen
             -send: the session host is gone
+            +resume
             +merge
             +ship
             +delete
@@ -195,6 +199,7 @@ fn a_stopped_merge_blocks_merge_and_ship_until_resolved() {
             +attach
             +peek
             +send
+            -resume: its agent has not exited (see `owt list`): attach to it with `owt attach a`
             -merge: a merge or rebase stopped on conflicts in its worktree; resolve them first
             -ship: a merge or rebase stopped on conflicts in its worktree; resolve them first
             +delete
@@ -213,6 +218,7 @@ fn a_queued_session_has_no_agent_to_attach_to_yet() {
             -attach: the agent has not started: it waits for room on the machine (owt start starts it now)
             -peek: the agent has not started: it waits for room on the machine (owt start starts it now)
             -send: the agent has not started: it waits for room on the machine (owt start starts it now)
+            -resume: the agent has not started: it waits for room on the machine (owt start starts it now)
             -merge: no commits to merge
             -ship: nothing to ship: no commits and no changed files
             +delete
@@ -235,6 +241,7 @@ fn a_remote_session_resolves_its_conflicts_over_there() {
             +attach
             +peek
             +send
+            -resume: it runs on devbox: resume it there (`owt resume` on that machine)
             -merge: a merge or rebase stopped on conflicts in its worktree; resolve them first
             -ship: a merge or rebase stopped on conflicts in its worktree; resolve them first
             +delete
@@ -257,6 +264,7 @@ fn an_unreachable_remote_session_offers_nothing_until_it_is_back() {
             -attach: devbox is unreachable
             -peek: devbox is unreachable
             -send: devbox is unreachable
+            -resume: it runs on devbox: resume it there (`owt resume` on that machine)
             -merge: devbox is unreachable
             -ship: devbox is unreachable
             -delete: devbox is unreachable

@@ -96,6 +96,11 @@ pub struct AgentConfig {
     /// `ask` (NEEDS YOU) or `wait` (its host types "continue" once the
     /// limit resets, when the agent said when).
     pub on_limit: OnLimit,
+    /// Sessions whose host died (a reboot, an OOM kill, `kill -9`) are
+    /// resumed (`owt resume`) at the next owt command or when `owt lsp`
+    /// starts, as many as `max_running` and `min_free_memory` allow.
+    /// Default: false. Needs trust in a repository's file.
+    pub auto_resume: bool,
 }
 
 /// `[agent] on_limit`.

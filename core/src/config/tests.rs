@@ -131,6 +131,17 @@ fn keys_that_run_programs_or_write_elsewhere_need_trust() {
         ],
         "the machine's limits on agents and what a host keeps need trust; ports do not"
     );
+    let (need, _) = gated("[agent]\nauto_resume = true\n");
+    assert_eq!(
+        need,
+        vec!["agent.auto_resume"],
+        "resuming agents unasked costs resources"
+    );
+    let (need, _) = gated("[agent]\nauto_resume = false\n");
+    assert!(need.is_empty());
+    let config: Config = toml::from_str("[agent]\nauto_resume = true\n").unwrap();
+    assert!(config.agent.auto_resume);
+    assert!(!Config::default().agent.auto_resume);
     let (need, _) = gated("[notify]\ndesktop = true\ncommand = [\"sh\", \"-c\", \"curl evil\"]\n");
     assert_eq!(
         need,

@@ -68,8 +68,8 @@ pub fn dotted(path: &[String]) -> String {
 /// outside the repository's parent folder, lift the machine's limits on
 /// running agents, cost resources or delete files: `[tools.*]`,
 /// `agent.default_tool`, `agent.max_running`, `agent.min_free_memory`,
-/// `agent.scrollback`, `agent.env.*`, `environment.auto_install_deps =
-/// true`, `worktree.disposable`, and a `worktree.base_directory` that is
+/// `agent.scrollback`, `agent.auto_resume = true`, `agent.env.*`,
+/// `environment.auto_install_deps = true`, `worktree.disposable`, and a `worktree.base_directory` that is
 /// not a plain (non-hidden) folder beside the repository at `repo_root`
 /// (a folder that exists must be no checkout, nor a link).
 /// `[tools.NAME]` of a built-in agent is refused outright. `[remotes.*]`
@@ -103,6 +103,10 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
             if agent.contains_key(limit) {
                 gated.need_trust.push(key(&["agent", limit]));
             }
+        }
+        // Starts agents without being asked.
+        if agent.get("auto_resume") == Some(&toml::Value::Boolean(true)) {
+            gated.need_trust.push(key(&["agent", "auto_resume"]));
         }
         if let Some(toml::Value::Table(env)) = agent.get("env") {
             for name in env.keys() {

@@ -137,6 +137,7 @@ pub fn refused(view: &SessionView, action: SessionAction, refusal: &Refusal) -> 
         SessionAction::Delete => "deleting",
         SessionAction::Attach => "attaching to",
         SessionAction::Send => "typing into",
+        SessionAction::Resume => "resuming",
         SessionAction::Peek => "showing the screen of",
         SessionAction::Approve => "approving for",
         SessionAction::Deny => "denying for",

@@ -104,6 +104,48 @@ pub fn session_meta(line: &[u8]) -> Option<(String, i64)> {
     Some((cwd, at))
 }
 
+/// The id of the newest conversation Codex had in `worktree` (its path
+/// as stored or as Codex sees it after resolving symbolic links) since
+/// `since_ms`: the `session_meta` id of the most recently written rollout
+/// whose `cwd` is the worktree. What `codex resume <id>` takes.
+pub fn latest_conversation(codex_home: &Path, worktree: &Path, since_ms: i64) -> Option<String> {
+    use std::io::{BufRead, Read};
+    let mut paths = vec![worktree.to_string_lossy().into_owned()];
+    if let Ok(real) = worktree.canonicalize() {
+        paths.push(real.to_string_lossy().into_owned());
+    }
+    let mut found: Option<(std::time::SystemTime, String)> = None;
+    for path in rollouts(
+        &codex_home.join("sessions"),
+        since_ms,
+        crate::store::now_ms(),
+    ) {
+        let Ok(file) = std::fs::File::open(&path) else {
+            continue;
+        };
+        let mut first = Vec::new();
+        if std::io::BufReader::new(file.take(MAX_META_LINE))
+            .read_until(b'\n', &mut first)
+            .is_err()
+        {
+            continue;
+        }
+        let Some((cwd, _)) = session_meta(&first) else {
+            continue;
+        };
+        let id = serde_json::from_slice::<Value>(&first)
+            .ok()
+            .and_then(|v| v["payload"]["id"].as_str().map(str::to_string));
+        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        if let (true, Some(id), Some(modified)) = (paths.contains(&cwd), id, modified) {
+            if found.as_ref().is_none_or(|(t, _)| modified > *t) {
+                found = Some((modified, id));
+            }
+        }
+    }
+    found.map(|(_, id)| id)
+}
+
 /// Rollout files under `sessions` (the `YYYY/MM/DD` folders from the day
 /// before `since_ms`, at most 400 days back, to the day after `now_ms`)
 /// modified since `since_ms`.

@@ -88,6 +88,31 @@ pub(super) fn refresh(
     Ok(())
 }
 
+/// The id of the newest main conversation Gemini CLI recorded in
+/// `worktree` since `since_ms` (the `sessionId` on the first line of its
+/// `chats/session-*.jsonl`): what `gemini --resume <id>` takes.
+pub fn latest_conversation(gemini_dir: &Path, worktree: &Path, since_ms: i64) -> Option<String> {
+    use std::io::BufRead;
+    project_dirs(gemini_dir, worktree)
+        .iter()
+        .flat_map(|dir| recent_jsonl(&dir.join("chats"), "", since_ms))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("session-"))
+        })
+        .filter_map(|path| {
+            let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
+            let mut first = String::new();
+            std::io::BufReader::new(std::fs::File::open(&path).ok()?)
+                .read_line(&mut first)
+                .ok()?;
+            let v: Value = serde_json::from_str(&first).ok()?;
+            Some((modified, v["sessionId"].as_str()?.to_string()))
+        })
+        .max_by_key(|(modified, _)| *modified)
+        .map(|(_, id)| id)
+}
+
 /// The tokens one chat record line adds, given what earlier lines of the
 /// same message counted (kept in `carry`); `None` for lines that are not
 /// a model message with tokens, or older than `since_ms`.

@@ -110,6 +110,21 @@ pub fn read(db: &Path, worktree: &str, since_ms: i64) -> Result<Vec<Conversation
     rows.collect::<rusqlite::Result<_>>().map_err(err)
 }
 
+/// The id of the conversation OpenCode updated last in `worktree` since
+/// `since_ms`: what `opencode --session <id>` takes.
+pub fn latest_conversation(db: &Path, worktree: &Path, since_ms: i64) -> Option<String> {
+    let mut paths = vec![worktree.to_path_buf()];
+    if let Ok(real) = worktree.canonicalize() {
+        paths.push(real);
+    }
+    paths
+        .iter()
+        .filter_map(|p| read(db, &p.to_string_lossy(), since_ms).ok())
+        .flatten()
+        .max_by_key(|c| c.updated_ms)
+        .map(|c| c.id)
+}
+
 /// What each conversation spent since the totals kept in `carry` (an
 /// object of conversation id → totals), which it updates.
 pub fn deltas(conversations: &[Conversation], carry: &mut Value) -> Vec<Record> {

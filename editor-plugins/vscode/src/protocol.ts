@@ -29,7 +29,7 @@ export type ReviewState = "reviewed" | "not-reviewed";
  * Something a person can do to a session (every surface offers the same
  * ones, from [`SessionView::actions`]).
  */
-export type SessionAction = "attach" | "peek" | "send" | "merge" | "ship" | "delete" | "conflicts" | "approve" | "deny";
+export type SessionAction = "attach" | "peek" | "send" | "resume" | "merge" | "ship" | "delete" | "conflicts" | "approve" | "deny";
 
 /**
  * Whether an action can be done now, and if not, why.
@@ -908,7 +908,7 @@ export type CommandId = (typeof Commands)[keyof typeof Commands];
 
 export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.openAgentFile', 'owt.comment', 'owt.showBase', 'owt.markReviewed', 'owt.resolveComment', 'owt.approve', 'owt.deny'];
 
-export const SESSION_ACTIONS: readonly SessionAction[] = ['attach', 'peek', 'send', 'merge', 'ship', 'delete', 'conflicts', 'approve', 'deny'];
+export const SESSION_ACTIONS: readonly SessionAction[] = ['attach', 'peek', 'send', 'resume', 'merge', 'ship', 'delete', 'conflicts', 'approve', 'deny'];
 
 export const SEVERITY_VALUES = ['error', 'warning', 'information', 'hint'] as const;
 export type SeverityValue = (typeof SEVERITY_VALUES)[number];

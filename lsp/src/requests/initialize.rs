@@ -53,6 +53,9 @@ pub fn handle(state: &mut State, params: InitializeParams, reply: Reply<Initiali
                 // do: said after `initialized` (the client takes messages
                 // only then).
                 state.trust_notice = owt_core::ops::trust::notice(&ctx);
+                if ctx.config.config.agent.auto_resume {
+                    resume_lost_sessions(root.clone(), ctx.home.clone());
+                }
                 state.ctx = Some(ctx)
             }
             Err(e) => tracing::warn!("{}: not an owt workspace: {e:#}", root.display()),
@@ -60,6 +63,23 @@ pub fn handle(state: &mut State, params: InitializeParams, reply: Reply<Initiali
     }
     state.root = root;
     let _ = reply.send(Ok(result()));
+}
+
+/// `[agent] auto_resume`: the sessions whose host died are resumed, on a
+/// thread of their own (starting hosts takes a while; the client is not
+/// kept waiting).
+fn resume_lost_sessions(root: std::path::PathBuf, home: std::path::PathBuf) {
+    std::thread::spawn(move || match Context::open_in(Some(&root), &home) {
+        Ok(mut ctx) => {
+            for resumed in owt_core::ops::resume::auto_resume(&mut ctx) {
+                match resumed.outcome {
+                    Ok(how) => tracing::info!(session = %resumed.name, "auto_resume: {how}"),
+                    Err(e) => tracing::warn!(session = %resumed.name, "auto_resume: {e:#}"),
+                }
+            }
+        }
+        Err(e) => tracing::warn!("auto_resume: {e:#}"),
+    });
 }
 
 /// What the server offers.

@@ -165,6 +165,9 @@ pub enum SessionAction {
     Peek,
     /// Type text into the agent.
     Send,
+    /// Start an agent that is gone (it exited, or its host was lost) again
+    /// in the same worktree, continuing its conversation (`owt resume`).
+    Resume,
     /// Merge the branch into its base.
     Merge,
     /// Commit, merge and delete.
@@ -182,10 +185,11 @@ pub enum SessionAction {
 
 impl SessionAction {
     /// Every action, in menu order.
-    pub const ALL: [SessionAction; 9] = [
+    pub const ALL: [SessionAction; 10] = [
         SessionAction::Attach,
         SessionAction::Peek,
         SessionAction::Send,
+        SessionAction::Resume,
         SessionAction::Merge,
         SessionAction::Ship,
         SessionAction::Delete,
@@ -199,6 +203,7 @@ impl SessionAction {
             SessionAction::Attach => "attach",
             SessionAction::Peek => "peek",
             SessionAction::Send => "send",
+            SessionAction::Resume => "resume",
             SessionAction::Merge => "merge",
             SessionAction::Ship => "ship",
             SessionAction::Delete => "delete",

@@ -87,10 +87,11 @@ pub fn pr_cell(s: &SessionView) -> String {
 }
 
 /// A session's status as the table shows it: an agent that is gone (on
-/// this machine) says it can be resumed (`owt resume`).
+/// this machine) says it can be resumed (`owt resume`), as the board's
+/// `resume` action does.
 pub fn status_cell(s: &SessionView) -> String {
     let text = crate::printable::line(&s.status_text).into_owned();
-    if s.status == owt_protocol::Status::Exited && s.remote.is_none() {
+    if s.can(owt_protocol::SessionAction::Resume) {
         format!("{text}, resumable")
     } else {
         text

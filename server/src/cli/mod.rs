@@ -8,6 +8,7 @@
 mod acp;
 mod approve;
 pub mod attach;
+mod auto_resume;
 mod board;
 mod branch;
 mod bridge;
@@ -255,6 +256,9 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let out = Out { json: cli.json };
     let dir = cli.dir.as_deref();
+    if auto_resume::applies_to(&cli.command) {
+        auto_resume::run(dir, &out);
+    }
     match cli.command {
         None => board::run(dir, &out, cli.print),
         Some(Command::New(args)) => new::run(dir, &out, args),

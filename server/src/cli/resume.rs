@@ -1,5 +1,5 @@
 //! `owt resume NAME`: restart a session whose agent is gone, in the same
-//! worktree, continuing its conversation where the agent can
+//! worktree, continuing its conversation through the agent's own resume
 //! (`ops::resume`).
 
 use std::path::Path;
@@ -10,10 +10,24 @@ use crate::ops::{self, list, resume};
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "A session whose agent exited or whose host was lost (a reboot, an \
-OOM kill) shows `exited` in `owt list`. `owt resume NAME` starts its agent again in the same \
-worktree: Claude Code continues its conversation (`claude --resume ID`, the id read from its \
-records); another agent starts afresh, told first what happened and where its work is.\n\n\
-Example:\n  owt resume fix-login"
+OOM kill, `kill -9`) shows `exited …, resumable` in `owt list`. `owt resume NAME` starts its \
+agent again in the same worktree, continuing its conversation through the agent's own resume \
+(the id read from the agent's records of that worktree, where `owt usage` reads them):\n  \
+Claude Code  claude --resume ID\n  \
+Codex        codex resume ID\n  \
+OpenCode     opencode --session ID\n  \
+Gemini CLI   gemini --resume ID\n  \
+Aider        aider --restore-chat-history\n\
+Another agent (or one with no conversation of the worktree in its records) starts afresh, \
+told first what happened and where its work is.\n\n\
+An agent that still runs, a queued session, a headless run and a session on another machine \
+are refused (nothing changes). With `[agent] auto_resume = true` the sessions whose host died \
+are resumed at the next owt command in the repository (and when `owt lsp` starts), within \
+`[agent] max_running`.\n\n\
+Examples:\n  \
+owt list                # fix-login  exited (host lost), resumable\n  \
+owt resume fix-login    # its agent continues where it was\n  \
+owt attach fix-login"
 )]
 pub struct Args {
     /// The session whose agent is gone.

@@ -83,7 +83,7 @@ fn the_footer_per_status_reads_as_expected() {
     expect![[r#"
         working: tab preview  a/⏎ attach  f fix  r reviewed  t type  n new  N note  / filter  ? help  q quit
         ready: tab preview  a/⏎ attach  s ship  m merge  f fix  r reviewed  t type  d delete  n new  N note  / filter  ? help  q quit
-        exited: tab preview  r reviewed  d delete  n new  N note  / filter  ? help  q quit
+        exited: tab preview  r reviewed  R resume  d delete  n new  N note  / filter  ? help  q quit
         queued: tab preview  r reviewed  d delete  n new  N note  / filter  ? help  q quit
     "#]].assert_eq(&text);
 }

@@ -296,10 +296,10 @@ fn the_activity_tab_shows_the_permission_request_and_why_actions_are_refused() {
                                                              │  1. Allow once (allow_once)
                                                              │  2. Reject (reject_once)
                                                              │  y approves, Y denies
+                                                             │resume: its agent has not exited (see `owt list`):
                                                              │merge: no commits to merge
                                                              │ship: nothing to ship: no commits and no changed f
                                                              │delete: its agent waits on a permission dialog
-                                                             │conflicts: no file has unresolved conflicts
 
             tab preview  a/⏎ attach  f fix  r reviewed  t type  y approve  Y deny  · n N / ? q
         "#]],
