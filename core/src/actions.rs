@@ -135,10 +135,14 @@ fn why_not(view: &SessionView, action: SessionAction) -> Option<String> {
 }
 
 /// Why `view`'s agent cannot be resumed (`owt resume`; `None`: it is
-/// gone, here, and can be). FIXME: a failed `--headless` run is offered
-/// too, and `ops::resume` refuses it: the view does not say a run was
-/// headless.
+/// gone, here, not a headless run, and can be).
 fn resume_why_not(view: &SessionView) -> Option<String> {
+    if view.headless {
+        return Some(
+            "it was a headless run: start it again with `owt new --headless` (its conversation is not resumed)"
+                .to_string(),
+        );
+    }
     if let Some(remote) = &view.remote {
         return Some(format!(
             "it runs on {remote}: resume it there (`owt resume` on that machine)"

@@ -22,6 +22,7 @@ fn session(name: &str, status: Status, lane: Lane) -> SessionView {
         created_at: 0,
         exit_code: None,
         host_lost: false,
+        headless: false,
         ahead: 0,
         changed_files: 0,
         overlaps: 0,
@@ -161,6 +162,31 @@ fn an_exited_agent_with_commits_merges_and_shows_its_last_screen() {
             -conflicts: no file has unresolved conflicts
             -approve: the agent exited with code 2
             -deny: the agent exited with code 2
+        "#]],
+    );
+}
+
+/// A failed `--headless` run is started again, not resumed: the board
+/// says so (as `owt resume` does) instead of offering resume.
+#[test]
+fn a_failed_headless_run_is_not_offered_resume() {
+    let mut view = session("a", Status::Exited, Lane::NeedsYou);
+    view.status_text = "exited with code 1".into();
+    view.exit_code = Some(1);
+    view.headless = true;
+    check(
+        &view,
+        expect![[r#"
+            -attach: the agent exited with code 1
+            +peek
+            -send: the agent exited with code 1
+            -resume: it was a headless run: start it again with `owt new --headless` (its conversation is not resumed)
+            -merge: no commits to merge
+            -ship: nothing to ship: no commits and no changed files
+            +delete
+            -conflicts: no file has unresolved conflicts
+            -approve: the agent exited with code 1
+            -deny: the agent exited with code 1
         "#]],
     );
 }

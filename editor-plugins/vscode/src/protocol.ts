@@ -76,6 +76,11 @@ export type SessionView = {
   exit_code: number | null,
   host_lost: boolean,
   /**
+   * The agent runs (or ran) its non-interactive form to completion
+   * (`owt new --headless`): such a run is started again, not resumed.
+   */
+  headless?: boolean,
+  /**
    * Commits on the branch that are not in the base.
    */
   ahead: number,

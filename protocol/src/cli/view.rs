@@ -31,6 +31,11 @@ pub struct SessionView {
     pub created_at: i64,
     pub exit_code: Option<i32>,
     pub host_lost: bool,
+    /// The agent runs (or ran) its non-interactive form to completion
+    /// (`owt new --headless`): such a run is started again, not resumed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(test, ts(as = "Option<bool>", optional))]
+    pub headless: bool,
     /// Commits on the branch that are not in the base.
     pub ahead: u32,
     /// Paths changed relative to the merge base (committed or not).

@@ -27,6 +27,7 @@ fn session(name: &str, status_text: &str, ahead: u32, changed: u32) -> SessionVi
         created_at: NOW - 3_600_000,
         exit_code: None,
         host_lost: false,
+        headless: false,
         ahead,
         changed_files: changed,
         overlaps: 1,

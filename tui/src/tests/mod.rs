@@ -44,6 +44,7 @@ pub fn session(name: &str, status: Status) -> SessionView {
         created_at: 0,
         exit_code: None,
         host_lost: false,
+        headless: false,
         ahead: 0,
         changed_files: 0,
         overlaps: 0,

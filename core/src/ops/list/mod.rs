@@ -284,6 +284,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         created_at: row.created_at,
         exit_code: derived.exit_code,
         host_lost: derived.host_lost,
+        headless: facts.host.as_ref().is_some_and(|(h, _)| h.headless),
         ahead: facts.git.ahead,
         changed_files: facts.git.changed_files,
         overlaps: facts.overlaps,
