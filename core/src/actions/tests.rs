@@ -1,46 +1,12 @@
 //! The rules of [`super::session_actions`] and [`super::lanes`], as tables.
 
 use expect_test::{expect, Expect};
-use owt_protocol::{Lane, SessionKind, SessionView, Status};
+use owt_protocol::{Lane, SessionView, Status};
 
 use super::*;
 
 fn session(name: &str, status: Status, lane: Lane) -> SessionView {
-    SessionView {
-        name: name.into(),
-        id: format!("id-{name}"),
-        task: "task".into(),
-        branch: format!("owt/{name}"),
-        base: "main".into(),
-        worktree: format!("/w/{name}"),
-        provider: "claude".into(),
-        kind: SessionKind::Worktree,
-        status,
-        status_text: status.as_str().into(),
-        status_since: None,
-        lane,
-        created_at: 0,
-        exit_code: None,
-        host_lost: false,
-        headless: false,
-        ahead: 0,
-        changed_files: 0,
-        overlaps: 0,
-        conflicted_files: Vec::new(),
-        base_conflicts: Vec::new(),
-        agent_pid: None,
-        transport: Default::default(),
-        permission: None,
-        acp: None,
-        checks: None,
-        pr: None,
-        remote: None,
-        rss_bytes: None,
-        ports: Vec::new(),
-        actions: Vec::new(),
-        usage: None,
-        review: None,
-    }
+    SessionView::sample(name, status, lane)
 }
 
 /// One line per action: `+name` (available) or `-name: reason`.

@@ -143,6 +143,47 @@ pub struct AcpView {
 }
 
 impl SessionView {
+    /// A session named `name`, `status` in `lane`, everything else empty
+    /// (no work, no agent, no actions): a starting point for tests and
+    /// examples, e.g. `SessionView { ahead: 2, ..SessionView::sample(…) }`.
+    pub fn sample(name: &str, status: Status, lane: Lane) -> SessionView {
+        SessionView {
+            name: name.into(),
+            id: format!("id-{name}"),
+            task: "task".into(),
+            branch: format!("owt/{name}"),
+            base: "main".into(),
+            worktree: format!("/w/{name}"),
+            provider: "claude".into(),
+            kind: SessionKind::Worktree,
+            status,
+            status_text: status.as_str().into(),
+            status_since: None,
+            lane,
+            created_at: 0,
+            exit_code: None,
+            host_lost: false,
+            headless: false,
+            ahead: 0,
+            changed_files: 0,
+            overlaps: 0,
+            conflicted_files: Vec::new(),
+            base_conflicts: Vec::new(),
+            agent_pid: None,
+            transport: Default::default(),
+            permission: None,
+            acp: None,
+            checks: None,
+            pr: None,
+            remote: None,
+            rss_bytes: None,
+            ports: Vec::new(),
+            actions: Vec::new(),
+            usage: None,
+            review: None,
+        }
+    }
+
     /// Whether `action` can be done now.
     pub fn can(&self, action: SessionAction) -> bool {
         self.actions

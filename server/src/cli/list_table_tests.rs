@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use expect_test::{expect, Expect};
-use owt_protocol::{Lane, SessionKind, SessionView, Status, TokenUsage};
+use owt_protocol::{Lane, SessionView, Status, TokenUsage};
 
 use super::{render, Fit};
 
@@ -12,43 +12,19 @@ const NOW: i64 = 1_800_000_000_000;
 
 fn session(name: &str, status_text: &str, ahead: u32, changed: u32) -> SessionView {
     SessionView {
-        name: name.into(),
-        id: format!("id-{name}"),
-        task: "task".into(),
-        branch: format!("owt/{name}"),
-        base: "main".into(),
         worktree: format!("/home/me/src/app.worktrees/{name}"),
-        provider: "claude".into(),
-        kind: SessionKind::Worktree,
-        status: Status::Working,
         status_text: status_text.into(),
-        status_since: None,
-        lane: Lane::InFlight,
         created_at: NOW - 3_600_000,
-        exit_code: None,
-        host_lost: false,
-        headless: false,
         ahead,
         changed_files: changed,
         overlaps: 1,
-        conflicted_files: Vec::new(),
-        base_conflicts: Vec::new(),
-        agent_pid: None,
-        transport: Default::default(),
-        permission: None,
-        acp: None,
-        checks: None,
-        pr: None,
-        remote: None,
         rss_bytes: Some(312 * 1024 * 1024),
-        ports: Vec::new(),
-        actions: Vec::new(),
         usage: Some(TokenUsage {
             input_tokens: 120_000,
             output_tokens: 3_400,
             ..Default::default()
         }),
-        review: None,
+        ..SessionView::sample(name, Status::Working, Lane::InFlight)
     }
 }
 

@@ -7,7 +7,7 @@ mod footer;
 mod panes;
 
 use expect_test::Expect;
-use owt_protocol::{Lane, SessionKind, SessionView, Status};
+use owt_protocol::{Lane, SessionView, Status};
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::Terminal;
@@ -29,39 +29,9 @@ pub fn session(name: &str, status: Status) -> SessionView {
         _ => Lane::InFlight,
     };
     let mut view = SessionView {
-        name: name.into(),
-        id: format!("id-{name}"),
         task: format!("the task of {name}"),
-        branch: format!("owt/{name}"),
-        base: "main".into(),
-        worktree: format!("/w/{name}"),
-        provider: "claude".into(),
-        kind: SessionKind::Worktree,
-        status,
-        status_text: status.as_str().into(),
         status_since: Some(0),
-        lane,
-        created_at: 0,
-        exit_code: None,
-        host_lost: false,
-        headless: false,
-        ahead: 0,
-        changed_files: 0,
-        overlaps: 0,
-        conflicted_files: Vec::new(),
-        base_conflicts: Vec::new(),
-        agent_pid: None,
-        transport: Default::default(),
-        permission: None,
-        acp: None,
-        checks: None,
-        pr: None,
-        remote: None,
-        rss_bytes: None,
-        ports: Vec::new(),
-        actions: Vec::new(),
-        usage: None,
-        review: None,
+        ..SessionView::sample(name, status, lane)
     };
     with_actions(&mut view);
     view
