@@ -835,3 +835,29 @@ fn a_repositorys_own_remotes_need_trust() {
     assert!(err.contains("[remotes.devbox] host"), "{err}");
     assert!(!Path::new("/tmp/pwned").exists());
 }
+
+#[test]
+fn forking_a_remote_session_is_refused_and_creates_nothing() {
+    let world = World::new("owt-rt-fork");
+    world.start("far");
+    let before = (
+        world.env.git(&world.repo, ["branch", "--list"]),
+        world
+            .env
+            .git(&world.repo, ["worktree", "list", "--porcelain"]),
+        world.sessions().len(),
+    );
+    let err = world.err(&["fork", "devbox:far", "--name", "near"]);
+    assert!(
+        err.contains("devbox:far runs on the remote devbox: owt cannot read its working state from here; fork it on that machine"),
+        "{err}"
+    );
+    let after = (
+        world.env.git(&world.repo, ["branch", "--list"]),
+        world
+            .env
+            .git(&world.repo, ["worktree", "list", "--porcelain"]),
+        world.sessions().len(),
+    );
+    assert_eq!(after, before);
+}

@@ -264,6 +264,7 @@ pub fn start(app: &mut App, live: &mut Live, form: &NewForm) {
         no_prompt: false,
         acp_mcp_servers: Vec::new(),
         now: false,
+        fork: None,
     };
     let result = match form.host_name() {
         Some(remote) => ops::remote::new_on(&mut live.ctx, remote, &req, &mut |_| {}).map(|made| {

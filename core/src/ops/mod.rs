@@ -16,6 +16,7 @@ pub mod delete;
 pub mod deps;
 pub mod doctor;
 pub mod editor;
+pub mod fork;
 pub mod guard;
 pub mod host;
 pub mod list;

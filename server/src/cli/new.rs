@@ -96,6 +96,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         no_prompt: false,
         acp_mcp_servers: Vec::new(),
         now,
+        fork: None,
     };
     if let Some(remote) = &args.on {
         return run_on(&mut ctx, out, remote, &req);
@@ -179,7 +180,7 @@ fn run_on(
 }
 
 /// The size of the terminal owt runs in, or 40×120 when there is none.
-fn terminal_size() -> (u16, u16) {
+pub(super) fn terminal_size() -> (u16, u16) {
     use crate::session::attach::terminal_size;
     terminal_size(std::io::stdin())
         .or_else(|| terminal_size(std::io::stdout()))
