@@ -265,6 +265,8 @@ pub fn start(app: &mut App, live: &mut Live, form: &NewForm) {
         acp_mcp_servers: Vec::new(),
         now: false,
         fork: None,
+        parent: None,
+        conductor: false,
     };
     let result = match form.host_name() {
         Some(remote) => ops::remote::new_on(&mut live.ctx, remote, &req, &mut |_| {}).map(|made| {

@@ -38,6 +38,7 @@ fn session(name: &str, status: Status, lane: Lane) -> SessionView {
         actions: Vec::new(),
         usage: None,
         review: None,
+        parent: None,
     }
 }
 

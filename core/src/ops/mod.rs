@@ -10,6 +10,7 @@ pub mod agent;
 pub mod allowed;
 pub mod checks;
 pub mod cleanup;
+pub mod conduct;
 pub mod conflicts;
 pub mod db;
 pub mod delete;

@@ -60,6 +60,7 @@ pub fn session(name: &str, status: Status) -> SessionView {
         actions: Vec::new(),
         usage: None,
         review: None,
+        parent: None,
     };
     with_actions(&mut view);
     view

@@ -56,6 +56,11 @@ pub struct NewRequest {
     /// `owt fork`: the commit the new branch starts at (the forked
     /// session's working state) and what the agent is told of it.
     pub fork: Option<ForkStart>,
+    /// The conductor session that asked for this one (MCP
+    /// `spawn_session`): recorded before its agent starts.
+    pub parent: Option<crate::ops::conduct::ParentFact>,
+    /// `owt new --conductor`: its MCP server offers the conductor tools.
+    pub conductor: bool,
 }
 
 /// Where a forked session starts: a commit (not a branch) and the session
@@ -223,6 +228,7 @@ fn make_session(
         pid: std::process::id(),
     };
     ctx.store.record_fact(session.id, STARTER_FACT, &starter)?;
+    crate::ops::conduct::record(ctx, session, req.parent.as_ref(), req.conductor)?;
     // Its ports first: the setup script and the agent are told them.
     let ports = ctx.config.config.worktree.ports;
     if let Err(e) = super::ports::allocate(&mut ctx.store, session, ports) {
