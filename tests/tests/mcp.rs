@@ -612,3 +612,32 @@ fn names_of(list: &Value) -> Vec<String> {
         .map(|s| s["name"].as_str().unwrap().to_string())
         .collect()
 }
+
+#[test]
+fn a_conductor_ships_its_child_only_with_conductor_can_ship() {
+    let f = Fixture::new();
+    let config = f.env.home.join(".config/owt/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[mcp]\nconductor = true\nconductor_can_ship = true\n");
+    std::fs::write(&config, text).unwrap();
+    // [mcp] conductor = true: a session started without --conductor conducts.
+    let (boss_id, _) = f.session("boss");
+    let mut conductor = McpClient::start(&f.env, &f.repo, Some(&boss_id));
+    let spawned = conductor.ok(
+        "spawn_session",
+        json!({"task": "add a file", "name": "kid"}),
+    );
+    let worktree = PathBuf::from(spawned["worktree"].as_str().unwrap());
+    let waited = conductor.ok("wait_session", json!({"name": "kid", "timeout_secs": 15}));
+    assert_eq!(waited["outcome"], "needs-you", "{waited}");
+    std::fs::write(worktree.join("kid.txt"), "the kid's work\n").unwrap();
+    let diff = conductor.ok("session_diff", json!({"name": "kid"}));
+    assert_eq!(diff["files"][0]["path"], "kid.txt", "{diff}");
+    let shipped = conductor.ok("ship_session", json!({"name": "kid"}));
+    assert!(shipped["committed"].is_string(), "{shipped}");
+    // Merged into main and the child is gone; the conductor stays.
+    let main_files = f.env.git(&f.repo, ["ls-tree", "--name-only", "main"]);
+    assert!(main_files.lines().any(|l| l == "kid.txt"), "{main_files}");
+    let names: Vec<String> = f.list().sessions.into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["boss"]);
+}
