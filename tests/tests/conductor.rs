@@ -86,4 +86,13 @@ fn a_claude_code_conductor_spawns_two_children_shown_under_it() {
         .map(|l| l.split("  ").next().unwrap_or_default())
         .collect();
     assert_eq!(names, ["boss", "↳ left", "↳ right"], "{table}");
+    // The board says whose child each is, whatever its lane.
+    let board = env.owt_ok(&repo, ["--print"]);
+    for child in ["left", "right"] {
+        let line = board
+            .lines()
+            .find(|l| l.trim_start().starts_with(child))
+            .unwrap_or_else(|| panic!("no {child} on the board:\n{board}"));
+        assert!(line.contains("↳ child of boss"), "{board}");
+    }
 }
