@@ -1,7 +1,8 @@
 //! A conductor session: the real Claude Code, started with
 //! `owt new --conductor`, calls owt's MCP tools as the scripted model
 //! tells it (`spawn_session` twice, then `wait_session`), and the two
-//! children it spawned are on the board, nested under it.
+//! children it spawned (the fake agent, and Claude Code itself, which
+//! runs and asks the model) are on the board, nested under it.
 
 use std::time::Duration;
 
@@ -17,26 +18,25 @@ const AGENT: Duration = Duration::from_secs(120);
 fn a_claude_code_conductor_spawns_two_children_shown_under_it() {
     let mut env = TestEnv::new();
     let repo = env.repo("app");
-    let worktree = env.path().join("app.worktrees").join("boss");
-    let spawn = |name: &str| {
+    let worktrees = env.path().join("app.worktrees");
+    let spawn = |name: &str, agent: &str| {
         json!({"tool": {"name": "spawn_session",
-            "args": {"task": format!("the {name} part"), "name": name, "agent": "fake"}}})
+            "args": {"task": format!("the {name} part"), "name": name, "agent": agent}}})
     };
     let model = Model::start_logging_bodies(
         &env.path().join("model"),
         &json!({"turns": [{"steps": [
-            spawn("left"),
-            spawn("right"),
+            spawn("left", "fake"),
+            spawn("right", "claude"),
             {"tool": {"name": "wait_session", "args": {"name": "left", "timeout_secs": 60}}},
             {"text": "Both parts are started; left waits for input."}]}]}),
     );
-    setup_offline(
-        &mut env,
-        Agent::Claude,
-        &model,
-        &[repo.clone(), worktree],
-        false,
-    );
+    let trusted = [
+        repo.clone(),
+        worktrees.join("boss"),
+        worktrees.join("right"),
+    ];
+    setup_offline(&mut env, Agent::Claude, &model, &trusted, false);
     // Claude Code defers MCP tools behind its ToolSearch by default; the
     // scripted model calls them directly, as a model may once loaded.
     env.extra_env
@@ -78,6 +78,12 @@ fn a_claude_code_conductor_spawns_two_children_shown_under_it() {
     assert_eq!(parent("left").as_deref(), Some("boss"));
     assert_eq!(parent("right").as_deref(), Some("boss"));
     assert_eq!(parent("boss"), None);
+    // A Claude Code child of a Claude Code conductor runs: its own first
+    // request reaches the model (it is told its task, in its worktree).
+    model.wait_for("the claude child's first request", AGENT, |rs| {
+        rs.iter()
+            .any(|r| r.is_main() && r.user_messages.iter().any(|m| m.contains("the right part")))
+    });
     // The board nests them under their conductor.
     let table = env.owt_ok(&repo, ["list", "--wide"]);
     let names: Vec<&str> = table
