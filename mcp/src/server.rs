@@ -32,6 +32,13 @@ another agent may be changing, `send_message` / `check_messages` to talk, `set_s
 what you are doing, and `report_status` when you are done, blocked or have a question for the \
 human.";
 
+/// Added to [`INSTRUCTIONS`] for a conductor.
+const CONDUCTOR_INSTRUCTIONS: &str = "\n\n\
+You are a conductor: you may split your task among child sessions. `spawn_session` starts one \
+(its own agent, worktree and branch), `list_sessions` shows them, `wait_session` blocks until one \
+needs you, is done or exited, `session_diff` shows its work, `send_to_session` types into it, \
+and `ship_session` ships it when owt allows conductors to ship (otherwise a human ships it).";
+
 /// Arguments of tools that take none.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -394,7 +401,11 @@ impl ServerHandler for PeerServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("owt", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(if self.conductor {
+                format!("{INSTRUCTIONS}{CONDUCTOR_INSTRUCTIONS}")
+            } else {
+                INSTRUCTIONS.to_string()
+            })
     }
 
     async fn list_tools(

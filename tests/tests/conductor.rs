@@ -66,6 +66,8 @@ fn a_claude_code_conductor_spawns_two_children_shown_under_it() {
     let body = last.body.clone().map(|b| b.to_string()).unwrap_or_default();
     assert!(body.contains("needs-you"), "wait_session's result: {body}");
     assert!(!body.contains("is not a conductor"), "{body}");
+    // The server told the agent it conducts, and how.
+    assert!(body.contains("You are a conductor"), "{body}");
     let list = env.sessions(&repo);
     let parent = |name: &str| {
         list.sessions
