@@ -23,6 +23,7 @@ Standard library only: nothing to install.
 """
 
 import argparse
+import itertools
 import json
 import sys
 import threading
@@ -329,9 +330,17 @@ def tool_call(tools, tool):
     name = tool["name"]
     found = next((t for t in tools if t == name), None) or next(
         (t for t in tools if t.endswith(f"__{name}")), None)
+    if found is None and "WaitForMcpServers" in tools:
+        # Claude Code may ask before its MCP servers connected: wait for
+        # them (a call of its own id, so the step stays to be answered).
+        return ("call", "WaitForMcpServers", {}, f"toolu_owt_wait_{next(WAIT_IDS)}")
     if found is None:
         return ("text", f"(no tool {name} among {tools})")
     return ("call", found, tool.get("args") or {})
+
+
+# Ids of the WaitForMcpServers calls (unique within a server's life).
+WAIT_IDS = itertools.count()
 
 
 def is_custom_tool(body, name):
@@ -553,7 +562,8 @@ class Handler(BaseHTTPRequestHandler):
             block = {"type": "text", "text": answer[1]}
             stop = "end_turn"
         else:
-            block = {"type": "tool_use", "id": f"toolu_{call_id(index)}", "name": answer[1], "input": answer[2]}
+            block_id = answer[3] if len(answer) > 3 else f"toolu_{call_id(index)}"
+            block = {"type": "tool_use", "id": block_id, "name": answer[1], "input": answer[2]}
             stop = "tool_use"
         if not stream:
             time.sleep(stall)
