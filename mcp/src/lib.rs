@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
 
+pub mod conductor;
 pub mod peers;
 pub mod server;
 

@@ -201,8 +201,8 @@ pub struct Reported {
 
 /// The peer tools of one caller in one repository.
 pub struct Peers {
-    ctx: Context,
-    me: Option<SessionRow>,
+    pub(crate) ctx: Context,
+    pub(crate) me: Option<SessionRow>,
 }
 
 impl std::fmt::Debug for Peers {
@@ -266,7 +266,7 @@ impl Peers {
     }
 
     /// The caller's session, re-read (it may have been deleted since).
-    fn me(&self, tool: &'static str) -> Result<SessionRow, PeerError> {
+    pub(crate) fn me(&self, tool: &'static str) -> Result<SessionRow, PeerError> {
         let me = self.me.as_ref().ok_or(PeerError::NeedsSession { tool })?;
         self.ctx
             .store

@@ -32,6 +32,13 @@ another agent may be changing, `send_message` / `check_messages` to talk, `set_s
 what you are doing, and `report_status` when you are done, blocked or have a question for the \
 human.";
 
+/// Added to [`INSTRUCTIONS`] for a conductor.
+const CONDUCTOR_INSTRUCTIONS: &str = "\n\n\
+You are a conductor: you may split your task among child sessions. `spawn_session` starts one \
+(its own agent, worktree and branch), `list_sessions` shows them, `wait_session` blocks until one \
+needs you, is done or exited, `session_diff` shows its work, `send_to_session` types into it, \
+and `ship_session` ships it when owt allows conductors to ship (otherwise a human ships it).";
+
 /// Arguments of tools that take none.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -68,6 +75,49 @@ struct ReportStatusArgs {
     kind: ReportKind,
     /// What is done, what blocks you, your question, or your note.
     #[serde(default)]
+    text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SpawnSessionArgs {
+    /// What the child agent should do; its first prompt.
+    task: String,
+    /// The agent to run (claude, codex, …, or a [tools.NAME]); default: the
+    /// repository's default agent.
+    #[serde(default)]
+    agent: Option<String>,
+    /// The branch the child starts from; default: the repository's base.
+    #[serde(default)]
+    base: Option<String>,
+    /// The child's session name; default: derived from the task.
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ChildArgs {
+    /// One of your children's session names (see list_sessions).
+    name: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WaitSessionArgs {
+    /// One of your children's session names (see list_sessions).
+    name: String,
+    /// Give up after this many seconds (default 600, at most 1800).
+    #[serde(default)]
+    timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SendToSessionArgs {
+    /// One of your children's session names (see list_sessions).
+    name: String,
+    /// The text typed into the child's agent, then Enter.
     text: String,
 }
 
@@ -127,14 +177,71 @@ const TOOLS: &[ToolSpec] = &[
     },
 ];
 
+/// The tools of a conductor session (`[mcp] conductor = true` or `owt
+/// new --conductor`), beside [`TOOLS`].
+const CONDUCTOR_TOOLS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "spawn_session",
+        description: "Start a child session: a new agent on `task` in its own worktree and \
+                      branch (optional agent, base branch and name). It shows under you on \
+                      owt's board. At most [mcp] max_children children at once; a child cannot \
+                      spawn sessions of its own.",
+        read_only: false,
+        schema: schema_for_type::<SpawnSessionArgs>,
+    },
+    ToolSpec {
+        name: "list_sessions",
+        description: "List your children (the sessions you spawned): name, branch, agent, \
+                      task and status (starting, working, idle, needs-input, blocked, done, \
+                      exited, conflict).",
+        read_only: true,
+        schema: schema_for_type::<NoArgs>,
+    },
+    ToolSpec {
+        name: "wait_session",
+        description: "Block until one of your children needs you (done, needs input, blocked) \
+                      or exited, or until timeout_secs pass (default 600); returns the outcome \
+                      (needs-you, exited, timeout) and its status.",
+        read_only: true,
+        schema: schema_for_type::<WaitSessionArgs>,
+    },
+    ToolSpec {
+        name: "session_diff",
+        description: "One of your children's changes against its base branch: every changed \
+                      file with its hunks (what shipping it would merge).",
+        read_only: true,
+        schema: schema_for_type::<ChildArgs>,
+    },
+    ToolSpec {
+        name: "send_to_session",
+        description: "Type text (then Enter) into one of your children's agents: an answer, \
+                      a correction, the next step.",
+        read_only: false,
+        schema: schema_for_type::<SendToSessionArgs>,
+    },
+    ToolSpec {
+        name: "ship_session",
+        description: "Ship one of your children (commit, merge into its base behind the \
+                      checks, delete) when [mcp] conductor_can_ship = true; otherwise it \
+                      refuses: a human ships children from owt's NEEDS YOU lane.",
+        read_only: false,
+        schema: schema_for_type::<ChildArgs>,
+    },
+];
+
 fn tool(spec: &ToolSpec) -> Tool {
     Tool::new(spec.name, spec.description, (spec.schema)())
         .with_annotations(ToolAnnotations::new().read_only(spec.read_only))
 }
 
-/// The tools `owt mcp` serves.
-pub fn tools() -> Vec<Tool> {
-    TOOLS.iter().map(tool).collect()
+/// The tools `owt mcp` serves (a conductor's too, when `conductor`).
+pub fn tools(conductor: bool) -> Vec<Tool> {
+    specs(conductor).map(tool).collect()
+}
+
+fn specs(conductor: bool) -> impl Iterator<Item = &'static ToolSpec> {
+    let extra: &[ToolSpec] = if conductor { CONDUCTOR_TOOLS } else { &[] };
+    TOOLS.iter().chain(extra)
 }
 
 /// Why a call failed, before it becomes an MCP result.
@@ -190,9 +297,53 @@ fn dispatch(peers: &mut Peers, name: &str, args: JsonObject) -> Result<serde_jso
             let a: ReportStatusArgs = parse(name, args)?;
             json(peers.report_status(a.kind, &a.text)?)
         }
+        other => dispatch_conductor(peers, other, args),
+    }
+}
+
+/// Runs one of [`CONDUCTOR_TOOLS`] (each refuses a caller that may not
+/// conduct, saying why).
+fn dispatch_conductor(
+    peers: &mut Peers,
+    name: &str,
+    args: JsonObject,
+) -> Result<serde_json::Value, Failure> {
+    match name {
+        "spawn_session" => {
+            let a: SpawnSessionArgs = parse(name, args)?;
+            json(peers.spawn_session(&owt_core::ops::conduct::SpawnRequest {
+                task: a.task,
+                agent: a.agent,
+                base: a.base,
+                name: a.name,
+            })?)
+        }
+        "list_sessions" => {
+            parse::<NoArgs>(name, args)?;
+            json(peers.list_sessions()?)
+        }
+        "wait_session" => {
+            let a: WaitSessionArgs = parse(name, args)?;
+            json(peers.wait_session(&a.name, a.timeout_secs.unwrap_or(600))?)
+        }
+        "session_diff" => {
+            let a: ChildArgs = parse(name, args)?;
+            json(peers.session_diff(&a.name)?)
+        }
+        "send_to_session" => {
+            let a: SendToSessionArgs = parse(name, args)?;
+            json(peers.send_to_session(&a.name, &a.text)?)
+        }
+        "ship_session" => {
+            let a: ChildArgs = parse(name, args)?;
+            json(peers.ship_session(&a.name)?)
+        }
         other => Err(Failure::UnknownTool(format!(
             "unknown tool `{other}`; tools: {}",
-            TOOLS.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+            specs(peers.is_conductor())
+                .map(|t| t.name)
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }
@@ -202,11 +353,14 @@ fn dispatch(peers: &mut Peers, name: &str, args: JsonObject) -> Result<serde_jso
 #[derive(Clone)]
 pub struct PeerServer {
     peers: Arc<Mutex<Peers>>,
+    /// The caller may conduct: the conductor tools are listed.
+    conductor: bool,
 }
 
 impl PeerServer {
     pub fn new(peers: Peers) -> PeerServer {
         PeerServer {
+            conductor: peers.is_conductor(),
             peers: Arc::new(Mutex::new(peers)),
         }
     }
@@ -247,7 +401,11 @@ impl ServerHandler for PeerServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("owt", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(if self.conductor {
+                format!("{INSTRUCTIONS}{CONDUCTOR_INSTRUCTIONS}")
+            } else {
+                INSTRUCTIONS.to_string()
+            })
     }
 
     async fn list_tools(
@@ -255,11 +413,11 @@ impl ServerHandler for PeerServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        Ok(ListToolsResult::with_all_items(tools(self.conductor)))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        TOOLS.iter().find(|t| t.name == name).map(tool)
+        specs(self.conductor).find(|t| t.name == name).map(tool)
     }
 
     async fn call_tool(
@@ -294,7 +452,22 @@ mod tests {
 
     #[test]
     fn every_tool_has_an_object_schema_with_its_fields() {
-        let tools = tools();
+        let conductor: Vec<String> = tools(true)[6..]
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(
+            conductor,
+            [
+                "spawn_session",
+                "list_sessions",
+                "wait_session",
+                "session_diff",
+                "send_to_session",
+                "ship_session"
+            ]
+        );
+        let tools = tools(false);
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
             names,

@@ -23,6 +23,7 @@ Standard library only: nothing to install.
 """
 
 import argparse
+import itertools
 import json
 import sys
 import threading
@@ -51,9 +52,9 @@ def load_script(path):
         if not isinstance(turn_steps, list) or not turn_steps:
             raise SystemExit(f"{path}: turn {t} has no steps")
         for s in turn_steps:
-            kinds = [k for k in ("write", "read", "run", "text") if k in s]
+            kinds = [k for k in ("write", "read", "run", "tool", "text") if k in s]
             if len(kinds) != 1:
-                raise SystemExit(f"{path}: turn {t}: a step is exactly one of write, read, run, text: {s}")
+                raise SystemExit(f"{path}: turn {t}: a step is exactly one of write, read, run, tool, text: {s}")
             step = dict(s)
             step["kind"] = kinds[0]
             step["turn"] = t
@@ -256,6 +257,8 @@ def marker(step):
     call ids): the file path or the command."""
     if step["kind"] in ("write", "read"):
         return step[step["kind"]]["path"]
+    if step["kind"] == "tool":
+        return step["tool"]["name"]
     return step["run"]["command"]
 
 
@@ -300,6 +303,8 @@ def plan_answer(api, body, steps, index, tools):
             if name in tools:
                 return ("call", name, {path_key(api, body, name, "file_path"): full}), step
         return shell_call(tools, f"cat {path}", step, cwd), step
+    if step["kind"] == "tool":
+        return tool_call(tools, step["tool"]), step
     if step["kind"] == "write":
         path, content = step["write"]["path"], step["write"]["content"]
         cwd = body_cwd(body)
@@ -316,6 +321,26 @@ def plan_answer(api, body, steps, index, tools):
         quoted = content.replace("'", "'\\''")
         return shell_call(tools, f"printf '%s' '{quoted}' > {path}", step, cwd), step
     return shell_call(tools, step["run"]["command"], step, body_cwd(body)), step
+
+
+def tool_call(tools, tool):
+    """A call of the request's tool named `tool["name"]`, or of the one
+    ending in `__<name>` (an MCP server's tool: Claude Code's
+    `mcp__owt__spawn_session`), with `tool["args"]`."""
+    name = tool["name"]
+    found = next((t for t in tools if t == name), None) or next(
+        (t for t in tools if t.endswith(f"__{name}")), None)
+    if found is None and "WaitForMcpServers" in tools:
+        # Claude Code may ask before its MCP servers connected: wait for
+        # them (a call of its own id, so the step stays to be answered).
+        return ("call", "WaitForMcpServers", {}, f"toolu_owt_wait_{next(WAIT_IDS)}")
+    if found is None:
+        return ("text", f"(no tool {name} among {tools})")
+    return ("call", found, tool.get("args") or {})
+
+
+# Ids of the WaitForMcpServers calls (unique within a server's life).
+WAIT_IDS = itertools.count()
 
 
 def is_custom_tool(body, name):
@@ -537,7 +562,8 @@ class Handler(BaseHTTPRequestHandler):
             block = {"type": "text", "text": answer[1]}
             stop = "end_turn"
         else:
-            block = {"type": "tool_use", "id": f"toolu_{call_id(index)}", "name": answer[1], "input": answer[2]}
+            block_id = answer[3] if len(answer) > 3 else f"toolu_{call_id(index)}"
+            block = {"type": "tool_use", "id": block_id, "name": answer[1], "input": answer[2]}
             stop = "tool_use"
         if not stream:
             time.sleep(stall)

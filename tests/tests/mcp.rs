@@ -472,3 +472,172 @@ fn an_unknown_session_id_fails_at_start_with_a_reason() {
         "{stderr}"
     );
 }
+
+/// The tool names `client` is offered.
+fn tool_names(client: &mut McpClient) -> Vec<String> {
+    let listed = client.request("tools/list", json!({})).unwrap();
+    listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_conductor_spawns_children_within_max_children_and_a_child_cannot_conduct() {
+    let f = Fixture::new();
+    let config = f.env.home.join(".config/owt/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[mcp]\nmax_children = 2\n");
+    std::fs::write(&config, text).unwrap();
+    let boss: NewOutput = f
+        .env
+        .owt_json(&f.repo, ["new", "--conductor", "conduct", "--name", "boss"]);
+    let (plain_id, _) = f.session("plain");
+    let conductor_tools = [
+        "spawn_session",
+        "list_sessions",
+        "wait_session",
+        "session_diff",
+        "send_to_session",
+        "ship_session",
+    ];
+    // A session started without --conductor has none of the tools.
+    let mut plain = McpClient::start(&f.env, &f.repo, Some(&plain_id));
+    let tools = tool_names(&mut plain);
+    assert!(
+        conductor_tools
+            .iter()
+            .all(|t| !tools.iter().any(|x| x == t)),
+        "{tools:?}"
+    );
+    let err = plain.tool_error("spawn_session", json!({"task": "x"}));
+    assert!(
+        err.contains("`plain` is not a conductor: start it with `owt new --conductor`"),
+        "{err}"
+    );
+    drop(plain);
+    // The conductor has them all, and spawns up to max_children.
+    let mut conductor = McpClient::start(&f.env, &f.repo, Some(&boss.session.id));
+    let tools = tool_names(&mut conductor);
+    assert!(
+        conductor_tools.iter().all(|t| tools.iter().any(|x| x == t)),
+        "{tools:?}"
+    );
+    for kid in ["kid-a", "kid-b"] {
+        let spawned = conductor.ok(
+            "spawn_session",
+            json!({"task": format!("task of {kid}"), "name": kid}),
+        );
+        assert_eq!(spawned["parent"], "boss", "{spawned}");
+        assert_eq!(spawned["started"], true, "{spawned}");
+    }
+    let err = conductor.tool_error(
+        "spawn_session",
+        json!({"task": "one too many", "name": "kid-c"}),
+    );
+    assert!(
+        err.contains("`boss` already has 2 children ([mcp] max_children = 2)"),
+        "{err}"
+    );
+    let listed = f.list();
+    assert!(
+        listed.sessions.iter().all(|s| s.name != "kid-c"),
+        "kid-c was created"
+    );
+    let parent = |name: &str| {
+        listed
+            .sessions
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap()
+            .parent
+            .clone()
+    };
+    assert_eq!(parent("kid-a").as_deref(), Some("boss"));
+    assert_eq!(parent("kid-b").as_deref(), Some("boss"));
+    assert_eq!(parent("boss"), None);
+    assert_eq!(parent("plain"), None);
+    let children = conductor.ok("list_sessions", json!({}));
+    assert_eq!(names_of(&children["children"]), ["kid-a", "kid-b"]);
+    // It waits for, types into and reads its children, and only its own.
+    let waited = conductor.ok("wait_session", json!({"name": "kid-a", "timeout_secs": 15}));
+    assert_eq!(waited["outcome"], "needs-you", "{waited}");
+    conductor.ok(
+        "send_to_session",
+        json!({"name": "kid-a", "text": "hello kid"}),
+    );
+    wait_until("kid-a to get the text", ANSWER, || {
+        f.env
+            .owt_ok(&f.repo, ["peek", "kid-a"])
+            .contains("got: hello kid")
+    });
+    let diff = conductor.ok("session_diff", json!({"name": "kid-a"}));
+    assert_eq!(diff["files"], json!([]), "{diff}");
+    let err = conductor.tool_error("wait_session", json!({"name": "plain"}));
+    assert!(err.contains("`plain` is not a child of `boss`"), "{err}");
+    // Shipping is a human's unless [mcp] conductor_can_ship.
+    let err = conductor.tool_error("ship_session", json!({"name": "kid-a"}));
+    assert!(
+        err.contains("a human ships `kid-a` from NEEDS YOU (`owt ship kid-a`)"),
+        "{err}"
+    );
+    assert!(f.list().sessions.iter().any(|s| s.name == "kid-a"));
+    drop(conductor);
+    // Depth 1: a child has no conductor tools, even asked by name.
+    let kid_id = f
+        .list()
+        .sessions
+        .iter()
+        .find(|s| s.name == "kid-a")
+        .unwrap()
+        .id
+        .clone();
+    let mut kid = McpClient::start(&f.env, &f.repo, Some(&kid_id));
+    let tools = tool_names(&mut kid);
+    assert!(!tools.iter().any(|t| t == "spawn_session"), "{tools:?}");
+    let err = kid.tool_error("spawn_session", json!({"task": "grandchild"}));
+    assert!(
+        err.contains("`kid-a` was spawned by `boss`: a child cannot conduct"),
+        "{err}"
+    );
+    assert_eq!(f.list().sessions.len(), 4);
+}
+
+fn names_of(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_conductor_ships_its_child_only_with_conductor_can_ship() {
+    let f = Fixture::new();
+    let config = f.env.home.join(".config/owt/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[mcp]\nconductor = true\nconductor_can_ship = true\n");
+    std::fs::write(&config, text).unwrap();
+    // [mcp] conductor = true: a session started without --conductor conducts.
+    let (boss_id, _) = f.session("boss");
+    let mut conductor = McpClient::start(&f.env, &f.repo, Some(&boss_id));
+    let spawned = conductor.ok(
+        "spawn_session",
+        json!({"task": "add a file", "name": "kid"}),
+    );
+    let worktree = PathBuf::from(spawned["worktree"].as_str().unwrap());
+    let waited = conductor.ok("wait_session", json!({"name": "kid", "timeout_secs": 15}));
+    assert_eq!(waited["outcome"], "needs-you", "{waited}");
+    std::fs::write(worktree.join("kid.txt"), "the kid's work\n").unwrap();
+    let diff = conductor.ok("session_diff", json!({"name": "kid"}));
+    assert_eq!(diff["files"][0]["path"], "kid.txt", "{diff}");
+    let shipped = conductor.ok("ship_session", json!({"name": "kid"}));
+    assert!(shipped["committed"].is_string(), "{shipped}");
+    // Merged into main and the child is gone; the conductor stays.
+    let main_files = f.env.git(&f.repo, ["ls-tree", "--name-only", "main"]);
+    assert!(main_files.lines().any(|l| l == "kid.txt"), "{main_files}");
+    let names: Vec<String> = f.list().sessions.into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["boss"]);
+}

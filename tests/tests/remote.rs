@@ -858,3 +858,29 @@ fn a_remote_session_is_in_the_control_planes_lanes() {
     cockpit.wait_text("Sent to devbox:fix-login.");
     cockpit.wait_text("got: typed from the board");
 }
+
+#[test]
+fn forking_a_remote_session_is_refused_and_creates_nothing() {
+    let world = World::new("owt-rt-fork");
+    world.start("far");
+    let before = (
+        world.env.git(&world.repo, ["branch", "--list"]),
+        world
+            .env
+            .git(&world.repo, ["worktree", "list", "--porcelain"]),
+        world.sessions().len(),
+    );
+    let err = world.err(&["fork", "devbox:far", "--name", "near"]);
+    assert!(
+        err.contains("devbox:far runs on the remote devbox: owt cannot read its working state from here; fork it on that machine"),
+        "{err}"
+    );
+    let after = (
+        world.env.git(&world.repo, ["branch", "--list"]),
+        world
+            .env
+            .git(&world.repo, ["worktree", "list", "--porcelain"]),
+        world.sessions().len(),
+    );
+    assert_eq!(after, before);
+}

@@ -280,6 +280,9 @@ pub fn start(form: &NewForm) -> Result<(&'static str, Body), String> {
         no_prompt: false,
         acp_mcp_servers: Vec::new(),
         now: false,
+        fork: None,
+        parent: None,
+        conductor: false,
     };
     let remote = form.host_name().map(str::to_string);
     Ok((

@@ -37,9 +37,9 @@ pub use load::{
 pub use paths::{expand_home, normalize, resolve_base_directory};
 pub use sections::{
     AgentConfig, AttachConfig, ChecksConfig, ChecksWhen, CommentAuthors, ConflictFeedback,
-    EnvironmentConfig, FeedbackConfig, ForgeKind, GuardConfig, NotifyConfig, OnLimit, OnMerged,
-    PrConfig, PreEdit, PromptMode, RemoteConfig, ShipConfig, TemplateConfig, ToolConfig, UiBell,
-    UiConfig, WorktreeConfig,
+    EnvironmentConfig, FeedbackConfig, ForgeKind, GuardConfig, McpConfig, NotifyConfig, OnLimit,
+    OnMerged, PrConfig, PreEdit, PromptMode, RemoteConfig, ShipConfig, TemplateConfig, ToolConfig,
+    UiBell, UiConfig, WorktreeConfig,
 };
 pub use seed::{translate_seed, SEED_FILES};
 pub use trust::{dotted, gated_keys, value_at, Gated, Trust, TrustNothing, Withheld};
@@ -92,6 +92,8 @@ pub struct Config {
     pub ui: UiConfig,
     /// Notifications out (`[notify]`).
     pub notify: NotifyConfig,
+    /// owt's MCP server (`[mcp]`): conductor sessions.
+    pub mcp: McpConfig,
 }
 
 impl Config {

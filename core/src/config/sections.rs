@@ -220,6 +220,31 @@ impl Default for AttachConfig {
     }
 }
 
+/// owt's MCP server: which sessions may conduct others (`spawn_session`,
+/// `wait_session`, …) and how far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// Every session (but a conductor's children) gets the conductor tools;
+    /// without it, only a session started with `owt new --conductor`.
+    pub conductor: bool,
+    /// A conductor may ship its children (`ship_session`); without it a
+    /// human ships them through NEEDS YOU.
+    pub conductor_can_ship: bool,
+    /// The most children one conductor may have at once.
+    pub max_children: u32,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            conductor: false,
+            conductor_can_ship: false,
+            max_children: 8,
+        }
+    }
+}
+
 /// The control plane (`owt` in a terminal).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -151,6 +151,25 @@ fn keys_that_run_programs_or_write_elsewhere_need_trust() {
 }
 
 #[test]
+fn a_repositorys_mcp_conductor_keys_need_trust_and_default_to_off() {
+    let (need, refused) =
+        gated("[mcp]\nconductor = true\nconductor_can_ship = true\nmax_children = 50\n");
+    assert_eq!(
+        need,
+        vec![
+            "mcp.conductor",
+            "mcp.conductor_can_ship",
+            "mcp.max_children"
+        ],
+        "a conductor starts agents and may ship: a cloned repository may not turn it on"
+    );
+    assert!(refused.is_empty());
+    let config = Config::default();
+    assert!(!config.mcp.conductor && !config.mcp.conductor_can_ship);
+    assert_eq!(config.mcp.max_children, 8);
+}
+
+#[test]
 fn a_repositorys_remotes_need_trust_and_parse_with_defaults() {
     let (need, refused) = gated(
         "[remotes.devbox]\nhost = \"me@devbox\"\npath = \"~/src/app\"\n[remotes.gpu]\nhost = \"gpu\"\npath = \"/srv/app\"\nowt = \"/opt/owt/bin/owt\"\n",

@@ -157,7 +157,8 @@ fn plain_sibling(dir: &str, repo_root: &Path) -> bool {
     beside && !checkout_or_link
 }
 
-/// `checks.command`, `pr.cli` and `notify.command` run programs; `pr.auto
+/// `checks.command`, `pr.cli` and `notify.command` run programs; `[mcp]`
+/// lets an agent start agents (and ship); `pr.auto
 /// = true` pushes to a remote unasked; `feedback.comment_authors` other than
 /// `"collaborators"` lets people outside the repository type into agents.
 fn gate_feedback_keys(table: &toml::Table, gated: &mut Gated) {
@@ -191,6 +192,14 @@ fn gate_feedback_keys(table: &toml::Table, gated: &mut Gated) {
     if let Some(toml::Value::Table(notify)) = table.get("notify") {
         if notify.contains_key("command") {
             gated.need_trust.push(key(&["notify", "command"]));
+        }
+    }
+    // A conductor starts agents, and may merge their work.
+    if let Some(toml::Value::Table(mcp)) = table.get("mcp") {
+        for name in ["conductor", "conductor_can_ship", "max_children"] {
+            if mcp.contains_key(name) {
+                gated.need_trust.push(key(&["mcp", name]));
+            }
         }
     }
 }

@@ -46,7 +46,7 @@ impl Repo {
         // repository with an advisory lock.
         let _lock = FileLock::acquire(&self.common_dir.join("owt-worktree.lock"))?;
         if create_branch {
-            let base_commit = self.repo.find_commit(self.branch_tip(base)?)?;
+            let base_commit = self.repo.find_commit(self.start_commit(base)?)?;
             self.repo.branch(branch, &base_commit, false)?;
         }
         let reference = self
@@ -70,6 +70,19 @@ impl Repo {
         }
         prime_cache_tree(path);
         Ok(())
+    }
+
+    /// The commit a new branch starts at: the tip of the local branch
+    /// `base`, or the commit `base` names by its full id (`owt fork`).
+    fn start_commit(&self, base: &str) -> Result<git2::Oid> {
+        match self.branch_tip(base) {
+            Ok(tip) => Ok(tip),
+            Err(e) => git2::Oid::from_str(base)
+                .ok()
+                .filter(|_| base.len() == 40)
+                .filter(|oid| self.repo.find_commit(*oid).is_ok())
+                .ok_or(e),
+        }
     }
 
     /// Whether an admin entry `<common dir>/worktrees/<name>` exists.

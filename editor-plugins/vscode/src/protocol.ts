@@ -159,6 +159,12 @@ export type SessionView = {
    * editors' review views); absent in the other lanes.
    */
   review?: ReviewState,
+  /**
+   * The conductor session that spawned this one (MCP `spawn_session`);
+   * boards show it nested under its parent. Absent for a session a
+   * person started.
+   */
+  parent?: string,
 };
 
 /**

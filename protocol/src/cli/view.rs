@@ -104,6 +104,12 @@ pub struct SessionView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub review: Option<ReviewState>,
+    /// The conductor session that spawned this one (MCP `spawn_session`);
+    /// boards show it nested under its parent. Absent for a session a
+    /// person started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub parent: Option<String>,
 }
 
 /// What an ACP session's agent reported through the protocol. Token counts
@@ -181,6 +187,7 @@ impl SessionView {
             actions: Vec::new(),
             usage: None,
             review: None,
+            parent: None,
         }
     }
 

@@ -66,49 +66,60 @@ pub fn render(board: &Board, repo_name: &str, now: i64) -> String {
                 lines.push(format!("  QUEUED ({n_queued})"));
                 queued_titled = true;
             }
-            let mut parts = vec![
-                printable::line(&s.status_text).into_owned(),
-                super::age(s.created_at, now),
-                printable::line(&s.provider).into_owned(),
-            ];
-            if s.ahead > 0 {
-                parts.push(format!(
-                    "+{} commit{}",
-                    s.ahead,
-                    if s.ahead == 1 { "" } else { "s" }
-                ));
-            }
-            if !s.base_conflicts.is_empty() {
-                parts.push(format!(
-                    "conflicts with {} in {}",
-                    printable::line(&s.base),
-                    printable::line(&s.base_conflicts.join(", "))
-                ));
-            }
-            if s.overlaps > 0 {
-                parts.push(format!(
-                    "{} overlap{}",
-                    s.overlaps,
-                    if s.overlaps == 1 { "" } else { "s" }
-                ));
-            }
-            if s.checks
-                .as_ref()
-                .is_some_and(|c| c.state == "passed" && c.current)
-            {
-                parts.push("checks passed".into());
-            }
-            if s.pr.is_some() && !s.status_text.contains('#') {
-                parts.push(format!("PR {}", super::list::pr_cell(s)));
-            }
-            if let Some(usage) = &s.usage {
-                parts.push(super::usage_figure(usage));
-            }
-            let task = s.task.lines().next().unwrap_or_default();
-            let task: String = task.chars().take(60).collect();
-            parts.push(printable::line(&task).into_owned());
+            let parts = session_parts(s, now);
             lines.push(format!("  {:<width$}  {}", s.name, parts.join(" · ")));
         }
     }
     lines.join("\n")
+}
+
+/// What the board says of one session after its name.
+fn session_parts(s: &owt_protocol::SessionView, now: i64) -> Vec<String> {
+    let mut parts = vec![
+        printable::line(&s.status_text).into_owned(),
+        super::age(s.created_at, now),
+        printable::line(&s.provider).into_owned(),
+    ];
+    // A conductor's child: whose (its lane may differ from the
+    // conductor's).
+    if let Some(parent) = &s.parent {
+        parts.push(format!("↳ child of {}", printable::line(parent)));
+    }
+    if s.ahead > 0 {
+        parts.push(format!(
+            "+{} commit{}",
+            s.ahead,
+            if s.ahead == 1 { "" } else { "s" }
+        ));
+    }
+    if !s.base_conflicts.is_empty() {
+        parts.push(format!(
+            "conflicts with {} in {}",
+            printable::line(&s.base),
+            printable::line(&s.base_conflicts.join(", "))
+        ));
+    }
+    if s.overlaps > 0 {
+        parts.push(format!(
+            "{} overlap{}",
+            s.overlaps,
+            if s.overlaps == 1 { "" } else { "s" }
+        ));
+    }
+    if s.checks
+        .as_ref()
+        .is_some_and(|c| c.state == "passed" && c.current)
+    {
+        parts.push("checks passed".into());
+    }
+    if s.pr.is_some() && !s.status_text.contains('#') {
+        parts.push(format!("PR {}", super::list::pr_cell(s)));
+    }
+    if let Some(usage) = &s.usage {
+        parts.push(super::usage_figure(usage));
+    }
+    let task = s.task.lines().next().unwrap_or_default();
+    let task: String = task.chars().take(60).collect();
+    parts.push(printable::line(&task).into_owned());
+    parts
 }

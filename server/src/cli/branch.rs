@@ -27,6 +27,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
             raw: false,
             acp: false,
             on: None,
+            conductor: false,
         },
     )
 }

@@ -50,11 +50,33 @@ pub fn render(sessions: &[SessionView], now: i64, fit: Option<Fit>) -> String {
         return "No sessions in this repository. Start one with: owt new \"describe the task\""
             .into();
     }
-    let mut columns = columns(sessions, now, fit.map(|f| f.root));
+    let sessions = nested(sessions);
+    let mut columns = columns(&sessions, now, fit.map(|f| f.root));
     if let Some(fit) = fit {
         fit_columns(&mut columns, fit.width);
     }
     lines(&columns)
+}
+
+/// The sessions in board order with each conductor's children right
+/// under it, their names marked `↳ ` (a child whose conductor is gone
+/// keeps its place, unmarked).
+fn nested(sessions: &[SessionView]) -> Vec<SessionView> {
+    let listed = |name: &str| sessions.iter().any(|s| s.name == name);
+    let is_child = |s: &SessionView| s.parent.as_deref().is_some_and(listed);
+    let mut out = Vec::with_capacity(sessions.len());
+    for s in sessions.iter().filter(|s| !is_child(s)) {
+        out.push(s.clone());
+        for child in sessions
+            .iter()
+            .filter(|c| is_child(c) && c.parent.as_deref() == Some(s.name.as_str()))
+        {
+            let mut child = child.clone();
+            child.name = format!("↳ {}", child.name);
+            out.push(child);
+        }
+    }
+    out
 }
 
 /// Every column, in order.

@@ -87,3 +87,31 @@ fn wide_is_the_whole_table() {
         fix-login                            blocked: Do you want to overwrite src/auth/login_handler.py?  claude  owt/fix-login                            2      1        1         -       -   123k tok  312 MiB  1h   /home/me/src/app.worktrees/fix-login"#]],
     );
 }
+
+#[test]
+fn a_conductors_children_are_nested_under_it() {
+    let child = |name: &str| SessionView {
+        parent: Some("conductor".into()),
+        ..session(name, "working", 0, 0)
+    };
+    let sessions = vec![
+        child("child-a"),
+        session("solo", "working", 0, 0),
+        session("conductor", "working", 0, 0),
+        child("child-b"),
+    ];
+    let names: Vec<String> = render(&sessions, NOW, None)
+        .lines()
+        .map(|l| l.split("  ").next().unwrap_or_default().to_string())
+        .collect();
+    expect![[r#"
+        [
+            "NAME",
+            "solo",
+            "conductor",
+            "↳ child-a",
+            "↳ child-b",
+        ]
+    "#]]
+    .assert_debug_eq(&names);
+}

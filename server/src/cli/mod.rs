@@ -23,6 +23,7 @@ mod deny;
 mod diff;
 mod doctor;
 mod editor;
+mod fork;
 mod guard;
 pub mod hook;
 pub mod host;
@@ -119,6 +120,8 @@ pub enum Command {
     Start(start::Args),
     /// Restart a session whose agent is gone, continuing its conversation.
     Resume(resume::Args),
+    /// Start a new session from another's working state, its conversation forked.
+    Fork(fork::Args),
     /// Type text (then Enter) into an agent, or into all of them.
     Send(send::Args),
     /// Print an agent's current screen (an ACP session: its transcript's tail).
@@ -275,6 +278,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Host(args)) => host::run(dir, &out, args),
         Some(Command::Start(args)) => start::run(dir, &out, args),
         Some(Command::Resume(args)) => resume::run(dir, &out, args),
+        Some(Command::Fork(args)) => fork::run(dir, &out, args),
         Some(Command::Admit) => start::admit(),
         Some(Command::CompleteNames) => completions::names(dir),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),

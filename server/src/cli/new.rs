@@ -14,6 +14,8 @@ Examples:
   owt new \"Fix login\" --ai-tool codex    pick the agent
   owt new \"Spike\" --branch spike/x       reuse or create a branch of your choice
   owt new --on devbox \"Fix login\"       on the remote devbox ([remotes.devbox]): session devbox:fix-login
+  owt new --conductor \"Split the API rewrite into parallel tasks\"
+                                        an agent that spawns and supervises child sessions (MCP tools)
 The task is passed to the agent as one argument (or typed into it); it never goes through a shell.
 Beyond [agent] max_running agents (default: what memory holds) the session is queued: its
 worktree is made now and its agent starts when a running one ends or frees memory (--now: start anyway).")]
@@ -45,6 +47,11 @@ pub struct Args {
     /// Run the agent on the remote NAME ([remotes.NAME]): its owt creates the session there.
     #[arg(long, value_name = "NAME")]
     pub on: Option<String>,
+    /// Make the session a conductor: its agent gets owt's MCP tools to spawn, wait for,
+    /// read, message and (with [mcp] conductor_can_ship) ship child sessions, shown
+    /// under it on the board.
+    #[arg(long, conflicts_with_all = ["on", "acp"])]
+    pub conductor: bool,
 }
 
 /// What every new session is asked, by `owt new` and `owt branch` alike.
@@ -96,6 +103,9 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         no_prompt: false,
         acp_mcp_servers: Vec::new(),
         now,
+        fork: None,
+        parent: None,
+        conductor: args.conductor,
     };
     if let Some(remote) = &args.on {
         return run_on(&mut ctx, out, remote, &req);
@@ -179,7 +189,7 @@ fn run_on(
 }
 
 /// The size of the terminal owt runs in, or 40×120 when there is none.
-fn terminal_size() -> (u16, u16) {
+pub(super) fn terminal_size() -> (u16, u16) {
     use crate::session::attach::terminal_size;
     terminal_size(std::io::stdin())
         .or_else(|| terminal_size(std::io::stdout()))

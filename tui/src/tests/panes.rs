@@ -543,3 +543,19 @@ fn the_screen_tab_keeps_the_agents_colours_and_no_colour_keeps_only_attributes()
         .modifier
         .contains(ratatui::style::Modifier::REVERSED));
 }
+
+#[test]
+fn a_conductors_child_says_whose_it_is() {
+    let mut child = session("kid", Status::Working);
+    child.parent = Some("boss".into());
+    let screen = super::draw(&app(vec![session("boss", Status::Working), child]), 120, 16);
+    let row = |name: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(&format!(" {name} ")))
+            .unwrap_or_else(|| panic!("no {name} row:\n{screen}"))
+            .to_string()
+    };
+    assert!(row("kid").contains("· ↳ child of boss"), "{screen}");
+    assert!(!row("boss").contains('↳'), "{screen}");
+}

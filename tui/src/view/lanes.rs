@@ -118,6 +118,9 @@ pub fn row_details(view: &SessionView, now: i64) -> String {
         None => printable::line(&view.status_text).into_owned(),
     };
     let mut parts = vec![status, printable::line(&view.provider).into_owned()];
+    if let Some(parent) = &view.parent {
+        parts.push(format!("↳ child of {}", printable::line(parent)));
+    }
     if view.ahead > 0 {
         parts.push(format!("+{}", view.ahead));
     }

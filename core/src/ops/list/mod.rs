@@ -256,6 +256,12 @@ fn finish_view(
     }
     view.ports = stored.ports;
     view.usage = stored.usage;
+    view.parent = stored
+        .facts
+        .iter()
+        .find(|f| f.kind == super::conduct::PARENT_FACT)
+        .and_then(|f| serde_json::from_value::<super::conduct::ParentFact>(f.value.clone()).ok())
+        .map(|p| p.parent);
     Ok(view)
 }
 
@@ -325,6 +331,7 @@ pub fn view(row: &SessionRow, facts: &SessionFacts, now: i64) -> SessionView {
         actions: Vec::new(),
         usage: None,
         review: status::derive_review(facts, derived.lane, !local),
+        parent: None,
     };
     view.actions = crate::actions::session_actions(&view);
     view

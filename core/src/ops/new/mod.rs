@@ -22,6 +22,7 @@ use launch::{install_integrations, launch};
 use place::{place_worktree, reserve};
 pub(crate) use spec::host_spec;
 use validate::validate;
+pub(crate) use validate::worktrees_folder;
 
 pub use interrupt::{catch_interrupts, interrupted, StarterFact, STARTER_FACT};
 
@@ -52,6 +53,37 @@ pub struct NewRequest {
     /// Start the agent now even beyond `[agent] max_running` or
     /// `min_free_memory` (never queue it).
     pub now: bool,
+    /// `owt fork`: the commit the new branch starts at (the forked
+    /// session's working state) and what the agent is told of it.
+    pub fork: Option<ForkStart>,
+    /// The conductor session that asked for this one (MCP
+    /// `spawn_session`): recorded before its agent starts.
+    pub parent: Option<crate::ops::conduct::ParentFact>,
+    /// `owt new --conductor`: its MCP server offers the conductor tools.
+    pub conductor: bool,
+}
+
+/// Where a forked session starts: a commit (not a branch) and the session
+/// it was forked from.
+#[derive(Debug, Clone)]
+pub struct ForkStart {
+    /// The full id of the commit holding the forked session's working state.
+    pub start_point: String,
+    pub from: ForkFrom,
+}
+
+/// The session a forked one came from, for its agent's first prompt.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkFrom {
+    /// The forked session's name.
+    pub session: String,
+    /// Claude Code's transcript of the forked conversation
+    /// (`--resume ID --fork-session`); `None`: the agent is told `context`.
+    #[serde(default)]
+    pub transcript: Option<std::path::PathBuf>,
+    /// The forked session's task and diff, for an agent that cannot fork
+    /// its conversation.
+    pub context: String,
 }
 
 impl NewRequest {
@@ -67,6 +99,7 @@ impl NewRequest {
             acp: self.acp,
             no_prompt: self.no_prompt,
             acp_mcp_servers: self.acp_mcp_servers.clone(),
+            fork: self.fork.as_ref().map(|f| f.from.clone()),
         }
     }
 }
@@ -97,6 +130,9 @@ pub struct LaunchOptions {
     /// ACP: MCP servers to pass to the agent besides owt's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acp_mcp_servers: Vec<serde_json::Value>,
+    /// `owt fork`: the session this one was forked from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<ForkFrom>,
 }
 
 impl LaunchOptions {
@@ -192,6 +228,7 @@ fn make_session(
         pid: std::process::id(),
     };
     ctx.store.record_fact(session.id, STARTER_FACT, &starter)?;
+    crate::ops::conduct::record(ctx, session, req.parent.as_ref(), req.conductor)?;
     // Its ports first: the setup script and the agent are told them.
     let ports = ctx.config.config.worktree.ports;
     if let Err(e) = super::ports::allocate(&mut ctx.store, session, ports) {
@@ -216,8 +253,12 @@ fn make_session(
         ctx.store.remove_session(session, "interrupted")?;
         anyhow::bail!("interrupted: session `{}` was not created", session.name);
     }
-    let created_branch = match place_worktree(ctx, session, plan, req.in_place, progress, warnings)
-    {
+    let start = req
+        .fork
+        .as_ref()
+        .map_or(plan.base.as_str(), |f| f.start_point.as_str());
+    let placed = place_worktree(ctx, session, plan, start, req.in_place, progress, warnings);
+    let created_branch = match placed {
         Ok(created) => created,
         Err(e) => {
             ctx.store.remove_session(session, "failed")?;

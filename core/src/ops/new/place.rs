@@ -61,12 +61,14 @@ pub(super) fn reserve(
     )?)
 }
 
-/// Creates the branch and the worktree (or switches the main checkout, for
-/// a branch session); whether it created the branch.
+/// Creates the branch (at `start`: the base, or a forked session's
+/// commit) and the worktree (or switches the main checkout, for a branch
+/// session); whether it created the branch.
 pub(super) fn place_worktree(
     ctx: &mut Context,
     session: &SessionRow,
     plan: &Plan,
+    start: &str,
     in_place: bool,
     progress: &mut dyn FnMut(&str),
     warnings: &mut Vec<String>,
@@ -92,7 +94,7 @@ pub(super) fn place_worktree(
                 &session.name,
                 &session.worktree_path,
                 &session.branch,
-                &plan.base,
+                start,
                 create_branch,
             )
             .with_context(|| format!("creating the worktree for {}", session.name))?;

@@ -113,6 +113,23 @@ fn agent_launch(
     } else {
         prompt
     };
+    // `owt fork`: Claude Code forks the conversation; another agent is
+    // told the forked session's task and diff.
+    let forked = options
+        .fork
+        .as_ref()
+        .map(|from| crate::ops::fork::conversation::prepare(ctx, session, resolved, options, from));
+    let (prompt, fork_args) = match forked {
+        Some(Some(fork_args)) => (crate::ops::fork::forked_prompt(session), fork_args),
+        Some(None) => {
+            let from = options.fork.as_ref().map(|f| f.context.as_str());
+            (
+                format!("{prompt}\n\n{}", from.unwrap_or_default()),
+                Vec::new(),
+            )
+        }
+        None => (prompt, Vec::new()),
+    };
     if options.acp {
         let launch = provider::Launch {
             argv: resolved.provider.acp_argv()?,
@@ -128,9 +145,10 @@ fn agent_launch(
         &session.worktree_path,
     );
     args.extend(integration.args.iter().cloned());
-    let launch = resolved
+    let mut launch = resolved
         .provider
         .launch_with(&resolved.binary_path, &prompt, mode, &args)?;
+    launch.argv.splice(1..1, fork_args);
     Ok((launch, owt_protocol::host::Transport::Pty))
 }
 

@@ -109,7 +109,7 @@ fn explicit_branch(ctx: &Context, req: &NewRequest) -> anyhow::Result<Option<Str
 
 /// `[worktree] base_directory`, outside the repository and any checkout
 /// enclosing it.
-fn worktrees_folder(ctx: &Context) -> anyhow::Result<std::path::PathBuf> {
+pub(crate) fn worktrees_folder(ctx: &Context) -> anyhow::Result<std::path::PathBuf> {
     let base_dir = ctx.config.config.base_directory(ctx.repo.main_root());
     let base_dir = crate::config::normalize(&base_dir);
     if base_dir.starts_with(ctx.repo.main_root()) {

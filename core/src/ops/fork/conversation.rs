@@ -1,0 +1,94 @@
+//! The forked session's conversation: Claude Code's transcript, found
+//! where `owt usage` reads it and copied to the new worktree's project
+//! folder, so that `claude --resume ID --fork-session` continues it as a
+//! new conversation (the original transcript is only read).
+
+use std::path::{Path, PathBuf};
+
+use crate::ops::new::{ForkFrom, LaunchOptions};
+use crate::ops::Context;
+use crate::provider;
+use crate::store::SessionRow;
+
+/// The newest Claude Code transcript of `session`'s worktree, if it runs
+/// Claude Code and has one.
+pub fn transcript(ctx: &Context, session: &SessionRow) -> Option<PathBuf> {
+    if session.provider != "claude" {
+        return None;
+    }
+    let config = ctx.usage_places().claude_config?;
+    crate::usage::claude::project_dirs(&config, &session.worktree_path)
+        .iter()
+        .filter_map(|dir| newest_transcript(dir))
+        .max_by_key(|(_, modified)| *modified)
+        .map(|(path, _)| path)
+}
+
+/// The newest `*.jsonl` in `dir`, and when it changed.
+fn newest_transcript(dir: &Path) -> Option<(PathBuf, std::time::SystemTime)> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .filter_map(|e| Some((e.path(), e.metadata().ok()?.modified().ok()?)))
+        .max_by_key(|(_, modified)| *modified)
+}
+
+/// Claude Code's arguments that fork `from`'s conversation in the new
+/// session (`--resume ID --fork-session`), its transcript copied where
+/// Claude Code looks for the new worktree's conversations; `None` when
+/// the agent is not Claude Code in a terminal, or there is no transcript
+/// to fork (the agent is then told the forked session's task and diff).
+pub(crate) fn prepare(
+    ctx: &Context,
+    session: &SessionRow,
+    resolved: &provider::Resolved,
+    options: &LaunchOptions,
+    from: &ForkFrom,
+) -> Option<Vec<String>> {
+    if resolved.provider.name != "claude" || options.acp {
+        return None;
+    }
+    let transcript = from.transcript.as_ref().filter(|t| t.is_file())?;
+    let id = transcript.file_stem()?.to_string_lossy().into_owned();
+    let config = ctx.usage_places().claude_config?;
+    let mut dirs = crate::usage::claude::project_dirs(&config, &session.worktree_path);
+    let resolved_path = resolved_path(&session.worktree_path);
+    let resolved_dir = config
+        .join("projects")
+        .join(crate::usage::claude::project_dir_name(
+            &resolved_path.to_string_lossy(),
+        ));
+    if !dirs.contains(&resolved_dir) {
+        dirs.push(resolved_dir);
+    }
+    for dir in dirs {
+        let copied = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::copy(transcript, dir.join(format!("{id}.jsonl"))));
+        if let Err(e) = copied {
+            tracing::warn!("copying {} to {}: {e}", transcript.display(), dir.display());
+            return None;
+        }
+    }
+    Some(vec!["--resume".into(), id, "--fork-session".into()])
+}
+
+/// `path` with its nearest existing ancestor's links resolved (the
+/// worktree may not exist yet; Claude Code names projects by the real
+/// path of their folder).
+fn resolved_path(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |p, part| p.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
