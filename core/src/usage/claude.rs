@@ -60,6 +60,23 @@ fn base36(mut n: u64) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The newest Claude Code transcript (`*.jsonl`) of `worktree`: its
+/// conversation id is the file's stem (`claude --resume ID`).
+pub fn newest_transcript(config_dir: &Path, worktree: &Path) -> Option<PathBuf> {
+    project_dirs(config_dir, worktree)
+        .iter()
+        .filter_map(|dir| {
+            std::fs::read_dir(dir)
+                .ok()?
+                .filter_map(Result::ok)
+                .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+                .filter_map(|e| Some((e.path(), e.metadata().ok()?.modified().ok()?)))
+                .max_by_key(|(_, modified)| *modified)
+        })
+        .max_by_key(|(_, modified)| *modified)
+        .map(|(path, _)| path)
+}
+
 /// The transcript folders of a worktree (its path as stored and, if
 /// different, as the agent sees it after resolving symbolic links).
 pub fn project_dirs(config_dir: &Path, worktree: &Path) -> Vec<PathBuf> {

@@ -17,21 +17,7 @@ pub fn transcript(ctx: &Context, session: &SessionRow) -> Option<PathBuf> {
         return None;
     }
     let config = ctx.usage_places().claude_config?;
-    crate::usage::claude::project_dirs(&config, &session.worktree_path)
-        .iter()
-        .filter_map(|dir| newest_transcript(dir))
-        .max_by_key(|(_, modified)| *modified)
-        .map(|(path, _)| path)
-}
-
-/// The newest `*.jsonl` in `dir`, and when it changed.
-fn newest_transcript(dir: &Path) -> Option<(PathBuf, std::time::SystemTime)> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-        .filter_map(|e| Some((e.path(), e.metadata().ok()?.modified().ok()?)))
-        .max_by_key(|(_, modified)| *modified)
+    crate::usage::claude::newest_transcript(&config, &session.worktree_path)
 }
 
 /// Claude Code's arguments that fork `from`'s conversation in the new

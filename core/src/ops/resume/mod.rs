@@ -15,8 +15,6 @@
 
 mod auto;
 
-use std::path::{Path, PathBuf};
-
 use anyhow::Context as _;
 use owt_protocol::SessionAction;
 
@@ -149,11 +147,8 @@ pub fn conversation(ctx: &Context, session: &SessionRow) -> Option<Conversation>
     match session.provider.as_str() {
         "claude" => {
             let config = places.claude_config?;
-            crate::usage::claude::project_dirs(&config, worktree)
-                .iter()
-                .filter_map(|dir| newest_transcript(dir))
-                .max_by_key(|(_, modified)| *modified)
-                .and_then(|(path, _)| Some(path.file_stem()?.to_string_lossy().into_owned()))
+            crate::usage::claude::newest_transcript(&config, worktree)
+                .and_then(|path| Some(path.file_stem()?.to_string_lossy().into_owned()))
                 .map(Conversation::Claude)
         }
         "codex" => crate::usage::codex::latest_conversation(&places.codex_home?, worktree, since)
@@ -170,16 +165,6 @@ pub fn conversation(ctx: &Context, session: &SessionRow) -> Option<Conversation>
             .then_some(Conversation::Aider),
         _ => None,
     }
-}
-
-/// The newest `*.jsonl` in `dir`, and when it changed.
-fn newest_transcript(dir: &Path) -> Option<(PathBuf, std::time::SystemTime)> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-        .filter_map(|e| Some((e.path(), e.metadata().ok()?.modified().ok()?)))
-        .max_by_key(|(_, modified)| *modified)
 }
 
 /// Takes the first prompt off the command line (the last argument, and a
