@@ -1,7 +1,7 @@
 //! The owt commands of `workspace/executeCommand`, one function each,
 //! returning the JSON result (or why not). Quick ones (attach, send, peek,
 //! open the agent's file) run on the owner thread; long ones (spawn, merge,
-//! ship, delete) on a worker thread ([`Worker`]) that reports `$/progress`
+//! ship, delete, resume) on a worker thread ([`Worker`]) that reports `$/progress`
 //! and ends with `window/showMessage`. Replying is
 //! [`super::requests::execute_command`]'s job, in one place.
 
@@ -252,6 +252,7 @@ impl Job {
             commands::SPAWN => "owt: starting an agent".to_string(),
             commands::MERGE => format!("owt: merging {name}"),
             commands::SHIP => format!("owt: shipping {name}"),
+            commands::RESUME => format!("owt: resuming {name}"),
             _ => format!("owt: deleting {name}"),
         }
     }
@@ -343,6 +344,20 @@ fn delete(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow:
     })
 }
 
+/// `owt.resume`: restarts a session whose agent is gone, continuing its
+/// conversation (refused with the board's reason, as `owt resume` is).
+fn resume(ctx: &mut Context, job: &Job, report: &mut dyn FnMut(&str)) -> anyhow::Result<Done> {
+    let name = job.args.session.as_deref().unwrap_or_default();
+    report(&format!("restarting {name}'s agent"));
+    let (session, how) = ops::resume::resume(ctx, name)?;
+    let view = ops::list::session_view(ctx, &session)?;
+    let message = format!("owt: resumed {} ({}): {how}", view.name, view.provider);
+    Ok(Done {
+        value: serde_json::to_value(view)?,
+        message,
+    })
+}
+
 /// Runs a long command on its own thread, then hands its result to
 /// `respond` and asks the owner to re-read sessions.
 pub struct Worker {
@@ -399,6 +414,7 @@ impl Worker {
                 commands::SPAWN => spawn(&mut ctx, job, &mut report),
                 commands::MERGE => merge(&mut ctx, job, &mut report),
                 commands::SHIP => ship(&mut ctx, job, &mut report),
+                commands::RESUME => resume(&mut ctx, job, &mut report),
                 _ => delete(&mut ctx, job, &mut report),
             }
         }))

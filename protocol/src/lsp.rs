@@ -30,6 +30,9 @@ pub mod commands {
     pub const MERGE: &str = "owt.merge";
     pub const SHIP: &str = "owt.ship";
     pub const DELETE: &str = "owt.delete";
+    /// Restarts a session whose agent is gone, continuing its
+    /// conversation (`{session}`; `owt resume`).
+    pub const RESUME: &str = "owt.resume";
     pub const OPEN_AGENT_FILE: &str = "owt.openAgentFile";
     /// A review comment to the agent (`{session, path | uri, start_line,
     /// end_line, text}`; only `text` after a code action on a selection).
@@ -54,6 +57,7 @@ pub mod commands {
         MERGE,
         SHIP,
         DELETE,
+        RESUME,
         OPEN_AGENT_FILE,
         COMMENT,
         SHOW_BASE,

@@ -622,6 +622,11 @@ export function activate(context: vscode.ExtensionContext): void {
     const c = await confirm(`Merge ${s.branch} into ${s.base}?`, s.task, 'Merge', 'Rebase');
     if (c) await owt.execute(Commands.merge, { session: s.name, rebase: c === 'Rebase' });
   });
+  register('owt.ui.resume', async (arg) => {
+    const s = await pickSession(owt, arg, 'Resume which agent?', 'resume');
+    if (!s) return;
+    await owt.execute(Commands.resume, { session: s.name });
+  });
   register('owt.ui.ship', async (arg) => {
     const s = await pickSession(owt, arg, 'Ship which agent?', 'ship');
     if (!s) return;

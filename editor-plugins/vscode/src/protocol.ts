@@ -906,6 +906,7 @@ export const Commands = {
   merge: 'owt.merge',
   ship: 'owt.ship',
   delete: 'owt.delete',
+  resume: 'owt.resume',
   openAgentFile: 'owt.openAgentFile',
   comment: 'owt.comment',
   showBase: 'owt.showBase',
@@ -917,7 +918,7 @@ export const Commands = {
 
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 
-export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.openAgentFile', 'owt.comment', 'owt.showBase', 'owt.markReviewed', 'owt.resolveComment', 'owt.approve', 'owt.deny'];
+export const ALL_COMMANDS: readonly CommandId[] = ['owt.spawn', 'owt.attach', 'owt.send', 'owt.peek', 'owt.merge', 'owt.ship', 'owt.delete', 'owt.resume', 'owt.openAgentFile', 'owt.comment', 'owt.showBase', 'owt.markReviewed', 'owt.resolveComment', 'owt.approve', 'owt.deny'];
 
 export const SESSION_ACTIONS: readonly SessionAction[] = ['attach', 'peek', 'send', 'resume', 'merge', 'ship', 'delete', 'conflicts', 'approve', 'deny'];
 

@@ -143,6 +143,15 @@ describe('package.json', () => {
     }
   });
 
+  it('Resume is on the rows whose `resume` action is available only, and calls owt.resume', () => {
+    const items = manifest.contributes.menus['view/item/context'] ?? [];
+    const mine = items.filter((m) => m.command === 'owt.ui.resume');
+    assert.ok(mine.length >= 1, 'no menu item for resume');
+    for (const item of mine) assert.ok(item.when?.includes('view == owt.agents') && item.when.includes(':resume(:|$)'), `${item.when}`);
+    const src = fs.readFileSync(path.join(__dirname, '..', '..', 'src', 'extension.ts'), 'utf8');
+    assert.ok(/register\('owt\.ui\.resume'[\s\S]*?Commands\.resume/.test(src), 'owt.ui.resume sends owt.resume');
+  });
+
   it('Approve… and Deny are on blocked ACP rows only (the server’s approve / deny actions)', () => {
     const items = manifest.contributes.menus['view/item/context'] ?? [];
     for (const action of ['approve', 'deny']) {

@@ -196,6 +196,11 @@ fn on_diagnostic(
             commands::SHIP,
             SessionAction::Ship,
         ),
+        (
+            format!("owt: resume {name}"),
+            commands::RESUME,
+            SessionAction::Resume,
+        ),
     ] {
         if allows(state, name, allowed) {
             actions.push(action(
@@ -232,6 +237,11 @@ fn in_worktree(session: &SessionView, actions: &mut Vec<CodeActionOrCommand>) {
             format!("owt: peek at {name}"),
             commands::PEEK,
             SessionAction::Peek,
+        ),
+        (
+            format!("owt: resume {name}"),
+            commands::RESUME,
+            SessionAction::Resume,
         ),
     ] {
         if session.can(allowed) {

@@ -56,7 +56,7 @@ pub fn handle(state: &mut State, params: ExecuteCommandParams, reply: Reply<Opti
             Ok(task) => long(commands::SPAWN, args, Some(task)),
             Err(e) => return respond(reply, Err(e)),
         },
-        commands::MERGE | commands::SHIP | commands::DELETE => {
+        commands::MERGE | commands::SHIP | commands::DELETE | commands::RESUME => {
             if let Err(e) = run::session_arg(command, &args) {
                 return respond(reply, Err(e));
             }

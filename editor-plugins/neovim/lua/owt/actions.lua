@@ -161,6 +161,17 @@ function M.ship(name, on_done, client)
   end, on_done, client)
 end
 
+--- Restarts `name`'s agent, which is gone, continuing its conversation
+--- (owt resume).
+---@param name string
+---@param on_done fun(result: any, err: string|nil)|nil
+---@param client vim.lsp.Client|nil the server to ask (default: the current buffer's)
+function M.resume(name, on_done, client)
+  long("owt.resume", { session = name }, { "resume", name }, function(out)
+    return ("owt: resumed %s (%s)"):format(out.name or name, out.provider or "its agent")
+  end, on_done, client)
+end
+
 ---@param name string
 ---@param force boolean|nil drop uncommitted work
 ---@param on_done fun(result: any, err: string|nil)|nil

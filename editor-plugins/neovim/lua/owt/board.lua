@@ -33,6 +33,7 @@ M.keys = {
   { key = "x", label = "deny", action = "deny" },
   { key = "f", label = "conflicted files", action = "conflicts" },
   { key = "d", label = "delete", action = "delete" },
+  { key = "R", label = "resume", action = "resume" },
   { key = "v", label = "review", session = true },
   { key = "n", label = "new" },
   { key = "r", label = "refresh" },
@@ -267,6 +268,8 @@ function M.press(buf, key)
         actions.delete(name, idx == 2, function() M.refresh(buf) end)
       end
     end)
+  elseif key == "R" then
+    actions.resume(name, function() M.refresh(buf) end)
   elseif key == "v" then
     require("owt.review").open(name)
   elseif key == "n" then

@@ -6,9 +6,9 @@ local config = require("owt.config")
 local M = {}
 
 --- Subcommands that take a session name as their first argument.
-local WITH_SESSION = { attach = true, send = true, peek = true, merge = true, ship = true, delete = true, review = true }
+local WITH_SESSION = { attach = true, send = true, peek = true, merge = true, ship = true, delete = true, resume = true, review = true }
 
-M.subcommands = { "board", "new", "list", "attach", "send", "peek", "merge", "ship", "delete", "review", "queue", "guard" }
+M.subcommands = { "board", "new", "list", "attach", "send", "peek", "merge", "ship", "delete", "resume", "review", "queue", "guard" }
 
 --- Session names, from the latest board, else `owt --json list`.
 ---@return string[]
@@ -153,6 +153,8 @@ function M.run(cmd)
     with_session(name, sub, function(session)
       actions.delete(session, cmd.bang)
     end)
+  elseif sub == "resume" then
+    with_session(name, sub, actions.resume)
   elseif sub == "review" then
     with_session(name, sub, function(session)
       require("owt.review").open(session)

@@ -40,7 +40,7 @@ function M.new(opts, on_done)
   return require("owt.actions").new(opts or {}, on_done)
 end
 
-for _, verb in ipairs({ "attach", "send", "peek", "merge", "ship", "delete" }) do
+for _, verb in ipairs({ "attach", "send", "peek", "merge", "ship", "delete", "resume" }) do
   M[verb] = function(...)
     return require("owt.actions")[verb](...)
   end
