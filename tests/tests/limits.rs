@@ -59,6 +59,19 @@ fn opencode_answered_429_is_limited_within_2_s() {
     );
 }
 
+/// Aider (through litellm) prints the error and retries by itself for a
+/// minute (1 s, 2 s, 4 s, …): "litellm.RateLimitError: … Rate limit
+/// reached for mock-model … Please try again in 3600s. The API provider
+/// has rate limited you."; owt reports the reset time that gives.
+#[test]
+fn aider_answered_429_is_limited_within_2_s() {
+    limited_within_2_s(
+        Agent::Aider,
+        |s| s.contains("The API provider has rate limited you"),
+        |t| t.starts_with("limited (resets ") && t.ends_with(" UTC)"),
+    );
+}
+
 /// `agent`, every request answered 429, shows it (`shows` on its screen)
 /// and owt says `limited` within 2 s, in NEEDS YOU.
 fn limited_within_2_s(agent: Agent, shows: fn(&str) -> bool, text: fn(&str) -> bool) {

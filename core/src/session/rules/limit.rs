@@ -240,12 +240,14 @@ mod tests {
     }
 
     /// The real screens (tmux, 120×40, trailing blanks dropped) of Codex
-    /// 0.171 (no retries), Gemini CLI 0.61 and OpenCode 1.18 answered 429
-    /// by the scripted model with OpenAI's and Gemini's real 429s.
+    /// 0.171 (no retries), Gemini CLI 0.61, OpenCode 1.18 and Aider 0.86
+    /// answered 429 by the scripted model with OpenAI's and Gemini's real
+    /// 429s.
     const CODEX_429: &str = include_str!("../../../../tests/data/screens/codex-rate-limited.txt");
     const GEMINI_429: &str = include_str!("../../../../tests/data/screens/gemini-rate-limited.txt");
     const OPENCODE_429: &str =
         include_str!("../../../../tests/data/screens/opencode-rate-limited.txt");
+    const AIDER_429: &str = include_str!("../../../../tests/data/screens/aider-rate-limited.txt");
 
     #[test]
     fn codex_gemini_and_opencode_showing_a_429_are_limited() {
@@ -264,6 +266,10 @@ mod tests {
         assert!(opencode.line.contains("Rate limit reached"), "{opencode:?}");
         assert_eq!(opencode.resets.as_deref(), Some("in 58m"));
         assert_eq!(opencode.resets_in_secs, Some(58 * 60));
+        // Aider retrying by itself, the provider's message on screen.
+        let aider = limit_on_screen("aider", &screen(AIDER_429)).expect("aider");
+        assert!(aider.line.contains("rate limited you"), "{aider:?}");
+        assert_eq!(aider.resets_in_secs, Some(3600));
     }
 
     #[test]
