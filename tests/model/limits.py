@@ -10,8 +10,10 @@ input-tokens,output-tokens}-{limit,remaining,reset}` headers (reset as RFC
 status 429, `{"error": {"message": …, "type": "requests" | "tokens",
 "param": null, "code": "rate_limit_exceeded"}}`, `retry-after` and the
 `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` headers (reset as
-a duration like `20s`). Gemini: status 429, `{"error": {"code": 429,
-"message": …, "status": "RESOURCE_EXHAUSTED"}}`.
+a duration like `20s`). Gemini (ai.google.dev, "Rate limits" and "Troubleshooting"): status 429,
+`{"error": {"code": 429, "message": "You exceeded your current quota …
+Please retry in Ns.", "status": "RESOURCE_EXHAUSTED", "details":
+[QuotaFailure, Help, RetryInfo {"retryDelay": "Ns"}]}}`.
 
 The reset time is the one clock the server reads (it has to say when).
 """
@@ -54,9 +56,29 @@ def answer(api, reset_s, kind="requests"):
                        f"Limit 3, Used 3, Requested 1. Please try again in {reset_s}s.",
             "type": kind, "param": None, "code": "rate_limit_exceeded"}}
         return headers, body
+    # The Gemini API's own (generativelanguage.googleapis.com): the
+    # message names the quota and when to retry, and the details say it
+    # again for clients (QuotaFailure, Help, RetryInfo).
+    metric = "generativelanguage.googleapis.com/generate_content_free_tier_requests"
     headers = {"retry-after": str(reset_s)}
-    body = {"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).",
-                      "status": "RESOURCE_EXHAUSTED"}}
+    body = {"error": {
+        "code": 429,
+        "message": "You exceeded your current quota, please check your plan and billing "
+                   "details. For more information on this error, head to: "
+                   "https://ai.google.dev/gemini-api/docs/rate-limits.\n"
+                   f"* Quota exceeded for metric: {metric}, limit: 10, model: mock-model\n"
+                   f"Please retry in {reset_s}s.",
+        "status": "RESOURCE_EXHAUSTED",
+        "details": [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+                "quotaMetric": metric,
+                "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+                "quotaDimensions": {"location": "global", "model": "mock-model"},
+                "quotaValue": "10"}]},
+            {"@type": "type.googleapis.com/google.rpc.Help", "links": [{
+                "description": "Learn more about Gemini API quotas",
+                "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{reset_s}s"}]}}
     return headers, body
 
 

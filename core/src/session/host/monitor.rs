@@ -76,8 +76,10 @@ struct Monitor<'a> {
     /// and when that was.
     released_seq: u64,
     released_at: Option<Instant>,
-    /// Whether the last `limit` fact recorded said the agent is limited.
+    /// Whether the last `limit` fact recorded said the agent is limited,
+    /// and whether it had the reset time.
     limited: bool,
+    limit_resets_known: bool,
     /// `[agent] on_limit = "wait"`: when to type "continue" (Unix ms).
     continue_at: Option<i64>,
 }
@@ -123,6 +125,7 @@ impl<'a> Monitor<'a> {
             released_seq: 0,
             released_at: None,
             limited: false,
+            limit_resets_known: false,
             continue_at: None,
         }
     }
@@ -356,12 +359,16 @@ impl<'a> Monitor<'a> {
     }
 
     /// A `limit` fact when the screen began or stopped showing a usage or
-    /// rate limit as the agent's latest word.
+    /// rate limit as the agent's latest word, or began showing when it
+    /// resets (OpenCode draws its "[retrying in 59m …]" after the error).
     fn note_limit(&mut self, seen: Option<rules::LimitSeen>) {
-        if seen.is_some() == self.limited {
+        let resets_known = seen.as_ref().is_some_and(|s| s.resets.is_some());
+        let newly_timed = resets_known && !self.limit_resets_known;
+        if seen.is_some() == self.limited && !newly_timed {
             return;
         }
         self.limited = seen.is_some();
+        self.limit_resets_known = resets_known;
         let now = now_ms();
         let fact = match seen {
             Some(seen) => {

@@ -33,20 +33,33 @@ pub fn limit_on_screen(provider: &str, screen: &ScreenText) -> Option<LimitSeen>
         .map(|l| l.trim())
         .filter(|l| !l.is_empty())
         .collect();
-    let candidates: Vec<String> = if provider == "claude" {
-        // Its own errors and limit notices, never its prose about limits.
-        claude_latest_message(&lines)
-            .filter(|m| {
-                let lower = m.to_lowercase();
-                lower.starts_with("● api error") || lower.contains("limit reached")
-            })
-            .into_iter()
-            .collect()
-    } else {
-        let from = lines.len().saturating_sub(TAIL_LINES);
-        vec![lines[from..].join(" ")]
-    };
-    candidates.into_iter().find_map(|text| seen(&text))
+    if provider != "claude" {
+        return seen(&tail(&lines));
+    }
+    // Its own errors and limit notices, never its prose about limits.
+    claude_latest_message(&lines)
+        .filter(|m| {
+            let lower = m.to_lowercase();
+            lower.starts_with("● api error") || lower.contains("limit reached")
+        })
+        .and_then(|m| seen(&m))
+}
+
+/// The last [`TAIL_LINES`] lines with text, joined: boxes' and panels'
+/// borders (Gemini CLI's dialogs, OpenCode's panels) and rules dropped,
+/// and the glyphs of OpenCode's spinner, drawn over the spaces of its
+/// retry notice ("⬝Rate■limit reached"), read as spaces.
+fn tail(lines: &[&str]) -> String {
+    let border = |c: char| c.is_whitespace() || matches!(c, '│' | '┃' | '╭' | '╮' | '╰' | '╯');
+    let rule = |c: char| matches!(c, '─' | '━' | '▀' | '▄' | '╹' | '╻');
+    let text: Vec<String> = lines
+        .iter()
+        .map(|l| l.trim_matches(border))
+        .filter(|l| !l.is_empty() && !l.chars().all(rule))
+        .map(|l| l.replace(['⬝', '■'], " ").trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    text[text.len().saturating_sub(TAIL_LINES)..].join(" ")
 }
 
 /// Claude Code's latest message or input above its input box or dialog
@@ -83,7 +96,8 @@ fn claude_bottom(lines: &[&str]) -> usize {
 
 /// The limit one line (or message) says, if it says one.
 fn seen(text: &str) -> Option<LimitSeen> {
-    let lower = text.to_lowercase();
+    // (ASCII only: the same byte offsets as `text`.)
+    let lower = text.to_ascii_lowercase();
     let limit = lower.contains("rate_limit_error")
         || lower.contains("rate_limit_exceeded")
         || lower.contains("rate limit")
@@ -95,11 +109,14 @@ fn seen(text: &str) -> Option<LimitSeen> {
     if !limit {
         return None;
     }
+    let relative = ["try again in ", "retrying in "]
+        .iter()
+        .find_map(|marker| after(&lower, marker));
     let resets = ["resets at ", "reset at ", "resets ", "try again at "]
         .iter()
-        .find_map(|marker| after(&lower, marker))
-        .or_else(|| after(&lower, "try again in ").map(|t| format!("in {t}")));
-    let resets_in_secs = after(&lower, "try again in ").and_then(|t| duration_secs(&t));
+        .find_map(|marker| clock_after(text, &lower, marker))
+        .or_else(|| relative.as_ref().map(|t| format!("in {t}")));
+    let resets_in_secs = relative.and_then(|t| duration_secs(&t));
     Some(LimitSeen {
         line: text.chars().take(300).collect(),
         resets,
@@ -116,6 +133,27 @@ fn after(text: &str, marker: &str) -> Option<String> {
         .collect();
     let word = word.trim_end_matches('.').to_string();
     (!word.is_empty()).then_some(word)
+}
+
+/// The time after `marker` (found in `lower`, `text` lowercased) as
+/// `text` says it, with its "PM" and time zone ("2:58 PM UTC").
+fn clock_after(text: &str, lower: &str, marker: &str) -> Option<String> {
+    let at = lower.find(marker)? + marker.len();
+    let mut words = text[at..].split_whitespace();
+    let first = after(&text[at..], "")?;
+    let mut clock = vec![first.clone()];
+    if first.len() == words.next()?.len() {
+        for word in words {
+            let word = word.trim_end_matches(['.', ',']);
+            let zone =
+                (2..=4).contains(&word.len()) && word.chars().all(|c| c.is_ascii_uppercase());
+            if !(word.eq_ignore_ascii_case("am") || word.eq_ignore_ascii_case("pm") || zone) {
+                break;
+            }
+            clock.push(word.to_string());
+        }
+    }
+    Some(clock.join(" "))
 }
 
 /// `20s`, `5m`, `1h`, `1m30s`, `2.5s` → seconds (rounded up).
@@ -197,8 +235,41 @@ mod tests {
             limit_on_screen("codex", &s)
                 .and_then(|s| s.resets)
                 .as_deref(),
-            Some("4:05")
+            Some("4:05 PM")
         );
+    }
+
+    /// The real screens (tmux, 120×40, trailing blanks dropped) of Codex
+    /// 0.171 (no retries), Gemini CLI 0.61, OpenCode 1.18 and Aider 0.86
+    /// answered 429 by the scripted model with OpenAI's and Gemini's real
+    /// 429s.
+    const CODEX_429: &str = include_str!("../../../../tests/data/screens/codex-rate-limited.txt");
+    const GEMINI_429: &str = include_str!("../../../../tests/data/screens/gemini-rate-limited.txt");
+    const OPENCODE_429: &str =
+        include_str!("../../../../tests/data/screens/opencode-rate-limited.txt");
+    const AIDER_429: &str = include_str!("../../../../tests/data/screens/aider-rate-limited.txt");
+
+    #[test]
+    fn codex_gemini_and_opencode_showing_a_429_are_limited() {
+        let codex = limit_on_screen("codex", &screen(CODEX_429)).expect("codex");
+        assert!(codex.line.contains("last status: 429"), "{codex:?}");
+        assert_eq!(codex.resets, None);
+        // Gemini CLI's dialog, in its box.
+        let gemini = limit_on_screen("gemini", &screen(GEMINI_429)).expect("gemini");
+        assert!(
+            gemini.line.contains("Usage limit reached for"),
+            "{gemini:?}"
+        );
+        assert_eq!(gemini.resets.as_deref(), Some("2:58 PM UTC"));
+        // OpenCode retrying by itself, its spinner over the spaces.
+        let opencode = limit_on_screen("opencode", &screen(OPENCODE_429)).expect("opencode");
+        assert!(opencode.line.contains("Rate limit reached"), "{opencode:?}");
+        assert_eq!(opencode.resets.as_deref(), Some("in 58m"));
+        assert_eq!(opencode.resets_in_secs, Some(58 * 60));
+        // Aider retrying by itself, the provider's message on screen.
+        let aider = limit_on_screen("aider", &screen(AIDER_429)).expect("aider");
+        assert!(aider.line.contains("rate limited you"), "{aider:?}");
+        assert_eq!(aider.resets_in_secs, Some(3600));
     }
 
     #[test]
