@@ -135,7 +135,7 @@ fn relayed_resize_reaches_the_agent() {
 }
 
 #[test]
-fn attach_to_a_missing_host_fails_clearly() {
+fn attach_to_a_stopped_host_is_refused_with_the_boards_reason() {
     with_timeout(Duration::from_secs(60), || {
         let env = Env::new();
         let s = env.spawn_fake("gone", &[]);
@@ -145,7 +145,12 @@ fn attach_to_a_missing_host_fails_clearly() {
         let mut client = AttachClient::start(&env, "gone", 24, 80);
         assert_ne!(client.wait_exit(), 0);
         let text = client.raw_text();
-        assert!(text.contains("no session host answers"), "{text}");
+        // Refused before connecting, with the board's reason (the same
+        // check every verb makes).
+        assert!(
+            text.contains("not attaching to `gone`") && text.contains("exited"),
+            "{text}"
+        );
         assert!(client.cooked(), "the terminal was left in raw mode");
     });
 }
