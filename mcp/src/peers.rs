@@ -255,6 +255,22 @@ impl Peers {
         Ok(Peers { ctx, me: Some(me) })
     }
 
+    /// A second handle on the same repository for the same caller: a call
+    /// that waits (`wait_session`) runs on it, so the other tools do not
+    /// queue behind the wait.
+    pub fn reopen(&self) -> anyhow::Result<Peers> {
+        let dir = self
+            .me
+            .as_ref()
+            .map(|me| me.worktree_path.clone())
+            .filter(|path| path.exists())
+            .unwrap_or_else(|| self.ctx.repo.main_root().to_path_buf());
+        Ok(Peers {
+            ctx: Context::open(Some(&dir))?,
+            me: self.me.clone(),
+        })
+    }
+
     /// Peers over an open context (tests).
     pub fn with_context(ctx: Context, me: Option<SessionRow>) -> Peers {
         Peers { ctx, me }

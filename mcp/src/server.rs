@@ -348,8 +348,12 @@ fn dispatch_conductor(
     }
 }
 
+/// The tool that blocks until a child changes (see [`PeerServer::call`]).
+const WAITS: &str = "wait_session";
+
 /// The MCP service: the caller's [`Peers`] behind a lock (one call at a
-/// time; each is a few SQLite statements).
+/// time; each is a few SQLite statements), but for [`WAITS`], which runs
+/// on a handle of its own.
 #[derive(Clone)]
 pub struct PeerServer {
     peers: Arc<Mutex<Peers>>,
@@ -374,10 +378,19 @@ impl PeerServer {
         let peers = Arc::clone(&self.peers);
         let tool_name = name.clone();
         let joined = tokio::task::spawn_blocking(move || {
-            let mut peers = peers
+            let mut shared = peers
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            dispatch(&mut peers, &name, args.unwrap_or_default())
+            if name != WAITS {
+                return dispatch(&mut shared, &name, args.unwrap_or_default());
+            }
+            // A wait may last minutes: it runs on a handle of its own,
+            // without the lock, so the other tools keep answering.
+            let mut own = shared
+                .reopen()
+                .map_err(|e| Failure::Tool(format!("{name}: {e:#}")))?;
+            drop(shared);
+            dispatch(&mut own, &name, args.unwrap_or_default())
         })
         .await;
         match joined {

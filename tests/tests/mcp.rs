@@ -3,6 +3,7 @@
 //! message per line): every tool is called, and what one session does is
 //! checked from another session's view and from `owt --json list`.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
@@ -23,6 +24,8 @@ struct McpClient {
     stdin: Option<ChildStdin>,
     rx: Receiver<Value>,
     next_id: i64,
+    /// Answers that came while another was awaited, by request id.
+    early: HashMap<i64, Value>,
     stderr_path: PathBuf,
 }
 
@@ -61,6 +64,7 @@ impl McpClient {
             stdin,
             rx,
             next_id: 0,
+            early: HashMap::new(),
             stderr_path,
         };
         let init = client
@@ -90,11 +94,44 @@ impl McpClient {
     /// Sends a request and waits (with a deadline) for its response:
     /// `Ok(result)` or `Err(error)`.
     fn request(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+        let id = self.begin(method, params);
+        self.answer(method, id)
+    }
+
+    /// Sends a request without waiting for its answer; its id.
+    fn begin(&mut self, method: &str, params: Value) -> i64 {
         self.next_id += 1;
         let id = self.next_id;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Whether the answer to request `id` has come (without waiting).
+    fn answered(&mut self, id: i64) -> bool {
+        while let Ok(message) = self.rx.try_recv() {
+            self.keep(message);
+        }
+        self.early.contains_key(&id)
+    }
+
+    fn keep(&mut self, message: Value) {
+        // Notifications have no id.
+        if let Some(id) = message["id"].as_i64() {
+            self.early.insert(id, message);
+        }
+    }
+
+    /// Waits (with a deadline) for the answer to request `id`, keeping the
+    /// answers to others for later.
+    fn answer(&mut self, method: &str, id: i64) -> Result<Value, Value> {
         let deadline = Instant::now() + ANSWER;
         loop {
+            if let Some(message) = self.early.remove(&id) {
+                if let Some(error) = message.get("error") {
+                    return Err(error.clone());
+                }
+                return Ok(message["result"].clone());
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             let message = self.rx.recv_timeout(left).unwrap_or_else(|e| {
                 panic!(
@@ -103,13 +140,7 @@ impl McpClient {
                     std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
                 )
             });
-            if message["id"] != json!(id) {
-                continue; // a notification
-            }
-            if let Some(error) = message.get("error") {
-                return Err(error.clone());
-            }
-            return Ok(message["result"].clone());
+            self.keep(message);
         }
     }
 
@@ -640,4 +671,55 @@ fn a_conductor_ships_its_child_only_with_conductor_can_ship() {
     assert!(main_files.lines().any(|l| l == "kid.txt"), "{main_files}");
     let names: Vec<String> = f.list().sessions.into_iter().map(|s| s.name).collect();
     assert_eq!(names, ["boss"]);
+}
+
+/// `wait_session` blocks for as long as the child works, and the other
+/// tools answer meanwhile: the conductor can look around while it waits.
+#[test]
+fn the_other_tools_answer_while_a_conductor_waits() {
+    let f = Fixture::new();
+    // The child runs the scripted agent whose `busy S` works for S seconds.
+    let config = f.env.home.join(".config/owt/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[tools.busy]\nbinary = \"python3\"\ncommand_template = \"{{binary}} {}\"\n\
+         prompt_mode = \"none\"\n",
+        owt_e2e::data_file("fake_agent.py").display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let boss: NewOutput = f
+        .env
+        .owt_json(&f.repo, ["new", "--conductor", "conduct", "--name", "boss"]);
+    let mut conductor = McpClient::start(&f.env, &f.repo, Some(&boss.session.id));
+    conductor.ok(
+        "spawn_session",
+        json!({"task": "kid's task", "name": "kid", "agent": "busy"}),
+    );
+    wait_until("kid's agent to start", ANSWER, || {
+        f.env
+            .owt_ok(&f.repo, ["peek", "kid"])
+            .contains("FAKE AGENT READY")
+    });
+    let waited = conductor.ok("wait_session", json!({"name": "kid", "timeout_secs": 15}));
+    assert_eq!(waited["outcome"], "needs-you", "{waited}");
+    // 15 s of work: longer than any answer below may take.
+    conductor.ok("send_to_session", json!({"name": "kid", "text": "busy 15"}));
+    wait_until("kid to work", ANSWER, || f.status("kid") == Status::Working);
+    let wait = conductor.begin(
+        "tools/call",
+        json!({"name": "wait_session", "arguments": {"name": "kid", "timeout_secs": 60}}),
+    );
+    let children = conductor.ok("list_sessions", json!({}));
+    assert_eq!(names_of(&children["children"]), ["kid"]);
+    conductor.ok("session_diff", json!({"name": "kid"}));
+    assert!(
+        !conductor.answered(wait),
+        "wait_session answered before the child's work was over"
+    );
+    // The wait ends when the child is back at its prompt.
+    let done = conductor
+        .answer("wait_session", wait)
+        .unwrap_or_else(|e| panic!("wait_session was a protocol error: {e}"));
+    assert_eq!(done["isError"], json!(false), "{done}");
+    assert_eq!(done["structuredContent"]["outcome"], "needs-you", "{done}");
 }
