@@ -42,7 +42,9 @@ pub use sections::{
     UiBell, UiConfig, WorktreeConfig,
 };
 pub use seed::{translate_seed, SEED_FILES};
-pub use trust::{dotted, gated_keys, value_at, Gated, Trust, TrustNothing, Withheld};
+pub use trust::{
+    dotted, gated_keys, value_at, Gated, Trust, TrustNothing, Withheld, BUILTIN_TOOLS,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {

@@ -63,6 +63,22 @@ pub fn dotted(path: &[String]) -> String {
         .join(".")
 }
 
+/// The names of the agents owt knows, in auto-detection order (the
+/// provider table's rows; its tests check the two agree): a repository may
+/// not redefine them.
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "claude",
+    "codex",
+    "opencode",
+    "pi",
+    "droid",
+    "aider",
+    "gemini",
+    "cursor-agent",
+    "amp",
+    "goose",
+];
+
 /// Which keys of a repository's (translated) configuration table run
 /// programs, set an agent's environment, or choose where owt writes
 /// outside the repository's parent folder, lift the machine's limits on
@@ -85,7 +101,7 @@ pub fn gated_keys(table: &toml::Table, repo_root: &Path) -> Gated {
     if let Some(toml::Value::Table(tools)) = table.get("tools") {
         for name in tools.keys() {
             let path = key(&["tools", name]);
-            if crate::provider::builtin(name).is_some() {
+            if BUILTIN_TOOLS.contains(&name.as_str()) {
                 gated.refused.push(path);
             } else {
                 gated.need_trust.push(path);

@@ -22,7 +22,7 @@ use similar::{DiffOp, TextDiff};
 
 use super::engine::{Participant, YOU};
 use super::line_map::LineMap;
-use super::unsaved::{blob_id, resolved, UnsavedFile};
+use super::unsaved::{blob_id, changed_old_lines, resolved, UnsavedFile};
 
 /// What an edit tool is about to do to one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -394,31 +394,6 @@ pub fn hit_text(hit: &Hit, who: &str, rel: &str) -> String {
         _ => format!("is editing {} of {rel}", lines_text(&hit.lines)),
     };
     format!("{who} {doing}")
-}
-
-/// The lines of `old` that `new` replaces or deletes, in `old`'s
-/// numbering (1-based); an insertion is an empty range before its line.
-pub(super) fn changed_old_lines(old: &str, new: &str) -> Vec<LineRange> {
-    TextDiff::from_lines(old, new)
-        .ops()
-        .iter()
-        .filter_map(|op| match *op {
-            DiffOp::Equal { .. } => None,
-            DiffOp::Delete {
-                old_index, old_len, ..
-            }
-            | DiffOp::Replace {
-                old_index, old_len, ..
-            } => Some(LineRange {
-                start: old_index as u32 + 1,
-                lines: old_len as u32,
-            }),
-            DiffOp::Insert { old_index, .. } => Some(LineRange {
-                start: old_index as u32 + 1,
-                lines: 0,
-            }),
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use owt_protocol::guard::LineRange;
 use serde::{Deserialize, Serialize};
+use similar::{DiffOp, TextDiff};
 
 /// The folder under `$OWT_HOME`.
 pub const DIR: &str = "unsaved";
@@ -87,7 +88,7 @@ pub fn unsaved_file(path: &Path, text: &str) -> Option<UnsavedFile> {
                 return None;
             }
             let disk_text = String::from_utf8_lossy(&disk);
-            let lines = super::pre_edit::changed_old_lines(&disk_text, text);
+            let lines = changed_old_lines(&disk_text, text);
             Some(UnsavedFile {
                 path,
                 disk: blob_id(&disk),
@@ -182,6 +183,31 @@ pub fn remove_stale(home: &Path) {
             let _ = std::fs::remove_file(path);
         }
     }
+}
+
+/// The lines of `old` that `new` replaces or deletes, in `old`'s
+/// numbering (1-based); an insertion is an empty range before its line.
+pub(super) fn changed_old_lines(old: &str, new: &str) -> Vec<LineRange> {
+    TextDiff::from_lines(old, new)
+        .ops()
+        .iter()
+        .filter_map(|op| match *op {
+            DiffOp::Equal { .. } => None,
+            DiffOp::Delete {
+                old_index, old_len, ..
+            }
+            | DiffOp::Replace {
+                old_index, old_len, ..
+            } => Some(LineRange {
+                start: old_index as u32 + 1,
+                lines: old_len as u32,
+            }),
+            DiffOp::Insert { old_index, .. } => Some(LineRange {
+                start: old_index as u32 + 1,
+                lines: 0,
+            }),
+        })
+        .collect()
 }
 
 #[cfg(test)]

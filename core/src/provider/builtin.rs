@@ -10,19 +10,15 @@ use std::collections::BTreeMap;
 
 use super::{AcpCommand, Headless, Hooks, PromptDelivery, Provider};
 
-/// Auto-detection order.
-pub const BUILTIN_ORDER: &[&str] = &[
-    "claude",
-    "codex",
-    "opencode",
-    "pi",
-    "droid",
-    "aider",
-    "gemini",
-    "cursor-agent",
-    "amp",
-    "goose",
-];
+/// Auto-detection order: the built-in agents' names (kept in `config`,
+/// which refuses a repository's `[tools.NAME]` for them).
+pub const BUILTIN_ORDER: &[&str] = crate::config::BUILTIN_TOOLS;
+
+/// The names of the rows of the built-in table (tests).
+#[cfg(test)]
+pub(super) fn table_names() -> Vec<&'static str> {
+    TABLE.iter().map(|row| row.name).collect()
+}
 
 fn words(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_string).collect()

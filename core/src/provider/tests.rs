@@ -9,6 +9,15 @@ fn tool(template: &str) -> ToolConfig {
 }
 
 #[test]
+fn every_row_of_the_table_is_a_named_builtin() {
+    let mut rows = builtin::table_names();
+    let mut names = BUILTIN_ORDER.to_vec();
+    rows.sort_unstable();
+    names.sort_unstable();
+    assert_eq!(rows, names);
+}
+
+#[test]
 fn every_builtin_has_an_entry() {
     for name in BUILTIN_ORDER {
         let p = builtin(name).unwrap_or_else(|| panic!("{name} missing"));

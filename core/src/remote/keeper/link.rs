@@ -18,8 +18,7 @@ use owt_protocol::bridge::{
 use owt_protocol::host::{self as host_proto, FrameKind, HostError};
 
 use super::fetcher::Fetcher;
-use super::sockets::start_channel;
-use super::{Event, Keeper, HELLO_DEADLINE, PING_DEADLINE, PING_EVERY};
+use super::{Event, Keeper, CHANNEL_QUEUE, HELLO_DEADLINE, PING_DEADLINE, PING_EVERY};
 use crate::store::now_ms;
 
 /// A bridge that is up: where frames go, the local clients' channels, the
@@ -316,6 +315,46 @@ fn why_ended(last_err: &Mutex<String>, what: String) -> String {
     } else {
         format!("{what} ({err})")
     }
+}
+
+/// Carries one local client over the bridge: a thread reads the client
+/// into `Data` frames; another writes what the remote sends (queued).
+pub(super) fn start_channel(
+    id: u32,
+    stream: UnixStream,
+    writer: Writer,
+    events: Sender<Event>,
+) -> std::io::Result<SyncSender<Vec<u8>>> {
+    let mut reader = stream.try_clone()?;
+    let mut client = stream;
+    let (queue, queued) = mpsc::sync_channel::<Vec<u8>>(CHANNEL_QUEUE);
+    std::thread::Builder::new()
+        .name(format!("owt-keep-in{id}"))
+        .spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if writer.send(&bridge::encode_data(id, &buf[..n])).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            let _ = events.send(Event::ClientGone(id));
+        })?;
+    std::thread::Builder::new()
+        .name(format!("owt-keep-out{id}"))
+        .spawn(move || {
+            for chunk in queued {
+                if client.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+            let _ = client.shutdown(std::net::Shutdown::Both);
+        })?;
+    Ok(queue)
 }
 
 /// The bridge's input (ssh's stdin), shared by the loop and the channels.

@@ -2,19 +2,15 @@
 //! accepted (this user only) and carried as channels over the bridge, or
 //! told why the remote cannot be reached.
 
-use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::sync::mpsc::{self, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use owt_protocol::bridge;
 use owt_protocol::host::{self as host_proto, FrameKind, HostError};
 
-use super::link::Writer;
 use super::state::private_dir;
-use super::{Event, Route, CHANNEL_QUEUE};
+use super::{Event, Route};
 
 /// Binds `socket`, replacing a stale file nobody answers on.
 pub(super) fn listen(socket: &Path) -> std::io::Result<UnixListener> {
@@ -108,46 +104,6 @@ fn refuse(mut stream: UnixStream, message: &str) {
             message: message.to_string(),
         },
     );
-}
-
-/// Carries one local client over the bridge: a thread reads the client
-/// into `Data` frames; another writes what the remote sends (queued).
-pub(super) fn start_channel(
-    id: u32,
-    stream: UnixStream,
-    writer: Writer,
-    events: Sender<Event>,
-) -> std::io::Result<SyncSender<Vec<u8>>> {
-    let mut reader = stream.try_clone()?;
-    let mut client = stream;
-    let (queue, queued) = mpsc::sync_channel::<Vec<u8>>(CHANNEL_QUEUE);
-    std::thread::Builder::new()
-        .name(format!("owt-keep-in{id}"))
-        .spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if writer.send(&bridge::encode_data(id, &buf[..n])).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-            let _ = events.send(Event::ClientGone(id));
-        })?;
-    std::thread::Builder::new()
-        .name(format!("owt-keep-out{id}"))
-        .spawn(move || {
-            for chunk in queued {
-                if client.write_all(&chunk).is_err() {
-                    break;
-                }
-            }
-            let _ = client.shutdown(std::net::Shutdown::Both);
-        })?;
-    Ok(queue)
 }
 
 /// Whether the peer of a unix socket is this user.
