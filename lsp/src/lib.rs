@@ -23,10 +23,9 @@
 //! - [`framing`] (the input guard), [`convert`], [`progress`],
 //!   [`terminal`], [`fuzzing`] (the `lsp_framing` fuzz target's checks).
 //!
-//! Imports go one way: `main_loop` → handlers → `commands`, `sessions`,
-//! `guard_live` → `state`, `guard_view`, `diagnostics`, `outbox` →
-//! `event`, `convert`; nothing imports `main_loop` or a handler but its
-//! caller.
+//! Imports do not yet go one way: `state`, `guard_live`, `sessions`,
+//! `permission`, `commands`, `review_live` and `unsaved` name each other
+//! (docs/ARCHITECTURE.md, "Known gaps").
 //!
 //! Invariants: only this module knows LSP types; handlers never await a
 //! request to the editor (those are spawned); stdout is the protocol, so
