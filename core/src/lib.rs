@@ -12,6 +12,7 @@ pub mod acp;
 pub mod actions;
 pub mod clock;
 pub mod config;
+pub mod context;
 pub mod editor;
 pub mod errors;
 pub mod feedback;

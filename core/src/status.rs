@@ -59,6 +59,8 @@ pub const OUTPUT_ACTIVE_MS: i64 = 5_000;
 
 /// Fact kinds, as stored in `facts.kind`.
 pub mod kind {
+    /// An agent's own summary of what it is doing (MCP `set_summary`).
+    pub const SUMMARY: &str = "summary";
     /// [`super::HostFact`]: the host and agent started.
     pub const HOST: &str = "host";
     /// No value: the agent wrote output (throttled); `observed_at` is when.

@@ -13,7 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use owt_protocol::{TrustFile, TrustKey, TrustOutput};
-use sha2::{Digest, Sha256};
+
+pub use crate::context::{sha256_hex, StoreTrust};
 
 use super::Context;
 use crate::config::{self, Trust};
@@ -22,30 +23,6 @@ use crate::store::Store;
 /// The repository's setup script.
 pub fn setup_script_path(repo_root: &Path) -> PathBuf {
     repo_root.join(".owt/setup.sh")
-}
-
-/// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// The store's record of what the user trusts.
-pub struct StoreTrust<'a>(pub &'a Store);
-
-impl Trust for StoreTrust<'_> {
-    fn trusts(&self, path: &Path, bytes: &[u8]) -> bool {
-        match self.0.trusted_file(path) {
-            Ok(Some((sha, _))) => sha == sha256_hex(bytes),
-            Ok(None) => false,
-            Err(e) => {
-                tracing::warn!("reading trust of {}: {e}", path.display());
-                false
-            }
-        }
-    }
 }
 
 /// The repository's setup script and its bytes when the user trusts them.

@@ -31,7 +31,7 @@ pub const MIRRORED: &[&str] = &[
     kind::REPORT,
     kind::CONFLICT,
     kind::GIT,
-    crate::ops::new::SUMMARY_FACT,
+    kind::SUMMARY,
 ];
 
 /// What one push changed here.

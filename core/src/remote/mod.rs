@@ -204,7 +204,7 @@ fn validate_path(path: &str) -> Result<String, String> {
 /// Adds every remote session of the repository to a guard engine, as a
 /// participant whose working state is its fetched snapshot commit.
 pub fn add_guard_participants(
-    ctx: &crate::ops::Context,
+    ctx: &crate::context::Context,
     engine: &mut crate::guard::engine::GuardEngine,
 ) -> anyhow::Result<()> {
     use anyhow::Context as _;

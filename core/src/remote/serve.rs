@@ -31,9 +31,9 @@ use owt_protocol::bridge::{
 };
 
 use super::mirror::MIRRORED;
+use crate::context::Context;
 use crate::guard::engine::{GuardEngine, Participant};
 use crate::guard::watch::{GuardWatcher, Watching};
-use crate::ops::Context;
 use crate::store::{now_ms, SessionRow, Store};
 
 /// The bridge's output: frames from every thread, one at a time. A write
@@ -59,9 +59,14 @@ const FACTS_DEBOUNCE: Duration = Duration::from_millis(15);
 /// How long the snapshot watcher gathers file events.
 const SNAPSHOT_DEBOUNCE: Duration = Duration::from_millis(20);
 
+/// Records the guard's facts of every session in the store (`ops` passes
+/// its own: the bridge's remote end keeps the board's facts as a local
+/// `owt lsp` would).
+pub type RecordFacts = fn(&Store, &GuardEngine) -> anyhow::Result<()>;
+
 /// Serves the bridge for the repository containing `dir` until standard
-/// input ends.
-pub fn serve(dir: Option<&Path>) -> anyhow::Result<()> {
+/// input ends; `record` keeps the guard's facts in the store.
+pub fn serve(dir: Option<&Path>, record: RecordFacts) -> anyhow::Result<()> {
     // SAFETY: setting a signal disposition has no memory preconditions.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
@@ -114,7 +119,7 @@ pub fn serve(dir: Option<&Path>) -> anyhow::Result<()> {
         let ignore = ctx.config.config.guard.ignore.clone();
         std::thread::Builder::new()
             .name("owt-bridge-snapshots".into())
-            .spawn(move || write_snapshots(&root, &home, &ignore, &out, sessions_rx))?;
+            .spawn(move || write_snapshots(&root, &home, &ignore, &out, sessions_rx, record))?;
     }
     switch_channels(&ctx, &mut input, &out);
     Ok(())
@@ -311,10 +316,11 @@ fn write_snapshots(
     ignore: &[String],
     out: &Out,
     members_rx: Receiver<Vec<Member>>,
+    record: RecordFacts,
 ) {
     let mut next = members_rx.recv().ok();
     while let Some(members) = next.take() {
-        let watcher = match start_snapshots(root, home, ignore, out, &members) {
+        let watcher = match start_snapshots(root, home, ignore, out, &members, record) {
             Ok(watcher) => Some(watcher),
             Err(e) => {
                 tracing::warn!("snapshots are not written: {e:#}");
@@ -336,6 +342,7 @@ fn start_snapshots(
     ignore: &[String],
     out: &Out,
     members: &[Member],
+    record: RecordFacts,
 ) -> anyhow::Result<GuardWatcher> {
     let repo = git2::Repository::open(root)?;
     let repo = git2::Repository::open(repo.commondir())?;
@@ -369,7 +376,7 @@ fn start_snapshots(
     push_snapshots(out, refs);
     let store = Store::open(home).ok();
     if let Some(store) = &store {
-        let _ = crate::ops::guard::record_all_facts(store, &engine);
+        let _ = record(store, &engine);
     }
     let engine = Arc::new(Mutex::new(engine));
     let out = out.clone();
@@ -377,7 +384,7 @@ fn start_snapshots(
         let refs = write_refs(&repo, engine, &update.participants);
         push_snapshots(&out, refs);
         if let Some(store) = &store {
-            let _ = crate::ops::guard::record_all_facts(store, engine);
+            let _ = record(store, engine);
         }
     })?;
     Ok(watcher)

@@ -42,7 +42,7 @@ pub enum BridgeCommand {
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         BridgeCommand::Serve => {
-            crate::remote::serve::serve(dir)?;
+            crate::ops::remote::serve(dir)?;
             Ok(ExitCode::SUCCESS)
         }
         BridgeCommand::Keep { remote } => {

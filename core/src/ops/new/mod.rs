@@ -316,4 +316,4 @@ struct Plan<'r> {
 }
 
 /// Fact kind of an agent's own summary of what it is doing (MCP `set_summary`).
-pub const SUMMARY_FACT: &str = "summary";
+pub const SUMMARY_FACT: &str = crate::status::kind::SUMMARY;

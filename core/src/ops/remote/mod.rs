@@ -31,6 +31,12 @@ pub use machine::{check, install};
 pub use session::{delete, new_on, NewOnRemote};
 pub use setup::setup;
 
+/// `owt __bridge serve`: the bridge's remote end for the repository
+/// containing `dir`, recording the guard's facts as the board reads them.
+pub fn serve(dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    crate::remote::serve::serve(dir, super::guard::record_all_facts)
+}
+
 /// `owt remote list`.
 pub fn list(ctx: &Context) -> anyhow::Result<RemoteList> {
     let mut remotes = Vec::new();

@@ -37,7 +37,7 @@ use owt_protocol::bridge::BridgeFrame;
 use super::mirror::{mark_unreachable, Mirror};
 use super::ssh::Ssh;
 use super::{keeper_file, Remote};
-use crate::ops::Context;
+use crate::context::Context;
 use crate::store::now_ms;
 
 mod fetcher;

@@ -8,7 +8,7 @@ use anyhow::Context as _;
 
 use super::super::keeper_file;
 use super::state::{is_running, private_dir};
-use crate::ops::Context;
+use crate::context::Context;
 
 /// Starts the keeper of `remote` for the repository of `ctx` unless one
 /// runs (detached, in its own session; its log is
