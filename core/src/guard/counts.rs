@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::journal::JournalSource;
 use super::snapshot::{ScanSource, WorkState};
+use super::source::JournalSource;
 use super::{changes, GuardError};
 
 /// What [`counts`] read, with the commits it read them against.
@@ -63,7 +63,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use super::super::journal::{Journal, JournalSource};
+    use super::super::journal::Journal;
+    use super::super::source::JournalSource;
     use super::super::tests::{git, lines, with_line, write, Fixture};
     use super::counts;
 

@@ -20,9 +20,9 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use owt_protocol::guard::{BaseConflict, GuardPair};
 
 use super::changes::{self, Change};
-use super::journal::JournalSource;
 use super::levels::{self, Side};
 use super::snapshot::WorkState;
+use super::source::JournalSource;
 use super::tree::{self, RawChange};
 use super::verdict::{self, Caches, Landing};
 use super::GuardError;

@@ -42,7 +42,6 @@
 
 use std::collections::BTreeSet;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -51,6 +50,7 @@ use std::time::{Duration, Instant};
 use owt_protocol::host::JournalView;
 
 use super::snapshot::WorkState;
+use super::source::index_id;
 use super::watch::{self, Inotify, Seen, SkipFolder};
 use super::GuardError;
 
@@ -129,24 +129,6 @@ fn lock(shared: &Shared) -> MutexGuard<'_, State> {
         .state
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// What identifies the index file's content without reading it: git
-/// replaces the index by renaming a new file over it, so any rewrite
-/// changes the inode and the change time.
-pub fn index_id(git_dir: &Path) -> String {
-    match std::fs::metadata(git_dir.join("index")) {
-        Ok(m) => format!(
-            "{}:{}:{}.{:09}:{}.{:09}",
-            m.ino(),
-            m.len(),
-            m.mtime(),
-            m.mtime_nsec(),
-            m.ctime(),
-            m.ctime_nsec()
-        ),
-        Err(_) => "none".to_string(),
-    }
 }
 
 impl Journal {
@@ -282,15 +264,6 @@ impl Drop for Journal {
             let _ = thread.join();
         }
     }
-}
-
-/// Where a full scan asks for a checkout's journal before walking it. The
-/// session client implements it for a host's socket
-/// (`session::HostJournal`): the guard asks, and knows nothing of hosts.
-pub trait JournalSource: Send + Sync + std::fmt::Debug {
-    /// The journal, when there is one it can vouch for (`None`: no host,
-    /// an older host, a walk under way).
-    fn ask(&self) -> Option<JournalView>;
 }
 
 /// HEAD's tree, read from the files (`None` while unborn or unreadable).

@@ -44,6 +44,7 @@ pub mod patch;
 pub mod pre_edit;
 pub mod queue;
 pub mod snapshot;
+pub mod source;
 pub mod symbols;
 pub mod tree;
 pub mod unsaved;

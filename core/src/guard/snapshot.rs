@@ -71,7 +71,7 @@ pub struct WorkState {
     /// The snapshot tree.
     pub snapshot: Option<Oid>,
     /// Where a full scan asks for the journal first.
-    pub journal: Option<std::sync::Arc<dyn super::journal::JournalSource>>,
+    pub journal: Option<std::sync::Arc<dyn super::source::JournalSource>>,
     /// How the last full scan found its paths.
     pub last_scan: Option<ScanSource>,
     /// A participant with no checkout here (a session on a remote): its
@@ -220,8 +220,7 @@ impl WorkState {
         self.read_refs()?;
         if let Some(view) = view.filter(|v| v.ready) {
             let head_tree = self.head_tree.map(|t| t.to_string());
-            if view.head_tree == head_tree
-                && view.index == super::journal::index_id(&self.git_dir())
+            if view.head_tree == head_tree && view.index == super::source::index_id(&self.git_dir())
             {
                 self.last_scan = Some(ScanSource::Journal);
                 return self.apply_journal(&view.paths);

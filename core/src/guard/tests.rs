@@ -1416,7 +1416,7 @@ fn a_journal_answer_naming_paths_outside_the_checkout_is_not_followed() {
     work.scan_full().unwrap();
     let view = owt_protocol::host::JournalView {
         ready: true,
-        index: super::journal::index_id(&work.git_dir()),
+        index: super::source::index_id(&work.git_dir()),
         head_tree: work.head_tree.map(|t| t.to_string()),
         paths: vec![
             "a.txt".into(),

@@ -14,7 +14,7 @@ use owt_protocol::host::{
 };
 
 use super::SessionError;
-use crate::guard::journal::JournalSource;
+use crate::guard::source::JournalSource;
 
 /// An open, greeted connection to a session host.
 #[derive(Debug)]

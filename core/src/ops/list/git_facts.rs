@@ -309,7 +309,7 @@ struct GitJob {
 fn read_git_fact(job: &GitJob) -> anyhow::Result<WorkCounts> {
     let journal = job.journal.as_ref().map(|socket| {
         std::sync::Arc::new(session::HostJournal::new(socket.clone()))
-            as std::sync::Arc<dyn crate::guard::journal::JournalSource>
+            as std::sync::Arc<dyn crate::guard::source::JournalSource>
     });
     Ok(counts::counts(&job.worktree, &job.base_branch, journal)?)
 }

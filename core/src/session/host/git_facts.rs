@@ -13,7 +13,7 @@
 //! host when they moved.
 
 use super::*;
-use crate::guard::journal::JournalSource;
+use crate::guard::source::JournalSource;
 use crate::status::HostGitFact;
 
 /// Quiet time after a change before the checkout is read.
