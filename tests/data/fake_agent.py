@@ -4,6 +4,7 @@
 Raw-mode line editor with bracketed paste. Every submitted line (or paste)
 is appended to $FAKE_LOG as one JSON string per line. Commands:
   size        print `stty size` as seen inside the PTY
+  env NAME    print `env NAME=value` (or `=<unset>`) of its environment
   exit N      exit with code N
   busy S      show a braille spinner for S seconds, then the prompt
   perm        show a permission dialog ("Do you want to proceed? (y/n)"),
@@ -174,6 +175,8 @@ def run(line):
         # stty reads the terminal size from its stdin: the PTY.
         size = subprocess.run(["stty", "size"], capture_output=True, text=True).stdout.strip()
         w(f"\r\nstty size: {size}")
+    elif cmd == "env" and len(words) >= 2:
+        w("\r\nenv " + words[1] + "=" + os.environ.get(words[1], "<unset>"))
     elif cmd == "exit":
         w("\r\nbye")
         termios.tcsetattr(0, termios.TCSADRAIN, saved)
