@@ -131,6 +131,14 @@ fn host_side(frames: &[proto::Frame]) {
                     assert_eq!(view.lines.len(), usize::from(view.rows));
                     let _ = view.text();
                 }
+                Request::Notice(notice) => {
+                    // One escape sequence whatever the text: the stream is
+                    // at the ground state after it, and nowhere inside.
+                    let bytes = crate::session::notice::encode(&notice);
+                    let mut ground = crate::session::notice::Ground::new();
+                    ground.feed(&bytes[..1]);
+                    assert_eq!(ground.feed_to_ground(&bytes[1..]), Some(bytes.len() - 1));
+                }
                 Request::Invalid(message) => assert!(!message.is_empty()),
                 Request::Detach => break,
                 Request::Input(_)

@@ -4,6 +4,7 @@
 Raw-mode line editor with bracketed paste. Every submitted line (or paste)
 is appended to $FAKE_LOG as one JSON string per line. Commands:
   size        print `stty size` as seen inside the PTY
+  env NAME    print `env NAME=value` (or `=<unset>`) of its environment
   exit N      exit with code N
   busy S      show a braille spinner for S seconds, then the prompt
   perm        show a permission dialog ("Do you want to proceed? (y/n)"),
@@ -17,6 +18,10 @@ is appended to $FAKE_LOG as one JSON string per line. Commands:
               outlives the agent's process group); prints its pid
   query       ask the terminal for the cursor position and print the answer
   draw        paint a coloured box with ANSI escapes
+  flood S     for S seconds, write long escape sequences (OSC titles and
+              links ended by BEL and by ST, CSI colours, DCS and APC
+              strings, multi-byte characters) in odd-sized pieces, so
+              that most reads end inside one; then `flood done`
   write F T   work for 1 s, writing T (the rest of the line) to file F
   commit M    `git commit -a -m M` in its worktree
 A message owt types after failed checks or CI ("Fix it ... end your turn")
@@ -108,6 +113,20 @@ def animate():
     w("\x1b[H\x1b[2Jfake TUI\r\n\r\nReady for your next task.\r\n\r\n> ")
 
 
+def flood(seconds):
+    blob = ("\x1b]0;" + "title " * 150 + "\x07"
+            + "\x1b]8;;http://example.com/" + "p" * 400 + "\x1b\\" + "link" + "\x1b]8;;\x1b\\"
+            + "\x1b[38;2;10;20;30m" + "é☃🦀" + "\x1b[0m"
+            + "\x1bP" + "q" * 600 + "\x1b\\"
+            + "\x1b_G" + "a" * 400 + "\x1b\\" + "\r\n").encode()
+    end = time.time() + seconds
+    while time.time() < end:
+        for i in range(0, len(blob), 333):
+            os.write(1, blob[i:i + 333])
+            time.sleep(0.002)
+    w("\r\nflood done")
+
+
 def write_file(path, text):
     """The agent's work: a file written in its worktree, behind a spinner."""
     with open(path, "w") as f:
@@ -156,6 +175,8 @@ def run(line):
         # stty reads the terminal size from its stdin: the PTY.
         size = subprocess.run(["stty", "size"], capture_output=True, text=True).stdout.strip()
         w(f"\r\nstty size: {size}")
+    elif cmd == "env" and len(words) >= 2:
+        w("\r\nenv " + words[1] + "=" + os.environ.get(words[1], "<unset>"))
     elif cmd == "exit":
         w("\r\nbye")
         termios.tcsetattr(0, termios.TCSADRAIN, saved)
@@ -188,6 +209,8 @@ def run(line):
         w("\r\ncommitted")
     elif "end your turn" in line and line.startswith("owt:"):
         fix(line)
+    elif cmd == "flood":
+        flood(float(words[1] if len(words) > 1 else 5))
     elif cmd == "draw":
         w("\r\n\x1b[44;37m+------+\x1b[0m\r\n\x1b[44;37m| box  |\x1b[0m\r\n\x1b[44;37m+------+\x1b[0m")
     else:

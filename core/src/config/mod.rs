@@ -38,8 +38,8 @@ pub use paths::{expand_home, normalize, resolve_base_directory};
 pub use sections::{
     AgentConfig, AttachConfig, ChecksConfig, ChecksWhen, CommentAuthors, ConflictFeedback,
     EnvironmentConfig, FeedbackConfig, ForgeKind, GuardConfig, McpConfig, NotifyConfig, OnLimit,
-    OnMerged, PrConfig, PreEdit, PromptMode, RemoteConfig, ShipConfig, TemplateConfig, ToolConfig,
-    UiBell, UiConfig, WorktreeConfig,
+    OnMerged, PrConfig, PreEdit, PromptMode, RemoteConfig, ShipConfig, TemplateConfig,
+    TerminalNotify, ToolConfig, UiBell, UiConfig, WorktreeConfig,
 };
 pub use seed::{translate_seed, SEED_FILES};
 pub use trust::{

@@ -415,6 +415,37 @@ pub struct NotifyConfig {
     /// A program and its arguments, run with one JSON object on stdin per
     /// event.
     pub command: Vec<String>,
+    /// A terminal attached to a session (`owt attach`) is told when
+    /// another session of the repository enters NEEDS YOU, by a desktop
+    /// notification through the terminal: `osc9`, `osc777`, `off`, or
+    /// `auto` (the default): `osc9` while `desktop = true`, else off.
+    pub terminal: TerminalNotify,
+}
+
+/// `[notify] terminal`: the escape sequence an attached terminal is told
+/// with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TerminalNotify {
+    /// `osc9` while `[notify] desktop = true`, else nothing.
+    #[default]
+    Auto,
+    Osc9,
+    Osc777,
+    Off,
+}
+
+impl NotifyConfig {
+    /// How an attached terminal is told, if at all.
+    pub fn terminal_style(&self) -> Option<owt_protocol::host::NoticeStyle> {
+        use owt_protocol::host::NoticeStyle;
+        match self.terminal {
+            TerminalNotify::Auto if self.desktop => Some(NoticeStyle::Osc9),
+            TerminalNotify::Auto | TerminalNotify::Off => None,
+            TerminalNotify::Osc9 => Some(NoticeStyle::Osc9),
+            TerminalNotify::Osc777 => Some(NoticeStyle::Osc777),
+        }
+    }
 }
 
 /// Which forge hosts the remote.

@@ -151,6 +151,34 @@ fn keys_that_run_programs_or_write_elsewhere_need_trust() {
 }
 
 #[test]
+fn notify_terminal_follows_desktop_unless_set_and_needs_no_trust() {
+    use owt_protocol::host::NoticeStyle;
+    let style = |text: &str| {
+        toml::from_str::<Config>(text)
+            .unwrap()
+            .notify
+            .terminal_style()
+    };
+    assert_eq!(style(""), None, "off for a user who set nothing");
+    assert_eq!(style("[notify]\ndesktop = true\n"), Some(NoticeStyle::Osc9));
+    assert_eq!(
+        style("[notify]\ndesktop = true\nterminal = \"off\"\n"),
+        None
+    );
+    assert_eq!(
+        style("[notify]\nterminal = \"osc777\"\n"),
+        Some(NoticeStyle::Osc777)
+    );
+    assert_eq!(
+        style("[notify]\nterminal = \"osc9\"\n"),
+        Some(NoticeStyle::Osc9)
+    );
+    assert!(toml::from_str::<Config>("[notify]\nterminal = \"osc8\"\n").is_err());
+    let (need, _) = gated("[notify]\nterminal = \"osc777\"\n");
+    assert!(need.is_empty(), "{need:?}");
+}
+
+#[test]
 fn a_repositorys_mcp_conductor_keys_need_trust_and_default_to_off() {
     let (need, refused) =
         gated("[mcp]\nconductor = true\nconductor_can_ship = true\nmax_children = 50\n");

@@ -155,7 +155,9 @@ pub fn attach(ctx: &Context, name: &str, direct: bool) -> anyhow::Result<(String
     // Reconciles it with its host, as the board does.
     super::allowed::check(ctx, &row, SessionAction::Attach, false)?;
     let socket = session::socket_path(&ctx.home, &row.short_id);
-    let end = session::attach::attach(&socket, prefix, direct)
+    // Told meanwhile when another session needs you (`[notify] terminal`).
+    let notices = super::attached::notices(ctx, &row.name);
+    let end = session::attach::attach(&socket, prefix, direct, notices)
         .with_context(|| format!("attaching to {}", row.name))?;
     Ok((row.name, end))
 }

@@ -8,6 +8,7 @@
 pub mod acp;
 pub mod agent;
 pub mod allowed;
+pub mod attached;
 pub mod checks;
 pub mod cleanup;
 pub mod conduct;

@@ -9,6 +9,7 @@
 
 mod builtin;
 pub mod integration;
+pub mod nesting;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -12,6 +12,13 @@
 //! `--relay`): one thread reads the host's frames and writes them to the
 //! terminal; the calling thread polls stdin and the signals.
 //!
+//! While attached, the terminal may be told when another session needs
+//! its user ([`Notices`], `[notify] terminal`): a thread of its own asks
+//! for them, so the output never waits on it; relayed, this process puts
+//! each notice into the stream it copies between two of the agent's
+//! escape sequences ([`Splicer`]); direct, it sends the host a `Notice`
+//! frame and the host does so (a host that does not take them: none).
+//!
 //! The detach sequence is `<prefix> d`; the prefix twice types one literal
 //! prefix. The terminal is restored on every exit path (a guard's `Drop`,
 //! which also runs on unwinding).
@@ -20,13 +27,16 @@ use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use owt_protocol::host::{self as proto, AgentExit, FrameKind, Resize, Role};
+use owt_protocol::host::{self as proto, AgentExit, FrameKind, Resize, Role, TerminalNotice};
 use rustix::event::{PollFd, PollFlags};
 use rustix::termios::{self, OptionalActions, Termios};
 use signal_hook::consts::{SIGHUP, SIGQUIT, SIGTERM, SIGWINCH};
 
 use super::client::HostConn;
+use super::notice::{self, Splicer};
 use super::SessionError;
 
 /// How an attach ended.
@@ -199,13 +209,101 @@ fn one_terminal() -> bool {
     }
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What to tell the attached terminal's user, and how often to ask.
+pub struct Notices {
+    /// Asked every [`NOTICE_POLL`] on a thread of its own: the notices
+    /// to show now (each once: the caller debounces).
+    pub poll: Box<dyn FnMut() -> Vec<TerminalNotice> + Send>,
+}
+
+/// How often [`Notices::poll`] is asked.
+pub const NOTICE_POLL: Duration = Duration::from_millis(500);
+
+/// A relayed stream's splicer; `None` once the terminal is ours again.
+type RelaySplicer = Arc<Mutex<Option<Splicer>>>;
+
+/// Where notices go.
+enum NoticeSink {
+    /// Into the stream this process relays, at a ground point.
+    Relay(RelaySplicer),
+    /// To the host, which writes them into the terminal it was handed
+    /// (the frames written under the lock: one writer at a time).
+    Host(Arc<Mutex<UnixStream>>),
+}
+
+impl NoticeSink {
+    /// Delivers `notice`; false once nothing more can be.
+    fn deliver(&self, notice: &TerminalNotice) -> bool {
+        match self {
+            NoticeSink::Relay(splicer) => {
+                let mut splicer = lock(splicer);
+                let Some(splicer) = splicer.as_mut() else {
+                    return false;
+                };
+                if let Some(bytes) = splicer.offer(&notice.title, notice::encode(notice)) {
+                    write_stdout(&bytes);
+                }
+                true
+            }
+            NoticeSink::Host(stream) => {
+                proto::write_json(&mut *lock(stream), FrameKind::Notice, notice).is_ok()
+            }
+        }
+    }
+}
+
+/// The thread that asks for notices and delivers them; told to stop when
+/// dropped (it is not waited for: a poll in progress ends on its own).
+struct NoticeWatch {
+    _stop: mpsc::Sender<()>,
+}
+
+impl NoticeWatch {
+    fn start(mut notices: Notices, sink: NoticeSink) -> Option<NoticeWatch> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("attach-notices".into())
+            .spawn(move || loop {
+                match stopped.recv_timeout(NOTICE_POLL) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+                for notice in (notices.poll)() {
+                    if !sink.deliver(&notice) {
+                        return;
+                    }
+                }
+            });
+        match thread {
+            Ok(_) => Some(NoticeWatch { _stop: stop }),
+            Err(e) => {
+                tracing::warn!("starting the notices' thread: {e}");
+                None
+            }
+        }
+    }
+}
+
 /// Attaches this process's terminal to the host at `socket` until the user
 /// detaches (`prefix` then `d`), the agent exits or the host goes. `direct`:
 /// hand the terminal to the host when it can take it (else relay).
-pub fn attach(socket: &Path, prefix: u8, direct: bool) -> Result<AttachEnd, SessionError> {
+/// `notices`: what to tell this terminal meanwhile (only when stdout is a
+/// terminal).
+pub fn attach(
+    socket: &Path,
+    prefix: u8,
+    direct: bool,
+    notices: Option<Notices>,
+) -> Result<AttachEnd, SessionError> {
     if !termios::isatty(std::io::stdin()) {
         return Err(SessionError::NotATerminal);
     }
+    // The terminal's own user only: nothing into a pipe or a file.
+    let notices = notices.filter(|_| termios::isatty(std::io::stdout()));
     let (rows, cols) = terminal_size(std::io::stdin()).unwrap_or((24, 80));
     let signals =
         Signals::register().map_err(|e| SessionError::io("handling the terminal's signals", e))?;
@@ -215,22 +313,40 @@ pub fn attach(socket: &Path, prefix: u8, direct: bool) -> Result<AttachEnd, Sess
         // draw as soon as it has the terminal.
         let guard = TerminalGuard::enter()?;
         let stdin = std::io::stdin();
-        let conn = HostConn::greet_direct(stream, rows, cols, stdin.as_fd(), prefix)?;
+        let conn =
+            HostConn::greet_direct(stream, rows, cols, stdin.as_fd(), prefix, notices.is_some())?;
         if conn.welcome.direct {
-            let end = direct_loop(&signals, conn.stream);
+            let writer = conn
+                .stream
+                .try_clone()
+                .map_err(|e| SessionError::io("cloning the host socket", e))?;
+            let writer = Arc::new(Mutex::new(writer));
+            let watch = match notices {
+                Some(notices) if conn.welcome.notices => {
+                    NoticeWatch::start(notices, NoticeSink::Host(writer.clone()))
+                }
+                Some(_) => {
+                    tracing::debug!("the session host takes no notices (an older owt)");
+                    None
+                }
+                None => None,
+            };
+            let end = direct_loop(&signals, conn.stream, &writer);
+            drop(watch);
             drop(guard);
             return Ok(end);
         }
-        return relay(conn, &signals, prefix, guard);
+        return relay(conn, &signals, prefix, guard, notices);
     }
     let conn = HostConn::connect(socket, Role::Attach, rows, cols)?;
     let guard = TerminalGuard::enter()?;
-    relay(conn, &signals, prefix, guard)
+    relay(conn, &signals, prefix, guard, notices)
 }
 
 /// Waits out a direct attach: the host has the terminal; this process
-/// forwards window-size changes and turns its quit signals into a detach.
-fn direct_loop(signals: &Signals, mut stream: UnixStream) -> AttachEnd {
+/// forwards window-size changes and turns its quit signals into a detach
+/// (its frames written through `writer`, which the notices share).
+fn direct_loop(signals: &Signals, mut stream: UnixStream, writer: &Mutex<UnixStream>) -> AttachEnd {
     loop {
         let mut fds = [
             PollFd::new(&stream, PollFlags::IN),
@@ -245,7 +361,7 @@ fn direct_loop(signals: &Signals, mut stream: UnixStream) -> AttachEnd {
         let ready = fds.map(|fd| !fd.revents().is_empty());
         if ready[2] {
             // The host lets go of the terminal first, then says so.
-            if proto::write_frame(&mut stream, FrameKind::Detach, b"").is_err() {
+            if proto::write_frame(&mut *lock(writer), FrameKind::Detach, b"").is_err() {
                 return AttachEnd::Detached;
             }
             let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
@@ -260,7 +376,8 @@ fn direct_loop(signals: &Signals, mut stream: UnixStream) -> AttachEnd {
         if ready[1] {
             drain(&signals.winch);
             if let Some((rows, cols)) = terminal_size(std::io::stdin()) {
-                let _ = proto::write_json(&mut stream, FrameKind::Resize, &Resize { rows, cols });
+                let resize = Resize { rows, cols };
+                let _ = proto::write_json(&mut *lock(writer), FrameKind::Resize, &resize);
             }
         }
         if ready[0] {
@@ -293,7 +410,14 @@ fn relay(
     signals: &Signals,
     prefix: u8,
     guard: TerminalGuard,
+    notices: Option<Notices>,
 ) -> Result<AttachEnd, SessionError> {
+    let splicer: Option<RelaySplicer> = notices
+        .as_ref()
+        .map(|_| Arc::new(Mutex::new(Some(Splicer::new()))));
+    let watch = notices
+        .zip(splicer.clone())
+        .and_then(|(notices, splicer)| NoticeWatch::start(notices, NoticeSink::Relay(splicer)));
     let mut to_host = conn.stream;
     let from_host = to_host
         .try_clone()
@@ -301,10 +425,11 @@ fn relay(
     // The output thread says it ended on this pair.
     let (done, done_tx) =
         UnixStream::pair().map_err(|e| SessionError::io("creating a socket pair", e))?;
+    let output_splicer = splicer.clone();
     let output = std::thread::Builder::new()
         .name("attach-output".into())
         .spawn(move || {
-            let end = pump_output(from_host);
+            let end = pump_output(from_host, output_splicer.as_ref());
             // Wake the input loop.
             let _ = (&done_tx).write_all(b"x");
             end
@@ -321,28 +446,45 @@ fn relay(
         }
         None => output.join().unwrap_or(AttachEnd::HostGone),
     };
+    // No notice after this: the terminal is ours again.
+    drop(watch);
+    if let Some(splicer) = &splicer {
+        lock(splicer).take();
+    }
     drop(guard);
     Ok(end)
 }
 
+/// Writes relayed bytes to the terminal, with the notices waiting put in
+/// at a ground point when there is a `splicer`.
+fn relay_out(splicer: Option<&RelaySplicer>, bytes: &[u8]) -> std::io::Result<()> {
+    let Some(splicer) = splicer else {
+        return RawStdout.write_all(bytes);
+    };
+    let mut splicer = lock(splicer);
+    match splicer.as_mut() {
+        Some(splicer) => RawStdout.write_all(&splicer.pass(bytes)),
+        None => RawStdout.write_all(bytes),
+    }
+}
+
 /// Copies the host's output and redraws to the terminal until the stream
 /// ends or the agent exits.
-fn pump_output(from_host: UnixStream) -> AttachEnd {
+fn pump_output(from_host: UnixStream, splicer: Option<&RelaySplicer>) -> AttachEnd {
     // Buffered: a small frame (an echoed key) costs one read, not two.
     let mut from_host = std::io::BufReader::with_capacity(64 * 1024, from_host);
-    let mut out = RawStdout;
     loop {
         match proto::read_frame(&mut from_host) {
             Ok(Some(frame)) => match frame.kind {
-                FrameKind::Output if out.write_all(&frame.payload).is_err() => {
+                FrameKind::Output if relay_out(splicer, &frame.payload).is_err() => {
                     return AttachEnd::HostGone;
                 }
                 FrameKind::Output => {}
                 FrameKind::Redraw => {
                     // A redraw repaints from scratch: reset what the client
                     // terminal may hold from the dropped bytes.
-                    let _ = out.write_all(b"\x1b[0m\x1b[H\x1b[2J");
-                    let _ = out.write_all(&frame.payload);
+                    let _ = relay_out(splicer, b"\x1b[0m\x1b[H\x1b[2J");
+                    let _ = relay_out(splicer, &frame.payload);
                 }
                 FrameKind::Exited => {
                     return AttachEnd::Exited(frame.json().unwrap_or(AgentExit {

@@ -99,13 +99,15 @@ impl HostConn {
     /// Greets the host on `stream` as an attach that passes its terminal
     /// `term` with the hello (`SCM_RIGHTS`). The host took it when the
     /// welcome says `direct`; otherwise (an older host, a remote session's
-    /// relay) the connection is an ordinary attach.
+    /// relay) the connection is an ordinary attach. `notices`: ask the
+    /// host to take `Notice` frames for the terminal.
     pub fn greet_direct(
         stream: UnixStream,
         rows: u16,
         cols: u16,
         term: BorrowedFd<'_>,
         detach_prefix: u8,
+        notices: bool,
     ) -> Result<HostConn, SessionError> {
         HostConn::greet(
             stream,
@@ -114,7 +116,13 @@ impl HostConn {
             cols,
             HOST_PROTOCOL_VERSION,
             Duration::from_secs(10),
-            Some((term, DirectAttach { detach_prefix })),
+            Some((
+                term,
+                DirectAttach {
+                    detach_prefix,
+                    notices,
+                },
+            )),
         )
     }
 

@@ -21,6 +21,7 @@ pub mod dialog;
 pub mod hooks;
 pub mod host;
 pub mod memory;
+pub mod notice;
 pub mod queries;
 pub mod rules;
 mod starting;

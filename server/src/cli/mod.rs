@@ -112,6 +112,11 @@ pub enum Command {
     #[command(visible_alias = "rm")]
     Delete(delete::Args),
     /// Attach this terminal to an agent (detach: Ctrl-\ then d; an ACP session: its transcript and a prompt line).
+    ///
+    /// While attached, `[notify] terminal` (osc9, osc777; default: osc9
+    /// when `[notify] desktop = true`) tells you by a desktop notification
+    /// through the terminal when another session of the repository needs
+    /// you; it goes between the agent's escape sequences, never inside one.
     Attach(attach::Args),
     /// Attach to an agent (another name for attach).
     #[command(visible_alias = "s")]

@@ -307,6 +307,19 @@ impl AttachClient {
     /// As [`AttachClient::start`] with more arguments for `owt attach`
     /// (`--relay`).
     pub fn start_with(env: &Env, name: &str, rows: u16, cols: u16, extra: &[&str]) -> AttachClient {
+        AttachClient::start_in(env, name, rows, cols, extra, &[])
+    }
+
+    /// As [`AttachClient::start_with`] with environment variables of its
+    /// own over the hermetic ones (another `XDG_CONFIG_HOME`).
+    pub fn start_in(
+        env: &Env,
+        name: &str,
+        rows: u16,
+        cols: u16,
+        extra: &[&str],
+        vars: &[(&str, String)],
+    ) -> AttachClient {
         let pty = portable_pty::native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -319,6 +332,9 @@ impl AttachClient {
         cmd.args(["-C", &env.repo.to_string_lossy(), "attach", name]);
         cmd.args(extra);
         for (k, v) in env.env_vars() {
+            cmd.env(k, v);
+        }
+        for (k, v) in vars {
             cmd.env(k, v);
         }
         cmd.env("TERM", "xterm-256color");
@@ -443,6 +459,11 @@ impl AttachClient {
     }
 
     /// Everything printed so far, as lossy text.
+    /// Everything the client printed so far, raw.
+    pub fn raw_bytes(&self) -> Vec<u8> {
+        self.raw.lock().unwrap().clone()
+    }
+
     pub fn raw_text(&self) -> String {
         String::from_utf8_lossy(&self.raw.lock().unwrap()).into_owned()
     }

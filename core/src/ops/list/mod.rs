@@ -69,6 +69,20 @@ pub fn session_views_with(ctx: &Context, refresh_git: bool) -> anyhow::Result<Ve
     views_of(ctx, &rows, |_| None, refresh_git)
 }
 
+/// The sessions of the repository in NEEDS YOU (the board's lane),
+/// reconciled with their hosts, from the facts the store holds: no git,
+/// token-usage or remote read (what a terminal attached to one session
+/// asks, often, of the others: see `ops::attached`).
+pub fn needing_you(ctx: &Context) -> anyhow::Result<Vec<SessionView>> {
+    let rows = ctx.store.all_sessions(ctx.repo_row.id)?;
+    reconcile_rows(ctx, &rows);
+    let views = views_of(ctx, &rows, |_| None, false)?;
+    Ok(views
+        .into_iter()
+        .filter(|view| view.lane == owt_protocol::Lane::NeedsYou)
+        .collect())
+}
+
 /// Every session, local and remote, with the local ones' token records
 /// read on (an agent's records are on its own machine) and the bridges of
 /// the remotes they run on started when they do not run.

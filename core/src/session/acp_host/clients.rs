@@ -186,6 +186,7 @@ pub(super) fn serve_client(host: &Arc<Host>, mut stream: UnixStream) {
             session_name: host.spec.session_name.clone(),
             short_id: host.spec.short_id.clone(),
             direct: false,
+            notices: false,
         },
     );
     // Replies and events go through one queue, written by one thread.
@@ -299,7 +300,8 @@ fn handle_request(host: &Arc<Host>, frame: &proto::Frame) -> Option<Vec<u8>> {
                 .as_ref()
                 .map_or_else(JournalView::not_ready, |journal| journal.view()),
         )),
-        Request::Detach => None,
+        // No terminal of a client's here to tell anything.
+        Request::Detach | Request::Notice(_) => None,
         Request::Input(_) | Request::Resize { .. } => Some(error_frame(format!(
             "{} talks to its agent through ACP: send a prompt (owt send) instead of keys",
             host.spec.session_name

@@ -104,6 +104,10 @@ fn spawn_agent(
         .stderr(Stdio::from(stderr))
         // Its own process group: stopping the agent stops what it started.
         .process_group(0);
+    // Not nested inside the agent owt may have been started from.
+    for marker in crate::provider::nesting::markers_to_remove(env.iter().map(|(k, _)| k.as_str())) {
+        cmd.env_remove(marker);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }

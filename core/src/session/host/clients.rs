@@ -1,7 +1,9 @@
 //! A client of the host: its socket (or a direct attach's terminal) and
 //! the queue of frames the writer thread (or the PTY reader, writing
 //! directly when the queue is empty) sends it, cut when it falls
-//! [`CLIENT_QUEUE_LIMIT`] behind.
+//! [`CLIENT_QUEUE_LIMIT`] behind. A direct attach that asked for notices
+//! has its terminal's stream followed ([`Splicer`]): a `Notice` goes in
+//! between two of the agent's escape sequences, never inside one.
 
 use std::collections::VecDeque;
 use std::os::unix::net::UnixStream;
@@ -10,6 +12,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use owt_protocol::host as proto;
 
 use super::{lock, send_now, Term, CLIENT_QUEUE_LIMIT};
+use crate::session::notice::Splicer;
 
 pub(super) struct ClientQueue {
     /// The unwritten rest of a frame a direct write cut short: it goes out
@@ -25,6 +28,10 @@ pub(super) struct ClientQueue {
     /// Where that redraw goes in `frames`.
     pub(super) redraw_at: usize,
     pub(super) closed: bool,
+    /// A direct terminal that takes notices: where its stream is, and the
+    /// notices waiting for a ground state. Fed every output frame in
+    /// stream order, under this lock.
+    pub(super) splicer: Option<Splicer>,
 }
 
 pub(super) struct Client {
@@ -40,7 +47,14 @@ pub(super) struct Client {
 }
 
 impl Client {
-    pub(super) fn new(id: u64, stream: UnixStream, term: Option<Arc<Term>>) -> Arc<Client> {
+    /// `notices`: a direct terminal that takes `Notice` frames.
+    pub(super) fn new(
+        id: u64,
+        stream: UnixStream,
+        term: Option<Arc<Term>>,
+        notices: bool,
+    ) -> Arc<Client> {
+        let splicer = (notices && term.is_some()).then(Splicer::new);
         Arc::new(Client {
             id,
             queue: Mutex::new(ClientQueue {
@@ -51,6 +65,7 @@ impl Client {
                 awaiting_redraw: false,
                 redraw_at: 0,
                 closed: false,
+                splicer,
             }),
             ready: Condvar::new(),
             stream,
@@ -88,6 +103,18 @@ impl Client {
         if q.closed {
             return false;
         }
+        let spliced: Arc<[u8]>;
+        let frame = match q
+            .splicer
+            .as_mut()
+            .map(|s| s.pass(&frame[proto::HEADER_LEN..]))
+        {
+            Some(std::borrow::Cow::Owned(bytes)) => {
+                spliced = proto::encode(proto::FrameKind::Output, &bytes).into();
+                &spliced
+            }
+            _ => frame,
+        };
         if !q.awaiting_redraw && !q.writing && q.head.is_empty() && q.frames.is_empty() {
             // Nothing is ahead of this frame: try the socket (or the
             // terminal) right away.
@@ -139,6 +166,24 @@ impl Client {
         drop(q);
         self.ready.notify_one();
         cut
+    }
+
+    /// A notification for a direct terminal that takes them: queued in
+    /// the stream now if it is at the ground state, else at its next
+    /// ground point (see [`Splicer`]); `key`: what it is about.
+    pub(super) fn notice(&self, key: &str, bytes: Vec<u8>) {
+        let mut q = lock(&self.queue);
+        if q.closed {
+            return;
+        }
+        let Some(now) = q.splicer.as_mut().and_then(|s| s.offer(key, bytes)) else {
+            return;
+        };
+        let frame: Arc<[u8]> = proto::encode(proto::FrameKind::Output, &now).into();
+        q.bytes += frame.len();
+        q.frames.push_back(frame);
+        drop(q);
+        self.ready.notify_one();
     }
 
     /// Holds the queue until a redraw arrives (placed after what is queued).

@@ -73,22 +73,14 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
         (Role::Attach, Some(_), Some(fd)) => Term::open(fd),
         _ => None,
     };
+    let notices = term.is_some() && hello.direct.is_some_and(|d| d.notices);
     let client = Client::new(
         shared.next_client.fetch_add(1, Ordering::Relaxed),
         write_half,
         term.clone(),
+        notices,
     );
-    client.push(proto::encode_json(
-        FrameKind::Welcome,
-        &Welcome {
-            version: HOST_PROTOCOL_VERSION,
-            host_pid: shared.host_pid,
-            agent_pid: shared.agent_pid,
-            session_name: shared.spec.session_name.clone(),
-            short_id: shared.spec.short_id.clone(),
-            direct: term.is_some(),
-        },
-    ));
+    client.push(welcome(shared, term.is_some(), notices));
     let writer = {
         let client = client.clone();
         spawn_guarded("client-writer", move || write_client(&client))
@@ -124,6 +116,23 @@ pub(super) fn serve_client(shared: &Arc<Shared>, mut stream: UnixStream) {
     }
 }
 
+/// The `Welcome` frame: `direct`, the host took the terminal; `notices`,
+/// it takes `Notice` frames for it.
+fn welcome(shared: &Shared, direct: bool, notices: bool) -> Vec<u8> {
+    proto::encode_json(
+        FrameKind::Welcome,
+        &Welcome {
+            version: HOST_PROTOCOL_VERSION,
+            host_pid: shared.host_pid,
+            agent_pid: shared.agent_pid,
+            session_name: shared.spec.session_name.clone(),
+            short_id: shared.spec.short_id.clone(),
+            direct,
+            notices,
+        },
+    )
+}
+
 /// Answers a client's frames until it hangs up, detaches or errs.
 fn serve_requests(shared: &Arc<Shared>, client: &Arc<Client>, stream: &UnixStream) {
     // Buffered: a frame costs one read, not two (header, then payload).
@@ -140,6 +149,9 @@ fn serve_requests(shared: &Arc<Shared>, client: &Arc<Client>, stream: &UnixStrea
         match handle_request(shared, &frame) {
             Reply::None => {}
             Reply::Frame(bytes) => client.push(bytes),
+            Reply::Notice(notice) => {
+                client.notice(&notice.title, crate::session::notice::encode(&notice));
+            }
             Reply::Close => {
                 // A direct client hears that the terminal is its own again.
                 client.end_direct();
@@ -172,6 +184,8 @@ fn attach_client(shared: &Arc<Shared>, client: &Arc<Client>, rows: u16, cols: u1
 pub(super) enum Reply {
     None,
     Frame(Vec<u8>),
+    /// For the client's own terminal (a direct attach that takes notices).
+    Notice(proto::TerminalNotice),
     Close,
 }
 
@@ -280,6 +294,8 @@ pub enum Request<'a> {
     Terminate(Duration),
     Detach,
     Journal,
+    /// A notification for the client's terminal (direct attach).
+    Notice(proto::TerminalNotice),
     /// Answered with an `Error` frame carrying this message.
     Invalid(String),
 }
@@ -307,6 +323,10 @@ pub fn decode_request(frame: &proto::Frame) -> Request<'_> {
         }
         FrameKind::Detach => Request::Detach,
         FrameKind::JournalRequest => Request::Journal,
+        FrameKind::Notice => match frame.json::<proto::TerminalNotice>() {
+            Ok(notice) => Request::Notice(notice),
+            Err(e) => Request::Invalid(e.to_string()),
+        },
         other => Request::Invalid(format!("unexpected {other:?} frame from a client")),
     }
 }
@@ -350,6 +370,7 @@ pub(super) fn handle_request(shared: &Arc<Shared>, frame: &proto::Frame) -> Repl
                 .map_or_else(JournalView::not_ready, |journal| journal.view());
             Reply::Frame(proto::encode_json(FrameKind::Journal, &view))
         }
+        Request::Notice(notice) => Reply::Notice(notice),
         Request::Invalid(message) => error_reply(message),
     }
 }

@@ -121,6 +121,10 @@ fn spawn_agent(
     }
     let mut cmd = CommandBuilder::from_argv(spec.argv.iter().map(Into::into).collect());
     cmd.cwd(&spec.cwd);
+    // Not nested inside the agent owt may have been started from.
+    for marker in crate::provider::nesting::markers_to_remove(spec.env.keys().map(String::as_str)) {
+        cmd.env_remove(marker);
+    }
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
