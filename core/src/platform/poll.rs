@@ -87,7 +87,10 @@ pub fn wait_raw(fd: RawFd, interest: Interest, timeout: Option<Duration>) -> boo
     set.wait(timeout).is_ok_and(|n| n == 1) && set.ready(0)
 }
 
-/// Waits up to `timeout` for `fd` to have input; whether it has.
+/// Waits up to `timeout` for `fd` to have something to read, or its end
+/// (input, a hang-up or an error); whether it has.
 pub fn readable(fd: impl AsFd, timeout: Option<Duration>) -> bool {
-    wait_raw(fd.as_fd().as_raw_fd(), Interest::Read, timeout)
+    let mut set = PollSet::new();
+    set.push(fd.as_fd().as_raw_fd(), Interest::Read);
+    set.wait(timeout).is_ok_and(|n| n > 0) && set.any(0)
 }

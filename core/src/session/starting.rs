@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::platform::process::Signal;
 use owt_protocol::host::Transport;
-use rustix::event::{PollFd, PollFlags, Timespec};
-use rustix::process::Signal;
 
 use super::stopping::kill;
 use super::{acp_host, host, log_path, HostSpec, SessionError, Started};
@@ -122,12 +121,7 @@ fn readable_before(read_end: &rustix::fd::OwnedFd, deadline: Instant) -> bool {
             return false;
         }
         let wait = left.min(Duration::from_secs(1));
-        let timeout = Timespec {
-            tv_sec: wait.as_secs() as i64,
-            tv_nsec: i64::from(wait.subsec_nanos()),
-        };
-        let mut fds = [PollFd::new(read_end, PollFlags::IN)];
-        if rustix::event::poll(&mut fds, Some(&timeout)).is_ok_and(|n| n > 0) {
+        if crate::platform::poll::readable(read_end, Some(wait)) {
             return true;
         }
     }
