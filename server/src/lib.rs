@@ -8,6 +8,8 @@
 //! `owt-mcp` ([`mcp`]). The core never imports an edge; the edges parse,
 //! call one use case and format. See `docs/ARCHITECTURE.md`, "Crates".
 
+#![forbid(unsafe_code)]
+
 pub use owt_core::{
     acp, actions, config, editor, errors, feedback, forge, git, guard, memory, names, ops,
     printable, procs, provider, remote, session, ship, status, store, usage,

@@ -13,6 +13,8 @@
 //! [`terminal`] (raw mode, the alternate screen, bell and title).
 //! See docs/control-plane.md.
 
+#![forbid(unsafe_code)]
+
 pub mod app;
 pub mod commands;
 pub mod form;

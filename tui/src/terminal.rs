@@ -5,7 +5,6 @@
 //! the layers below lands on the board.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicI32, Ordering};
 
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen, SetTitle};
@@ -75,14 +74,10 @@ fn printable(text: &str) -> String {
     text.chars().filter(|c| !c.is_control()).collect()
 }
 
-/// A copy of stderr as it was before [`divert_stderr`] (-1: none).
-static SAVED_STDERR: AtomicI32 = AtomicI32::new(-1);
-
 /// Sends stderr (fd 2) to `log` (appended, 0600) until [`restore_stderr`]
 /// (which a panic calls too, so its message reaches the terminal).
 pub fn divert_stderr(log: &std::path::Path) {
     use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::io::AsRawFd;
     if let Some(folder) = log.parent() {
         let _ = std::fs::create_dir_all(folder);
     }
@@ -94,29 +89,10 @@ pub fn divert_stderr(log: &std::path::Path) {
     else {
         return;
     };
-    // SAFETY: dup and dup2 on descriptors this process owns; the saved
-    // copy is closed once put back.
-    unsafe {
-        let saved = libc::dup(2);
-        if saved < 0 {
-            return;
-        }
-        if libc::dup2(file.as_raw_fd(), 2) < 0 {
-            libc::close(saved);
-            return;
-        }
-        SAVED_STDERR.store(saved, Ordering::SeqCst);
-    }
+    owt_core::platform::fd::divert_stderr(&file);
 }
 
 /// Puts stderr back where it was (once; later calls do nothing).
 pub fn restore_stderr() {
-    let fd = SAVED_STDERR.swap(-1, Ordering::SeqCst);
-    if fd >= 0 {
-        // SAFETY: `fd` is the copy `divert_stderr` made, closed here once.
-        unsafe {
-            libc::dup2(fd, 2);
-            libc::close(fd);
-        }
-    }
+    owt_core::platform::fd::restore_stderr();
 }

@@ -209,17 +209,8 @@ mod tests {
 
     /// A pipe pair: what one side writes, the other reads.
     fn pipe() -> (std::fs::File, std::fs::File) {
-        let mut fds = [0; 2];
-        // SAFETY: fds has room for the two descriptors.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        use std::os::fd::FromRawFd;
-        // SAFETY: pipe just returned these descriptors.
-        unsafe {
-            (
-                std::fs::File::from_raw_fd(fds[0]),
-                std::fs::File::from_raw_fd(fds[1]),
-            )
-        }
+        let (read, write) = crate::platform::pipe::cloexec().unwrap();
+        (read.into(), write.into())
     }
 
     #[test]

@@ -56,14 +56,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn signal_name(sig: i32) -> String {
-    match sig {
-        libc::SIGHUP => "SIGHUP".into(),
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGKILL => "SIGKILL".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGSEGV => "SIGSEGV".into(),
-        libc::SIGPIPE => "SIGPIPE".into(),
-        other => format!("signal {other}"),
+    match crate::platform::process::signal_name(sig) {
+        Some(name) => name.into(),
+        None => format!("signal {sig}"),
     }
 }
 
@@ -235,9 +230,8 @@ impl Terminals {
 
     fn kill_group(t: &Terminal) {
         if lock(&t.output).exit.is_none() {
-            // SAFETY: kill has no memory preconditions; the group is the
-            // terminal's own (process_group(0)).
-            unsafe { libc::kill(-(t.pid as libc::pid_t), libc::SIGKILL) };
+            // The group is the terminal's own (process_group(0)).
+            crate::platform::process::signal_group(t.pid, crate::platform::process::Signal::KILL);
         }
     }
 

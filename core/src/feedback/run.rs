@@ -17,6 +17,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::platform::process::Signal;
+
 /// Bytes of output written to the log from its start.
 pub const LOG_HEAD_BYTES: u64 = 4 * 1024 * 1024;
 /// Bytes of the output's end kept in memory (and added to a cut log).
@@ -128,7 +130,7 @@ static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 /// exit: `std::process::exit` runs no destructor).
 pub fn kill_all() {
     for pgid in lock(&GROUPS).drain(..) {
-        kill_group(pgid, libc::SIGKILL);
+        kill_group(pgid, Signal::KILL);
     }
 }
 
@@ -222,7 +224,7 @@ impl Running {
     }
 
     fn kill_group(&mut self) {
-        kill_group(self.pgid, libc::SIGTERM);
+        kill_group(self.pgid, Signal::TERM);
         let deadline = Instant::now() + KILL_GRACE;
         while Instant::now() < deadline {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
@@ -230,7 +232,7 @@ impl Running {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        kill_group(self.pgid, libc::SIGKILL);
+        kill_group(self.pgid, Signal::KILL);
     }
 
     /// The outcome once the command ended (killing it at its timeout);
@@ -251,7 +253,7 @@ impl Running {
         };
         // Whatever it left running in its group goes too (a server a test
         // started, say): nothing of a run outlives it.
-        kill_group(self.pgid, libc::SIGKILL);
+        kill_group(self.pgid, Signal::KILL);
         forget_group(self.pgid);
         Some(self.outcome(status.code(), status.signal()))
     }
@@ -298,7 +300,7 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {
-            kill_group(self.pgid, libc::SIGKILL);
+            kill_group(self.pgid, Signal::KILL);
             let _ = self.child.wait();
         }
         forget_group(self.pgid);
@@ -317,13 +319,9 @@ fn read_into(mut reader: std::io::PipeReader, sink: &Mutex<Sink>) {
     }
 }
 
-fn kill_group(pgid: i32, signal: i32) {
-    if pgid > 1 {
-        // SAFETY: kill(2) with a negative pid signals that process group;
-        // no memory is involved.
-        unsafe {
-            libc::kill(-pgid, signal);
-        }
+fn kill_group(pgid: i32, signal: Signal) {
+    if let Ok(pgid) = u32::try_from(pgid) {
+        crate::platform::process::signal_group(pgid, signal);
     }
 }
 

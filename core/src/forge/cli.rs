@@ -166,10 +166,11 @@ fn wait_or_kill(
         match child.try_wait() {
             Ok(Some(status)) => return Ok(Some(status)),
             Ok(None) if Instant::now() >= deadline => {
-                // SAFETY: kill(2) on the process group this command leads.
-                unsafe {
-                    libc::kill(-(child.id() as i32), libc::SIGKILL);
-                }
+                // The process group this command leads.
+                crate::platform::process::signal_group(
+                    child.id(),
+                    crate::platform::process::Signal::KILL,
+                );
                 let _ = child.wait();
                 return Ok(None);
             }

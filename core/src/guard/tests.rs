@@ -14,6 +14,9 @@ use owt_protocol::guard::{GuardPair, Level};
 use super::engine::{GuardEngine, Participant, YOU};
 use super::GuardWatcher;
 
+// git2's search paths can only be set through an `unsafe fn` (it
+// writes libgit2's global settings): test code only, so allowed here.
+#[allow(unsafe_code)]
 pub(super) fn hermetic() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

@@ -76,7 +76,7 @@ fn port_is_free(port: u16) -> bool {
         // No IPv6 on this machine: nothing can listen there either.
         Err(e) => {
             e.kind() == std::io::ErrorKind::AddrNotAvailable
-                || e.raw_os_error() == Some(libc::EAFNOSUPPORT)
+                || crate::platform::fd::is_unsupported_family(&e)
         }
     }
 }

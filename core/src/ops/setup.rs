@@ -182,12 +182,10 @@ fn wait_streaming(
             break Some(status);
         }
         if super::new::interrupted() {
-            let group = i32::try_from(child.id())
-                .ok()
-                .and_then(rustix::process::Pid::from_raw);
-            if let Some(group) = group {
-                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
-            }
+            crate::platform::process::signal_group(
+                child.id(),
+                crate::platform::process::Signal::TERM,
+            );
             let _ = child.wait();
             break None;
         }

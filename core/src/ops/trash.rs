@@ -104,7 +104,7 @@ impl Filling {
         }
         match std::fs::rename(&from, &to) {
             Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+            Err(e) if crate::platform::fd::is_cross_device(&e) => {
                 copy_tree(&from, &to)?;
                 remove_tree(&from)?;
             }

@@ -74,6 +74,22 @@ pub fn send_with_fd(stream: &UnixStream, bytes: &[u8], fd: BorrowedFd<'_>) -> io
     }
 }
 
+/// Sends as much of `bytes` as the socket takes now, without waiting
+/// (`MSG_DONTWAIT`): `Ok(0)` when it takes nothing, never raising
+/// `SIGPIPE` when the peer is gone (the error is `EPIPE` instead).
+/// Interrupted sends are retried.
+pub fn send_nonblocking(stream: &UnixStream, bytes: &[u8]) -> io::Result<usize> {
+    let flags = no_sigpipe(stream)? | SendFlags::DONTWAIT;
+    loop {
+        match rustix::net::send(stream, bytes, flags) {
+            Ok(n) => return Ok(n),
+            Err(rustix::io::Errno::AGAIN) => return Ok(0),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 #[cfg(target_os = "linux")]
 fn no_sigpipe(_stream: &UnixStream) -> io::Result<SendFlags> {
     Ok(SendFlags::NOSIGNAL)

@@ -67,10 +67,7 @@ pub type RecordFacts = fn(&Store, &GuardEngine) -> anyhow::Result<()>;
 /// Serves the bridge for the repository containing `dir` until standard
 /// input ends; `record` keeps the guard's facts in the store.
 pub fn serve(dir: Option<&Path>, record: RecordFacts) -> anyhow::Result<()> {
-    // SAFETY: setting a signal disposition has no memory preconditions.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    crate::platform::process::ignore_pipe_signals(false);
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
     let mut input = std::io::stdin().lock();
     let first = bridge::read_frame(&mut input)
@@ -268,7 +265,7 @@ impl StoreWatch {
     /// Waits until the store was written (then a little longer, to gather
     /// a burst) or `timeout` passes.
     fn wait(&self, timeout: Duration) {
-        use std::os::fd::{AsFd, AsRawFd};
+        use std::os::fd::AsFd;
         let Some(queue) = &self.queue else {
             std::thread::sleep(timeout);
             return;
@@ -279,14 +276,8 @@ impl StoreWatch {
             if left.is_zero() {
                 return;
             }
-            let mut pfd = libc::pollfd {
-                fd: queue.as_fd().as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            let rc = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(60_000) as i32) };
-            if rc <= 0 {
+            let wait = left.min(Duration::from_secs(60));
+            if !crate::platform::poll::readable(queue.as_fd(), Some(wait)) {
                 continue;
             }
             if self.drain_store_events() {

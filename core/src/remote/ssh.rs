@@ -351,8 +351,8 @@ fn run_with_timeout(
         Ok(Ok(status)) => status,
         Ok(Err(e)) => return Err(format!("waiting for {program}: {e}")),
         Err(_) => {
-            // SAFETY: kill has no memory preconditions; the pid is our child's.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            // The pid is our child's.
+            crate::platform::process::signal_process(pid, crate::platform::process::Signal::KILL);
             return Err(format!(
                 "{program} did not finish within {}s",
                 timeout.as_secs()

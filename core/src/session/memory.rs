@@ -56,13 +56,7 @@ pub fn tree_rss(root: u32) -> Option<u64> {
 }
 
 fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 {
-        size as u64
-    } else {
-        4096
-    }
+    crate::platform::memory::page_size() as u64
 }
 
 /// What `/proc/meminfo` says about the machine.

@@ -4,16 +4,14 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::platform::process::Signal;
 use owt_protocol::host::Transport;
-use rustix::event::{PollFd, PollFlags, Timespec};
-use rustix::process::Signal;
 
 use super::stopping::kill;
 use super::{acp_host, host, log_path, HostSpec, SessionError, Started};
@@ -108,24 +106,8 @@ fn spawn_host(
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2);
-    // SAFETY: `pre_exec` runs between fork and exec, where only
-    // async-signal-safe calls are allowed: setsid, fcntl and dup2 are, and
-    // nothing here allocates or takes a lock. No crate covers this step
-    // (the raw descriptor numbers are the point: the child must find the
-    // pipe at READY_FD).
-    unsafe {
-        cmd.pre_exec(move || {
-            rustix::process::setsid()?;
-            // dup2 clears close-on-exec on the copy (but is a no-op when
-            // the descriptor already has that number).
-            if write_fd == READY_FD {
-                libc::fcntl(READY_FD, libc::F_SETFD, 0);
-            } else if libc::dup2(write_fd, READY_FD) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    // The child must find the pipe at READY_FD.
+    crate::platform::process::new_session_on_exec(&mut cmd, Some((write_fd, READY_FD)));
     cmd.spawn()
         .map_err(|e| err(&format!("starting the session host {}", exe.display()), e))
 }
@@ -139,12 +121,7 @@ fn readable_before(read_end: &rustix::fd::OwnedFd, deadline: Instant) -> bool {
             return false;
         }
         let wait = left.min(Duration::from_secs(1));
-        let timeout = Timespec {
-            tv_sec: wait.as_secs() as i64,
-            tv_nsec: i64::from(wait.subsec_nanos()),
-        };
-        let mut fds = [PollFd::new(read_end, PollFlags::IN)];
-        if rustix::event::poll(&mut fds, Some(&timeout)).is_ok_and(|n| n > 0) {
+        if crate::platform::poll::readable(read_end, Some(wait)) {
             return true;
         }
     }
@@ -196,15 +173,7 @@ pub fn spawn_admitter(home: &Path) -> Result<(), SessionError> {
         Some(log) => cmd.stderr(log),
         None => cmd.stderr(Stdio::null()),
     };
-    // SAFETY: only async-signal-safe calls (setsid) between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::platform::process::new_session_on_exec(&mut cmd, None);
     let mut child = cmd
         .spawn()
         .map_err(|e| SessionError::io(format!("starting {} __admit", exe.display()), e))?;
@@ -238,22 +207,11 @@ pub fn run_host(
     ready_fd: Option<i32>,
     hooks: crate::feedback::turn::TurnHooks,
 ) -> Result<(), SessionError> {
-    let ready = ready_fd.map(|fd| {
-        // SAFETY: the parent passed this descriptor number for this process
-        // to own (`--ready-fd`), and nothing else here uses it. Taking
-        // ownership of an inherited descriptor has no safe API.
-        let file = unsafe { File::from_raw_fd(fd) };
-        // Keep it out of the agent.
-        let _ = rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::CLOEXEC);
-        file
-    });
+    // The descriptor number the parent passed for this process to own
+    // (`--ready-fd`), made close-on-exec: kept out of the agent.
+    let ready = ready_fd.map(crate::platform::fd::take_inherited);
     // A dying client must not kill the host.
-    // SAFETY: SIG_IGN is no handler, so nothing runs in signal context;
-    // rustix offers no safe way to set a disposition.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
-    }
+    crate::platform::process::ignore_pipe_signals(true);
     match spec.transport {
         Transport::Pty => host::run(spec, ready, hooks),
         Transport::Acp => acp_host::run(spec, ready),

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use owt_protocol::host::Role;
-use rustix::process::{Pid, Signal};
 
 use super::{pid_alive, socket_path, HostConn, SessionError};
+use crate::platform::process::{signal_group, signal_process, Signal};
 use crate::status::{kind, HostFact};
 use crate::store::{SessionRow, Store};
 
@@ -121,16 +121,12 @@ fn stop_agent_and_host(home: &Path, session: &SessionRow) -> Result<(), SessionE
 
 /// Sends `signal` to process `pid` (best effort: it may be gone).
 pub(super) fn kill(pid: u32, signal: Signal) {
-    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-        let _ = rustix::process::kill_process(pid, signal);
-    }
+    signal_process(pid, signal);
 }
 
 /// Sends `signal` to the process group led by `pid` (best effort).
 fn kill_group(pid: u32, signal: Signal) {
-    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-        let _ = rustix::process::kill_process_group(pid, signal);
-    }
+    signal_group(pid, signal);
 }
 
 /// Whether `pid`'s environment names this session (`OWT_SESSION`).

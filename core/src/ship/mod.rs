@@ -86,8 +86,10 @@ pub fn is_disk_full(message: &str) -> bool {
 /// tests inject SIGKILL between the steps of merge and ship this way).
 pub fn failpoint(point: &str) {
     if std::env::var("OWT_FAILPOINT").is_ok_and(|v| v == point) {
-        let _ =
-            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+        crate::platform::process::signal_process(
+            std::process::id(),
+            crate::platform::process::Signal::KILL,
+        );
     }
 }
 

@@ -179,24 +179,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pages are then allocated one by one as they are read. Call before the
 /// process opens any connection (it has no effect after).
 pub fn configure_for_idle_process() {
-    use rusqlite::ffi;
-    // SAFETY: sqlite3_config is called before SQLite is initialised (no
-    // connection is open, no other thread uses SQLite); it then only sets
-    // global options, with the argument types each option documents
-    // (PAGECACHE: void*, int, int; LOOKASIDE: int, int).
-    unsafe {
-        ffi::sqlite3_config(
-            ffi::SQLITE_CONFIG_PAGECACHE,
-            std::ptr::null_mut::<std::ffi::c_void>(),
-            0 as std::ffi::c_int,
-            0 as std::ffi::c_int,
-        );
-        ffi::sqlite3_config(
-            ffi::SQLITE_CONFIG_LOOKASIDE,
-            0 as std::ffi::c_int,
-            0 as std::ffi::c_int,
-        );
-    }
+    crate::platform::sqlite::no_upfront_allocations();
 }
 
 impl Store {

@@ -61,20 +61,10 @@ pub fn parse_timestamp_ms(text: &str) -> Option<i64> {
 /// The local calendar day (`YYYY-MM-DD`, in the time zone of this process)
 /// of a moment in Unix milliseconds.
 pub fn local_day(at_ms: i64) -> String {
-    let secs = at_ms.div_euclid(1000) as libc::time_t;
-    // SAFETY: zeroed `tm` is a valid out-parameter; localtime_r is the
-    // thread-safe form and only reads `secs`.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
-    if !ok {
-        return "1970-01-01".into();
+    match crate::platform::time::local_date(at_ms.div_euclid(1000)) {
+        Some((year, month, day)) => format!("{year:04}-{month:02}-{day:02}"),
+        None => "1970-01-01".into(),
     }
-    format!(
-        "{:04}-{:02}-{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday
-    )
 }
 
 #[cfg(test)]

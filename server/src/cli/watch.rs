@@ -2,7 +2,8 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use owt_protocol::{WatchEvent, WatchOutput};
 
@@ -91,15 +92,12 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
     }
     // Opened once up front so a bad directory fails at once.
     ops::Context::open(Some(dir))?;
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic (async-signal-safe).
-        unsafe {
-            libc::signal(signal, on_signal as *const () as libc::sighandler_t);
-        }
-    }
+    // Set by SIGINT / SIGTERM: the watcher gives its leases up and ends.
+    let stop = Arc::new(AtomicBool::new(false));
+    owt_core::platform::process::flag_on_interrupt(&stop)?;
     out.progress("Watching pull requests (Ctrl-C to stop)…");
     let json = out.json;
-    watch::run(dir, !args.no_guard, &STOP, &mut |e| {
+    watch::run(dir, !args.no_guard, &stop, &mut |e| {
         if json {
             println!("{}", serde_json::to_string(e).unwrap_or_default());
         } else {
@@ -107,11 +105,4 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
         }
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Set by SIGINT / SIGTERM: the watcher gives its leases up and ends.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
 }

@@ -47,9 +47,8 @@ pub(super) fn check_exec(
     for (k, v) in std::env::vars_os() {
         total += k.len() + v.len() + 2 + std::mem::size_of::<usize>();
     }
-    // SAFETY: sysconf has no preconditions.
-    let arg_max = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
-    if arg_max > 0 && total + 4096 > arg_max as usize {
+    let arg_max = crate::platform::process::arg_max().unwrap_or(usize::MAX);
+    if total.saturating_add(4096) > arg_max {
         bail!(
             "the agent's arguments and environment take {} KiB, over the system's limit of {} KiB (ARG_MAX); shorten the task, or write it to a file and ask the agent to read that file",
             total / 1024,

@@ -96,11 +96,7 @@ struct Keeper {
 
 /// Runs the keeper of `remote_name` for the repository containing `dir`.
 pub fn keep(dir: Option<&Path>, remote_name: &str) -> anyhow::Result<()> {
-    // SAFETY: setting signal dispositions has no memory preconditions.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
-    }
+    crate::platform::process::ignore_pipe_signals(true);
     let ctx = Context::open(dir)?;
     let remote = Remote::named(&ctx.config.config, remote_name)?;
     let lock_path = keeper_file(&ctx.home, ctx.repo_row.id, remote_name, "lock");
@@ -269,8 +265,10 @@ impl Keeper {
             .spawn()
             .context("running ssh")?;
         let result = self.run_child(&mut child);
-        // SAFETY: kill has no memory preconditions; the pid is our child's.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        crate::platform::process::signal_process(
+            child.id(),
+            crate::platform::process::Signal::TERM,
+        );
         let _ = child.wait();
         result
     }

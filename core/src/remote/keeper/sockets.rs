@@ -83,14 +83,7 @@ pub(super) fn accept_loop(
 }
 
 fn wait_readable(listener: &UnixListener, timeout: Duration) {
-    use std::os::fd::AsRawFd;
-    let mut pfd = libc::pollfd {
-        fd: listener.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as i32) };
+    crate::platform::poll::readable(listener, Some(timeout));
 }
 
 /// Answers a client's hello with the host protocol's `Error`.

@@ -42,16 +42,7 @@ pub fn ensure(ctx: &Context, remote: &str) -> anyhow::Result<()> {
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    // SAFETY: only setsid (async-signal-safe) between fork and exec.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(|| {
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::platform::process::new_session_on_exec(&mut cmd, None);
     let mut child = cmd.spawn().context("starting the bridge keeper")?;
     std::thread::spawn(move || {
         let _ = child.wait();

@@ -66,7 +66,6 @@ pub fn is_running(home: &Path, repo_id: i64, remote: &str) -> bool {
 
 /// The lock file, locked; `None` when another process holds it.
 pub(super) fn try_lock(path: &Path) -> std::io::Result<Option<std::fs::File>> {
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     if let Some(parent) = path.parent() {
         private_dir(parent)?;
@@ -77,18 +76,7 @@ pub(super) fn try_lock(path: &Path) -> std::io::Result<Option<std::fs::File>> {
         .write(true)
         .mode(0o600)
         .open(path)?;
-    // SAFETY: a valid descriptor.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        Ok(Some(file))
-    } else {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            Ok(None)
-        } else {
-            Err(err)
-        }
-    }
+    Ok(crate::platform::fd::try_lock_exclusive(&file)?.then_some(file))
 }
 
 /// Changes the keeper's state and writes its file (replaced whole).

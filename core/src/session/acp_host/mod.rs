@@ -271,12 +271,11 @@ impl Host {
 
     /// Hangs up the agent's process group; kills it after `grace`.
     fn stop_agent(self: &Arc<Self>, grace: Duration) {
-        let pgid = self.agent_pid as libc::pid_t;
-        // SAFETY: kill has no memory preconditions; the agent leads its group.
-        unsafe {
-            libc::kill(-pgid, libc::SIGHUP);
-            libc::kill(-pgid, libc::SIGTERM);
-        }
+        use crate::platform::process::{signal_group, Signal};
+        // The agent leads its group.
+        let pgid = self.agent_pid;
+        signal_group(pgid, Signal::HUP);
+        signal_group(pgid, Signal::TERM);
         let host = self.clone();
         spawn_guarded("stop-agent", move || {
             let deadline = Instant::now() + grace;
@@ -287,8 +286,7 @@ impl Host {
                 std::thread::sleep(Duration::from_millis(50));
             }
             tracing::info!("the agent ignored the hang-up; killing it");
-            // SAFETY: as above.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            signal_group(pgid, Signal::KILL);
         });
     }
 
@@ -346,11 +344,11 @@ fn serve(
             let exit = match child.wait() {
                 Ok(status) => AgentExit {
                     code: status.code(),
-                    signal: status.signal().map(|s| match s {
-                        libc::SIGHUP => "SIGHUP".to_string(),
-                        libc::SIGTERM => "SIGTERM".to_string(),
-                        libc::SIGKILL => "SIGKILL".to_string(),
-                        other => format!("signal {other}"),
+                    signal: status.signal().map(|s| {
+                        match crate::platform::process::signal_name(s) {
+                            Some(name @ ("SIGHUP" | "SIGTERM" | "SIGKILL")) => name.to_string(),
+                            _ => format!("signal {s}"),
+                        }
                     }),
                 },
                 Err(e) => AgentExit {

@@ -283,12 +283,12 @@ impl<'a> Monitor<'a> {
             self.released_seq = look.seq;
             self.released_at = Some(Instant::now());
             self.shared.state.lock().parser.park();
-            crate::memory::release_after_burst();
-            crate::memory::release_stack();
+            crate::platform::memory::release_after_burst();
+            crate::platform::memory::release_stack();
         } else if !look.parked {
             self.released_at = Some(Instant::now());
             self.shared.state.lock().parser.park();
-            crate::memory::trim();
+            crate::platform::memory::trim();
         }
     }
 

@@ -4,6 +4,8 @@
 
 use std::os::fd::AsRawFd;
 
+use crate::platform::poll::{self, Interest, PollSet};
+
 use super::*;
 
 /// The PTY reader: the agent's output, fanned out to attached clients at
@@ -20,32 +22,26 @@ pub(super) fn read_agent(shared: &Arc<Shared>, reader: Box<dyn Read + Send>) {
         found: Vec::new(),
     };
     let mut directs: Vec<Direct> = Vec::new();
-    let mut fds: Vec<libc::pollfd> = Vec::new();
+    let mut fds = PollSet::new();
     let mut agent_open = true;
     let mut echo = EchoWatch::default();
     loop {
         fds.clear();
-        let watch = |fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        fds.push(watch(if agent_open { master_fd } else { -1 }));
-        fds.push(watch(shared.directs_wake.as_raw_fd()));
+        fds.push(if agent_open { master_fd } else { -1 }, Interest::Read);
+        fds.push(shared.directs_wake.as_raw_fd(), Interest::Read);
         for direct in &directs {
-            fds.extend(direct.poll_fds().map(watch));
+            for fd in direct.poll_fds() {
+                fds.push(fd, Interest::Read);
+            }
         }
-        // SAFETY: `fds` is a valid array of pollfds of the length given.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-        if rc < 0 {
-            let e = std::io::Error::last_os_error();
+        if let Err(e) = fds.wait(None) {
             if e.kind() != std::io::ErrorKind::Interrupted {
                 tracing::warn!("polling the pseudo-terminal and attached terminals: {e}");
                 std::thread::sleep(Duration::from_millis(10));
             }
             continue;
         }
-        let ready = |i: usize| fds[i].revents != 0;
+        let ready = |i: usize| fds.any(i);
         if agent_open && ready(0) {
             echo.output(Instant::now());
             if !out.read(shared) {
@@ -266,19 +262,7 @@ fn make_redraws(shared: &Shared, last: bool) {
 
 /// Whether `fd` has input ready right now.
 pub(super) fn readable_now(fd: std::os::fd::RawFd) -> bool {
-    poll_one(fd, libc::POLLIN, 0)
-}
-
-/// Waits up to `timeout_ms` (-1: as long as it takes) for `fd` to be
-/// ready for `events`; whether it is.
-fn poll_one(fd: std::os::fd::RawFd, events: libc::c_short, timeout_ms: libc::c_int) -> bool {
-    let mut pfd = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut pfd, 1, timeout_ms) == 1 && pfd.revents & events != 0 }
+    poll::wait_raw(fd, Interest::Read, Some(Duration::ZERO))
 }
 
 /// Feeds output into the screen model, answers terminal queries when
@@ -394,7 +378,7 @@ fn write_pty_with(
             Ok(n) => bytes = &bytes[n..],
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && wait => {
-                poll_one(master_fd, libc::POLLOUT, -1);
+                poll::wait_raw(master_fd, Interest::Write, None);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
             Err(e) => return Err(e),

@@ -420,13 +420,10 @@ pub(super) fn resize(shared: &Shared, rows: u16, cols: u16) {
 /// Hangs up the agent's process group; kills it after `grace`.
 pub(super) fn terminate(shared: &Arc<Shared>, grace: Duration) {
     let Some(pid) = shared.agent_pid else { return };
-    let pgid = pid as libc::pid_t;
+    use crate::platform::process::{signal_group, signal_process, Signal};
     tracing::info!("hanging up the agent");
-    // SAFETY: kill has no memory preconditions; a negative pid names the group.
-    unsafe {
-        libc::kill(-pgid, libc::SIGHUP);
-        libc::kill(pgid, libc::SIGHUP);
-    }
+    signal_group(pid, Signal::HUP);
+    signal_process(pid, Signal::HUP);
     let shared = shared.clone();
     spawn_guarded("terminate", move || {
         let deadline = Instant::now() + grace;
@@ -437,11 +434,8 @@ pub(super) fn terminate(shared: &Arc<Shared>, grace: Duration) {
             std::thread::sleep(Duration::from_millis(50));
         }
         tracing::info!("the agent ignored the hang-up; killing it");
-        // SAFETY: as above.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-            libc::kill(pgid, libc::SIGKILL);
-        }
+        signal_group(pid, Signal::KILL);
+        signal_process(pid, Signal::KILL);
     });
 }
 
@@ -534,24 +528,5 @@ fn to_terminal(client: &Client, term: &Term, parts: &[&[u8]]) {
 
 /// Writes what the socket takes right now (never blocks); how much.
 pub(super) fn send_now(stream: &UnixStream, bytes: &[u8]) -> std::io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: a valid socket and buffer; MSG_DONTWAIT keeps it from
-    // blocking, MSG_NOSIGNAL turns a gone peer into EPIPE, not SIGPIPE.
-    let n = unsafe {
-        libc::send(
-            stream.as_raw_fd(),
-            bytes.as_ptr().cast(),
-            bytes.len(),
-            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-        )
-    };
-    if n >= 0 {
-        return Ok(n as usize);
-    }
-    let e = std::io::Error::last_os_error();
-    match e.kind() {
-        std::io::ErrorKind::WouldBlock => Ok(0),
-        std::io::ErrorKind::Interrupted => send_now(stream, bytes),
-        _ => Err(e),
-    }
+    crate::platform::socket::send_nonblocking(stream, bytes)
 }

@@ -191,15 +191,8 @@ fn first_state(spec: &HostSpec, rows: u16, cols: u16) -> State {
 
 /// Sets `O_NONBLOCK` on `fd`'s open file description.
 fn set_nonblocking(fd: std::os::fd::RawFd) -> std::io::Result<()> {
-    // SAFETY: `fd` is the PTY master, open for the host's whole life;
-    // F_GETFL and F_SETFL touch only its status flags.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags == -1 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == -1 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    // `fd` is the PTY master, open for the host's whole life.
+    crate::platform::fd::set_nonblocking_raw(fd)
 }
 
 /// Runs `body` on a named thread; a panic is logged instead of unwinding

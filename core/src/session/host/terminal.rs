@@ -18,6 +18,7 @@
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::*;
+use crate::platform::poll::{Interest, PollSet};
 
 pub(super) struct Term {
     fd: Mutex<Option<OwnedFd>>,
@@ -99,7 +100,7 @@ impl Term {
             let n = self.write_now(bytes)?;
             bytes = &bytes[n..];
             if n == 0 {
-                self.wait(rustix::event::PollFlags::OUT);
+                self.wait(Interest::Write);
             }
         }
         Ok(())
@@ -124,17 +125,13 @@ impl Term {
     }
 
     /// Waits until the terminal is ready for `flags` or shut.
-    fn wait(&self, flags: rustix::event::PollFlags) {
-        use rustix::event::{PollFd, PollFlags};
-        // SAFETY: `raw` stays a valid number for the whole call (the worst
-        // a shut in between does is let it name another file, and then
-        // `wake` is readable and the poll returns at once).
-        let term = unsafe { std::os::fd::BorrowedFd::borrow_raw(self.raw) };
-        let mut fds = [
-            PollFd::new(&term, flags),
-            PollFd::new(&self.wake, PollFlags::IN),
-        ];
-        let _ = rustix::event::poll(&mut fds, None);
+    fn wait(&self, interest: Interest) {
+        // By number: a shut in between lets `raw` name another file at
+        // worst, and then `wake` is readable and the wait ends at once.
+        let mut fds = PollSet::new();
+        fds.push(self.raw, interest);
+        fds.push(self.wake.as_raw_fd(), Interest::Read);
+        let _ = fds.wait(None);
     }
 }
 

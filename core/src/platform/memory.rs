@@ -36,15 +36,10 @@ const CODE_MIN_INTERVAL: Duration = Duration::from_secs(5);
 /// Allocator settings for a long-lived, mostly idle process. Call before
 /// any thread is started.
 pub fn configure_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; it is called
-    // before any other thread exists.
-    unsafe {
-        // Two arenas instead of up to 8 per core: threads that allocate at
-        // the same time rarely contend here (the owner thread does nearly
-        // all of the work), and each extra arena keeps its own free memory.
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
+    // Two arenas instead of up to 8 per core: threads that allocate at the
+    // same time rarely contend here (the owner thread does nearly all of
+    // the work), and each extra arena keeps its own free memory.
+    mallopt(Param::ArenaMax, 2);
     pin_trim_threshold();
 }
 
@@ -60,12 +55,7 @@ pub fn configure_allocator() {
 /// allocations are served from each thread's cache without the arena's
 /// lock.
 pub fn configure_host_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; it is called
-    // before any other thread exists.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
+    mallopt(Param::ArenaMax, 1);
     pin_trim_threshold();
 }
 
@@ -74,18 +64,13 @@ pub fn configure_host_allocator() {
 /// walking its checkout for the journal is one). Call before any thread
 /// is started.
 pub fn pin_trim_threshold() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; it is called
-    // before any other thread exists.
-    unsafe {
-        // glibc raises its trim threshold (up to 64 MB) each time a large
-        // buffer is freed, and `malloc_trim` never shrinks the top of a
-        // thread's arena: after the buffers of a guard burst (git output,
-        // tree diffs of 50,000 files) megabytes stayed resident at the top
-        // of an arena. Setting the threshold pins it (and the mmap
-        // threshold) at glibc's defaults, so freed tops are returned.
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 * 1024);
-    }
+    // glibc raises its trim threshold (up to 64 MB) each time a large
+    // buffer is freed, and `malloc_trim` never shrinks the top of a
+    // thread's arena: after the buffers of a guard burst (git output,
+    // tree diffs of 50,000 files) megabytes stayed resident at the top
+    // of an arena. Setting the threshold pins it (and the mmap
+    // threshold) at glibc's defaults, so freed tops are returned.
+    mallopt(Param::TrimThreshold, 128 * 1024);
     remember_startup_mappings();
 }
 
@@ -379,13 +364,39 @@ fn unused_stack(maps: &str, here: usize, page: usize) -> Option<(usize, usize)> 
     (end > start).then_some((start, end))
 }
 
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size)
-        .ok()
-        .filter(|&s| s > 0)
-        .unwrap_or(4096)
+/// The size of a memory page, in bytes.
+pub fn page_size() -> usize {
+    rustix::param::page_size()
+}
+
+/// The glibc allocator settings owt changes.
+#[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
+#[derive(Clone, Copy)]
+enum Param {
+    /// `M_ARENA_MAX`: how many arenas threads share.
+    ArenaMax,
+    /// `M_TRIM_THRESHOLD`: free memory at an arena's top kept, in bytes.
+    TrimThreshold,
+}
+
+/// Sets one of glibc's allocator parameters (a no-op elsewhere).
+#[cfg_attr(
+    not(all(target_os = "linux", target_env = "gnu")),
+    allow(unused_variables)
+)]
+fn mallopt(param: Param, value: i32) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let param = match param {
+            Param::ArenaMax => libc::M_ARENA_MAX,
+            Param::TrimThreshold => libc::M_TRIM_THRESHOLD,
+        };
+        // SAFETY: mallopt only changes allocator parameters, taking the
+        // allocator's own locks; both parameters take any int.
+        unsafe {
+            libc::mallopt(param, value);
+        }
+    }
 }
 
 /// Returns free heap memory of every arena to the kernel.

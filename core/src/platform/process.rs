@@ -1,0 +1,123 @@
+//! Processes: signalling a process or a process group, starting a child
+//! in a session of its own (daemonising), ignoring the signals a daemon
+//! must survive, a flag set on Ctrl-C, and the system's limit on a new
+//! program's arguments.
+//!
+//! Signals are rustix's [`Signal`] (the same numbers on Linux and macOS
+//! for the ones owt sends: `SIGHUP`, `SIGTERM`, `SIGKILL`).
+
+use std::io;
+use std::os::fd::RawFd;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use rustix::process::Pid;
+pub use rustix::process::Signal;
+
+/// Sends `signal` to every process of group `pgid` (`kill(-pgid, …)`).
+/// Groups 0 and 1 (this process's own group, init's) are never signalled:
+/// `false` then, and when the group is gone.
+pub fn signal_group(pgid: u32, signal: Signal) -> bool {
+    match i32::try_from(pgid)
+        .ok()
+        .filter(|&p| p > 1)
+        .and_then(Pid::from_raw)
+    {
+        Some(pid) => rustix::process::kill_process_group(pid, signal).is_ok(),
+        None => false,
+    }
+}
+
+/// Sends `signal` to process `pid` alone; `false` when it is gone (or
+/// `pid` is 0, which would name this process's group).
+pub fn signal_process(pid: u32, signal: Signal) -> bool {
+    match i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        Some(pid) => rustix::process::kill_process(pid, signal).is_ok(),
+        None => false,
+    }
+}
+
+/// The name of the signals owt tells apart in an exit status
+/// (`SIGHUP`, `SIGINT`, `SIGKILL`, `SIGTERM`, `SIGSEGV`, `SIGPIPE`) by
+/// number; `None` for any other.
+pub fn signal_name(raw: i32) -> Option<&'static str> {
+    [
+        (Signal::HUP, "SIGHUP"),
+        (Signal::INT, "SIGINT"),
+        (Signal::KILL, "SIGKILL"),
+        (Signal::TERM, "SIGTERM"),
+        (Signal::SEGV, "SIGSEGV"),
+        (Signal::PIPE, "SIGPIPE"),
+    ]
+    .into_iter()
+    .find(|(s, _)| s.as_raw() == raw)
+    .map(|(_, name)| name)
+}
+
+/// Makes `cmd`'s child start a session of its own (`setsid` between fork
+/// and exec): no controlling terminal, its own process group, so it
+/// outlives the terminal and the process group that started it. With
+/// `pass = Some((fd, at))`, descriptor `fd` of this process is also handed
+/// to the child as number `at`, inherited across exec (`dup2`, or
+/// clearing close-on-exec when `fd == at`).
+pub fn new_session_on_exec(cmd: &mut Command, pass: Option<(RawFd, RawFd)>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `pre_exec` runs between fork and exec, where only
+    // async-signal-safe calls are allowed: setsid, fcntl and dup2 are,
+    // and the closure neither allocates nor takes a lock. The descriptor
+    // numbers are the caller's, open in the parent when it forks (the
+    // child has copies of them); a wrong number makes dup2 or fcntl fail
+    // with EBADF, which fails the spawn.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            let rc = match pass {
+                Some((fd, at)) if fd == at => libc::fcntl(at, libc::F_SETFD, 0),
+                Some((fd, at)) => libc::dup2(fd, at),
+                None => 0,
+            };
+            if rc == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Ignores `SIGPIPE` (a write to a gone reader fails with `EPIPE`
+/// instead of ending the process) and, with `hangup`, `SIGHUP` too (a
+/// daemon outlives the terminal that started it).
+pub fn ignore_pipe_signals(hangup: bool) {
+    let mut signals = vec![libc::SIGPIPE];
+    if hangup {
+        signals.push(libc::SIGHUP);
+    }
+    for signal in signals {
+        // SAFETY: SIG_IGN installs no handler, so nothing ever runs in
+        // signal context; `signal` is a valid signal number. rustix offers
+        // no safe way to set a disposition.
+        unsafe {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
+}
+
+/// Sets `flag` when `SIGINT` or `SIGTERM` arrives (instead of ending the
+/// process), for a loop that stops cleanly.
+pub fn flag_on_interrupt(flag: &Arc<AtomicBool>) -> io::Result<()> {
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, flag.clone())?;
+    }
+    Ok(())
+}
+
+/// The system's limit on a new program's arguments and environment
+/// together, in bytes (`ARG_MAX`); `None` when it says none.
+pub fn arg_max() -> Option<usize> {
+    // SAFETY: sysconf reads a system setting; it has no preconditions.
+    let max = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
+    usize::try_from(max).ok().filter(|&m| m > 0)
+}
