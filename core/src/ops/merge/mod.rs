@@ -13,7 +13,6 @@
 
 use anyhow::bail;
 use owt_protocol::{ConflictFile, MergeOutput};
-use serde::{Deserialize, Serialize};
 
 use super::Context;
 use crate::ship::{self, Method, Phase1, Strategy};
@@ -31,19 +30,7 @@ use refusals::{refuse_git_locks, refuse_unsafe_phase1};
 pub(crate) use shipping::default_message;
 pub use shipping::{queue_ship, ship_session};
 
-/// Fact kind of the merge/ship journal.
-pub const JOURNAL: &str = "ship";
-
-/// The journal: which operation, at which step, and the tips it started from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Journal {
-    /// `merge` or `ship`.
-    pub op: String,
-    /// `commit`, `predict`, `phase1`, `phase2`, `cleanup`.
-    pub step: String,
-    pub base_before: String,
-    pub branch_before: String,
-}
+pub use super::facts::{Journal, JOURNAL};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MergeOptions {

@@ -24,7 +24,8 @@ pub(crate) use spec::host_spec;
 use validate::validate;
 pub(crate) use validate::worktrees_folder;
 
-pub use interrupt::{catch_interrupts, interrupted, StarterFact, STARTER_FACT};
+pub use super::facts::{BranchFact, StarterFact, BRANCH_FACT, STARTER_FACT};
+pub use super::interrupt::{catch_interrupts, interrupted};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -58,7 +59,7 @@ pub struct NewRequest {
     pub fork: Option<ForkStart>,
     /// The conductor session that asked for this one (MCP
     /// `spawn_session`): recorded before its agent starts.
-    pub parent: Option<crate::ops::conduct::ParentFact>,
+    pub parent: Option<crate::ops::facts::ParentFact>,
     /// `owt new --conductor`: its MCP server offers the conductor tools.
     pub conductor: bool,
 }
@@ -164,15 +165,6 @@ pub struct NewResult {
     pub template_note: Option<String>,
 }
 
-/// Fact: how the session's branch came to be (so delete only deletes
-/// branches owt created).
-pub const BRANCH_FACT: &str = "branch";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BranchFact {
-    pub created: bool,
-}
-
 /// Creates a session. Nothing is left behind when it fails before the
 /// worktree exists; a failing setup script is a warning.
 ///
@@ -228,7 +220,7 @@ fn make_session(
         pid: std::process::id(),
     };
     ctx.store.record_fact(session.id, STARTER_FACT, &starter)?;
-    crate::ops::conduct::record(ctx, session, req.parent.as_ref(), req.conductor)?;
+    crate::ops::facts::record_lineage(ctx, session, req.parent.as_ref(), req.conductor)?;
     // Its ports first: the setup script and the agent are told them.
     let ports = ctx.config.config.worktree.ports;
     if let Err(e) = super::ports::allocate(&mut ctx.store, session, ports) {
