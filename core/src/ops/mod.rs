@@ -23,6 +23,7 @@ pub mod fork;
 pub mod guard;
 pub mod host;
 pub mod interrupt;
+pub mod launch;
 pub mod list;
 pub mod merge;
 pub mod metadata;

@@ -5,7 +5,7 @@ use anyhow::{bail, Context as _};
 use owt_protocol::{DeleteOutput, NewOutput};
 
 use super::remote;
-use crate::ops::new::NewRequest;
+use crate::ops::launch::NewRequest;
 use crate::ops::Context;
 use crate::remote::ssh::{Ssh, COMMAND_TIMEOUT};
 use crate::remote::{keeper, Remote, RemoteError};
