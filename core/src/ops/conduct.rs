@@ -127,7 +127,7 @@ pub fn ship_child(
             row.name
         );
     }
-    super::checks::ship_checked(
+    super::merge::ship_checked(
         ctx,
         &row.name,
         None,

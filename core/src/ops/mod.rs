@@ -38,6 +38,7 @@ pub mod remote;
 pub mod resume;
 pub mod review;
 pub mod setup;
+pub mod ship_message;
 pub mod sync;
 pub mod trash;
 pub mod trust;

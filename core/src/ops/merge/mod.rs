@@ -21,14 +21,14 @@ use crate::store::SessionRow;
 
 mod recovery;
 mod refusals;
+mod remote;
 mod shipping;
 
 pub use recovery::repair_interrupted;
 use recovery::{finish_if_merged, phase1_failed, recover, restore_worktree};
 pub use refusals::{is_stale_lock, repo_dirs};
 use refusals::{refuse_git_locks, refuse_unsafe_phase1};
-pub(crate) use shipping::default_message;
-pub use shipping::{queue_ship, ship_session};
+pub use shipping::{queue_ship, ship_checked, ship_session};
 
 pub use super::facts::{Journal, JOURNAL};
 
@@ -75,7 +75,7 @@ pub fn merge_session(
     let row = ctx.session(name)?;
     super::allowed::check(ctx, &row, owt_protocol::SessionAction::Merge, opts.now)?;
     if row.remote().is_some() {
-        return super::remote::merge(ctx, &row, "merge", opts, None, progress);
+        return remote::merge(ctx, &row, "merge", opts, None, progress);
     }
     merge_row(ctx, &row, "merge", opts, progress)
 }
