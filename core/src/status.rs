@@ -105,7 +105,7 @@ pub mod kind {
     /// [`super::UnreachableFact`]: a remote session's bridge is down;
     /// `observed_at` is since when. Cleared when it is back.
     pub const UNREACHABLE: &str = "unreachable";
-    /// `ops::new::StarterFact`: the `owt new` process making the session,
+    /// `ops::facts::StarterFact`: the `owt new` process making the session,
     /// until its agent is started or queued (status reads its presence:
     /// `setting up`).
     pub const STARTER: &str = "starter";

@@ -26,7 +26,7 @@ pub fn check(
 ) -> anyhow::Result<()> {
     if ctx
         .store
-        .fact::<super::merge::Journal>(row.id, super::merge::JOURNAL)?
+        .fact::<super::facts::Journal>(row.id, super::facts::JOURNAL)?
         .is_some()
     {
         return Ok(());

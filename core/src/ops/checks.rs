@@ -1,12 +1,13 @@
-//! `owt checks NAME [--run]`, and shipping behind the checks: `owt ship`
-//! (and `owt queue --ship`, and the editors' ship command) refuse work
-//! whose `[checks]` fail, unless told `--no-checks`.
+//! `owt checks NAME [--run]`. Shipping behind the checks (`owt ship`,
+//! `owt queue --ship`, the editors' ship command refuse work whose
+//! `[checks]` fail, unless told `--no-checks`) is `ops::merge`'s
+//! [`ship_checked`], re-exported here.
 
-use owt_protocol::{ChecksOutput, ShipOutput};
+use owt_protocol::ChecksOutput;
 
-use super::merge::{self, MergeOptions};
+pub use super::merge::ship_checked;
 use super::Context;
-use crate::feedback::checks::{self, Gate, Trigger};
+use crate::feedback::checks::{self, Trigger};
 use crate::status::feedback::{kind, ChecksFact};
 use crate::store::SessionRow;
 
@@ -67,43 +68,4 @@ pub fn run(
         progress,
     )?;
     output(ctx, &row, Some(fact))
-}
-
-/// `owt ship` behind the checks: the gate (which may run them), then the
-/// ship. `no_checks` skips the gate, and the output says so.
-pub fn ship_checked(
-    ctx: &mut Context,
-    name: &str,
-    message: Option<&str>,
-    opts: MergeOptions,
-    no_checks: bool,
-    progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<ShipOutput> {
-    let row = ctx.session(name)?;
-    super::allowed::check(ctx, &row, owt_protocol::SessionAction::Ship, opts.now)?;
-    let gate = if row.worktree_path.exists() {
-        checks::gate(
-            &ctx.store,
-            &ctx.home,
-            &row,
-            &ctx.config.config.checks,
-            Trigger::Ship,
-            no_checks,
-            progress,
-        )?
-    } else {
-        // An interrupted ship being completed: nothing left to check.
-        Gate::NotConfigured
-    };
-    if gate == Gate::Skipped {
-        progress("Checks skipped (--no-checks).");
-    }
-    let mut out = merge::ship_session(ctx, name, message, opts, progress)?;
-    out.checks = match gate {
-        Gate::NotConfigured => None,
-        Gate::Skipped => Some("skipped".into()),
-        Gate::NotRun => Some("not-run".into()),
-        Gate::Passed(_) => Some("passed".into()),
-    };
-    Ok(out)
 }

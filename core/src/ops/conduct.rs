@@ -9,31 +9,11 @@
 //! `[mcp] conductor_can_ship = true` (otherwise a human ships through
 //! NEEDS YOU).
 
-use anyhow::bail;
-use serde::{Deserialize, Serialize};
-
+pub use super::facts::{ConductorFact, ParentFact, CONDUCTOR_FACT, PARENT_FACT};
 use super::new::{new_session, NewRequest, NewResult};
 use super::Context;
 use crate::store::SessionRow;
-
-/// Fact kind: the conductor that spawned this session ([`ParentFact`]).
-pub const PARENT_FACT: &str = "parent";
-/// Fact kind: `owt new --conductor` ([`ConductorFact`]).
-pub const CONDUCTOR_FACT: &str = "conductor";
-
-/// Who spawned a session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ParentFact {
-    pub parent_id: i64,
-    /// The parent's name when the child was spawned.
-    pub parent: String,
-}
-
-/// The session was started as a conductor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConductorFact {
-    pub conductor: bool,
-}
+use anyhow::bail;
 
 /// What a conductor asks for in `spawn_session`.
 #[derive(Debug, Clone, Default)]
@@ -42,24 +22,6 @@ pub struct SpawnRequest {
     pub agent: Option<String>,
     pub base: Option<String>,
     pub name: Option<String>,
-}
-
-/// Records a new session's parent and whether it conducts (before its
-/// agent starts, so its MCP server knows from its first call).
-pub(crate) fn record(
-    ctx: &Context,
-    session: &SessionRow,
-    parent: Option<&ParentFact>,
-    conductor: bool,
-) -> anyhow::Result<()> {
-    if let Some(parent) = parent {
-        ctx.store.record_fact(session.id, PARENT_FACT, parent)?;
-    }
-    if conductor {
-        let fact = ConductorFact { conductor: true };
-        ctx.store.record_fact(session.id, CONDUCTOR_FACT, &fact)?;
-    }
-    Ok(())
 }
 
 /// The conductor that spawned `session_id`, if one did.
@@ -165,7 +127,7 @@ pub fn ship_child(
             row.name
         );
     }
-    super::checks::ship_checked(
+    super::merge::ship_checked(
         ctx,
         &row.name,
         None,

@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use owt_protocol::{DeleteOutput, SessionKind};
 
-use super::new::{BranchFact, BRANCH_FACT};
+use super::facts::{BranchFact, BRANCH_FACT};
 use super::{owned, trash, Context};
 use crate::store::SessionRow;
 use crate::{git, session};

@@ -4,6 +4,33 @@
 //! Invariant: the functions here combine `git`, `store`, `provider`,
 //! `session` and `status`; they print nothing (they return values and
 //! report progress through a callback) and know nothing of clap or LSP.
+//!
+//! Layers, bottom up: a module names modules of its own layer or below,
+//! never one above, and no two name each other (`scripts/check-cycles`
+//! finds no cycle among these modules; `OPS_LEAVES` and `OPS_SERVICES` in
+//! `scripts/check-layers` keep the three layers).
+//!
+//! 1. **Leaf helpers** (and the verbs others call that name no module
+//!    above them: `review`, `trust`, `conflicts`): `facts` (the
+//!    session facts several use cases share: how the branch came to be,
+//!    who is making the session, its parent conductor, the merge journal),
+//!    `interrupt` (an interrupted `owt new`), `metadata` (owt's file beside
+//!    a worktree's git metadata), `ship_message`, `ports`, `prompt`,
+//!    `review`, `trash`, `conflicts`, `deps`, `trust` (→ `deps`), `owned`
+//!    (→ `trust`).
+//! 2. **Shared services**: `list` (session views, git facts), `guard` (→
+//!    `list`), `allowed` (→ `list`: the check before a board action),
+//!    `launch` (a session's agent launched: the request, its options, the
+//!    host's spec; below `new`, `queue`, `resume` and `fork`), `queue` (→
+//!    `launch`: admission), `setup` (the new worktree's setup), `remote`
+//!    (→ `guard`, `launch`: remotes, a remote session's record and delete).
+//! 3. **Use cases**, one per verb, over the services and helpers and over
+//!    one another one way only: `delete` (→ `queue`, `remote`); `new` (→
+//!    `delete`, `queue`, `setup`, `launch`); `merge` (→ `delete`,
+//!    `remote`; it merges and ships remote sessions too, and ships behind
+//!    the checks); `fork`, `conduct`, `acp` (→ `new`); `checks`, `doctor`,
+//!    `conduct` (→ `merge`); `cleanup`, `watch`, `doctor` (→ `delete`);
+//!    `resume`, `agent`, `pr`, and the rest.
 
 pub mod acp;
 pub mod agent;
@@ -18,11 +45,15 @@ pub mod delete;
 pub mod deps;
 pub mod doctor;
 pub mod editor;
+pub mod facts;
 pub mod fork;
 pub mod guard;
 pub mod host;
+pub mod interrupt;
+pub mod launch;
 pub mod list;
 pub mod merge;
+pub mod metadata;
 pub mod new;
 pub mod notes;
 pub mod owned;
@@ -34,6 +65,7 @@ pub mod remote;
 pub mod resume;
 pub mod review;
 pub mod setup;
+pub mod ship_message;
 pub mod sync;
 pub mod trash;
 pub mod trust;

@@ -28,7 +28,7 @@
 
 use std::path::Path;
 
-use super::new::LaunchOptions;
+use super::launch::LaunchOptions;
 use super::Context;
 use crate::config::human_bytes;
 use crate::session::memory::{self, MachineMemory};
@@ -414,7 +414,7 @@ pub fn start_agent(
         anyhow::bail!("its worktree {} is gone", session.worktree_path.display());
     }
     let resolved = crate::provider::resolve(&ctx.config.config, Some(&session.provider))?;
-    let (spec, warnings) = super::new::host_spec(ctx, session, &resolved, options)?;
+    let (spec, warnings) = super::launch::host_spec(ctx, session, &resolved, options)?;
     for warning in warnings {
         tracing::warn!(session = %session.name, "{warning}");
     }

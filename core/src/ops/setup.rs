@@ -181,7 +181,7 @@ fn wait_streaming(
         if let Some(status) = child.try_wait()? {
             break Some(status);
         }
-        if super::new::interrupted() {
+        if super::interrupt::interrupted() {
             crate::platform::process::signal_group(
                 child.id(),
                 crate::platform::process::Signal::TERM,

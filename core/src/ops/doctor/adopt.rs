@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use owt_protocol::{DoctorFinding, SessionKind};
 
-use super::{finding, read_metadata, WorktreeMetadata};
+use super::finding;
 use crate::git;
+use crate::ops::metadata::{read_metadata, WorktreeMetadata};
 use crate::ops::Context;
 use crate::store::SessionRow;
 

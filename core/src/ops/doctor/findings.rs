@@ -9,7 +9,7 @@ use super::orphans::orphan_folder;
 use super::starters::starter_gone;
 use super::{age_text, finding, TRASH_DAYS};
 use crate::git;
-use crate::ops::{merge, Context};
+use crate::ops::{facts, merge, Context};
 
 /// `owt doctor`: every kind of finding in turn (git's stale lock files
 /// first: the repairs after them need git); with `fix`, each repaired
@@ -94,7 +94,7 @@ fn git_locks(ctx: &Context, fix: bool) -> Vec<DoctorFinding> {
 fn interrupted_merges(ctx: &mut Context, fix: bool) -> anyhow::Result<Vec<DoctorFinding>> {
     let mut findings = Vec::new();
     for row in ctx.store.sessions(ctx.repo_row.id)? {
-        let Some((journal, _)) = ctx.store.fact::<merge::Journal>(row.id, merge::JOURNAL)? else {
+        let Some((journal, _)) = ctx.store.fact::<facts::Journal>(row.id, facts::JOURNAL)? else {
             continue;
         };
         let mut f = finding(

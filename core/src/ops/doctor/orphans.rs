@@ -6,8 +6,9 @@ use std::path::Path;
 use owt_protocol::DoctorFinding;
 
 use super::adopt::{candidate_homes, live_hosts, session_from};
-use super::{finding, read_metadata};
+use super::finding;
 use crate::git;
+use crate::ops::metadata::read_metadata;
 use crate::ops::Context;
 
 /// A folder under `base_directory` that no session of the store owns:

@@ -8,7 +8,7 @@
 use owt_protocol::DoctorFinding;
 
 use super::finding;
-use crate::ops::new::{StarterFact, STARTER_FACT};
+use crate::ops::facts::{StarterFact, STARTER_FACT};
 use crate::ops::Context;
 use crate::status::kind;
 

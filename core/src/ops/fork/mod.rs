@@ -11,12 +11,12 @@
 //! (an unknown or remote NAME, a NEW already taken) is refused before
 //! anything is created.
 
-pub(crate) mod conversation;
 mod snapshot;
 
 use anyhow::bail;
 
-use super::new::{new_session, ForkFrom, ForkStart, NewRequest, NewResult};
+use super::launch::{ForkFrom, ForkStart, NewRequest};
+use super::new::{new_session, NewResult};
 use super::Context;
 use crate::names;
 use crate::store::SessionRow;
@@ -58,7 +58,7 @@ pub fn fork(
     let start_point = snapshot::working_state(&source.worktree_path, &source.name)?;
     let from = ForkFrom {
         session: source.name.clone(),
-        transcript: conversation::transcript(ctx, &source),
+        transcript: super::launch::fork::transcript(ctx, &source),
         context: context(&source, &start_point),
     };
     let task = req
@@ -145,20 +145,5 @@ fn context(source: &SessionRow, start_point: &str) -> String {
         name = source.name,
         task = source.task.trim(),
         base = source.base_branch,
-    )
-}
-
-/// Claude Code's first message in a forked conversation: where it now
-/// is, and its task.
-pub(crate) fn forked_prompt(session: &SessionRow) -> String {
-    format!(
-        "owt: this conversation was forked into a new session, {name}, in its own worktree \
-         ({worktree}) on branch {branch}; it starts with all the work so far (uncommitted \
-         and untracked files committed there as one commit). The original session goes on \
-         separately: work only here. Your task now: {task}",
-        name = session.name,
-        worktree = session.worktree_path.display(),
-        branch = session.branch,
-        task = session.task.trim(),
     )
 }

@@ -273,8 +273,8 @@ fn finish_view(
     view.parent = stored
         .facts
         .iter()
-        .find(|f| f.kind == super::conduct::PARENT_FACT)
-        .and_then(|f| serde_json::from_value::<super::conduct::ParentFact>(f.value.clone()).ok())
+        .find(|f| f.kind == super::facts::PARENT_FACT)
+        .and_then(|f| serde_json::from_value::<super::facts::ParentFact>(f.value.clone()).ok())
         .map(|p| p.parent);
     Ok(view)
 }

@@ -13,7 +13,6 @@
 
 use anyhow::bail;
 use owt_protocol::{ConflictFile, MergeOutput};
-use serde::{Deserialize, Serialize};
 
 use super::Context;
 use crate::ship::{self, Method, Phase1, Strategy};
@@ -22,28 +21,16 @@ use crate::store::SessionRow;
 
 mod recovery;
 mod refusals;
+mod remote;
 mod shipping;
 
 pub use recovery::repair_interrupted;
 use recovery::{finish_if_merged, phase1_failed, recover, restore_worktree};
 pub use refusals::{is_stale_lock, repo_dirs};
 use refusals::{refuse_git_locks, refuse_unsafe_phase1};
-pub(crate) use shipping::default_message;
-pub use shipping::{queue_ship, ship_session};
+pub use shipping::{queue_ship, ship_checked, ship_session};
 
-/// Fact kind of the merge/ship journal.
-pub const JOURNAL: &str = "ship";
-
-/// The journal: which operation, at which step, and the tips it started from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Journal {
-    /// `merge` or `ship`.
-    pub op: String,
-    /// `commit`, `predict`, `phase1`, `phase2`, `cleanup`.
-    pub step: String,
-    pub base_before: String,
-    pub branch_before: String,
-}
+pub use super::facts::{Journal, JOURNAL};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MergeOptions {
@@ -88,7 +75,7 @@ pub fn merge_session(
     let row = ctx.session(name)?;
     super::allowed::check(ctx, &row, owt_protocol::SessionAction::Merge, opts.now)?;
     if row.remote().is_some() {
-        return super::remote::merge(ctx, &row, "merge", opts, None, progress);
+        return remote::merge(ctx, &row, "merge", opts, None, progress);
     }
     merge_row(ctx, &row, "merge", opts, progress)
 }

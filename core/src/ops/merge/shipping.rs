@@ -1,5 +1,6 @@
-//! `owt ship`: everything in the worktree committed, then merged; and
-//! `owt queue --ship`, the ready sessions shipped in the guard's order.
+//! `owt ship`: everything in the worktree committed, then merged, behind
+//! the checks (`ship_checked`); and `owt queue --ship`, the ready sessions
+//! shipped in the guard's order.
 
 use anyhow::{bail, Context as _};
 use owt_protocol::ShipOutput;
@@ -7,6 +8,7 @@ use owt_protocol::ShipOutput;
 use super::{
     finish_if_merged, journal, merge_row, recover, refuse_git_locks, Journal, MergeOptions, JOURNAL,
 };
+use crate::feedback::checks::{self, Gate, Trigger};
 use crate::ops::Context;
 use crate::ship;
 use crate::store::SessionRow;
@@ -22,7 +24,7 @@ pub fn ship_session(
 ) -> anyhow::Result<ShipOutput> {
     let row = ctx.session(name)?;
     if row.remote().is_some() {
-        return crate::ops::remote::ship(ctx, &row, message, opts, progress);
+        return super::remote::ship(ctx, &row, message, opts, progress);
     }
     if !row.worktree_path.exists() && ctx.store.fact::<Journal>(row.id, JOURNAL)?.is_none() {
         bail!(
@@ -47,7 +49,7 @@ pub fn ship_session(
     ship::failpoint("ship-commit");
     let message = message
         .map(str::to_string)
-        .unwrap_or_else(|| default_message(&row));
+        .unwrap_or_else(|| crate::ops::ship_message::default_message(&row));
     progress(&format!(
         "Committing the work in {}",
         row.worktree_path.display()
@@ -176,18 +178,45 @@ fn as_in_base(ctx: &Context, row: &SessionRow, path: &str) -> bool {
     }
 }
 
-pub(crate) fn default_message(row: &SessionRow) -> String {
-    let first = row.task.lines().next().unwrap_or("").trim();
-    let subject = if first.is_empty() {
-        row.name.as_str()
+/// `owt ship` behind the checks: the gate (which may run them), then the
+/// ship. `no_checks` skips the gate, and the output says so. `owt ship`,
+/// `owt queue --ship` and the editors' ship command refuse work whose
+/// `[checks]` fail, unless told `--no-checks`.
+pub fn ship_checked(
+    ctx: &mut Context,
+    name: &str,
+    message: Option<&str>,
+    opts: MergeOptions,
+    no_checks: bool,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<ShipOutput> {
+    let row = ctx.session(name)?;
+    crate::ops::allowed::check(ctx, &row, owt_protocol::SessionAction::Ship, opts.now)?;
+    let gate = if row.worktree_path.exists() {
+        checks::gate(
+            &ctx.store,
+            &ctx.home,
+            &row,
+            &ctx.config.config.checks,
+            Trigger::Ship,
+            no_checks,
+            progress,
+        )?
     } else {
-        first
+        // An interrupted ship being completed: nothing left to check.
+        Gate::NotConfigured
     };
-    let subject: String = subject.chars().take(72).collect();
-    format!(
-        "{subject}\n\nShipped by owt from session {} ({}).",
-        row.name, row.provider
-    )
+    if gate == Gate::Skipped {
+        progress("Checks skipped (--no-checks).");
+    }
+    let mut out = ship_session(ctx, name, message, opts, progress)?;
+    out.checks = match gate {
+        Gate::NotConfigured => None,
+        Gate::Skipped => Some("skipped".into()),
+        Gate::NotRun => Some("not-run".into()),
+        Gate::Passed(_) => Some("passed".into()),
+    };
+    Ok(out)
 }
 
 /// `owt queue --ship`: ships the ready sessions in the guard's queue order
@@ -209,14 +238,7 @@ pub fn queue_ship(
     };
     for (i, name) in order.iter().enumerate() {
         progress(&format!("Shipping {name} ({}/{})", i + 1, order.len()));
-        match crate::ops::checks::ship_checked(
-            ctx,
-            name,
-            None,
-            MergeOptions::default(),
-            false,
-            progress,
-        ) {
+        match ship_checked(ctx, name, None, MergeOptions::default(), false, progress) {
             Ok(shipped) => out.shipped.push(shipped),
             Err(e) => {
                 out.stopped_at = Some(name.clone());

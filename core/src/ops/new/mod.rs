@@ -2,150 +2,27 @@
 //!
 //! The phases of [`new_session`], one part each: `validate` (the request,
 //! nothing created), `place` (the name reserved, the worktree placed),
-//! `spec` (the agent's launch, built once), `launch` (setup and
-//! integrations installed, the session host started or queued); `exec`
-//! checks what exec needs.
+//! `ops::launch::host_spec` (the agent's launch, built once and checked
+//! against exec's limits), `start` (setup and integrations installed, the
+//! session host started or queued).
 
-mod exec;
 mod interrupt;
-mod launch;
 mod place;
-mod spec;
+mod start;
 mod validate;
 
-use serde::{Deserialize, Serialize};
-
+use super::launch::host_spec;
+pub use super::launch::{ForkFrom, ForkStart, LaunchOptions, NewRequest, SUMMARY_FACT};
 use super::Context;
-use crate::provider::{self, LaunchMode};
+use crate::provider;
 use crate::store::SessionRow;
-use launch::{install_integrations, launch};
 use place::{place_worktree, reserve};
-pub(crate) use spec::host_spec;
+use start::{install_integrations, launch};
 use validate::validate;
 pub(crate) use validate::worktrees_folder;
 
-pub use interrupt::{catch_interrupts, interrupted, StarterFact, STARTER_FACT};
-
-/// What the user asked for.
-#[derive(Debug, Clone, Default)]
-pub struct NewRequest {
-    pub task: String,
-    pub name: Option<String>,
-    pub branch: Option<String>,
-    pub base: Option<String>,
-    pub ai_tool: Option<String>,
-    pub headless: bool,
-    pub plan: bool,
-    pub in_place: bool,
-    /// `--template`: a built-in protocol (feature, bugfix, …) or `[templates.NAME]`.
-    pub template: Option<String>,
-    /// Pass the task verbatim, without the prompt builder's protocol and context.
-    pub raw: bool,
-    /// Terminal size for the agent (rows, cols).
-    pub size: (u16, u16),
-    /// Run the agent's ACP server instead of its terminal UI.
-    pub acp: bool,
-    /// Start the agent without a first prompt (`owt acp`: the editor sends
-    /// it). Only with `acp`.
-    pub no_prompt: bool,
-    /// ACP: MCP servers to pass to the agent besides owt's own.
-    pub acp_mcp_servers: Vec<serde_json::Value>,
-    /// Start the agent now even beyond `[agent] max_running` or
-    /// `min_free_memory` (never queue it).
-    pub now: bool,
-    /// `owt fork`: the commit the new branch starts at (the forked
-    /// session's working state) and what the agent is told of it.
-    pub fork: Option<ForkStart>,
-    /// The conductor session that asked for this one (MCP
-    /// `spawn_session`): recorded before its agent starts.
-    pub parent: Option<crate::ops::conduct::ParentFact>,
-    /// `owt new --conductor`: its MCP server offers the conductor tools.
-    pub conductor: bool,
-}
-
-/// Where a forked session starts: a commit (not a branch) and the session
-/// it was forked from.
-#[derive(Debug, Clone)]
-pub struct ForkStart {
-    /// The full id of the commit holding the forked session's working state.
-    pub start_point: String,
-    pub from: ForkFrom,
-}
-
-/// The session a forked one came from, for its agent's first prompt.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ForkFrom {
-    /// The forked session's name.
-    pub session: String,
-    /// Claude Code's transcript of the forked conversation
-    /// (`--resume ID --fork-session`); `None`: the agent is told `context`.
-    #[serde(default)]
-    pub transcript: Option<std::path::PathBuf>,
-    /// The forked session's task and diff, for an agent that cannot fork
-    /// its conversation.
-    pub context: String,
-}
-
-impl NewRequest {
-    /// How the agent is to be launched (now, or once the queue starts it).
-    pub fn launch_options(&self) -> LaunchOptions {
-        LaunchOptions {
-            headless: self.headless,
-            plan: self.plan,
-            template: self.template.clone(),
-            raw: self.raw,
-            rows: self.size.0,
-            cols: self.size.1,
-            acp: self.acp,
-            no_prompt: self.no_prompt,
-            acp_mcp_servers: self.acp_mcp_servers.clone(),
-            fork: self.fork.as_ref().map(|f| f.from.clone()),
-        }
-    }
-}
-
-/// How a session's agent is launched: what `owt new` was asked. A queued
-/// session keeps it (the `queued` fact) until its agent starts; the first
-/// prompt is built when it does, so it names the peers of that moment.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LaunchOptions {
-    #[serde(default)]
-    pub headless: bool,
-    #[serde(default)]
-    pub plan: bool,
-    #[serde(default)]
-    pub template: Option<String>,
-    #[serde(default)]
-    pub raw: bool,
-    #[serde(default)]
-    pub rows: u16,
-    #[serde(default)]
-    pub cols: u16,
-    /// Run the agent's ACP server instead of its terminal UI.
-    #[serde(default)]
-    pub acp: bool,
-    /// ACP: start the agent without a first prompt (the editor sends it).
-    #[serde(default)]
-    pub no_prompt: bool,
-    /// ACP: MCP servers to pass to the agent besides owt's own.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub acp_mcp_servers: Vec<serde_json::Value>,
-    /// `owt fork`: the session this one was forked from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fork: Option<ForkFrom>,
-}
-
-impl LaunchOptions {
-    fn mode(&self) -> LaunchMode {
-        if self.headless {
-            LaunchMode::Headless
-        } else if self.plan {
-            LaunchMode::Plan
-        } else {
-            LaunchMode::Interactive
-        }
-    }
-}
+pub use super::facts::{BranchFact, StarterFact, BRANCH_FACT, STARTER_FACT};
+pub use super::interrupt::{catch_interrupts, interrupted};
 
 /// A created session and what went wrong without stopping it.
 #[derive(Debug, Clone)]
@@ -164,23 +41,14 @@ pub struct NewResult {
     pub template_note: Option<String>,
 }
 
-/// Fact: how the session's branch came to be (so delete only deletes
-/// branches owt created).
-pub const BRANCH_FACT: &str = "branch";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BranchFact {
-    pub created: bool,
-}
-
 /// Creates a session. Nothing is left behind when it fails before the
 /// worktree exists; a failing setup script is a warning.
 ///
 /// The phases, in order: [`validate`](validate::validate) the request (nothing is created),
 /// [`reserve`](place::reserve) the name in the store and the session's ports,
 /// [`host_spec`] (the agent's launch, built once and checked against
-/// exec's limits), [`place_worktree`](place::place_worktree), [`install_integrations`](launch::install_integrations) (setup,
-/// hooks, MCP, owt's own files), then [`launch`](launch::launch) the session host, now or
+/// exec's limits), [`place_worktree`](place::place_worktree), [`install_integrations`](start::install_integrations) (setup,
+/// hooks, MCP, owt's own files), then [`launch`](start::launch) the session host, now or
 /// through the queue.
 pub fn new_session(
     ctx: &mut Context,
@@ -228,7 +96,7 @@ fn make_session(
         pid: std::process::id(),
     };
     ctx.store.record_fact(session.id, STARTER_FACT, &starter)?;
-    crate::ops::conduct::record(ctx, session, req.parent.as_ref(), req.conductor)?;
+    crate::ops::facts::record_lineage(ctx, session, req.parent.as_ref(), req.conductor)?;
     // Its ports first: the setup script and the agent are told them.
     let ports = ctx.config.config.worktree.ports;
     if let Err(e) = super::ports::allocate(&mut ctx.store, session, ports) {
@@ -314,6 +182,3 @@ struct Plan<'r> {
     explicit_branch: Option<String>,
     base_dir: std::path::PathBuf,
 }
-
-/// Fact kind of an agent's own summary of what it is doing (MCP `set_summary`).
-pub const SUMMARY_FACT: &str = crate::status::kind::SUMMARY;

@@ -98,7 +98,7 @@ pub(super) fn place_worktree(
                 create_branch,
             )
             .with_context(|| format!("creating the worktree for {}", session.name))?;
-        if let Err(e) = crate::ops::doctor::write_metadata(ctx, session) {
+        if let Err(e) = crate::ops::metadata::write_metadata(ctx, session) {
             warnings.push(format!(
                 "could not record the session beside its worktree (owt doctor uses it to re-adopt a session the store lost): {e:#}"
             ));

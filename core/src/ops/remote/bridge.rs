@@ -57,7 +57,7 @@ pub fn commit(
     } else {
         let message = message
             .map(str::to_string)
-            .unwrap_or_else(|| crate::ops::merge::default_message(&row));
+            .unwrap_or_else(|| crate::ops::ship_message::default_message(&row));
         crate::ship::commit_all(&row.worktree_path, &message, &never)
             .with_context(|| format!("committing the work of {name}"))?
     };

@@ -1,6 +1,8 @@
 //! Remotes as use cases: `owt remote list|check|setup|install`, `owt new
-//! --on`, and what delete, merge and ship do with a remote session — plus
-//! the remote's half of them (`owt __bridge info|commit`).
+//! --on`, and what delete does with a remote session — plus the remote's
+//! half of them (`owt __bridge info|commit`). Merging and shipping a
+//! remote session are `ops::merge`'s (its `remote` part), which names this
+//! module; this module names no `merge`.
 //!
 //! Invariants: a remote session is created, changed and deleted by the
 //! remote's own owt (with its data-safety and trust rules); here only its
@@ -9,8 +11,8 @@
 //! written; a remote that cannot be reached changes nothing here.
 //!
 //! Parts: `machine` (check, install), `setup` (the clone there),
-//! `session` (new --on, delete), `land` (merge and ship: fetched, merged
-//! here), `bridge` (the remote's half: `owt __bridge info|commit`).
+//! `session` (new --on, delete), `bridge` (the remote's half: `owt __bridge
+//! info|commit`).
 
 use anyhow::bail;
 use owt_protocol::{RemoteList, RemoteView};
@@ -20,14 +22,13 @@ use crate::remote::ssh::Ssh;
 use crate::remote::{keeper, Remote};
 
 mod bridge;
-mod land;
 mod machine;
 mod session;
 mod setup;
 
 pub use bridge::{commit, info};
-pub use land::{merge, ship};
 pub use machine::{check, install};
+pub(crate) use session::remote_of;
 pub use session::{delete, new_on, NewOnRemote};
 pub use setup::setup;
 

@@ -5,7 +5,7 @@ use anyhow::{bail, Context as _};
 use owt_protocol::{DeleteOutput, NewOutput};
 
 use super::remote;
-use crate::ops::new::NewRequest;
+use crate::ops::launch::NewRequest;
 use crate::ops::Context;
 use crate::remote::ssh::{Ssh, COMMAND_TIMEOUT};
 use crate::remote::{keeper, Remote, RemoteError};
@@ -92,7 +92,7 @@ pub fn new_on(
 }
 
 /// The remote and its session name of a remote session's row.
-pub(super) fn remote_of(ctx: &Context, row: &SessionRow) -> anyhow::Result<(Remote, Ssh, String)> {
+pub(crate) fn remote_of(ctx: &Context, row: &SessionRow) -> anyhow::Result<(Remote, Ssh, String)> {
     let (remote_name, _) = row
         .remote()
         .with_context(|| format!("{} is not a remote session", row.name))?;

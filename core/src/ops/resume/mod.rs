@@ -18,7 +18,7 @@ mod auto;
 use anyhow::Context as _;
 use owt_protocol::SessionAction;
 
-use super::new::LaunchOptions;
+use super::launch::LaunchOptions;
 use super::Context;
 use crate::status::{kind, SessionFacts};
 use crate::store::SessionRow;
@@ -56,7 +56,7 @@ pub fn resume(ctx: &mut Context, name: &str) -> anyhow::Result<(SessionRow, Stri
         cols: 120,
         ..LaunchOptions::default()
     };
-    let (mut spec, warnings) = super::new::host_spec(ctx, &session, &resolved, &options)?;
+    let (mut spec, warnings) = super::launch::host_spec(ctx, &session, &resolved, &options)?;
     for warning in warnings {
         tracing::warn!(session = %session.name, "{warning}");
     }

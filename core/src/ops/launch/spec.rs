@@ -118,9 +118,9 @@ fn agent_launch(
     let forked = options
         .fork
         .as_ref()
-        .map(|from| crate::ops::fork::conversation::prepare(ctx, session, resolved, options, from));
+        .map(|from| super::fork::prepare(ctx, session, resolved, options, from));
     let (prompt, fork_args) = match forked {
-        Some(Some(fork_args)) => (crate::ops::fork::forked_prompt(session), fork_args),
+        Some(Some(fork_args)) => (super::fork::forked_prompt(session), fork_args),
         Some(None) => {
             let from = options.fork.as_ref().map(|f| f.context.as_str());
             (

@@ -8,8 +8,8 @@ use anyhow::{bail, Context as _};
 use owt_protocol::bridge::{RemoteCommit, RemoteInfo};
 use owt_protocol::{MergeOutput, ShipOutput};
 
-use super::session::{delete, remote_of};
-use crate::ops::merge::MergeOptions;
+use super::MergeOptions;
+use crate::ops::remote::{delete, remote_of};
 use crate::ops::Context;
 use crate::remote::keeper;
 use crate::remote::ssh::{Ssh, COMMAND_TIMEOUT};
@@ -117,7 +117,7 @@ pub fn merge(
         worktree_path: checkout.clone(),
         ..row.clone()
     };
-    let merged = crate::ops::merge::merge_row(
+    let merged = super::merge_row(
         ctx,
         &merging,
         op,

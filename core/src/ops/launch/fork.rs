@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ops::new::{ForkFrom, LaunchOptions};
+use super::{ForkFrom, LaunchOptions};
 use crate::ops::Context;
 use crate::provider;
 use crate::store::SessionRow;
@@ -77,4 +77,19 @@ fn resolved_path(path: &Path) -> PathBuf {
             _ => return path.to_path_buf(),
         }
     }
+}
+
+/// Claude Code's first message in a forked conversation: where it now
+/// is, and its task.
+pub(crate) fn forked_prompt(session: &SessionRow) -> String {
+    format!(
+        "owt: this conversation was forked into a new session, {name}, in its own worktree \
+         ({worktree}) on branch {branch}; it starts with all the work so far (uncommitted \
+         and untracked files committed there as one commit). The original session goes on \
+         separately: work only here. Your task now: {task}",
+        name = session.name,
+        worktree = session.worktree_path.display(),
+        branch = session.branch,
+        task = session.task.trim(),
+    )
 }
