@@ -61,9 +61,6 @@ pub struct GuardLive {
     /// The checkout the editor shows.
     my_root: Option<PathBuf>,
     view: GuardView,
-    /// What was last published, per document, with the document version
-    /// it was published for.
-    pub published: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
     /// When the unsaved buffers are next handed to the guard.
     pub overrides_due: Option<Instant>,
     /// Engines started so far.
@@ -89,7 +86,6 @@ impl Default for GuardLive {
             me: YOU.to_string(),
             my_root: None,
             view: GuardView::default(),
-            published: HashMap::new(),
             overrides_due: None,
             epochs: 0,
             slot: Arc::new(Mutex::new(Slot::Starting)),
@@ -442,8 +438,8 @@ fn republish_versions(state: &mut State) {
         return;
     };
     let stale: std::collections::BTreeSet<String> = state
-        .guard
         .published
+        .guard
         .iter()
         .filter(|(uri, (version, _))| {
             state
@@ -477,8 +473,8 @@ fn republish_versions(state: &mut State) {
 pub fn stop(state: &mut State) {
     state.guard.running = None;
     set_slot(state, Slot::Off);
-    for (uri, _) in std::mem::take(&mut state.guard.published) {
-        let diags = super::review_live::with_comments(state, &uri, Vec::new());
+    for (uri, _) in std::mem::take(&mut state.published.guard) {
+        let diags = state.published.with_comments(&uri, Vec::new());
         state.outbox.send(Outgoing::Diagnostics(uri, diags, None));
     }
 }
@@ -563,7 +559,7 @@ fn publish(state: &mut State, applied: Applied) {
             .filter_map(|path| path_to_uri(&my_root.join(path)))
             .collect()
     });
-    let published = &mut state.guard.published;
+    let published = &mut state.published.guard;
     let mut to_send: Vec<(Uri, Vec<Diagnostic>)> = Vec::new();
     for (uri, (_, old)) in published.iter() {
         let in_scope = scope.as_ref().is_none_or(|scope| scope.contains(uri));
@@ -587,7 +583,7 @@ fn publish(state: &mut State, applied: Applied) {
     published.retain(|_, (_, d)| !d.is_empty());
     for (uri, diags) in to_send {
         let version = state.docs.get(&uri).map(|d| d.version);
-        let diags = super::review_live::with_comments(state, &uri, diags);
+        let diags = state.published.with_comments(&uri, diags);
         state
             .outbox
             .send(Outgoing::Diagnostics(uri, diags, version));

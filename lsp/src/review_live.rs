@@ -35,8 +35,6 @@ pub const RECHECK: Duration = Duration::from_millis(2000);
 
 #[derive(Default)]
 pub struct ReviewLive {
-    /// Comment diagnostics as last published, per document.
-    pub published: HashMap<Uri, Vec<Diagnostic>>,
     /// Comments stored but not typed yet: session → (ids, when due).
     pending: BTreeMap<String, (Vec<u32>, Instant)>,
     /// The last selection code actions were asked for in an agent's file
@@ -217,8 +215,8 @@ pub fn recheck(state: &mut State) {
     }
     state.review.next_recheck = Some(now + RECHECK);
     let mut shown: Vec<String> = state
-        .review
         .published
+        .comments
         .values()
         .flatten()
         .filter_map(|d| diagnostic_session(d).map(str::to_string))
@@ -239,8 +237,8 @@ pub fn sessions_changed(state: &mut State, names: &[String]) {
             .as_ref()
             .is_some_and(|ctx| ops::review::has_open_comments(ctx, name));
         let shown = state
-            .review
             .published
+            .comments
             .values()
             .flatten()
             .any(|d| diagnostic_session(d) == Some(name.as_str()));
@@ -279,8 +277,8 @@ pub fn refresh(state: &mut State, name: &str) {
         });
     }
     let before: Vec<Uri> = state
-        .review
         .published
+        .comments
         .iter()
         .filter(|(_, diags)| diags.iter().any(|d| diagnostic_session(d) == Some(name)))
         .map(|(uri, _)| uri.clone())
@@ -293,8 +291,8 @@ pub fn refresh(state: &mut State, name: &str) {
     }
     for uri in touched {
         let mut diags: Vec<Diagnostic> = state
-            .review
             .published
+            .comments
             .remove(&uri)
             .unwrap_or_default()
             .into_iter()
@@ -302,7 +300,7 @@ pub fn refresh(state: &mut State, name: &str) {
             .collect();
         diags.extend(next.remove(&uri).unwrap_or_default());
         if !diags.is_empty() {
-            state.review.published.insert(uri.clone(), diags);
+            state.published.comments.insert(uri.clone(), diags);
         }
         send(state, uri);
     }
@@ -311,29 +309,21 @@ pub fn refresh(state: &mut State, name: &str) {
 /// Publishes `uri`'s diagnostics: the guard's and the comments'.
 fn send(state: &State, uri: Uri) {
     let mut all = state
-        .guard
         .published
+        .guard
         .get(&uri)
         .map(|(_, d)| d.clone())
         .unwrap_or_default();
     all.extend(
         state
-            .review
             .published
+            .comments
             .get(&uri)
             .cloned()
             .unwrap_or_default(),
     );
     let version = state.docs.get(&uri).map(|d| d.version);
     state.outbox.send(Outgoing::Diagnostics(uri, all, version));
-}
-
-/// The comment diagnostics to publish with the guard's for `uri`.
-pub fn with_comments(state: &State, uri: &Uri, mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
-    if let Some(comments) = state.review.published.get(uri) {
-        diags.extend(comments.iter().cloned());
-    }
-    diags
 }
 
 /// A code action's selection in an agent's file: remembered for

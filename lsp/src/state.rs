@@ -19,6 +19,27 @@ use super::outbox::Outbox;
 use super::sessions::SessionWatch;
 use owt_core::ops::Context;
 
+/// Diagnostics as last published, per document: the live guard's and
+/// the review comments', which go out together (one `publishDiagnostics`
+/// holds both).
+#[derive(Default)]
+pub struct Published {
+    /// The guard's, with the document version they were published for.
+    pub guard: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
+    /// The review comments'.
+    pub comments: HashMap<Uri, Vec<Diagnostic>>,
+}
+
+impl Published {
+    /// `diags` with the comment diagnostics of `uri` added.
+    pub fn with_comments(&self, uri: &Uri, mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+        if let Some(comments) = self.comments.get(uri) {
+            diags.extend(comments.iter().cloned());
+        }
+        diags
+    }
+}
+
 /// An open document, as the editor has it.
 pub struct Document {
     pub text: String,
@@ -43,6 +64,7 @@ pub struct State {
     /// The client answers `window/showMessageRequest` (Helix 25.07 does not).
     pub message_actions_supported: bool,
     pub docs: HashMap<Uri, Document>,
+    pub published: Published,
     /// Sessions as last read.
     pub sessions: Vec<SessionView>,
     pub watch: SessionWatch,
@@ -88,6 +110,7 @@ impl State {
             related_supported: false,
             message_actions_supported: false,
             docs: HashMap::new(),
+            published: Published::default(),
             sessions: Vec::new(),
             watch: SessionWatch::default(),
             git: None,
