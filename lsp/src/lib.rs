@@ -50,6 +50,7 @@ mod machine;
 mod main_loop;
 mod notifications;
 mod outbox;
+mod owner;
 mod permission;
 mod progress;
 mod requests;

@@ -74,15 +74,10 @@ pub struct State {
     /// and new conflicts routed to agents), started with the first refresh.
     pub pr_watch: Option<owt_core::ops::watch::Background>,
     pub guard: GuardLive,
-    /// The record of unsaved buffers the pre-edit hook reads.
-    pub unsaved: super::unsaved::UnsavedRecord,
-    pub review: super::review_live::ReviewLive,
     pub initialized: bool,
     pub shut_down: bool,
     /// The last error about the store's file shown to the user (shown once).
     pub store_trouble: Option<String>,
-    /// Memory pressure and room for queued sessions.
-    pub machine: super::machine::MachineWatch,
     /// What the repository's own files were not allowed to do (trust),
     /// said once the client is initialized.
     pub trust_notice: Option<String>,
@@ -116,12 +111,9 @@ impl State {
             git: None,
             pr_watch: None,
             guard: GuardLive::default(),
-            unsaved: Default::default(),
-            review: Default::default(),
             initialized: false,
             shut_down: false,
             store_trouble: None,
-            machine: super::machine::MachineWatch::default(),
             trust_notice: None,
             next_token: 0,
         }

@@ -4,10 +4,11 @@
 
 use tower_lsp_server::ls_types::MessageType;
 
+use super::super::owner::Owner;
 use super::super::sessions;
-use super::super::state::State;
 
-pub fn handle(state: &mut State) {
+pub fn handle(owner: &mut Owner) {
+    let state = &mut owner.state;
     state.initialized = true;
     if let Some(notice) = state.trust_notice.take() {
         state
@@ -16,5 +17,5 @@ pub fn handle(state: &mut State) {
     }
     sessions::refresh(state, true);
     // Clears the records of killed servers soon (the pre-edit hook's).
-    super::super::unsaved::changed(state);
+    owner.unsaved.changed();
 }
