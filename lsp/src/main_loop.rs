@@ -16,7 +16,7 @@ use tower_lsp_server::Client;
 use super::event::Event;
 use super::owner::Owner;
 use super::state::State;
-use super::{guard_live, notifications, requests, sessions};
+use super::{notifications, requests};
 
 /// How often the board and statuses are re-read.
 const TICK: Duration = Duration::from_millis(500);
@@ -64,7 +64,7 @@ fn serve(owner: &mut Owner, rx: Receiver<Event>) {
     let mut trimmer = owt_core::memory::Trimmer::new();
     loop {
         let wake = [
-            owner.state.guard.overrides_due,
+            owner.guard.overrides_due,
             owner.unsaved.due,
             trimmer.due(),
             owner.review.due(),
@@ -86,13 +86,12 @@ fn serve(owner: &mut Owner, rx: Receiver<Event>) {
             Err(RecvTimeoutError::Disconnected) => return,
         }
         if owner
-            .state
             .guard
             .overrides_due
             .is_some_and(|due| Instant::now() >= due)
         {
             guarded("handing buffers to the guard", || {
-                guard_live::apply_overrides(&mut owner.state)
+                owner.guard.apply_overrides(&mut owner.state)
             });
             trimmer.activity();
         }
@@ -110,9 +109,7 @@ fn serve(owner: &mut Owner, rx: Receiver<Event>) {
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + TICK;
             if owner.state.initialized {
-                guarded("the session refresh", || {
-                    sessions::refresh(&mut owner.state, false)
-                });
+                guarded("the session refresh", || owner.refresh_sessions(false));
                 guarded("watching the machine", || watch_machine(owner));
                 owner.unsaved.tick();
                 guarded("the review comments' refresh", || {
@@ -120,7 +117,7 @@ fn serve(owner: &mut Owner, rx: Receiver<Event>) {
                 });
                 // The symbol index's parse trees speed up a run of writes;
                 // idle, their memory goes back (then the heap is trimmed).
-                if guard_live::drop_idle_trees(&owner.state) {
+                if owner.guard.drop_idle_trees() {
                     trimmer.activity();
                 }
             }
@@ -141,11 +138,12 @@ fn watch_machine(owner: &mut Owner) {
 }
 
 fn handle(owner: &mut Owner, event: Event) {
-    let state = &mut owner.state;
     match event {
-        Event::Initialize(params, reply) => requests::initialize::handle(state, *params, reply),
+        Event::Initialize(params, reply) => {
+            requests::initialize::handle(&mut owner.state, *params, reply)
+        }
         Event::Initialized => notifications::initialized::handle(owner),
-        Event::Shutdown(reply) => requests::shutdown::handle(state, reply),
+        Event::Shutdown(reply) => requests::shutdown::handle(owner, reply),
         Event::DidOpen(params) => notifications::did_open::handle(owner, params),
         Event::DidChange(params) => notifications::did_change::handle(owner, params),
         // The guard's watcher sees the file change; the record of
@@ -156,16 +154,16 @@ fn handle(owner: &mut Owner, event: Event) {
         Event::ExecuteCommand(params, reply) => {
             requests::execute_command::handle(owner, params, reply)
         }
-        Event::Board(reply) => requests::board::handle(state, reply),
-        Event::Diff(params, reply) => requests::diff::handle(state, params, reply),
-        Event::Refresh => sessions::refresh(state, true),
-        Event::GitRefreshed => sessions::refresh(state, false),
-        Event::GuardChanged(delta) => guard_live::on_delta(state, *delta),
-        Event::GuardWatched(epoch, watched) => guard_live::on_watched(state, epoch, watched),
+        Event::Board(reply) => requests::board::handle(owner, reply),
+        Event::Diff(params, reply) => requests::diff::handle(&owner.state, params, reply),
+        Event::Refresh => owner.refresh_sessions(true),
+        Event::GitRefreshed => owner.refresh_sessions(false),
+        Event::GuardChanged(delta) => owner.on_guard_delta(*delta),
+        Event::GuardWatched(epoch, watched) => owner.guard.on_watched(&owner.state, epoch, watched),
         #[cfg(test)]
         Event::Flush(id) => {
-            guard_live::apply_overrides(state);
-            state.outbox.send(super::outbox::Outgoing::Marker(id));
+            owner.guard.apply_overrides(&mut owner.state);
+            owner.state.outbox.send(super::outbox::Outgoing::Marker(id));
         }
     }
 }

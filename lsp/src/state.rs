@@ -1,5 +1,9 @@
-//! The owner thread's state: documents, sessions, the board watch, the live
-//! guard and the git refresher, with the lookups handlers share. Only the
+//! What every part of the owner thread reads: the client and the outbox,
+//! the repository context, the client's options and capabilities, the
+//! open documents, the sessions as last read, the diagnostics last
+//! published, the git refresher and the pull-request watcher, with the
+//! lookups handlers share. Each subsystem keeps its own part beside it
+//! ([`super::owner::Owner`]); this module names none of them. Only the
 //! owner thread touches it ([`super::main_loop`]).
 
 use std::collections::HashMap;
@@ -14,9 +18,7 @@ use tower_lsp_server::Client;
 
 use super::event::Event;
 use super::git_refresher::GitRefresher;
-use super::guard_live::GuardLive;
 use super::outbox::Outbox;
-use super::sessions::SessionWatch;
 use owt_core::ops::Context;
 
 /// Diagnostics as last published, per document: the live guard's and
@@ -67,13 +69,11 @@ pub struct State {
     pub published: Published,
     /// Sessions as last read.
     pub sessions: Vec<SessionView>,
-    pub watch: SessionWatch,
     /// Started with the first refresh.
     pub git: Option<GitRefresher>,
     /// The pull-request watcher (`owt watch`'s loop: CI failures, reviews
     /// and new conflicts routed to agents), started with the first refresh.
     pub pr_watch: Option<owt_core::ops::watch::Background>,
-    pub guard: GuardLive,
     pub initialized: bool,
     pub shut_down: bool,
     /// The last error about the store's file shown to the user (shown once).
@@ -107,10 +107,8 @@ impl State {
             docs: HashMap::new(),
             published: Published::default(),
             sessions: Vec::new(),
-            watch: SessionWatch::default(),
             git: None,
             pr_watch: None,
-            guard: GuardLive::default(),
             initialized: false,
             shut_down: false,
             store_trouble: None,

@@ -4,7 +4,6 @@
 use tower_lsp_server::ls_types::DidChangeTextDocumentParams;
 
 use super::super::convert::apply_change;
-use super::super::guard_live;
 use super::super::owner::Owner;
 
 pub fn handle(owner: &mut Owner, params: DidChangeTextDocumentParams) {
@@ -14,6 +13,6 @@ pub fn handle(owner: &mut Owner, params: DidChangeTextDocumentParams) {
         }
         doc.version = params.text_document.version;
     }
-    guard_live::buffers_changed(&mut owner.state);
+    owner.guard.buffers_changed();
     owner.unsaved.changed();
 }

@@ -2,7 +2,6 @@
 
 use tower_lsp_server::ls_types::DidOpenTextDocumentParams;
 
-use super::super::guard_live;
 use super::super::owner::Owner;
 use super::super::state::Document;
 
@@ -15,6 +14,6 @@ pub fn handle(owner: &mut Owner, params: DidOpenTextDocumentParams) {
             version: doc.version,
         },
     );
-    guard_live::buffers_changed(&mut owner.state);
+    owner.guard.buffers_changed();
     owner.unsaved.changed();
 }

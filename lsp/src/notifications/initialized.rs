@@ -5,7 +5,6 @@
 use tower_lsp_server::ls_types::MessageType;
 
 use super::super::owner::Owner;
-use super::super::sessions;
 
 pub fn handle(owner: &mut Owner) {
     let state = &mut owner.state;
@@ -15,7 +14,7 @@ pub fn handle(owner: &mut Owner) {
             .outbox
             .show_message(MessageType::WARNING, format!("owt: {notice}"));
     }
-    sessions::refresh(state, true);
+    owner.refresh_sessions(true);
     // Clears the records of killed servers soon (the pre-edit hook's).
     owner.unsaved.changed();
 }

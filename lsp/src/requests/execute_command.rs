@@ -42,7 +42,7 @@ pub fn handle(owner: &mut Owner, params: ExecuteCommandParams, reply: Reply<Opti
                 _ => permission::deny(state, &args),
             };
             // The board and the NEEDS YOU lane follow at once.
-            super::super::sessions::refresh(state, false);
+            owner.refresh_sessions(false);
             return respond(reply, result);
         }
         commands::SHOW_BASE => return respond(reply, review_live::show_base(state, &args)),
@@ -50,7 +50,7 @@ pub fn handle(owner: &mut Owner, params: ExecuteCommandParams, reply: Reply<Opti
         commands::MARK_REVIEWED => {
             let result = review_live::mark_reviewed(state, &args);
             // READY TO SHIP rows say whether the work is reviewed.
-            super::super::sessions::refresh(state, false);
+            owner.refresh_sessions(false);
             return respond(reply, result);
         }
         commands::SPAWN => match run::spawn_task(state, &args) {
