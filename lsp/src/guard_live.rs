@@ -40,7 +40,6 @@ use super::event::Event;
 use super::git_refresher::GitPoke;
 use super::guard_view::{Applied, GuardDelta, GuardView};
 use super::outbox::Outgoing;
-use super::sessions;
 use super::state::State;
 use owt_core::guard::{GuardEngine, GuardUpdate, GuardWatcher, YOU};
 use owt_core::ops::guard::SnapshotGitFact;
@@ -61,9 +60,6 @@ pub struct GuardLive {
     /// The checkout the editor shows.
     my_root: Option<PathBuf>,
     view: GuardView,
-    /// What was last published, per document, with the document version
-    /// it was published for.
-    pub published: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
     /// When the unsaved buffers are next handed to the guard.
     pub overrides_due: Option<Instant>,
     /// Engines started so far.
@@ -89,7 +85,6 @@ impl Default for GuardLive {
             me: YOU.to_string(),
             my_root: None,
             view: GuardView::default(),
-            published: HashMap::new(),
             overrides_due: None,
             epochs: 0,
             slot: Arc::new(Mutex::new(Slot::Starting)),
@@ -107,147 +102,376 @@ struct Running {
     members: Vec<(String, PathBuf)>,
 }
 
-/// Starts (or restarts, when sessions came or went) the guard.
-pub fn ensure(state: &mut State) {
-    let Some(ctx) = &state.ctx else { return };
-    let members: Vec<(String, PathBuf)> = state
-        .sessions
-        .iter()
-        // Remote sessions take part through their fetched snapshots.
-        .filter(|s| s.remote.is_some() || Path::new(&s.worktree).is_dir())
-        .map(|s| (s.name.clone(), PathBuf::from(&s.worktree)))
-        .collect();
-    if state
-        .guard
-        .running
-        .as_ref()
-        .is_some_and(|r| r.members == members)
-    {
-        return;
-    }
-    (state.guard.me, state.guard.my_root) = whoami(state, ctx);
-    state.guard.running = None;
-    set_slot(state, Slot::Starting);
-    let Some((engine, git_facts)) = start_engine(state, ctx) else {
-        set_slot(state, Slot::Off);
-        return;
-    };
-    let guard = &mut state.guard;
-    guard.epochs += 1;
-    let epoch = guard.epochs;
-    let generation = Arc::new(AtomicU64::new(1));
-    let mut full = GuardDelta::full(&engine, epoch, 1);
-    full.git = git_facts;
-    let engine = Arc::new(Mutex::new(engine));
-    let on_update = watcher_callback(state, &ctx.home, epoch, generation.clone());
-    let on_watched = {
-        let tx = state.tx.clone();
-        move |watched: Result<(), owt_core::guard::GuardError>| {
-            let _ = tx.send(Event::GuardWatched(
-                epoch,
-                watched.map_err(|e| e.to_string()),
-            ));
+impl GuardLive {
+    /// Starts (or restarts, when sessions came or went) the guard; the git
+    /// facts of its first snapshots when it started (the session views take
+    /// them, then the unsaved buffers are handed to it:
+    /// [`super::owner::Owner::ensure_guard`]).
+    pub fn ensure(&mut self, state: &mut State) -> Option<Vec<SnapshotGitFact>> {
+        let ctx = state.ctx.as_ref()?;
+        let members: Vec<(String, PathBuf)> = state
+            .sessions
+            .iter()
+            // Remote sessions take part through their fetched snapshots.
+            .filter(|s| s.remote.is_some() || Path::new(&s.worktree).is_dir())
+            .map(|s| (s.name.clone(), PathBuf::from(&s.worktree)))
+            .collect();
+        if self.running.as_ref().is_some_and(|r| r.members == members) {
+            return None;
         }
-    };
-    match GuardWatcher::start_watching(engine.clone(), GUARD_DEBOUNCE, on_update, on_watched) {
-        Ok(watcher) => {
-            set_slot(state, Slot::Live(engine.clone()));
-            state.guard.running = Some(Running {
-                engine,
-                generation,
-                epoch,
-                _watcher: watcher,
-                members,
-            });
-            let me = state.guard.me.clone();
-            let git = std::mem::take(&mut full.git);
-            let applied = state.guard.view.apply(full, &me);
-            publish(state, applied);
-            sessions::apply_guard_git(state, &git);
-            apply_overrides(state);
-        }
-        Err(e) => watch_failed(state, &e.to_string()),
-    }
-}
-
-/// The watcher of engine `epoch` made its watches (the git refresher is
-/// told), or could not: the guard is not live (tried again when sessions
-/// come or go).
-pub fn on_watched(state: &mut State, epoch: u64, watched: Result<(), String>) {
-    if state
-        .guard
-        .running
-        .as_ref()
-        .is_none_or(|r| r.epoch != epoch)
-    {
-        return;
-    }
-    match watched {
-        Ok(()) => {
-            if let Some(git) = &state.git {
-                git.poke(GitPoke::Watched(true));
+        (self.me, self.my_root) = whoami(state, ctx);
+        self.running = None;
+        self.set_slot(Slot::Starting);
+        let Some((engine, git_facts)) = start_engine(state, ctx) else {
+            self.set_slot(Slot::Off);
+            return None;
+        };
+        self.epochs += 1;
+        let epoch = self.epochs;
+        let generation = Arc::new(AtomicU64::new(1));
+        let mut full = GuardDelta::full(&engine, epoch, 1);
+        full.git = git_facts;
+        let engine = Arc::new(Mutex::new(engine));
+        let on_update = watcher_callback(state, &ctx.home, epoch, generation.clone());
+        let on_watched = {
+            let tx = state.tx.clone();
+            move |watched: Result<(), owt_core::guard::GuardError>| {
+                let _ = tx.send(Event::GuardWatched(
+                    epoch,
+                    watched.map_err(|e| e.to_string()),
+                ));
             }
-        }
-        Err(error) => {
-            state.guard.running = None;
-            watch_failed(state, &error);
-        }
-    }
-}
-
-fn watch_failed(state: &mut State, error: &str) {
-    set_slot(state, Slot::Off);
-    tracing::warn!("watching the worktrees failed: {error}");
-    state.outbox.show_message(
-        MessageType::WARNING,
-        format!("owt: Conflict Guard is not live (watching the worktrees failed: {error}); `owt guard` still works"),
-    );
-}
-
-fn set_slot(state: &State, slot: Slot) {
-    if let Ok(mut shared) = state.guard.slot.lock() {
-        *shared = slot;
-    }
-}
-
-/// Lets go of the symbol index's parse trees not used for
-/// [`owt_core::guard::symbols::KEPT_IDLE`]; whether any went. Skipped
-/// while the watcher holds the engine (it is busy, not idle).
-pub fn drop_idle_trees(state: &State) -> bool {
-    let Some(running) = &state.guard.running else {
-        return false;
-    };
-    match running.engine.try_lock() {
-        Ok(mut engine) => engine.drop_idle_trees(owt_core::guard::symbols::KEPT_IDLE),
-        Err(_) => false,
-    }
-}
-
-/// Where the pull-request watcher's conflict pass takes the guard's pairs:
-/// from the live engine (its pairs over the files on disk) once it runs,
-/// not from a second engine computed from scratch every pass (at 64
-/// sessions of 100k files: every checkout asked or walked and 2,080 pairs
-/// merged, a burst of CPU and tens of MB of heap every 30 s); computed as
-/// `owt watch` does while the live guard is off.
-pub fn pair_source(state: &State) -> PairSource {
-    let slot = state.guard.slot.clone();
-    Box::new(move || {
-        let engine = match slot.lock().as_deref() {
-            Ok(Slot::Live(engine)) => engine.clone(),
-            Ok(Slot::Starting) => return GuardPairs::NotYet,
-            Ok(Slot::Off) | Err(_) => return GuardPairs::Compute,
         };
-        let Ok(mut engine) = engine.lock() else {
-            return GuardPairs::Compute;
-        };
-        match engine.pairs_on_disk() {
-            Ok(pairs) => GuardPairs::Live(pairs),
+        match GuardWatcher::start_watching(engine.clone(), GUARD_DEBOUNCE, on_update, on_watched) {
+            Ok(watcher) => {
+                self.set_slot(Slot::Live(engine.clone()));
+                self.running = Some(Running {
+                    engine,
+                    generation,
+                    epoch,
+                    _watcher: watcher,
+                    members,
+                });
+                let me = self.me.clone();
+                let git = std::mem::take(&mut full.git);
+                let applied = self.view.apply(full, &me);
+                self.publish(state, applied);
+                Some(git)
+            }
             Err(e) => {
-                tracing::warn!("conflict guard: reading the live pairs failed: {e}");
-                GuardPairs::Compute
+                self.watch_failed(state, &e.to_string());
+                None
             }
         }
-    })
+    }
+
+    /// The watcher of engine `epoch` made its watches (the git refresher is
+    /// told), or could not: the guard is not live (tried again when sessions
+    /// come or go).
+    pub fn on_watched(&mut self, state: &State, epoch: u64, watched: Result<(), String>) {
+        if self.running.as_ref().is_none_or(|r| r.epoch != epoch) {
+            return;
+        }
+        match watched {
+            Ok(()) => {
+                if let Some(git) = &state.git {
+                    git.poke(GitPoke::Watched(true));
+                }
+            }
+            Err(error) => {
+                self.running = None;
+                self.watch_failed(state, &error);
+            }
+        }
+    }
+
+    fn watch_failed(&self, state: &State, error: &str) {
+        self.set_slot(Slot::Off);
+        tracing::warn!("watching the worktrees failed: {error}");
+        state.outbox.show_message(
+            MessageType::WARNING,
+            format!("owt: Conflict Guard is not live (watching the worktrees failed: {error}); `owt guard` still works"),
+        );
+    }
+
+    fn set_slot(&self, slot: Slot) {
+        if let Ok(mut shared) = self.slot.lock() {
+            *shared = slot;
+        }
+    }
+
+    /// Lets go of the symbol index's parse trees not used for
+    /// [`owt_core::guard::symbols::KEPT_IDLE`]; whether any went. Skipped
+    /// while the watcher holds the engine (it is busy, not idle).
+    pub fn drop_idle_trees(&self) -> bool {
+        let Some(running) = &self.running else {
+            return false;
+        };
+        match running.engine.try_lock() {
+            Ok(mut engine) => engine.drop_idle_trees(owt_core::guard::symbols::KEPT_IDLE),
+            Err(_) => false,
+        }
+    }
+
+    /// Where the pull-request watcher's conflict pass takes the guard's pairs:
+    /// from the live engine (its pairs over the files on disk) once it runs,
+    /// not from a second engine computed from scratch every pass (at 64
+    /// sessions of 100k files: every checkout asked or walked and 2,080 pairs
+    /// merged, a burst of CPU and tens of MB of heap every 30 s); computed as
+    /// `owt watch` does while the live guard is off.
+    pub fn pair_source(&self) -> PairSource {
+        let slot = self.slot.clone();
+        Box::new(move || {
+            let engine = match slot.lock().as_deref() {
+                Ok(Slot::Live(engine)) => engine.clone(),
+                Ok(Slot::Starting) => return GuardPairs::NotYet,
+                Ok(Slot::Off) | Err(_) => return GuardPairs::Compute,
+            };
+            let Ok(mut engine) = engine.lock() else {
+                return GuardPairs::Compute;
+            };
+            match engine.pairs_on_disk() {
+                Ok(pairs) => GuardPairs::Live(pairs),
+                Err(e) => {
+                    tracing::warn!("conflict guard: reading the live pairs failed: {e}");
+                    GuardPairs::Compute
+                }
+            }
+        })
+    }
+
+    /// A delta from the watcher: the sessions it saw change (their review
+    /// comments may be addressed now) and the git facts its snapshots show,
+    /// for [`super::owner::Owner::on_guard_delta`]; `None` when the delta is
+    /// of an engine no longer running.
+    pub fn on_delta(
+        &mut self,
+        state: &mut State,
+        mut delta: GuardDelta,
+    ) -> Option<(Vec<String>, Vec<SnapshotGitFact>)> {
+        let current = self.running.as_ref().map(|r| r.epoch);
+        if current != Some(delta.epoch) {
+            return None;
+        }
+        let me = self.me.clone();
+        let git = std::mem::take(&mut delta.git);
+        let changed: Vec<String> = delta
+            .participants
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect();
+        let applied = self.view.apply(delta, &me);
+        self.publish(state, applied);
+        Some((changed, git))
+    }
+
+    /// A buffer opened, changed or closed: hand the unsaved text to the guard
+    /// soon (coalescing bursts of keystrokes).
+    pub fn buffers_changed(&mut self) {
+        if self.overrides_due.is_none() {
+            self.overrides_due = Some(Instant::now() + OVERRIDES_DELAY);
+        }
+    }
+
+    /// Hands the unsaved buffers of my checkout to the guard and publishes
+    /// what that changed.
+    pub fn apply_overrides(&mut self, state: &mut State) {
+        self.overrides_due = None;
+        let Some(running) = &self.running else {
+            return;
+        };
+        let overrides: BTreeMap<PathBuf, String> = self.open_texts(state).into_iter().collect();
+        let delta = running
+            .engine
+            .lock()
+            .map_err(|_| "the guard engine lock is poisoned".to_string())
+            .and_then(|mut engine| {
+                let update = engine
+                    .set_overrides(&self.me, overrides)
+                    .map_err(|e| e.to_string())?;
+                Ok((!update.participants.is_empty()).then(|| {
+                    let generation = running.generation.fetch_add(1, Ordering::SeqCst) + 1;
+                    GuardDelta::of(&engine, &update, running.epoch, generation)
+                }))
+            });
+        match delta {
+            Ok(Some(delta)) => {
+                let me = self.me.clone();
+                let applied = self.view.apply(delta, &me);
+                self.publish(state, applied);
+            }
+            // Nothing moved for the guard, but a buffer's version may have,
+            // or a document opened (its awareness hints).
+            Ok(None) if awareness(state) => self.publish(
+                state,
+                Applied {
+                    paths: Some(BTreeSet::new()),
+                    new_conflicts: Vec::new(),
+                },
+            ),
+            Ok(None) => self.republish_versions(state),
+            Err(e) => tracing::warn!("handing unsaved buffers to the guard failed: {e}"),
+        }
+    }
+
+    /// Re-renders every diagnostic (they name each agent's status).
+    pub fn republish_all(&self, state: &mut State) {
+        self.publish(
+            state,
+            Applied {
+                paths: None,
+                new_conflicts: Vec::new(),
+            },
+        );
+    }
+
+    /// Publishes again, for their current version, the open documents whose
+    /// diagnostics went out for an older one: a client that checks versions
+    /// (Helix) drops a publication for an older version of its buffer, and
+    /// would never see the same diagnostics again.
+    fn republish_versions(&self, state: &mut State) {
+        let Some(my_root) = &self.my_root else {
+            return;
+        };
+        let stale: std::collections::BTreeSet<String> = state
+            .published
+            .guard
+            .iter()
+            .filter(|(uri, (version, _))| {
+                state
+                    .docs
+                    .get(*uri)
+                    .is_some_and(|doc| *version != Some(doc.version))
+            })
+            .filter_map(|(uri, _)| {
+                let path = uri_to_path(uri)?;
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                Some(
+                    path.strip_prefix(my_root)
+                        .ok()?
+                        .to_string_lossy()
+                        .into_owned(),
+                )
+            })
+            .collect();
+        if !stale.is_empty() {
+            self.publish(
+                state,
+                Applied {
+                    paths: Some(stale),
+                    new_conflicts: Vec::new(),
+                },
+            );
+        }
+    }
+
+    /// Stops the guard and clears every diagnostic it published.
+    pub fn stop(&mut self, state: &mut State) {
+        self.running = None;
+        self.set_slot(Slot::Off);
+        for (uri, _) in std::mem::take(&mut state.published.guard) {
+            let diags = state.published.with_comments(&uri, Vec::new());
+            state.outbox.send(Outgoing::Diagnostics(uri, diags, None));
+        }
+    }
+
+    /// The open documents of my checkout, by path.
+    fn open_texts(&self, state: &State) -> HashMap<PathBuf, String> {
+        let Some(root) = &self.my_root else {
+            return HashMap::new();
+        };
+        state
+            .docs
+            .iter()
+            .filter_map(|(uri, doc)| {
+                let path = uri_to_path(uri)?;
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                path.starts_with(root).then(|| (path, doc.text.clone()))
+            })
+            .collect()
+    }
+
+    /// Announces new conflicts and publishes the diagnostics of the paths
+    /// `applied` names that differ from what was last published (empty lists
+    /// for documents whose diagnostics went away).
+    fn publish(&self, state: &mut State, applied: Applied) {
+        if self.running.is_none() {
+            return;
+        }
+        for pair in &applied.new_conflicts {
+            state.outbox.show_message(
+                MessageType::WARNING,
+                format!(
+                    "owt: {} and {} now conflict in {}",
+                    pair.a,
+                    pair.b,
+                    pair.conflicting_paths.join(", ")
+                ),
+            );
+        }
+        let (Some(ctx), Some(my_root)) = (&state.ctx, &self.my_root) else {
+            return;
+        };
+        let open = self.open_texts(state);
+        let awareness = awareness(state);
+        // Awareness hints follow every participant's changes: every open
+        // document is looked at again (a few diffs).
+        let mut applied = applied;
+        if awareness {
+            if let Some(paths) = applied.paths.as_mut() {
+                paths.extend(open.keys().filter_map(|path| {
+                    Some(path.strip_prefix(my_root).ok()?.to_str()?.to_string())
+                }));
+            }
+        }
+        let mut next = diagnostics::diagnostics(&diagnostics::Inputs {
+            guard: &self.view,
+            repo: ctx.repo.git2(),
+            me: &self.me,
+            my_root,
+            sessions: &state.sessions,
+            open: &open,
+            severities: state.options.severities.as_ref(),
+            related: state.related_supported,
+            only: applied.paths.as_ref(),
+            awareness,
+        });
+        let scope: Option<HashSet<Uri>> = applied.paths.as_ref().map(|paths| {
+            paths
+                .iter()
+                .filter_map(|path| path_to_uri(&my_root.join(path)))
+                .collect()
+        });
+        let published = &mut state.published.guard;
+        let mut to_send: Vec<(Uri, Vec<Diagnostic>)> = Vec::new();
+        for (uri, (_, old)) in published.iter() {
+            let in_scope = scope.as_ref().is_none_or(|scope| scope.contains(uri));
+            if in_scope && !next.contains_key(uri) && !old.is_empty() {
+                to_send.push((uri.clone(), Vec::new()));
+            }
+        }
+        for (uri, diags) in next.drain() {
+            let version = state.docs.get(&uri).map(|d| d.version);
+            // Also when only the version moved (see [`republish_versions`]).
+            if published.get(&uri) != Some(&(version, diags.clone())) {
+                to_send.push((uri.clone(), diags.clone()));
+            }
+            published.insert(uri, (version, diags));
+        }
+        for (uri, diags) in &to_send {
+            if diags.is_empty() {
+                published.remove(uri);
+            }
+        }
+        published.retain(|_, (_, d)| !d.is_empty());
+        for (uri, diags) in to_send {
+            let version = state.docs.get(&uri).map(|d| d.version);
+            let diags = state.published.with_comments(&uri, diags);
+            state
+                .outbox
+                .send(Outgoing::Diagnostics(uri, diags, version));
+        }
+    }
 }
 
 /// Who "you" are: the session whose worktree holds the workspace root (and
@@ -352,137 +576,6 @@ fn watcher_callback(
     }
 }
 
-/// A delta from the watcher.
-pub fn on_delta(state: &mut State, mut delta: GuardDelta) {
-    let current = state.guard.running.as_ref().map(|r| r.epoch);
-    if current != Some(delta.epoch) {
-        return;
-    }
-    let me = state.guard.me.clone();
-    let git = std::mem::take(&mut delta.git);
-    let changed: Vec<String> = delta
-        .participants
-        .iter()
-        .map(|(id, _)| id.clone())
-        .collect();
-    let applied = state.guard.view.apply(delta, &me);
-    publish(state, applied);
-    super::review_live::sessions_changed(state, &changed);
-    // After the diagnostics (they go out first), before the next request:
-    // what the editor asks next (code actions) sees these facts.
-    sessions::apply_guard_git(state, &git);
-}
-
-/// A buffer opened, changed or closed: hand the unsaved text to the guard
-/// soon (coalescing bursts of keystrokes).
-pub fn buffers_changed(state: &mut State) {
-    if state.guard.overrides_due.is_none() {
-        state.guard.overrides_due = Some(Instant::now() + OVERRIDES_DELAY);
-    }
-}
-
-/// Hands the unsaved buffers of my checkout to the guard and publishes
-/// what that changed.
-pub fn apply_overrides(state: &mut State) {
-    state.guard.overrides_due = None;
-    let Some(running) = &state.guard.running else {
-        return;
-    };
-    let overrides: BTreeMap<PathBuf, String> = open_texts(state).into_iter().collect();
-    let delta = running
-        .engine
-        .lock()
-        .map_err(|_| "the guard engine lock is poisoned".to_string())
-        .and_then(|mut engine| {
-            let update = engine
-                .set_overrides(&state.guard.me, overrides)
-                .map_err(|e| e.to_string())?;
-            Ok((!update.participants.is_empty()).then(|| {
-                let generation = running.generation.fetch_add(1, Ordering::SeqCst) + 1;
-                GuardDelta::of(&engine, &update, running.epoch, generation)
-            }))
-        });
-    match delta {
-        Ok(Some(delta)) => {
-            let me = state.guard.me.clone();
-            let applied = state.guard.view.apply(delta, &me);
-            publish(state, applied);
-        }
-        // Nothing moved for the guard, but a buffer's version may have,
-        // or a document opened (its awareness hints).
-        Ok(None) if awareness(state) => publish(
-            state,
-            Applied {
-                paths: Some(BTreeSet::new()),
-                new_conflicts: Vec::new(),
-            },
-        ),
-        Ok(None) => republish_versions(state),
-        Err(e) => tracing::warn!("handing unsaved buffers to the guard failed: {e}"),
-    }
-}
-
-/// Re-renders every diagnostic (they name each agent's status).
-pub fn republish_all(state: &mut State) {
-    publish(
-        state,
-        Applied {
-            paths: None,
-            new_conflicts: Vec::new(),
-        },
-    );
-}
-
-/// Publishes again, for their current version, the open documents whose
-/// diagnostics went out for an older one: a client that checks versions
-/// (Helix) drops a publication for an older version of its buffer, and
-/// would never see the same diagnostics again.
-fn republish_versions(state: &mut State) {
-    let Some(my_root) = &state.guard.my_root else {
-        return;
-    };
-    let stale: std::collections::BTreeSet<String> = state
-        .guard
-        .published
-        .iter()
-        .filter(|(uri, (version, _))| {
-            state
-                .docs
-                .get(*uri)
-                .is_some_and(|doc| *version != Some(doc.version))
-        })
-        .filter_map(|(uri, _)| {
-            let path = uri_to_path(uri)?;
-            let path = std::fs::canonicalize(&path).unwrap_or(path);
-            Some(
-                path.strip_prefix(my_root)
-                    .ok()?
-                    .to_string_lossy()
-                    .into_owned(),
-            )
-        })
-        .collect();
-    if !stale.is_empty() {
-        publish(
-            state,
-            Applied {
-                paths: Some(stale),
-                new_conflicts: Vec::new(),
-            },
-        );
-    }
-}
-
-/// Stops the guard and clears every diagnostic it published.
-pub fn stop(state: &mut State) {
-    state.guard.running = None;
-    set_slot(state, Slot::Off);
-    for (uri, _) in std::mem::take(&mut state.guard.published) {
-        let diags = super::review_live::with_comments(state, &uri, Vec::new());
-        state.outbox.send(Outgoing::Diagnostics(uri, diags, None));
-    }
-}
-
 /// Whether awareness hints are on (`initializationOptions.awareness`, else
 /// `[guard] awareness`).
 fn awareness(state: &State) -> bool {
@@ -492,104 +585,4 @@ fn awareness(state: &State) -> bool {
             .as_ref()
             .is_none_or(|ctx| ctx.config.config.guard.awareness)
     })
-}
-
-/// The open documents of my checkout, by path.
-fn open_texts(state: &State) -> HashMap<PathBuf, String> {
-    let Some(root) = &state.guard.my_root else {
-        return HashMap::new();
-    };
-    state
-        .docs
-        .iter()
-        .filter_map(|(uri, doc)| {
-            let path = uri_to_path(uri)?;
-            let path = std::fs::canonicalize(&path).unwrap_or(path);
-            path.starts_with(root).then(|| (path, doc.text.clone()))
-        })
-        .collect()
-}
-
-/// Announces new conflicts and publishes the diagnostics of the paths
-/// `applied` names that differ from what was last published (empty lists
-/// for documents whose diagnostics went away).
-fn publish(state: &mut State, applied: Applied) {
-    if state.guard.running.is_none() {
-        return;
-    }
-    for pair in &applied.new_conflicts {
-        state.outbox.show_message(
-            MessageType::WARNING,
-            format!(
-                "owt: {} and {} now conflict in {}",
-                pair.a,
-                pair.b,
-                pair.conflicting_paths.join(", ")
-            ),
-        );
-    }
-    let (Some(ctx), Some(my_root)) = (&state.ctx, &state.guard.my_root) else {
-        return;
-    };
-    let open = open_texts(state);
-    let awareness = awareness(state);
-    // Awareness hints follow every participant's changes: every open
-    // document is looked at again (a few diffs).
-    let mut applied = applied;
-    if awareness {
-        if let Some(paths) = applied.paths.as_mut() {
-            paths.extend(
-                open.keys().filter_map(|path| {
-                    Some(path.strip_prefix(my_root).ok()?.to_str()?.to_string())
-                }),
-            );
-        }
-    }
-    let mut next = diagnostics::diagnostics(&diagnostics::Inputs {
-        guard: &state.guard.view,
-        repo: ctx.repo.git2(),
-        me: &state.guard.me,
-        my_root,
-        sessions: &state.sessions,
-        open: &open,
-        severities: state.options.severities.as_ref(),
-        related: state.related_supported,
-        only: applied.paths.as_ref(),
-        awareness,
-    });
-    let scope: Option<HashSet<Uri>> = applied.paths.as_ref().map(|paths| {
-        paths
-            .iter()
-            .filter_map(|path| path_to_uri(&my_root.join(path)))
-            .collect()
-    });
-    let published = &mut state.guard.published;
-    let mut to_send: Vec<(Uri, Vec<Diagnostic>)> = Vec::new();
-    for (uri, (_, old)) in published.iter() {
-        let in_scope = scope.as_ref().is_none_or(|scope| scope.contains(uri));
-        if in_scope && !next.contains_key(uri) && !old.is_empty() {
-            to_send.push((uri.clone(), Vec::new()));
-        }
-    }
-    for (uri, diags) in next.drain() {
-        let version = state.docs.get(&uri).map(|d| d.version);
-        // Also when only the version moved (see [`republish_versions`]).
-        if published.get(&uri) != Some(&(version, diags.clone())) {
-            to_send.push((uri.clone(), diags.clone()));
-        }
-        published.insert(uri, (version, diags));
-    }
-    for (uri, diags) in &to_send {
-        if diags.is_empty() {
-            published.remove(uri);
-        }
-    }
-    published.retain(|_, (_, d)| !d.is_empty());
-    for (uri, diags) in to_send {
-        let version = state.docs.get(&uri).map(|d| d.version);
-        let diags = super::review_live::with_comments(state, &uri, diags);
-        state
-            .outbox
-            .send(Outgoing::Diagnostics(uri, diags, version));
-    }
 }

@@ -9,7 +9,8 @@
 //!   events keep their arrival order; requests then await a oneshot reply.
 //! - [`main_loop`]: the owner thread, one event at a time, each handed to
 //!   its handler: one file per request ([`requests`]) and per notification
-//!   ([`notifications`]). [`state`] is what it owns.
+//!   ([`notifications`]). [`owner`] is what it owns: the [`state`] every
+//!   part reads and each subsystem's own part.
 //! - [`commands`]: one function per `workspace/executeCommand` command;
 //!   long ones (spawn, merge, ship, delete) run on worker threads that
 //!   report `$/progress` and post their result back.
@@ -23,9 +24,21 @@
 //! - [`framing`] (the input guard), [`convert`], [`progress`],
 //!   [`terminal`], [`fuzzing`] (the `lsp_framing` fuzz target's checks).
 //!
-//! Imports do not yet go one way: `state`, `guard_live`, `sessions`,
-//! `permission`, `commands`, `review_live` and `unsaved` name each other
-//! (docs/ARCHITECTURE.md, "Known gaps").
+//! Imports go one way, bottom up (`scripts/check-cycles` fails on a cycle):
+//! 1. leaves: [`convert`], [`outbox`], [`progress`], [`terminal`],
+//!    [`machine`], [`guard_view`], [`framing`]; [`event`] names
+//!    `guard_view`, [`git_refresher`] `event`, [`diagnostics`] `convert`
+//!    and `guard_view`;
+//! 2. [`state`] (names `event`, `git_refresher`, `outbox`);
+//! 3. the subsystems, which take the `State` and (where they keep one)
+//!    their own part of the owner's state, never another's: [`commands`],
+//!    [`unsaved`], [`guard_live`]; [`permission`] and [`review_live`]
+//!    (which name `commands`); [`sessions`] (which names `permission`);
+//! 4. [`owner`]: the steps that need several subsystems (re-reading
+//!    sessions restarts the guard; a guard update reaches the review
+//!    comments and the session views);
+//! 5. [`requests`] and [`notifications`], then [`main_loop`]; [`backend`]
+//!    names only `event`.
 //!
 //! Invariants: only this module knows LSP types; handlers never await a
 //! request to the editor (those are spawned); stdout is the protocol, so
@@ -50,6 +63,7 @@ mod machine;
 mod main_loop;
 mod notifications;
 mod outbox;
+mod owner;
 mod permission;
 mod progress;
 mod requests;

@@ -14,8 +14,9 @@ use tokio::runtime::Handle;
 use tower_lsp_server::Client;
 
 use super::event::Event;
+use super::owner::Owner;
 use super::state::State;
-use super::{guard_live, notifications, requests, review_live, sessions, unsaved};
+use super::{notifications, requests};
 
 /// How often the board and statuses are re-read.
 const TICK: Duration = Duration::from_millis(500);
@@ -31,7 +32,7 @@ pub fn spawn_owner(
 ) -> Option<JoinHandle<()>> {
     let spawned = std::thread::Builder::new()
         .name("owt-lsp-owner".into())
-        .spawn(move || run(State::new(client, rt, tx, home), rx));
+        .spawn(move || run(Owner::new(State::new(client, rt, tx, home)), rx));
     match spawned {
         Ok(handle) => Some(handle),
         Err(e) => {
@@ -48,13 +49,13 @@ fn guarded(what: &str, work: impl FnOnce()) {
     }
 }
 
-fn run(mut state: State, rx: Receiver<Event>) {
-    serve(&mut state, rx);
+fn run(mut owner: Owner, rx: Receiver<Event>) {
+    serve(&mut owner, rx);
     // Nothing of this server is unsaved any more (the pre-edit hook).
-    unsaved::clear(&mut state);
+    owner.unsaved.clear(&owner.state);
 }
 
-fn serve(state: &mut State, rx: Receiver<Event>) {
+fn serve(owner: &mut Owner, rx: Receiver<Event>) {
     let mut next_tick = Instant::now() + TICK;
     // Every event but the tick is work (the watcher's and the git
     // refresher's work ends in an event too); the heap is trimmed once it
@@ -63,10 +64,10 @@ fn serve(state: &mut State, rx: Receiver<Event>) {
     let mut trimmer = owt_core::memory::Trimmer::new();
     loop {
         let wake = [
-            state.guard.overrides_due,
-            state.unsaved.due,
+            owner.guard.overrides_due,
+            owner.unsaved.due,
             trimmer.due(),
-            state.review.due(),
+            owner.review.due(),
         ]
         .into_iter()
         .flatten()
@@ -74,9 +75,9 @@ fn serve(state: &mut State, rx: Receiver<Event>) {
         let timeout = wake.saturating_duration_since(Instant::now());
         match rx.recv_timeout(timeout) {
             Ok(event) => {
-                guarded("an LSP event handler", || handle(state, event));
+                guarded("an LSP event handler", || handle(owner, event));
                 trimmer.activity();
-                if state.shut_down {
+                if owner.state.shut_down {
                     // Only `exit` may follow; the transport answers it.
                     return;
                 }
@@ -84,35 +85,39 @@ fn serve(state: &mut State, rx: Receiver<Event>) {
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        if state
+        if owner
             .guard
             .overrides_due
             .is_some_and(|due| Instant::now() >= due)
         {
             guarded("handing buffers to the guard", || {
-                guard_live::apply_overrides(state)
+                owner.guard.apply_overrides(&mut owner.state)
             });
             trimmer.activity();
         }
-        if state.unsaved.due.is_some_and(|due| Instant::now() >= due) {
-            guarded("recording the unsaved buffers", || unsaved::update(state));
+        if owner.unsaved.due.is_some_and(|due| Instant::now() >= due) {
+            guarded("recording the unsaved buffers", || {
+                owner.unsaved.update(&owner.state)
+            });
         }
-        if state.review.due().is_some_and(|due| Instant::now() >= due) {
-            guarded("typing review comments", || review_live::deliver_due(state));
+        if owner.review.due().is_some_and(|due| Instant::now() >= due) {
+            guarded("typing review comments", || {
+                owner.review.deliver_due(&owner.state)
+            });
         }
         trimmer.poll();
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + TICK;
-            if state.initialized {
-                guarded("the session refresh", || sessions::refresh(state, false));
-                guarded("watching the machine", || watch_machine(state));
-                unsaved::tick(state);
+            if owner.state.initialized {
+                guarded("the session refresh", || owner.refresh_sessions(false));
+                guarded("watching the machine", || watch_machine(owner));
+                owner.unsaved.tick();
                 guarded("the review comments' refresh", || {
-                    review_live::recheck(state)
+                    owner.review.recheck(&mut owner.state)
                 });
                 // The symbol index's parse trees speed up a run of writes;
                 // idle, their memory goes back (then the heap is trimmed).
-                if guard_live::drop_idle_trees(state) {
+                if owner.guard.drop_idle_trees() {
                     trimmer.activity();
                 }
             }
@@ -122,40 +127,43 @@ fn serve(state: &mut State, rx: Receiver<Event>) {
 
 /// Memory pressure (a warning before the OOM killer picks an agent) and
 /// room for queued sessions.
-fn watch_machine(state: &mut State) {
+fn watch_machine(owner: &mut Owner) {
+    let state = &owner.state;
     let Some(ctx) = &state.ctx else { return };
-    if let Some(warning) = state.machine.poll(ctx, &state.sessions) {
+    if let Some(warning) = owner.machine.poll(ctx, &state.sessions) {
         state
             .outbox
             .show_message(tower_lsp_server::ls_types::MessageType::WARNING, warning);
     }
 }
 
-fn handle(state: &mut State, event: Event) {
+fn handle(owner: &mut Owner, event: Event) {
     match event {
-        Event::Initialize(params, reply) => requests::initialize::handle(state, *params, reply),
-        Event::Initialized => notifications::initialized::handle(state),
-        Event::Shutdown(reply) => requests::shutdown::handle(state, reply),
-        Event::DidOpen(params) => notifications::did_open::handle(state, params),
-        Event::DidChange(params) => notifications::did_change::handle(state, params),
+        Event::Initialize(params, reply) => {
+            requests::initialize::handle(&mut owner.state, *params, reply)
+        }
+        Event::Initialized => notifications::initialized::handle(owner),
+        Event::Shutdown(reply) => requests::shutdown::handle(owner, reply),
+        Event::DidOpen(params) => notifications::did_open::handle(owner, params),
+        Event::DidChange(params) => notifications::did_change::handle(owner, params),
         // The guard's watcher sees the file change; the record of
         // unsaved buffers loses it.
-        Event::DidSave(_uri) => unsaved::changed(state),
-        Event::DidClose(params) => notifications::did_close::handle(state, params),
-        Event::CodeAction(params, reply) => requests::code_action::handle(state, &params, reply),
+        Event::DidSave(_uri) => owner.unsaved.changed(),
+        Event::DidClose(params) => notifications::did_close::handle(owner, params),
+        Event::CodeAction(params, reply) => requests::code_action::handle(owner, &params, reply),
         Event::ExecuteCommand(params, reply) => {
-            requests::execute_command::handle(state, params, reply)
+            requests::execute_command::handle(owner, params, reply)
         }
-        Event::Board(reply) => requests::board::handle(state, reply),
-        Event::Diff(params, reply) => requests::diff::handle(state, params, reply),
-        Event::Refresh => sessions::refresh(state, true),
-        Event::GitRefreshed => sessions::refresh(state, false),
-        Event::GuardChanged(delta) => guard_live::on_delta(state, *delta),
-        Event::GuardWatched(epoch, watched) => guard_live::on_watched(state, epoch, watched),
+        Event::Board(reply) => requests::board::handle(owner, reply),
+        Event::Diff(params, reply) => requests::diff::handle(&owner.state, params, reply),
+        Event::Refresh => owner.refresh_sessions(true),
+        Event::GitRefreshed => owner.refresh_sessions(false),
+        Event::GuardChanged(delta) => owner.on_guard_delta(*delta),
+        Event::GuardWatched(epoch, watched) => owner.guard.on_watched(&owner.state, epoch, watched),
         #[cfg(test)]
         Event::Flush(id) => {
-            guard_live::apply_overrides(state);
-            state.outbox.send(super::outbox::Outgoing::Marker(id));
+            owner.guard.apply_overrides(&mut owner.state);
+            owner.state.outbox.send(super::outbox::Outgoing::Marker(id));
         }
     }
 }

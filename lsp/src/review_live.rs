@@ -35,8 +35,6 @@ pub const RECHECK: Duration = Duration::from_millis(2000);
 
 #[derive(Default)]
 pub struct ReviewLive {
-    /// Comment diagnostics as last published, per document.
-    pub published: HashMap<Uri, Vec<Diagnostic>>,
     /// Comments stored but not typed yet: session → (ids, when due).
     pending: BTreeMap<String, (Vec<u32>, Instant)>,
     /// The last selection code actions were asked for in an agent's file
@@ -44,13 +42,6 @@ pub struct ReviewLive {
     /// a text goes (Helix's `:lsp-workspace-command owt.comment "text"`).
     pub last_selection: Option<(String, String, u32, u32)>,
     next_recheck: Option<Instant>,
-}
-
-impl ReviewLive {
-    /// When the next batch is due.
-    pub fn due(&self) -> Option<Instant> {
-        self.pending.values().map(|(_, due)| *due).min()
-    }
 }
 
 /// The session and path (relative to its worktree) of `args`: `session`
@@ -78,86 +69,171 @@ fn session_and_path(state: &State, args: &CommandArgs) -> Result<(String, String
     ))
 }
 
-/// `owt.comment`: stores the comment and queues it for its agent. With
-/// no `text`, nothing is stored: the client is told how to give one.
-pub fn comment(state: &mut State, args: &CommandArgs) -> CommandResult {
-    let text = args.text.clone().or(args.task.clone()).unwrap_or_default();
-    let located = args.uri.is_some() || args.path.is_some();
-    let (session, path, start, end) = if located {
-        let (session, path) = session_and_path(state, args)?;
-        let start = args.start_line.ok_or_else(|| {
-            CommandError::Invalid("owt.comment needs \"start_line\" (1-based)".into())
-        })?;
-        (session, path, start, args.end_line.unwrap_or(start))
-    } else {
-        state.review.last_selection.clone().ok_or_else(|| {
-            CommandError::Failed(anyhow!(
-                "select the lines in an agent's file and ask for code actions first, then give the comment"
-            ))
-        })?
-    };
-    if text.trim().is_empty() {
-        state.review.last_selection = Some((session.clone(), path.clone(), start, end));
-        state.outbox.show_message(
-            MessageType::INFO,
-            format!(
-                "owt: to ask {session} to change {path}:{start}-{end}, give the comment: `:lsp-workspace-command owt.comment \"your comment\"` (Helix), or the owt command of your editor"
-            ),
-        );
-        return Ok(json!({"needs_text": true}));
+impl ReviewLive {
+    /// When the next batch is due.
+    pub fn due(&self) -> Option<Instant> {
+        self.pending.values().map(|(_, due)| *due).min()
     }
-    let ctx = state.ctx()?;
-    let (start, end, text) = match args.side.as_deref() {
-        None | Some("agent") => (start, end, text),
-        Some("base") => {
-            let on = ops::review::base_selection(ctx, &session, &path, start, end)?;
-            let note = ops::review::base_note(start, end, &on.base_text, &text);
-            (on.start_line, on.end_line, note)
-        }
-        Some(other) => {
-            return Err(CommandError::Invalid(format!(
-                "owt.comment: \"side\" is \"base\" or \"agent\", not {other:?}"
-            )))
-        }
-    };
-    let new = ops::review::NewComment {
-        path,
-        start_line: start,
-        end_line: end,
-        text,
-    };
-    let made = ops::review::record_comments(ctx, &session, &[new])?;
-    let entry = state
-        .review
-        .pending
-        .entry(session.clone())
-        .or_insert_with(|| (Vec::new(), Instant::now()));
-    entry.0.extend(made.iter().map(|c| c.id));
-    entry.1 = Instant::now() + BATCH_DELAY;
-    refresh(state, &session);
-    Ok(serde_json::to_value(&made).map_err(anyhow::Error::from)?)
-}
 
-/// Types every batch that is due.
-pub fn deliver_due(state: &mut State) {
-    let now = Instant::now();
-    let due: Vec<String> = state
-        .review
-        .pending
-        .iter()
-        .filter(|(_, (_, at))| *at <= now)
-        .map(|(name, _)| name.clone())
-        .collect();
-    for name in due {
-        let Some((ids, _)) = state.review.pending.remove(&name) else {
-            continue;
+    /// `owt.comment`: stores the comment and queues it for its agent. With
+    /// no `text`, nothing is stored: the client is told how to give one.
+    pub fn comment(&mut self, state: &mut State, args: &CommandArgs) -> CommandResult {
+        let text = args.text.clone().or(args.task.clone()).unwrap_or_default();
+        let located = args.uri.is_some() || args.path.is_some();
+        let (session, path, start, end) = if located {
+            let (session, path) = session_and_path(state, args)?;
+            let start = args.start_line.ok_or_else(|| {
+                CommandError::Invalid("owt.comment needs \"start_line\" (1-based)".into())
+            })?;
+            (session, path, start, args.end_line.unwrap_or(start))
+        } else {
+            self.last_selection.clone().ok_or_else(|| {
+                CommandError::Failed(anyhow!(
+                    "select the lines in an agent's file and ask for code actions first, then give the comment"
+                ))
+            })?
         };
-        let Ok(ctx) = state.ctx() else { continue };
-        if let Err(e) = ops::review::deliver(ctx, &name, &ids) {
+        if text.trim().is_empty() {
+            self.last_selection = Some((session.clone(), path.clone(), start, end));
             state.outbox.show_message(
-                MessageType::WARNING,
-                format!("owt: {e:#}; the comments are kept (`owt comments {name}`)"),
+                MessageType::INFO,
+                format!(
+                    "owt: to ask {session} to change {path}:{start}-{end}, give the comment: `:lsp-workspace-command owt.comment \"your comment\"` (Helix), or the owt command of your editor"
+                ),
             );
+            return Ok(json!({"needs_text": true}));
+        }
+        let ctx = state.ctx()?;
+        let (start, end, text) = match args.side.as_deref() {
+            None | Some("agent") => (start, end, text),
+            Some("base") => {
+                let on = ops::review::base_selection(ctx, &session, &path, start, end)?;
+                let note = ops::review::base_note(start, end, &on.base_text, &text);
+                (on.start_line, on.end_line, note)
+            }
+            Some(other) => {
+                return Err(CommandError::Invalid(format!(
+                    "owt.comment: \"side\" is \"base\" or \"agent\", not {other:?}"
+                )))
+            }
+        };
+        let new = ops::review::NewComment {
+            path,
+            start_line: start,
+            end_line: end,
+            text,
+        };
+        let made = ops::review::record_comments(ctx, &session, &[new])?;
+        let entry = self
+            .pending
+            .entry(session.clone())
+            .or_insert_with(|| (Vec::new(), Instant::now()));
+        entry.0.extend(made.iter().map(|c| c.id));
+        entry.1 = Instant::now() + BATCH_DELAY;
+        refresh(state, &session);
+        Ok(serde_json::to_value(&made).map_err(anyhow::Error::from)?)
+    }
+
+    /// Types every batch that is due.
+    pub fn deliver_due(&mut self, state: &State) {
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, (_, at))| *at <= now)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in due {
+            let Some((ids, _)) = self.pending.remove(&name) else {
+                continue;
+            };
+            let Ok(ctx) = state.ctx() else { continue };
+            if let Err(e) = ops::review::deliver(ctx, &name, &ids) {
+                state.outbox.show_message(
+                    MessageType::WARNING,
+                    format!("owt: {e:#}; the comments are kept (`owt comments {name}`)"),
+                );
+            }
+        }
+    }
+
+    /// Every [`RECHECK`]: the sessions whose comments are shown, again.
+    pub fn recheck(&mut self, state: &mut State) {
+        let now = Instant::now();
+        if self.next_recheck.is_some_and(|at| now < at) {
+            return;
+        }
+        self.next_recheck = Some(now + RECHECK);
+        let mut shown: Vec<String> = state
+            .published
+            .comments
+            .values()
+            .flatten()
+            .filter_map(|d| diagnostic_session(d).map(str::to_string))
+            .collect();
+        shown.sort();
+        shown.dedup();
+        for name in shown {
+            refresh(state, &name);
+        }
+    }
+
+    /// A code action's selection in an agent's file: remembered for
+    /// `owt.comment "text"`; the actions offered there (and "resolve" on the
+    /// review comments among `diagnostics`).
+    pub fn code_actions(
+        &mut self,
+        state: &State,
+        uri: &Uri,
+        lines: Option<(u32, u32)>,
+        diagnostics: &[Diagnostic],
+        actions: &mut Vec<CodeActionOrCommand>,
+    ) {
+        let Some(path) = uri_to_path(uri) else {
+            return;
+        };
+        let Some(session) = state.session_of_path(&path) else {
+            return;
+        };
+        let name = session.name.clone();
+        let Ok(rel) = path.strip_prefix(&session.worktree) else {
+            return;
+        };
+        let rel = rel.to_string_lossy().into_owned();
+        let command = |title: String, id: &str, arg: Value| {
+            CodeActionOrCommand::CodeAction(CodeAction {
+                title: title.clone(),
+                kind: Some(CodeActionKind::new("source.owt.review")),
+                command: Some(Command {
+                    title,
+                    command: id.to_string(),
+                    arguments: Some(vec![arg]),
+                }),
+                ..CodeAction::default()
+            })
+        };
+        if let Some((start, end)) = lines {
+            self.last_selection = Some((name.clone(), rel.clone(), start, end));
+            actions.push(command(
+                format!("owt: ask {name} to change this…"),
+                commands::COMMENT,
+                json!({"session": name, "path": rel, "uri": uri.as_str(), "start_line": start, "end_line": end}),
+            ));
+        }
+        actions.push(command(
+            format!("owt: show the base version of {rel}"),
+            commands::SHOW_BASE,
+            json!({"session": name, "path": rel, "start_line": lines.map(|l| l.0)}),
+        ));
+        for d in diagnostics {
+            let id = d.data.as_ref().and_then(|v| v.get("comment")?.as_u64());
+            if let (Some(id), Some(session)) = (id, diagnostic_session(d)) {
+                actions.push(command(
+                    format!("owt: resolve review comment {id}"),
+                    commands::RESOLVE_COMMENT,
+                    json!({"session": session, "comment": id}),
+                ));
+            }
         }
     }
 }
@@ -209,27 +285,6 @@ pub fn resolve(state: &mut State, args: &CommandArgs) -> CommandResult {
     Ok(serde_json::to_value(out).map_err(anyhow::Error::from)?)
 }
 
-/// Every [`RECHECK`]: the sessions whose comments are shown, again.
-pub fn recheck(state: &mut State) {
-    let now = Instant::now();
-    if state.review.next_recheck.is_some_and(|at| now < at) {
-        return;
-    }
-    state.review.next_recheck = Some(now + RECHECK);
-    let mut shown: Vec<String> = state
-        .review
-        .published
-        .values()
-        .flatten()
-        .filter_map(|d| diagnostic_session(d).map(str::to_string))
-        .collect();
-    shown.sort();
-    shown.dedup();
-    for name in shown {
-        refresh(state, &name);
-    }
-}
-
 /// The guard saw these sessions' checkouts change: their comments may be
 /// addressed now.
 pub fn sessions_changed(state: &mut State, names: &[String]) {
@@ -239,8 +294,8 @@ pub fn sessions_changed(state: &mut State, names: &[String]) {
             .as_ref()
             .is_some_and(|ctx| ops::review::has_open_comments(ctx, name));
         let shown = state
-            .review
             .published
+            .comments
             .values()
             .flatten()
             .any(|d| diagnostic_session(d) == Some(name.as_str()));
@@ -279,8 +334,8 @@ pub fn refresh(state: &mut State, name: &str) {
         });
     }
     let before: Vec<Uri> = state
-        .review
         .published
+        .comments
         .iter()
         .filter(|(_, diags)| diags.iter().any(|d| diagnostic_session(d) == Some(name)))
         .map(|(uri, _)| uri.clone())
@@ -293,8 +348,8 @@ pub fn refresh(state: &mut State, name: &str) {
     }
     for uri in touched {
         let mut diags: Vec<Diagnostic> = state
-            .review
             .published
+            .comments
             .remove(&uri)
             .unwrap_or_default()
             .into_iter()
@@ -302,7 +357,7 @@ pub fn refresh(state: &mut State, name: &str) {
             .collect();
         diags.extend(next.remove(&uri).unwrap_or_default());
         if !diags.is_empty() {
-            state.review.published.insert(uri.clone(), diags);
+            state.published.comments.insert(uri.clone(), diags);
         }
         send(state, uri);
     }
@@ -311,85 +366,19 @@ pub fn refresh(state: &mut State, name: &str) {
 /// Publishes `uri`'s diagnostics: the guard's and the comments'.
 fn send(state: &State, uri: Uri) {
     let mut all = state
-        .guard
         .published
+        .guard
         .get(&uri)
         .map(|(_, d)| d.clone())
         .unwrap_or_default();
     all.extend(
         state
-            .review
             .published
+            .comments
             .get(&uri)
             .cloned()
             .unwrap_or_default(),
     );
     let version = state.docs.get(&uri).map(|d| d.version);
     state.outbox.send(Outgoing::Diagnostics(uri, all, version));
-}
-
-/// The comment diagnostics to publish with the guard's for `uri`.
-pub fn with_comments(state: &State, uri: &Uri, mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
-    if let Some(comments) = state.review.published.get(uri) {
-        diags.extend(comments.iter().cloned());
-    }
-    diags
-}
-
-/// A code action's selection in an agent's file: remembered for
-/// `owt.comment "text"`; the actions offered there (and "resolve" on the
-/// review comments among `diagnostics`).
-pub fn code_actions(
-    state: &mut State,
-    uri: &Uri,
-    lines: Option<(u32, u32)>,
-    diagnostics: &[Diagnostic],
-    actions: &mut Vec<CodeActionOrCommand>,
-) {
-    let Some(path) = uri_to_path(uri) else {
-        return;
-    };
-    let Some(session) = state.session_of_path(&path) else {
-        return;
-    };
-    let name = session.name.clone();
-    let Ok(rel) = path.strip_prefix(&session.worktree) else {
-        return;
-    };
-    let rel = rel.to_string_lossy().into_owned();
-    let command = |title: String, id: &str, arg: Value| {
-        CodeActionOrCommand::CodeAction(CodeAction {
-            title: title.clone(),
-            kind: Some(CodeActionKind::new("source.owt.review")),
-            command: Some(Command {
-                title,
-                command: id.to_string(),
-                arguments: Some(vec![arg]),
-            }),
-            ..CodeAction::default()
-        })
-    };
-    if let Some((start, end)) = lines {
-        state.review.last_selection = Some((name.clone(), rel.clone(), start, end));
-        actions.push(command(
-            format!("owt: ask {name} to change this…"),
-            commands::COMMENT,
-            json!({"session": name, "path": rel, "uri": uri.as_str(), "start_line": start, "end_line": end}),
-        ));
-    }
-    actions.push(command(
-        format!("owt: show the base version of {rel}"),
-        commands::SHOW_BASE,
-        json!({"session": name, "path": rel, "start_line": lines.map(|l| l.0)}),
-    ));
-    for d in diagnostics {
-        let id = d.data.as_ref().and_then(|v| v.get("comment")?.as_u64());
-        if let (Some(id), Some(session)) = (id, diagnostic_session(d)) {
-            actions.push(command(
-                format!("owt: resolve review comment {id}"),
-                commands::RESOLVE_COMMENT,
-                json!({"session": session, "comment": id}),
-            ));
-        }
-    }
 }

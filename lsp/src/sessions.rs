@@ -10,10 +10,10 @@ use owt_protocol::{Board, SessionView, Status};
 use tower_lsp_server::ls_types::MessageType;
 
 use super::git_refresher::{GitPoke, GitRefresher};
-use super::guard_live;
 use super::outbox::Outgoing;
 use super::state::State;
 use owt_core::ops::guard::SnapshotGitFact;
+use owt_core::ops::watch::PairSource;
 use owt_core::ops::{self, Context};
 use owt_core::status::{kind, GitFact, ReportFact};
 
@@ -37,104 +37,154 @@ pub struct SessionWatch {
 /// How long a git fact from the guard stands in for the stored one.
 const PENDING_GIT: Duration = Duration::from_secs(5);
 
-/// Re-reads sessions; sends `owt/boardChanged` and one message per status
-/// transition when something changed. Git facts are re-read on the git
-/// refresher thread (now, when `force_git`), which sends
-/// `Event::GitRefreshed` when done.
-pub fn refresh(state: &mut State, force_git: bool) {
-    reopen_replaced_store(state);
-    let Some(ctx) = &state.ctx else { return };
-    match &state.git {
-        Some(git) if force_git => git.poke(GitPoke::All),
-        Some(_) => {}
-        None => {
-            state.git = GitRefresher::start(
-                ctx.repo.main_root().to_path_buf(),
-                ctx.home.clone(),
-                state.tx.clone(),
+impl SessionWatch {
+    /// Re-reads sessions into `state.sessions`, with one message per status
+    /// transition; whether any session's status text changed (`None`: none
+    /// could be read). Git facts are re-read on the git refresher thread
+    /// (now, when `force_git`), which sends `Event::GitRefreshed` when done;
+    /// the pull-request watcher starts with the first refresh, with `pairs`
+    /// (where its conflict pass takes the guard's pairs). Then
+    /// [`super::owner::Owner::refresh_sessions`] brings the live guard up to
+    /// date and calls [`SessionWatch::notify_board`].
+    pub fn refresh(
+        &mut self,
+        state: &mut State,
+        force_git: bool,
+        pairs: impl FnOnce() -> PairSource,
+    ) -> Option<bool> {
+        reopen_replaced_store(state);
+        let ctx = state.ctx.as_ref()?;
+        match &state.git {
+            Some(git) if force_git => git.poke(GitPoke::All),
+            Some(_) => {}
+            None => {
+                state.git = GitRefresher::start(
+                    ctx.repo.main_root().to_path_buf(),
+                    ctx.home.clone(),
+                    state.tx.clone(),
+                );
+            }
+        }
+        if state.pr_watch.is_none() {
+            // Never two watchers for one pull request: a lease in the store.
+            // Its conflict pass reads the live guard's pairs (see
+            // `GuardLive::pair_source`).
+            state.pr_watch =
+                owt_core::ops::watch::Background::start_with(ctx.repo.main_root(), Some(pairs()));
+        }
+        self.pending_git.retain(|name, (git, since)| {
+            since.elapsed() < PENDING_GIT && !ops::list::git_fact_recorded(ctx, name, git)
+        });
+        let newer: HashMap<String, GitFact> = self
+            .pending_git
+            .iter()
+            .map(|(name, (git, _))| (name.clone(), git.clone()))
+            .collect();
+        let views = match ops::list::session_views_newer_git(ctx, &newer) {
+            Ok(views) => views,
+            Err(e) => {
+                tracing::warn!("reading sessions failed: {e:#}");
+                return None;
+            }
+        };
+        self.notify_transitions(state, &views);
+        let statuses_changed = state.sessions.len() != views.len()
+            || state
+                .sessions
+                .iter()
+                .zip(&views)
+                .any(|(a, b)| a.name != b.name || a.status_text != b.status_text);
+        state.sessions = views;
+        Some(statuses_changed)
+    }
+
+    /// Sends `owt/boardChanged` when the board differs from the last one sent.
+    pub fn notify_board(&mut self, state: &State) {
+        if let Some(board) = board(state) {
+            if self.last_board.as_ref() != Some(&board) {
+                self.last_board = Some(board.clone());
+                state.outbox.send(Outgoing::BoardChanged(board));
+            }
+        }
+    }
+
+    /// The git facts the live guard's snapshots show: the views of those
+    /// sessions are derived again with them at once (the store gets them from
+    /// the git refresher), so the board and code actions match the
+    /// diagnostics just published.
+    pub fn apply_guard_git(&mut self, state: &mut State, facts: &[SnapshotGitFact]) {
+        let Some(ctx) = &state.ctx else { return };
+        let mut changed = false;
+        for git in facts {
+            self.pending_git
+                .insert(git.session.clone(), (git.fact.clone(), Instant::now()));
+            let Some(i) = state.sessions.iter().position(|s| s.name == git.session) else {
+                continue;
+            };
+            let shown = &state.sessions[i];
+            if shown.ahead == git.fact.ahead && shown.changed_files == git.fact.changed_files {
+                continue;
+            }
+            match ops::list::session_view_newer_git(ctx, &git.session, &git.fact) {
+                Ok(view) => {
+                    state.sessions[i] = view;
+                    changed = true;
+                }
+                Err(e) => tracing::warn!("reading session {} failed: {e:#}", git.session),
+            }
+        }
+        if changed {
+            self.notify_board(state);
+        }
+    }
+
+    fn notify_transitions(&mut self, state: &State, views: &[SessionView]) {
+        let first_read = !self.seen_once;
+        self.asked.retain(views);
+        for view in views {
+            let now = (view.status, view.exit_code);
+            let before = self.last_status.insert(view.name.clone(), now);
+            // A permission request is asked with its options instead.
+            let permission = super::permission::notify(state, &mut self.asked, view, first_read);
+            if first_read || before == Some(now) || permission {
+                continue;
+            }
+            if let Some((typ, text)) = transition_message(view) {
+                state.outbox.show_message(typ, text);
+            }
+        }
+        self.last_status
+            .retain(|name, _| views.iter().any(|v| &v.name == name));
+        self.notify_reports(state, views, first_read);
+        self.seen_once = true;
+    }
+
+    /// One message per new agent report (MCP `report_status`).
+    fn notify_reports(&mut self, state: &State, views: &[SessionView], first_read: bool) {
+        let Some(ctx) = &state.ctx else { return };
+        for view in views {
+            let Ok(row) = ctx.session(&view.name) else {
+                continue;
+            };
+            let Ok(Some((report, at))) = ctx.store.fact::<ReportFact>(row.id, kind::REPORT) else {
+                continue;
+            };
+            let before = self.last_report.insert(view.name.clone(), at);
+            if first_read || before == Some(at) {
+                continue;
+            }
+            let typ = match report.kind.as_str() {
+                "blocked" => MessageType::WARNING,
+                _ => MessageType::INFO,
+            };
+            state.outbox.show_message(
+                typ,
+                format!(
+                    "owt: {} reports {}: {}",
+                    view.name, report.kind, report.text
+                ),
             );
         }
-    }
-    if state.pr_watch.is_none() {
-        // Never two watchers for one pull request: a lease in the store.
-        // Its conflict pass reads the live guard's pairs (see
-        // `guard_live::pair_source`).
-        state.pr_watch = owt_core::ops::watch::Background::start_with(
-            ctx.repo.main_root(),
-            Some(guard_live::pair_source(state)),
-        );
-    }
-    state.watch.pending_git.retain(|name, (git, since)| {
-        since.elapsed() < PENDING_GIT && !ops::list::git_fact_recorded(ctx, name, git)
-    });
-    let newer: HashMap<String, GitFact> = state
-        .watch
-        .pending_git
-        .iter()
-        .map(|(name, (git, _))| (name.clone(), git.clone()))
-        .collect();
-    let views = match ops::list::session_views_newer_git(ctx, &newer) {
-        Ok(views) => views,
-        Err(e) => {
-            tracing::warn!("reading sessions failed: {e:#}");
-            return;
-        }
-    };
-    notify_transitions(state, &views);
-    let statuses_changed = state.sessions.len() != views.len()
-        || state
-            .sessions
-            .iter()
-            .zip(&views)
-            .any(|(a, b)| a.name != b.name || a.status_text != b.status_text);
-    state.sessions = views;
-    guard_live::ensure(state);
-    if statuses_changed {
-        // Diagnostics name each agent's status.
-        guard_live::republish_all(state);
-    }
-    notify_board(state);
-}
-
-/// Sends `owt/boardChanged` when the board differs from the last one sent.
-fn notify_board(state: &mut State) {
-    if let Some(board) = board(state) {
-        if state.watch.last_board.as_ref() != Some(&board) {
-            state.watch.last_board = Some(board.clone());
-            state.outbox.send(Outgoing::BoardChanged(board));
-        }
-    }
-}
-
-/// The git facts the live guard's snapshots show: the views of those
-/// sessions are derived again with them at once (the store gets them from
-/// the git refresher), so the board and code actions match the
-/// diagnostics just published.
-pub fn apply_guard_git(state: &mut State, facts: &[SnapshotGitFact]) {
-    let Some(ctx) = &state.ctx else { return };
-    let mut changed = false;
-    for git in facts {
-        state
-            .watch
-            .pending_git
-            .insert(git.session.clone(), (git.fact.clone(), Instant::now()));
-        let Some(i) = state.sessions.iter().position(|s| s.name == git.session) else {
-            continue;
-        };
-        let shown = &state.sessions[i];
-        if shown.ahead == git.fact.ahead && shown.changed_files == git.fact.changed_files {
-            continue;
-        }
-        match ops::list::session_view_newer_git(ctx, &git.session, &git.fact) {
-            Ok(view) => {
-                state.sessions[i] = view;
-                changed = true;
-            }
-            Err(e) => tracing::warn!("reading session {} failed: {e:#}", git.session),
-        }
-    }
-    if changed {
-        notify_board(state);
     }
 }
 
@@ -222,58 +272,5 @@ fn transition_message(view: &SessionView) -> Option<(MessageType, String)> {
             format!("owt: {name}: its pull request was merged; delete the session to clean up"),
         )),
         _ => None,
-    }
-}
-
-fn notify_transitions(state: &mut State, views: &[SessionView]) {
-    let first_read = !state.watch.seen_once;
-    let mut asked = std::mem::take(&mut state.watch.asked);
-    asked.retain(views);
-    for view in views {
-        let now = (view.status, view.exit_code);
-        let before = state.watch.last_status.insert(view.name.clone(), now);
-        // A permission request is asked with its options instead.
-        let permission = super::permission::notify(state, &mut asked, view, first_read);
-        if first_read || before == Some(now) || permission {
-            continue;
-        }
-        if let Some((typ, text)) = transition_message(view) {
-            state.outbox.show_message(typ, text);
-        }
-    }
-    state.watch.asked = asked;
-    state
-        .watch
-        .last_status
-        .retain(|name, _| views.iter().any(|v| &v.name == name));
-    notify_reports(state, views, first_read);
-    state.watch.seen_once = true;
-}
-
-/// One message per new agent report (MCP `report_status`).
-fn notify_reports(state: &mut State, views: &[SessionView], first_read: bool) {
-    let Some(ctx) = &state.ctx else { return };
-    for view in views {
-        let Ok(row) = ctx.session(&view.name) else {
-            continue;
-        };
-        let Ok(Some((report, at))) = ctx.store.fact::<ReportFact>(row.id, kind::REPORT) else {
-            continue;
-        };
-        let before = state.watch.last_report.insert(view.name.clone(), at);
-        if first_read || before == Some(at) {
-            continue;
-        }
-        let typ = match report.kind.as_str() {
-            "blocked" => MessageType::WARNING,
-            _ => MessageType::INFO,
-        };
-        state.outbox.show_message(
-            typ,
-            format!(
-                "owt: {} reports {}: {}",
-                view.name, report.kind, report.text
-            ),
-        );
     }
 }

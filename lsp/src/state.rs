@@ -1,5 +1,9 @@
-//! The owner thread's state: documents, sessions, the board watch, the live
-//! guard and the git refresher, with the lookups handlers share. Only the
+//! What every part of the owner thread reads: the client and the outbox,
+//! the repository context, the client's options and capabilities, the
+//! open documents, the sessions as last read, the diagnostics last
+//! published, the git refresher and the pull-request watcher, with the
+//! lookups handlers share. Each subsystem keeps its own part beside it
+//! ([`super::owner::Owner`]); this module names none of them. Only the
 //! owner thread touches it ([`super::main_loop`]).
 
 use std::collections::HashMap;
@@ -14,10 +18,29 @@ use tower_lsp_server::Client;
 
 use super::event::Event;
 use super::git_refresher::GitRefresher;
-use super::guard_live::GuardLive;
 use super::outbox::Outbox;
-use super::sessions::SessionWatch;
 use owt_core::ops::Context;
+
+/// Diagnostics as last published, per document: the live guard's and
+/// the review comments', which go out together (one `publishDiagnostics`
+/// holds both).
+#[derive(Default)]
+pub struct Published {
+    /// The guard's, with the document version they were published for.
+    pub guard: HashMap<Uri, (Option<i32>, Vec<Diagnostic>)>,
+    /// The review comments'.
+    pub comments: HashMap<Uri, Vec<Diagnostic>>,
+}
+
+impl Published {
+    /// `diags` with the comment diagnostics of `uri` added.
+    pub fn with_comments(&self, uri: &Uri, mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+        if let Some(comments) = self.comments.get(uri) {
+            diags.extend(comments.iter().cloned());
+        }
+        diags
+    }
+}
 
 /// An open document, as the editor has it.
 pub struct Document {
@@ -43,24 +66,18 @@ pub struct State {
     /// The client answers `window/showMessageRequest` (Helix 25.07 does not).
     pub message_actions_supported: bool,
     pub docs: HashMap<Uri, Document>,
+    pub published: Published,
     /// Sessions as last read.
     pub sessions: Vec<SessionView>,
-    pub watch: SessionWatch,
     /// Started with the first refresh.
     pub git: Option<GitRefresher>,
     /// The pull-request watcher (`owt watch`'s loop: CI failures, reviews
     /// and new conflicts routed to agents), started with the first refresh.
     pub pr_watch: Option<owt_core::ops::watch::Background>,
-    pub guard: GuardLive,
-    /// The record of unsaved buffers the pre-edit hook reads.
-    pub unsaved: super::unsaved::UnsavedRecord,
-    pub review: super::review_live::ReviewLive,
     pub initialized: bool,
     pub shut_down: bool,
     /// The last error about the store's file shown to the user (shown once).
     pub store_trouble: Option<String>,
-    /// Memory pressure and room for queued sessions.
-    pub machine: super::machine::MachineWatch,
     /// What the repository's own files were not allowed to do (trust),
     /// said once the client is initialized.
     pub trust_notice: Option<String>,
@@ -88,17 +105,13 @@ impl State {
             related_supported: false,
             message_actions_supported: false,
             docs: HashMap::new(),
+            published: Published::default(),
             sessions: Vec::new(),
-            watch: SessionWatch::default(),
             git: None,
             pr_watch: None,
-            guard: GuardLive::default(),
-            unsaved: Default::default(),
-            review: Default::default(),
             initialized: false,
             shut_down: false,
             store_trouble: None,
-            machine: super::machine::MachineWatch::default(),
             trust_notice: None,
             next_token: 0,
         }

@@ -27,7 +27,7 @@ use super::state::State;
 /// How long keystrokes are coalesced before the record is written.
 const DELAY: Duration = Duration::from_millis(50);
 
-/// The record's part of the owner's state.
+/// The record's part of the owner's state ([`super::owner::Owner`]).
 #[derive(Default)]
 pub struct UnsavedRecord {
     /// When the record is next brought up to date.
@@ -43,87 +43,87 @@ pub struct UnsavedRecord {
 
 type Key = (i32, Option<(u64, Option<SystemTime>)>);
 
-/// A buffer opened, changed, saved or closed: update the record soon.
-pub fn changed(state: &mut State) {
-    if state.unsaved.due.is_none() {
-        state.unsaved.due = Some(Instant::now() + DELAY);
-    }
-}
-
-/// The tick: while something is unsaved, a file may have changed on disk
-/// under its buffer.
-pub fn tick(state: &mut State) {
-    if state.unsaved.written.is_some() {
-        changed(state);
-    }
-}
-
-/// Brings the record up to date.
-pub fn update(state: &mut State) {
-    state.unsaved.due = None;
-    let Ok(home) = state.home.clone() else { return };
-    if !state.unsaved.swept {
-        state.unsaved.swept = true;
-        unsaved::remove_stale(&home);
-    }
-    let roots = checkouts(state);
-    let mut files = Vec::new();
-    let mut cache = std::mem::take(&mut state.unsaved.cache);
-    cache.retain(|uri, _| state.docs.contains_key(uri));
-    for (uri, doc) in &state.docs {
-        let Some(path) = uri_to_path(uri) else {
-            continue;
-        };
-        let path = unsaved::resolved(&path);
-        if !roots.iter().any(|root| path.starts_with(root)) {
-            continue;
+impl UnsavedRecord {
+    /// A buffer opened, changed, saved or closed: update the record soon.
+    pub fn changed(&mut self) {
+        if self.due.is_none() {
+            self.due = Some(Instant::now() + DELAY);
         }
-        let key: Key = (
-            doc.version,
-            std::fs::metadata(&path)
-                .ok()
-                .map(|m| (m.len(), m.modified().ok())),
-        );
-        let file = match cache.get(uri) {
-            Some((cached, file)) if *cached == key => file.clone(),
-            _ => {
-                let file = unsaved::unsaved_file(&path, &doc.text);
-                cache.insert(uri.clone(), (key, file.clone()));
-                file
-            }
-        };
-        files.extend(file);
     }
-    state.unsaved.cache = cache;
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    if state.unsaved.written.as_ref() == Some(&files)
-        || (files.is_empty() && state.unsaved.written.is_none())
-    {
-        return;
-    }
-    let pid = std::process::id();
-    if files.is_empty() {
-        unsaved::remove(&home, pid);
-        state.unsaved.written = None;
-        return;
-    }
-    let record = Record {
-        pid,
-        started: unsaved::start_ticks(pid),
-        updated_ms: owt_core::store::now_ms(),
-        files,
-    };
-    match unsaved::write(&home, &record) {
-        Ok(()) => state.unsaved.written = Some(record.files),
-        Err(e) => tracing::warn!("recording the unsaved buffers for the pre-edit hook: {e}"),
-    }
-}
 
-/// The server ends: nothing of it is unsaved any more.
-pub fn clear(state: &mut State) {
-    if state.unsaved.written.take().is_some() {
-        if let Ok(home) = &state.home {
-            unsaved::remove(home, std::process::id());
+    /// The tick: while something is unsaved, a file may have changed on
+    /// disk under its buffer.
+    pub fn tick(&mut self) {
+        if self.written.is_some() {
+            self.changed();
+        }
+    }
+
+    /// Brings the record up to date.
+    pub fn update(&mut self, state: &State) {
+        self.due = None;
+        let Ok(home) = state.home.clone() else { return };
+        if !self.swept {
+            self.swept = true;
+            unsaved::remove_stale(&home);
+        }
+        let roots = checkouts(state);
+        let mut files = Vec::new();
+        let mut cache = std::mem::take(&mut self.cache);
+        cache.retain(|uri, _| state.docs.contains_key(uri));
+        for (uri, doc) in &state.docs {
+            let Some(path) = uri_to_path(uri) else {
+                continue;
+            };
+            let path = unsaved::resolved(&path);
+            if !roots.iter().any(|root| path.starts_with(root)) {
+                continue;
+            }
+            let key: Key = (
+                doc.version,
+                std::fs::metadata(&path)
+                    .ok()
+                    .map(|m| (m.len(), m.modified().ok())),
+            );
+            let file = match cache.get(uri) {
+                Some((cached, file)) if *cached == key => file.clone(),
+                _ => {
+                    let file = unsaved::unsaved_file(&path, &doc.text);
+                    cache.insert(uri.clone(), (key, file.clone()));
+                    file
+                }
+            };
+            files.extend(file);
+        }
+        self.cache = cache;
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        if self.written.as_ref() == Some(&files) || (files.is_empty() && self.written.is_none()) {
+            return;
+        }
+        let pid = std::process::id();
+        if files.is_empty() {
+            unsaved::remove(&home, pid);
+            self.written = None;
+            return;
+        }
+        let record = Record {
+            pid,
+            started: unsaved::start_ticks(pid),
+            updated_ms: owt_core::store::now_ms(),
+            files,
+        };
+        match unsaved::write(&home, &record) {
+            Ok(()) => self.written = Some(record.files),
+            Err(e) => tracing::warn!("recording the unsaved buffers for the pre-edit hook: {e}"),
+        }
+    }
+
+    /// The server ends: nothing of it is unsaved any more.
+    pub fn clear(&mut self, state: &State) {
+        if self.written.take().is_some() {
+            if let Ok(home) = &state.home {
+                unsaved::remove(home, std::process::id());
+            }
         }
     }
 }

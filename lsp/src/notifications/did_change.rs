@@ -4,16 +4,15 @@
 use tower_lsp_server::ls_types::DidChangeTextDocumentParams;
 
 use super::super::convert::apply_change;
-use super::super::guard_live;
-use super::super::state::State;
+use super::super::owner::Owner;
 
-pub fn handle(state: &mut State, params: DidChangeTextDocumentParams) {
-    if let Some(doc) = state.docs.get_mut(&params.text_document.uri) {
+pub fn handle(owner: &mut Owner, params: DidChangeTextDocumentParams) {
+    if let Some(doc) = owner.state.docs.get_mut(&params.text_document.uri) {
         for change in &params.content_changes {
             apply_change(&mut doc.text, change);
         }
         doc.version = params.text_document.version;
     }
-    guard_live::buffers_changed(state);
-    super::super::unsaved::changed(state);
+    owner.guard.buffers_changed();
+    owner.unsaved.changed();
 }

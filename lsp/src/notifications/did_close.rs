@@ -3,11 +3,10 @@
 
 use tower_lsp_server::ls_types::DidCloseTextDocumentParams;
 
-use super::super::guard_live;
-use super::super::state::State;
+use super::super::owner::Owner;
 
-pub fn handle(state: &mut State, params: DidCloseTextDocumentParams) {
-    state.docs.remove(&params.text_document.uri);
-    guard_live::buffers_changed(state);
-    super::super::unsaved::changed(state);
+pub fn handle(owner: &mut Owner, params: DidCloseTextDocumentParams) {
+    owner.state.docs.remove(&params.text_document.uri);
+    owner.guard.buffers_changed();
+    owner.unsaved.changed();
 }

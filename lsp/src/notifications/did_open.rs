@@ -2,18 +2,18 @@
 
 use tower_lsp_server::ls_types::DidOpenTextDocumentParams;
 
-use super::super::guard_live;
-use super::super::state::{Document, State};
+use super::super::owner::Owner;
+use super::super::state::Document;
 
-pub fn handle(state: &mut State, params: DidOpenTextDocumentParams) {
+pub fn handle(owner: &mut Owner, params: DidOpenTextDocumentParams) {
     let doc = params.text_document;
-    state.docs.insert(
+    owner.state.docs.insert(
         doc.uri,
         Document {
             text: doc.text,
             version: doc.version,
         },
     );
-    guard_live::buffers_changed(state);
-    super::super::unsaved::changed(state);
+    owner.guard.buffers_changed();
+    owner.unsaved.changed();
 }

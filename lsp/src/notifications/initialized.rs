@@ -4,17 +4,17 @@
 
 use tower_lsp_server::ls_types::MessageType;
 
-use super::super::sessions;
-use super::super::state::State;
+use super::super::owner::Owner;
 
-pub fn handle(state: &mut State) {
+pub fn handle(owner: &mut Owner) {
+    let state = &mut owner.state;
     state.initialized = true;
     if let Some(notice) = state.trust_notice.take() {
         state
             .outbox
             .show_message(MessageType::WARNING, format!("owt: {notice}"));
     }
-    sessions::refresh(state, true);
+    owner.refresh_sessions(true);
     // Clears the records of killed servers soon (the pre-edit hook's).
-    super::super::unsaved::changed(state);
+    owner.unsaved.changed();
 }

@@ -12,16 +12,17 @@ use tower_lsp_server::ls_types::*;
 
 use super::super::convert::uri_to_path;
 use super::super::event::Reply;
+use super::super::owner::Owner;
 use super::super::state::State;
 
 pub fn handle(
-    state: &mut State,
+    owner: &mut Owner,
     params: &CodeActionParams,
     reply: Reply<Option<CodeActionResponse>>,
 ) {
-    let mut actions = code_actions(state, params).unwrap_or_default();
-    super::super::review_live::code_actions(
-        state,
+    let mut actions = code_actions(&owner.state, params).unwrap_or_default();
+    owner.review.code_actions(
+        &owner.state,
         &params.text_document.uri,
         selection_lines(params.range),
         &params.context.diagnostics,

@@ -8,7 +8,7 @@ use super::super::event::Reply;
 use super::super::state::State;
 use owt_core::ops;
 
-pub fn handle(state: &mut State, params: DiffParams, reply: Reply<DiffReport>) {
+pub fn handle(state: &State, params: DiffParams, reply: Reply<DiffReport>) {
     let result = state
         .ctx()
         .and_then(|ctx| ops::review::diff(ctx, &params.session, params.path.as_deref()))

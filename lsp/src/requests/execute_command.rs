@@ -10,11 +10,12 @@ use tower_lsp_server::ls_types::ExecuteCommandParams;
 use super::super::commands::{self as run, CommandError, CommandResult, Job, Worker};
 use super::super::convert::{failed, invalid_params};
 use super::super::event::Reply;
+use super::super::owner::Owner;
 use super::super::permission;
 use super::super::review_live;
-use super::super::state::State;
 
-pub fn handle(state: &mut State, params: ExecuteCommandParams, reply: Reply<Option<Value>>) {
+pub fn handle(owner: &mut Owner, params: ExecuteCommandParams, reply: Reply<Option<Value>>) {
+    let state = &mut owner.state;
     let command = params.command.as_str();
     let args = match parse_args(command, params.arguments.first()) {
         Ok(args) => args,
@@ -34,14 +35,14 @@ pub fn handle(state: &mut State, params: ExecuteCommandParams, reply: Reply<Opti
         commands::SEND => return respond(reply, run::send(state, &args)),
         commands::PEEK => return respond(reply, run::peek(state, &args)),
         commands::OPEN_AGENT_FILE => return respond(reply, run::open_agent_file(state, &args)),
-        commands::COMMENT => return respond(reply, review_live::comment(state, &args)),
+        commands::COMMENT => return respond(reply, owner.review.comment(state, &args)),
         commands::APPROVE | commands::DENY => {
             let result = match command {
                 commands::APPROVE => permission::approve(state, &args),
                 _ => permission::deny(state, &args),
             };
             // The board and the NEEDS YOU lane follow at once.
-            super::super::sessions::refresh(state, false);
+            owner.refresh_sessions(false);
             return respond(reply, result);
         }
         commands::SHOW_BASE => return respond(reply, review_live::show_base(state, &args)),
@@ -49,7 +50,7 @@ pub fn handle(state: &mut State, params: ExecuteCommandParams, reply: Reply<Opti
         commands::MARK_REVIEWED => {
             let result = review_live::mark_reviewed(state, &args);
             // READY TO SHIP rows say whether the work is reviewed.
-            super::super::sessions::refresh(state, false);
+            owner.refresh_sessions(false);
             return respond(reply, result);
         }
         commands::SPAWN => match run::spawn_task(state, &args) {

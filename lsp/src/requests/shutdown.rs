@@ -3,15 +3,14 @@
 use std::time::Duration;
 
 use super::super::event::Reply;
-use super::super::guard_live;
-use super::super::state::State;
+use super::super::owner::Owner;
 
 /// How long the reply waits for the cleared diagnostics to go out.
 const DRAIN: Duration = Duration::from_secs(2);
 
-pub fn handle(state: &mut State, reply: Reply<()>) {
-    state.shut_down = true;
-    guard_live::stop(state);
-    state.outbox.drain(DRAIN);
+pub fn handle(owner: &mut Owner, reply: Reply<()>) {
+    owner.state.shut_down = true;
+    owner.guard.stop(&mut owner.state);
+    owner.state.outbox.drain(DRAIN);
     let _ = reply.send(Ok(()));
 }
