@@ -36,7 +36,9 @@
 //! content: the pairs git merges cleanly where one side changed a function
 //! signature the other side's changes use (each printed), the
 //! incremental update on real C files with the symbol index on and off,
-//! and the cold full recompute of the real topics with it on and off.
+//! and the cold full recompute of the real topics with it on and off:
+//! verdicts first then symbols (as `owt lsp`), and at once (as `owt
+//! guard`) with the symbol cache warm, empty, and the index off.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -341,6 +343,7 @@ fn start_hosts(owt: &Path, dir: &Path, worktrees: &[PathBuf]) -> Hosts {
             cols: 80,
             scrollback: owt::session::DEFAULT_SCROLLBACK,
             transport: Default::default(),
+            on_limit_wait: false,
             acp_load: None,
             acp_mcp_servers: Vec::new(),
         };
@@ -491,7 +494,7 @@ fn run(
     ) {
         p.journal = socket.map(|socket| {
             std::sync::Arc::new(owt::session::HostJournal::new(socket))
-                as std::sync::Arc<dyn owt::guard::journal::JournalSource>
+                as std::sync::Arc<dyn owt::guard::source::JournalSource>
         });
         engine.add_participant(p).unwrap();
     }
@@ -742,8 +745,7 @@ fn cold_runs(dir: &Path, owt_bin: &Path, n_files: usize, n_participants: usize, 
     engine.full_recompute().unwrap();
     let walked = started.elapsed();
     let snaps = engine.snapshots();
-    let pairs: Vec<owt_protocol::guard::GuardPair> =
-        engine.pairs().into_iter().cloned().collect();
+    let pairs: Vec<owt_protocol::guard::GuardPair> = engine.pairs().into_iter().cloned().collect();
     drop(engine);
     println!(
         "{n_participants} agents + you, {n_files} files: every checkout walked, cold: {:.1} ms (load {}); {} pairs reported",
@@ -754,13 +756,16 @@ fn cold_runs(dir: &Path, owt_bin: &Path, n_files: usize, n_participants: usize, 
     let hosts = start_hosts(owt_bin, dir, &setup.worktrees);
     for run in 0..runs {
         let mut engine = GuardEngine::new(&setup.main, &[]).unwrap();
-        for (mut p, socket) in participants(&setup)
-            .into_iter()
-            .zip(hosts.sockets.iter().map(Some).chain(std::iter::repeat(None)))
-        {
+        for (mut p, socket) in participants(&setup).into_iter().zip(
+            hosts
+                .sockets
+                .iter()
+                .map(Some)
+                .chain(std::iter::repeat(None)),
+        ) {
             p.journal = socket.map(|socket| {
                 std::sync::Arc::new(owt::session::HostJournal::new(socket.clone()))
-                    as std::sync::Arc<dyn owt::guard::journal::JournalSource>
+                    as std::sync::Arc<dyn owt::guard::source::JournalSource>
             });
             engine.add_participant(p).unwrap();
         }
@@ -776,7 +781,11 @@ fn cold_runs(dir: &Path, owt_bin: &Path, n_files: usize, n_participants: usize, 
             .values()
             .filter(|s| s.is_some_and(|s| s.name() == "journal"))
             .count();
-        assert_eq!(from_journals, setup.worktrees.len(), "every journal answered");
+        assert_eq!(
+            from_journals,
+            setup.worktrees.len(),
+            "every journal answered"
+        );
         assert_eq!(engine.snapshots(), snaps, "the walked engine's snapshots");
         let now: Vec<owt_protocol::guard::GuardPair> =
             engine.pairs().into_iter().cloned().collect();
@@ -829,10 +838,22 @@ fn real_corpus(spec_path: &Path, source: &Path, dir: &Path) {
     )
     .unwrap();
     git(&main, &["update-ref", "refs/heads/main", base]);
-    for (i, topic) in origin["topics"].as_array().expect("source.topics").iter().enumerate() {
+    for (i, topic) in origin["topics"]
+        .as_array()
+        .expect("source.topics")
+        .iter()
+        .enumerate()
+    {
         let name = topic["name"].as_str().unwrap().replace('/', "-");
         let tip = topic["tip"].as_str().unwrap();
-        git(&main, &["update-ref", &format!("refs/heads/topic/{i:02}-{name}"), tip]);
+        git(
+            &main,
+            &[
+                "update-ref",
+                &format!("refs/heads/topic/{i:02}-{name}"),
+                tip,
+            ],
+        );
     }
     git(&main, &["reset", "-q", "--hard", "main"]);
     let corpus = Corpus::open(&main, &dir.join("real-wt"), None);
@@ -846,12 +867,16 @@ fn real_corpus(spec_path: &Path, source: &Path, dir: &Path) {
     let mut total = 0;
     let mut incremental: Option<(Vec<Duration>, Vec<Duration>, usize)> = None;
     let mut full: Option<(Vec<Duration>, Vec<Duration>, Vec<Duration>)> = None;
+    let mut one_shot: Option<OneShot> = None;
     for shape in SHAPES {
         let case = corpus.setup(shape, Variant::Committed);
         let mut r = evaluate(&main, &case, &scratch);
         let mut found = Vec::new();
         for p in r.engine.pairs() {
-            if p.semantic.is_empty() || !p.conflicting_paths.is_empty() || p.level == Level::Conflict {
+            if p.semantic.is_empty()
+                || !p.conflicting_paths.is_empty()
+                || p.level == Level::Conflict
+            {
                 continue;
             }
             found.push(p.clone());
@@ -860,7 +885,10 @@ fn real_corpus(spec_path: &Path, source: &Path, dir: &Path) {
             "  {}: {} sessions, {} pairs, exact verdicts: {}, semantic (git merges cleanly): {}",
             shape.name(),
             r.sessions,
-            r.pairs.true_positive + r.pairs.false_positive + r.pairs.false_negative + r.pairs.true_negative,
+            r.pairs.true_positive
+                + r.pairs.false_positive
+                + r.pairs.false_negative
+                + r.pairs.true_negative,
             r.exact,
             found.len()
         );
@@ -880,7 +908,10 @@ fn real_corpus(spec_path: &Path, source: &Path, dir: &Path) {
                     n.used_by,
                     n.used_in,
                     at.join(","),
-                    n.used_inside.as_deref().map(|s| format!(" ({s})")).unwrap_or_default()
+                    n.used_inside
+                        .as_deref()
+                        .map(|s| format!(" ({s})"))
+                        .unwrap_or_default()
                 );
             }
         }
@@ -888,6 +919,7 @@ fn real_corpus(spec_path: &Path, source: &Path, dir: &Path) {
         if incremental.is_none() {
             incremental = Some(real_incremental(&mut r.engine, &case));
             full = Some(real_full_recomputes(&main, &case));
+            one_shot = Some(real_one_shots(&main, &case, &dir.join("real-owt-home")));
         }
     }
     println!("semantic pairs git merges cleanly, all shapes: {total}");
@@ -898,6 +930,21 @@ fn real_corpus(spec_path: &Path, source: &Path, dir: &Path) {
             ms(median(on)),
             ms(median(symbols)),
             ms(median(off)),
+        );
+    }
+    if let Some(o) = one_shot {
+        let (warm, first, off) = (median(o.warm), median(o.first), median(o.off));
+        println!(
+            "cold one-shot full recompute (as `owt guard`), real source files ({} fresh engines each, alternating): symbols on, symbol cache warm: median {:.2} ms; on, cache empty (a first run, filling it): median {:.2} ms; off: median {:.2} ms; on/off: {:.2}x warm, {:.2}x empty; parses: {} empty, {} warm ({} read from the cache)",
+            o.runs,
+            ms(warm),
+            ms(first),
+            ms(off),
+            warm.as_secs_f64() / off.as_secs_f64(),
+            first.as_secs_f64() / off.as_secs_f64(),
+            o.parses_first,
+            o.parses_warm,
+            o.hits_warm,
         );
     }
     if let Some((on, off, files)) = incremental {
@@ -941,6 +988,66 @@ fn real_full_recomputes(
     (on, symbols_after, off)
 }
 
+/// [`real_one_shots`]' times and counts.
+struct OneShot {
+    runs: usize,
+    warm: Vec<Duration>,
+    first: Vec<Duration>,
+    off: Vec<Duration>,
+    parses_first: u64,
+    parses_warm: u64,
+    hits_warm: u64,
+}
+
+/// The cold one-shot full recompute `owt guard` runs (`full_recompute`,
+/// verdicts and symbols at once) by fresh engines, in turn: symbols on
+/// with the symbol cache under `home` warm (kept by the runs before), on
+/// with it empty (a first run, which fills it), and off; 5 each.
+fn real_one_shots(main: &Path, case: &owt::guard::corpus::Case, home: &Path) -> OneShot {
+    let empty = home.with_extension("empty");
+    let mut o = OneShot {
+        runs: 5,
+        warm: Vec::new(),
+        first: Vec::new(),
+        off: Vec::new(),
+        parses_first: 0,
+        parses_warm: 0,
+        hits_warm: 0,
+    };
+    // Fills the cache the warm runs read.
+    let _ = std::fs::remove_dir_all(home);
+    let mut engine = owt::guard::corpus::engine_for(main, case);
+    engine.set_symbol_cache(Some(home));
+    engine.full_recompute().expect("full recompute");
+    for round in 0..3 * o.runs {
+        let mut engine = owt::guard::corpus::engine_for(main, case);
+        let started = Instant::now();
+        match round % 3 {
+            0 => {
+                engine.set_symbol_cache(Some(home));
+                engine.full_recompute().expect("full recompute");
+                o.warm.push(started.elapsed());
+                o.parses_warm = engine.symbol_parses();
+                o.hits_warm = engine.symbol_cache_hits().0;
+            }
+            1 => {
+                let _ = std::fs::remove_dir_all(&empty);
+                let started = Instant::now();
+                engine.set_symbol_cache(Some(&empty));
+                engine.full_recompute().expect("full recompute");
+                o.first.push(started.elapsed());
+                o.parses_first = engine.symbol_parses();
+            }
+            _ => {
+                engine.set_symbols(false);
+                engine.full_recompute().expect("full recompute");
+                o.off.push(started.elapsed());
+            }
+        }
+    }
+    o
+}
+
 /// One write per session to a C file it changed (a line inserted in the
 /// middle), the engine told; with the symbol index on, then again off.
 fn real_incremental(
@@ -977,7 +1084,11 @@ fn real_incremental(
                 parsed += engine.symbol_parses() - parses;
                 reparsed += engine.symbol_reparses() - reparses;
             }
-            if symbols { on.push(took) } else { off.push(took) }
+            if symbols {
+                on.push(took)
+            } else {
+                off.push(took)
+            }
         }
     }
     engine.set_symbols(true);

@@ -260,6 +260,14 @@ impl GuardEngine {
         self.caches.symbols.enabled = on;
     }
 
+    /// Keeps the symbols of the blobs the index parses on disk, under
+    /// `home` (`$OWT_HOME`), and reads them from there before parsing a
+    /// blob ([`super::symbols::DiskCache`]); `None`: in memory only (the
+    /// default).
+    pub fn set_symbol_cache(&mut self, home: Option<&Path>) {
+        self.caches.symbols.disk = home.map(super::symbols::DiskCache::new);
+    }
+
     /// Re-scans one participant's whole checkout (after it was added, or
     /// when events may have been lost); a HEAD that moved is in
     /// `heads_moved`, as from [`Self::on_refs_changed`].

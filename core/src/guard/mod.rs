@@ -113,6 +113,8 @@ mod history_tests;
 #[cfg(test)]
 mod reparse_tests;
 #[cfg(test)]
+mod symbol_cache_tests;
+#[cfg(test)]
 mod symbol_tests;
 #[cfg(test)]
 mod tests;

@@ -430,7 +430,7 @@ fn an_update_parses_only_the_file_that_changed_and_symbols_can_be_off() {
 /// Three agents: a changes `parse_config`'s signature, b calls it (a
 /// pair only a `semantic` note relates), c and b change the same line of
 /// `load` (a conflict whose lines name their function).
-fn held_back_fixture() -> super::tests::Fixture {
+pub(super) fn held_back_fixture() -> super::tests::Fixture {
     let fx = Fixture::new(&[("src/config.rs", CONFIG_RS), ("src/main.rs", MAIN_RS)]);
     let (a, b, c) = (fx.worktree("a"), fx.worktree("b"), fx.worktree("c"));
     write(

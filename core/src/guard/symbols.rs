@@ -28,12 +28,15 @@
 //! [`KEPT_TREES`] parses, within [`KEPT_BYTES`]) is re-parsed
 //! incrementally from it ([`parse_from`]; a tree with new syntax errors
 //! is parsed fresh).
+//! A blob not in memory is looked up in the disk cache (`disk`: what
+//! earlier runs parsed, under `$OWT_HOME`) before it is parsed, and what a
+//! parse yields is written there.
 //! Submodules: `grammar` (languages, the parse), `edits` (tree-sitter
 //! edits between two versions), `signatures`, `notes` (the semantic
-//! notes), `text`.
+//! notes), `text`, `disk`.
 //!
-//! Invariants: pure over the object database (reads blobs, writes
-//! nothing); a file in no known language, larger than [`MAX_BYTES`] or
+//! Invariants: reads blobs and writes nothing but its disk cache (when
+//! given one); a file in no known language, larger than [`MAX_BYTES`] or
 //! binary has no symbols; nothing here decides a merge verdict.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -44,12 +47,14 @@ use owt_protocol::guard::{LineRange, SemanticNote};
 
 use super::changes::{Change, ChangeKind};
 
+mod disk;
 mod edits;
 mod grammar;
 mod notes;
 mod signatures;
 mod text;
 
+pub use disk::DiskCache;
 pub use grammar::{parse, parse_from, Lang};
 pub use notes::semantic_notes;
 #[cfg(test)]
@@ -205,6 +210,8 @@ pub struct SymbolIndex {
     /// The latest parse trees, to parse the next version of their path
     /// incrementally.
     kept: Vec<Kept>,
+    /// Blobs' symbols kept across runs (`$OWT_HOME`'s; none in tests).
+    pub disk: Option<DiskCache>,
     /// Blobs parsed since this index was made (for tests and benchmarks).
     pub parsed: u64,
     /// Of those, parsed incrementally from a kept tree (not counting a
@@ -235,6 +242,7 @@ impl Default for SymbolIndex {
             side_words: HashMap::new(),
             old_words: HashMap::new(),
             kept: Vec::new(),
+            disk: None,
             parsed: 0,
             reparsed: 0,
         }
@@ -442,6 +450,11 @@ impl SymbolIndex {
         if self.files.len() >= MAX_CACHED {
             self.files.clear();
         }
+        if let Some(found) = self.disk.as_mut().and_then(|d| d.get(id, lang)) {
+            let found = Some(Arc::new(found));
+            self.files.insert((id, lang), found.clone());
+            return found;
+        }
         let parsed = super::big::small_blob(repo, id).and_then(|blob| {
             let content = blob.content();
             if blob.is_binary() || content.len() > MAX_BYTES {
@@ -454,6 +467,9 @@ impl SymbolIndex {
                 parse_from(content, lang, previous)?
             };
             self.reparsed += u64::from(incremental);
+            if let Some(disk) = &mut self.disk {
+                disk.put(id, lang, &symbols);
+            }
             self.keep(Kept {
                 path: path.to_string(),
                 lang,

@@ -75,6 +75,7 @@ pub fn engine(ctx: &Context) -> anyhow::Result<GuardEngine> {
     let mut engine = GuardEngine::new(ctx.repo.main_root(), &ctx.config.config.guard.ignore)
         .context("starting the conflict guard")?;
     engine.set_symbols(ctx.config.config.guard.symbols);
+    engine.set_symbol_cache(Some(&ctx.home));
     for participant in participants(ctx)? {
         let name = participant.id.clone();
         engine

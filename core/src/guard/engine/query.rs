@@ -125,6 +125,13 @@ impl GuardEngine {
         self.caches.symbols.parsed
     }
 
+    /// Blobs whose symbols came from the disk cache instead of a parse
+    /// ([`Self::set_symbol_cache`]), and entries written to it.
+    pub fn symbol_cache_hits(&self) -> (u64, u64) {
+        let disk = self.caches.symbols.disk.as_ref();
+        disk.map_or((0, 0), |d| (d.hits, d.writes))
+    }
+
     /// Of [`Self::symbol_parses`], those re-parsed incrementally from a
     /// kept tree of another version of the same path.
     pub fn symbol_reparses(&self) -> u64 {

@@ -79,7 +79,7 @@ impl Lang {
     }
 
     /// The word a function of this language is named with (`fn`, `def`…).
-    fn function_word(self) -> &'static str {
+    pub(super) fn function_word(self) -> &'static str {
         match self {
             Lang::Rust => "fn",
             Lang::Python => "def",
