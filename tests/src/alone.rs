@@ -111,3 +111,24 @@ pub fn alone() {
         *held = Some(Held::Alone);
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_test_that_asks_to_run_alone_after_making_its_environment_fails_instead_of_waiting_for_itself(
+    ) {
+        let outcome = std::thread::spawn(|| {
+            beside_others();
+            let asked = std::panic::catch_unwind(alone);
+            (asked.is_err(), running().beside)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(outcome, (true, 1));
+        // The thread ended: what it held is released.
+        assert_eq!(running().beside, 0);
+        assert!(!running().alone);
+    }
+}
