@@ -9,9 +9,12 @@
 
 pub mod acp;
 pub mod agents;
+pub mod alone;
 pub mod cockpit;
 pub mod lsp;
 pub mod remote;
+
+pub use alone::alone;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -129,6 +132,7 @@ impl Default for TestEnv {
 
 impl TestEnv {
     pub fn new() -> TestEnv {
+        alone::beside_others();
         let root = tempfile::Builder::new()
             .prefix("owt-e2e-")
             .tempdir()

@@ -4,18 +4,16 @@
 //! (`provider::nesting`), while the rest of the environment, and a marker
 //! the session's own `--env` sets, reach it.
 
-mod session_common;
-
 use std::time::Duration;
 
-use session_common::{with_timeout, Env};
+use crate::session_common::{with_timeout, Env};
 
 #[test]
 fn an_agent_started_from_inside_another_gets_no_nesting_markers() {
     with_timeout(Duration::from_secs(60), || {
         let env = Env::new();
         let log = env.dir.path().join("nested.agent-log");
-        let agent = session_common::fake_agent();
+        let agent = crate::session_common::fake_agent();
         let log_env = format!("FAKE_LOG={}", log.display());
         let out = env
             .owt(&[

@@ -6,12 +6,10 @@
 //! modes (direct: the host writes it; relayed: the client does) — and not
 //! at all when the configuration leaves it off.
 
-mod session_common;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use session_common::{wait_for, with_timeout, AttachClient, Env};
+use crate::session_common::{wait_for, with_timeout, AttachClient, Env};
 
 /// How long a notice may take: the other agent's dialog recognised, the
 /// status recorded, the attach's poll (every 0.5 s) seeing the commit.

@@ -22,13 +22,12 @@ use serde_json::{json, Value};
 const DEADLINE: Duration = Duration::from_secs(30);
 
 /// Tests that measure time or rates, and the ones that load the machine
-/// (50 store writers; a host flooding a slow reader), run one at a time: with the writers beside it the new
-/// `owt lsp` republished after 3.3 s instead of < 0.1 s (two cores shared
-/// with ~50 processes), which measures the machine, not owt.
-static MEASURED: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn measured() -> std::sync::MutexGuard<'static, ()> {
-    MEASURED.lock().unwrap_or_else(|e| e.into_inner())
+/// (50 store writers; a host flooding a slow reader), run alone in the test
+/// process: with the writers beside it the new `owt lsp` republished after
+/// 3.3 s instead of < 0.1 s (two cores shared with ~50 processes), which
+/// measures the machine, not owt.
+fn measured() {
+    owt_e2e::alone();
 }
 
 /// A repository with `src.txt` (ten lines) committed.
@@ -81,7 +80,7 @@ fn settled_statuses(env: &TestEnv, repo: &Path, n: usize) -> BTreeMap<String, St
 
 #[test]
 fn kill_9_of_the_lsp_with_8_sessions_loses_no_agent_and_republishes_fast() {
-    let _one_at_a_time = measured();
+    measured();
     const N_SESSIONS: usize = 8;
     let env = TestEnv::new();
     let repo = repo_with_src(&env);
@@ -305,7 +304,7 @@ fn kill_9_of_one_host_ends_only_its_agent_and_keeps_its_worktree() {
 
 #[test]
 fn fifty_processes_writing_the_store_lose_no_row_and_never_see_locked() {
-    let _one_at_a_time = measured();
+    measured();
     const N_WORKERS: usize = 50;
     const N_CALLS: usize = 100;
     let env = TestEnv::new();
@@ -750,7 +749,7 @@ fn attach_raw(socket: &Path) -> UnixStream {
 fn a_slow_attached_client_gets_every_byte_in_order() {
     // It keeps a host busy (200k lines through a PTY into the screen
     // model) for a few seconds: not beside the rate measurements.
-    let _one_at_a_time = measured();
+    measured();
     const LINES: usize = 200_000;
     let env = TestEnv::new();
     let repo = repo_with_src(&env);
@@ -798,7 +797,7 @@ fn a_slow_attached_client_gets_every_byte_in_order() {
 
 #[test]
 fn a_flooding_agent_is_not_blocked_by_attach_churn_or_a_stuck_client() {
-    let _one_at_a_time = measured();
+    measured();
     /// Output each churning client reads per attach before it detaches.
     const PER_ATTACH: u64 = 256 * 1024;
     /// Host RSS ceiling: one client queue is capped at 4 MiB (plus the batch
@@ -1036,7 +1035,7 @@ fn redraw_and_output(stream: &mut UnixStream, bytes: usize, context: &str) -> Ve
 /// waits behind the joiner (a client starved for seconds there).
 #[test]
 fn a_redraw_during_a_flood_sits_exactly_where_the_output_resumes() {
-    let _one_at_a_time = measured();
+    measured();
     /// Output fed after the redraw: about twenty of the forty rows.
     const AFTER: usize = 20 * 9;
     let env = TestEnv::new();

@@ -4,12 +4,10 @@
 //! session's host (once, however many owt processes look); the agent's
 //! exit is told too.
 
-mod session_common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use session_common::{wait_for, with_timeout, Env};
+use crate::session_common::{wait_for, with_timeout, Env};
 
 /// How long the host may take to tell a status: it must hold 750 ms, is
 /// looked at every 250 ms, then the program runs.

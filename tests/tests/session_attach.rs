@@ -4,15 +4,13 @@
 //! modes: direct (the host takes the terminal, the default) and relayed
 //! (`--relay`, and whenever stdout is not the terminal).
 
-mod session_common;
-
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use session_common::{holds_open, owt_bin, wait_for, with_timeout, AttachClient, Env, WAIT};
+use crate::session_common::{holds_open, owt_bin, wait_for, with_timeout, AttachClient, Env, WAIT};
 
 const DIRECT: &[&str] = &[];
 const RELAY: &[&str] = &["--relay"];

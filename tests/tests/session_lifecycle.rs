@@ -4,8 +4,6 @@
 //! the live screen, a client of the wrong protocol version, and the
 //! environment the agent gets (exactly owt's, plus owt's variables).
 
-mod session_common;
-
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
@@ -14,19 +12,19 @@ use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::session_common::{wait_for, with_timeout, Env, WAIT};
 use owt_e2e::pid_alive;
 use owt_protocol::host::{self as proto, FrameKind, Hello, HostError, Role};
-use session_common::{wait_for, with_timeout, Env, WAIT};
 
 #[test]
 fn the_agent_survives_sigkill_of_the_process_that_started_it() {
     with_timeout(Duration::from_secs(60), || {
         let env = Env::new();
         // A starter that stays around after starting the session.
-        let agent = session_common::fake_agent();
+        let agent = crate::session_common::fake_agent();
         let script = format!(
             "{} -C {} __host spawn --name survivor -- python3 {} && sleep 300",
-            session_common::owt_bin().display(),
+            crate::session_common::owt_bin().display(),
             env.repo.display(),
             agent.display()
         );

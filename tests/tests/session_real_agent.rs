@@ -3,12 +3,10 @@
 //! No model answers here; its first screen is enough (`real_agents.rs`
 //! runs whole turns against the scripted model).
 
-mod session_common;
-
 use std::path::PathBuf;
 use std::time::Duration;
 
-use session_common::{with_timeout, Env};
+use crate::session_common::{with_timeout, Env};
 
 fn claude_binary() -> PathBuf {
     owt_e2e::agents::agents_dir().join("bin/claude")

@@ -3,11 +3,9 @@
 //! first prompt arrives once the agent is ready; with nobody attached the
 //! host answers the agent's terminal queries.
 
-mod session_common;
-
 use std::time::Duration;
 
-use session_common::{with_timeout, Env};
+use crate::session_common::{with_timeout, Env};
 
 #[test]
 fn send_delivers_multi_line_text_and_metacharacters_verbatim() {

@@ -87,6 +87,7 @@ pub struct Session {
 
 impl Env {
     pub fn new() -> Env {
+        owt_e2e::alone::beside_others();
         let dir = tempfile::Builder::new()
             .prefix("owt-e2e")
             .tempdir()
