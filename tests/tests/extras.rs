@@ -29,12 +29,9 @@ fn notes_reach_live_agents_and_new_first_prompts() {
     });
     // #34.9: an idle agent gets the note with its next prompt, not as a
     // turn of its own (regression: one went back to `blocked`).
-    // Its first prompt must have arrived (a turn went by) before "not
-    // working" means idle: until then it may still be about to start.
-    wait_until("the first agent done with its first turn", DEADLINE, || {
-        screen(&env, &repo, &a.session.name).contains("got: ")
-            && env.session(&repo, &a.session.name).status != owt_protocol::Status::Working
-    });
+    // Settled: neither `starting` (which is not `working` either, and
+    // turns into it as the start-up output comes) nor `working`.
+    env.wait_settled(&repo, &a.session.name);
     let noted: NotesOutput = env.owt_json(&repo, ["note", "Users table has verified_at"]);
     assert_eq!(noted.notes, vec!["Users table has verified_at"]);
     assert!(noted.delivered_to.is_empty(), "{noted:?}");
