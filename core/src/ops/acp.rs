@@ -127,12 +127,7 @@ pub fn reopen(ctx: &Context, row: &SessionRow) -> anyhow::Result<bool> {
         home: ctx.home.clone(),
         rows: 40,
         cols: 120,
-        scrollback: ctx
-            .config
-            .config
-            .agent
-            .scrollback
-            .map_or(session::DEFAULT_SCROLLBACK, |n| n as usize),
+        scrollback: ctx.scrollback(),
         transport: Transport::Acp,
         acp_load,
         acp_mcp_servers: Vec::new(),

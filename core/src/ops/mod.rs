@@ -77,6 +77,16 @@ use crate::store::SessionRow;
 pub use crate::context::{owt_home, Context};
 
 impl Context {
+    /// Lines of scrollback a session host keeps: `[agent] scrollback`, or
+    /// the host's default.
+    pub fn scrollback(&self) -> usize {
+        self.config
+            .config
+            .agent
+            .scrollback
+            .map_or(crate::session::DEFAULT_SCROLLBACK, |n| n as usize)
+    }
+
     /// The session called `name` in this repository, or an error listing
     /// the sessions that exist.
     pub fn session(&self, name: &str) -> anyhow::Result<SessionRow> {

@@ -8,7 +8,7 @@ use super::{exec, LaunchOptions, SUMMARY_FACT};
 use crate::ops::Context;
 use crate::provider::integration::Integration;
 use crate::provider::{self, LaunchMode};
-use crate::session::{self, HostSpec};
+use crate::session::HostSpec;
 use crate::store::SessionRow;
 
 /// The session host's spec for `session`'s agent: argv (checked against
@@ -51,12 +51,7 @@ pub(crate) fn host_spec(
         home: ctx.home.clone(),
         rows: options.rows,
         cols: options.cols,
-        scrollback: ctx
-            .config
-            .config
-            .agent
-            .scrollback
-            .map_or(session::DEFAULT_SCROLLBACK, |n| n as usize),
+        scrollback: ctx.scrollback(),
         on_limit_wait: ctx.config.config.agent.on_limit == crate::config::OnLimit::Wait,
     };
     Ok((spec, warnings))
