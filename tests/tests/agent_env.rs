@@ -58,3 +58,68 @@ fn an_agent_started_from_inside_another_gets_no_nesting_markers() {
         }
     });
 }
+
+/// The value of `name` in the environment process `pid` started with.
+fn started_with(pid: u32, name: &str) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    environ.split(|b| *b == 0).find_map(|kv| {
+        let kv = String::from_utf8_lossy(kv);
+        let (k, v) = kv.split_once('=')?;
+        (k == name).then(|| v.to_string())
+    })
+}
+
+/// Gemini CLI reads `CI=true` or `GITHUB_ACTIONS=true` as "headless" and,
+/// resumed with no prompt on its command line, quits at once. In owt's
+/// terminal it is interactive whatever CI owt itself runs in: its
+/// interactive agents do not get them; its headless runs, other agents
+/// and a session that sets them itself do.
+#[test]
+fn an_interactive_gemini_is_not_told_it_runs_in_ci() {
+    with_timeout(Duration::from_secs(60), || {
+        let env = Env::new();
+        // name, provider, extra arguments, then CI and GITHUB_ACTIONS as
+        // the agent was started with them.
+        for (name, provider, extra, ci, actions) in [
+            ("gemini-tty", "gemini", &[][..], None, None),
+            (
+                "gemini-headless",
+                "gemini",
+                &["--headless"][..],
+                Some("true"),
+                Some("true"),
+            ),
+            (
+                "gemini-set",
+                "gemini",
+                &["--env", "CI=1"][..],
+                Some("1"),
+                None,
+            ),
+            ("claude-tty", "claude", &[][..], Some("true"), Some("true")),
+        ] {
+            let mut args = vec!["__host", "spawn", "--name", name, "--provider", provider];
+            args.extend_from_slice(extra);
+            args.extend(["--", "sleep", "300"]);
+            let out = env
+                .owt(&args)
+                .env("CI", "true")
+                .env("GITHUB_ACTIONS", "true")
+                .output()
+                .expect("owt __host spawn");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let s = env.parse_spawned(&String::from_utf8_lossy(&out.stdout));
+            assert_ne!(s.agent_pid, 0, "{name}: no agent pid in {out:?}");
+            assert_eq!(started_with(s.agent_pid, "CI").as_deref(), ci, "{name}: CI");
+            assert_eq!(
+                started_with(s.agent_pid, "GITHUB_ACTIONS").as_deref(),
+                actions,
+                "{name}: GITHUB_ACTIONS"
+            );
+        }
+    });
+}

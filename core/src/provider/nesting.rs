@@ -36,6 +36,19 @@ pub const NESTING_MARKERS: &[&str] = &[
     "OPENCODE_CLIENT",
 ];
 
+/// Variables that make an agent CLI started in owt's terminal believe no
+/// one is at that terminal: Gemini CLI takes `CI=true` or
+/// `GITHUB_ACTIONS=true` for headless mode (its `isHeadlessMode`, 0.61)
+/// and, with no prompt on its command line (a resume), quits at once
+/// ("No input provided via stdin"). owt removes them from the
+/// interactive agents of `provider` only; a headless run keeps them.
+pub fn headless_markers(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "gemini" => &["CI", "GITHUB_ACTIONS"],
+        _ => &[],
+    }
+}
+
 /// The markers to remove from the environment of an agent whose own
 /// variables (`[agent] env`, the integrations') are `set`: all those
 /// `set` does not name.
@@ -70,5 +83,12 @@ mod tests {
         assert!(!removed.contains(&"CLAUDE_CODE_ENTRYPOINT"));
         assert!(removed.contains(&"CLAUDECODE"));
         assert!(!removed.contains(&"PATH"));
+    }
+
+    #[test]
+    fn only_gemini_loses_the_ci_markers() {
+        assert_eq!(headless_markers("gemini"), ["CI", "GITHUB_ACTIONS"]);
+        assert!(headless_markers("claude").is_empty());
+        assert!(headless_markers("codex").is_empty());
     }
 }

@@ -156,10 +156,14 @@ impl Client {
         }
         let cut = !q.awaiting_redraw && q.bytes + frame.len() > CLIENT_QUEUE_LIMIT;
         if cut {
-            q.frames.clear();
-            q.bytes = q.head.len();
+            // The screen's bytes go (a redraw replaces them); the frames
+            // `push` queued (the welcome, replies, the exit) are never
+            // dropped. The queue may hold a welcome still: output piles up
+            // behind a new client's first redraw until it comes.
+            q.frames.retain(|f| !is_screen_frame(f));
+            q.bytes = q.head.len() + q.frames.iter().map(|f| f.len()).sum::<usize>();
             q.awaiting_redraw = true;
-            q.redraw_at = 0;
+            q.redraw_at = q.frames.len();
         }
         q.bytes += frame.len();
         q.frames.push_back(frame.clone());
@@ -207,5 +211,62 @@ impl Client {
     pub(super) fn close(&self) {
         lock(&self.queue).closed = true;
         self.ready.notify_one();
+    }
+}
+
+/// An `Output` or `Redraw` frame: the screen's bytes, which a redraw can
+/// replace.
+fn is_screen_frame(frame: &[u8]) -> bool {
+    matches!(
+        frame.first().copied().and_then(proto::FrameKind::from_u8),
+        Some(proto::FrameKind::Output | proto::FrameKind::Redraw)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(client: &Client) -> Vec<proto::FrameKind> {
+        lock(&client.queue)
+            .frames
+            .iter()
+            .map(|f| proto::FrameKind::from_u8(f[0]).unwrap())
+            .collect()
+    }
+
+    /// Regression: output piled up behind a new client's first redraw, and
+    /// the first frame after it overran the limit and cut the queue: the
+    /// welcome went with the output, and the client saw output before any
+    /// welcome (`faults::a_flooding_agent…` failed "client 2: no welcome"
+    /// in CI, and here with `OWT_FLOOD_CHURN_S=120`).
+    #[test]
+    fn cutting_a_queue_keeps_its_welcome_and_replies() {
+        let (stream, _peer) = UnixStream::pair().unwrap();
+        let client = Client::new(1, stream, None, false);
+        client.push(proto::encode(proto::FrameKind::Welcome, b"{}"));
+        client.await_redraw();
+        let chunk: Arc<[u8]> = proto::encode(proto::FrameKind::Output, &[b'x'; 64 * 1024]).into();
+        for _ in 0..(CLIENT_QUEUE_LIMIT / chunk.len() + 1) {
+            assert!(
+                !client.push_output(&chunk),
+                "no cut while a redraw is awaited"
+            );
+        }
+        client.deliver_redraw(proto::encode(proto::FrameKind::Redraw, b"screen"));
+        client.push(proto::encode(proto::FrameKind::Error, b"{}"));
+        assert!(client.push_output(&chunk), "over the limit: cut");
+        assert_eq!(
+            kinds(&client),
+            [
+                proto::FrameKind::Welcome,
+                proto::FrameKind::Error,
+                proto::FrameKind::Output
+            ]
+        );
+        let q = lock(&client.queue);
+        assert!(q.awaiting_redraw);
+        assert_eq!(q.redraw_at, 2, "the new redraw goes after what was kept");
+        assert_eq!(q.bytes, q.frames.iter().map(|f| f.len()).sum::<usize>());
     }
 }

@@ -125,6 +125,14 @@ fn spawn_agent(
     for marker in crate::provider::nesting::markers_to_remove(spec.env.keys().map(String::as_str)) {
         cmd.env_remove(marker);
     }
+    // Interactive in owt's terminal, whatever CI the user runs owt in.
+    if !spec.headless {
+        for marker in crate::provider::nesting::headless_markers(&spec.provider) {
+            if !spec.env.contains_key(*marker) {
+                cmd.env_remove(marker);
+            }
+        }
+    }
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
