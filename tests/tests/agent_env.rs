@@ -61,12 +61,9 @@ fn an_agent_started_from_inside_another_gets_no_nesting_markers() {
 
 /// The value of `name` in the environment process `pid` started with.
 fn started_with(pid: u32, name: &str) -> Option<String> {
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    environ.split(|b| *b == 0).find_map(|kv| {
-        let kv = String::from_utf8_lossy(kv);
-        let (k, v) = kv.split_once('=')?;
-        (k == name).then(|| v.to_string())
-    })
+    crate::session_common::environ_of(pid)
+        .get(std::ffi::OsStr::new(name))
+        .map(|v| v.to_string_lossy().into_owned())
 }
 
 /// Gemini CLI reads `CI=true` or `GITHUB_ACTIONS=true` as "headless" and,

@@ -7,12 +7,11 @@
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
-use std::os::unix::ffi::OsStringExt;
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::session_common::{wait_for, with_timeout, Env, WAIT};
+use crate::session_common::{environ_of, wait_for, with_timeout, Env, WAIT};
 use owt_e2e::pid_alive;
 use owt_protocol::host::{self as proto, FrameKind, Hello, HostError, Role};
 
@@ -366,23 +365,6 @@ fn stop_ends_a_daemon_the_agent_detached_and_nothing_else() {
         });
         assert!(pid_alive(theirs), "another session's daemon was killed");
     });
-}
-
-/// The environment `pid` was started with (`/proc/PID/environ`).
-fn environ_of(pid: u32) -> BTreeMap<OsString, OsString> {
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    environ
-        .split(|b| *b == 0)
-        .filter(|kv| !kv.is_empty())
-        .map(|kv| {
-            let at = kv.iter().position(|b| *b == b'=').unwrap_or(kv.len());
-            let value = kv.get(at + 1..).unwrap_or_default();
-            (
-                OsString::from_vec(kv[..at].to_vec()),
-                OsString::from_vec(value.to_vec()),
-            )
-        })
-        .collect()
 }
 
 /// owt never changes its agents' environment for its own sake (no glibc

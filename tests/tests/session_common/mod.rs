@@ -485,3 +485,32 @@ pub fn holds_open(pid: u32, path: &Path) -> bool {
         .flatten()
         .any(|e| std::fs::read_link(e.path()).is_ok_and(|target| target == path))
 }
+
+/// The environment process `pid` was started with (`/proc/PID/environ`).
+/// Polled until it is there: a parent's `spawn` returns once the child's
+/// `exec` has closed its close-on-exec descriptors, a moment before the
+/// kernel has put the new environment in place (read then, it is empty).
+pub fn environ_of(pid: u32) -> std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    let environ = wait_for(&format!("the environment of process {pid}"), WAIT, || {
+        let environ = std::fs::read(format!("/proc/{pid}/environ"))
+            .map_err(|e| format!("/proc/{pid}/environ: {e}"))?;
+        if environ.is_empty() {
+            Err("empty (exec not done yet, or the process is gone)".to_string())
+        } else {
+            Ok(environ)
+        }
+    });
+    environ
+        .split(|b| *b == 0)
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let at = kv.iter().position(|b| *b == b'=').unwrap_or(kv.len());
+            let value = kv.get(at + 1..).unwrap_or_default();
+            (
+                std::ffi::OsString::from_vec(kv[..at].to_vec()),
+                std::ffi::OsString::from_vec(value.to_vec()),
+            )
+        })
+        .collect()
+}
