@@ -834,11 +834,8 @@ pub struct Size {
     pub cols: u16,
 }
 
-#[derive(Copy, Clone, Debug, Default, Eq, PartialEq)]
-pub struct Pos {
-    pub row: u16,
-    pub col: u16,
-}
+// owt: `Pos` is in its own module, below `term` (which `grid` uses).
+pub use crate::pos::Pos;
 
 #[cfg(test)]
 mod owt_tests {

@@ -54,6 +54,7 @@ mod compact;
 mod grid;
 mod parser;
 mod perform;
+mod pos;
 mod row;
 mod screen;
 mod term;

@@ -36,12 +36,12 @@ impl Row {
         self.cells.iter()
     }
 
-    /// owt: the cells, for [`crate::compact::CompactRow`].
+    /// owt: the cells, for `CompactRow` (compact.rs).
     pub(crate) fn cells_slice(&self) -> &[crate::Cell] {
         &self.cells
     }
 
-    /// owt: the cells, for [`crate::compact::CompactRow::take`].
+    /// owt: the cells, for `CompactRow::take` (compact.rs).
     pub(crate) fn cells_slice_mut(&mut self) -> &mut [crate::Cell] {
         &mut self.cells
     }
@@ -176,20 +176,20 @@ impl Row {
         width: u16,
         row: u16,
         wrapping: bool,
-        prev_pos: Option<crate::grid::Pos>,
+        prev_pos: Option<crate::pos::Pos>,
         prev_attrs: Option<crate::attrs::Attrs>,
-    ) -> (crate::grid::Pos, crate::attrs::Attrs) {
+    ) -> (crate::pos::Pos, crate::attrs::Attrs) {
         let mut prev_was_wide = false;
         let default_cell = crate::Cell::new();
 
         let mut prev_pos = prev_pos.unwrap_or_else(|| {
             if wrapping {
-                crate::grid::Pos {
+                crate::pos::Pos {
                     row: row - 1,
                     col: self.cols(),
                 }
             } else {
-                crate::grid::Pos { row, col: start }
+                crate::pos::Pos { row, col: start }
             }
         });
         let mut prev_attrs = prev_attrs.unwrap_or_default();
@@ -204,7 +204,7 @@ impl Row {
             contents.push(b' ');
             crate::term::Backspace.write_buf(contents);
             crate::term::EraseChar::new(1).write_buf(contents);
-            prev_pos = crate::grid::Pos { row, col: 0 };
+            prev_pos = crate::pos::Pos { row, col: 0 };
         }
 
         let mut erase: Option<(u16, &crate::attrs::Attrs)> = None;
@@ -222,11 +222,11 @@ impl Row {
 
             // we limit the number of cols to a u16 (see Size)
             let col: u16 = col.try_into().unwrap();
-            let pos = crate::grid::Pos { row, col };
+            let pos = crate::pos::Pos { row, col };
 
             if let Some((prev_col, attrs)) = erase {
                 if cell.has_contents() || cell.attrs() != attrs {
-                    let new_pos = crate::grid::Pos { row, col: prev_col };
+                    let new_pos = crate::pos::Pos { row, col: prev_col };
                     if wrapping
                         && prev_pos.row + 1 == new_pos.row
                         && prev_pos.col >= self.cols()
@@ -285,7 +285,7 @@ impl Row {
             }
         }
         if let Some((prev_col, attrs)) = erase {
-            let new_pos = crate::grid::Pos { row, col: prev_col };
+            let new_pos = crate::pos::Pos { row, col: prev_col };
             if wrapping
                 && prev_pos.row + 1 == new_pos.row
                 && prev_pos.col >= self.cols()
@@ -325,9 +325,9 @@ impl Row {
         row: u16,
         wrapping: bool,
         prev_wrapping: bool,
-        mut prev_pos: crate::grid::Pos,
+        mut prev_pos: crate::pos::Pos,
         mut prev_attrs: crate::attrs::Attrs,
-    ) -> (crate::grid::Pos, crate::attrs::Attrs) {
+    ) -> (crate::pos::Pos, crate::attrs::Attrs) {
         let mut prev_was_wide = false;
 
         let first_cell = &self.cells[usize::from(start)];
@@ -360,7 +360,7 @@ impl Row {
             if need_erase {
                 crate::term::EraseChar::new(1).write_buf(contents);
             }
-            prev_pos = crate::grid::Pos { row, col: 0 };
+            prev_pos = crate::pos::Pos { row, col: 0 };
         }
 
         let mut erase: Option<(u16, &crate::attrs::Attrs)> = None;
@@ -379,11 +379,11 @@ impl Row {
 
             // we limit the number of cols to a u16 (see Size)
             let col: u16 = col.try_into().unwrap();
-            let pos = crate::grid::Pos { row, col };
+            let pos = crate::pos::Pos { row, col };
 
             if let Some((prev_col, attrs)) = erase {
                 if cell.has_contents() || cell.attrs() != attrs {
-                    let new_pos = crate::grid::Pos { row, col: prev_col };
+                    let new_pos = crate::pos::Pos { row, col: prev_col };
                     if wrapping
                         && prev_pos.row + 1 == new_pos.row
                         && prev_pos.col >= self.cols()
@@ -441,7 +441,7 @@ impl Row {
             }
         }
         if let Some((prev_col, attrs)) = erase {
-            let new_pos = crate::grid::Pos { row, col: prev_col };
+            let new_pos = crate::pos::Pos { row, col: prev_col };
             if wrapping
                 && prev_pos.row + 1 == new_pos.row
                 && prev_pos.col >= self.cols()
@@ -476,12 +476,12 @@ impl Row {
             let end_pos = if self.cells[usize::from(self.cols() - 1)]
                 .is_wide_continuation()
             {
-                crate::grid::Pos {
+                crate::pos::Pos {
                     row,
                     col: self.cols() - 2,
                 }
             } else {
-                crate::grid::Pos {
+                crate::pos::Pos {
                     row,
                     col: self.cols() - 1,
                 }

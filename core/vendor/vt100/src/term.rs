@@ -72,7 +72,7 @@ pub struct MoveTo {
 }
 
 impl MoveTo {
-    pub fn new(pos: crate::grid::Pos) -> Self {
+    pub fn new(pos: crate::pos::Pos) -> Self {
         Self {
             row: pos.row,
             col: pos.col,
@@ -359,12 +359,12 @@ impl BufWrite for HideCursor {
 #[derive(Debug)]
 #[must_use = "this struct does nothing unless you call write_buf"]
 pub struct MoveFromTo {
-    from: crate::grid::Pos,
-    to: crate::grid::Pos,
+    from: crate::pos::Pos,
+    to: crate::pos::Pos,
 }
 
 impl MoveFromTo {
-    pub fn new(from: crate::grid::Pos, to: crate::grid::Pos) -> Self {
+    pub fn new(from: crate::pos::Pos, to: crate::pos::Pos) -> Self {
         Self { from, to }
     }
 }
