@@ -43,7 +43,7 @@ use super::outbox::Outgoing;
 use super::state::State;
 use owt_core::guard::{GuardEngine, GuardUpdate, GuardWatcher, YOU};
 use owt_core::ops::guard::SnapshotGitFact;
-use owt_core::ops::watch::{GuardPairs, PairSource};
+use owt_core::ops::pr_monitor::{GuardPairs, PairSource};
 use owt_core::ops::{self, Context};
 
 /// How long the watcher collects file events before updating the guard.

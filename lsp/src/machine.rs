@@ -1,7 +1,7 @@
 //! What `owt lsp` watches of the machine on its tick: memory pressure (a
 //! warning in the editor before the kernel's OOM killer picks an agent)
 //! and room for queued sessions (an `owt __admit` when something freed
-//! room). The owner thread calls [`MachineWatch::poll`] on every tick.
+//! room). The owner thread calls [`MachineMonitor::poll`] on every tick.
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ const WARN_AGAIN: Duration = Duration::from_secs(120);
 const ADMIT_ANYWAY: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Default)]
-pub struct MachineWatch {
+pub struct MachineMonitor {
     next_sample: Option<Instant>,
     warned_at: Option<Instant>,
     /// When an admitter was last started, with the running agents and
@@ -28,7 +28,7 @@ pub struct MachineWatch {
     admitted: Option<(Instant, usize, u64)>,
 }
 
-impl MachineWatch {
+impl MachineMonitor {
     /// Samples when due; returns a warning to show, if one is due.
     pub fn poll(&mut self, ctx: &Context, sessions: &[SessionView]) -> Option<String> {
         let now = Instant::now();

@@ -7,9 +7,9 @@
 
 use super::guard_live::GuardLive;
 use super::guard_view::GuardDelta;
-use super::machine::MachineWatch;
+use super::machine::MachineMonitor;
 use super::review_live::{self, ReviewLive};
-use super::sessions::SessionWatch;
+use super::sessions::SessionMonitor;
 use super::state::State;
 use super::unsaved::UnsavedRecord;
 
@@ -18,12 +18,12 @@ pub struct Owner {
     /// The live Conflict Guard.
     pub guard: GuardLive,
     /// What was last told to the editor about sessions.
-    pub watch: SessionWatch,
+    pub watch: SessionMonitor,
     /// The record of unsaved buffers the pre-edit hook reads.
     pub unsaved: UnsavedRecord,
     pub review: ReviewLive,
     /// Memory pressure and room for queued sessions.
-    pub machine: MachineWatch,
+    pub machine: MachineMonitor,
 }
 
 impl Owner {
@@ -31,14 +31,14 @@ impl Owner {
         Owner {
             state,
             guard: GuardLive::default(),
-            watch: SessionWatch::default(),
+            watch: SessionMonitor::default(),
             unsaved: UnsavedRecord::default(),
             review: ReviewLive::default(),
-            machine: MachineWatch::default(),
+            machine: MachineMonitor::default(),
         }
     }
 
-    /// Re-reads sessions ([`SessionWatch::refresh`]), brings the live
+    /// Re-reads sessions ([`SessionMonitor::refresh`]), brings the live
     /// guard up to date with them, then sends `owt/boardChanged` when the
     /// board differs.
     pub fn refresh_sessions(&mut self, force_git: bool) {

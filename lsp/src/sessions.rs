@@ -13,13 +13,13 @@ use super::git_refresher::{GitPoke, GitRefresher};
 use super::outbox::Outgoing;
 use super::state::State;
 use owt_core::ops::guard::SnapshotGitFact;
-use owt_core::ops::watch::PairSource;
+use owt_core::ops::pr_monitor::PairSource;
 use owt_core::ops::{self, Context};
 use owt_core::status::{kind, GitFact, ReportFact};
 
 /// What was last told to the editor about sessions.
 #[derive(Default)]
-pub struct SessionWatch {
+pub struct SessionMonitor {
     last_board: Option<Board>,
     last_status: HashMap<String, (Status, Option<i32>)>,
     /// Time of the last agent report seen, per session.
@@ -37,7 +37,7 @@ pub struct SessionWatch {
 /// How long a git fact from the guard stands in for the stored one.
 const PENDING_GIT: Duration = Duration::from_secs(5);
 
-impl SessionWatch {
+impl SessionMonitor {
     /// Re-reads sessions into `state.sessions`, with one message per status
     /// transition; whether any session's status text changed (`None`: none
     /// could be read). Git facts are re-read on the git refresher thread
@@ -45,7 +45,7 @@ impl SessionWatch {
     /// the pull-request watcher starts with the first refresh, with `pairs`
     /// (where its conflict pass takes the guard's pairs). Then
     /// [`super::owner::Owner::refresh_sessions`] brings the live guard up to
-    /// date and calls [`SessionWatch::notify_board`].
+    /// date and calls [`SessionMonitor::notify_board`].
     pub fn refresh(
         &mut self,
         state: &mut State,
@@ -65,12 +65,12 @@ impl SessionWatch {
                 );
             }
         }
-        if state.pr_watch.is_none() {
+        if state.pr_monitor.is_none() {
             // Never two watchers for one pull request: a lease in the store.
             // Its conflict pass reads the live guard's pairs (see
             // `GuardLive::pair_source`).
-            state.pr_watch =
-                owt_core::ops::watch::Background::start_with(ctx.repo.main_root(), Some(pairs()));
+            state.pr_monitor =
+                owt_core::ops::pr_monitor::Background::start_with(ctx.repo.main_root(), Some(pairs()));
         }
         self.pending_git.retain(|name, (git, since)| {
             since.elapsed() < PENDING_GIT && !ops::list::git_fact_recorded(ctx, name, git)

@@ -73,7 +73,7 @@ pub struct State {
     pub git: Option<GitRefresher>,
     /// The pull-request watcher (`owt watch`'s loop: CI failures, reviews
     /// and new conflicts routed to agents), started with the first refresh.
-    pub pr_watch: Option<owt_core::ops::watch::Background>,
+    pub pr_monitor: Option<owt_core::ops::pr_monitor::Background>,
     pub initialized: bool,
     pub shut_down: bool,
     /// The last error about the store's file shown to the user (shown once).
@@ -108,7 +108,7 @@ impl State {
             published: Published::default(),
             sessions: Vec::new(),
             git: None,
-            pr_watch: None,
+            pr_monitor: None,
             initialized: false,
             shut_down: false,
             store_trouble: None,

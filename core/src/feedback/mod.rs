@@ -13,7 +13,7 @@
 //!   when its status turns to one that wants a human.
 //!
 //! The use cases that talk to other agents are in `crate::ops`: the
-//! pull-request watcher (`ops::watch`) and Conflict Guard's new real
+//! pull-request watcher (`ops::pr_monitor`) and Conflict Guard's new real
 //! conflicts, typed into the agents concerned once each
 //! (`ops::conflicts`, `[feedback] conflicts`).
 //!

@@ -2,7 +2,7 @@
 //! the user has already logged in: which forge hosts a remote, pushing a
 //! branch, opening a pull (merge) request, reading one back. The watcher
 //! that routes what happens on one to the agent is a use case,
-//! `crate::ops::watch`.
+//! `crate::ops::pr_monitor`.
 //!
 //! - [`cli`]: running `gh` / `glab` / `git push`, errors sorted by what to
 //!   do about them;

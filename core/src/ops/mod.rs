@@ -29,7 +29,7 @@
 //!    `delete`, `queue`, `setup`, `launch`); `merge` (→ `delete`,
 //!    `remote`; it merges and ships remote sessions too, and ships behind
 //!    the checks); `fork`, `conduct`, `acp` (→ `new`); `checks`, `doctor`,
-//!    `conduct` (→ `merge`); `cleanup`, `watch`, `doctor` (→ `delete`);
+//!    `conduct` (→ `merge`); `cleanup`, `pr_monitor`, `doctor` (→ `delete`);
 //!    `resume`, `agent`, `pr`, and the rest.
 
 pub mod acp;
@@ -70,7 +70,7 @@ pub mod sync;
 pub mod trash;
 pub mod trust;
 pub mod usage;
-pub mod watch;
+pub mod pr_monitor;
 
 use crate::store::SessionRow;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use owt_protocol::{WatchEvent, WatchOutput};
 
 use crate::ops;
-use crate::ops::watch;
+use crate::ops::pr_monitor;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -64,13 +64,13 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
     };
     if args.once {
         let mut ctx = ops::Context::open(Some(dir))?;
-        let holder = watch::holder_id();
-        let mut events = watch::poll(&mut ctx, &holder, true)?;
-        watch::release_all(&ctx, &holder);
+        let holder = pr_monitor::holder_id();
+        let mut events = pr_monitor::poll(&mut ctx, &holder, true)?;
+        pr_monitor::release_all(&ctx, &holder);
         if !args.no_guard
             && ctx.config.config.feedback.conflicts == crate::config::ConflictFeedback::Tell
         {
-            for (session, text) in watch::guard_pass(&ctx) {
+            for (session, text) in pr_monitor::guard_pass(&ctx) {
                 events.push(WatchEvent {
                     session,
                     pr: 0,
@@ -97,7 +97,7 @@ pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<E
     owt_core::platform::process::flag_on_interrupt(&stop)?;
     out.progress("Watching pull requests (Ctrl-C to stop)…");
     let json = out.json;
-    watch::run(dir, !args.no_guard, &stop, &mut |e| {
+    pr_monitor::run(dir, !args.no_guard, &stop, &mut |e| {
         if json {
             println!("{}", serde_json::to_string(e).unwrap_or_default());
         } else {
