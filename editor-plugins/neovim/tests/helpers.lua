@@ -159,8 +159,16 @@ function M.open(path)
 end
 
 --- `owt new TASK` through the CLI; returns the SessionView.
+--- `owt new TASK`; returns the session once its agent has settled (no
+--- longer starting or working: a verb such as merge or ship refuses a
+--- working agent, and on a loaded machine its first turn can take seconds).
 function M.new_session(task)
-  return M.owt_json({ "new", task }).session
+  local session = M.owt_json({ "new", task }).session
+  M.wait(30000, function()
+    local s = M.sessions()[session.name]
+    return s == nil or (s.status ~= "starting" and s.status ~= "working")
+  end, "the agent of " .. session.name .. " to settle")
+  return session
 end
 
 --- Lines of a buffer joined with newlines.
