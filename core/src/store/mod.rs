@@ -171,17 +171,6 @@ impl std::fmt::Debug for Store {
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// For a process that keeps its connections open for long and uses them
-/// little (a session host, two connections): no up-front allocations per
-/// connection — SQLite's default is a 20-page block of page cache (~86 KiB,
-/// all of it written at once) and 48 KiB of lookaside slots, whatever the
-/// connection reads: most of the ~210 KiB SQLite held in an idle host.
-/// Pages are then allocated one by one as they are read. Call before the
-/// process opens any connection (it has no effect after).
-pub fn configure_for_idle_process() {
-    crate::platform::sqlite::no_upfront_allocations();
-}
-
 impl Store {
     /// Opens (creating if needed) `$home/owt.db` and migrates it. The
     /// folder and the database files are made private first.
