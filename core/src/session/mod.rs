@@ -217,9 +217,8 @@ pub struct Started {
 /// slots, whatever the connection reads: most of the ~210 KiB SQLite held
 /// in an idle host. Pages are then allocated one by one as they are read.
 /// Call before the process opens any connection (it has no effect after).
-/// Here rather than in the store, which becomes a crate of its own with no
-/// `unsafe` (issue 38): the platform layer sets it through SQLite's C
-/// interface.
+/// Here rather than in the store (`owt-store` has no `unsafe`): the
+/// platform layer sets it through SQLite's C interface.
 pub fn configure_for_idle_process() {
     crate::platform::sqlite::no_upfront_allocations();
 }
