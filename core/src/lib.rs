@@ -1,12 +1,13 @@
 //! owt-core: everything owt knows and does, below its three faces (the
 //! CLI in the `owt` binary, `owt-lsp`, `owt-mcp`).
 //!
-//! Modules: [`store`], [`status`], [`actions`], [`git`], [`names`],
-//! [`config`], [`editor`], [`provider`], [`remote`], [`session`], [`guard`],
-//! [`ship`], [`usage`] and the use cases, [`ops`]. Nothing here knows clap, LSP or
-//! MCP types (the crate does not depend on them), and the modules import
-//! each other only along the edges `docs/ARCHITECTURE.md` lists
-//! (`scripts/check-layers` checks them).
+//! Modules: [`store`] and [`names`] (the crate `owt-store`, re-exported),
+//! [`status`], [`actions`], [`git`], [`config`], [`editor`], [`provider`],
+//! [`remote`], [`session`], [`guard`], [`ship`], [`usage`] and the use
+//! cases, [`ops`]. Nothing here knows clap, LSP or MCP types (the crate
+//! does not depend on them), and the modules import each other only along
+//! the edges `docs/ARCHITECTURE.md` lists (`scripts/check-layers` checks
+//! them).
 //!
 //! `unsafe` code is denied in the whole crate but [`platform`], the one
 //! module that talks to the operating system (and to SQLite's C
@@ -27,7 +28,6 @@ pub mod feedback;
 pub mod forge;
 pub mod git;
 pub mod guard;
-pub mod names;
 pub mod ops;
 #[allow(unsafe_code)]
 pub mod platform;
@@ -39,8 +39,13 @@ pub mod safe_fs;
 pub mod session;
 pub mod ship;
 pub mod status;
-pub mod store;
 pub mod usage;
+
+/// The status store: the crate `owt-store` (store/), below owt-core.
+pub use owt_store as store;
+/// Session names, branch names and worktree paths: in `owt-store`, which
+/// picks a free session name with them.
+pub use owt_store::names;
 
 /// The allocator settings and page hand-back, in the platform layer (an
 /// old path kept for the crates above).

@@ -210,6 +210,19 @@ pub struct Started {
     pub agent_pid: Option<u32>,
 }
 
+/// For a process that keeps its store connections open for long and uses
+/// them little (a session host, two connections): no up-front allocations
+/// per SQLite connection — SQLite's default is a 20-page block of page
+/// cache (~86 KiB, all of it written at once) and 48 KiB of lookaside
+/// slots, whatever the connection reads: most of the ~210 KiB SQLite held
+/// in an idle host. Pages are then allocated one by one as they are read.
+/// Call before the process opens any connection (it has no effect after).
+/// Here rather than in the store (`owt-store` has no `unsafe`): the
+/// platform layer sets it through SQLite's C interface.
+pub fn configure_for_idle_process() {
+    crate::platform::sqlite::no_upfront_allocations();
+}
+
 /// `$OWT_HOME/run/<short_id>.sock`.
 pub fn socket_path(home: &Path, short_id: &str) -> PathBuf {
     home.join("run").join(format!("{short_id}.sock"))

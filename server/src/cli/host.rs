@@ -90,7 +90,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
             // allocate megabytes now and then in a process that otherwise
             // idles.
             crate::memory::configure_host_allocator();
-            crate::store::configure_for_idle_process();
+            session::configure_for_idle_process();
             init_host_logs();
             session::run_host(read_spec(&spec)?, ready_fd, ops::host::turn_hooks())?;
             Ok(ExitCode::SUCCESS)

@@ -12,7 +12,7 @@ use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use super::{now_ms, session_from_row, RepoRow, Result, SessionRow, Store, SESSION_COLUMNS};
 
-/// The fact kinds the queries below look at (as `crate::status::kind`).
+/// The fact kinds the queries below look at (as owt-core's `status::kind`).
 const HOST: &str = "host";
 const EXIT: &str = "exit";
 const HOST_LOST: &str = "host-lost";

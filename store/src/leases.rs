@@ -45,7 +45,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use crate::store::{NewSession, Store};
+    use crate::{NewSession, Store};
 
     #[test]
     fn one_holder_at_a_time_until_it_expires_or_is_released() {

@@ -1,6 +1,6 @@
 //! Queries of the `usage` and `usage_sources` tables: the tokens agents
 //! recorded, per session and local day, and how far each record file was
-//! read (see [`crate::usage`]).
+//! read (see owt-core's `usage`).
 
 use owt_protocol::TokenUsage;
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};

@@ -1,20 +1,29 @@
-//! The status store: one SQLite file per user (`$OWT_HOME/owt.db`).
+//! owt-store: the status store, one SQLite file per user
+//! (`$OWT_HOME/owt.db`), and [`names`] (session names, branch names and
+//! worktree paths; the store picks a free session name with it). owt-core
+//! re-exports both: `owt_core::store`, `owt_core::names`.
 //!
 //! Owns the schema, its migrations and every query. It stores *facts* —
 //! what was observed (a session was created, its host started with a pid,
 //! output was last seen at a time, the agent exited with a code, a hook
 //! reported an event) — never display states: those are derived at read time
-//! by [`crate::status::derive_status`].
+//! by owt-core's `status::derive_status`.
 //!
 //! Everything is keyed by repository (its common git dir), so two
 //! repositories may each have a session with the same name.
 //!
 //! Invariants: WAL journal, a busy timeout on every connection, foreign keys
 //! on; every write that must be atomic across processes runs in a
-//! `BEGIN IMMEDIATE` transaction; this module never touches git or a PTY.
+//! `BEGIN IMMEDIATE` transaction; this crate never touches git or a PTY
+//! (it does not depend on `git2` or `portable-pty`: `scripts/check-layers`)
+//! and has no `unsafe`.
 //! The state folder is private: `$OWT_HOME` and its folders 0700, every
 //! file owt writes there 0600 ([`write_private`]); an install made before
 //! that is fixed the first time the store is opened, with a log line.
+
+#![forbid(unsafe_code)]
+
+pub mod names;
 
 mod error;
 mod facts;
@@ -170,17 +179,6 @@ impl std::fmt::Debug for Store {
 
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// For a process that keeps its connections open for long and uses them
-/// little (a session host, two connections): no up-front allocations per
-/// connection — SQLite's default is a 20-page block of page cache (~86 KiB,
-/// all of it written at once) and 48 KiB of lookaside slots, whatever the
-/// connection reads: most of the ~210 KiB SQLite held in an idle host.
-/// Pages are then allocated one by one as they are read. Call before the
-/// process opens any connection (it has no effect after).
-pub fn configure_for_idle_process() {
-    crate::platform::sqlite::no_upfront_allocations();
-}
 
 impl Store {
     /// Opens (creating if needed) `$home/owt.db` and migrates it. The
