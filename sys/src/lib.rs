@@ -18,6 +18,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod fd;
+pub mod fs;
 pub mod memory;
 pub mod pipe;
 pub mod poll;
