@@ -25,5 +25,6 @@ pub mod poll;
 pub mod process;
 pub mod socket;
 pub mod sqlite;
+pub mod terminal;
 pub mod time;
 pub mod watch;
