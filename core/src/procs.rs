@@ -69,7 +69,7 @@ pub fn describe(procs: &[Proc]) -> String {
 /// working directory inside one of them) started (Unix ms), if any runs.
 /// Git processes of other repositories cannot hold this one's locks.
 pub fn oldest_git_start_ms(dirs: &[PathBuf]) -> Option<i64> {
-    let ticks = i64::try_from(rustix::param::clock_ticks_per_second())
+    let ticks = i64::try_from(crate::platform::process::clock_ticks_per_second())
         .unwrap_or(100)
         .max(1);
     let boot_ms = boot_time_ms()?;

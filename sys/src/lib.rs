@@ -5,15 +5,18 @@
 //! `SIGPIPE`, receiving descriptors close-on-exec, watching folders for
 //! changes, signalling processes and process groups, daemonising, ignoring
 //! signals, `poll`, descriptors taken over or made non-blocking, file
-//! locks, stderr diverted, the local calendar, glibc's allocator and page
-//! hand-back, and SQLite's process-wide settings. It depends on no other
+//! locks, files opened without following links, what a file system says
+//! of itself, terminals (size, raw mode), stderr diverted, the local
+//! calendar, glibc's allocator and page hand-back, and SQLite's
+//! process-wide settings. It depends on no other
 //! owt crate. Each function's behaviour on each system is in
 //! docs/platforms.md.
 //!
 //! Every `unsafe` block here has a `// SAFETY:` comment (clippy's
 //! `undocumented_unsafe_blocks`, denied); the functions around them are
 //! safe. `scripts/check-layers` fails on `unsafe` outside this crate
-//! (`sys/`), on more than 15 blocks in all, and on `libc::` outside it.
+//! (`sys/`), on more than 15 blocks in all, and on `libc::` or `rustix::`
+//! outside it.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
