@@ -6,17 +6,17 @@
 //! changes, signalling processes and process groups, daemonising, ignoring
 //! signals, `poll`, descriptors taken over or made non-blocking, file
 //! locks, files opened without following links, what a file system says
-//! of itself, terminals (size, raw mode), stderr diverted, the local
-//! calendar, glibc's allocator and page hand-back, and SQLite's
-//! process-wide settings. It depends on no other
-//! owt crate. Each function's behaviour on each system is in
+//! of itself, terminals (size, raw mode), what `/proc` says of processes
+//! and memory, stderr diverted, the local calendar, glibc's allocator and
+//! page hand-back, and SQLite's process-wide settings. It depends on no
+//! other owt crate. Each function's behaviour on each system is in
 //! docs/platforms.md.
 //!
 //! Every `unsafe` block here has a `// SAFETY:` comment (clippy's
 //! `undocumented_unsafe_blocks`, denied); the functions around them are
 //! safe. `scripts/check-layers` fails on `unsafe` outside this crate
-//! (`sys/`), on more than 15 blocks in all, and on `libc::` or `rustix::`
-//! outside it.
+//! (`sys/`), on more than 15 blocks in all, and on `libc::`, `rustix::`
+//! or a `/proc` path outside it.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -26,6 +26,7 @@ pub mod memory;
 pub mod pipe;
 pub mod poll;
 pub mod process;
+pub mod procs;
 pub mod socket;
 pub mod sqlite;
 pub mod terminal;
