@@ -9,13 +9,12 @@
 //! the edges `docs/ARCHITECTURE.md` lists (`scripts/check-layers` checks
 //! them).
 //!
-//! `unsafe` code is denied in the whole crate but [`platform`], the one
-//! module that talks to the operating system (and to SQLite's C
-//! interface) where no safe API does. The platform layer lives inside
-//! owt-core for now; splitting it into a crate of its own (with
-//! `forbid(unsafe_code)` here) is a later step of issue 38.
+//! `unsafe` code is forbidden here: the calls to the operating system (and
+//! to SQLite's C interface) are in the platform layer, the crate
+//! `owt-sys`, re-exported as [`platform`] (so `crate::platform::…` names
+//! it).
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod acp;
 pub mod actions;
@@ -29,8 +28,9 @@ pub mod forge;
 pub mod git;
 pub mod guard;
 pub mod ops;
-#[allow(unsafe_code)]
-pub mod platform;
+/// The platform layer (the crate `owt-sys`): every call to the operating
+/// system, behind safe functions.
+pub use owt_sys as platform;
 pub mod printable;
 pub mod procs;
 pub mod provider;

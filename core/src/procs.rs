@@ -2,9 +2,12 @@
 //! directory inside it (a shell, an editor, an agent), and when each live
 //! `git` process started (so a lock file older than all of them is stale).
 //!
-//! Invariant: reads `/proc` only; never signals a process.
+//! Invariant: reads `/proc` (through `platform::procs`) only; never
+//! signals a process.
 
 use std::path::{Path, PathBuf};
+
+use crate::platform::procs;
 
 /// A process seen in `/proc`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,20 +18,8 @@ pub struct Proc {
     pub cwd: PathBuf,
 }
 
-fn pids() -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect()
-}
-
 fn comm(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
+    procs::command_name(pid).unwrap_or_default()
 }
 
 /// Processes (other than this one) whose working directory is `dir` or
@@ -38,11 +29,11 @@ pub fn with_cwd_inside(dir: &Path) -> Vec<Proc> {
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let me = std::process::id();
     let mut out = Vec::new();
-    for pid in pids() {
+    for pid in procs::pids() {
         if pid == me {
             continue;
         }
-        let Ok(cwd) = std::fs::read_link(format!("/proc/{pid}/cwd")) else {
+        let Some(cwd) = procs::working_folder(pid) else {
             continue;
         };
         if cwd.starts_with(&dir) {
@@ -69,36 +60,21 @@ pub fn describe(procs: &[Proc]) -> String {
 /// working directory inside one of them) started (Unix ms), if any runs.
 /// Git processes of other repositories cannot hold this one's locks.
 pub fn oldest_git_start_ms(dirs: &[PathBuf]) -> Option<i64> {
-    let ticks = i64::try_from(rustix::param::clock_ticks_per_second())
+    let ticks = i64::try_from(crate::platform::process::clock_ticks_per_second())
         .unwrap_or(100)
         .max(1);
-    let boot_ms = boot_time_ms()?;
-    pids()
+    let boot_ms = procs::boot_time_ms()?;
+    procs::pids()
         .into_iter()
         .filter(|pid| comm(*pid) == "git" || comm(*pid).starts_with("git-"))
         .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/cwd"))
-                .is_ok_and(|cwd| dirs.iter().any(|d| cwd.starts_with(d)))
+            procs::working_folder(*pid).is_some_and(|cwd| dirs.iter().any(|d| cwd.starts_with(d)))
         })
         .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // Field 22 (starttime), counted after the `)` that ends the name.
-            let after = stat.rsplit_once(')')?.1;
-            let start: i64 = after.split_whitespace().nth(19)?.parse().ok()?;
+            let start = i64::try_from(procs::start_ticks(pid)?).ok()?;
             Some(boot_ms + start * 1000 / ticks)
         })
         .min()
-}
-
-fn boot_time_ms() -> Option<i64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let secs: i64 = stat
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(secs * 1000)
 }
 
 #[cfg(test)]

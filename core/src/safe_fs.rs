@@ -22,15 +22,19 @@
 //!   resolves inside that folder.
 //!
 //! Invariants: a refused file is left as it is, and nothing is created
-//! outside the root; every error names the file. Imports no core module.
+//! outside the root; every error names the file. Imports no core module;
+//! the system calls (`openat`, `mkdirat`, the open flags) are the platform
+//! layer's (`platform::fs`), the policy (what is refused, every error) is
+//! here.
 
 use std::ffi::OsStr;
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::{ErrorKind, Read, Write};
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{FileType, Mode, OFlags};
-use rustix::io::Errno;
+use crate::platform::fs as sys_fs;
 
 /// The largest configuration file owt reads (1 MiB).
 pub const CONFIG_LIMIT: u64 = 1 << 20;
@@ -85,17 +89,14 @@ pub fn write_beneath(
 ) -> Result<(), SafeFsError> {
     let (dir, name) = open_parent(root, rel, true)?;
     let path = root.join(rel);
-    let flags =
-        OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let create_mode = Mode::from_raw_mode(mode.unwrap_or(0o644) as _);
-    let fd = rustix::fs::openat(&dir, name, flags, create_mode).map_err(|e| refusal(&path, e))?;
-    check_regular(&fd, &path)?;
+    let mut file = sys_fs::open_for_writing_in(&dir, name, mode.unwrap_or(0o644))
+        .map_err(|e| refusal(&path, e))?;
+    check_regular(&file, &path)?;
     if let Some(mode) = mode {
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode as _))
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
             .map_err(|e| SafeFsError::io(&path, e))?;
     }
-    rustix::fs::ftruncate(&fd, 0).map_err(|e| SafeFsError::io(&path, e))?;
-    let mut file = std::fs::File::from(fd);
+    file.set_len(0).map_err(|e| SafeFsError::io(&path, e))?;
     file.write_all(bytes).map_err(|e| SafeFsError::io(&path, e))
 }
 
@@ -110,10 +111,9 @@ pub fn read_beneath(root: &Path, rel: &Path, limit: u64) -> Result<Option<Vec<u8
         }
         Err(e) => return Err(e),
     };
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
-        Ok(fd) => read_open(fd, &path, limit).map(Some),
-        Err(Errno::NOENT) => Ok(None),
+    match sys_fs::open_for_reading_in(&dir, name) {
+        Ok(file) => read_open(file, &path, limit).map(Some),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
         Err(e) => Err(refusal(&path, e)),
     }
 }
@@ -161,17 +161,16 @@ pub fn read_regular(
             });
         }
     }
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => read_open(fd, path, limit).map(Some),
-        Err(Errno::NOENT) => Ok(None),
+    match sys_fs::open_for_reading_nonblocking(path) {
+        Ok(file) => read_open(file, path, limit).map(Some),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
         Err(e) => Err(SafeFsError::io(path, e)),
     }
 }
 
 /// Reads an open file: a regular one, of at most `limit` bytes.
-fn read_open(fd: OwnedFd, path: &Path, limit: u64) -> Result<Vec<u8>, SafeFsError> {
-    let size = check_regular(&fd, path)?;
+fn read_open(file: File, path: &Path, limit: u64) -> Result<Vec<u8>, SafeFsError> {
+    let size = check_regular(&file, path)?;
     let too_large = || SafeFsError::TooLarge {
         path: path.to_path_buf(),
         limit,
@@ -180,8 +179,7 @@ fn read_open(fd: OwnedFd, path: &Path, limit: u64) -> Result<Vec<u8>, SafeFsErro
         return Err(too_large());
     }
     let mut bytes = Vec::with_capacity(size as usize);
-    std::fs::File::from(fd)
-        .take(limit + 1)
+    file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| SafeFsError::io(path, e))?;
     if bytes.len() as u64 > limit {
@@ -191,15 +189,21 @@ fn read_open(fd: OwnedFd, path: &Path, limit: u64) -> Result<Vec<u8>, SafeFsErro
 }
 
 /// The file's size, when it is a regular file.
-fn check_regular(fd: &OwnedFd, path: &Path) -> Result<u64, SafeFsError> {
-    let stat = rustix::fs::fstat(fd).map_err(|e| SafeFsError::io(path, e))?;
-    let what = match FileType::from_raw_mode(stat.st_mode as _) {
-        FileType::RegularFile => return Ok(stat.st_size as u64),
-        FileType::Directory => "a folder",
-        FileType::Fifo => "a FIFO",
-        FileType::Socket => "a socket",
-        FileType::CharacterDevice | FileType::BlockDevice => "a device",
-        _ => "not a file",
+fn check_regular(file: &File, path: &Path) -> Result<u64, SafeFsError> {
+    let meta = file.metadata().map_err(|e| SafeFsError::io(path, e))?;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return Ok(meta.len());
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
     };
     Err(SafeFsError::NotRegular {
         path: path.to_path_buf(),
@@ -230,20 +234,18 @@ fn open_parent<'a>(
     let Some(last) = names.pop() else {
         return Err(not_beneath());
     };
-    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let mut dir =
-        rustix::fs::open(root, dir_flags, Mode::empty()).map_err(|e| SafeFsError::io(root, e))?;
+    let mut dir = sys_fs::open_folder(root).map_err(|e| SafeFsError::io(root, e))?;
     let mut at = root.to_path_buf();
     for name in names {
         at.push(name);
-        let flags = dir_flags | OFlags::NOFOLLOW;
-        let next = match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
-            Err(Errno::NOENT) if create => {
-                match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)) {
-                    Ok(()) | Err(Errno::EXIST) => {}
+        let next = match sys_fs::open_folder_in(&dir, name) {
+            Err(e) if create && e.kind() == ErrorKind::NotFound => {
+                match sys_fs::make_folder_in(&dir, name, 0o755) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(SafeFsError::io(&at, e)),
                 }
-                rustix::fs::openat(&dir, name, flags, Mode::empty())
+                sys_fs::open_folder_in(&dir, name)
             }
             other => other,
         };
@@ -254,25 +256,27 @@ fn open_parent<'a>(
 
 /// The error for a failed no-follow open of `path`: a link is a refusal
 /// naming it, anything else an I/O error.
-fn refusal(path: &Path, errno: Errno) -> SafeFsError {
+fn refusal(path: &Path, error: std::io::Error) -> SafeFsError {
     // ELOOP: the last component is a link (O_NOFOLLOW); ENOTDIR with
     // O_DIRECTORY | O_NOFOLLOW: a link (or a file) where a folder was
     // needed. ENXIO: a FIFO without a reader, opened for writing.
     let is_link = path
         .symlink_metadata()
         .is_ok_and(|m| m.file_type().is_symlink());
-    match errno {
-        Errno::LOOP => SafeFsError::Link {
+    let no_reader = sys_fs::is_fifo_without_reader(&error);
+    if sys_fs::is_link_refused(&error)
+        || (is_link && (no_reader || sys_fs::is_not_a_folder(&error)))
+    {
+        SafeFsError::Link {
             path: path.to_path_buf(),
-        },
-        Errno::NOTDIR | Errno::NXIO if is_link => SafeFsError::Link {
-            path: path.to_path_buf(),
-        },
-        Errno::NXIO => SafeFsError::NotRegular {
+        }
+    } else if no_reader {
+        SafeFsError::NotRegular {
             path: path.to_path_buf(),
             what: "a FIFO",
-        },
-        e => SafeFsError::io(path, e),
+        }
+    } else {
+        SafeFsError::io(path, error)
     }
 }
 

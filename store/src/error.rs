@@ -88,23 +88,22 @@ const NEARLY_FULL_BYTES: u64 = 1024 * 1024;
 /// when a write failed: read-only, full, or not writable; `None` when it
 /// looks fine.
 pub fn storage_diagnosis(dir: &Path) -> Option<String> {
-    use rustix::fs::{Access, StatVfsMountFlags};
-    let st = rustix::fs::statvfs(dir).ok()?;
+    let space = crate::platform::fs::space(dir).ok()?;
     let path = dir;
     let dir = dir.display();
-    if st.f_flag.contains(StatVfsMountFlags::RDONLY) {
+    if space.read_only {
         return Some(format!(
             "{dir} is on a read-only file system; remount it read-write, or set OWT_HOME to a writable folder"
         ));
     }
-    let free = st.f_bavail.saturating_mul(st.f_frsize);
+    let free = space.free_bytes;
     if free < NEARLY_FULL_BYTES {
         return Some(format!(
             "the disk holding {dir} is full ({} KiB free); free some space, or set OWT_HOME to a folder on another disk",
             free / 1024
         ));
     }
-    if rustix::fs::access(path, Access::WRITE_OK).is_err() {
+    if !crate::platform::fs::writable_by_me(path) {
         return Some(format!(
             "{dir} is not writable by you; fix its permissions, or set OWT_HOME to a writable folder"
         ));

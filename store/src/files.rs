@@ -38,28 +38,15 @@ pub(super) fn truncated(path: &Path) -> Option<StoreError> {
 
 /// `pid N (name)` of the processes that hold `path` open.
 fn holders_of(path: &Path) -> Vec<String> {
+    use crate::platform::procs;
     let mut out = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in procs.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
+    for pid in procs::pids() {
+        let Some(files) = procs::open_files(pid) else {
             continue;
         };
-        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
-            continue;
-        };
-        let holds = fds
-            .flatten()
-            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-            .any(|target| target == path);
-        if holds {
-            let name = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
-            out.push(format!("pid {pid} ({})", name.trim()));
+        if files.iter().any(|target| target == path) {
+            let name = procs::command_name(pid).unwrap_or_default();
+            out.push(format!("pid {pid} ({name})"));
         }
     }
     out

@@ -25,6 +25,9 @@
 
 pub mod names;
 
+// The platform layer, by the name owt-core gives it.
+use owt_sys as platform;
+
 mod error;
 mod facts;
 mod files;

@@ -497,6 +497,28 @@ pub fn hermetic_git(cmd: &mut Command) -> &mut Command {
         .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
 }
 
+/// Points libgit2's configuration search paths (system, global, XDG) at an
+/// empty folder, once per process, so that `git2` in a unit test reads no
+/// user or system configuration (owt-core forbids the `unsafe` this takes).
+pub fn hermetic_git2() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let empty = std::env::temp_dir().join("owt-tests-empty-git-config");
+        std::fs::create_dir_all(&empty).unwrap();
+        // SAFETY: runs once, before any test thread reads these (the tests
+        // that use it call it before their first git2 call).
+        unsafe {
+            for level in [
+                git2::ConfigLevel::System,
+                git2::ConfigLevel::Global,
+                git2::ConfigLevel::XDG,
+            ] {
+                git2::opts::set_search_path(level, &empty).unwrap();
+            }
+        }
+    });
+}
+
 /// Runs `git ARGS` in `cwd`, hermetic ([`hermetic_git`]); its stdout,
 /// trimmed. Panics with git's stderr when it fails.
 pub fn git<I, S>(cwd: &Path, args: I) -> String

@@ -150,11 +150,9 @@ impl FileLock {
                 path: path.to_path_buf(),
                 error: source,
             })?;
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
-            GitError::Io {
-                path: path.to_path_buf(),
-                error: e.into(),
-            }
+        crate::platform::fs::lock_exclusive(&file).map_err(|error| GitError::Io {
+            path: path.to_path_buf(),
+            error,
         })?;
         Ok(FileLock { file })
     }
@@ -162,6 +160,6 @@ impl FileLock {
 
 impl Drop for FileLock {
     fn drop(&mut self) {
-        let _ = rustix::fs::flock(&self.file, rustix::fs::FlockOperation::Unlock);
+        let _ = crate::platform::fs::unlock(&self.file);
     }
 }

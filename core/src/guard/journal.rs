@@ -97,8 +97,7 @@ const WAKE: u8 = b'w';
 const STOP: u8 = b'x';
 
 fn signal(shared: &Shared, byte: u8) {
-    // A full pipe already holds a byte the thread will read.
-    let _ = rustix::io::write(&shared.control, &[byte]);
+    crate::platform::pipe::send_wake(&shared.control, byte);
 }
 
 struct Baseline {
@@ -476,7 +475,7 @@ fn run(shared: &Shared, control: &OwnedFd) {
         };
         if signalled {
             let mut bytes = [0u8; 64];
-            let n = rustix::io::read(control, &mut bytes).unwrap_or(0);
+            let n = crate::platform::pipe::take_wakes(control, &mut bytes);
             if bytes[..n].contains(&STOP) {
                 return;
             }

@@ -14,25 +14,10 @@ use owt_protocol::guard::{GuardPair, Level};
 use super::engine::{GuardEngine, Participant, YOU};
 use super::GuardWatcher;
 
-// git2's search paths can only be set through an `unsafe fn` (it
-// writes libgit2's global settings): test code only, so allowed here.
-#[allow(unsafe_code)]
 pub(super) fn hermetic() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        let empty = std::env::temp_dir().join("owt-guard-tests-empty-config");
-        std::fs::create_dir_all(&empty).unwrap();
-        // SAFETY: runs once, before any test thread reads these (every test
-        // calls `hermetic` first and git2 config reads happen after it).
-        unsafe {
-            for level in [
-                git2::ConfigLevel::System,
-                git2::ConfigLevel::Global,
-                git2::ConfigLevel::XDG,
-            ] {
-                git2::opts::set_search_path(level, &empty).unwrap();
-            }
-        }
+        owt_e2e::hermetic_git2();
         for (k, v) in [
             ("GIT_CONFIG_GLOBAL", "/dev/null"),
             ("GIT_CONFIG_SYSTEM", "/dev/null"),

@@ -131,14 +131,7 @@ pub fn remove(home: &Path, pid: u32) {
 /// When process `pid` started (clock ticks after boot); `None` where
 /// `/proc` cannot tell.
 pub fn start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 22, counted after the `)` that ends the command name.
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
+    crate::platform::procs::start_ticks(pid)
 }
 
 /// Whether the server that wrote `record` still runs: its pid is there

@@ -31,8 +31,6 @@ use std::time::{Duration, Instant};
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use rustix::event::{PollFd, PollFlags, Timespec};
-
 use super::engine::{GuardEngine, GuardUpdate};
 use super::GuardError;
 
@@ -138,32 +136,17 @@ pub(super) fn wait(
     stop: BorrowedFd<'_>,
     timeout: Option<Duration>,
 ) -> (bool, bool) {
-    let mut fds = [
-        PollFd::new(&fd, PollFlags::IN),
-        PollFd::new(&stop, PollFlags::IN),
-    ];
     // At least a millisecond: a zero timeout would spin.
-    let timeout = timeout.map(|t| {
-        let t = t.max(Duration::from_millis(1));
-        Timespec {
-            tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
-            tv_nsec: i64::from(t.subsec_nanos()),
-        }
-    });
-    match rustix::event::poll(&mut fds, timeout.as_ref()) {
-        Ok(n) if n > 0 => (!fds[0].revents().is_empty(), !fds[1].revents().is_empty()),
-        _ => (false, false),
+    let timeout = timeout.map(|t| t.max(Duration::from_millis(1)));
+    match crate::platform::poll::wait_readable([fd, stop], timeout) {
+        Ok([events, stop]) => (events, stop),
+        Err(_) => (false, false),
     }
 }
 
 /// Whether `fd` is readable now (no wait).
 fn readable(fd: BorrowedFd<'_>) -> bool {
-    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
-    let now = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    rustix::event::poll(&mut fds, Some(&now)).is_ok_and(|n| n > 0)
+    crate::platform::poll::wait_readable([fd], Some(Duration::ZERO)).is_ok_and(|[ready]| ready)
 }
 
 /// A watcher whose watches are in place but whose thread has not started:
@@ -479,7 +462,7 @@ fn hand_over(
 impl Drop for GuardWatcher {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
-            let _ = rustix::io::write(&stop, b"x");
+            crate::platform::pipe::send_wake(&stop, b'x');
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

@@ -23,16 +23,15 @@
 //! prefix. The terminal is restored on every exit path (a guard's `Drop`,
 //! which also runs on unwinding).
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::platform::terminal::{self, SavedMode};
 use owt_protocol::host::{self as proto, AgentExit, FrameKind, Resize, Role, TerminalNotice};
-use rustix::event::{PollFd, PollFlags};
-use rustix::termios::{self, OptionalActions, Termios};
 use signal_hook::consts::{SIGHUP, SIGQUIT, SIGTERM, SIGWINCH};
 
 use super::client::HostConn;
@@ -52,24 +51,21 @@ pub enum AttachEnd {
 
 /// The size of the terminal on `fd`, if it is one.
 pub fn terminal_size(fd: impl AsFd) -> Option<(u16, u16)> {
-    let ws = termios::tcgetwinsize(fd).ok()?;
-    (ws.ws_row > 0 && ws.ws_col > 0).then_some((ws.ws_row, ws.ws_col))
+    terminal::size(fd)
 }
 
 /// Raw mode on the terminal plus our screen setup; undone on drop.
 struct TerminalGuard {
-    saved: Termios,
+    saved: SavedMode,
 }
 
 impl TerminalGuard {
     fn enter() -> Result<TerminalGuard, SessionError> {
         let stdin = std::io::stdin();
-        let saved = termios::tcgetattr(&stdin)
-            .map_err(|e| SessionError::io("reading the terminal mode", e.into()))?;
-        let mut raw = saved.clone();
-        raw.make_raw();
-        termios::tcsetattr(&stdin, OptionalActions::Now, &raw)
-            .map_err(|e| SessionError::io("switching the terminal to raw mode", e.into()))?;
+        let saved = terminal::save_mode(&stdin)
+            .map_err(|e| SessionError::io("reading the terminal mode", e))?;
+        terminal::switch_to_raw(&stdin, &saved)
+            .map_err(|e| SessionError::io("switching the terminal to raw mode", e))?;
         write_stdout(b"\x1b[?1049h\x1b[H\x1b[2J");
         Ok(TerminalGuard { saved })
     }
@@ -82,7 +78,7 @@ impl Drop for TerminalGuard {
         write_stdout(
             b"\x1b[0m\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[?1l\x1b>\x1b[?1049l",
         );
-        let _ = termios::tcsetattr(std::io::stdin(), OptionalActions::Now, &self.saved);
+        let _ = terminal::restore_mode(std::io::stdin(), &self.saved);
     }
 }
 
@@ -92,7 +88,7 @@ struct RawStdout;
 
 impl Write for RawStdout {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        Ok(rustix::io::write(std::io::stdout(), bytes)?)
+        crate::platform::fd::write_unbuffered(std::io::stdout(), bytes)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -199,14 +195,7 @@ fn drain(stream: &UnixStream) {
 /// Whether stdin and stdout are one terminal (the same device), the
 /// condition for handing it to the host.
 fn one_terminal() -> bool {
-    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
-    if !termios::isatty(&stdin) || !termios::isatty(&stdout) {
-        return false;
-    }
-    match (rustix::fs::fstat(&stdin), rustix::fs::fstat(&stdout)) {
-        (Ok(a), Ok(b)) => a.st_rdev == b.st_rdev,
-        _ => false,
-    }
+    terminal::same_terminal(std::io::stdin(), std::io::stdout())
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -299,11 +288,11 @@ pub fn attach(
     direct: bool,
     notices: Option<Notices>,
 ) -> Result<AttachEnd, SessionError> {
-    if !termios::isatty(std::io::stdin()) {
+    if !std::io::stdin().is_terminal() {
         return Err(SessionError::NotATerminal);
     }
     // The terminal's own user only: nothing into a pipe or a file.
-    let notices = notices.filter(|_| termios::isatty(std::io::stdout()));
+    let notices = notices.filter(|_| std::io::stdout().is_terminal());
     let (rows, cols) = terminal_size(std::io::stdin()).unwrap_or((24, 80));
     let signals =
         Signals::register().map_err(|e| SessionError::io("handling the terminal's signals", e))?;
@@ -348,17 +337,12 @@ pub fn attach(
 /// (its frames written through `writer`, which the notices share).
 fn direct_loop(signals: &Signals, mut stream: UnixStream, writer: &Mutex<UnixStream>) -> AttachEnd {
     loop {
-        let mut fds = [
-            PollFd::new(&stream, PollFlags::IN),
-            PollFd::new(&signals.winch, PollFlags::IN),
-            PollFd::new(&signals.quit, PollFlags::IN),
-        ];
-        match rustix::event::poll(&mut fds, None) {
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => continue,
+        let fds = [stream.as_fd(), signals.winch.as_fd(), signals.quit.as_fd()];
+        let ready = match crate::platform::poll::wait_readable(fds, None) {
+            Ok(ready) => ready,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return AttachEnd::HostGone,
-        }
-        let ready = fds.map(|fd| !fd.revents().is_empty());
+        };
         if ready[2] {
             // The host lets go of the terminal first, then says so.
             if proto::write_frame(&mut *lock(writer), FrameKind::Detach, b"").is_err() {
@@ -511,18 +495,17 @@ fn input_loop(
     let mut keys = DetachKeys::new(prefix);
     let mut buf = [0u8; 4096];
     loop {
-        let mut fds = [
-            PollFd::new(&stdin, PollFlags::IN),
-            PollFd::new(&signals.winch, PollFlags::IN),
-            PollFd::new(&signals.quit, PollFlags::IN),
-            PollFd::new(done, PollFlags::IN),
+        let fds = [
+            stdin.as_fd(),
+            signals.winch.as_fd(),
+            signals.quit.as_fd(),
+            done.as_fd(),
         ];
-        match rustix::event::poll(&mut fds, None) {
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => continue,
+        let ready = match crate::platform::poll::wait_readable(fds, None) {
+            Ok(ready) => ready,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return Some(AttachEnd::HostGone),
-        }
-        let ready = fds.map(|fd| !fd.revents().is_empty());
+        };
         if ready[3] {
             return None;
         }
@@ -536,7 +519,7 @@ fn input_loop(
             }
         }
         if ready[0] {
-            let n = match rustix::io::read(&stdin, &mut buf) {
+            let n = match crate::platform::fd::read_unbuffered(&stdin, &mut buf) {
                 Ok(0) | Err(_) => return Some(AttachEnd::Detached),
                 Ok(n) => n,
             };

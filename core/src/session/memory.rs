@@ -3,7 +3,8 @@
 //! session host and recorded as a `memory` fact), `/proc/meminfo`, and
 //! the kernel's memory pressure (`/proc/pressure/memory`, PSI).
 //!
-//! Invariant: reads `/proc` only; never signals a process.
+//! Invariant: reads `/proc` (through `platform::procs`) only; never
+//! signals a process.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -20,29 +21,18 @@ pub fn process_tree(root: u32) -> Vec<u32> {
         if !seen.insert(pid) {
             continue;
         }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        let Some(children) = crate::platform::procs::children(pid) else {
             continue;
         };
         out.push(pid);
-        for task in tasks.flatten() {
-            let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
-                continue;
-            };
-            todo.extend(
-                children
-                    .split_ascii_whitespace()
-                    .filter_map(|c| c.parse::<u32>().ok()),
-            );
-        }
+        todo.extend(children);
     }
     out
 }
 
 /// Resident memory of one process, in bytes (`/proc/<pid>/statm`).
 pub fn process_rss(pid: u32) -> Option<u64> {
-    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
-    let pages: u64 = statm.split_ascii_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * page_size())
+    Some(crate::platform::procs::resident_pages(pid)? * page_size())
 }
 
 /// Resident memory of `root`'s whole process tree, in bytes (`None` when
@@ -69,7 +59,7 @@ pub struct MachineMemory {
 
 /// The machine's memory now (`None` where `/proc/meminfo` is missing).
 pub fn machine_memory() -> Option<MachineMemory> {
-    parse_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?)
+    parse_meminfo(&crate::platform::procs::meminfo()?)
 }
 
 /// `MemTotal` and `MemAvailable` of a `/proc/meminfo` text (pure).
@@ -101,7 +91,7 @@ pub struct Pressure {
 
 /// `/proc/pressure/memory` now (`None` where the kernel has no PSI).
 pub fn memory_pressure() -> Option<Pressure> {
-    parse_pressure(&std::fs::read_to_string("/proc/pressure/memory").ok()?)
+    parse_pressure(&crate::platform::procs::memory_pressure()?)
 }
 
 /// The `avg10` figures of a PSI text (pure).
@@ -351,8 +341,8 @@ mod tests {
         // copy of the shell whose memory changes under the reads.
         let tree = loop {
             let tree = process_tree(root);
-            let comm = |pid: &u32| std::fs::read_to_string(format!("/proc/{pid}/comm"));
-            if tree.len() == 2 && comm(&tree[1]).is_ok_and(|c| c.trim() == "sleep") {
+            let comm = |pid: &u32| crate::platform::procs::command_name(*pid);
+            if tree.len() == 2 && comm(&tree[1]).is_some_and(|c| c == "sleep") {
                 break tree;
             }
             assert!(

@@ -32,7 +32,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use owt_protocol::host::{PeekView, Role, ScreenView, Transport};
-use rustix::process::Pid;
 use serde::{Deserialize, Serialize};
 
 use crate::status::{self, kind, Derived, ExitFact, HostFact, SessionFacts};
@@ -244,22 +243,7 @@ pub fn pid_alive(pid: u32) -> bool {
     if pid == 0 {
         return false;
     }
-    let Some(process) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-        return false;
-    };
-    match rustix::process::test_kill_process(process) {
-        // Another user's process exists too.
-        Ok(()) | Err(rustix::io::Errno::PERM) => {}
-        Err(_) => return false,
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])),
-        Err(_) => true,
-    }
+    crate::platform::process::is_alive(pid)
 }
 
 /// Whether a host answers on the session's socket.

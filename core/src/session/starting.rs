@@ -114,7 +114,7 @@ fn spawn_host(
 
 /// Whether `read_end` has something to read (a line, or its end) before
 /// `deadline`.
-fn readable_before(read_end: &rustix::fd::OwnedFd, deadline: Instant) -> bool {
+fn readable_before(read_end: &std::os::fd::OwnedFd, deadline: Instant) -> bool {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {

@@ -32,15 +32,11 @@ pub fn session_processes(home: &Path, short_id: &str) -> Vec<u32> {
     let session = format!("OWT_SESSION={short_id}");
     let owt_home = format!("OWT_HOME={}", home.display());
     let me = std::process::id();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    crate::platform::procs::pids()
+        .into_iter()
         .filter(|pid| *pid != me)
         .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+            crate::platform::procs::environment(*pid).is_some_and(|env| {
                 let mut vars = env.split(|b| *b == 0);
                 let (mut has_session, mut has_home) = (false, false);
                 for var in &mut vars {
@@ -131,7 +127,7 @@ fn kill_group(pid: u32, signal: Signal) {
 
 /// Whether `pid`'s environment names this session (`OWT_SESSION`).
 fn is_agent_of(pid: u32, short_id: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
+    crate::platform::procs::environment(pid)
         .map(|env| {
             env.split(|b| *b == 0)
                 .any(|kv| kv == format!("OWT_SESSION={short_id}").as_bytes())
@@ -142,7 +138,7 @@ fn is_agent_of(pid: u32, short_id: &str) -> bool {
 /// Whether `pid` is an owt host for this session (its spec file is named
 /// after the short id).
 pub(super) fn is_host_of(pid: u32, short_id: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
+    crate::platform::procs::command_line(pid)
         .map(|cmd| {
             let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
             args.contains(&&b"__host"[..])

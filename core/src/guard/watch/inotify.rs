@@ -73,20 +73,6 @@ impl Watch {
     }
 }
 
-/// Whether the file system holding `path` keeps a folder's link count at
-/// 2 + its number of subfolders (ext2/3/4, XFS, tmpfs: what GNU find's
-/// leaf optimization trusts).
-fn exact_link_counts(path: &Path) -> bool {
-    const EXT: u64 = 0xEF53;
-    const XFS: u64 = 0x5846_5342;
-    const TMPFS: u64 = 0x0102_1994;
-    rustix::fs::statfs(path).is_ok_and(|fs| {
-        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
-        let kind = fs.f_type as u64;
-        matches!(kind, EXT | XFS | TMPFS)
-    })
-}
-
 /// One event, resolved to a path.
 pub(in crate::guard) enum Seen {
     Path(PathBuf),
@@ -236,7 +222,7 @@ impl Table {
         let exact = *self
             .exact_link_counts
             .entry(meta.dev())
-            .or_insert_with(|| exact_link_counts(abs));
+            .or_insert_with(|| crate::platform::fs::exact_link_counts(abs));
         !(exact && meta.nlink() == 2)
     }
 

@@ -7,14 +7,16 @@
 //!
 //! The passed descriptor shares its open file description (and its
 //! `O_NONBLOCK`) with the client's terminal, so the host reopens the
-//! terminal through `/proc/self/fd` for a description of its own,
-//! non-blocking: a slow terminal never blocks the PTY reader (the lag
-//! handling of [`Client::push_output`] applies as to a socket). Every read
-//! and write happens under one lock that [`Term::shut`] takes to close the
-//! descriptor: after it returns, the host writes to that terminal no more.
+//! terminal through `/proc/self/fd` (`platform::terminal`) for a
+//! description of its own, non-blocking: a slow terminal never blocks the
+//! PTY reader (the lag handling of [`Client::push_output`] applies as to
+//! a socket). Every read and write happens under one lock that
+//! [`Term::shut`] takes to close the descriptor: after it returns, the
+//! host writes to that terminal no more.
 //! The host runs in its own session, so the terminal is not its
 //! controlling terminal: reading it raises no `SIGTTIN`.
 
+use std::io::IsTerminal;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::*;
@@ -35,18 +37,13 @@ impl Term {
     /// `passed` is not a terminal or cannot be reopened (the client then
     /// stays relayed).
     pub(super) fn open(passed: OwnedFd) -> Option<Arc<Term>> {
-        if !rustix::termios::isatty(&passed) {
+        if !passed.is_terminal() {
             tracing::info!("a direct attach passed something that is not a terminal");
             return None;
         }
-        let path = format!("/proc/self/fd/{}", passed.as_raw_fd());
-        let flags = rustix::fs::OFlags::RDWR
-            | rustix::fs::OFlags::NOCTTY
-            | rustix::fs::OFlags::NONBLOCK
-            | rustix::fs::OFlags::CLOEXEC;
-        let fd = match rustix::fs::open(&path, flags, rustix::fs::Mode::empty()) {
-            Ok(fd) if rustix::termios::isatty(&fd) => fd,
-            Ok(_) => return None,
+        let fd = match crate::platform::terminal::reopen_nonblocking(&passed) {
+            Ok(Some(fd)) => fd,
+            Ok(None) => return None,
             Err(e) => {
                 tracing::info!("reopening an attached terminal: {e}; relaying instead");
                 return None;
@@ -83,14 +80,7 @@ impl Term {
         let Some(fd) = fd.as_ref() else {
             return Err(std::io::ErrorKind::BrokenPipe.into());
         };
-        loop {
-            match rustix::io::write(fd, bytes) {
-                Ok(n) => return Ok(n),
-                Err(rustix::io::Errno::AGAIN) => return Ok(0),
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        crate::platform::fd::write_nonblocking(fd, bytes)
     }
 
     /// Writes all of `bytes`, waiting for the terminal to take them; an
@@ -114,14 +104,7 @@ impl Term {
         let Some(fd) = fd.as_ref() else {
             return Err(std::io::ErrorKind::BrokenPipe.into());
         };
-        loop {
-            match rustix::io::read(fd, &mut *buf) {
-                Ok(n) => return Ok(Some(n)),
-                Err(rustix::io::Errno::AGAIN) => return Ok(None),
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        crate::platform::fd::read_nonblocking(fd, buf)
     }
 
     /// Waits until the terminal is ready for `flags` or shut.

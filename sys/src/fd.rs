@@ -46,6 +46,46 @@ pub fn try_lock_exclusive(file: &File) -> io::Result<bool> {
     }
 }
 
+/// Writes what non-blocking `fd` takes right now: how many bytes, 0 when
+/// it would block (a write a signal interrupts is made again).
+pub fn write_nonblocking(fd: impl AsFd, bytes: &[u8]) -> io::Result<usize> {
+    loop {
+        match rustix::io::write(&fd, bytes) {
+            Ok(n) => return Ok(n),
+            Err(rustix::io::Errno::AGAIN) => return Ok(0),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Reads what waits on non-blocking `fd` into `buf`: how many bytes
+/// (`Some(0)`: end of file), `None` when nothing waits (a read a signal
+/// interrupts is made again).
+pub fn read_nonblocking(fd: impl AsFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    loop {
+        match rustix::io::read(&fd, &mut *buf) {
+            Ok(n) => return Ok(Some(n)),
+            Err(rustix::io::Errno::AGAIN) => return Ok(None),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// One `write(2)` of `bytes` to `fd`, unbuffered (std's `Stdout` holds
+/// lines back); how many bytes it took.
+pub fn write_unbuffered(fd: impl AsFd, bytes: &[u8]) -> io::Result<usize> {
+    Ok(rustix::io::write(fd, bytes)?)
+}
+
+/// One `read(2)` from `fd` into `buf`, unbuffered (std's `Stdin` reads
+/// ahead into a buffer that a `poll` on the descriptor does not see); how
+/// many bytes (0: end of file).
+pub fn read_unbuffered(fd: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
+    Ok(rustix::io::read(fd, buf)?)
+}
+
 /// The copy of stderr [`divert_stderr`] keeps to put back.
 static SAVED_STDERR: Mutex<Option<OwnedFd>> = Mutex::new(None);
 

@@ -38,6 +38,41 @@ pub fn signal_process(pid: u32, signal: Signal) -> bool {
     }
 }
 
+/// Whether process `pid` exists (`kill(pid, 0)`: one of another user's
+/// counts too, a zombie too); `false` for 0 (this process's group).
+pub fn process_exists(pid: u32) -> bool {
+    match i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        Some(pid) => matches!(
+            rustix::process::test_kill_process(pid),
+            Ok(()) | Err(rustix::io::Errno::PERM)
+        ),
+        None => false,
+    }
+}
+
+/// Whether process `pid` is alive: it exists ([`process_exists`]) and is
+/// not a zombie (its state in `/proc/PID/stat`, where there is one; a
+/// process whose state cannot be read counts as alive).
+pub fn is_alive(pid: u32) -> bool {
+    if !process_exists(pid) {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => true,
+    }
+}
+
+/// The kernel's clock ticks per second (`sysconf(_SC_CLK_TCK)`), the unit
+/// of the process times in `/proc/PID/stat`.
+pub fn clock_ticks_per_second() -> u64 {
+    rustix::param::clock_ticks_per_second()
+}
+
 /// The name of the signals owt tells apart in an exit status
 /// (`SIGHUP`, `SIGINT`, `SIGKILL`, `SIGTERM`, `SIGSEGV`, `SIGPIPE`) by
 /// number; `None` for any other.

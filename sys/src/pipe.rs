@@ -6,7 +6,7 @@
 //! nothing it was not asked to, so this is documented, not prevented).
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 /// A close-on-exec pipe: (read end, write end).
 pub fn cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -16,6 +16,19 @@ pub fn cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
 /// A close-on-exec, non-blocking pipe: (read end, write end).
 pub fn cloexec_nonblocking() -> io::Result<(OwnedFd, OwnedFd)> {
     make(true)
+}
+
+/// Writes `byte` to the write end of a wake-up pipe, for the thread
+/// waiting on its read end; a failure is ignored (a full non-blocking pipe
+/// already holds a byte the reader will read).
+pub fn send_wake(write_end: impl AsFd, byte: u8) {
+    let _ = rustix::io::write(write_end, &[byte]);
+}
+
+/// Reads what waits in the read end of a non-blocking wake-up pipe, up to
+/// `buf`'s length; how many bytes (0 when none, or on an error).
+pub fn take_wakes(read_end: impl AsFd, buf: &mut [u8]) -> usize {
+    rustix::io::read(read_end, buf).unwrap_or(0)
 }
 
 #[cfg(target_os = "linux")]

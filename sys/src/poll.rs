@@ -3,8 +3,10 @@
 //! (portable-pty) or other threads own, which it only knows by number.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
 
 /// What to wait for on a descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,4 +95,21 @@ pub fn readable(fd: impl AsFd, timeout: Option<Duration>) -> bool {
     let mut set = PollSet::new();
     set.push(fd.as_fd().as_raw_fd(), Interest::Read);
     set.wait(timeout).is_ok_and(|n| n > 0) && set.any(0)
+}
+
+/// Waits up to `timeout` (`None`: as long as it takes; to the nanosecond)
+/// for any of `fds` to have something to read, or its end (input, a
+/// hang-up or an error); for each, whether it has. A signal ending the
+/// wait is an error of kind `Interrupted`.
+pub fn wait_readable<const N: usize>(
+    fds: [BorrowedFd<'_>; N],
+    timeout: Option<Duration>,
+) -> io::Result<[bool; N]> {
+    let mut polled = fds.map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN));
+    let timeout = timeout.map(|t| Timespec {
+        tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(t.subsec_nanos()),
+    });
+    rustix::event::poll(&mut polled, timeout.as_ref())?;
+    Ok(polled.map(|fd| !fd.revents().is_empty()))
 }
