@@ -49,4 +49,4 @@ pub use owt_store::names;
 
 /// The allocator settings and page hand-back, in the platform layer (an
 /// old path kept for the crates above).
-pub use platform::memory;
+pub use platform::allocator;

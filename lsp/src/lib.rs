@@ -85,7 +85,7 @@ use tower_lsp_server::{LspService, Server};
 
 /// Runs the server on stdin/stdout until the client exits.
 pub fn run() -> anyhow::Result<()> {
-    owt_core::memory::configure_allocator();
+    owt_core::allocator::configure_allocator();
     // Without a home for the store the server still answers, with no
     // repository (`initialize` says why in the log).
     let home = owt_core::ops::owt_home().map_err(|e| format!("{e:#}"));

@@ -61,7 +61,7 @@ fn serve(owner: &mut Owner, rx: Receiver<Event>) {
     // refresher's work ends in an event too); the heap is trimmed once it
     // is over, and the binary's pages it mapped are let go of after a
     // longer quiet (what the idle server keeps resident).
-    let mut trimmer = owt_core::memory::Trimmer::new();
+    let mut trimmer = owt_core::allocator::Trimmer::new();
     loop {
         let wake = [
             owner.guard.overrides_due,

@@ -11,7 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub use owt_core::{
-    acp, actions, config, editor, errors, feedback, forge, git, guard, memory, names, ops,
+    acp, actions, allocator, config, editor, errors, feedback, forge, git, guard, names, ops,
     printable, procs, provider, remote, session, ship, status, store, usage,
 };
 pub use owt_lsp as lsp;

@@ -20,9 +20,9 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod allocator;
 pub mod fd;
 pub mod fs;
-pub mod memory;
 pub mod pipe;
 pub mod poll;
 pub mod process;

@@ -462,7 +462,7 @@ fn run(shared: &Shared, control: &OwnedFd) {
         if due == Some(Duration::ZERO) {
             walk(shared);
             // The walk went deep (libgit2); the wait is a few frames.
-            crate::platform::memory::release_stack();
+            crate::platform::allocator::release_stack();
             continue;
         }
         let signalled = match &fd {
@@ -509,7 +509,7 @@ fn walk(shared: &Shared) {
     let paths = WorkState::open(&shared.worktree, "HEAD").and_then(|mut work| work.candidates());
     // The walk's index copy and tables are freed now; give the pages back
     // (a host lives as long as its agent).
-    crate::platform::memory::trim();
+    crate::platform::allocator::trim();
     let mut state = lock(shared);
     drain(shared, &mut state);
     match paths {
@@ -559,7 +559,7 @@ fn failed(shared: &Shared, mut state: MutexGuard<'_, State>, what: &str, error: 
     }
     changed(shared, &mut state);
     drop(state);
-    crate::platform::memory::trim();
+    crate::platform::allocator::trim();
 }
 
 #[cfg(test)]

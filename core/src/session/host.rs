@@ -83,7 +83,7 @@ const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
 /// At most one `output` fact per this interval.
 const OUTPUT_FACT_MS: i64 = 1_000;
 /// Quiet output after which the host gives back what the burst used
-/// ([`crate::platform::memory::release_after_burst`]), at most every
+/// ([`crate::platform::allocator::release_after_burst`]), at most every
 /// [`RELEASE_INTERVAL`].
 const RELEASE_QUIET_MS: u64 = 200;
 const RELEASE_INTERVAL: Duration = Duration::from_secs(5);
@@ -357,7 +357,7 @@ fn serve(started: Started, hooks: TurnHooks) {
         });
     }
     // Starting went deeper than accepting ever will.
-    crate::platform::memory::release_stack();
+    crate::platform::allocator::release_stack();
     let threads = shared.client_threads.clone();
     accept_clients(&listener, &threads, move |stream| {
         serve_client(&shared, stream)

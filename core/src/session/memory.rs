@@ -46,7 +46,7 @@ pub fn tree_rss(root: u32) -> Option<u64> {
 }
 
 fn page_size() -> u64 {
-    crate::platform::memory::page_size() as u64
+    crate::platform::allocator::page_size() as u64
 }
 
 /// What `/proc/meminfo` says about the machine.

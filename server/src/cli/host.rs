@@ -89,7 +89,7 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
             // Before any thread: one arena, and the journal's walks
             // allocate megabytes now and then in a process that otherwise
             // idles.
-            crate::memory::configure_host_allocator();
+            crate::allocator::configure_host_allocator();
             session::configure_for_idle_process();
             init_host_logs();
             session::run_host(read_spec(&spec)?, ready_fd, ops::host::turn_hooks())?;

@@ -97,8 +97,8 @@ pub(crate) fn follow(
         let read = crate::guard::counts::counts(worktree, base_branch, Some(source));
         // The repository and index copies are freed: give the pages back,
         // and the stack the reading went down.
-        crate::platform::memory::trim();
-        crate::platform::memory::release_stack();
+        crate::platform::allocator::trim();
+        crate::platform::allocator::release_stack();
         let fact = match read {
             Ok(counts) => HostGitFact {
                 ahead: counts.ahead,

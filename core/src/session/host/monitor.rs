@@ -283,12 +283,12 @@ impl<'a> Monitor<'a> {
             self.released_seq = look.seq;
             self.released_at = Some(Instant::now());
             self.shared.state.lock().parser.park();
-            crate::platform::memory::release_after_burst();
-            crate::platform::memory::release_stack();
+            crate::platform::allocator::release_after_burst();
+            crate::platform::allocator::release_stack();
         } else if !look.parked {
             self.released_at = Some(Instant::now());
             self.shared.state.lock().parser.park();
-            crate::platform::memory::trim();
+            crate::platform::allocator::trim();
         }
     }
 
