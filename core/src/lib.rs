@@ -35,7 +35,9 @@ pub mod printable;
 pub mod procs;
 pub mod provider;
 pub mod remote;
-pub mod safe_fs;
+/// Files in a checkout opened without following links: in the platform
+/// layer (`owt-sys`), re-exported so `crate::safe_fs` names it.
+pub use owt_sys::safe_fs;
 pub mod session;
 pub mod ship;
 pub mod status;

@@ -5,7 +5,8 @@
 //! `SIGPIPE`, receiving descriptors close-on-exec, watching folders for
 //! changes, signalling processes and process groups, daemonising, ignoring
 //! signals, `poll`, descriptors taken over or made non-blocking, file
-//! locks, files opened without following links, what a file system says
+//! locks, files opened without following links (`fs`) and the policy for
+//! files in a checkout owt does not control (`safe_fs`), what a file system says
 //! of itself, terminals (size, raw mode), what `/proc` says of processes
 //! and memory, stderr diverted, the local calendar, glibc's allocator and
 //! page hand-back, and SQLite's process-wide settings. It depends on no
@@ -27,6 +28,7 @@ pub mod pipe;
 pub mod poll;
 pub mod process;
 pub mod procs;
+pub mod safe_fs;
 pub mod socket;
 pub mod sqlite;
 pub mod terminal;

@@ -22,10 +22,10 @@
 //!   resolves inside that folder.
 //!
 //! Invariants: a refused file is left as it is, and nothing is created
-//! outside the root; every error names the file. Imports no core module;
-//! the system calls (`openat`, `mkdirat`, the open flags) are the platform
-//! layer's (`platform::fs`), the policy (what is refused, every error) is
-//! here.
+//! outside the root; every error names the file. The system calls
+//! (`openat`, `mkdirat`, the open flags) are [`crate::fs`]'s, the policy
+//! (what is refused, every error) is here. owt-core re-exports this module
+//! as `safe_fs` (`crate::safe_fs` there).
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -34,7 +34,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
-use crate::platform::fs as sys_fs;
+use crate::fs as sys_fs;
 
 /// The largest configuration file owt reads (1 MiB).
 pub const CONFIG_LIMIT: u64 = 1 << 20;
