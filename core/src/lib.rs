@@ -2,6 +2,7 @@
 //! CLI in the `owt` binary, `owt-lsp`, `owt-mcp`).
 //!
 //! Modules: [`store`] and [`names`] (the crate `owt-store`, re-exported),
+//! [`guard`] (the crate `owt-guard`, re-exported),
 //! [`status`], [`actions`], [`git`], [`config`], [`editor`], [`provider`],
 //! [`remote`], [`session`], [`guard`], [`ship`], [`usage`] and the use
 //! cases, [`ops`]. Nothing here knows clap, LSP or MCP types (the crate
@@ -26,7 +27,6 @@ pub mod errors;
 pub mod feedback;
 pub mod forge;
 pub mod git;
-pub mod guard;
 pub mod ops;
 /// The platform layer (the crate `owt-sys`): every call to the operating
 /// system, behind safe functions.
@@ -43,6 +43,9 @@ pub mod ship;
 pub mod status;
 pub mod usage;
 
+/// The Conflict Guard: the crate `owt-guard` (guard/), below owt-core;
+/// the glue to the store and the repository is the use case `ops::guard`.
+pub use owt_guard as guard;
 /// The status store: the crate `owt-store` (store/), below owt-core.
 pub use owt_store as store;
 /// Session names, branch names and worktree paths: in `owt-store`, which

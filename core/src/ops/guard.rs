@@ -432,3 +432,163 @@ pub fn ship_queue_steps(mut steps: Vec<QueueStep>, ready: &[SessionView]) -> Vec
     }
     steps
 }
+
+#[cfg(test)]
+mod tests {
+    //! The guard's facts as the use case records them (moved from the
+    //! guard's own tests when it became the crate owt-guard, which does
+    //! not know the store or `status`).
+
+    use std::path::{Path, PathBuf};
+    use std::sync::{Arc, Mutex, Once};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::guard::GuardWatcher;
+    use crate::store::NewSession;
+
+    /// libgit2 and the git CLI the guard runs read no user or system
+    /// configuration; a fixed identity and dates (as owt-guard's tests).
+    fn hermetic() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            owt_e2e::hermetic_git2();
+            for (k, v) in [
+                ("GIT_CONFIG_GLOBAL", "/dev/null"),
+                ("GIT_CONFIG_SYSTEM", "/dev/null"),
+                ("GIT_CONFIG_NOSYSTEM", "1"),
+                ("GIT_AUTHOR_NAME", "Test"),
+                ("GIT_AUTHOR_EMAIL", "test@example.com"),
+                ("GIT_COMMITTER_NAME", "Test"),
+                ("GIT_COMMITTER_EMAIL", "test@example.com"),
+                ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
+                ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
+            ] {
+                std::env::set_var(k, v);
+            }
+        });
+    }
+
+    use owt_e2e::ten_lines as lines;
+
+    /// `lines()` with line `n` (1-based) replaced.
+    fn with_line(n: usize, text: &str) -> String {
+        owt_e2e::with_line(&lines(), n, text)
+    }
+
+    fn write(root: &Path, path: &str, text: &str) {
+        owt_e2e::write_file(root, path, text);
+    }
+
+    /// A repository on `main` with `files` committed, and linked worktrees.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        main: PathBuf,
+        root: PathBuf,
+    }
+
+    impl Fixture {
+        fn new(files: &[(&str, &str)]) -> Fixture {
+            hermetic();
+            let dir = tempfile::tempdir().unwrap();
+            let root = std::fs::canonicalize(dir.path()).unwrap();
+            let main = root.join("main");
+            std::fs::create_dir_all(&main).unwrap();
+            owt_e2e::git(&main, ["init", "-q", "-b", "main"]);
+            for (path, text) in files {
+                write(&main, path, text);
+            }
+            owt_e2e::git(&main, ["add", "-A"]);
+            owt_e2e::git(&main, ["commit", "-q", "-m", "initial"]);
+            Fixture {
+                _dir: dir,
+                main,
+                root,
+            }
+        }
+
+        /// A linked worktree on a new branch `name` from `main`.
+        fn worktree(&self, name: &str) -> PathBuf {
+            let path = self.root.join(name);
+            let path_arg = path.to_str().unwrap();
+            owt_e2e::git(
+                &self.main,
+                ["worktree", "add", "-q", "-b", name, path_arg, "main"],
+            );
+            path
+        }
+    }
+
+    #[test]
+    fn watcher_records_guard_facts_in_the_store() {
+        let fx = Fixture::new(&[("f.txt", &lines())]);
+        let a = fx.worktree("a");
+        let b = fx.worktree("b");
+        write(&b, "f.txt", &with_line(2, "b"));
+        let home = fx.root.join("owt-home");
+        let mut store = Store::open(&home).unwrap();
+        let repo_row = store.ensure_repo(&fx.main.join(".git"), &fx.main).unwrap();
+        let mut ids = Vec::new();
+        for (name, worktree) in [("a", &a), ("b", &b)] {
+            let row = store
+                .insert_session(
+                    &NewSession {
+                        repo_id: repo_row.id,
+                        name,
+                        task: "t",
+                        branch_template: "{name}",
+                        base_branch: "main",
+                        worktree_template: worktree.to_str().unwrap(),
+                        provider: "fake",
+                        kind: owt_protocol::SessionKind::Worktree,
+                    },
+                    |_| false,
+                )
+                .unwrap();
+            ids.push(row.id);
+        }
+        let mut engine = GuardEngine::new(&fx.main, &[]).unwrap();
+        for ((name, worktree), id) in [("a", &a), ("b", &b)].into_iter().zip(&ids) {
+            engine
+                .add_participant(Participant {
+                    id: name.into(),
+                    session_id: Some(*id),
+                    worktree: worktree.clone(),
+                    base_branch: "main".into(),
+                    journal: None,
+                })
+                .unwrap();
+        }
+        engine.full_recompute().unwrap();
+        record_all_facts(&store, &engine).unwrap();
+        let fact = |store: &Store| {
+            store
+                .fact::<crate::guard::GuardFact>(ids[0], kind::GUARD)
+                .unwrap()
+                .unwrap()
+                .0
+        };
+        assert!(fact(&store).changes.is_empty());
+        let engine = Arc::new(Mutex::new(engine));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let _watcher = GuardWatcher::start(engine, Duration::from_millis(30), move |engine, _| {
+            record_all_facts(&store, engine).unwrap();
+            let _ = tx.send(());
+        })
+        .unwrap();
+        write(&a, "f.txt", &with_line(9, "a"));
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("facts recorded within 10 s of the write");
+        let reader = Store::open(&home).unwrap();
+        let guard_fact = fact(&reader);
+        assert_eq!(guard_fact.changes.len(), 1);
+        assert_eq!(guard_fact.changes[0].path, "f.txt");
+        assert_eq!(guard_fact.changes[0].hunks[0].old_start, 9);
+        let overlaps = reader
+            .fact::<OverlapFact>(ids[0], status::kind::OVERLAPS)
+            .unwrap()
+            .unwrap()
+            .0;
+        assert_eq!(overlaps.count, 1);
+    }
+}

@@ -9,12 +9,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::io_error;
-use crate::guard::GuardError;
 use crate::platform::watch::{Change, Mask, Queue, WatchError};
+use crate::GuardError;
 
 /// Which subfolders of a recursive root are left unwatched (relative to
 /// the root).
-pub(in crate::guard) type SkipFolder = Box<dyn Fn(&Path) -> bool + Send>;
+pub(crate) type SkipFolder = Box<dyn Fn(&Path) -> bool + Send>;
 
 /// A watched root.
 struct Root {
@@ -25,7 +25,7 @@ struct Root {
 }
 
 /// The inotify instance and its table.
-pub(in crate::guard) struct Inotify {
+pub(crate) struct Inotify {
     queue: Queue,
     table: Table,
     /// Whether the last event read finished a file: see [`Inotify::settled`].
@@ -74,14 +74,14 @@ impl Watch {
 }
 
 /// One event, resolved to a path.
-pub(in crate::guard) enum Seen {
+pub(crate) enum Seen {
     Path(PathBuf),
     /// The kernel dropped events: nothing can be trusted but a re-scan.
     Overflow,
 }
 
 impl Inotify {
-    pub(in crate::guard) fn new() -> Result<Inotify, GuardError> {
+    pub(crate) fn new() -> Result<Inotify, GuardError> {
         let queue = Queue::new().map_err(|e| io_error("starting inotify", e))?;
         Ok(Inotify {
             queue,
@@ -91,17 +91,13 @@ impl Inotify {
     }
 
     /// Watches `root` (and, when `recursive`, every folder below it).
-    pub(in crate::guard) fn add_root(
-        &mut self,
-        root: &Path,
-        recursive: bool,
-    ) -> Result<(), GuardError> {
+    pub(crate) fn add_root(&mut self, root: &Path, recursive: bool) -> Result<(), GuardError> {
         self.add_root_skipping(root, recursive, None)
     }
 
     /// As [`Inotify::add_root`], leaving the subfolders `skip` names (and
     /// everything below them) unwatched, now and when they appear later.
-    pub(in crate::guard) fn add_root_skipping(
+    pub(crate) fn add_root_skipping(
         &mut self,
         root: &Path,
         recursive: bool,
@@ -128,7 +124,7 @@ impl Inotify {
 
     /// Gives back what the table reserved beyond what it holds: call once
     /// every root is added (a long-lived watcher keeps the table).
-    pub(in crate::guard) fn shrink_to_fit(&mut self) {
+    pub(crate) fn shrink_to_fit(&mut self) {
         self.table.watches.shrink_to_fit();
         self.table.names.shrink_to_fit();
     }
@@ -139,11 +135,11 @@ impl Inotify {
     /// after writing, or moved into place): a save or a tool's write is
     /// then complete, where after any other event more of the same burst
     /// is likely to follow.
-    pub(in crate::guard) fn settled(&self) -> bool {
+    pub(crate) fn settled(&self) -> bool {
         self.settled
     }
 
-    pub(in crate::guard) fn read(&mut self, out: &mut Vec<Seen>) {
+    pub(crate) fn read(&mut self, out: &mut Vec<Seen>) {
         let (queue, table, settled) = (&self.queue, &mut self.table, &mut self.settled);
         queue.read(|wd, change, name| {
             *settled = !change.is_dir() && change.finished();
@@ -152,7 +148,7 @@ impl Inotify {
     }
 
     /// The descriptor to poll: readable when changes are queued.
-    pub(in crate::guard) fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.queue.as_fd()
     }
 }

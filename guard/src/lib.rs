@@ -1,4 +1,4 @@
-//! Conflict Guard: live, three-level overlap detection between every pair
+//! owt-guard, the Conflict Guard: live, three-level overlap detection between every pair
 //! of participants — each session's worktree and the human's checkout
 //! ("you", with unsaved editor buffers as overrides).
 //!
@@ -21,14 +21,31 @@
 //! - [`queue`]: the merge order of sessions ready to ship;
 //! - [`line_map`]: base line numbers mapped into the current text.
 //!
-//! The glue to the store and the repository context (participants, facts,
-//! reports) is a use case: `crate::ops::guard`.
+//! owt-core re-exports this crate as `guard` (`owt_core::guard`); the glue
+//! to the store and the repository context (participants, facts, reports)
+//! is a use case there: owt-core's `ops::guard`.
 //!
 //! Invariants: guard computation is pure given snapshots (it reads and
 //! writes git objects only, never an index, a working file or a ref); only
 //! [`watch`] (for the LSP's engine) and [`journal`] (in a session host)
 //! subscribe to file-system events; nothing here touches the store or
-//! knows the session hosts.
+//! knows the session hosts (of the store, this crate names only its clock,
+//! `now_ms`, and its private file write, `write_private`: the private
+//! `store` module below, and `scripts/check-layers` fails on `owt_store`
+//! named elsewhere); no `unsafe` (the system calls are owt-sys's).
+
+#![forbid(unsafe_code)]
+
+// The platform layer and its safe file opening, by the names owt-core
+// gives them.
+use owt_sys as platform;
+use owt_sys::safe_fs;
+
+/// What the guard takes from the status store: its clock and its private
+/// (0600) file write, nothing that opens the store.
+mod store {
+    pub use owt_store::{now_ms, write_private};
+}
 
 pub mod big;
 pub mod changes;
@@ -59,8 +76,8 @@ pub use changes::{Change, ChangeKind, Hunk};
 pub use engine::{GuardEngine, GuardUpdate, Participant, YOU};
 pub use watch::{GuardWatcher, Watching};
 
-/// Fact kinds the guard records (`facts.kind`), beside
-/// [`crate::status::kind::OVERLAPS`].
+/// Fact kinds the guard records (`facts.kind`), beside owt-core's
+/// `status::kind::OVERLAPS`.
 pub mod kind {
     /// [`super::GuardFact`]: a session's changes, hunks and snapshot.
     pub const GUARD: &str = "guard";
