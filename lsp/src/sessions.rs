@@ -69,8 +69,10 @@ impl SessionMonitor {
             // Never two watchers for one pull request: a lease in the store.
             // Its conflict pass reads the live guard's pairs (see
             // `GuardLive::pair_source`).
-            state.pr_monitor =
-                owt_core::ops::pr_monitor::Background::start_with(ctx.repo.main_root(), Some(pairs()));
+            state.pr_monitor = owt_core::ops::pr_monitor::Background::start_with(
+                ctx.repo.main_root(),
+                Some(pairs()),
+            );
         }
         self.pending_git.retain(|name, (git, since)| {
             since.elapsed() < PENDING_GIT && !ops::list::git_fact_recorded(ctx, name, git)

@@ -59,6 +59,7 @@ pub mod notes;
 pub mod owned;
 pub mod ports;
 pub mod pr;
+pub mod pr_monitor;
 pub mod prompt;
 pub mod queue;
 pub mod remote;
@@ -70,7 +71,6 @@ pub mod sync;
 pub mod trash;
 pub mod trust;
 pub mod usage;
-pub mod pr_monitor;
 
 use crate::store::SessionRow;
 
