@@ -49,6 +49,7 @@ pub mod symbols;
 pub mod tree;
 pub mod unsaved;
 pub mod verdict;
+pub mod warm;
 pub mod watch;
 
 use std::path::PathBuf;
@@ -57,7 +58,7 @@ use serde::{Deserialize, Serialize};
 
 pub use changes::{Change, ChangeKind, Hunk};
 pub use engine::{GuardEngine, GuardUpdate, Participant, YOU};
-pub use watch::{GuardWatcher, Watching};
+pub use watch::{Flusher, GuardWatcher, Watching};
 
 /// Fact kinds the guard records (`facts.kind`), beside
 /// [`crate::status::kind::OVERLAPS`].

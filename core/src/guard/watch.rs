@@ -36,7 +36,10 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 use super::engine::{GuardEngine, GuardUpdate};
 use super::GuardError;
 
+mod flush;
 mod inotify;
+use flush::FlushRx;
+pub use flush::Flusher;
 pub(super) use inotify::{Inotify, Seen, SkipFolder};
 
 /// A good debounce for editors and agents: a save or a burst of tool
@@ -58,6 +61,7 @@ pub struct GuardWatcher {
     /// Written to on drop: the thread's signal to stop.
     stop: Option<OwnedFd>,
     thread: Option<JoinHandle<()>>,
+    flusher: Flusher,
 }
 
 impl std::fmt::Debug for GuardWatcher {
@@ -156,6 +160,48 @@ pub(super) fn wait(
     }
 }
 
+/// What [`Watching::run`] waits for.
+struct Woken {
+    ready: bool,
+    stopped: bool,
+    flush: bool,
+}
+
+/// Waits until events are queued, `stop` or a flush is asked, or
+/// `timeout` passes (`None`: forever).
+fn wait_run(
+    fd: BorrowedFd<'_>,
+    stop: BorrowedFd<'_>,
+    flush: &FlushRx,
+    timeout: Option<Duration>,
+) -> Woken {
+    let flush_fd = flush.fd();
+    let mut fds = [
+        PollFd::new(&fd, PollFlags::IN),
+        PollFd::new(&stop, PollFlags::IN),
+        PollFd::new(&flush_fd, PollFlags::IN),
+    ];
+    let timeout = timeout.map(|t| {
+        let t = t.max(Duration::from_millis(1));
+        Timespec {
+            tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(t.subsec_nanos()),
+        }
+    });
+    match rustix::event::poll(&mut fds, timeout.as_ref()) {
+        Ok(n) if n > 0 => Woken {
+            ready: !fds[0].revents().is_empty(),
+            stopped: !fds[1].revents().is_empty(),
+            flush: !fds[2].revents().is_empty(),
+        },
+        _ => Woken {
+            ready: false,
+            stopped: false,
+            flush: false,
+        },
+    }
+}
+
 /// Whether `fd` is readable now (no wait).
 fn readable(fd: BorrowedFd<'_>) -> bool {
     let mut fds = [PollFd::new(&fd, PollFlags::IN)];
@@ -228,40 +274,55 @@ impl Watching {
     ) -> Result<GuardWatcher, GuardError> {
         let (stop_rx, stop_tx) = crate::platform::pipe::cloexec()
             .map_err(|e| io_error("creating the watcher's stop pipe", e))?;
+        let (flusher, flush_rx) = flush::pair()?;
         let thread = std::thread::Builder::new()
             .name("owt-guard-watch".into())
             .spawn(move || {
                 complete_symbols(&engine, &mut on_update);
-                self.run(&engine, stop_rx.as_fd(), debounce, &mut on_update);
+                self.run(
+                    &engine,
+                    (stop_rx.as_fd(), &flush_rx),
+                    debounce,
+                    &mut on_update,
+                );
             })
             .map_err(spawn_error)?;
         Ok(GuardWatcher {
             stop: Some(stop_tx),
             thread: Some(thread),
+            flusher,
         })
     }
 
     /// The watcher's loop: debounced batches applied to `engine`, until
-    /// `stop` is readable.
+    /// `stop` is readable; a flush asked applies at once what is queued.
     fn run(
         mut self,
         engine: &Mutex<GuardEngine>,
-        stop: BorrowedFd<'_>,
+        (stop, flush): (BorrowedFd<'_>, &FlushRx),
         debounce: Duration,
         on_update: &mut impl FnMut(&GuardEngine, &GuardUpdate),
     ) {
         let inotify = &mut self.inotify;
         let mut seen = Vec::new();
         loop {
-            let (ready, stopped) = wait(inotify.fd(), stop, None);
-            if stopped {
+            let woken = wait_run(inotify.fd(), stop, flush, None);
+            if woken.stopped {
                 return;
             }
-            if !ready {
+            if woken.flush {
+                let ticket = flush.take();
+                inotify.read(&mut seen);
+                apply(engine, &self.roots, seen.drain(..), on_update);
+                flush.done(ticket);
+                continue;
+            }
+            if !woken.ready {
                 continue;
             }
             // A batch: until `debounce` passes with no event (SETTLE after
-            // an event that finished a file), or MAX_BATCH_WAIT in all.
+            // an event that finished a file), or MAX_BATCH_WAIT in all, or
+            // a flush is asked (the batch goes now, the flush next turn).
             seen.clear();
             inotify.read(&mut seen);
             let started = Instant::now();
@@ -271,11 +332,11 @@ impl Watching {
                 } else {
                     debounce
                 };
-                let (ready, stopped) = wait(inotify.fd(), stop, Some(quiet));
-                if stopped {
+                let woken = wait_run(inotify.fd(), stop, flush, Some(quiet));
+                if woken.stopped {
                     return;
                 }
-                if !ready {
+                if woken.flush || !woken.ready {
                     break;
                 }
                 inotify.read(&mut seen);
@@ -336,6 +397,7 @@ impl GuardWatcher {
         };
         let (stop_rx, stop_tx) = crate::platform::pipe::cloexec()
             .map_err(|e| io_error("creating the watcher's stop pipe", e))?;
+        let (flusher, flush_rx) = flush::pair()?;
         let thread = std::thread::Builder::new()
             .name("owt-guard-watch".into())
             .spawn(move || {
@@ -356,13 +418,24 @@ impl GuardWatcher {
                     started.elapsed()
                 );
                 watched(Ok(()));
-                watching.run(&engine, stop_rx.as_fd(), debounce, &mut on_update);
+                watching.run(
+                    &engine,
+                    (stop_rx.as_fd(), &flush_rx),
+                    debounce,
+                    &mut on_update,
+                );
             })
             .map_err(spawn_error)?;
         Ok(GuardWatcher {
             stop: Some(stop_tx),
             thread: Some(thread),
+            flusher,
         })
+    }
+
+    /// Asks this watcher to apply what is queued now ([`Flusher::flush`]).
+    pub fn flusher(&self) -> Flusher {
+        self.flusher.clone()
     }
 }
 
