@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository};
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use owt_protocol::guard::{BaseConflict, GuardPair};
+use owt_protocol::guard::{BaseConflict, GuardPair, GuardReport};
 
 use super::changes::{self, Change};
 use super::levels::{self, Side};
@@ -344,6 +344,19 @@ impl GuardEngine {
     /// steps re-merge little). What a new engine over the same checkouts
     /// finds, without building one.
     pub fn pairs_on_disk(&mut self) -> Result<Vec<GuardPair>, GuardError> {
+        self.on_disk(|engine| engine.pairs().into_iter().cloned().collect())
+    }
+
+    /// The whole report as the files on disk make it (see
+    /// [`GuardEngine::pairs_on_disk`]): what `owt guard` computing from
+    /// scratch prints, for `owt lsp` to answer it.
+    pub fn report_on_disk(&mut self, repository: &str) -> Result<GuardReport, GuardError> {
+        self.on_disk(|engine| engine.report(repository))
+    }
+
+    /// `read` of the engine with every participant's unsaved buffers set
+    /// aside, then handed back.
+    fn on_disk<T>(&mut self, read: impl FnOnce(&GuardEngine) -> T) -> Result<T, GuardError> {
         let buffered: Vec<(String, BTreeMap<String, String>)> = self
             .states
             .iter()
@@ -357,7 +370,7 @@ impl GuardEngine {
                 self.settle(id, Instant::now()).map(drop)
             });
         }
-        let pairs = result.map(|()| self.pairs().into_iter().cloned().collect());
+        let out = result.map(|()| read(self));
         for (id, overrides) in buffered {
             let restored = self
                 .state_mut(&id)
@@ -369,7 +382,7 @@ impl GuardEngine {
                 );
             }
         }
-        pairs
+        out
     }
 
     fn state_mut(&mut self, id: &str) -> Result<&mut State, GuardError> {

@@ -66,6 +66,7 @@ pub mod symbols;
 pub mod tree;
 pub mod unsaved;
 pub mod verdict;
+pub mod warm;
 pub mod watch;
 
 use std::path::PathBuf;
@@ -74,7 +75,7 @@ use serde::{Deserialize, Serialize};
 
 pub use changes::{Change, ChangeKind, Hunk};
 pub use engine::{GuardEngine, GuardUpdate, Participant, YOU};
-pub use watch::{GuardWatcher, Watching};
+pub use watch::{Flusher, GuardWatcher, Watching};
 
 /// Fact kinds the guard records (`facts.kind`), beside owt-core's
 /// `status::kind::OVERLAPS`.

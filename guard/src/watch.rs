@@ -34,7 +34,10 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use super::engine::{GuardEngine, GuardUpdate};
 use super::GuardError;
 
+mod flush;
 mod inotify;
+use flush::FlushRx;
+pub use flush::Flusher;
 pub(super) use inotify::{Inotify, Seen, SkipFolder};
 
 /// A good debounce for editors and agents: a save or a burst of tool
@@ -56,6 +59,7 @@ pub struct GuardWatcher {
     /// Written to on drop: the thread's signal to stop.
     stop: Option<OwnedFd>,
     thread: Option<JoinHandle<()>>,
+    flusher: Flusher,
 }
 
 impl std::fmt::Debug for GuardWatcher {
@@ -144,6 +148,37 @@ pub(super) fn wait(
     }
 }
 
+/// What [`Watching::run`] waits for.
+struct Woken {
+    ready: bool,
+    stopped: bool,
+    flush: bool,
+}
+
+/// Waits until events are queued, `stop` or a flush is asked, or
+/// `timeout` passes (`None`: forever).
+fn wait_run(
+    fd: BorrowedFd<'_>,
+    stop: BorrowedFd<'_>,
+    flush: &FlushRx,
+    timeout: Option<Duration>,
+) -> Woken {
+    // At least a millisecond: a zero timeout would spin.
+    let timeout = timeout.map(|t| t.max(Duration::from_millis(1)));
+    match crate::platform::poll::wait_readable([fd, stop, flush.fd()], timeout) {
+        Ok([ready, stopped, flush]) => Woken {
+            ready,
+            stopped,
+            flush,
+        },
+        Err(_) => Woken {
+            ready: false,
+            stopped: false,
+            flush: false,
+        },
+    }
+}
+
 /// Whether `fd` is readable now (no wait).
 fn readable(fd: BorrowedFd<'_>) -> bool {
     crate::platform::poll::wait_readable([fd], Some(Duration::ZERO)).is_ok_and(|[ready]| ready)
@@ -211,40 +246,55 @@ impl Watching {
     ) -> Result<GuardWatcher, GuardError> {
         let (stop_rx, stop_tx) = crate::platform::pipe::cloexec()
             .map_err(|e| io_error("creating the watcher's stop pipe", e))?;
+        let (flusher, flush_rx) = flush::pair()?;
         let thread = std::thread::Builder::new()
             .name("owt-guard-watch".into())
             .spawn(move || {
                 complete_symbols(&engine, &mut on_update);
-                self.run(&engine, stop_rx.as_fd(), debounce, &mut on_update);
+                self.run(
+                    &engine,
+                    (stop_rx.as_fd(), &flush_rx),
+                    debounce,
+                    &mut on_update,
+                );
             })
             .map_err(spawn_error)?;
         Ok(GuardWatcher {
             stop: Some(stop_tx),
             thread: Some(thread),
+            flusher,
         })
     }
 
     /// The watcher's loop: debounced batches applied to `engine`, until
-    /// `stop` is readable.
+    /// `stop` is readable; a flush asked applies at once what is queued.
     fn run(
         mut self,
         engine: &Mutex<GuardEngine>,
-        stop: BorrowedFd<'_>,
+        (stop, flush): (BorrowedFd<'_>, &FlushRx),
         debounce: Duration,
         on_update: &mut impl FnMut(&GuardEngine, &GuardUpdate),
     ) {
         let inotify = &mut self.inotify;
         let mut seen = Vec::new();
         loop {
-            let (ready, stopped) = wait(inotify.fd(), stop, None);
-            if stopped {
+            let woken = wait_run(inotify.fd(), stop, flush, None);
+            if woken.stopped {
                 return;
             }
-            if !ready {
+            if woken.flush {
+                let ticket = flush.take();
+                inotify.read(&mut seen);
+                apply(engine, &self.roots, seen.drain(..), on_update);
+                flush.done(ticket);
+                continue;
+            }
+            if !woken.ready {
                 continue;
             }
             // A batch: until `debounce` passes with no event (SETTLE after
-            // an event that finished a file), or MAX_BATCH_WAIT in all.
+            // an event that finished a file), or MAX_BATCH_WAIT in all, or
+            // a flush is asked (the batch goes now, the flush next turn).
             seen.clear();
             inotify.read(&mut seen);
             let started = Instant::now();
@@ -254,11 +304,11 @@ impl Watching {
                 } else {
                     debounce
                 };
-                let (ready, stopped) = wait(inotify.fd(), stop, Some(quiet));
-                if stopped {
+                let woken = wait_run(inotify.fd(), stop, flush, Some(quiet));
+                if woken.stopped {
                     return;
                 }
-                if !ready {
+                if woken.flush || !woken.ready {
                     break;
                 }
                 inotify.read(&mut seen);
@@ -319,6 +369,7 @@ impl GuardWatcher {
         };
         let (stop_rx, stop_tx) = crate::platform::pipe::cloexec()
             .map_err(|e| io_error("creating the watcher's stop pipe", e))?;
+        let (flusher, flush_rx) = flush::pair()?;
         let thread = std::thread::Builder::new()
             .name("owt-guard-watch".into())
             .spawn(move || {
@@ -339,13 +390,24 @@ impl GuardWatcher {
                     started.elapsed()
                 );
                 watched(Ok(()));
-                watching.run(&engine, stop_rx.as_fd(), debounce, &mut on_update);
+                watching.run(
+                    &engine,
+                    (stop_rx.as_fd(), &flush_rx),
+                    debounce,
+                    &mut on_update,
+                );
             })
             .map_err(spawn_error)?;
         Ok(GuardWatcher {
             stop: Some(stop_tx),
             thread: Some(thread),
+            flusher,
         })
+    }
+
+    /// Asks this watcher to apply what is queued now ([`Flusher::flush`]).
+    pub fn flusher(&self) -> Flusher {
+        self.flusher.clone()
     }
 }
 

@@ -38,12 +38,13 @@ use super::convert::{path_to_uri, uri_to_path};
 use super::diagnostics;
 use super::event::Event;
 use super::git_refresher::GitPoke;
+use super::guard_slot::{self, Slot};
 use super::guard_view::{Applied, GuardDelta, GuardView};
 use super::outbox::Outgoing;
 use super::state::State;
 use owt_core::guard::{GuardEngine, GuardUpdate, GuardWatcher, YOU};
 use owt_core::ops::guard::SnapshotGitFact;
-use owt_core::ops::pr_monitor::{GuardPairs, PairSource};
+use owt_core::ops::pr_monitor::PairSource;
 use owt_core::ops::{self, Context};
 
 /// How long the watcher collects file events before updating the guard.
@@ -64,18 +65,8 @@ pub struct GuardLive {
     pub overrides_due: Option<Instant>,
     /// Engines started so far.
     epochs: u64,
-    /// The running engine as other threads see it (the pull-request
-    /// watcher's conflict pass, see [`pair_source`]).
+    /// The running engine as other threads see it ([`Slot`]).
     slot: Arc<Mutex<Slot>>,
-}
-
-/// The live engine, for the pull-request watcher's thread.
-enum Slot {
-    /// Not started yet, or restarting.
-    Starting,
-    Live(Arc<Mutex<GuardEngine>>),
-    /// Not live (it could not start, or watch).
-    Off,
 }
 
 impl Default for GuardLive {
@@ -144,7 +135,7 @@ impl GuardLive {
         };
         match GuardWatcher::start_watching(engine.clone(), GUARD_DEBOUNCE, on_update, on_watched) {
             Ok(watcher) => {
-                self.set_slot(Slot::Live(engine.clone()));
+                self.set_slot(Slot::Live(engine.clone(), watcher.flusher()));
                 self.running = Some(Running {
                     engine,
                     generation,
@@ -213,31 +204,16 @@ impl GuardLive {
         }
     }
 
-    /// Where the pull-request watcher's conflict pass takes the guard's pairs:
-    /// from the live engine (its pairs over the files on disk) once it runs,
-    /// not from a second engine computed from scratch every pass (at 64
-    /// sessions of 100k files: every checkout asked or walked and 2,080 pairs
-    /// merged, a burst of CPU and tens of MB of heap every 30 s); computed as
-    /// `owt watch` does while the live guard is off.
+    /// Where the pull-request watcher's conflict pass takes the guard's
+    /// pairs ([`guard_slot::pair_source`]).
     pub fn pair_source(&self) -> PairSource {
-        let slot = self.slot.clone();
-        Box::new(move || {
-            let engine = match slot.lock().as_deref() {
-                Ok(Slot::Live(engine)) => engine.clone(),
-                Ok(Slot::Starting) => return GuardPairs::NotYet,
-                Ok(Slot::Off) | Err(_) => return GuardPairs::Compute,
-            };
-            let Ok(mut engine) = engine.lock() else {
-                return GuardPairs::Compute;
-            };
-            match engine.pairs_on_disk() {
-                Ok(pairs) => GuardPairs::Live(pairs),
-                Err(e) => {
-                    tracing::warn!("conflict guard: reading the live pairs failed: {e}");
-                    GuardPairs::Compute
-                }
-            }
-        })
+        guard_slot::pair_source(self.slot.clone())
+    }
+
+    /// The running engine as other threads see it (the pull-request
+    /// watcher's conflict pass, `owt guard`'s queries).
+    pub fn slot(&self) -> Arc<Mutex<Slot>> {
+        self.slot.clone()
     }
 
     /// A delta from the watcher: the sessions it saw change (their review

@@ -18,7 +18,9 @@
 //! - [`permission`]: ACP permission requests: `owt.approve` / `owt.deny`,
 //!   the question as `window/showMessageRequest`, the answers as code actions.
 //! - [`guard_live`]: the live Conflict Guard, publishing from each
-//!   update's delta ([`guard_view`]) through [`diagnostics`].
+//!   update's delta ([`guard_view`]) through [`diagnostics`]; its engine as
+//!   other threads see it ([`guard_slot`]), and `owt guard`'s queries
+//!   answered from it on the server's socket ([`guard_socket`]).
 //! - [`git_refresher`]: the thread that keeps git facts current.
 //! - [`outbox`]: notifications to the editor, in order.
 //! - [`framing`] (the input guard), [`convert`], [`progress`],
@@ -32,7 +34,8 @@
 //! 2. [`state`] (names `event`, `git_refresher`, `outbox`);
 //! 3. the subsystems, which take the `State` and (where they keep one)
 //!    their own part of the owner's state, never another's: [`commands`],
-//!    [`unsaved`], [`guard_live`]; [`permission`] and [`review_live`]
+//!    [`unsaved`], [`guard_live`] (which names [`guard_slot`]),
+//!    [`guard_socket`] (which names `guard_slot`); [`permission`] and [`review_live`]
 //!    (which name `commands`); [`sessions`] (which names `permission`);
 //! 4. [`owner`]: the steps that need several subsystems (re-reading
 //!    sessions restarts the guard; a guard update reaches the review
@@ -58,6 +61,8 @@ pub mod framing;
 pub mod fuzzing;
 mod git_refresher;
 mod guard_live;
+mod guard_slot;
+mod guard_socket;
 mod guard_view;
 mod machine;
 mod main_loop;
@@ -102,9 +107,10 @@ pub fn run() -> anyhow::Result<()> {
         serve(reader, tokio::io::stdout(), home).await;
     });
     // The client went away, maybe without a shutdown: its unsaved buffers
-    // are no more (the pre-edit hook's record).
+    // are no more (the pre-edit hook's record), nor is its guard served.
     if let Some(home) = record_home {
         owt_core::guard::unsaved::remove(&home, std::process::id());
+        owt_core::guard::warm::remove(&home, std::process::id());
     }
     // The owner thread and any workers end with the process.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

@@ -223,3 +223,25 @@ pub struct QueueReport {
     pub repository: String,
     pub steps: Vec<QueueStep>,
 }
+
+/// The version of the guard query `owt guard` sends a running `owt lsp`
+/// ([`WarmRequest`], [`WarmAnswer`]; protocol.md, "Guard queries").
+pub const WARM_VERSION: u32 = 1;
+
+/// `owt guard` asking a running `owt lsp` for its report: one line of JSON
+/// on the server's socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarmRequest {
+    pub version: u32,
+}
+
+/// The server's answer, one line of JSON: the report a cold `owt guard`
+/// would compute (every pair, no unsaved buffers), or why not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WarmAnswer {
+    pub version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<GuardReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

@@ -24,6 +24,7 @@ mod forge;
 mod fork;
 mod foundation;
 mod guard;
+mod guard_warm;
 mod helix;
 mod limits;
 mod lsp;

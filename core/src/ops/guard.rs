@@ -1,7 +1,7 @@
 //! The Conflict Guard's use cases: participants from the store's sessions
 //! and the repository, the guard's facts recorded in the store, the
 //! reports `owt guard` and `owt queue` print, and the overlap counts `owt
-//! list` shows.
+//! list` shows, or `owt guard`'s report as a running `owt lsp` answers it.
 //!
 //! Invariants: the only code that records the guard's facts (`guard`,
 //! `overlaps`); the git fact the guard's snapshots yield is handed to
@@ -351,19 +351,64 @@ fn commits_ahead(engine: &GuardEngine, head: Option<&str>, base: &str) -> u32 {
 /// `owt guard [NAME]`: computes, records facts, and reports every pair (or
 /// only the pairs of `name`).
 pub fn report(ctx: &Context, name: Option<&str>) -> anyhow::Result<GuardReport> {
+    check_name(ctx, name)?;
+    let engine = compute(ctx)?;
+    record_all_facts(&ctx.store, &engine)?;
+    Ok(only(
+        engine.report(&ctx.repo.main_root().to_string_lossy()),
+        name,
+    ))
+}
+
+/// How long `owt guard` waits for a running `owt lsp` to answer.
+pub const WARM_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Where a report came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answered {
+    /// A running `owt lsp` (its pid) answered from its live engine.
+    Warm(u32),
+    /// Computed here: asked to (`--cold`), or why no server answered.
+    Cold(Option<String>),
+}
+
+/// [`report`], answered by a running `owt lsp` of the repository when one
+/// answers within [`WARM_TIMEOUT`] (the same report: every file event
+/// applied first, no unsaved buffers; [`crate::guard::warm`]), computed
+/// here otherwise or when `cold`.
+pub fn report_from(
+    ctx: &Context,
+    name: Option<&str>,
+    cold: bool,
+) -> anyhow::Result<(GuardReport, Answered)> {
+    if cold {
+        return Ok((report(ctx, name)?, Answered::Cold(None)));
+    }
+    check_name(ctx, name)?;
+    let why = match crate::guard::warm::ask(&ctx.home, ctx.repo.main_root(), WARM_TIMEOUT) {
+        Ok((pid, report)) => return Ok((only(report, name), Answered::Warm(pid))),
+        Err(why) => why,
+    };
+    Ok((report(ctx, name)?, Answered::Cold(Some(why))))
+}
+
+/// Fails when `name` is neither a session nor `you`.
+fn check_name(ctx: &Context, name: Option<&str>) -> anyhow::Result<()> {
     if let Some(name) = name {
         if name != YOU {
             ctx.session(name)?;
         }
     }
-    let engine = compute(ctx)?;
-    record_all_facts(&ctx.store, &engine)?;
-    let mut report = engine.report(&ctx.repo.main_root().to_string_lossy());
+    Ok(())
+}
+
+/// `report` with only the pairs (and base conflicts) of `name`, if given.
+fn only(mut report: GuardReport, name: Option<&str>) -> GuardReport {
     if let Some(name) = name {
         report.pairs.retain(|p| p.a == name || p.b == name);
         report.base_conflicts.retain(|c| c.name == name);
     }
-    Ok(report)
+    report
 }
 
 /// Refreshes the overlap facts `owt list` shows (best effort).

@@ -1,5 +1,7 @@
 //! `owt guard [NAME]`: Conflict Guard's report — every pair of participants
-//! that touched the same code, with level, paths and line ranges.
+//! that touched the same code, with level, paths and line ranges —
+//! answered by a running `owt lsp` of the repository when one answers,
+//! computed here otherwise (or with `--cold`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -12,11 +14,25 @@ use crate::ops;
 pub struct Args {
     /// Only the pairs this session (or `you`) is part of.
     pub name: Option<String>,
+    /// Compute the report here, even when a running `owt lsp` of the
+    /// repository could answer it from its live guard (the same report,
+    /// in milliseconds; `-v` says which answered).
+    #[arg(long)]
+    pub cold: bool,
 }
 
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = ops::Context::open(dir)?;
-    let report = ops::guard::report(&ctx, args.name.as_deref())?;
+    let (report, answered) = ops::guard::report_from(&ctx, args.name.as_deref(), args.cold)?;
+    match answered {
+        ops::guard::Answered::Warm(pid) => {
+            tracing::debug!("guard report answered by the live guard of owt lsp (pid {pid})")
+        }
+        ops::guard::Answered::Cold(None) => tracing::debug!("guard report computed here (--cold)"),
+        ops::guard::Answered::Cold(Some(why)) => {
+            tracing::debug!("guard report computed here (no live owt lsp answered: {why})")
+        }
+    }
     out.emit(&report, || render(&report, args.name.as_deref()))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -195,6 +195,12 @@ pub enum Command {
     /// checkout is read from its session host's journal of writes; any
     /// other checkout is walked (`--json` names which per participant:
     /// `scan`). Results are recorded for `owt list` and editors.
+    ///
+    /// While an `owt lsp` of the repository runs (an editor is open), its
+    /// live guard answers, in milliseconds: it applies every file change
+    /// already made first, and leaves your unsaved buffers out, so the
+    /// report is the one computed here. With none answering within 500 ms,
+    /// or with `--cold`, it is computed here; `-v` says which.
     Guard(guard::Args),
     /// Sessions ready to ship, in the merge order with the fewest conflicts.
     Queue(queue::Args),
