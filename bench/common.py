@@ -205,6 +205,16 @@ def generated_repo(n_files, log=print):
     return repo
 
 
+def release_repo(repo, env, files):
+    """After a run: kills what it started with its OWT_HOME and puts the
+    generated repository of `files` files back (under its lock: another
+    benchmark may share it)."""
+    kill_by_owt_home(env["OWT_HOME"])
+    with open(CACHE / f"repo-{files}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        clean_repo(repo, env)
+
+
 def clean_repo(repo, env):
     """Back to the generated state: no worktrees, no owt branches, no changes."""
     worktrees = pathlib.Path(str(repo) + ".worktrees")

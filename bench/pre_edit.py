@@ -21,7 +21,6 @@ too, and its answer names you as well.
 """
 
 import argparse
-import fcntl
 import json
 import os
 import pathlib
@@ -135,10 +134,7 @@ def main():
                 editor.proc.kill()
                 editor.proc.wait()
         finally:
-            common.kill_by_owt_home(env["OWT_HOME"])
-            with open(common.CACHE / f"repo-{args.files}.lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                common.clean_repo(repo, env)
+            common.release_repo(repo, env, args.files)
     result = {
         "files": args.files,
         "sessions": args.sessions,

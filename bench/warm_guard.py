@@ -17,7 +17,6 @@ or a script runs them). The two reports are checked equal (but for
 """
 
 import argparse
-import fcntl
 import json
 import os
 import pathlib
@@ -107,10 +106,7 @@ def main():
             lsp.proc.kill()
             lsp.proc.wait()
         finally:
-            common.kill_by_owt_home(env["OWT_HOME"])
-            with open(common.CACHE / f"repo-{args.files}.lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                common.clean_repo(repo, env)
+            common.release_repo(repo, env, args.files)
     result = {
         "files": args.files,
         "sessions": args.sessions,
