@@ -179,7 +179,7 @@ def session_diags(msg, file_uri, session):
             if d.get("source") == "owt" and (d.get("data") or {}).get("session") == session]
 
 
-WATCHED_LOG = "warn,owt_core::guard::watch=debug"
+WATCHED_LOG = "warn,owt_guard::watch=debug"
 WATCHED_LINE = b"conflict guard: watches made in"
 
 

@@ -45,7 +45,7 @@ def open_and_change(client, repo):
 
 
 def one(state, owt, rss_at, open_at):
-    env = dict(state["env"], RUST_LOG="warn,owt_core::guard=debug,owt_lsp::guard_live=debug")
+    env = dict(state["env"], RUST_LOG="warn,owt_guard=debug,owt_lsp::guard_live=debug")
     repo = pathlib.Path(state["repo"])
     with tempfile.NamedTemporaryFile(prefix="owt-lsp-start-", suffix=".log", delete=False) as log:
         path = log.name
