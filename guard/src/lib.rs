@@ -58,6 +58,7 @@ pub mod levels;
 pub mod line_map;
 pub mod merge;
 pub mod patch;
+pub mod pid_record;
 pub mod pre_edit;
 pub mod queue;
 pub mod snapshot;

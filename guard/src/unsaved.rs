@@ -110,17 +110,7 @@ pub fn unsaved_file(path: &Path, text: &str) -> Option<UnsavedFile> {
 /// Writes this process's record (0600, atomically: the hook never reads
 /// half of it).
 pub fn write(home: &Path, record: &Record) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = home.join(DIR);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)?;
-    let file = record_path(home, record.pid);
-    let tmp = dir.join(format!("{}.json.tmp", record.pid));
-    let json = serde_json::to_vec(record).map_err(std::io::Error::other)?;
-    crate::store::write_private(&tmp, &json)?;
-    std::fs::rename(&tmp, &file)
+    super::pid_record::write(&home.join(DIR), &format!("{}.json", record.pid), record)
 }
 
 /// Removes the record of `pid` (nothing when there is none).
@@ -128,16 +118,11 @@ pub fn remove(home: &Path, pid: u32) {
     let _ = std::fs::remove_file(record_path(home, pid));
 }
 
-/// When process `pid` started (clock ticks after boot); `None` where
-/// `/proc` cannot tell.
-pub fn start_ticks(pid: u32) -> Option<u64> {
-    crate::platform::procs::start_ticks(pid)
-}
+pub use super::pid_record::start_ticks;
 
-/// Whether the server that wrote `record` still runs: its pid is there
-/// (`/proc`) and started when the record says (not a reused pid).
+/// Whether the server that wrote `record` still runs.
 fn is_live(record: &Record) -> bool {
-    start_ticks(record.pid).is_some_and(|ticks| record.started.is_none_or(|s| s == ticks))
+    super::pid_record::still_running(record.pid, record.started)
 }
 
 /// Every record under `home`, with its file name's pid.
@@ -150,9 +135,7 @@ fn records(home: &Path) -> Vec<(PathBuf, Option<Record>)> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .map(|p| {
-            let record = std::fs::read(&p)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<Record>(&b).ok());
+            let record = super::pid_record::read(&p);
             (p, record)
         })
         .collect()

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use owt_protocol::guard::{GuardReport, WarmAnswer, WarmRequest, WARM_VERSION};
 use serde::{Deserialize, Serialize};
 
-use super::unsaved::start_ticks;
+use super::pid_record::{self, start_ticks};
 
 /// The folder under `$OWT_HOME` (the session hosts' sockets are there too).
 pub const DIR: &str = "run";
@@ -76,10 +76,7 @@ pub fn listen(home: &Path, root: &Path) -> std::io::Result<UnixListener> {
         started: start_ticks(pid),
         root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
     };
-    let tmp = dir.join(format!("lsp-{pid}.json.tmp"));
-    let json = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
-    crate::store::write_private(&tmp, &json)?;
-    std::fs::rename(&tmp, record_path(home, pid))?;
+    pid_record::write(&dir, &format!("lsp-{pid}.json"), &record)?;
     Ok(listener)
 }
 
@@ -90,7 +87,7 @@ pub fn remove(home: &Path, pid: u32) {
 }
 
 fn is_live(record: &Record) -> bool {
-    start_ticks(record.pid).is_some_and(|ticks| record.started.is_none_or(|s| s == ticks))
+    pid_record::still_running(record.pid, record.started)
 }
 
 /// Every record under `home`: its pid (from its name) and what it says.
@@ -107,10 +104,7 @@ fn records(home: &Path) -> Vec<(u32, Option<Record>)> {
                 .strip_suffix(".json")?
                 .parse()
                 .ok()?;
-            let record = std::fs::read(e.path())
-                .ok()
-                .and_then(|b| serde_json::from_slice::<Record>(&b).ok());
-            Some((pid, record))
+            Some((pid, pid_record::read::<Record>(&e.path())))
         })
         .collect()
 }
