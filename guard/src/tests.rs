@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use expect_test::{expect, Expect};
@@ -15,23 +15,7 @@ use super::engine::{GuardEngine, Participant, YOU};
 use super::GuardWatcher;
 
 pub(super) fn hermetic() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        owt_e2e::hermetic_git2();
-        for (k, v) in [
-            ("GIT_CONFIG_GLOBAL", "/dev/null"),
-            ("GIT_CONFIG_SYSTEM", "/dev/null"),
-            ("GIT_CONFIG_NOSYSTEM", "1"),
-            ("GIT_AUTHOR_NAME", "Test"),
-            ("GIT_AUTHOR_EMAIL", "test@example.com"),
-            ("GIT_COMMITTER_NAME", "Test"),
-            ("GIT_COMMITTER_EMAIL", "test@example.com"),
-            ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
-            ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
-        ] {
-            std::env::set_var(k, v);
-        }
-    });
+    owt_e2e::hermetic_git_process();
 }
 
 pub(crate) fn git(cwd: &Path, args: &[&str]) -> String {

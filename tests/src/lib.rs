@@ -519,6 +519,30 @@ pub fn hermetic_git2() {
     });
 }
 
+/// For unit tests that run git in-process and as a child: libgit2 and the
+/// git CLI read no user or system configuration ([`hermetic_git2`], and
+/// `GIT_CONFIG_*` in this process's environment), with a fixed identity
+/// and dates; once per process.
+pub fn hermetic_git_process() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        hermetic_git2();
+        for (k, v) in [
+            ("GIT_CONFIG_GLOBAL", "/dev/null"),
+            ("GIT_CONFIG_SYSTEM", "/dev/null"),
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_AUTHOR_NAME", "Test"),
+            ("GIT_AUTHOR_EMAIL", "test@example.com"),
+            ("GIT_COMMITTER_NAME", "Test"),
+            ("GIT_COMMITTER_EMAIL", "test@example.com"),
+            ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
+            ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
+        ] {
+            std::env::set_var(k, v);
+        }
+    });
+}
+
 /// Runs `git ARGS` in `cwd`, hermetic ([`hermetic_git`]); its stdout,
 /// trimmed. Panics with git's stderr when it fails.
 pub fn git<I, S>(cwd: &Path, args: I) -> String

@@ -485,34 +485,12 @@ mod tests {
     //! not know the store or `status`).
 
     use std::path::{Path, PathBuf};
-    use std::sync::{Arc, Mutex, Once};
+    use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
     use super::*;
     use crate::guard::GuardWatcher;
     use crate::store::NewSession;
-
-    /// libgit2 and the git CLI the guard runs read no user or system
-    /// configuration; a fixed identity and dates (as owt-guard's tests).
-    fn hermetic() {
-        static ONCE: Once = Once::new();
-        ONCE.call_once(|| {
-            owt_e2e::hermetic_git2();
-            for (k, v) in [
-                ("GIT_CONFIG_GLOBAL", "/dev/null"),
-                ("GIT_CONFIG_SYSTEM", "/dev/null"),
-                ("GIT_CONFIG_NOSYSTEM", "1"),
-                ("GIT_AUTHOR_NAME", "Test"),
-                ("GIT_AUTHOR_EMAIL", "test@example.com"),
-                ("GIT_COMMITTER_NAME", "Test"),
-                ("GIT_COMMITTER_EMAIL", "test@example.com"),
-                ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
-                ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
-            ] {
-                std::env::set_var(k, v);
-            }
-        });
-    }
 
     use owt_e2e::ten_lines as lines;
 
@@ -534,7 +512,7 @@ mod tests {
 
     impl Fixture {
         fn new(files: &[(&str, &str)]) -> Fixture {
-            hermetic();
+            owt_e2e::hermetic_git_process();
             let dir = tempfile::tempdir().unwrap();
             let root = std::fs::canonicalize(dir.path()).unwrap();
             let main = root.join("main");
