@@ -17,9 +17,20 @@ use owt_core::ops::Context;
 use super::guard_slot::{self, Slot};
 
 /// Listens for `owt guard` on behalf of the repository whose main checkout
-/// is `root` (its own store connection, opened in `home`); logged and
-/// skipped when it cannot.
+/// is `root` (its own store connection, opened in `home`), on a thread of
+/// its own: opening the repository and the store there keeps it off the
+/// owner's start-up. Logged and skipped when it cannot.
 pub fn start(home: &Path, root: &Path, slot: Arc<Mutex<Slot>>) {
+    let (home, root) = (home.to_path_buf(), root.to_path_buf());
+    let spawned = std::thread::Builder::new()
+        .name("owt-guard-serve".into())
+        .spawn(move || serve(&home, &root, slot));
+    if let Err(e) = spawned {
+        tracing::warn!("serving owt guard: starting its thread failed: {e}");
+    }
+}
+
+fn serve(home: &Path, root: &Path, slot: Arc<Mutex<Slot>>) {
     let ctx = match Context::open_in(Some(root), home) {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -35,21 +46,14 @@ pub fn start(home: &Path, root: &Path, slot: Arc<Mutex<Slot>>) {
         }
     };
     let mut report = guard_slot::report_source(slot, ctx);
-    let spawned = std::thread::Builder::new()
-        .name("owt-guard-serve".into())
-        .spawn(move || {
-            for stream in listener.incoming() {
-                match stream {
-                    Ok(stream) => {
-                        if let Err(e) = warm::serve_one(stream, &mut report) {
-                            tracing::debug!("answering owt guard failed: {e}");
-                        }
-                    }
-                    Err(e) => tracing::warn!("accepting an owt guard query failed: {e}"),
+    for stream in listener.incoming() {
+        match stream {
+            Ok(stream) => {
+                if let Err(e) = warm::serve_one(stream, &mut report) {
+                    tracing::debug!("answering owt guard failed: {e}");
                 }
             }
-        });
-    if let Err(e) = spawned {
-        tracing::warn!("serving owt guard: starting its thread failed: {e}");
+            Err(e) => tracing::warn!("accepting an owt guard query failed: {e}"),
+        }
     }
 }
