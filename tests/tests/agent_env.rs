@@ -59,9 +59,10 @@ fn an_agent_started_from_inside_another_gets_no_nesting_markers() {
     });
 }
 
-/// The value of `name` in the environment process `pid` started with.
+/// The value of `name` in the environment agent `pid` (`sleep 300`)
+/// started with.
 fn started_with(pid: u32, name: &str) -> Option<String> {
-    crate::session_common::environ_of(pid)
+    crate::session_common::environ_of(pid, &["300"])
         .get(std::ffi::OsStr::new(name))
         .map(|v| v.to_string_lossy().into_owned())
 }

@@ -405,14 +405,14 @@ fn the_agent_gets_exactly_owts_environment_plus_its_variables() {
             expected.insert("OWT_HOME".into(), env.home.clone().into_os_string());
             expected.insert("TERM".into(), "xterm-256color".into());
             // What the agent was started with (`sleep` never changes it).
-            let got = environ_of(s.agent_pid);
+            let got = environ_of(s.agent_pid, &["300"]);
             assert_eq!(got, expected, "the environment of agent {name}");
             assert_eq!(
                 got.get(OsStr::new("GLIBC_TUNABLES")),
                 user.map(OsString::from).as_ref()
             );
             // Nor the host's: owt starts it with no allocator tuning.
-            let host = environ_of(s.host_pid);
+            let host = environ_of(s.host_pid, &["__host", "run"]);
             assert_eq!(
                 host.get(OsStr::new("GLIBC_TUNABLES")),
                 user.map(OsString::from).as_ref(),

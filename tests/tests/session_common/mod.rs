@@ -486,17 +486,38 @@ pub fn holds_open(pid: u32, path: &Path) -> bool {
         .any(|e| std::fs::read_link(e.path()).is_ok_and(|target| target == path))
 }
 
-/// The environment process `pid` was started with (`/proc/PID/environ`).
-/// Polled until it is there: a parent's `spawn` returns once the child's
-/// `exec` has closed its close-on-exec descriptors, a moment before the
-/// kernel has put the new environment in place (read then, it is empty).
-pub fn environ_of(pid: u32) -> std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString> {
+/// The environment process `pid` was started with, read once it runs
+/// the program whose arguments (after `argv[0]`) begin with `args`: a
+/// freshly forked child shows its parent's command line and environment
+/// until its `exec`, and reading it then would test the parent's.
+pub fn environ_of(
+    pid: u32,
+    args: &[&str],
+) -> std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString> {
     use std::os::unix::ffi::OsStringExt;
-    let environ = wait_for(&format!("the environment of process {pid}"), WAIT, || {
+    let what = format!(
+        "process {pid} to run `… {}` and show its environment",
+        args.join(" ")
+    );
+    let environ = wait_for(&what, WAIT, || {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map_err(|e| format!("/proc/{pid}/cmdline: {e}"))?;
+        let running: Vec<&[u8]> = cmdline.split(|b| *b == 0).skip(1).collect();
+        let started = running.len() >= args.len()
+            && args
+                .iter()
+                .zip(&running)
+                .all(|(want, got)| want.as_bytes() == *got);
+        if !started {
+            return Err(format!(
+                "not exec'd yet: its command line is {:?}",
+                String::from_utf8_lossy(&cmdline)
+            ));
+        }
         let environ = std::fs::read(format!("/proc/{pid}/environ"))
             .map_err(|e| format!("/proc/{pid}/environ: {e}"))?;
         if environ.is_empty() {
-            Err("empty (exec not done yet, or the process is gone)".to_string())
+            Err("an empty environment (the process is gone)".to_string())
         } else {
             Ok(environ)
         }
