@@ -1,13 +1,14 @@
 //! Processes: signalling a process or a process group, starting a child
 //! in a session of its own (daemonising), ignoring the signals a daemon
-//! must survive, a flag set on Ctrl-C, and the system's limit on a new
-//! program's arguments.
+//! must survive, a flag set on Ctrl-C, sockets a terminal's signals
+//! wake, and the system's limit on a new program's arguments.
 //!
 //! Signals are rustix's [`Signal`] (the same numbers on Linux and macOS
 //! for the ones owt sends: `SIGHUP`, `SIGTERM`, `SIGKILL`).
 
 use std::io;
 use std::os::fd::RawFd;
+use std::os::unix::net::UnixStream;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -147,6 +148,45 @@ pub fn flag_on_interrupt(flag: &Arc<AtomicBool>) -> io::Result<()> {
         signal_hook::flag::register(signal, flag.clone())?;
     }
     Ok(())
+}
+
+/// The terminal signals an attached client handles, each waking its input
+/// loop by making a socket readable (signal-hook's self-pipe: the handler
+/// only writes a byte). Dropped, the handlers are removed.
+pub struct TerminalSignals {
+    /// Readable after a window-size change (`SIGWINCH`).
+    pub window: UnixStream,
+    /// Readable after a hang-up, termination or quit (`SIGHUP`, `SIGTERM`,
+    /// `SIGQUIT`): time to detach.
+    pub quit: UnixStream,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl TerminalSignals {
+    /// Installs the handlers; both sockets are non-blocking.
+    pub fn register() -> io::Result<TerminalSignals> {
+        use signal_hook::consts::{SIGHUP, SIGQUIT, SIGTERM, SIGWINCH};
+        let (window, window_tx) = UnixStream::pair()?;
+        let (quit, quit_tx) = UnixStream::pair()?;
+        window.set_nonblocking(true)?;
+        quit.set_nonblocking(true)?;
+        let mut ids = vec![signal_hook::low_level::pipe::register(SIGWINCH, window_tx)?];
+        for signal in [SIGHUP, SIGTERM, SIGQUIT] {
+            ids.push(signal_hook::low_level::pipe::register(
+                signal,
+                quit_tx.try_clone()?,
+            )?);
+        }
+        Ok(TerminalSignals { window, quit, ids })
+    }
+}
+
+impl Drop for TerminalSignals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
 }
 
 /// The system's limit on a new program's arguments and environment

@@ -17,11 +17,7 @@ static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 /// interrupted, for `new_session` to stop and clean up. For the CLI only
 /// (a server keeps its own signal handling).
 pub fn catch_interrupts() -> std::io::Result<()> {
-    let flag = INTERRUPTED.get_or_init(Default::default);
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(flag))?;
-    }
-    Ok(())
+    crate::platform::process::flag_on_interrupt(INTERRUPTED.get_or_init(Default::default))
 }
 
 /// Whether this process was interrupted (always false unless

@@ -32,7 +32,6 @@ use std::time::Duration;
 
 use crate::platform::terminal::{self, SavedMode};
 use owt_protocol::host::{self as proto, AgentExit, FrameKind, Resize, Role, TerminalNotice};
-use signal_hook::consts::{SIGHUP, SIGQUIT, SIGTERM, SIGWINCH};
 
 use super::client::HostConn;
 use super::notice::{self, Splicer};
@@ -151,40 +150,9 @@ impl DetachKeys {
     }
 }
 
-/// The signals an attach handles, each waking the input loop through a
-/// socket pair (signal-hook's self-pipe: the handler only writes a byte).
-struct Signals {
-    /// Readable after a window-size change.
-    winch: UnixStream,
-    /// Readable after a hang-up, termination or quit: detach.
-    quit: UnixStream,
-    ids: Vec<signal_hook::SigId>,
-}
-
-impl Signals {
-    fn register() -> std::io::Result<Signals> {
-        let (winch, winch_tx) = UnixStream::pair()?;
-        let (quit, quit_tx) = UnixStream::pair()?;
-        winch.set_nonblocking(true)?;
-        quit.set_nonblocking(true)?;
-        let mut ids = vec![signal_hook::low_level::pipe::register(SIGWINCH, winch_tx)?];
-        for signal in [SIGHUP, SIGTERM, SIGQUIT] {
-            ids.push(signal_hook::low_level::pipe::register(
-                signal,
-                quit_tx.try_clone()?,
-            )?);
-        }
-        Ok(Signals { winch, quit, ids })
-    }
-}
-
-impl Drop for Signals {
-    fn drop(&mut self) {
-        for id in self.ids.drain(..) {
-            signal_hook::low_level::unregister(id);
-        }
-    }
-}
+/// The signals an attach handles: `window` wakes it after a window-size
+/// change, `quit` after a hang-up, termination or quit (detach).
+type Signals = crate::platform::process::TerminalSignals;
 
 /// Reads whatever is queued on a non-blocking socket.
 fn drain(stream: &UnixStream) {
@@ -337,7 +305,7 @@ pub fn attach(
 /// (its frames written through `writer`, which the notices share).
 fn direct_loop(signals: &Signals, mut stream: UnixStream, writer: &Mutex<UnixStream>) -> AttachEnd {
     loop {
-        let fds = [stream.as_fd(), signals.winch.as_fd(), signals.quit.as_fd()];
+        let fds = [stream.as_fd(), signals.window.as_fd(), signals.quit.as_fd()];
         let ready = match crate::platform::poll::wait_readable(fds, None) {
             Ok(ready) => ready,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -358,7 +326,7 @@ fn direct_loop(signals: &Signals, mut stream: UnixStream, writer: &Mutex<UnixStr
             }
         }
         if ready[1] {
-            drain(&signals.winch);
+            drain(&signals.window);
             if let Some((rows, cols)) = terminal_size(std::io::stdin()) {
                 let resize = Resize { rows, cols };
                 let _ = proto::write_json(&mut *lock(writer), FrameKind::Resize, &resize);
@@ -497,7 +465,7 @@ fn input_loop(
     loop {
         let fds = [
             stdin.as_fd(),
-            signals.winch.as_fd(),
+            signals.window.as_fd(),
             signals.quit.as_fd(),
             done.as_fd(),
         ];
@@ -513,7 +481,7 @@ fn input_loop(
             return Some(AttachEnd::Detached);
         }
         if ready[1] {
-            drain(&signals.winch);
+            drain(&signals.window);
             if let Some((rows, cols)) = terminal_size(&stdin) {
                 let _ = proto::write_json(to_host, FrameKind::Resize, &Resize { rows, cols });
             }
