@@ -16,13 +16,14 @@
 //! written.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use git2::{MergeOptions, Oid, Repository};
 
 use super::tree::{self, RawChange};
 use super::GuardError;
+use crate::platform::git::GitCli;
 
 /// Which engine gave a verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,22 +312,22 @@ fn git_merge_tree(
     theirs: Oid,
     want_tree: bool,
 ) -> Result<MergeOutcome, GuardError> {
-    let mut command = Command::new("git");
-    command
-        .arg("--git-dir")
-        .arg(git_dir)
-        .args(["merge-tree", "--write-tree", "--name-only", "-z"]);
-    if let Some(base) = base {
-        command.arg(format!("--merge-base={base}"));
-    } else {
-        command.arg("--allow-unrelated-histories");
+    let mut args: Vec<OsString> = vec![
+        "--git-dir".into(),
+        git_dir.into(),
+        "merge-tree".into(),
+        "--write-tree".into(),
+        "--name-only".into(),
+        "-z".into(),
+    ];
+    match base {
+        Some(base) => args.push(format!("--merge-base={base}").into()),
+        None => args.push("--allow-unrelated-histories".into()),
     }
-    let output = command
-        .arg(ours.to_string())
-        .arg(theirs.to_string())
-        .stdin(Stdio::null())
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
+    args.push(ours.to_string().into());
+    args.push(theirs.to_string().into());
+    let output = GitCli::new(git_dir)
+        .output(&args)
         .map_err(|source| GuardError::Io {
             path: git_dir.to_path_buf(),
             error: source,

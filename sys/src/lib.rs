@@ -8,7 +8,8 @@
 //! locks, files opened without following links (`fs`) and the policy for
 //! files in a checkout owt does not control (`safe_fs`), what a file system says
 //! of itself, terminals (size, raw mode), what `/proc` says of processes
-//! and memory, stderr diverted, the local calendar, glibc's allocator and
+//! and memory, stderr diverted, the one runner of the git program, the
+//! local calendar, glibc's allocator and
 //! page hand-back, and SQLite's process-wide settings. It depends on no
 //! other owt crate. Each function's behaviour on each system is in
 //! docs/platforms.md.
@@ -24,6 +25,7 @@
 pub mod allocator;
 pub mod fd;
 pub mod fs;
+pub mod git;
 pub mod pipe;
 pub mod poll;
 pub mod process;

@@ -17,7 +17,6 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository};
@@ -96,28 +95,26 @@ pub fn fetch(local_repo: &Path, ssh: &Ssh, repository: &str) -> Result<Fetched, 
         "+refs/owt/snapshots/*:refs/owt/remotes/{}/snapshots/*",
         ssh.remote.name
     );
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(local_repo)
-        .args([
-            "-c",
-            "gc.auto=0",
-            "-c",
-            "maintenance.auto=false",
-            "-c",
-            "fetch.writeCommitGraph=false",
-            "fetch",
-            "--prune",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--quiet",
-        ])
-        .arg(ssh.git_url(repository))
-        .arg(refspec)
+    let mut args: Vec<String> = [
+        "-c",
+        "gc.auto=0",
+        "-c",
+        "maintenance.auto=false",
+        "-c",
+        "fetch.writeCommitGraph=false",
+        "fetch",
+        "--prune",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--quiet",
+    ]
+    .map(String::from)
+    .into();
+    args.push(ssh.git_url(repository));
+    args.push(refspec);
+    let out = crate::platform::git::GitCli::new(local_repo)
         .env("GIT_SSH_COMMAND", ssh.git_ssh_command())
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
-        .output()
+        .output(&args)
         .map_err(|e| format!("cannot run git fetch: {e}"))?;
     if !out.status.success() {
         return Err(format!(

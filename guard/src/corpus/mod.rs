@@ -25,11 +25,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use crate::platform::git::GitCli;
 
 /// Runs git with no user or system configuration and a fixed identity.
 pub fn git(cwd: &Path, args: &[&str]) -> String {
-    let out = git_command(cwd, args).output().expect("running git");
+    let out = git_command(cwd).output(args).expect("running git");
     assert!(
         out.status.success(),
         "git {args:?} in {}: {}",
@@ -39,11 +40,8 @@ pub fn git(cwd: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim_end().to_string()
 }
 
-fn git_command(cwd: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new("git");
-    command
-        .args(args)
-        .current_dir(cwd)
+fn git_command(cwd: &Path) -> GitCli {
+    GitCli::new(cwd)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_AUTHOR_NAME", "Corpus")
@@ -51,8 +49,7 @@ fn git_command(cwd: &Path, args: &[&str]) -> Command {
         .env("GIT_COMMITTER_NAME", "Corpus")
         .env("GIT_COMMITTER_EMAIL", "corpus@example.com")
         .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
-    command
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
 }
 
 mod spec;
@@ -210,18 +207,15 @@ impl Corpus {
     /// `onto`: the tree, when it applies cleanly.
     fn apply(&self, tip: &str, onto: &str) -> Option<String> {
         let fork = git(&self.main, &["merge-base", "main", tip]);
-        let out = git_command(
-            &self.main,
-            &[
+        let out = git_command(&self.main)
+            .output([
                 "merge-tree",
                 "--write-tree",
                 &format!("--merge-base={fork}"),
                 onto,
                 tip,
-            ],
-        )
-        .output()
-        .expect("git merge-tree");
+            ])
+            .expect("git merge-tree");
         if out.status.code() != Some(0) {
             return None;
         }

@@ -22,9 +22,9 @@ pub fn state_tree(root: &Path, scratch: &Path) -> String {
         let _ = std::fs::remove_file(scratch);
     }
     let run = |args: &[&str]| {
-        let out = git_command(root, args)
+        let out = git_command(root)
             .env("GIT_INDEX_FILE", scratch)
-            .output()
+            .output(args)
             .unwrap();
         assert!(
             out.status.success(),
@@ -39,19 +39,16 @@ pub fn state_tree(root: &Path, scratch: &Path) -> String {
 
 /// `git merge-tree --write-tree ours theirs`: (clean, tree, conflicting paths).
 pub fn merge_tree(repo: &Path, ours: &str, theirs: &str) -> (bool, String, Vec<String>) {
-    let out = git_command(
-        repo,
-        &[
+    let out = git_command(repo)
+        .output([
             "merge-tree",
             "--write-tree",
             "--name-only",
             "-z",
             ours,
             theirs,
-        ],
-    )
-    .output()
-    .unwrap();
+        ])
+        .unwrap();
     let code = out.status.code();
     assert!(
         code == Some(0) || code == Some(1),
@@ -69,8 +66,8 @@ pub fn merge_tree(repo: &Path, ours: &str, theirs: &str) -> (bool, String, Vec<S
 
 /// Whether two commits have more than one best common ancestor.
 fn several_bases(repo: &Path, a: &str, b: &str) -> bool {
-    let out = git_command(repo, &["merge-base", "--all", a, b])
-        .output()
+    let out = git_command(repo)
+        .output(["merge-base", "--all", a, b])
         .unwrap();
     String::from_utf8_lossy(&out.stdout).lines().count() > 1
 }

@@ -102,10 +102,9 @@ impl WorkState {
     /// `GIT_OPTIONAL_LOCKS=0` keeps it from refreshing the index. `None`
     /// when git cannot be run.
     pub(super) fn status_with_git(&self) -> Option<Vec<String>> {
-        let output = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&self.worktree)
-            .args([
+        let output = crate::platform::git::GitCli::new(&self.worktree)
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .output([
                 "status",
                 "--porcelain=v1",
                 "-z",
@@ -113,10 +112,6 @@ impl WorkState {
                 "--no-renames",
                 "--ignore-submodules=all",
             ])
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
             .ok()?;
         if !output.status.success() {
             return None;

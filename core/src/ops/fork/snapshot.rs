@@ -6,9 +6,10 @@
 //! no file of the session changes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context as _};
+
+use crate::platform::git::GitCli;
 
 /// The commit holding `worktree`'s working state (its HEAD when nothing
 /// differs from it), by full id.
@@ -70,37 +71,25 @@ impl Drop for Scratch {
 
 /// Runs git in `worktree` with the temporary `index`; its trimmed stdout.
 fn git(worktree: &Path, index: &Path, args: &[&str]) -> anyhow::Result<String> {
-    run(command(worktree, index, args), args)
+    run(command(worktree, index), args)
 }
 
 fn git_as_owt(worktree: &Path, index: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let mut cmd = command(worktree, index, args);
-    for (name, value) in [
-        ("GIT_AUTHOR_NAME", "owt"),
-        ("GIT_AUTHOR_EMAIL", "owt@localhost"),
-        ("GIT_COMMITTER_NAME", "owt"),
-        ("GIT_COMMITTER_EMAIL", "owt@localhost"),
-    ] {
-        cmd.env(name, value);
-    }
-    run(cmd, args)
+    let git = command(worktree, index)
+        .env("GIT_AUTHOR_NAME", "owt")
+        .env("GIT_AUTHOR_EMAIL", "owt@localhost")
+        .env("GIT_COMMITTER_NAME", "owt")
+        .env("GIT_COMMITTER_EMAIL", "owt@localhost");
+    run(git, args)
 }
 
-fn command(worktree: &Path, index: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.args(args)
-        .current_dir(worktree)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env("GIT_INDEX_FILE", index)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null());
-    cmd
+fn command(worktree: &Path, index: &Path) -> GitCli {
+    GitCli::new(worktree).env("GIT_INDEX_FILE", index)
 }
 
-fn run(mut cmd: Command, args: &[&str]) -> anyhow::Result<String> {
-    let out = cmd
-        .output()
+fn run(git: GitCli, args: &[&str]) -> anyhow::Result<String> {
+    let out = git
+        .output(args)
         .with_context(|| format!("running git {}", args.join(" ")))?;
     if !out.status.success() {
         bail!(

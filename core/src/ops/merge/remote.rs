@@ -36,23 +36,21 @@ fn fetch_branch(
         "refs/owt/remotes/{}/branches/{}",
         ssh.remote.name, row.branch
     );
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(ctx.repo.main_root())
-        .args([
-            "-c",
-            "gc.auto=0",
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-        ])
-        .arg(ssh.git_url(&repository))
-        .arg(format!("+refs/heads/{}:{tracking}", commit.branch))
+    let mut args: Vec<String> = [
+        "-c",
+        "gc.auto=0",
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+    ]
+    .map(String::from)
+    .into();
+    args.push(ssh.git_url(&repository));
+    args.push(format!("+refs/heads/{}:{tracking}", commit.branch));
+    let out = crate::ship::git_cli::GitCli::new(ctx.repo.main_root())
         .env("GIT_SSH_COMMAND", ssh.git_ssh_command())
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null())
-        .output()
+        .output(&args)
         .context("running git fetch")?;
     if !out.status.success() {
         bail!(

@@ -155,16 +155,14 @@ fn is_network_url(url: &str) -> bool {
 /// `git push` of `base` to the remote clone (fast-forward only: git
 /// refuses anything else and so does this).
 fn push(ctx: &Context, ssh: &Ssh, repository: &str, base: &str) -> anyhow::Result<()> {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(ctx.repo.main_root())
-        .args(["push", "--quiet"])
-        .arg(ssh.git_url(repository))
-        .arg(format!("refs/heads/{base}:refs/heads/{base}"))
+    let out = crate::ship::git_cli::GitCli::new(ctx.repo.main_root())
         .env("GIT_SSH_COMMAND", ssh.git_ssh_command())
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null())
-        .output()
+        .output([
+            "push".to_string(),
+            "--quiet".to_string(),
+            ssh.git_url(repository),
+            format!("refs/heads/{base}:refs/heads/{base}"),
+        ])
         .context("running git push")?;
     if !out.status.success() {
         bail!(

@@ -1,0 +1,196 @@
+//! The one way owt runs the `git` program ([`GitCli`]): for the steps
+//! that change a working tree (merge, rebase, commit, so hooks and
+//! attributes behave exactly as git's own), for what git does faster than
+//! libgit2 (`status`, `merge-tree`) and for fetch and push over SSH.
+//!
+//! Invariant: argv only (no shell); standard input closed; no prompt for
+//! credentials (`GIT_TERMINAL_PROMPT=0`) and no editor (`GIT_EDITOR=true`);
+//! `GIT_DIR`, `GIT_WORK_TREE` and `GIT_INDEX_FILE` from owt's own
+//! environment (set when owt runs inside a git hook) are removed so git
+//! acts on the folder named. A caller adds what its step needs with
+//! [`GitCli::env`] (an index of its own, an SSH command, an identity).
+//! `scripts/check-layers` fails on a `Command::new("git")` anywhere else.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A `git` command that failed (or could not start): its arguments, the
+/// folder it ran in and git's own words.
+#[derive(Debug, thiserror::Error)]
+#[error("`git {args}` in {dir} failed: {message}")]
+pub struct GitCliError {
+    pub args: String,
+    pub dir: PathBuf,
+    pub message: String,
+}
+
+/// Runs `git` in one folder, with the environment the module doc says.
+#[derive(Debug, Clone)]
+pub struct GitCli {
+    dir: PathBuf,
+    env: Vec<(OsString, OsString)>,
+}
+
+impl GitCli {
+    /// git run with `dir` as its working folder.
+    pub fn new(dir: &Path) -> GitCli {
+        GitCli {
+            dir: dir.to_path_buf(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Sets `name` to `value` in git's environment (after the removals,
+    /// so `GIT_INDEX_FILE` may be set on purpose).
+    pub fn env(mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> GitCli {
+        self.env
+            .push((name.as_ref().to_os_string(), value.as_ref().to_os_string()));
+        self
+    }
+
+    /// Runs git with `args`; returns stdout, or an error carrying stderr
+    /// (git's own lines kept, indented under the first).
+    pub fn run<I, S>(&self, args: I) -> Result<String, GitCliError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args = collect(args);
+        let out = self
+            .output(&args)
+            .map_err(|e| self.error(&args, format!("cannot run git: {e}")))?;
+        if out.status.success() {
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+        Err(self.error(&args, failure_message(&out)))
+    }
+
+    /// Runs git with `args` and returns what it printed and how it ended,
+    /// whatever the exit status (for a command whose non-zero status
+    /// means something, such as `merge-tree`'s 1 for conflicts).
+    pub fn output<I, S>(&self, args: I) -> io::Result<Output>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut command = Command::new("git");
+        command
+            .args(args)
+            .current_dir(&self.dir)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", "true")
+            .stdin(Stdio::null());
+        for (name, value) in &self.env {
+            command.env(name, value);
+        }
+        command.output()
+    }
+
+    /// An error for `args` run in this folder.
+    pub fn error(&self, args: &[OsString], message: String) -> GitCliError {
+        GitCliError {
+            args: shown(args),
+            dir: self.dir.clone(),
+            message,
+        }
+    }
+}
+
+fn collect<I, S>(args: I) -> Vec<OsString>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    args.into_iter()
+        .map(|a| a.as_ref().to_os_string())
+        .collect()
+}
+
+fn shown(args: &[OsString]) -> String {
+    args.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What a failed git said: stderr, then stdout, else its exit status; a
+/// multi-line message keeps its lines, indented under the first.
+fn failure_message(out: &Output) -> String {
+    let mut message = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !stdout.is_empty() {
+        if !message.is_empty() {
+            message.push_str("; ");
+        }
+        message.push_str(&stdout);
+    }
+    if message.is_empty() {
+        message = out.status.to_string();
+    }
+    message.lines().collect::<Vec<_>>().join("\n    ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo() -> (tempfile::TempDir, GitCli) {
+        let dir = tempfile::tempdir().unwrap();
+        let git = GitCli::new(dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1");
+        git.run(["init", "-q", "-b", "main"]).unwrap();
+        (dir, git)
+    }
+
+    #[test]
+    fn runs_in_its_folder_and_returns_stdout() {
+        let (dir, git) = repo();
+        let top = git.run(["rev-parse", "--show-toplevel"]).unwrap();
+        assert_eq!(
+            Path::new(top.trim()).canonicalize().unwrap(),
+            dir.path().canonicalize().unwrap()
+        );
+    }
+
+    #[test]
+    fn a_failure_names_the_command_the_folder_and_gits_words() {
+        let (dir, git) = repo();
+        let err = git
+            .run(["rev-parse", "--verify", "no-such-ref"])
+            .unwrap_err();
+        assert_eq!(err.args, "rev-parse --verify no-such-ref");
+        assert_eq!(err.dir, dir.path());
+        assert!(err.message.contains("fatal"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_index_named_with_env_is_the_one_git_writes() {
+        let (dir, git) = repo();
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+        let index = other.path().join("index");
+        // GIT_INDEX_FILE is removed from owt's environment, then set
+        // through env(): that one is used.
+        let out = git
+            .clone()
+            .env("GIT_INDEX_FILE", &index)
+            .output(["add", "a.txt"])
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(index.is_file(), "the index named by env() was written");
+        assert!(
+            !dir.path().join(".git/index").exists(),
+            "the repository's own index untouched"
+        );
+    }
+}
