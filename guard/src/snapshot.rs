@@ -243,10 +243,7 @@ impl WorkState {
             return Ok(paths);
         }
         self.last_scan = Some(ScanSource::Git);
-        match self.status_with_git() {
-            Some(paths) => Ok(paths),
-            None => self.status_with_libgit2(),
-        }
+        self.status_with_git()
     }
 
     /// A full scan from a journal's paths (files or folders; every other
@@ -271,7 +268,7 @@ impl WorkState {
     #[cfg(test)]
     pub(crate) fn scan_full_with_git(&mut self) -> Result<bool, GuardError> {
         self.read_refs()?;
-        let paths = self.status_with_git().expect("git runs");
+        let paths = self.status_with_git()?;
         self.apply_scan(paths)
     }
 

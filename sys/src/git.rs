@@ -26,6 +26,15 @@ pub struct GitCliError {
     pub message: String,
 }
 
+/// One path `git status` lists ([`GitCli::status`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusEntry {
+    /// Relative to the checkout's top, with `/`.
+    pub path: String,
+    /// Not in the index (`??`); otherwise tracked and changed.
+    pub untracked: bool,
+}
+
 /// Runs `git` in one folder, with the environment the module doc says.
 #[derive(Debug, Clone)]
 pub struct GitCli {
@@ -89,6 +98,33 @@ impl GitCli {
             command.env(name, value);
         }
         command.output()
+    }
+
+    /// What `git status` lists in this checkout, in git's order: tracked
+    /// files whose index or working state differs from HEAD, and each
+    /// untracked file (not its folder); ignored files and submodules left
+    /// out, a rename as a deletion and an addition. Takes no lock
+    /// (`GIT_OPTIONAL_LOCKS=0`: the index is not refreshed). The one
+    /// reading of a checkout's status in owt (the guard's in-process walk
+    /// is checked against it).
+    pub fn status(&self) -> Result<Vec<StatusEntry>, GitCliError> {
+        let args = [
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=all",
+        ];
+        let out = self.clone().env("GIT_OPTIONAL_LOCKS", "0").run(args)?;
+        Ok(out
+            .split('\0')
+            .filter(|entry| entry.len() > 3)
+            .map(|entry| StatusEntry {
+                untracked: entry.starts_with("??"),
+                path: entry[3..].to_string(),
+            })
+            .collect())
     }
 
     /// An error for `args` run in this folder.
@@ -167,6 +203,42 @@ mod tests {
         assert_eq!(err.args, "rev-parse --verify no-such-ref");
         assert_eq!(err.dir, dir.path());
         assert!(err.message.contains("fatal"), "{}", err.message);
+    }
+
+    #[test]
+    fn status_lists_changed_and_untracked_files_but_not_ignored_ones() {
+        let (dir, git) = repo();
+        let write = |path: &str| {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x\n").unwrap();
+        };
+        write(".gitignore");
+        write("kept.txt");
+        git.run(["add", "."]).unwrap();
+        git.clone()
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .run(["commit", "-qm", "first"])
+            .unwrap();
+        std::fs::write(dir.path().join(".gitignore"), "*.log\n").unwrap();
+        write("new/deep/file with space.txt");
+        write("noise.log");
+        let mut listed = git.status().unwrap();
+        listed.sort_by(|a, b| a.path.cmp(&b.path));
+        let entry = |path: &str, untracked| StatusEntry {
+            path: path.into(),
+            untracked,
+        };
+        assert_eq!(
+            listed,
+            [
+                entry(".gitignore", false),
+                entry("new/deep/file with space.txt", true)
+            ]
+        );
     }
 
     #[test]

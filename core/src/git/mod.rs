@@ -48,6 +48,8 @@ pub enum GitError {
     PathExists { path: PathBuf },
     #[error(transparent)]
     Git(#[from] git2::Error),
+    #[error(transparent)]
+    Cli(#[from] crate::platform::git::GitCliError),
     #[error("{path}: {error}")]
     Io {
         path: PathBuf,

@@ -46,22 +46,20 @@ impl Dirt {
     }
 }
 
-/// What `git status` shows in the checkout at `path` (ignored files excluded).
+/// What `git status` shows in the checkout at `path` (ignored files
+/// excluded): owt-sys's one reading of a checkout's status.
 pub fn dirt(path: &Path) -> Result<Dirt> {
-    let repo = Repository::open(path)?;
-    let mut opts = StatusOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    let statuses = repo.statuses(Some(&mut opts))?;
+    // `path` must be a checkout's top: git would find one above it (a
+    // folder that is not a checkout, inside another, is not that one's
+    // work). libgit2's open does not look upwards.
+    Repository::open(path)?;
+    let entries = crate::platform::git::GitCli::new(path).status()?;
     let mut dirt = Dirt::default();
-    for entry in statuses.iter() {
-        let path = entry.path().unwrap_or("?").to_string();
-        if entry.status().contains(git2::Status::WT_NEW) {
-            dirt.untracked.push(path);
-        } else if !entry.status().is_empty() && !entry.status().contains(git2::Status::IGNORED) {
-            dirt.modified.push(path);
+    for entry in entries {
+        if entry.untracked {
+            dirt.untracked.push(entry.path);
+        } else {
+            dirt.modified.push(entry.path);
         }
     }
     Ok(dirt)

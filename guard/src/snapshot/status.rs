@@ -1,12 +1,12 @@
 //! Which paths of a checkout may differ from HEAD: found in this process
-//! by one walk compared with the index as git does, else by `git status`,
-//! else by libgit2 ([`WorkState::status_in_process`] and its fallbacks).
+//! by one walk compared with the index as git does, else by `git status`
+//! ([`WorkState::status_in_process`] and its one fallback).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use git2::{Repository, StatusOptions};
+use git2::Repository;
 
 use super::super::GuardError;
 use super::WorkState;
@@ -97,50 +97,14 @@ impl WorkState {
         Some(())
     }
 
-    /// Paths `git status` lists (git's own status is several times faster
-    /// than libgit2's on big checkouts: preloaded index, untracked cache).
-    /// `GIT_OPTIONAL_LOCKS=0` keeps it from refreshing the index. `None`
-    /// when git cannot be run.
-    pub(super) fn status_with_git(&self) -> Option<Vec<String>> {
-        let output = crate::platform::git::GitCli::new(&self.worktree)
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .output([
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=all",
-                "--no-renames",
-                "--ignore-submodules=all",
-            ])
-            .ok()?;
-        if !output.status.success() {
-            return None;
-        }
-        Some(
-            output
-                .stdout
-                .split(|b| *b == 0)
-                .filter(|entry| entry.len() > 3)
-                .map(|entry| String::from_utf8_lossy(&entry[3..]).into_owned())
-                .collect(),
-        )
-    }
-
-    pub(super) fn status_with_libgit2(&self) -> Result<Vec<String>, GuardError> {
-        let mut opts = StatusOptions::new();
-        opts.include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .include_unmodified(false)
-            .exclude_submodules(true)
-            .renames_head_to_index(false)
-            .renames_index_to_workdir(false);
-        let statuses = self.repo.statuses(Some(&mut opts))?;
-        Ok(statuses
-            .iter()
-            .filter(|e| !e.status().contains(git2::Status::IGNORED))
-            .filter_map(|e| e.path().map(str::to_string))
-            .collect())
+    /// Paths `git status` lists (owt-sys's one reading of a checkout's
+    /// status; git's own is several times faster than libgit2's on big
+    /// checkouts: preloaded index, untracked cache). It takes no lock.
+    pub(super) fn status_with_git(&self) -> Result<Vec<String>, GuardError> {
+        crate::platform::git::GitCli::new(&self.worktree)
+            .status()
+            .map(|entries| entries.into_iter().map(|e| e.path).collect())
+            .map_err(|e| GuardError::GitCli(e.to_string()))
     }
 }
 
