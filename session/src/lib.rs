@@ -6,18 +6,22 @@
 //! the user's terminal wired to a host), [`notice`] (desktop
 //! notifications spliced into a terminal stream between escape
 //! sequences), [`queries`] (the terminal queries in an agent's output and
-//! their answers), [`printable`] (outside text made safe to print) and
-//! [`SessionError`].
+//! their answers), [`rules`] (what a terminal agent is doing, read from
+//! its screen: an [`AgentSignal`]) and [`dialog`] (its permission dialog
+//! and the keys that answer it), [`printable`] (outside text made safe to
+//! print) and [`SessionError`].
 //!
 //! owt-core re-exports it: `printable` as `owt_core::printable`, the rest
-//! in `owt_core::session` (`session::client`, `session::attach`, …). The
-//! host process itself, starting and stopping hosts and the session's
-//! facts are owt-core's `session`.
+//! in `owt_core::session` (`session::client`, `session::rules`, …) and
+//! [`AgentSignal`] in `owt_core::status`. The host process itself,
+//! starting and stopping hosts and the session's facts are owt-core's
+//! `session`.
 //!
 //! Invariants: it depends on no owt crate above owt-guard (no owt-core:
 //! the compiler keeps it from naming a use case, the status or the
-//! configuration); `notice`, `queries` and `printable` are pure; no
-//! `unsafe` (the system calls, signals included, are owt-sys's).
+//! configuration); `notice`, `queries`, `rules`, `dialog` and `printable`
+//! are pure; no `unsafe` (the system calls, signals included, are
+//! owt-sys's).
 
 #![forbid(unsafe_code)]
 
@@ -26,10 +30,14 @@ use owt_sys as platform;
 
 pub mod attach;
 pub mod client;
+pub mod dialog;
 mod error;
 pub mod notice;
 pub mod printable;
 pub mod queries;
+pub mod rules;
+mod signal;
 
 pub use client::{HostConn, HostJournal};
 pub use error::SessionError;
+pub use signal::AgentSignal;

@@ -15,11 +15,9 @@
 
 pub mod acp_attach;
 pub mod acp_host;
-pub mod dialog;
 pub mod hooks;
 pub mod host;
 pub mod memory;
-pub mod rules;
 mod starting;
 mod stopping;
 
@@ -36,7 +34,9 @@ use crate::store::{now_ms, SessionRow, Store};
 pub use hooks::record_hook;
 /// The client side of hosts, the crate `owt-session` (session/):
 /// `session::client`, `session::attach`, … keep their paths.
-pub use owt_session::{attach, client, notice, queries, HostConn, HostJournal, SessionError};
+pub use owt_session::{
+    attach, client, dialog, notice, queries, rules, HostConn, HostJournal, SessionError,
+};
 pub use starting::{admit_if_queued, run_host, spawn_admitter, start_host, start_host_with};
 pub use stopping::{session_processes, stop, stop_leftovers, STOP_GRACE};
 
