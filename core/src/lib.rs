@@ -2,7 +2,9 @@
 //! CLI in the `owt` binary, `owt-lsp`, `owt-mcp`).
 //!
 //! Modules: [`store`] and [`names`] (the crate `owt-store`, re-exported),
-//! [`guard`] (the crate `owt-guard`, re-exported),
+//! [`guard`] (the crate `owt-guard`, re-exported), [`printable`] (a module
+//! of the crate `owt-session`, whose client side of session hosts
+//! [`session`] re-exports),
 //! [`status`], [`actions`], [`git`], [`config`], [`editor`], [`provider`],
 //! [`remote`], [`session`], [`guard`], [`ship`], [`usage`] and the use
 //! cases, [`ops`]. Nothing here knows clap, LSP or MCP types (the crate
@@ -28,10 +30,11 @@ pub mod feedback;
 pub mod forge;
 pub mod git;
 pub mod ops;
+/// Outside text made safe to print: in `owt-session`, re-exported.
+pub use owt_session::printable;
 /// The platform layer (the crate `owt-sys`): every call to the operating
 /// system, behind safe functions.
 pub use owt_sys as platform;
-pub mod printable;
 pub mod procs;
 pub mod provider;
 pub mod remote;

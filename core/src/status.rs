@@ -173,37 +173,27 @@ pub struct ExitFact {
     pub signal: Option<String>,
 }
 
-/// What an agent is doing, as a hook or the screen rules saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AgentSignal {
-    Working,
-    /// Waiting for the human (idle input box, a question).
-    Waiting,
-    /// A permission dialog.
-    Blocked,
-    /// Alive and quiet, nothing asked.
-    Idle,
-    /// The agent says it finished.
-    Done,
+/// What an agent is doing, as a hook or the screen rules saw it: in
+/// owt-session, beside the screen rules.
+pub use owt_session::AgentSignal;
+
+/// A signal that holds until the human types (waiting, blocked, done),
+/// rather than until the output moves on.
+fn is_sticky(signal: AgentSignal) -> bool {
+    matches!(
+        signal,
+        AgentSignal::Waiting | AgentSignal::Blocked | AgentSignal::Done
+    )
 }
 
-impl AgentSignal {
-    fn is_sticky(self) -> bool {
-        matches!(
-            self,
-            AgentSignal::Waiting | AgentSignal::Blocked | AgentSignal::Done
-        )
-    }
-
-    fn status(self) -> Status {
-        match self {
-            AgentSignal::Working => Status::Working,
-            AgentSignal::Waiting => Status::NeedsInput,
-            AgentSignal::Blocked => Status::Blocked,
-            AgentSignal::Idle => Status::Idle,
-            AgentSignal::Done => Status::Done,
-        }
+/// The status a signal shows.
+fn signal_status(signal: AgentSignal) -> Status {
+    match signal {
+        AgentSignal::Working => Status::Working,
+        AgentSignal::Waiting => Status::NeedsInput,
+        AgentSignal::Blocked => Status::Blocked,
+        AgentSignal::Idle => Status::Idle,
+        AgentSignal::Done => Status::Done,
     }
 }
 
@@ -549,7 +539,7 @@ fn agent_status(facts: &SessionFacts, now: i64) -> Status {
         signals
             .iter()
             .flatten()
-            .filter(|(signal, at)| signal.is_sticky() && *at > input_at)
+            .filter(|(signal, at)| is_sticky(*signal) && *at > input_at)
             .max_by_key(|(_, at)| *at)
             .copied()
     };
@@ -563,7 +553,7 @@ fn agent_status(facts: &SessionFacts, now: i64) -> Status {
     if let Some((signal, at)) = sticky {
         let new_turn = matches!(facts.hook, Some((AgentSignal::Working, hook_at)) if hook_at > at);
         if !new_turn {
-            return signal.status();
+            return signal_status(signal);
         }
     }
     // Rule 4: a fresh hook `working` holds; a stale one (or none) defers to
@@ -577,8 +567,8 @@ fn agent_status(facts: &SessionFacts, now: i64) -> Status {
     };
     if let Some((signal, at)) = facts.screen {
         // An unrecognised screen (`idle`) has no say: the output decides.
-        if at > screen_after && !signal.is_sticky() && signal != AgentSignal::Idle {
-            return signal.status();
+        if at > screen_after && !is_sticky(signal) && signal != AgentSignal::Idle {
+            return signal_status(signal);
         }
     }
     // Rule 5.

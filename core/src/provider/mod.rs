@@ -9,7 +9,9 @@
 
 mod builtin;
 pub mod integration;
-pub mod nesting;
+/// The variables agent CLIs set for their children, removed from every
+/// agent a host starts: in owt-session, beside the host's other rules.
+pub use owt_session::nesting;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

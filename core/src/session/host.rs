@@ -70,9 +70,8 @@ use typing::*;
 
 use super::queries::{self, QueryScanner};
 use super::{rules, HostSpec, SessionError};
-use crate::feedback::turn::TurnHooks;
 use crate::status::{kind, AgentSignal, ExitFact, HostFact};
-use crate::store::{now_ms, Store};
+use crate::store::{now_ms, SessionRow, Store};
 
 /// Largest screen the host models; a client asking for more gets this (the
 /// screen model allocates every cell, and its scrollback every line).
@@ -113,10 +112,44 @@ const ENTER_DELAY_MS: u64 = 60;
 /// How long the host stays after the agent exits, so a last peek works.
 const LINGER_MS: u64 = 500;
 
+/// What the monitor drives besides the agent's own facts, on its store
+/// connection: the feedback loop and the notifications out (owt-core's
+/// `feedback`, made by `session::starting`; the host names no
+/// configuration, checks run or use case).
+pub trait Watcher: Send {
+    /// One look, at every monitor tick.
+    fn poll(&mut self, store: &Store);
+    /// The agent exited (its exit fact recorded): a last look before the
+    /// host leaves.
+    fn exited(self: Box<Self>, _store: &Store) {}
+}
+
+/// Makes a [`Watcher`] from what only the host knows.
+pub type MakeWatcher<T> = Box<dyn FnOnce(T) -> Box<dyn Watcher> + Send>;
+
+/// What a terminal session's host is given by the layers above it.
+pub struct HostHooks {
+    /// The notifications out of the session (its row).
+    pub notifier: MakeWatcher<SessionRow>,
+    /// The feedback loop (none for a headless agent), given the agent.
+    pub feedback: MakeWatcher<AgentSide>,
+    /// Ends what a watcher left running (a checks run) as the host exits
+    /// (`std::process::exit` runs no destructor).
+    pub on_exit: fn(),
+}
+
+/// What the feedback loop may do with its agent.
+pub struct AgentSide {
+    /// Types text into the agent as one input, then Enter.
+    pub type_text: Box<dyn Fn(&str) + Send>,
+    /// The agent is gone (the host is about to exit).
+    pub exiting: Box<dyn Fn() -> bool + Send>,
+}
+
 /// Runs a host until its agent exits. `ready` receives `ok <agent pid>` once
 /// the socket serves, or `error: …` if starting fails. `hooks`: what the
-/// feedback loop asks of the use cases.
-pub fn run(spec: HostSpec, mut ready: Option<File>, hooks: TurnHooks) -> Result<(), SessionError> {
+/// layers above drive beside the agent ([`HostHooks`]).
+pub fn run(spec: HostSpec, mut ready: Option<File>, hooks: HostHooks) -> Result<(), SessionError> {
     match start(&spec) {
         Ok(started) => {
             if let Some(mut r) = ready.take() {
@@ -294,7 +327,7 @@ pub(super) fn ensure_private_dir(dir: &Path) -> Result<(), SessionError> {
     Ok(())
 }
 
-fn serve(started: Started, hooks: TurnHooks) {
+fn serve(started: Started, hooks: HostHooks) {
     let Started {
         shared,
         listener,
@@ -327,18 +360,23 @@ fn serve(started: Started, hooks: TurnHooks) {
     let row = store
         .as_ref()
         .and_then(|store| store.session_by_id(shared.spec.session_id).ok().flatten());
-    let notifier = row.as_ref().map(|row| {
-        crate::feedback::notify::Notifier::start(row.id, row.worktree_path.clone(), hooks.config)
-    });
+    let HostHooks {
+        notifier,
+        feedback,
+        on_exit,
+    } = hooks;
+    let notifier = row.clone().map(notifier);
     // The checkout and base branch whose git facts the host keeps.
     let checkout = row
         .filter(|row| row.remote().is_none() && shared.journal.is_some())
         .map(|row| (row.worktree_path, row.base_branch));
-    let feedback = (!shared.spec.headless).then(|| feedback(&shared, hooks));
+    let feedback = (!shared.spec.headless).then(|| feedback(agent_side(&shared)));
+    // In this order at every tick: the feedback loop, then the notifications.
+    let watchers: Vec<Box<dyn Watcher>> = feedback.into_iter().chain(notifier).collect();
     {
         let shared = shared.clone();
         spawn_guarded("monitor", move || {
-            monitor(&shared, store, feedback, notifier, monitor_rx)
+            monitor(&shared, store, watchers, monitor_rx)
         });
     }
     if let Some((worktree, base_branch)) = checkout {
@@ -353,7 +391,7 @@ fn serve(started: Started, hooks: TurnHooks) {
             let exit = wait_agent(child.as_mut());
             // Let the reader drain what the agent wrote last.
             let _ = reader_done_rx.recv_timeout(Duration::from_millis(1_000));
-            finish(&shared, exit, &monitor_tx);
+            finish(&shared, exit, &monitor_tx, on_exit);
         });
     }
     // Starting went deeper than accepting ever will.
@@ -364,19 +402,15 @@ fn serve(started: Started, hooks: TurnHooks) {
     });
 }
 
-/// The feedback loop (checks when the agent's turn ends, the failure
-/// typed back), driven by the monitor.
-fn feedback(shared: &Arc<Shared>, hooks: TurnHooks) -> crate::feedback::turn::Feedback {
+/// The agent as the feedback loop (checks when the agent's turn ends, the
+/// failure typed back) reaches it.
+fn agent_side(shared: &Arc<Shared>) -> AgentSide {
     let typer = shared.clone();
     let watcher = shared.clone();
-    let side = crate::feedback::turn::HostSide {
-        session_id: shared.spec.session_id,
-        home: shared.spec.home.clone(),
+    AgentSide {
         type_text: Box::new(move |text| type_text(&typer, text, true)),
         exiting: Box::new(move || watcher.exiting.load(Ordering::SeqCst)),
-        hooks,
-    };
-    crate::feedback::turn::Feedback::new(side)
+    }
 }
 
 /// Waits for the agent to exit: its code, or the signal that ended it.
@@ -403,7 +437,7 @@ fn wait_agent(child: &mut (dyn portable_pty::Child + Send + Sync)) -> AgentExit 
 }
 
 /// The agent is gone: save its last screen, tell everyone, linger, leave.
-fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonitor>) {
+fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonitor>, on_exit: fn()) {
     let text = {
         let mut state = shared.state.lock();
         state.exit = Some(exit.clone());
@@ -431,7 +465,7 @@ fn finish(shared: &Arc<Shared>, exit: AgentExit, monitor: &mpsc::Sender<ToMonito
     shared.exiting.store(true, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(LINGER_MS));
     // A checks run still going ends with the host.
-    crate::feedback::run::kill_all();
+    on_exit();
     let _ = std::fs::remove_file(super::socket_path(&shared.spec.home, &shared.spec.short_id));
     tracing::info!("host exiting");
     std::process::exit(0);

@@ -15,6 +15,8 @@ use owt_protocol::host::Transport;
 
 use super::stopping::kill;
 use super::{acp_host, host, log_path, HostSpec, SessionError, Started};
+use crate::feedback::notify::Notifier;
+use crate::feedback::turn::{Feedback, HostSide, TurnHooks};
 use crate::store::Store;
 
 /// How long [`start_host`] waits for a host to serve its socket.
@@ -205,7 +207,7 @@ pub fn admit_if_queued(store: &Store, home: &Path) {
 pub fn run_host(
     spec: HostSpec,
     ready_fd: Option<i32>,
-    hooks: crate::feedback::turn::TurnHooks,
+    hooks: TurnHooks,
 ) -> Result<(), SessionError> {
     // The descriptor number the parent passed for this process to own
     // (`--ready-fd`), made close-on-exec: kept out of the agent.
@@ -213,7 +215,47 @@ pub fn run_host(
     // A dying client must not kill the host.
     crate::platform::process::ignore_pipe_signals(true);
     match spec.transport {
-        Transport::Pty => host::run(spec, ready, hooks),
+        Transport::Pty => {
+            let hooks = host_hooks(&spec, hooks);
+            host::run(spec, ready, hooks)
+        }
         Transport::Acp => acp_host::run(spec, ready),
+    }
+}
+
+/// What a terminal session's host drives beside its agent: the
+/// notifications out and the feedback loop (`feedback`), over `hooks`.
+fn host_hooks(spec: &HostSpec, hooks: TurnHooks) -> host::HostHooks {
+    let (session_id, home) = (spec.session_id, spec.home.clone());
+    host::HostHooks {
+        notifier: Box::new(move |row| {
+            Box::new(Notifier::start(row.id, row.worktree_path, hooks.config))
+        }),
+        feedback: Box::new(move |agent| {
+            Box::new(Feedback::new(HostSide {
+                session_id,
+                home,
+                type_text: agent.type_text,
+                exiting: agent.exiting,
+                hooks,
+            }))
+        }),
+        on_exit: crate::feedback::run::kill_all,
+    }
+}
+
+impl host::Watcher for Feedback {
+    fn poll(&mut self, store: &Store) {
+        Feedback::poll(self, store);
+    }
+}
+
+impl host::Watcher for Notifier {
+    fn poll(&mut self, store: &Store) {
+        Notifier::poll(self, store);
+    }
+
+    fn exited(self: Box<Self>, store: &Store) {
+        Notifier::exited(*self, store);
     }
 }

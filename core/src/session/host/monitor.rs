@@ -11,8 +11,7 @@ use super::*;
 pub(super) fn monitor(
     shared: &Arc<Shared>,
     store: Option<Store>,
-    mut feedback: Option<crate::feedback::turn::Feedback>,
-    mut notifier: Option<crate::feedback::notify::Notifier>,
+    mut watchers: Vec<Box<dyn Watcher>>,
     rx: mpsc::Receiver<ToMonitor>,
 ) {
     let mut monitor = Monitor::new(shared, store);
@@ -23,8 +22,10 @@ pub(super) fn monitor(
             Ok(ToMonitor::GitFact(fact)) => monitor.record(kind::HOST_GIT, now_ms(), &fact),
             Ok(ToMonitor::Exited(exit, done)) => {
                 monitor.exited(exit);
-                if let (Some(notifier), Some(store)) = (notifier, monitor.store.as_ref()) {
-                    notifier.exited(store);
+                if let Some(store) = monitor.store.as_ref() {
+                    for watcher in watchers {
+                        watcher.exited(store);
+                    }
                 }
                 let _ = done.send(());
                 return;
@@ -34,11 +35,10 @@ pub(super) fn monitor(
         }
         monitor.tick(flushed);
         reap(&shared.client_threads);
-        if let (Some(feedback), Some(store)) = (feedback.as_mut(), monitor.store.as_ref()) {
-            feedback.poll(store);
-        }
-        if let (Some(notifier), Some(store)) = (notifier.as_mut(), monitor.store.as_ref()) {
-            notifier.poll(store);
+        if let Some(store) = monitor.store.as_ref() {
+            for watcher in &mut watchers {
+                watcher.poll(store);
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! the question owt shows and the keys that answer it.
 
 use super::{dialog, Dialog};
-use crate::session::rules::ScreenText;
+use crate::rules::ScreenText;
 
 /// The screen `bytes` draw on a 30×100 terminal (as the rules' tests).
 fn screen(bytes: &[u8]) -> ScreenText {

@@ -2,7 +2,7 @@
 //! screen model, then judged.
 
 use super::{prompt_readiness, screen_signal, screen_verdict, Readiness, ScreenText, Verdict};
-use crate::status::AgentSignal::{self, *};
+use crate::AgentSignal::{self, *};
 
 /// The screen `bytes` draw on a 30×100 terminal.
 fn screen(bytes: &[u8]) -> ScreenText {

@@ -13,8 +13,9 @@ use owt_protocol::host::{
     TranscriptView, Welcome, HOST_PROTOCOL_VERSION,
 };
 
-use super::SessionError;
-use crate::guard::source::JournalSource;
+use owt_guard::source::JournalSource;
+
+use crate::SessionError;
 
 /// An open, greeted connection to a session host.
 #[derive(Debug)]

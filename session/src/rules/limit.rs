@@ -190,7 +190,7 @@ mod tests {
     /// The real screen of Claude Code 2.1 answered with Anthropic's 429
     /// (`rate_limit_error`) by the scripted model, as `owt peek` showed it
     /// (blank lines dropped); its auto-mode question below the input rule.
-    const CLAUDE_429: &str = include_str!("../../../../tests/data/screens/claude-rate-limited.txt");
+    const CLAUDE_429: &str = include_str!("../../../tests/data/screens/claude-rate-limited.txt");
 
     #[test]
     fn claude_code_showing_anthropics_429_is_limited() {
@@ -243,11 +243,11 @@ mod tests {
     /// 0.171 (no retries), Gemini CLI 0.61, OpenCode 1.18 and Aider 0.86
     /// answered 429 by the scripted model with OpenAI's and Gemini's real
     /// 429s.
-    const CODEX_429: &str = include_str!("../../../../tests/data/screens/codex-rate-limited.txt");
-    const GEMINI_429: &str = include_str!("../../../../tests/data/screens/gemini-rate-limited.txt");
+    const CODEX_429: &str = include_str!("../../../tests/data/screens/codex-rate-limited.txt");
+    const GEMINI_429: &str = include_str!("../../../tests/data/screens/gemini-rate-limited.txt");
     const OPENCODE_429: &str =
-        include_str!("../../../../tests/data/screens/opencode-rate-limited.txt");
-    const AIDER_429: &str = include_str!("../../../../tests/data/screens/aider-rate-limited.txt");
+        include_str!("../../../tests/data/screens/opencode-rate-limited.txt");
+    const AIDER_429: &str = include_str!("../../../tests/data/screens/aider-rate-limited.txt");
 
     #[test]
     fn codex_gemini_and_opencode_showing_a_429_are_limited() {

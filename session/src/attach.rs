@@ -33,9 +33,9 @@ use std::time::Duration;
 use crate::platform::terminal::{self, SavedMode};
 use owt_protocol::host::{self as proto, AgentExit, FrameKind, Resize, Role, TerminalNotice};
 
-use super::client::HostConn;
-use super::notice::{self, Splicer};
-use super::SessionError;
+use crate::client::HostConn;
+use crate::notice::{self, Splicer};
+use crate::SessionError;
 
 /// How an attach ended.
 #[derive(Debug, Clone, PartialEq)]

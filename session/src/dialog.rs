@@ -6,7 +6,7 @@
 //!
 //! Invariant: pure — a function of the provider and the screen text.
 
-use super::rules::{self, ScreenText, Verdict};
+use crate::rules::{self, ScreenText, Verdict};
 
 /// A permission dialog on screen.
 #[derive(Debug, Clone, PartialEq, Eq)]

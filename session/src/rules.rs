@@ -19,7 +19,7 @@
 //! Tested from recorded terminal bytes (`tests/fixtures/screens/`,
 //! `tests/data/screens/`) run through the screen model.
 
-use crate::status::AgentSignal;
+use crate::AgentSignal;
 
 /// Quiet time before the screen is judged.
 pub const SETTLE_MS: u64 = 300;
