@@ -2,6 +2,7 @@
 """owt session host vs tmux: throughput, keystroke echo, host memory.
 
 Usage: bench/pty/bench.py [--owt PATH] [--mb 100] [--echo-rounds 1000] [--json] [--smaps FILE] [--echo-dump FILE]
+                          [--no-detached]
 
 Pushes N MB of text through (a) an owt session host to an attached
 `owt attach` client and (b) a tmux server to an attached tmux client, both
@@ -13,6 +14,13 @@ resident memory (and the tmux server's, at the same point; both split into
 anonymous memory and mapped files). The host keeps as much scrollback as
 tmux's default (2000 lines). Needs python3, tmux, git and a release owt
 (`cargo build --release --bin owt`).
+
+Then (unless --no-detached) the detached flood: the same N MB printed by
+an agent with no client attached, timed from the agent's start (a line
+written to a FIFO it waits on) to the end marker on the screen model (`owt
+peek` of the host; `tmux capture-pane` of the tmux server; both polled
+every 5 ms once the agent's `cat` has returned): owt's and tmux's in turns,
+each best of `--detached-rounds` (default 1).
 """
 import argparse
 import json
@@ -142,6 +150,65 @@ def write_smaps(pid, path):
             out.write(f"{r.get('Rss', 0)} {r.get('Anonymous', 0)} {r['perms']} {r['range']} {r['what']}\n")
 
 
+def flood_script(data, fifo, done):
+    """An agent that waits for a line on `fifo`, prints `data` and the
+    marker, and then makes `done`."""
+    return f"read x < {fifo}; cat {data}; printf 'BENCH''-DONE\\n'; : > {done}; exec sleep 600"
+
+
+def wait_for_screen(start, done, peek_argv, env, timeout=600):
+    """Seconds from `start` until the marker is on the screen `peek_argv`
+    prints, polled every 5 ms once `done` exists (the agent's output is
+    all written; the screen model may still be behind)."""
+    deadline = time.time() + timeout
+    while not os.path.exists(done):
+        if time.time() > deadline:
+            raise SystemExit("the detached agent never finished")
+        time.sleep(0.002)
+    while time.time() < deadline:
+        out = subprocess.run(peek_argv, env=env, capture_output=True).stdout
+        if MARK in out:
+            return time.perf_counter() - start
+        time.sleep(0.005)
+    raise SystemExit(f"timed out waiting for the marker on the screen of {peek_argv!r}")
+
+
+def start_agent(fifo):
+    """Starts the agent waiting on `fifo` (opening it waits for the agent
+    to open its end); the time it was started at."""
+    fd = os.open(fifo, os.O_WRONLY)
+    t0 = time.perf_counter()
+    os.write(fd, b"go\n")
+    os.close(fd)
+    return t0
+
+
+def detached_flood(owt, env, repo, data, tmp):
+    """Seconds for an agent printing `data` with no client attached,
+    through an owt session host and through a tmux server."""
+    fifo, done = os.path.join(tmp, "go"), os.path.join(tmp, "done")
+    for path in (fifo, done):
+        if os.path.exists(path):
+            os.remove(path)
+    os.mkfifo(fifo)
+    script = flood_script(data, fifo, done)
+    subprocess.run(
+        [owt, "-C", repo, "__host", "spawn", "--name", "flood", "--rows", str(ROWS), "--cols", str(COLS),
+         "--", "bash", "--norc", "-c", script], env=env, check=True, capture_output=True)
+    owt_s = wait_for_screen(start_agent(fifo), done, [owt, "-C", repo, "peek", "flood"], env)
+    subprocess.run([owt, "-C", repo, "__host", "stop", "flood"], env=env, capture_output=True)
+    os.remove(done)
+    sock = "owt-flood-%d" % os.getpid()
+    tmux = ["tmux", "-L", sock, "-f", "/dev/null"]
+    subprocess.run(tmux + ["new-session", "-d", "-x", str(COLS), "-y", str(ROWS), "bash", "--norc", "-c", script],
+                   env=env, check=True)
+    tmux_s = wait_for_screen(start_agent(fifo), done, tmux + ["capture-pane", "-p"], env)
+    subprocess.run(tmux + ["kill-server"], env=env, capture_output=True)
+    os.remove(done)
+    os.remove(fifo)
+    return owt_s, tmux_s
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--owt", default=os.path.join(os.path.dirname(__file__), "../../target/release/owt"))
@@ -154,6 +221,10 @@ def main():
     ap.add_argument("--echo-dump", metavar="FILE",
                     help="also write every echo round trip (ms, in the order measured) as JSON "
                          '{"owt": [...], "tmux": [...]} to FILE, for the whole distribution')
+    ap.add_argument("--no-detached", action="store_true", help="skip the detached flood")
+    ap.add_argument("--detached-only", action="store_true", help="only the detached flood")
+    ap.add_argument("--detached-rounds", type=int, default=1,
+                    help="detached floods of each (owt's and tmux's in turns); the best of each is reported")
     args = ap.parse_args()
     owt = os.path.abspath(args.owt)
     if not os.access(owt, os.X_OK):
@@ -177,6 +248,18 @@ def main():
         for _ in range(args.mb * 1024 * 1024 // len(block)):
             f.write(block)
     size = os.path.getsize(data)
+    mb = size / 1e6
+    detached = None
+    if not args.no_detached:
+        runs = [detached_flood(owt, env, repo, data, tmp) for _ in range(max(1, args.detached_rounds))]
+        detached = (min(r[0] for r in runs), min(r[1] for r in runs))
+    if args.detached_only:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if args.json:
+            print(json.dumps({"mb": mb, "owt_detached_s": detached[0], "tmux_detached_s": detached[1]}))
+        else:
+            print_detached(mb, detached)
+        return
     # The agent waits for a line, then writes the file and a marker.
     script = f"read x; cat {data}; printf 'BENCH''-DONE\\n'; exec cat"
 
@@ -238,10 +321,11 @@ def main():
     subprocess.run(tmux + ["kill-server"], env=env, capture_output=True)
     shutil.rmtree(tmp, ignore_errors=True)
 
-    mb = size / 1e6
     if args.json:
         import json as _json
         print(_json.dumps({
+            "owt_detached_s": detached[0] if detached else None,
+            "tmux_detached_s": detached[1] if detached else None,
             "mb": mb, "owt_s": owt_s, "tmux_s": tmux_s,
             "owt_mb_s": mb / owt_s, "tmux_mb_s": mb / tmux_s,
             "owt_echo_median_ms": statistics.median(owt_echo),
@@ -268,6 +352,16 @@ def main():
     print(f"tmux server memory: RSS {tmux_rss.get('VmRSS', 0) / 1024:.1f} MiB (anonymous "
           f"{tmux_rss.get('RssAnon', 0) / 1024:.1f}, files {tmux_rss.get('RssFile', 0) / 1024:.1f}), "
           f"peak {tmux_rss.get('VmHWM', 0) / 1024:.1f} MiB (same point: after the throughput run)")
+    if detached:
+        print_detached(mb, detached)
+
+
+def print_detached(mb, detached):
+    owt_s, tmux_s = detached
+    print(f"detached flood ({mb:.0f} MB, no client attached):")
+    print(f"  owt host   : {owt_s:7.2f} s")
+    print(f"  tmux server: {tmux_s:7.2f} s")
+    print(f"  ratio owt/tmux (seconds): {owt_s / tmux_s:5.2f}")
 
 
 if __name__ == "__main__":
