@@ -128,7 +128,7 @@ impl GitCli {
     }
 
     /// An error for `args` run in this folder.
-    pub fn error(&self, args: &[OsString], message: String) -> GitCliError {
+    fn error(&self, args: &[OsString], message: String) -> GitCliError {
         GitCliError {
             args: shown(args),
             dir: self.dir.clone(),

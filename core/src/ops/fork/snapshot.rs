@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 
 use crate::platform::git::GitCli;
 
@@ -88,15 +88,5 @@ fn command(worktree: &Path, index: &Path) -> GitCli {
 }
 
 fn run(git: GitCli, args: &[&str]) -> anyhow::Result<String> {
-    let out = git
-        .output(args)
-        .with_context(|| format!("running git {}", args.join(" ")))?;
-    if !out.status.success() {
-        bail!(
-            "`git {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    Ok(git.run(args)?.trim().to_string())
 }
