@@ -197,7 +197,8 @@ def main():
     args = ap.parse_args()
     spec = json.loads(gzip.open(SPEC).read())["source"]
     owt = str(pathlib.Path(args.owt).resolve())
-    results = [measure(owt, args.clash, shape, args.repo, spec, args.runs, args.rounds)
+    clash = str(pathlib.Path(args.clash).resolve())
+    results = [measure(owt, clash, shape, args.repo, spec, args.runs, args.rounds)
                for shape in args.shapes.split(",")]
     if args.json:
         print(json.dumps(results))
