@@ -550,3 +550,72 @@ fn the_same_lines_added_on_both_sides_beside_other_changes_are_not_lines_meeting
     "#]]
     .assert_eq(&render_pairs(&engine.pairs()));
 }
+
+/// The batch of merges a full recompute asks git at once (`git merge-tree
+/// --stdin`, split between processes) gives, merge by merge, what one
+/// `git merge-tree` per merge gives: verdicts, conflicting paths, trees;
+/// criss-cross histories (several merge bases), clean and conflicting.
+#[test]
+fn merges_in_a_batch_equal_merges_one_by_one() {
+    let body: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+    let fx = Fixture::new(&[("f.txt", &body), ("g.txt", &body)]);
+    let a = session(&fx, "a", "main");
+    let b = session(&fx, "b", "main");
+    // Criss-cross: each commits, then merges the other's commit.
+    for (root, name) in [(&a, "a"), (&b, "b")] {
+        write(root, &format!("{name}.txt"), "own\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", name]);
+    }
+    let a_before = git(&a, &["rev-parse", "HEAD"]);
+    git(&a, &["merge", "-q", "--no-edit", "--no-ff", "b"]);
+    git(&b, &["merge", "-q", "--no-edit", "--no-ff", &a_before]);
+    // Then both change line 3 of f.txt; only a changes g.txt, deleted by b.
+    for (root, name) in [(&a, "a"), (&b, "b")] {
+        write(
+            root,
+            "f.txt",
+            &body.replace("line 3\n", &format!("{name} 3\n")),
+        );
+    }
+    write(&a, "g.txt", &body.replace("line 9\n", "a 9\n"));
+    git(&b, &["rm", "-q", "g.txt"]);
+    for root in [&a, &b] {
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "change"]);
+    }
+    let id = |root: &Path, rev: &str| git2::Oid::from_str(&git(root, &["rev-parse", rev])).unwrap();
+    let (a_head, b_head, main) = (id(&a, "HEAD"), id(&b, "HEAD"), id(&fx.main, "main"));
+    let bases = git(
+        &fx.main,
+        &[
+            "merge-base",
+            "--all",
+            &a_head.to_string(),
+            &b_head.to_string(),
+        ],
+    );
+    assert_eq!(bases.lines().count(), 2, "a criss-cross: two merge bases");
+    let merges = [
+        (a_head, b_head),
+        (b_head, a_head),
+        (main, a_head),
+        (a_head, id(&a, "HEAD^")),
+        (id(&b, "HEAD^"), id(&a, "HEAD^")),
+    ];
+    let git_dir = fx.main.join(".git");
+    for jobs in [1, 2] {
+        let batch = super::merge::merge_commits_batch(&git_dir, &merges, jobs).unwrap();
+        let one_by_one: Vec<_> = merges
+            .iter()
+            .map(|(o, t)| super::merge::merge_commits_with_git(&git_dir, *o, *t, true).unwrap())
+            .collect();
+        assert_eq!(batch, one_by_one, "{jobs} processes");
+        assert!(
+            !batch[0].clean && batch[0].conflicts.len() == 2,
+            "{:?}",
+            batch[0]
+        );
+        assert!(batch[2].clean);
+    }
+}

@@ -305,6 +305,132 @@ pub fn merge_commits_with_git(
     git_merge_tree(git_dir, None, ours, theirs, want_tree)
 }
 
+/// [`merge_commits_with_git`] for each of `merges` (`(ours, theirs)`), the
+/// same verdicts and trees, in `jobs` `git merge-tree --stdin` processes
+/// at most (the merges split between them, run side by side): each
+/// process reads the history its merge bases need once for all its
+/// merges, where one process per merge reads it again each time (most of
+/// a merge's cost in a big history without a commit-graph). In the order
+/// given.
+pub fn merge_commits_batch(
+    git_dir: &Path,
+    merges: &[(Oid, Oid)],
+    jobs: usize,
+) -> Result<Vec<MergeOutcome>, GuardError> {
+    if merges.is_empty() {
+        return Ok(Vec::new());
+    }
+    let per_job = merges.len().div_ceil(jobs.max(1));
+    let results: Vec<Result<Vec<MergeOutcome>, GuardError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = merges
+            .chunks(per_job)
+            .map(|chunk| scope.spawn(move || merge_tree_stdin(git_dir, chunk)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(GuardError::Internal("a merge thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(merges.len());
+    for result in results {
+        out.extend(result?);
+    }
+    Ok(out)
+}
+
+/// One `git merge-tree --stdin` for `merges`: its output is, per merge,
+/// the status (`1` clean, `0` not), then what `-z --name-only` prints for
+/// one merge (tree; with conflicts, the conflicting paths, an empty field
+/// and the messages), then an empty field.
+fn merge_tree_stdin(
+    git_dir: &Path,
+    merges: &[(Oid, Oid)],
+) -> Result<Vec<MergeOutcome>, GuardError> {
+    let args: Vec<OsString> = vec![
+        "--git-dir".into(),
+        git_dir.into(),
+        "merge-tree".into(),
+        "--stdin".into(),
+        "--write-tree".into(),
+        "--name-only".into(),
+        "-z".into(),
+        "--allow-unrelated-histories".into(),
+    ];
+    let input: String = merges.iter().map(|(o, t)| format!("{o} {t}\n")).collect();
+    let output = GitCli::new(git_dir)
+        .output_with_input(&args, input.into_bytes())
+        .map_err(|source| GuardError::Io {
+            path: git_dir.to_path_buf(),
+            error: source,
+        })?;
+    if !output.status.success() {
+        return Err(GuardError::GitCli(
+            String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        ));
+    }
+    let mut fields = output.stdout.split(|b| *b == 0);
+    merges
+        .iter()
+        .map(|(ours, theirs)| {
+            let (clean, one) = one_merge(&mut fields).ok_or_else(|| {
+                GuardError::GitCli("git merge-tree --stdin: output not understood".into())
+            })?;
+            let sides = [ours.to_string(), theirs.to_string()];
+            let (clean, tree, conflicts) = parse_merge_tree(&one, clean, &sides);
+            Ok(MergeOutcome {
+                clean,
+                conflicts,
+                tree,
+                backend: Backend::GitCli,
+            })
+        })
+        .collect()
+}
+
+/// The next merge of `git merge-tree --stdin -z --name-only`'s output
+/// `fields`: whether it is clean, and its own output as one merge prints
+/// it (what [`parse_merge_tree`] reads); `None` when malformed.
+fn one_merge<'a>(fields: &mut impl Iterator<Item = &'a [u8]>) -> Option<(bool, Vec<u8>)> {
+    let clean = match fields.next()? {
+        b"1" => true,
+        b"0" => false,
+        _ => return None,
+    };
+    let mut one: Vec<u8> = Vec::new();
+    let mut keep = |field: &[u8]| {
+        one.extend_from_slice(field);
+        one.push(0);
+    };
+    keep(fields.next()?);
+    if clean {
+        return fields.next()?.is_empty().then_some((clean, one));
+    }
+    // The conflicting paths, up to an empty field.
+    loop {
+        let path = fields.next()?;
+        keep(path);
+        if path.is_empty() {
+            break;
+        }
+    }
+    // Messages: <n> NUL <path>… NUL <type> NUL <message> NUL, up to an
+    // empty field.
+    loop {
+        let count = fields.next()?;
+        if count.is_empty() {
+            return Some((clean, one));
+        }
+        keep(count);
+        let n: usize = std::str::from_utf8(count).ok()?.parse().ok()?;
+        for _ in 0..n + 2 {
+            keep(fields.next()?);
+        }
+    }
+}
+
 fn git_merge_tree(
     git_dir: &Path,
     base: Option<Oid>,

@@ -162,6 +162,33 @@ impl Caches {
         Ok(outcome)
     }
 
+    /// Asks git for the verdicts of these merges of commits (`(ours,
+    /// theirs)`) at once ([`merge::merge_commits_batch`]) and caches them,
+    /// so that [`after`] finds them there: a full recompute's pairs with
+    /// several merge bases. Two or more not cached yet, else nothing is
+    /// done (one is asked when needed, as before); a batch that fails is
+    /// left to those single merges, which report the error.
+    pub fn prefetch_commit_merges(&mut self, repo: &Repository, merges: &[(Oid, Oid)]) {
+        let mut wanted: Vec<(Oid, Oid)> = merges
+            .iter()
+            .filter(|key| !self.commit_merges.contains_key(key))
+            .copied()
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        if wanted.len() < 2 {
+            return;
+        }
+        let jobs = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+        let Ok(outcomes) = merge::merge_commits_batch(repo.path(), &wanted, jobs) else {
+            return;
+        };
+        if self.commit_merges.len() + wanted.len() > CACHE_LIMIT {
+            self.commit_merges.clear();
+        }
+        self.commit_merges.extend(wanted.into_iter().zip(outcomes));
+    }
+
     fn merge_commits(
         &mut self,
         repo: &Repository,
@@ -391,6 +418,48 @@ pub fn after(
     first: (&State, &Landing),
     second: (&State, &Landing),
 ) -> Result<MergeOutcome, GuardError> {
+    let (x, _) = first;
+    let (y, _) = second;
+    let (landed, bases) = after_bases(repo, caches, first, second)?;
+    match bases.as_slice() {
+        [base] => {
+            let base_tree = tree_of(repo, *base)?;
+            caches.merge_trees(repo, base_tree, landed, y.snapshot, false)
+        }
+        [] => {
+            let empty = tree::empty_tree(repo)?;
+            caches.merge_trees(repo, empty, landed, y.snapshot, false)
+        }
+        _ => {
+            let (x_landed, y_state) = after_commits(repo, caches, x, landed, y)?;
+            caches.merge_commits(repo, x_landed, y_state, false)
+        }
+    }
+}
+
+/// The commits git merges for [`after`] when the pair has several merge
+/// bases (`None`: the merge runs on trees), for
+/// [`Caches::prefetch_commit_merges`].
+pub fn after_commit_merge(
+    repo: &Repository,
+    caches: &mut Caches,
+    first: (&State, &Landing),
+    second: (&State, &Landing),
+) -> Result<Option<(Oid, Oid)>, GuardError> {
+    let (landed, bases) = after_bases(repo, caches, first, second)?;
+    if bases.len() < 2 {
+        return Ok(None);
+    }
+    after_commits(repo, caches, first.0, landed, second.0).map(Some)
+}
+
+/// `first`'s landed tree, and the merge bases [`after`] merges over.
+fn after_bases(
+    repo: &Repository,
+    caches: &mut Caches,
+    first: (&State, &Landing),
+    second: (&State, &Landing),
+) -> Result<(Oid, Arc<Vec<Oid>>), GuardError> {
     let (x, x_landing) = first;
     let (y, y_landing) = second;
     let landed = x_landing.tree.ok_or_else(|| {
@@ -419,22 +488,21 @@ pub fn after(
             }
         }
     };
-    match bases.as_slice() {
-        [base] => {
-            let base_tree = tree_of(repo, *base)?;
-            caches.merge_trees(repo, base_tree, landed, y.snapshot, false)
-        }
-        [] => {
-            let empty = tree::empty_tree(repo)?;
-            caches.merge_trees(repo, empty, landed, y.snapshot, false)
-        }
-        _ => {
-            let x_state = state_commit(repo, caches, x)?;
-            let mut parents: Vec<Oid> = x.base_tip.into_iter().collect();
-            parents.push(x_state);
-            let x_landed = caches.history.commit(repo, landed, &parents)?;
-            let y_state = state_commit(repo, caches, y)?;
-            caches.merge_commits(repo, x_landed, y_state, false)
-        }
-    }
+    Ok((landed, bases))
+}
+
+/// `T_X ⊕ X` and `Y`'s state as commits, for git.
+fn after_commits(
+    repo: &Repository,
+    caches: &mut Caches,
+    x: &State,
+    landed: Oid,
+    y: &State,
+) -> Result<(Oid, Oid), GuardError> {
+    let x_state = state_commit(repo, caches, x)?;
+    let mut parents: Vec<Oid> = x.base_tip.into_iter().collect();
+    parents.push(x_state);
+    let x_landed = caches.history.commit(repo, landed, &parents)?;
+    let y_state = state_commit(repo, caches, y)?;
+    Ok((x_landed, y_state))
 }

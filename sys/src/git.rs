@@ -3,7 +3,8 @@
 //! attributes behave exactly as git's own), for what git does faster than
 //! libgit2 (`status`, `merge-tree`) and for fetch and push over SSH.
 //!
-//! Invariant: argv only (no shell); standard input closed; no prompt for
+//! Invariant: argv only (no shell); standard input closed (or the bytes a
+//! caller hands [`GitCli::output_with_input`]); no prompt for
 //! credentials (`GIT_TERMINAL_PROMPT=0`) and no editor (`GIT_EDITOR=true`);
 //! `GIT_DIR`, `GIT_WORK_TREE` and `GIT_INDEX_FILE` from owt's own
 //! environment (set when owt runs inside a git hook) are removed so git
@@ -84,6 +85,15 @@ impl GitCli {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        self.command(args).output()
+    }
+
+    /// git with `args`, the environment the module doc says, stdin closed.
+    fn command<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let mut command = Command::new("git");
         command
             .args(args)
@@ -97,7 +107,33 @@ impl GitCli {
         for (name, value) in &self.env {
             command.env(name, value);
         }
-        command.output()
+        command
+    }
+
+    /// [`Self::output`] with `input` as git's standard input (written from
+    /// a thread of its own while git's output is read, so neither side
+    /// waits on a full pipe): for a command that takes its work on stdin,
+    /// such as `merge-tree --stdin`.
+    pub fn output_with_input<I, S>(&self, args: I, input: Vec<u8>) -> io::Result<Output>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut command = self.command(args);
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn()?;
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let writer = std::thread::spawn(move || {
+            use std::io::Write as _;
+            // git stops reading when it fails; its status says why.
+            let _ = stdin.write_all(&input);
+        });
+        let output = child.wait_with_output();
+        let _ = writer.join();
+        output
     }
 
     /// What `git status` lists in this checkout, in git's order: tracked

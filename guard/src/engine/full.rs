@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::super::snapshot::WorkState;
+use super::super::verdict;
 use super::super::GuardError;
 use super::{GuardEngine, GuardUpdate};
 
@@ -134,6 +135,45 @@ impl GuardEngine {
         self.recompute_all(started)
     }
 
+    /// The merges of commits git must do for the pairs of `ids` (pairs with
+    /// several merge bases: forks sharing history beyond the base), asked
+    /// of git at once ([`super::verdict::Caches::prefetch_commit_merges`])
+    /// before the pairs are compared one by one. A pair whose plan cannot
+    /// be made is left to its own comparison, which reports the error.
+    fn prefetch_pair_merges(&mut self, ids: &[String]) {
+        let sides: Vec<(verdict::State, &verdict::Landing)> = ids
+            .iter()
+            .filter_map(|id| {
+                let state = self.states.get(id)?;
+                let landing = state.landing.as_ref().filter(|l| l.clean())?;
+                let snapshot = state.work.snapshot?;
+                let s = verdict::State {
+                    head: state.work.head,
+                    base_tip: state.work.base_tip,
+                    snapshot,
+                };
+                Some((s, landing))
+            })
+            .collect();
+        let mut merges = Vec::new();
+        for (i, a) in sides.iter().enumerate() {
+            for b in &sides[i + 1..] {
+                for (x, y) in [(a, b), (b, a)] {
+                    let planned = verdict::after_commit_merge(
+                        &self.repo,
+                        &mut self.caches,
+                        (&x.0, x.1),
+                        (&y.0, y.1),
+                    );
+                    if let Ok(Some(merge)) = planned {
+                        merges.push(merge);
+                    }
+                }
+            }
+        }
+        self.caches.prefetch_commit_merges(&self.repo, &merges);
+    }
+
     /// Recomputes every participant (from its current snapshot) and every
     /// pair.
     fn recompute_all(&mut self, started: Instant) -> Result<GuardUpdate, GuardError> {
@@ -144,6 +184,7 @@ impl GuardEngine {
                 update.participants.push(id.clone());
             }
         }
+        self.prefetch_pair_merges(&ids);
         self.pairs.clear();
         for (i, a) in ids.iter().enumerate() {
             for b in &ids[i + 1..] {
