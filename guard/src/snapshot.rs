@@ -16,8 +16,9 @@
 //! never re-hashed. Blobs go through git's filters (`blob_path` inside the
 //! work tree), so CRLF conversion and `.gitattributes` hold; a file over
 //! 16 MiB is streamed into a blob instead, unfiltered, and compared by id
-//! only ([`super::big`]). The only
-//! writes are new objects in the object database.
+//! only ([`super::big`], which remembers its id by its stat across runs).
+//! The only writes are new objects in the object database and those ids
+//! (`<git common dir>/owt-big-blobs/`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -491,7 +492,7 @@ impl WorkState {
         } else if meta.is_file() {
             let id = if meta.len() > super::big::BIG_FILE {
                 // Streamed, compared by id only (no filters, no diff).
-                match super::big::stream_blob(&self.repo, &abs, meta.len())? {
+                match super::big::big_blob(&self.repo, &abs, &meta)? {
                     Some(id) => id,
                     None => return Ok(None),
                 }

@@ -33,7 +33,8 @@
 //! parse yields is written there.
 //! Submodules: `grammar` (languages, the parse), `edits` (tree-sitter
 //! edits between two versions), `signatures`, `notes` (the semantic
-//! notes), `text`, `disk`.
+//! notes), `text`, `disk`, `parallel` (a side's old versions parsed at
+//! once on the available cores).
 //!
 //! Invariants: reads blobs and writes nothing but its disk cache (when
 //! given one); a file in no known language, larger than [`MAX_BYTES`] or
@@ -51,6 +52,7 @@ mod disk;
 mod edits;
 mod grammar;
 mod notes;
+mod parallel;
 mod signatures;
 mod text;
 

@@ -107,6 +107,16 @@ pub fn signature_changes(
     changes: &[Change],
 ) -> Vec<SignatureChange> {
     let by_path: HashMap<&str, &Change> = changes.iter().map(|c| (c.path.as_str(), c)).collect();
+    // Every old version below is parsed: all at once, on the cores.
+    let olds: Vec<(&str, git2::Oid, Lang)> = changes
+        .iter()
+        .filter(|c| is_text_file(c) && c.kind != ChangeKind::ModeChanged)
+        .filter_map(|c| {
+            let path = c.old_path.as_deref().unwrap_or(&c.path);
+            Some((path, c.old?.0, Lang::of_path(path)?))
+        })
+        .collect();
+    index.prefetch(repo, &olds);
     // Each file's old functions, and whether a hunk touched one's head.
     let mut files: Vec<OldFile<'_>> = Vec::new();
     let mut gone: BTreeMap<u8, HashSet<String>> = BTreeMap::new();
