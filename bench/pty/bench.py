@@ -15,6 +15,11 @@ anonymous memory and mapped files). The host keeps as much scrollback as
 tmux's default (2000 lines). Needs python3, tmux, git and a release owt
 (`cargo build --release --bin owt`).
 
+The floor: the same N MB read straight from the agent's PTY by this
+script (`cat` on a PTY with the default, cooked, modes, as the agents
+above have; nothing between it and the reader), what neither a session
+host nor tmux can beat: the kernel's terminal line discipline sets it.
+
 Then (unless --no-detached) the detached flood: the same N MB printed by
 an agent with no client attached, timed from the agent's start (a line
 written to a FIFO it waits on) to the end marker on the screen model (`owt
@@ -72,6 +77,26 @@ def read_until(fd, needle, timeout, total=None):
         if needle in tail:
             return n
     raise SystemExit(f"timed out waiting for {needle!r} (read {n} bytes; tail {tail[-200:]!r})")
+
+
+def pty_floor(data, env):
+    """MB/s of `cat data` on a PTY (cooked, as an agent's) read straight
+    by this process: the rate no host reading an agent's PTY can beat."""
+    pid, fd = spawn_in_pty(["cat", data], env)
+    t0 = time.perf_counter()
+    n = 0
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:  # EIO: the agent's side closed
+            break
+        if not chunk:
+            break
+        n += len(chunk)
+    seconds = time.perf_counter() - t0
+    os.close(fd)
+    kill(pid)
+    return n / 1e6 / seconds
 
 
 def drain(fd, quiet=0.3):
@@ -302,6 +327,7 @@ def main():
     tmux_pid = int(subprocess.run(tmux + ["display-message", "-p", "#{pid}"], env=env, check=True,
                                   capture_output=True, text=True).stdout.strip())
     tmux_rss = rss_kb(tmux_pid)
+    floor_mb_s = pty_floor(data, env)
     # Echo: each agent is now `cat` on a cooked tty; the tty echoes each
     # key. Both attached at once, measured in alternating blocks, so that
     # what the machine does meanwhile (other work, which CPU sleeps) falls
@@ -327,7 +353,7 @@ def main():
             "owt_detached_s": detached[0] if detached else None,
             "tmux_detached_s": detached[1] if detached else None,
             "mb": mb, "owt_s": owt_s, "tmux_s": tmux_s,
-            "owt_mb_s": mb / owt_s, "tmux_mb_s": mb / tmux_s,
+            "owt_mb_s": mb / owt_s, "tmux_mb_s": mb / tmux_s, "floor_mb_s": floor_mb_s,
             "owt_echo_median_ms": statistics.median(owt_echo),
             "tmux_echo_median_ms": statistics.median(tmux_echo),
             "owt_echo_p99_ms": sorted(owt_echo)[int(len(owt_echo) * 0.99) - 1],
@@ -343,6 +369,7 @@ def main():
     print(f"  owt host -> owt attach : {owt_s:7.2f} s  {mb / owt_s:8.1f} MB/s")
     print(f"  tmux     -> tmux attach: {tmux_s:7.2f} s  {mb / tmux_s:8.1f} MB/s")
     print(f"  ratio owt/tmux         : {tmux_s / owt_s:7.2f}x")
+    print(f"  floor (the agent's PTY read straight): {floor_mb_s:8.1f} MB/s")
     for name, rtts in (("owt attach", owt_echo), ("tmux attach", tmux_echo)):
         rtts.sort()
         print(f"echo round trip via {name:11}: median {statistics.median(rtts):.3f} ms"
