@@ -307,6 +307,10 @@ def main():
             f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             print(f"cpu {name}: user {int(f[11]) / 100:.2f}s sys {int(f[12]) / 100:.2f}s")
     rss = rss_kb(owt_host)
+    # What the host wrote (to the client's terminal, nearly all of it): less
+    # than the data when the client fell behind and got redraws instead.
+    with open(f"/proc/{owt_host}/io") as f:
+        host_written_mb = int(next(l for l in f if l.startswith("wchar:")).split()[1]) / 1e6
     if args.smaps:
         write_smaps(owt_host, args.smaps)
     # Echo comes after both throughput runs (see below): the owt attach stays.
@@ -354,6 +358,7 @@ def main():
             "tmux_detached_s": detached[1] if detached else None,
             "mb": mb, "owt_s": owt_s, "tmux_s": tmux_s,
             "owt_mb_s": mb / owt_s, "tmux_mb_s": mb / tmux_s, "floor_mb_s": floor_mb_s,
+            "host_written_mb": host_written_mb,
             "owt_echo_median_ms": statistics.median(owt_echo),
             "tmux_echo_median_ms": statistics.median(tmux_echo),
             "owt_echo_p99_ms": sorted(owt_echo)[int(len(owt_echo) * 0.99) - 1],
@@ -370,6 +375,7 @@ def main():
     print(f"  tmux     -> tmux attach: {tmux_s:7.2f} s  {mb / tmux_s:8.1f} MB/s")
     print(f"  ratio owt/tmux         : {tmux_s / owt_s:7.2f}x")
     print(f"  floor (the agent's PTY read straight): {floor_mb_s:8.1f} MB/s")
+    print(f"  the host wrote {host_written_mb:.1f} MB (less than {mb:.0f}: the client fell behind, got redraws)")
     for name, rtts in (("owt attach", owt_echo), ("tmux attach", tmux_echo)):
         rtts.sort()
         print(f"echo round trip via {name:11}: median {statistics.median(rtts):.3f} ms"
