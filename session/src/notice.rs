@@ -209,18 +209,6 @@ impl Splicer {
         Cow::Owned(out)
     }
 
-    /// The stream's next `chunk`, followed, with nothing put in (it goes
-    /// nowhere: a terminal in a flood gets redraws instead).
-    pub fn follow(&mut self, chunk: &[u8]) {
-        self.ground.feed(chunk);
-    }
-
-    /// The notices waiting, taken (for a terminal that is at the ground
-    /// state whatever the stream's: after a redraw).
-    pub fn take_waiting(&mut self) -> Vec<u8> {
-        self.take_pending()
-    }
-
     fn take_pending(&mut self) -> Vec<u8> {
         self.pending
             .drain(..)

@@ -1006,18 +1006,11 @@ fn last_line_on_screen(socket: &Path) -> u64 {
 }
 
 /// Reads `stream` until a redraw, then the first `bytes` of output after
-/// it; the rows a terminal shows from them. Fails after [`DEADLINE`]
-/// (a client in a flood gets redraws and no output until it calms down).
+/// it; the rows a terminal shows from them.
 fn redraw_and_output(stream: &mut UnixStream, bytes: usize, context: &str) -> Vec<String> {
-    let deadline = Instant::now() + DEADLINE;
     let mut redraw = None;
     let mut output = Vec::new();
     while output.len() < bytes {
-        assert!(
-            Instant::now() < deadline,
-            "{context}: no {bytes} bytes of output after a redraw in {DEADLINE:?} (got {})",
-            output.len()
-        );
         let frame = proto::read_frame(stream)
             .unwrap_or_else(|e| panic!("{context}: {e}"))
             .unwrap_or_else(|| panic!("{context}: the host closed"));
@@ -1034,42 +1027,12 @@ fn redraw_and_output(stream: &mut UnixStream, bytes: usize, context: &str) -> Ve
     rows_after_redraw(&redraw.unwrap(), &output)
 }
 
-/// A client in a flood: the next `count` redraws, each a screen from one
-/// place in the stream, each further on, and no output between them.
-fn redraws_only(stream: &mut UnixStream, count: usize, context: &str) {
-    let mut last = 0;
-    let mut seen = 0;
-    while seen < count {
-        let frame = proto::read_frame(stream)
-            .unwrap_or_else(|e| panic!("{context}: {e}"))
-            .unwrap_or_else(|| panic!("{context}: the host closed"));
-        match frame.kind {
-            FrameKind::Redraw => {
-                let rows = rows_after_redraw(&frame.payload, &[]);
-                let redraw = format!("{context}, redraw {seen}");
-                assert_rows_follow(&rows, &redraw);
-                let top: u64 = rows[0].parse().expect("a numbered first row");
-                assert!(top > last, "{redraw}: not further on ({top} after {last})");
-                last = top;
-                seen += 1;
-            }
-            FrameKind::Output if seen > 0 => panic!(
-                "{context}: output in a flood, after redraw {seen}: {:?}",
-                String::from_utf8_lossy(&frame.payload[..frame.payload.len().min(80)])
-            ),
-            _ => {}
-        }
-    }
-}
-
 /// Regression (CI, session 37): a client joining a flooding agent, or cut
 /// off for reading too slowly, gets a redraw of the screen at exactly the
 /// place in the stream where its output resumes: its terminal shows every
 /// line once, none missing. Redraws wait beside the parser's queue, not
 /// in it, so joining never waits behind a full queue while the PTY reader
-/// waits behind the joiner (a client starved for seconds there). A client
-/// cut off is in a flood (issue 37): redraws, and no output, until the
-/// output calms down; then a redraw where its output resumes.
+/// waits behind the joiner (a client starved for seconds there).
 #[test]
 fn a_redraw_during_a_flood_sits_exactly_where_the_output_resumes() {
     measured();
@@ -1077,15 +1040,11 @@ fn a_redraw_during_a_flood_sits_exactly_where_the_output_resumes() {
     const AFTER: usize = 20 * 9;
     let env = TestEnv::new();
     let repo = repo_with_src(&env);
-    // While `calm` exists the agent writes a line every 50 ms.
-    let calm = env.path().join("calm");
-    let numbers = format!(
-        "import os, time\ni = 0\nwhile True:\n    if os.path.exists({calm:?}):\n        os.write(1, b'%08d\\n' % i)\n        i += 1\n        time.sleep(0.05)\n    else:\n        os.write(1, b''.join(b'%08d\\n' % j for j in range(i, i + 4096)))\n        i += 4096\n"
-    );
+    let numbers = "import os\ni = 0\nwhile True:\n    os.write(1, b''.join(b'%08d\\n' % j for j in range(i, i + 4096)))\n    i += 4096\n";
     let (_, socket) = spawn_host(
         &env,
         &repo,
-        &["--name", "numbers", "--", "python3", "-c", &numbers],
+        &["--name", "numbers", "--", "python3", "-c", numbers],
     );
     // Clients joining mid-flood.
     for attach in 0..8 {
@@ -1094,10 +1053,9 @@ fn a_redraw_during_a_flood_sits_exactly_where_the_output_resumes() {
         let context = format!("attach {attach}");
         assert_rows_follow(&redraw_and_output(&mut stream, AFTER, &context), &context);
     }
-    // A client that stops reading: its queue is cut, and it is in a flood
-    // until the output calms down.
+    // A client that stops reading: its queue is cut and it gets a redraw
+    // in the middle of its stream.
     for pause in 0..2 {
-        let _ = std::fs::remove_file(&calm);
         let mut stream = attach_raw(&socket);
         stream.set_read_timeout(Some(DEADLINE)).unwrap();
         let context = format!("pause {pause}, joining");
@@ -1108,9 +1066,7 @@ fn a_redraw_during_a_flood_sits_exactly_where_the_output_resumes() {
         wait_until("the agent to write 6 MiB more", DEADLINE, || {
             last_line_on_screen(&socket) > from + (6 << 20) / 9
         });
-        redraws_only(&mut stream, 3, &format!("pause {pause}, in the flood"));
-        std::fs::write(&calm, "").unwrap();
-        let context = format!("pause {pause}, calm again");
+        let context = format!("pause {pause}, cut off");
         assert_rows_follow(&redraw_and_output(&mut stream, AFTER, &context), &context);
     }
     env.owt_ok(&repo, ["__host", "stop", "numbers"]);

@@ -53,7 +53,7 @@ mod spawn;
 mod terminal;
 mod typing;
 
-use clients::{Client, ClientQueue, Fanned, FloodEnd, FLOOD_FRAME};
+use clients::{Client, ClientQueue};
 pub(crate) use git_facts::{follow as follow_git_facts, Sent};
 use monitor::*;
 use output::*;

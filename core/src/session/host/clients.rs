@@ -1,16 +1,13 @@
 //! A client of the host: its socket (or a direct attach's terminal) and
 //! the queue of frames the writer thread (or the PTY reader, writing
 //! directly when the queue is empty) sends it, cut when it falls
-//! [`CLIENT_QUEUE_LIMIT`] behind. A client cut is in a flood ([`Flood`]):
-//! it gets the screen redrawn at most every [`FLOOD_FRAME`] instead of the
-//! output, as tmux does, until the output calms down. A direct attach that asked for notices
+//! [`CLIENT_QUEUE_LIMIT`] behind. A direct attach that asked for notices
 //! has its terminal's stream followed ([`Splicer`]): a `Notice` goes in
 //! between two of the agent's escape sequences, never inside one.
 
 use std::collections::VecDeque;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
 
 use owt_protocol::host as proto;
 
@@ -31,57 +28,10 @@ pub(super) struct ClientQueue {
     /// Where that redraw goes in `frames`.
     pub(super) redraw_at: usize,
     pub(super) closed: bool,
-    /// Cut during a flood of output: redrawn, not sent the output.
-    pub(super) flood: Option<Flood>,
     /// A direct terminal that takes notices: where its stream is, and the
     /// notices waiting for a ground state. Fed every output frame in
     /// stream order, under this lock.
     pub(super) splicer: Option<Splicer>,
-}
-
-/// Redraws, at most one per this interval, stand for the output sent to a
-/// client in a flood.
-pub(super) const FLOOD_FRAME: Duration = Duration::from_millis(20);
-/// A flood is over when less output than this came in a [`FLOOD_FRAME`]
-/// (3 MB/s, which any terminal keeps up with), or none at all.
-const FLOOD_CALM_BYTES: usize = 64 * 1024;
-
-/// A client in a flood: it fell [`CLIENT_QUEUE_LIMIT`] behind, so the
-/// output it would not keep up with is not queued for it; the screen is
-/// redrawn instead (after the chunk that asks for it, at most every
-/// [`FLOOD_FRAME`]), and once more when the output stops
-/// ([`Client::end_flood`]). Sending it everything, the host would spend its
-/// time writing what the terminal shows for a moment, and the reader of the
-/// agent's output would wait for the writes.
-#[derive(Debug)]
-pub(super) struct Flood {
-    /// When the last redraw was asked for.
-    since: Instant,
-    /// Output since then.
-    bytes: usize,
-    /// Some output since then is in no redraw asked for.
-    unsent: bool,
-}
-
-/// What a client asks for after an output chunk ([`Client::push_output`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Fanned {
-    /// Nothing: the chunk was sent or queued (or, in a flood, left out).
-    Nothing,
-    /// A redraw of the screen after this chunk ([`wait_for_redraw`] with
-    /// the chunks fanned out so far, this one included).
-    Redraw,
-}
-
-/// What [`Client::end_flood`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum FloodEnd {
-    /// Not in a flood, or ended with the screen it has.
-    Over,
-    /// Ended: it waits for a redraw of everything fanned out so far.
-    Redraw,
-    /// Still waiting for the last redraw: try again later.
-    Later,
 }
 
 pub(super) struct Client {
@@ -115,7 +65,6 @@ impl Client {
                 awaiting_redraw: false,
                 redraw_at: 0,
                 closed: false,
-                flood: None,
                 splicer,
             }),
             ready: Condvar::new(),
@@ -142,27 +91,17 @@ impl Client {
         self.ready.notify_one();
     }
 
-    /// Queues output, or sends it at once when nothing is ahead of it. A
-    /// client too far behind loses the output queued and is in a flood
-    /// ([`Flood`]); the caller asks for the redraw it returns.
-    pub(super) fn push_output(&self, frame: &Arc<[u8]>) -> Fanned {
-        self.push_output_at(frame, Instant::now())
-    }
-
-    /// [`Client::push_output`] at `now`.
-    fn push_output_at(&self, frame: &Arc<[u8]>, now: Instant) -> Fanned {
+    /// Queues output. A client too far behind loses its queue and gets a
+    /// redraw of the screen as it was before this frame instead; returns
+    /// whether the caller must ask for that redraw ([`wait_for_redraw`]).
+    pub(super) fn push_output(&self, frame: &Arc<[u8]>) -> bool {
         if self.term.as_ref().is_some_and(|term| !term.is_open()) {
             // A direct attach that ended: nothing more to write.
-            return Fanned::Nothing;
+            return false;
         }
         let mut q = lock(&self.queue);
         if q.closed {
-            return Fanned::Nothing;
-        }
-        if let Some(fanned) = q.flood_or_cut(frame, now) {
-            drop(q);
-            self.ready.notify_one();
-            return fanned;
+            return false;
         }
         let spliced: Arc<[u8]>;
         let frame = match q
@@ -213,32 +152,24 @@ impl Client {
             if wake {
                 self.ready.notify_one();
             }
-            return Fanned::Nothing;
+            return false;
+        }
+        let cut = !q.awaiting_redraw && q.bytes + frame.len() > CLIENT_QUEUE_LIMIT;
+        if cut {
+            // The screen's bytes go (a redraw replaces them); the frames
+            // `push` queued (the welcome, replies, the exit) are never
+            // dropped. The queue may hold a welcome still: output piles up
+            // behind a new client's first redraw until it comes.
+            q.frames.retain(|f| !is_screen_frame(f));
+            q.bytes = q.head.len() + q.frames.iter().map(|f| f.len()).sum::<usize>();
+            q.awaiting_redraw = true;
+            q.redraw_at = q.frames.len();
         }
         q.bytes += frame.len();
         q.frames.push_back(frame.clone());
         drop(q);
         self.ready.notify_one();
-        Fanned::Nothing
-    }
-
-    /// The output has stopped (for a [`FLOOD_FRAME`]): a client in a flood
-    /// is out of it, with a last redraw when it has not seen all of it.
-    pub(super) fn end_flood(&self) -> FloodEnd {
-        let mut q = lock(&self.queue);
-        let Some(flood) = &q.flood else {
-            return FloodEnd::Over;
-        };
-        if q.awaiting_redraw {
-            return FloodEnd::Later;
-        }
-        let unsent = flood.unsent;
-        q.flood = None;
-        if unsent {
-            q.ask_redraw();
-            return FloodEnd::Redraw;
-        }
-        FloodEnd::Over
+        cut
     }
 
     /// A notification for a direct terminal that takes them: queued in
@@ -249,13 +180,7 @@ impl Client {
         if q.closed {
             return;
         }
-        let flooding = q.flood.is_some();
-        let Some(now) = q.splicer.as_mut().and_then(|s| {
-            let now = s.offer(key, bytes);
-            // In a flood the terminal gets redraws, each ending at the
-            // ground state: the notice goes after the next (or the last).
-            now.or_else(|| flooding.then(|| s.take_waiting()))
-        }) else {
+        let Some(now) = q.splicer.as_mut().and_then(|s| s.offer(key, bytes)) else {
             return;
         };
         let frame: Arc<[u8]> = proto::encode(proto::FrameKind::Output, &now).into();
@@ -267,7 +192,9 @@ impl Client {
 
     /// Holds the queue until a redraw arrives (placed after what is queued).
     pub(super) fn await_redraw(&self) {
-        lock(&self.queue).ask_redraw();
+        let mut q = lock(&self.queue);
+        q.awaiting_redraw = true;
+        q.redraw_at = q.frames.len();
     }
 
     /// Puts the awaited redraw in place and releases the queue.
@@ -284,91 +211,6 @@ impl Client {
     pub(super) fn close(&self) {
         lock(&self.queue).closed = true;
         self.ready.notify_one();
-    }
-}
-
-impl ClientQueue {
-    /// Holds the queue until a redraw arrives (placed after what is queued).
-    fn ask_redraw(&mut self) {
-        self.awaiting_redraw = true;
-        self.redraw_at = self.frames.len();
-    }
-
-    /// `frame` (output) for a client in a flood, or one that falls
-    /// [`CLIENT_QUEUE_LIMIT`] behind with it: cut off, it is in a flood
-    /// from now on. Either way the frame is left out (a redraw will show
-    /// it); what the client then asks for. `None` for a frame to send.
-    fn flood_or_cut(&mut self, frame: &[u8], now: Instant) -> Option<Fanned> {
-        let cut = self.flood.is_none()
-            && !self.awaiting_redraw
-            && self.bytes + frame.len() > CLIENT_QUEUE_LIMIT;
-        if self.flood.is_none() && !cut {
-            return None;
-        }
-        // The notices follow the stream's state, not splice into it: the
-        // output with them in would be left out.
-        let payload = &frame[proto::HEADER_LEN..];
-        let notices = self.splicer.as_mut().map(|s| {
-            s.follow(payload);
-            s.take_waiting()
-        });
-        if !cut {
-            let fanned = self.flooded(payload.len(), now);
-            self.queue_notices(notices);
-            return Some(fanned);
-        }
-        // The screen's bytes go (a redraw replaces them); the frames
-        // `push` queued (the welcome, replies, the exit) are never dropped.
-        // The queue may hold a welcome still: output piles up behind a new
-        // client's first redraw until it comes.
-        self.frames.retain(|f| !is_screen_frame(f));
-        self.bytes = self.head.len() + self.frames.iter().map(|f| f.len()).sum::<usize>();
-        self.ask_redraw();
-        self.flood = Some(Flood {
-            since: now,
-            bytes: 0,
-            unsent: false,
-        });
-        self.queue_notices(notices);
-        Some(Fanned::Redraw)
-    }
-
-    /// Notices for a client in a flood: after the redraw it waits for, or
-    /// after the last one (a redraw leaves the terminal at the ground
-    /// state).
-    fn queue_notices(&mut self, notices: Option<Vec<u8>>) {
-        let Some(notices) = notices.filter(|n| !n.is_empty()) else {
-            return;
-        };
-        let frame: Arc<[u8]> = proto::encode(proto::FrameKind::Output, &notices).into();
-        self.bytes += frame.len();
-        self.frames.push_back(frame);
-    }
-
-    /// `bytes` of output for a client in a flood: left out, and a redraw
-    /// asked for after them when the last was asked a [`FLOOD_FRAME`] ago
-    /// (and has come); the flood ends there when the output has calmed.
-    fn flooded(&mut self, bytes: usize, now: Instant) -> Fanned {
-        let waiting = self.awaiting_redraw;
-        let Some(flood) = self.flood.as_mut() else {
-            return Fanned::Nothing;
-        };
-        flood.bytes += bytes;
-        flood.unsent = true;
-        if waiting || now.saturating_duration_since(flood.since) < FLOOD_FRAME {
-            return Fanned::Nothing;
-        }
-        if flood.bytes < FLOOD_CALM_BYTES {
-            self.flood = None;
-        } else {
-            *flood = Flood {
-                since: now,
-                bytes: 0,
-                unsent: false,
-            };
-        }
-        self.ask_redraw();
-        Fanned::Redraw
     }
 }
 
@@ -406,91 +248,25 @@ mod tests {
         client.await_redraw();
         let chunk: Arc<[u8]> = proto::encode(proto::FrameKind::Output, &[b'x'; 64 * 1024]).into();
         for _ in 0..(CLIENT_QUEUE_LIMIT / chunk.len() + 1) {
-            assert_eq!(
-                client.push_output(&chunk),
-                Fanned::Nothing,
+            assert!(
+                !client.push_output(&chunk),
                 "no cut while a redraw is awaited"
             );
         }
         client.deliver_redraw(proto::encode(proto::FrameKind::Redraw, b"screen"));
         client.push(proto::encode(proto::FrameKind::Error, b"{}"));
-        assert_eq!(
-            client.push_output(&chunk),
-            Fanned::Redraw,
-            "over the limit: cut"
-        );
+        assert!(client.push_output(&chunk), "over the limit: cut");
         assert_eq!(
             kinds(&client),
-            [proto::FrameKind::Welcome, proto::FrameKind::Error]
+            [
+                proto::FrameKind::Welcome,
+                proto::FrameKind::Error,
+                proto::FrameKind::Output
+            ]
         );
         let q = lock(&client.queue);
         assert!(q.awaiting_redraw);
-        assert!(q.flood.is_some(), "a cut client is in a flood");
         assert_eq!(q.redraw_at, 2, "the new redraw goes after what was kept");
         assert_eq!(q.bytes, q.frames.iter().map(|f| f.len()).sum::<usize>());
-    }
-
-    /// A client in a flood gets no output: a redraw at most every
-    /// FLOOD_FRAME while it keeps coming (after the redraw before has
-    /// come), none once it calms down, and a last one when it stops with
-    /// output no redraw has shown.
-    #[test]
-    fn a_client_in_a_flood_is_redrawn_a_frame_at_a_time_until_the_output_stops() {
-        let (stream, _peer) = UnixStream::pair().unwrap();
-        let client = Client::new(1, stream, None, false);
-        let chunk: Arc<[u8]> = proto::encode(proto::FrameKind::Output, &[b'x'; 64 * 1024]).into();
-        let cut = Instant::now();
-        let mut pushed = 0;
-        while client.push_output_at(&chunk, cut) != Fanned::Redraw {
-            pushed += 1;
-            // A socket takes some at once; the rest queues up to the limit.
-            assert!(pushed <= CLIENT_QUEUE_LIMIT / chunk.len() + 16, "never cut");
-        }
-        assert_eq!(client.end_flood(), FloodEnd::Later, "its redraw is awaited");
-        client.deliver_redraw(proto::encode(proto::FrameKind::Redraw, b"screen 1"));
-        // Within the frame: left out, nothing asked.
-        let within = cut + FLOOD_FRAME / 2;
-        assert_eq!(client.push_output_at(&chunk, within), Fanned::Nothing);
-        assert_eq!(kinds(&client), [proto::FrameKind::Redraw]);
-        // A frame later: a redraw after this chunk.
-        let next = cut + FLOOD_FRAME;
-        assert_eq!(client.push_output_at(&chunk, next), Fanned::Redraw);
-        // Left out while that redraw is awaited, however long it takes.
-        let late = next + FLOOD_FRAME * 3;
-        assert_eq!(client.push_output_at(&chunk, late), Fanned::Nothing);
-        assert_eq!(client.end_flood(), FloodEnd::Later);
-        client.deliver_redraw(proto::encode(proto::FrameKind::Redraw, b"screen 2"));
-        // The output stops: out of the flood, with a redraw of that chunk.
-        assert_eq!(client.end_flood(), FloodEnd::Redraw);
-        assert!(lock(&client.queue).flood.is_none());
-        assert!(lock(&client.queue).awaiting_redraw);
-        client.deliver_redraw(proto::encode(proto::FrameKind::Redraw, b"screen 3"));
-        assert_eq!(client.end_flood(), FloodEnd::Over);
-        // Out of it, output is sent again (queued here: the redraws are
-        // not read).
-        assert_eq!(client.push_output_at(&chunk, late), Fanned::Nothing);
-        assert_eq!(kinds(&client).last(), Some(&proto::FrameKind::Output));
-    }
-
-    /// Output calmer than FLOOD_CALM_BYTES a frame ends the flood at the
-    /// next redraw: later output is sent again.
-    #[test]
-    fn a_flood_ends_when_the_output_calms_down() {
-        let (stream, _peer) = UnixStream::pair().unwrap();
-        let client = Client::new(1, stream, None, false);
-        let chunk: Arc<[u8]> = proto::encode(proto::FrameKind::Output, &[b'x'; 64 * 1024]).into();
-        let cut = Instant::now();
-        while client.push_output_at(&chunk, cut) != Fanned::Redraw {}
-        client.deliver_redraw(proto::encode(proto::FrameKind::Redraw, b"screen"));
-        let small: Arc<[u8]> = proto::encode(proto::FrameKind::Output, b"tick").into();
-        assert!(lock(&client.queue).flood.is_some());
-        assert_eq!(
-            client.push_output_at(&small, cut + FLOOD_FRAME),
-            Fanned::Redraw
-        );
-        assert!(
-            lock(&client.queue).flood.is_none(),
-            "calm: out of the flood"
-        );
     }
 }

@@ -20,8 +20,6 @@ pub(super) fn read_agent(shared: &Arc<Shared>, reader: Box<dyn Read + Send>) {
         reader,
         buf: vec![0u8; 64 * 1024],
         found: Vec::new(),
-        flooding: false,
-        last_read: Instant::now(),
     };
     let mut directs: Vec<Direct> = Vec::new();
     let mut fds = PollSet::new();
@@ -36,7 +34,7 @@ pub(super) fn read_agent(shared: &Arc<Shared>, reader: Box<dyn Read + Send>) {
                 fds.push(fd, Interest::Read);
             }
         }
-        if let Err(e) = fds.wait(out.poll_timeout()) {
+        if let Err(e) = fds.wait(None) {
             if e.kind() != std::io::ErrorKind::Interrupted {
                 tracing::warn!("polling the pseudo-terminal and attached terminals: {e}");
                 std::thread::sleep(Duration::from_millis(10));
@@ -50,11 +48,6 @@ pub(super) fn read_agent(shared: &Arc<Shared>, reader: Box<dyn Read + Send>) {
                 agent_open = false;
                 let _ = send_to_parser(shared, ToParser::End);
             }
-            // After the read: it may have waited for room in the parser's
-            // queue, which is no pause of the output.
-            out.last_read = Instant::now();
-        } else {
-            out.end_floods(shared);
         }
         let mut i = 0;
         let mut keystroke = false;
@@ -151,48 +144,6 @@ struct AgentOutput {
     reader: Box<dyn Read + Send>,
     buf: Vec<u8>,
     found: Vec<(usize, queries::Query)>,
-    /// Some client may be in a flood ([`Flood`]).
-    flooding: bool,
-    /// When the last read of output ended.
-    last_read: Instant,
-}
-
-impl AgentOutput {
-    /// How long the reader may sleep: while a client is in a flood, until
-    /// the output has been quiet for a [`FLOOD_FRAME`], when
-    /// [`AgentOutput::end_floods`] gives it its last redraw.
-    fn poll_timeout(&self) -> Option<Duration> {
-        self.flooding
-            .then(|| FLOOD_FRAME.saturating_sub(self.last_read.elapsed()))
-    }
-
-    /// No output was ready: once it has been quiet for a [`FLOOD_FRAME`],
-    /// every client in a flood is out of it, with a redraw of all the
-    /// output so far.
-    fn end_floods(&mut self, shared: &Shared) {
-        if !self.flooding || self.last_read.elapsed() < FLOOD_FRAME {
-            return;
-        }
-        let clients = lock(&shared.clients);
-        let fanned = shared.fanned.load(Ordering::SeqCst);
-        let mut asked = false;
-        self.flooding = false;
-        for client in clients.iter() {
-            match client.end_flood() {
-                FloodEnd::Over => {}
-                FloodEnd::Redraw => {
-                    wait_for_redraw(shared, client, fanned);
-                    asked = true;
-                }
-                // Its redraw comes soon: look again in a frame.
-                FloodEnd::Later => self.flooding = true,
-            }
-        }
-        drop(clients);
-        if asked {
-            wake_parser(shared);
-        }
-    }
 }
 
 impl AgentOutput {
@@ -224,14 +175,13 @@ impl AgentOutput {
         // here (or joining) waits for the redraw of exactly the chunks
         // before this one.
         let clients = lock(&shared.clients);
-        let fanned = shared.fanned.load(Ordering::SeqCst) + 1;
+        let before = shared.fanned.load(Ordering::SeqCst);
         for client in clients.iter() {
-            if client.push_output(&frame) == Fanned::Redraw {
-                wait_for_redraw(shared, client, fanned);
-                self.flooding = true;
+            if client.push_output(&frame) {
+                wait_for_redraw(shared, client, before);
             }
         }
-        shared.fanned.store(fanned, Ordering::SeqCst);
+        shared.fanned.store(before + 1, Ordering::SeqCst);
         // A small chunk with nothing queued ahead of it (a key's echo, a
         // status line) and no redraw waiting is parsed right here: no
         // parser thread woken for it. Under `clients` no client can join
