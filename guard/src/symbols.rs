@@ -53,6 +53,7 @@ mod edits;
 mod grammar;
 mod notes;
 mod parallel;
+use parallel::parsable_blob;
 mod signatures;
 mod text;
 
@@ -457,11 +458,8 @@ impl SymbolIndex {
             self.files.insert((id, lang), found.clone());
             return found;
         }
-        let parsed = super::big::small_blob(repo, id).and_then(|blob| {
+        let parsed = parsable_blob(repo, id).and_then(|blob| {
             let content = blob.content();
-            if blob.is_binary() || content.len() > MAX_BYTES {
-                return None;
-            }
             self.parsed += 1;
             let previous = self.nearest_kept(path, lang, content);
             let (symbols, tree, incremental) = {
@@ -469,18 +467,7 @@ impl SymbolIndex {
                 parse_from(content, lang, previous)?
             };
             self.reparsed += u64::from(incremental);
-            if let Some(disk) = &mut self.disk {
-                disk.put(id, lang, &symbols);
-            }
-            self.keep(Kept {
-                path: path.to_string(),
-                lang,
-                cost: content.len() + tree.root_node().descendant_count() * BYTES_PER_NODE,
-                source: content.into(),
-                tree,
-                used: std::time::Instant::now(),
-            });
-            Some(Arc::new(symbols))
+            Some(self.keep_parse(path, id, lang, content, symbols, tree))
         });
         self.files.insert((id, lang), parsed.clone());
         parsed

@@ -1,4 +1,6 @@
-//! Parsing several blobs at once, on the available cores: what a side's
+//! Parsing blobs, and several at once on the available cores: which blobs
+//! the index parses ([`parsable_blob`]), how a parse is kept
+//! ([`SymbolIndex::keep_parse`], for [`SymbolIndex::symbols`] too); what a side's
 //! signature changes need first (every old version of its changed files)
 //! is known before any of it is parsed, so a cold run with an empty symbol
 //! cache parses those blobs in parallel instead of one after another.
@@ -22,6 +24,32 @@ const MAX_THREADS: usize = 8;
 type Job = (String, Oid, Lang, Vec<u8>);
 
 impl SymbolIndex {
+    /// A parse of blob `id` (`source`, as `lang`, at `path`) kept: on disk,
+    /// its tree for incremental parses; its symbols, for the caller to
+    /// cache in memory.
+    pub(super) fn keep_parse(
+        &mut self,
+        path: &str,
+        id: Oid,
+        lang: Lang,
+        source: &[u8],
+        symbols: FileSymbols,
+        tree: tree_sitter::Tree,
+    ) -> Arc<FileSymbols> {
+        if let Some(disk) = &mut self.disk {
+            disk.put(id, lang, &symbols);
+        }
+        self.keep(Kept {
+            path: path.to_string(),
+            lang,
+            cost: source.len() + tree.root_node().descendant_count() * BYTES_PER_NODE,
+            source: source.into(),
+            tree,
+            used: std::time::Instant::now(),
+        });
+        Arc::new(symbols)
+    }
+
     /// Makes sure the symbols of each `(path, blob, language)` of `wanted`
     /// are cached, parsing those in neither cache in parallel; afterwards
     /// [`SymbolIndex::symbols`] finds each without parsing. Does nothing
@@ -41,12 +69,9 @@ impl SymbolIndex {
                 self.files.insert((id, lang), Some(Arc::new(found)));
                 continue;
             }
-            let Some(blob) = super::super::big::small_blob(repo, id) else {
+            let Some(blob) = parsable_blob(repo, id) else {
                 continue;
             };
-            if blob.is_binary() || blob.content().len() > MAX_BYTES {
-                continue;
-            }
             jobs.push((path.to_string(), id, lang, blob.content().to_vec()));
         }
         let threads = std::thread::available_parallelism()
@@ -80,20 +105,16 @@ impl SymbolIndex {
                 self.files.insert((id, lang), None);
                 continue;
             };
-            if let Some(disk) = &mut self.disk {
-                disk.put(id, lang, &symbols);
-            }
-            self.keep(Kept {
-                path,
-                lang,
-                cost: text.len() + tree.root_node().descendant_count() * BYTES_PER_NODE,
-                source: text.into(),
-                tree,
-                used: std::time::Instant::now(),
-            });
-            self.files.insert((id, lang), Some(Arc::new(symbols)));
+            let symbols = self.keep_parse(&path, id, lang, &text, symbols, tree);
+            self.files.insert((id, lang), Some(symbols));
         }
     }
+}
+
+/// Blob `id` when the index parses it: text, at most [`MAX_BYTES`].
+pub(super) fn parsable_blob(repo: &Repository, id: Oid) -> Option<git2::Blob<'_>> {
+    super::super::big::small_blob(repo, id)
+        .filter(|b| !b.is_binary() && b.content().len() <= MAX_BYTES)
 }
 
 #[cfg(test)]
