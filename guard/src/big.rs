@@ -123,15 +123,16 @@ fn remembered(repo: &Repository, entry: &Path, key: &str) -> Option<Oid> {
     (line == key && repo.odb().ok()?.exists(id)).then_some(id)
 }
 
-/// Writes an entry (a temporary file renamed into place) and keeps the
-/// folder within [`MAX_ENTRIES`]; best effort.
+/// Writes an entry (a temporary file, private to the user as every file
+/// owt keeps, renamed into place) and keeps the folder within
+/// [`MAX_ENTRIES`]; best effort.
 fn remember(repo: &Repository, entry: &Path, key: &str, id: Oid) {
     let Some(dir) = entry.parent() else {
         return;
     };
     let temp = dir.join(format!(".tmp-{}", std::process::id()));
     let written = std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&temp, format!("{key}\n{id}\n")))
+        .and_then(|()| crate::store::write_private(&temp, format!("{key}\n{id}\n").as_bytes()))
         .and_then(|()| std::fs::rename(&temp, entry));
     if let Err(e) = written {
         tracing::debug!("big-file ids: not kept ({e})");
@@ -244,6 +245,12 @@ mod tests {
             Some(id)
         );
         assert_eq!(remembered(&repo, &entry, &key), Some(id));
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&entry).unwrap().permissions().mode() & 0o777,
+            0o600,
+            "the entry names a path: private to the user"
+        );
         // Another stat (new content) is another key: hashed again.
         std::fs::write(&path, vec![b'b'; (BIG_FILE + 1) as usize]).unwrap();
         let meta = std::fs::symlink_metadata(&path).unwrap();
