@@ -53,13 +53,13 @@ mod edits;
 mod grammar;
 mod notes;
 mod parallel;
-use parallel::parsable_blob;
 mod signatures;
 mod text;
 
 pub use disk::DiskCache;
 pub use grammar::{parse, parse_from, Lang};
 pub use notes::semantic_notes;
+use parallel::parsable_blob;
 #[cfg(test)]
 use signatures::canonical;
 use signatures::is_text_file;
