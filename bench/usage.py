@@ -27,7 +27,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from list_vs_git import ROOT, build_release, hermetic_env, kill_by_owt_home, time_cmd  # noqa: E402
 
-FIXTURE = ROOT / "server" / "src" / "usage" / "testdata" / "claude-2.1.197.jsonl"
+FIXTURE = ROOT / "core" / "src" / "usage" / "testdata" / "claude-2.1.197.jsonl"
 
 
 def mangle(path):
@@ -66,8 +66,13 @@ def main():
         repo.mkdir()
         git = lambda *a: subprocess.run(["git", *a], cwd=repo, env=env, check=True, capture_output=True)
         git("init", "-q", "-b", "main")
-        agent = ROOT / "tests" / "data" / "idle-agent.sh"
-        (repo / ".owt.toml").write_text(f'[agent]\ndefault_tool = "claude"\n[tools.claude]\nbinary = "{agent}"\n')
+        # The idle test agent as `claude` on PATH: a repository's own
+        # `.owt.toml` may not point a built-in agent at another program.
+        agents = tmp / "bin"
+        agents.mkdir()
+        (agents / "claude").symlink_to(ROOT / "tests" / "data" / "idle-agent.sh")
+        env["PATH"] = f"{agents}:{env['PATH']}"
+        (repo / "README.md").write_text("bench\n")
         git("add", ".")
         git("commit", "-q", "-m", "initial")
         worktrees = []
