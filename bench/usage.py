@@ -12,7 +12,7 @@ ids). Times, alternating with `git worktree list` on the same repository:
 - the first `owt list` after the transcripts appeared (reads them, at most
   16 MiB per file per listing), once.
 
-    python3 bench/usage.py [--runs N] [--mb MB] [--json]
+    python3 bench/usage.py [--runs N] [--mb MB] [--json] [--owt BINARY]
 """
 
 import argparse
@@ -56,9 +56,10 @@ def main():
     parser.add_argument("--sessions", type=int, default=10)
     parser.add_argument("--mb", type=int, default=20, help="size of each transcript")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--owt", help="the owt binary (default: target/release/owt, built when missing)")
     args = parser.parse_args()
 
-    owt = build_release()
+    owt = pathlib.Path(args.owt) if args.owt else build_release()
     with tempfile.TemporaryDirectory(prefix="owt-bench-usage-") as tmpdir:
         tmp = pathlib.Path(tmpdir)
         env = hermetic_env(tmp)
