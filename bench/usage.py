@@ -76,21 +76,25 @@ def main():
         (repo / "README.md").write_text("bench\n")
         git("add", ".")
         git("commit", "-q", "-m", "initial")
-        worktrees = []
-        for i in range(args.sessions):
-            out = subprocess.run([str(owt), "--json", "new", f"bench task {i}"], cwd=repo, env=env,
-                                 check=True, capture_output=True, text=True).stdout
-            worktrees.append(json.loads(out)["session"]["worktree"])
-        now_iso = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + 5))
-        line_len = len(transcript_chunk(0, 1, now_iso))
-        per_file = max(1, args.mb * 1024 * 1024 // line_len)
-        transcripts = []
-        for wt in worktrees:
-            folder = tmp / "home" / ".claude" / "projects" / mangle(wt)
-            folder.mkdir(parents=True)
-            path = folder / "conversation.jsonl"
-            path.write_text(transcript_chunk(0, per_file, now_iso))
-            transcripts.append(path)
+        try:  # the hosts started so far go too if setting up fails
+            worktrees = []
+            for i in range(args.sessions):
+                out = subprocess.run([str(owt), "--json", "new", f"bench task {i}"], cwd=repo, env=env,
+                                     check=True, capture_output=True, text=True).stdout
+                worktrees.append(json.loads(out)["session"]["worktree"])
+            now_iso = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + 5))
+            line_len = len(transcript_chunk(0, 1, now_iso))
+            per_file = max(1, args.mb * 1024 * 1024 // line_len)
+            transcripts = []
+            for wt in worktrees:
+                folder = tmp / "home" / ".claude" / "projects" / mangle(wt)
+                folder.mkdir(parents=True)
+                path = folder / "conversation.jsonl"
+                path.write_text(transcript_chunk(0, per_file, now_iso))
+                transcripts.append(path)
+        except BaseException:
+            kill_by_owt_home(env["OWT_HOME"])
+            raise
         try:
             first = time_cmd([str(owt), "list"], repo, env)
             for _ in range(3):  # the rest of each file, and warm caches

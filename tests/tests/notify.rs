@@ -112,9 +112,15 @@ fn a_limit_is_told_and_waited_out_with_on_limit_wait() {
             "waiter",
             "Rate limit reached for requests. Please try again in 3s.",
         ]);
-        let limited = wait_for("limited", TELL, || {
+        // The host may judge a screen that shows the limit's first words
+        // before the rest ("… try again in 3s."): `limited` comes first,
+        // then the same status with its reset once that is on screen.
+        let limited = wait_for("limited, with its reset", TELL, || {
             let (_, status) = env.wait_json("waiter", "0");
-            if status["status"] == "limited" {
+            let timed = status["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("limited (resets "));
+            if status["status"] == "limited" && timed {
                 Ok(status)
             } else {
                 Err(status.to_string())
