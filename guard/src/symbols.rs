@@ -34,7 +34,8 @@
 //! Submodules: `grammar` (languages, the parse), `edits` (tree-sitter
 //! edits between two versions), `signatures`, `notes` (the semantic
 //! notes), `text`, `disk`, `parallel` (a side's old versions parsed at
-//! once on the available cores).
+//! once on the available cores; a full recompute's, in the background
+//! while git compares the pairs).
 //!
 //! Invariants: reads blobs and writes nothing but its disk cache (when
 //! given one); a file in no known language, larger than [`MAX_BYTES`] or
@@ -94,6 +95,7 @@ const BYTES_PER_NODE: usize = 88;
 pub type Words = BTreeMap<u8, HashSet<String>>;
 
 /// One side of a pair, as the `semantic` level reads it.
+#[derive(Clone, Copy)]
 pub struct SideRef<'a> {
     pub name: &'a str,
     /// `(merge-base tree, snapshot)`: what its changes are a function of.
@@ -215,6 +217,8 @@ pub struct SymbolIndex {
     kept: Vec<Kept>,
     /// Blobs' symbols kept across runs (`$OWT_HOME`'s; none in tests).
     pub disk: Option<DiskCache>,
+    /// Parses started in the background, not yet taken in.
+    pending: Option<parallel::Pending>,
     /// Blobs parsed since this index was made (for tests and benchmarks).
     pub parsed: u64,
     /// Of those, parsed incrementally from a kept tree (not counting a
@@ -246,6 +250,7 @@ impl Default for SymbolIndex {
             old_words: HashMap::new(),
             kept: Vec::new(),
             disk: None,
+            pending: None,
             parsed: 0,
             reparsed: 0,
         }
@@ -447,6 +452,7 @@ impl SymbolIndex {
         id: Oid,
         lang: Lang,
     ) -> Option<Arc<FileSymbols>> {
+        self.settle();
         if let Some(found) = self.files.get(&(id, lang)) {
             return found.clone();
         }

@@ -4,7 +4,10 @@
 
 use std::time::Instant;
 
+use git2::Oid;
+
 use super::super::snapshot::WorkState;
+use super::super::symbols::SideRef;
 use super::super::verdict;
 use super::super::GuardError;
 use super::{GuardEngine, GuardUpdate};
@@ -59,6 +62,7 @@ impl GuardEngine {
         }
         let mut update = GuardUpdate::default();
         let ids: Vec<String> = self.states.keys().cloned().collect();
+        self.start_symbol_parses();
         for id in &ids {
             self.recompute_base_conflict(id, &mut update)?;
         }
@@ -174,6 +178,32 @@ impl GuardEngine {
         self.caches.prefetch_commit_merges(&self.repo, &merges);
     }
 
+    /// Starts the parses the pairs' `semantic` notes will need first (each
+    /// side's old versions, [`super::super::symbols::SymbolIndex::start_parses_for`]),
+    /// in the background: with an empty symbol cache they run on the
+    /// cores while git compares the pairs. Nothing when the index is off.
+    fn start_symbol_parses(&mut self) {
+        if !self.caches.symbols.enabled {
+            return;
+        }
+        let sides: Vec<SideRef<'_>> = self
+            .states
+            .values()
+            .filter_map(|s| {
+                s.landing.as_ref()?;
+                Some(SideRef {
+                    name: &s.participant.id,
+                    key: (
+                        s.work.merge_base_tree.unwrap_or_else(Oid::zero),
+                        s.work.snapshot?,
+                    ),
+                    changes: &s.changes,
+                })
+            })
+            .collect();
+        self.caches.symbols.start_parses_for(&self.repo, &sides);
+    }
+
     /// Recomputes every participant (from its current snapshot) and every
     /// pair.
     fn recompute_all(&mut self, started: Instant) -> Result<GuardUpdate, GuardError> {
@@ -184,6 +214,7 @@ impl GuardEngine {
                 update.participants.push(id.clone());
             }
         }
+        self.start_symbol_parses();
         self.prefetch_pair_merges(&ids);
         self.pairs.clear();
         for (i, a) in ids.iter().enumerate() {

@@ -3,25 +3,73 @@
 //! ([`SymbolIndex::keep_parse`], for [`SymbolIndex::symbols`] too); what a side's
 //! signature changes need first (every old version of its changed files)
 //! is known before any of it is parsed, so a cold run with an empty symbol
-//! cache parses those blobs in parallel instead of one after another.
+//! cache parses those blobs in parallel instead of one after another
+//! ([`SymbolIndex::prefetch`]) — and a full recompute knows them for every
+//! side before its pairs, so it starts those parses in the background
+//! while git compares the pairs ([`SymbolIndex::start_parses_for`]); the
+//! next call that needs a parse takes them in ([`SymbolIndex::settle`]).
 //!
 //! Invariants: the symbols are those [`SymbolIndex::symbols`] gives (a
 //! fresh parse of the same blob), cached the same way (in memory, on disk,
 //! the tree kept); blobs are read on the calling thread (a
-//! [`Repository`] is not shared between threads), only parsed on others.
+//! [`Repository`] is not shared between threads), only parsed on others;
+//! the background parses are the blobs a side's [`signature_changes`]
+//! would parse first, for the sides [`SymbolIndex::semantic`] would ask
+//! (so a cold run parses nothing it did not parse before).
+//!
+//! [`signature_changes`]: super::signature_changes
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use git2::{Oid, Repository};
 
-use super::{parse_from, FileSymbols, Kept, Lang, SymbolIndex, BYTES_PER_NODE, MAX_BYTES};
+use super::signatures::old_versions;
+use super::{parse_from, FileSymbols, Kept, Lang, SideRef, SymbolIndex, BYTES_PER_NODE, MAX_BYTES};
 
 /// Threads at most, whatever the cores.
 const MAX_THREADS: usize = 8;
 
 /// One blob to parse: its path, id, language and text.
-type Job = (String, Oid, Lang, Vec<u8>);
+type Job = (String, Oid, Lang, Arc<[u8]>);
+
+/// What a parse of one job gives (none: the grammar gave up).
+type Parsed = Option<(FileSymbols, tree_sitter::Tree)>;
+
+/// Parses running in the background, taken in by [`SymbolIndex::settle`].
+pub(super) struct Pending {
+    jobs: Arc<Vec<Job>>,
+    parses: JoinHandle<Vec<Parsed>>,
+}
+
+/// Parses `jobs` on `threads` threads, largest first (the caller sorted
+/// them), each thread taking the next as it finishes one.
+fn parse_all(jobs: &[Job], threads: usize) -> Vec<Parsed> {
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<Parsed>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((_, _, lang, text)) = jobs.get(i) else {
+                    return;
+                };
+                let parsed = parse_from(text, *lang, None).map(|(s, tree, _)| (s, tree));
+                done.lock().unwrap_or_else(|p| p.into_inner())[i] = parsed;
+            });
+        }
+    });
+    done.into_inner().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Threads for `jobs` parses: the cores, at most [`MAX_THREADS`].
+fn threads_for(jobs: usize) -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_THREADS)
+        .min(jobs)
+}
 
 impl SymbolIndex {
     /// A parse of blob `id` (`source`, as `lang`, at `path`) kept: on disk,
@@ -56,6 +104,80 @@ impl SymbolIndex {
     /// when fewer than two need a parse (the usual path parses them,
     /// incrementally where it can).
     pub(super) fn prefetch(&mut self, repo: &Repository, wanted: &[(&str, Oid, Lang)]) {
+        self.settle();
+        let jobs = self.jobs(repo, wanted);
+        let threads = threads_for(jobs.len());
+        if threads < 2 {
+            return;
+        }
+        let parsed = parse_all(&jobs, threads);
+        self.take_in(jobs, parsed);
+    }
+
+    /// Starts parsing, in the background, what the signature changes of
+    /// `sides` will parse first: the old versions of each side's changed
+    /// files, for each side whose old files share a word with another
+    /// side's written lines (the sides [`SymbolIndex::semantic`] asks for
+    /// signature changes when it compares every pair of `sides`). Nothing
+    /// when the index is off or parses are already running; the blobs are
+    /// read here, the parses run on the cores meanwhile.
+    pub fn start_parses_for(&mut self, repo: &Repository, sides: &[SideRef<'_>]) {
+        if !self.enabled || self.pending.is_some() {
+            return;
+        }
+        let mut wanted: Vec<(&str, Oid, Lang)> = Vec::new();
+        for (i, changer) in sides.iter().enumerate() {
+            if self.signature_changes.contains_key(&changer.key) {
+                continue;
+            }
+            let mut asked = false;
+            for (j, user) in sides.iter().enumerate() {
+                if i != j {
+                    let used = self.side_words(repo, user);
+                    if self.old_files_mention(repo, changer, &used) {
+                        asked = true;
+                        break;
+                    }
+                }
+            }
+            if asked {
+                wanted.extend(old_versions(changer.changes));
+            }
+        }
+        let jobs = self.jobs(repo, &wanted);
+        if jobs.is_empty() {
+            return;
+        }
+        let jobs = Arc::new(jobs);
+        let threads = threads_for(jobs.len());
+        let for_parses = jobs.clone();
+        let parses = std::thread::Builder::new()
+            .name("symbol-parses".into())
+            .spawn(move || parse_all(&for_parses, threads));
+        match parses {
+            Ok(parses) => self.pending = Some(Pending { jobs, parses }),
+            // No thread: the parses happen when they are needed, as before.
+            Err(e) => tracing::debug!("symbol index: no thread for background parses: {e}"),
+        }
+    }
+
+    /// Takes in the background parses, waiting for them when they are
+    /// still running (nothing when none were started).
+    pub(super) fn settle(&mut self) {
+        let Some(pending) = self.pending.take() else {
+            return;
+        };
+        let jobs = Arc::try_unwrap(pending.jobs).unwrap_or_else(|shared| (*shared).clone());
+        match pending.parses.join() {
+            Ok(parsed) => self.take_in(jobs, parsed),
+            // A parse panicked: those blobs are parsed again when needed.
+            Err(_) => tracing::warn!("symbol index: a background parse failed"),
+        }
+    }
+
+    /// The blobs of `wanted` in neither cache, read, largest first (each
+    /// once); the memory cache starts over when they would overfill it.
+    fn jobs(&mut self, repo: &Repository, wanted: &[(&str, Oid, Lang)]) -> Vec<Job> {
         if self.files.len() + wanted.len() >= super::MAX_CACHED {
             self.files.clear();
         }
@@ -72,34 +194,15 @@ impl SymbolIndex {
             let Some(blob) = parsable_blob(repo, id) else {
                 continue;
             };
-            jobs.push((path.to_string(), id, lang, blob.content().to_vec()));
+            jobs.push((path.to_string(), id, lang, blob.content().into()));
         }
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_THREADS)
-            .min(jobs.len());
-        if threads < 2 {
-            return;
-        }
-        // Largest first, each thread taking the next as it finishes one.
         jobs.sort_by_key(|j| std::cmp::Reverse(j.3.len()));
-        let next = AtomicUsize::new(0);
-        let done: Mutex<Vec<Option<(FileSymbols, tree_sitter::Tree)>>> =
-            Mutex::new((0..jobs.len()).map(|_| None).collect());
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((_, _, lang, text)) = jobs.get(i) else {
-                        return;
-                    };
-                    let parsed = parse_from(text, *lang, None).map(|(s, tree, _)| (s, tree));
-                    done.lock().unwrap_or_else(|p| p.into_inner())[i] = parsed;
-                });
-            }
-        });
-        let done = done.into_inner().unwrap_or_else(|p| p.into_inner());
-        for ((path, id, lang, text), parsed) in jobs.into_iter().zip(done) {
+        jobs
+    }
+
+    /// Caches what parsing `jobs` gave (`parsed`, in the same order).
+    fn take_in(&mut self, jobs: Vec<Job>, parsed: Vec<Parsed>) {
+        for ((path, id, lang, text), parsed) in jobs.into_iter().zip(parsed) {
             self.parsed += 1;
             let Some((symbols, tree)) = parsed else {
                 self.files.insert((id, lang), None);
@@ -119,8 +222,79 @@ pub(super) fn parsable_blob(repo: &Repository, id: Oid) -> Option<git2::Blob<'_>
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::changes::{Change, ChangeKind, Hunk};
     use super::super::parse;
     use super::*;
+
+    /// A one-file modification from blob `old` to `new`, one hunk of
+    /// `hunk` = (old start, old lines, new start, new lines).
+    fn modified(path: &str, old: Oid, new: Oid, hunk: (u32, u32, u32, u32)) -> Change {
+        Change {
+            path: path.to_string(),
+            old_path: None,
+            kind: ChangeKind::Modified,
+            old: Some((old, 0o100644)),
+            new: Some((new, 0o100644)),
+            binary: false,
+            hunks: vec![Hunk {
+                old_start: hunk.0,
+                old_lines: hunk.1,
+                new_start: hunk.2,
+                new_lines: hunk.3,
+            }],
+        }
+    }
+
+    #[test]
+    fn background_parses_are_the_old_versions_a_pair_asks_for_and_give_the_same_notes() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let blob = |text: &str| repo.blob(text.as_bytes()).unwrap();
+        let one = "pub fn alpha(n: u32) -> u32 {\n    let x = n;\n    x\n}\n";
+        let two = "pub fn beta() -> i64 {\n    let y = 2;\n    y\n}\n";
+        // a changes alpha's signature; b's written line calls alpha. b's
+        // old file shares no word with a's written line: only a's old
+        // version is asked for.
+        let a_changes = [modified(
+            "src/one.rs",
+            blob(one),
+            blob(&one.replace("alpha(n: u32)", "alpha(n: u32, m: u32)")),
+            (1, 1, 1, 1),
+        )];
+        let b_changes = [modified(
+            "src/two.rs",
+            blob(two),
+            blob(&two.replace("let y = 2;", "let y = alpha(2);")),
+            (2, 1, 2, 1),
+        )];
+        let side = |name, key: u8, changes| SideRef {
+            name,
+            key: (Oid::zero(), Oid::from_bytes(&[key; 20]).unwrap()),
+            changes,
+        };
+        let (a, b) = (side("a", 1, &a_changes[..]), side("b", 2, &b_changes[..]));
+
+        let mut serial = SymbolIndex::default();
+        let expected = serial.semantic(&repo, &a, &b);
+        assert_eq!(expected.len(), 1, "{expected:?}");
+
+        let mut index = SymbolIndex::default();
+        index.start_parses_for(&repo, &[a, b]);
+        assert!(index.pending.is_some(), "a's old version parsing");
+        index.settle();
+        assert!(index.pending.is_none());
+        assert_eq!(index.parsed, 1, "only a's old version");
+        assert_eq!(index.semantic(&repo, &a, &b), expected);
+        assert_eq!(index.parsed, serial.parsed, "nothing parsed twice");
+
+        // Nothing starts when the index is off.
+        let mut off = SymbolIndex {
+            enabled: false,
+            ..SymbolIndex::default()
+        };
+        off.start_parses_for(&repo, &[a, b]);
+        assert!(off.pending.is_none());
+    }
 
     #[test]
     fn blobs_parsed_at_once_are_what_a_parse_gives_and_are_not_parsed_again() {

@@ -92,6 +92,19 @@ fn touches_head(h: &Hunk, s: &Symbol) -> bool {
     }
 }
 
+/// The old versions of `changes`' files that [`signature_changes`] parses
+/// (all of them): `(old path, old blob, language)`.
+pub(super) fn old_versions(changes: &[Change]) -> Vec<(&str, git2::Oid, Lang)> {
+    changes
+        .iter()
+        .filter(|c| is_text_file(c) && c.kind != ChangeKind::ModeChanged)
+        .filter_map(|c| {
+            let path = c.old_path.as_deref().unwrap_or(&c.path);
+            Some((path, c.old?.0, Lang::of_path(path)?))
+        })
+        .collect()
+}
+
 /// The functions whose signature `changes` altered or removed, compared
 /// over all of them at once (a function moved between two changed files
 /// with its signature is no change).
@@ -108,15 +121,7 @@ pub fn signature_changes(
 ) -> Vec<SignatureChange> {
     let by_path: HashMap<&str, &Change> = changes.iter().map(|c| (c.path.as_str(), c)).collect();
     // Every old version below is parsed: all at once, on the cores.
-    let olds: Vec<(&str, git2::Oid, Lang)> = changes
-        .iter()
-        .filter(|c| is_text_file(c) && c.kind != ChangeKind::ModeChanged)
-        .filter_map(|c| {
-            let path = c.old_path.as_deref().unwrap_or(&c.path);
-            Some((path, c.old?.0, Lang::of_path(path)?))
-        })
-        .collect();
-    index.prefetch(repo, &olds);
+    index.prefetch(repo, &old_versions(changes));
     // Each file's old functions, and whether a hunk touched one's head.
     let mut files: Vec<OldFile<'_>> = Vec::new();
     let mut gone: BTreeMap<u8, HashSet<String>> = BTreeMap::new();
