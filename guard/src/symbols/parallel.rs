@@ -31,6 +31,12 @@ use super::{parse_from, FileSymbols, Kept, Lang, SideRef, SymbolIndex, BYTES_PER
 /// Threads at most, whatever the cores.
 const MAX_THREADS: usize = 8;
 
+/// Source bytes at most in one background batch: every parse tree of a
+/// batch is alive until it is taken in (~27 bytes of tree a byte of C
+/// source), so a full recompute with many large changed files parses the
+/// rest as each side asks, as before.
+const BACKGROUND_BYTES: usize = 4 << 20;
+
 /// One blob to parse: its path, id, language and text.
 type Job = (String, Oid, Lang, Arc<[u8]>);
 
@@ -118,9 +124,10 @@ impl SymbolIndex {
     /// `sides` will parse first: the old versions of each side's changed
     /// files, for each side whose old files share a word with another
     /// side's written lines (the sides [`SymbolIndex::semantic`] asks for
-    /// signature changes when it compares every pair of `sides`). Nothing
-    /// when the index is off or parses are already running; the blobs are
-    /// read here, the parses run on the cores meanwhile.
+    /// signature changes when it compares every pair of `sides`), at most
+    /// [`BACKGROUND_BYTES`] of them. Nothing when the index is off or
+    /// parses are already running; the blobs are read here, the parses run
+    /// on the cores meanwhile.
     pub fn start_parses_for(&mut self, repo: &Repository, sides: &[SideRef<'_>]) {
         if !self.enabled || self.pending.is_some() {
             return;
@@ -144,7 +151,18 @@ impl SymbolIndex {
                 wanted.extend(old_versions(changer.changes));
             }
         }
-        let jobs = self.jobs(repo, &wanted);
+        let mut budget = BACKGROUND_BYTES;
+        let jobs: Vec<Job> = self
+            .jobs(repo, &wanted)
+            .into_iter()
+            .filter(|j| match budget.checked_sub(j.3.len()) {
+                Some(left) => {
+                    budget = left;
+                    true
+                }
+                None => false,
+            })
+            .collect();
         if jobs.is_empty() {
             return;
         }
@@ -294,6 +312,58 @@ mod tests {
         };
         off.start_parses_for(&repo, &[a, b]);
         assert!(off.pending.is_none());
+    }
+
+    #[test]
+    fn a_background_batch_stops_at_its_bytes_and_the_rest_is_parsed_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let blob = |text: &str| repo.blob(text.as_bytes()).unwrap();
+        // Five old versions of ~0.9 MiB (a long comment, quick to parse),
+        // each defining alpha, which b's written line calls.
+        let filler = format!("// {}\n", "x".repeat(900 << 10));
+        let paths: Vec<String> = (0..5).map(|n| format!("src/f{n}.rs")).collect();
+        let a_changes: Vec<Change> = paths
+            .iter()
+            .enumerate()
+            .map(|(n, path)| {
+                let old = format!(
+                    "{filler}pub fn alpha{n}(n: u32) -> u32 {{ n }}\npub fn alpha() {{}}\n"
+                );
+                let new = old.replace(&format!("alpha{n}(n: u32)"), &format!("alpha{n}(n: u64)"));
+                let line = old.lines().count() as u32 - 1;
+                modified(path, blob(&old), blob(&new), (line, 1, line, 1))
+            })
+            .collect();
+        let b_changes = [modified(
+            "src/b.rs",
+            blob("fn b() {}\n"),
+            blob("fn b() {}\nfn c() { alpha(); }\n"),
+            (2, 0, 2, 1),
+        )];
+        let sides = [
+            SideRef {
+                name: "a",
+                key: (Oid::zero(), Oid::from_bytes(&[1; 20]).unwrap()),
+                changes: &a_changes,
+            },
+            SideRef {
+                name: "b",
+                key: (Oid::zero(), Oid::from_bytes(&[2; 20]).unwrap()),
+                changes: &b_changes,
+            },
+        ];
+        let mut index = SymbolIndex::default();
+        index.start_parses_for(&repo, &sides);
+        index.settle();
+        assert_eq!(
+            index.parsed, 4,
+            "4 of ~0.9 MiB fit in {BACKGROUND_BYTES} bytes"
+        );
+        // The fifth is parsed when a side asks for it, as before.
+        let (path, id, lang) = old_versions(&a_changes)[4];
+        assert!(index.symbols(&repo, path, id, lang).is_some());
+        assert_eq!(index.parsed, 5);
     }
 
     #[test]
