@@ -94,11 +94,17 @@ const BYTES_PER_NODE: usize = 88;
 /// Words by language family.
 pub type Words = BTreeMap<u8, HashSet<String>>;
 
+/// A side's key: `(merge-base tree, snapshot)`, the zero id for a side
+/// with no merge base.
+pub fn side_key(merge_base_tree: Option<Oid>, snapshot: Oid) -> (Oid, Oid) {
+    (merge_base_tree.unwrap_or_else(Oid::zero), snapshot)
+}
+
 /// One side of a pair, as the `semantic` level reads it.
 #[derive(Clone, Copy)]
 pub struct SideRef<'a> {
     pub name: &'a str,
-    /// `(merge-base tree, snapshot)`: what its changes are a function of.
+    /// [`side_key`]: what its changes are a function of.
     pub key: (Oid, Oid),
     pub changes: &'a [Change],
 }

@@ -4,10 +4,8 @@
 
 use std::time::Instant;
 
-use git2::Oid;
-
 use super::super::snapshot::WorkState;
-use super::super::symbols::SideRef;
+use super::super::symbols::{side_key, SideRef};
 use super::super::verdict;
 use super::super::GuardError;
 use super::{GuardEngine, GuardUpdate};
@@ -193,10 +191,7 @@ impl GuardEngine {
                 s.landing.as_ref()?;
                 Some(SideRef {
                     name: &s.participant.id,
-                    key: (
-                        s.work.merge_base_tree.unwrap_or_else(Oid::zero),
-                        s.work.snapshot?,
-                    ),
+                    key: side_key(s.work.merge_base_tree, s.work.snapshot?),
                     changes: &s.changes,
                 })
             })

@@ -18,8 +18,7 @@ pub(super) fn semantic(
     a: &Side<'_>,
     b: &Side<'_>,
 ) -> Vec<owt_protocol::guard::SemanticNote> {
-    let side =
-        |s: &Side<'_>| -> (Oid, Oid) { (s.merge_base_tree.unwrap_or_else(Oid::zero), s.snapshot) };
+    let side = |s: &Side<'_>| symbols::side_key(s.merge_base_tree, s.snapshot);
     index.semantic(
         repo,
         &symbols::SideRef {

@@ -38,16 +38,14 @@ const MAX_THREADS: usize = 8;
 const BACKGROUND_BYTES: usize = 4 << 20;
 
 /// One blob to parse: its path, id, language and text.
-type Job = (String, Oid, Lang, Arc<[u8]>);
+type Job = (String, Oid, Lang, Vec<u8>);
 
 /// What a parse of one job gives (none: the grammar gave up).
 type Parsed = Option<(FileSymbols, tree_sitter::Tree)>;
 
-/// Parses running in the background, taken in by [`SymbolIndex::settle`].
-pub(super) struct Pending {
-    jobs: Arc<Vec<Job>>,
-    parses: JoinHandle<Vec<Parsed>>,
-}
+/// Parses running in the background, taken in by [`SymbolIndex::settle`]:
+/// the thread gives back its jobs with what parsing them gave.
+pub(super) type Pending = JoinHandle<(Vec<Job>, Vec<Parsed>)>;
 
 /// Parses `jobs` on `threads` threads, largest first (the caller sorted
 /// them), each thread taking the next as it finishes one.
@@ -166,14 +164,15 @@ impl SymbolIndex {
         if jobs.is_empty() {
             return;
         }
-        let jobs = Arc::new(jobs);
         let threads = threads_for(jobs.len());
-        let for_parses = jobs.clone();
         let parses = std::thread::Builder::new()
             .name("symbol-parses".into())
-            .spawn(move || parse_all(&for_parses, threads));
+            .spawn(move || {
+                let parsed = parse_all(&jobs, threads);
+                (jobs, parsed)
+            });
         match parses {
-            Ok(parses) => self.pending = Some(Pending { jobs, parses }),
+            Ok(parses) => self.pending = Some(parses),
             // No thread: the parses happen when they are needed, as before.
             Err(e) => tracing::debug!("symbol index: no thread for background parses: {e}"),
         }
@@ -185,9 +184,8 @@ impl SymbolIndex {
         let Some(pending) = self.pending.take() else {
             return;
         };
-        let jobs = Arc::try_unwrap(pending.jobs).unwrap_or_else(|shared| (*shared).clone());
-        match pending.parses.join() {
-            Ok(parsed) => self.take_in(jobs, parsed),
+        match pending.join() {
+            Ok((jobs, parsed)) => self.take_in(jobs, parsed),
             // A parse panicked: those blobs are parsed again when needed.
             Err(_) => tracing::warn!("symbol index: a background parse failed"),
         }
@@ -212,7 +210,7 @@ impl SymbolIndex {
             let Some(blob) = parsable_blob(repo, id) else {
                 continue;
             };
-            jobs.push((path.to_string(), id, lang, blob.content().into()));
+            jobs.push((path.to_string(), id, lang, blob.content().to_vec()));
         }
         jobs.sort_by_key(|j| std::cmp::Reverse(j.3.len()));
         jobs
