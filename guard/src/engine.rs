@@ -260,6 +260,13 @@ impl GuardEngine {
         self.caches.symbols.enabled = on;
     }
 
+    /// Whether the symbol index parses old versions around the lines
+    /// asked only (`symbols::regions`, the default) or whole (to compare
+    /// the two in tests and benchmarks).
+    pub fn set_symbol_regions(&mut self, on: bool) {
+        self.caches.symbols.regions = on;
+    }
+
     /// Keeps the symbols of the blobs the index parses on disk, under
     /// `home` (`$OWT_HOME`), and reads them from there before parsing a
     /// blob ([`super::symbols::DiskCache`]); `None`: in memory only (the

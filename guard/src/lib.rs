@@ -130,6 +130,8 @@ impl From<globset::Error> for GuardError {
 #[cfg(test)]
 mod history_tests;
 #[cfg(test)]
+mod regions_tests;
+#[cfg(test)]
 mod reparse_tests;
 #[cfg(test)]
 mod symbol_cache_tests;

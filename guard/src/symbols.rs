@@ -20,10 +20,13 @@
 //! compares words (`text`): a side's old files must share a word with the
 //! other side's written lines, or nothing is parsed. Signature changes
 //! parse a changed file's old version (a base blob: once for every
-//! participant and update) and its new version only where a hunk touched
+//! participant and update) around its hunks and the lines naming a
+//! function that can have changed (`regions`: the segments between lines
+//! holding only `}`), and its new version only where a hunk touched
 //! a function's head ([`signature_changes`]); a user's file is parsed only
 //! when its written lines name a changed function. Messages parse the
-//! files two participants both changed, as they are in the pair's base.
+//! files two participants both changed, as they are in the pair's base,
+//! around the pair's lines.
 //! A new version of a path whose tree is kept (the latest
 //! [`KEPT_TREES`] parses, within [`KEPT_BYTES`]) is re-parsed
 //! incrementally from it ([`parse_from`]; a tree with new syntax errors
@@ -33,7 +36,8 @@
 //! parse yields is written there.
 //! Submodules: `grammar` (languages, the parse), `edits` (tree-sitter
 //! edits between two versions), `signatures`, `notes` (the semantic
-//! notes), `text`, `disk`, `parallel` (a side's old versions parsed at
+//! notes), `text`, `disk`, `regions` (a file's segments around some
+//! lines), `parallel` (a side's old versions parsed at
 //! once on the available cores; a full recompute's, in the background
 //! while git compares the pairs).
 //!
@@ -54,13 +58,14 @@ mod edits;
 mod grammar;
 mod notes;
 mod parallel;
+mod regions;
 mod signatures;
 mod text;
 
 pub use disk::DiskCache;
 pub use grammar::{parse, parse_from, Lang};
 pub use notes::semantic_notes;
-use parallel::parsable_blob;
+use regions::parsable_blob;
 #[cfg(test)]
 use signatures::canonical;
 use signatures::is_text_file;
@@ -154,6 +159,10 @@ pub struct FileSymbols {
     /// Identifiers used (not the names of definitions), by name: the
     /// 1-based lines they are on, ascending.
     pub uses: HashMap<String, Vec<u32>>,
+    /// `None`: the whole file's. Else the lines (1-based, inclusive,
+    /// ascending) of the segments parsed (`regions`): the symbols are
+    /// complete there, unknown elsewhere, and `uses` is empty.
+    pub covered: Option<Vec<(u32, u32)>>,
 }
 
 impl FileSymbols {
@@ -208,6 +217,9 @@ impl FileSymbols {
 pub struct SymbolIndex {
     /// Off: no symbols, no `semantic` notes (nothing is parsed).
     pub enabled: bool,
+    /// Off: old versions are parsed whole, never around some lines only
+    /// (`regions`; on by default, off to compare the two).
+    pub regions: bool,
     files: HashMap<(Oid, Lang), Option<Arc<FileSymbols>>>,
     signature_changes: HashMap<(Oid, Oid), Arc<Vec<SignatureChange>>>,
     /// Words of a whole blob, by `(blob, family)`.
@@ -248,6 +260,7 @@ impl Default for SymbolIndex {
     fn default() -> Self {
         SymbolIndex {
             enabled: true,
+            regions: true,
             files: HashMap::new(),
             signature_changes: HashMap::new(),
             blob_words: HashMap::new(),
@@ -446,9 +459,9 @@ impl SymbolIndex {
         remember(&mut self.old_words, side.key, Arc::new(out))
     }
 
-    /// The symbols of blob `id`, the file at `path`, read as `lang`: `None`
-    /// when it is missing, binary, larger than [`MAX_BYTES`] or cannot be
-    /// parsed. Parsed incrementally from the kept tree of another version
+    /// The symbols of blob `id`, the whole file at `path`, read as `lang`:
+    /// `None` when it is missing, binary, larger than [`MAX_BYTES`] or
+    /// cannot be parsed. Parsed incrementally from the kept tree of another version
     /// of `path` when there is one ([`parse_from`]: the same symbols as a
     /// fresh parse), and its tree kept for the next version.
     pub fn symbols(
@@ -459,14 +472,16 @@ impl SymbolIndex {
         lang: Lang,
     ) -> Option<Arc<FileSymbols>> {
         self.settle();
-        if let Some(found) = self.files.get(&(id, lang)) {
+        // A partial entry (`regions`) is no answer here: parsed whole.
+        let whole = |f: &Option<Arc<FileSymbols>>| f.as_ref().is_none_or(|f| f.covered.is_none());
+        if let Some(found) = self.files.get(&(id, lang)).filter(|f| whole(f)) {
             return found.clone();
         }
         if self.files.len() >= MAX_CACHED {
             self.files.clear();
         }
-        if let Some(found) = self.disk.as_mut().and_then(|d| d.get(id, lang)) {
-            let found = Some(Arc::new(found));
+        let on_disk = self.disk.as_mut().and_then(|d| d.get(id, lang));
+        if let Some(found) = on_disk.map(|f| Some(Arc::new(f))).filter(whole) {
             self.files.insert((id, lang), found.clone());
             return found;
         }
@@ -492,7 +507,7 @@ impl SymbolIndex {
             .kept
             .iter_mut()
             .filter(|k| k.path == path && k.lang == lang)
-            .min_by_key(|k| differing_bytes(&k.source, text))?;
+            .min_by_key(|k| edits::differing_bytes(&k.source, text))?;
         nearest.used = std::time::Instant::now();
         Some(KeptRef {
             source: nearest.source.clone(),
@@ -552,21 +567,6 @@ impl SymbolIndex {
 struct KeptRef {
     source: Arc<[u8]>,
     tree: tree_sitter::Tree,
-}
-
-/// How many bytes lie between the common prefix and the common suffix of
-/// two texts, counted in both.
-fn differing_bytes(a: &[u8], b: &[u8]) -> usize {
-    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let rest = a.len().min(b.len()) - prefix;
-    let suffix = a
-        .iter()
-        .rev()
-        .zip(b.iter().rev())
-        .take(rest)
-        .take_while(|(x, y)| x == y)
-        .count();
-    (a.len() - prefix - suffix) + (b.len() - prefix - suffix)
 }
 
 /// The lines of its own file a change wrote (all of a new file's).

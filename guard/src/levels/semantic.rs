@@ -5,7 +5,7 @@ use git2::{Oid, Repository};
 use owt_protocol::guard::LineRange;
 
 use super::super::changes::Change;
-use super::super::symbols::{self, SymbolIndex};
+use super::super::symbols::{self, Lang, SymbolIndex};
 use super::super::tree;
 use super::lines::blob_of;
 use super::Side;
@@ -56,7 +56,12 @@ pub(super) fn symbols_of(
         .and_then(|c| c.old_path.as_deref())
         .unwrap_or(path);
     let blob = tree.and_then(|t| blob_of(tree::entry_at(repo, t, old_path)));
-    let Some(file) = index.of_path(repo, blob, old_path) else {
+    // Only the segments around the ranges are parsed (`symbols::regions`).
+    let around: Vec<LineRange> = ranges.iter().flat_map(|r| r.iter().copied()).collect();
+    let file = blob
+        .zip(Lang::of_path(old_path))
+        .and_then(|(blob, lang)| index.symbols_near(repo, old_path, blob, lang, &around));
+    let Some(file) = file else {
         return (Vec::new(), Vec::new());
     };
     let labels = |ranges: &[LineRange]| -> Vec<String> {

@@ -37,7 +37,7 @@ pub const MAX_TOTAL: u64 = 32 << 20;
 const MAX_ENTRY: u64 = 4 << 20;
 
 /// An entry's first bytes.
-const MAGIC: &[u8; 8] = b"owtsym1\0";
+const MAGIC: &[u8; 8] = b"owtsym2\0";
 
 /// Every `Symbol::kind` the grammar gives (an entry stores its index).
 const KINDS: [&str; 15] = [
@@ -87,7 +87,10 @@ const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
 /// owt's version): an entry counts only for the same of both.
 const GRAMMAR_HASH: u64 = fnv(
     include_bytes!("signatures.rs"),
-    fnv(include_bytes!("grammar.rs"), FNV_START),
+    fnv(
+        include_bytes!("grammar.rs"),
+        fnv(include_bytes!("regions.rs"), FNV_START),
+    ),
 );
 
 /// The folder of this owt's entries (under [`DIR`]).
@@ -276,7 +279,8 @@ fn lang_index(lang: Lang) -> u8 {
 }
 
 /// An entry: magic, blob id (length first), language, payload length,
-/// payload, checksum of all before it. `None` when a kind is not one of
+/// payload (symbols, uses, the lines covered when partial), checksum of
+/// all before it. `None` when a kind is not one of
 /// [`KINDS`] (such symbols are parsed each time rather than misread).
 fn encode(id: Oid, lang: Lang, symbols: &FileSymbols) -> Option<Vec<u8>> {
     let mut payload = Vec::new();
@@ -300,6 +304,15 @@ fn encode(id: Oid, lang: Lang, symbols: &FileSymbols) -> Option<Vec<u8>> {
         put_u32(&mut payload, lines.len());
         for line in lines {
             payload.extend_from_slice(&line.to_le_bytes());
+        }
+    }
+    // The segments a partial entry covers (`regions`), after a flag.
+    payload.push(u8::from(symbols.covered.is_some()));
+    if let Some(covered) = &symbols.covered {
+        put_u32(&mut payload, covered.len());
+        for (first, last) in covered {
+            payload.extend_from_slice(&first.to_le_bytes());
+            payload.extend_from_slice(&last.to_le_bytes());
         }
     }
     let mut out = MAGIC.to_vec();
@@ -372,6 +385,20 @@ fn decode(bytes: &[u8], id: Oid, lang: Lang) -> Option<FileSymbols> {
         let lines = (0..n).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
         out.uses.insert(name, lines);
     }
+    match r.byte()? {
+        0 => {}
+        1 => {
+            let n = r.len()?;
+            let covered = (0..n)
+                .map(|_| Some((r.u32()?, r.u32()?)))
+                .collect::<Option<Vec<(u32, u32)>>>()?;
+            if covered.iter().any(|&(a, b)| a == 0 || a > b) {
+                return None;
+            }
+            out.covered = Some(covered);
+        }
+        _ => return None,
+    }
     r.0.is_empty().then_some(out)
 }
 
@@ -442,6 +469,14 @@ mod tests {
             bad[i] ^= 1;
             assert_eq!(decode(&bad, blob(1), Lang::C), None, "byte {i}");
         }
+        // A partial entry keeps the lines it covers.
+        let part = FileSymbols {
+            uses: Default::default(),
+            covered: Some(vec![(1, 4), (9, u32::MAX)]),
+            ..sample(2)
+        };
+        let bytes = encode(blob(2), Lang::C, &part).unwrap();
+        assert_eq!(decode(&bytes, blob(2), Lang::C), Some(part));
     }
 
     #[test]

@@ -168,6 +168,21 @@ fn line_spans(old: &[u8], new: &[u8], whole: Span) -> Vec<Span> {
     spans
 }
 
+/// How many bytes lie between the common prefix and the common suffix of
+/// two texts, counted in both.
+pub(super) fn differing_bytes(a: &[u8], b: &[u8]) -> usize {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let rest = a.len().min(b.len()) - prefix;
+    let suffix = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(rest)
+        .take_while(|(x, y)| x == y)
+        .count();
+    (a.len() - prefix - suffix) + (b.len() - prefix - suffix)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

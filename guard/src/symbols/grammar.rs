@@ -106,10 +106,6 @@ pub fn parse_from(
     lang: Lang,
     previous: Option<(&[u8], &Tree)>,
 ) -> Option<(FileSymbols, Tree, bool)> {
-    thread_local! {
-        /// One parser per language and thread, reused.
-        static PARSERS: RefCell<HashMap<Lang, Parser>> = RefCell::new(HashMap::new());
-    }
     let edits = previous.map(|(text, _)| super::edits::edits(text, source));
     let old = previous.zip(edits.as_ref()).map(|((_, tree), edits)| {
         let mut tree = tree.clone();
@@ -118,20 +114,7 @@ pub fn parse_from(
         }
         tree
     });
-    let parse = |old: Option<&Tree>| {
-        PARSERS.with(|parsers| {
-            let mut parsers = parsers.borrow_mut();
-            let parser = match parsers.entry(lang) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    let mut parser = Parser::new();
-                    parser.set_language(&lang.grammar()).ok()?;
-                    e.insert(parser)
-                }
-            };
-            parse_tree(parser, source, old)
-        })
-    };
+    let parse = |old: Option<&Tree>| with_parser(lang, |parser| parse_tree(parser, source, old));
     let mut tree = parse(old.as_ref())?;
     let mut incremental = old.is_some();
     // Error recovery is where an incremental parse can differ from a
@@ -145,6 +128,77 @@ pub fn parse_from(
         }
     }
     Some((extract(&tree, source, lang), tree, incremental))
+}
+
+thread_local! {
+    /// One parser per language and thread, reused.
+    static PARSERS: RefCell<HashMap<Lang, Parser>> = RefCell::new(HashMap::new());
+}
+
+/// Runs `f` with this thread's parser for `lang`.
+fn with_parser<T>(lang: Lang, f: impl FnOnce(&mut Parser) -> Option<T>) -> Option<T> {
+    PARSERS.with(|parsers| {
+        let mut parsers = parsers.borrow_mut();
+        let parser = match parsers.entry(lang) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let mut parser = Parser::new();
+                parser.set_language(&lang.grammar()).ok()?;
+                e.insert(parser)
+            }
+        };
+        f(parser)
+    })
+}
+
+/// The definitions in `spans` of `source` only (each a run of whole
+/// lines), parsed as one document whose positions are the whole text's:
+/// `None` when the parse has a syntax error (a span that does not hold
+/// whole top-level items) or the grammar gave up. No uses; `covered` is
+/// left for the caller.
+pub(super) fn parse_spans(
+    source: &[u8],
+    lang: Lang,
+    spans: &[std::ops::Range<usize>],
+) -> Option<FileSymbols> {
+    // Rows and columns counted in one pass (the spans ascend).
+    let (mut at, mut row, mut line_start) = (0usize, 0usize, 0usize);
+    let mut point = |byte: usize| {
+        for (i, b) in source[at..byte].iter().enumerate() {
+            if *b == b'\n' {
+                row += 1;
+                line_start = at + i + 1;
+            }
+        }
+        at = byte;
+        tree_sitter::Point {
+            row,
+            column: byte - line_start,
+        }
+    };
+    let mut ranges: Vec<tree_sitter::Range> = Vec::new();
+    for s in spans {
+        let start_point = point(s.start);
+        ranges.push(tree_sitter::Range {
+            start_byte: s.start,
+            end_byte: s.end,
+            start_point,
+            end_point: point(s.end),
+        });
+    }
+    let tree = with_parser(lang, |parser| {
+        parser.set_included_ranges(&ranges).ok()?;
+        let tree = parse_tree(parser, source, None);
+        // Back to whole texts for the next parse on this thread.
+        let _ = parser.set_included_ranges(&[]);
+        tree
+    })?;
+    if tree.root_node().has_error() {
+        return None;
+    }
+    let mut symbols = extract(&tree, source, lang);
+    symbols.uses.clear();
+    Some(symbols)
 }
 
 /// The byte ranges of a tree's syntax errors (`ERROR` and missing nodes),

@@ -1,15 +1,16 @@
-//! Parsing blobs, and several at once on the available cores: which blobs
-//! the index parses ([`parsable_blob`]), how a parse is kept
-//! ([`SymbolIndex::keep_parse`], for [`SymbolIndex::symbols`] too); what a side's
-//! signature changes need first (every old version of its changed files)
-//! is known before any of it is parsed, so a cold run with an empty symbol
+//! Parsing blobs, and several at once on the available cores: how a parse
+//! is kept ([`SymbolIndex::keep_parse`], for [`SymbolIndex::symbols`]
+//! too); what a side's signature changes need first (every old version of
+//! its changed files, around its hunks: `regions`) is known before any of
+//! it is parsed, so a cold run with an empty symbol
 //! cache parses those blobs in parallel instead of one after another
 //! ([`SymbolIndex::prefetch`]) — and a full recompute knows them for every
 //! side before its pairs, so it starts those parses in the background
 //! while git compares the pairs ([`SymbolIndex::start_parses_for`]); the
 //! next call that needs a parse takes them in ([`SymbolIndex::settle`]).
 //!
-//! Invariants: the symbols are those [`SymbolIndex::symbols`] gives (a
+//! Invariants: the symbols are those [`SymbolIndex::symbols`] (or, for a
+//! part, [`SymbolIndex::symbols_near`]) gives (a
 //! fresh parse of the same blob), cached the same way (in memory, on disk,
 //! the tree kept); blobs are read on the calling thread (a
 //! [`Repository`] is not shared between threads), only parsed on others;
@@ -24,9 +25,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use git2::{Oid, Repository};
+use owt_protocol::guard::LineRange;
 
+use super::regions::{parsable_blob, parse_near, Wanted};
 use super::signatures::old_versions;
-use super::{parse_from, FileSymbols, Kept, Lang, SideRef, SymbolIndex, BYTES_PER_NODE, MAX_BYTES};
+use super::{FileSymbols, Kept, Lang, SideRef, SymbolIndex, BYTES_PER_NODE};
 
 /// Threads at most, whatever the cores.
 const MAX_THREADS: usize = 8;
@@ -37,11 +40,19 @@ const MAX_THREADS: usize = 8;
 /// rest as each side asks, as before.
 const BACKGROUND_BYTES: usize = 4 << 20;
 
-/// One blob to parse: its path, id, language and text.
-type Job = (String, Oid, Lang, Vec<u8>);
+/// One blob to parse: its path, id, language and text, and for a part of
+/// it, the lines asked and what is known of it already.
+type Job = (
+    String,
+    Oid,
+    Lang,
+    Vec<u8>,
+    Option<(Vec<LineRange>, Option<Arc<FileSymbols>>)>,
+);
 
-/// What a parse of one job gives (none: the grammar gave up).
-type Parsed = Option<(FileSymbols, tree_sitter::Tree)>;
+/// What a parse of one job gives (none: the grammar gave up): the
+/// symbols, and the tree of a whole file's parse.
+type Parsed = Option<(FileSymbols, Option<tree_sitter::Tree>)>;
 
 /// Parses running in the background, taken in by [`SymbolIndex::settle`]:
 /// the thread gives back its jobs with what parsing them gave.
@@ -56,10 +67,15 @@ fn parse_all(jobs: &[Job], threads: usize) -> Vec<Parsed> {
         for _ in 0..threads {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((_, _, lang, text)) = jobs.get(i) else {
+                let Some((_, _, lang, text, part)) = jobs.get(i) else {
                     return;
                 };
-                let parsed = parse_from(text, *lang, None).map(|(s, tree, _)| (s, tree));
+                let parsed = match part {
+                    Some((lines, have)) => parse_near(text, *lang, have.as_deref(), lines),
+                    None => {
+                        super::parse_from(text, *lang, None).map(|(s, tree, _)| (s, Some(tree)))
+                    }
+                };
                 done.lock().unwrap_or_else(|p| p.into_inner())[i] = parsed;
             });
         }
@@ -107,7 +123,7 @@ impl SymbolIndex {
     /// [`SymbolIndex::symbols`] finds each without parsing. Does nothing
     /// when fewer than two need a parse (the usual path parses them,
     /// incrementally where it can).
-    pub(super) fn prefetch(&mut self, repo: &Repository, wanted: &[(&str, Oid, Lang)]) {
+    pub(super) fn prefetch(&mut self, repo: &Repository, wanted: &[Wanted<'_>]) {
         self.settle();
         let jobs = self.jobs(repo, wanted);
         let threads = threads_for(jobs.len());
@@ -130,7 +146,7 @@ impl SymbolIndex {
         if !self.enabled || self.pending.is_some() {
             return;
         }
-        let mut wanted: Vec<(&str, Oid, Lang)> = Vec::new();
+        let mut wanted: Vec<Wanted<'_>> = Vec::new();
         for (i, changer) in sides.iter().enumerate() {
             if self.signature_changes.contains_key(&changer.key) {
                 continue;
@@ -193,24 +209,32 @@ impl SymbolIndex {
 
     /// The blobs of `wanted` in neither cache, read, largest first (each
     /// once); the memory cache starts over when they would overfill it.
-    fn jobs(&mut self, repo: &Repository, wanted: &[(&str, Oid, Lang)]) -> Vec<Job> {
+    fn jobs(&mut self, repo: &Repository, wanted: &[Wanted<'_>]) -> Vec<Job> {
         if self.files.len() + wanted.len() >= super::MAX_CACHED {
             self.files.clear();
         }
         let mut jobs: Vec<Job> = Vec::new();
-        for &(path, id, lang) in wanted {
-            if self.files.contains_key(&(id, lang)) || jobs.iter().any(|j| (j.1, j.2) == (id, lang))
-            {
+        for (path, id, lang, lines) in wanted {
+            let (id, lang) = (*id, *lang);
+            if jobs.iter().any(|j| (j.1, j.2) == (id, lang)) {
                 continue;
             }
-            if let Some(found) = self.disk.as_mut().and_then(|d| d.get(id, lang)) {
-                self.files.insert((id, lang), Some(Arc::new(found)));
-                continue;
-            }
+            let lines = lines
+                .as_ref()
+                .filter(|_| self.regions && super::regions::segmented(lang));
+            let have = self.cached_any(id, lang);
+            let part = match (&have, lines) {
+                // Known unparsable, or a whole file's known.
+                (Some(None), _) => continue,
+                (Some(Some(f)), _) if f.covered.is_none() => continue,
+                (Some(Some(f)), Some(lines)) if f.covers(lines) => continue,
+                (_, Some(lines)) => Some((lines.clone(), have.flatten())),
+                (_, None) => None,
+            };
             let Some(blob) = parsable_blob(repo, id) else {
                 continue;
             };
-            jobs.push((path.to_string(), id, lang, blob.content().to_vec()));
+            jobs.push((path.to_string(), id, lang, blob.content().to_vec(), part));
         }
         jobs.sort_by_key(|j| std::cmp::Reverse(j.3.len()));
         jobs
@@ -218,22 +242,16 @@ impl SymbolIndex {
 
     /// Caches what parsing `jobs` gave (`parsed`, in the same order).
     fn take_in(&mut self, jobs: Vec<Job>, parsed: Vec<Parsed>) {
-        for ((path, id, lang, text), parsed) in jobs.into_iter().zip(parsed) {
+        for ((path, id, lang, text, _), parsed) in jobs.into_iter().zip(parsed) {
             self.parsed += 1;
             let Some((symbols, tree)) = parsed else {
                 self.files.insert((id, lang), None);
                 continue;
             };
-            let symbols = self.keep_parse(&path, id, lang, &text, symbols, tree);
+            let symbols = self.keep_part(&path, id, lang, &text, symbols, tree);
             self.files.insert((id, lang), Some(symbols));
         }
     }
-}
-
-/// Blob `id` when the index parses it: text, at most [`MAX_BYTES`].
-pub(super) fn parsable_blob(repo: &Repository, id: Oid) -> Option<git2::Blob<'_>> {
-    super::super::big::small_blob(repo, id)
-        .filter(|b| !b.is_binary() && b.content().len() <= MAX_BYTES)
 }
 
 #[cfg(test)]
@@ -359,7 +377,7 @@ mod tests {
             "4 of ~0.9 MiB fit in {BACKGROUND_BYTES} bytes"
         );
         // The fifth is parsed when a side asks for it, as before.
-        let (path, id, lang) = old_versions(&a_changes)[4];
+        let (path, id, lang, _) = old_versions(&a_changes).swap_remove(4);
         assert!(index.symbols(&repo, path, id, lang).is_some());
         assert_eq!(index.parsed, 5);
     }
@@ -376,16 +394,16 @@ mod tests {
             .map(|s| repo.blob(s.as_bytes()).unwrap())
             .collect();
         let paths: Vec<String> = (0..5).map(|n| format!("f{n}.c")).collect();
-        let wanted: Vec<(&str, Oid, Lang)> = paths
+        let wanted: Vec<Wanted<'_>> = paths
             .iter()
             .zip(&ids)
-            .map(|(p, id)| (p.as_str(), *id, Lang::C))
+            .map(|(p, id)| (p.as_str(), *id, Lang::C, None))
             .collect();
         let mut index = SymbolIndex::default();
         index.prefetch(&repo, &wanted);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         assert_eq!(index.parsed, if cores >= 2 { 5 } else { 0 });
-        for (source, (path, id, lang)) in sources.iter().zip(&wanted) {
+        for (source, (path, id, lang, _)) in sources.iter().zip(&wanted) {
             let got = index.symbols(&repo, path, *id, *lang).expect("parsed");
             assert_eq!(*got, parse(source.as_bytes(), Lang::C).unwrap());
         }

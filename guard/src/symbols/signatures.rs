@@ -8,6 +8,7 @@ use git2::Repository;
 use owt_protocol::guard::LineRange;
 
 use super::super::changes::{Change, ChangeKind, Hunk};
+use super::regions::Wanted;
 use super::{FileSymbols, Lang, Symbol, SymbolIndex};
 
 /// Signatures are shown shortened to this many characters.
@@ -93,16 +94,67 @@ fn touches_head(h: &Hunk, s: &Symbol) -> bool {
 }
 
 /// The old versions of `changes`' files that [`signature_changes`] parses
-/// (all of them): `(old path, old blob, language)`.
-pub(super) fn old_versions(changes: &[Change]) -> Vec<(&str, git2::Oid, Lang)> {
+/// (all of them, first around their hunks): `(old path, old blob,
+/// language, lines)`.
+pub(super) fn old_versions(changes: &[Change]) -> Vec<Wanted<'_>> {
     changes
         .iter()
         .filter(|c| is_text_file(c) && c.kind != ChangeKind::ModeChanged)
         .filter_map(|c| {
             let path = c.old_path.as_deref().unwrap_or(&c.path);
-            Some((path, c.old?.0, Lang::of_path(path)?))
+            let lang = Lang::of_path(path)?;
+            Some((path, c.old?.0, lang, hunk_lines(c, lang)))
         })
         .collect()
+}
+
+/// Whether a change's old functions are all compared (a deleted or
+/// renamed file, or one whose language changed), not only those around
+/// its hunks.
+fn whole(change: &Change, old_lang: Lang) -> bool {
+    change.new.is_none()
+        || change.kind == ChangeKind::Renamed
+        || Lang::of_path(&change.path) != Some(old_lang)
+}
+
+/// The old lines a change's hunks replace (a pure insertion: the line it
+/// follows), where its old version's functions are looked at; `None`:
+/// the whole file ([`whole`], or no hunks).
+fn hunk_lines(change: &Change, old_lang: Lang) -> Option<Vec<LineRange>> {
+    if whole(change, old_lang) || change.hunks.is_empty() {
+        return None;
+    }
+    Some(
+        change
+            .hunks
+            .iter()
+            .map(|h| LineRange {
+                start: h.old_start.max(1),
+                lines: h.old_lines,
+            })
+            .collect(),
+    )
+}
+
+/// The lines of `text` that hold a word of `names` (as identifiers).
+fn lines_naming(text: &[u8], names: &HashSet<String>) -> Vec<LineRange> {
+    let mut out = Vec::new();
+    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+        // Words as `text::add_words` cuts them: runs of word bytes, and
+        // a run's `$`-free parts.
+        let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$' || *b >= 0x80;
+        let known = |w: &[u8]| std::str::from_utf8(w).is_ok_and(|w| names.contains(w));
+        let named = line
+            .split(|b| !word(b))
+            .any(|run| known(run) || run.split(|b| *b == b'$').any(known));
+        if named {
+            out.push(LineRange {
+                start: i as u32 + 1,
+                lines: 1,
+            });
+        }
+    }
+    out
 }
 
 /// The functions whose signature `changes` altered or removed, compared
@@ -110,17 +162,23 @@ pub(super) fn old_versions(changes: &[Change]) -> Vec<(&str, git2::Oid, Lang)> {
 /// with its signature is no change).
 ///
 /// Parses lazily: every changed file's old version (a base blob, shared by
-/// every participant and update), but a new version only where a hunk
-/// touched a function's head (or the file was deleted or renamed), or
-/// where the written lines name such a function (moved or renamed there).
-/// A file whose heads are untouched keeps its functions' signatures.
+/// every participant and update) around its hunks first (`regions`: the
+/// segments that hold them), then around the lines that name a function
+/// whose head a hunk touched, or a function a hunk wrote (a rename's
+/// other half), so that every definition of those names is compared; a
+/// new version only where a hunk touched a function's head (or the file
+/// was deleted or renamed), or where the written lines name such a
+/// function (moved or renamed there). A file whose heads are untouched
+/// keeps its functions' signatures; a name no hunk touched a head of
+/// keeps its signatures (its heads are the same text).
 pub fn signature_changes(
     repo: &Repository,
     index: &mut SymbolIndex,
     changes: &[Change],
 ) -> Vec<SignatureChange> {
     let by_path: HashMap<&str, &Change> = changes.iter().map(|c| (c.path.as_str(), c)).collect();
-    // Every old version below is parsed: all at once, on the cores.
+    // Every old version below is parsed (around its hunks): all at once,
+    // on the cores.
     index.prefetch(repo, &old_versions(changes));
     // Each file's old functions, and whether a hunk touched one's head.
     let mut files: Vec<OldFile<'_>> = Vec::new();
@@ -130,15 +188,10 @@ pub fn signature_changes(
             continue;
         }
         let old_path = change.old_path.as_deref().unwrap_or(&change.path);
-        let old = Lang::of_path(old_path).and_then(|lang| {
-            let symbols = index.symbols(repo, old_path, change.old?.0, lang)?;
-            Some((lang, symbols))
-        });
-        let whole = change.new.is_none()
-            || change.kind == ChangeKind::Renamed
-            || Lang::of_path(&change.path) != old.as_ref().map(|(l, _)| *l);
+        let old = old_symbols(repo, index, change, old_path, &[]);
         let mut touched = false;
         if let Some((lang, symbols)) = &old {
+            let whole = whole(change, *lang);
             for s in symbols.symbols.iter().filter(|s| s.is_function()) {
                 if whole || change.hunks.iter().any(|h| touches_head(h, s)) {
                     touched = true;
@@ -154,11 +207,75 @@ pub fn signature_changes(
         // Every head as it was: no signature changed.
         return Vec::new();
     }
+    let new_files = new_symbols(repo, index, &files, &gone);
+    // Every old definition of a name compared (or a rename's candidate).
+    let mut names = gone.clone();
+    for (i, (lang, symbols)) in &new_files {
+        let change = files[*i].0;
+        for s in symbols.symbols.iter().filter(|s| s.is_function()) {
+            let written = change
+                .hunks
+                .iter()
+                .any(|h| h.new_start <= s.first && s.first < h.new_start + h.new_lines.max(1));
+            if written && gone.contains_key(&lang.family()) {
+                names
+                    .entry(lang.family())
+                    .or_default()
+                    .insert(s.name.clone());
+            }
+        }
+    }
+    widen(repo, index, &mut files, &names);
     let (mut old, mut new): (Defs, Defs) = (BTreeMap::new(), BTreeMap::new());
-    for (change, old_path, old_symbols, touched) in &files {
+    for (i, (change, old_path, old_symbols, _)) in files.iter().enumerate() {
         if let Some((lang, symbols)) = old_symbols {
             add_defs(&mut old, symbols, old_path, *lang);
         }
+        match new_files.iter().find(|(j, _)| *j == i) {
+            Some((_, (lang, symbols))) => add_defs(&mut new, symbols, &change.path, *lang),
+            // Heads untouched: the same signatures.
+            None => {
+                if let Some((lang, symbols)) = old_symbols {
+                    add_defs(&mut new, symbols, &change.path, *lang);
+                }
+            }
+        }
+    }
+    compare(&old, &new, &by_path, &gone)
+}
+
+/// The symbols of a change's old version (at `old_path`): around its
+/// hunks and the lines `more`, or the whole file's ([`whole`]).
+fn old_symbols(
+    repo: &Repository,
+    index: &mut SymbolIndex,
+    change: &Change,
+    old_path: &str,
+    more: &[LineRange],
+) -> Option<(Lang, Arc<FileSymbols>)> {
+    let lang = Lang::of_path(old_path)?;
+    let id = change.old?.0;
+    let symbols = match hunk_lines(change, lang) {
+        Some(mut lines) => {
+            lines.extend_from_slice(more);
+            index.symbols_near(repo, old_path, id, lang, &lines)?
+        }
+        None => index.symbols(repo, old_path, id, lang)?,
+    };
+    Some((lang, symbols))
+}
+
+/// The new versions parsed (whole): of the files where a hunk touched a
+/// head, and of those whose written lines name a function `gone` names
+/// (moved or renamed there); by index in `files`.
+fn new_symbols(
+    repo: &Repository,
+    index: &mut SymbolIndex,
+    files: &[OldFile<'_>],
+    gone: &BTreeMap<u8, HashSet<String>>,
+) -> Vec<(usize, (Lang, Arc<FileSymbols>))> {
+    let mut out = Vec::new();
+    for (i, (change, _, _, touched)) in files.iter().enumerate() {
         let new_lang = Lang::of_path(&change.path);
         // A function moved or renamed here is named in the written lines.
         let named_here = !touched
@@ -173,15 +290,38 @@ pub fn signature_changes(
             let parsed = new_lang.zip(change.new).and_then(|(lang, entry)| {
                 Some((lang, index.symbols(repo, &change.path, entry.0, lang)?))
             });
-            if let Some((lang, symbols)) = parsed {
-                add_defs(&mut new, &symbols, &change.path, lang);
+            if let Some(parsed) = parsed {
+                out.push((i, parsed));
             }
-        } else if let Some((lang, symbols)) = old_symbols {
-            // Heads untouched: the same signatures.
-            add_defs(&mut new, symbols, &change.path, *lang);
         }
     }
-    compare(&old, &new, &by_path)
+    out
+}
+
+/// Grows each partial old version of `files` around the lines that name
+/// one of `names` (of its family), so that every definition of them is
+/// known.
+fn widen(
+    repo: &Repository,
+    index: &mut SymbolIndex,
+    files: &mut [OldFile<'_>],
+    names: &BTreeMap<u8, HashSet<String>>,
+) {
+    for (change, old_path, old, _) in files.iter_mut() {
+        let Some((lang, symbols)) = old.as_ref() else {
+            continue;
+        };
+        let (Some(wanted), Some(id)) = (names.get(&lang.family()), change.old) else {
+            continue;
+        };
+        if symbols.covered.is_none() {
+            continue;
+        }
+        let lines = super::text_of(repo, id.0, |t| lines_naming(t, wanted)).unwrap_or_default();
+        if !symbols.covers(&lines) {
+            *old = old_symbols(repo, index, change, old_path, &lines);
+        }
+    }
 }
 
 /// Adds the functions of `symbols` (at `path`) to `defs`.
@@ -199,10 +339,21 @@ fn add_defs(defs: &mut Defs, symbols: &FileSymbols, path: &str, lang: Lang) {
     }
 }
 
-/// The signature changes between two sides' definitions.
-fn compare(old: &Defs, new: &Defs, by_path: &HashMap<&str, &Change>) -> Vec<SignatureChange> {
+/// The signature changes between two sides' definitions, of the names
+/// `gone` holds (a hunk touched one of their heads: no other name's
+/// signatures can differ, and the old definitions of others may be known
+/// only in part).
+fn compare(
+    old: &Defs,
+    new: &Defs,
+    by_path: &HashMap<&str, &Change>,
+    gone: &BTreeMap<u8, HashSet<String>>,
+) -> Vec<SignatureChange> {
     let mut out = Vec::new();
     for (key, before) in old {
+        if !gone.get(&key.0).is_some_and(|g| g.contains(&key.1)) {
+            continue;
+        }
         let after = new.get(key).map(Vec::as_slice).unwrap_or_default();
         let sigs =
             |defs: &[Def]| -> BTreeSet<String> { defs.iter().map(|d| d.canon.clone()).collect() };

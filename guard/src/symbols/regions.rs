@@ -1,0 +1,399 @@
+//! Parsing only the parts of a file a question is about. Signature changes
+//! and messages ask an old version (a base blob) about the functions
+//! around some lines: its hunks, and the lines that name a changed
+//! function. A file of a brace language is cut into **segments** without
+//! parsing, at the lines that hold only `}` or `};` (where a top-level
+//! item ends, as such code is commonly laid out), and only the segments
+//! holding the asked lines are parsed, as one document of tree-sitter's
+//! included ranges, so that every position stays the whole file's.
+//!
+//! - [`SymbolIndex::symbols_near`]: a blob's symbols, complete for the
+//!   segments around some lines (`FileSymbols::covered`), parsed where
+//!   they are not yet; grown by later questions, cached in memory and on
+//!   disk like a whole file's;
+//! - a parse of segments with any syntax error (a cut that was not
+//!   between two top-level items: inside a namespace, an `extern "C"`
+//!   block, an `#if`, a comment) is thrown away for the whole file's
+//!   parse, as is a question whose segments hold half the file or more;
+//!   Python (no braces) and C++ (whose namespaces hold unindented
+//!   functions: a segment of one would lose its namespace) are always
+//!   parsed whole.
+//!
+//! Invariants: a segment is parsed whole or not at all, so every symbol a
+//! segment holds is known once it is covered, with the lines, signature
+//! and kind the whole file's parse gives; a partial entry's `uses` are
+//! empty (only a new version's uses are read, and those are parsed
+//! whole); [`SymbolIndex::symbols`] never answers with a partial entry.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use git2::{Oid, Repository};
+use owt_protocol::guard::LineRange;
+
+use super::{grammar, FileSymbols, Lang, SymbolIndex, MAX_BYTES};
+
+/// A blob asked for: its path, id and language, and the lines whose
+/// symbols are asked (`None`: the whole file's).
+pub(super) type Wanted<'a> = (&'a str, Oid, Lang, Option<Vec<LineRange>>);
+
+/// Blob `id` when the index parses it: text, at most [`MAX_BYTES`].
+pub(super) fn parsable_blob(repo: &Repository, id: Oid) -> Option<git2::Blob<'_>> {
+    super::super::big::small_blob(repo, id)
+        .filter(|b| !b.is_binary() && b.content().len() <= MAX_BYTES)
+}
+
+/// The segments of a text: where each starts.
+pub(super) struct Segments {
+    /// `(first line, first byte)` of each segment, ascending; the first
+    /// is `(1, 0)`.
+    starts: Vec<(u32, usize)>,
+    /// The text's length in bytes.
+    len: usize,
+}
+
+/// Cuts `text` after every line that holds only `}` or `};` (trailing
+/// whitespace aside).
+pub(super) fn segments(text: &[u8]) -> Segments {
+    let mut starts = vec![(1, 0)];
+    let mut line = 1u32;
+    let mut at = 0usize;
+    while at < text.len() {
+        let end = text[at..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(text.len(), |i| at + i);
+        let body = text[at..end].trim_ascii_end();
+        line += 1;
+        at = end + 1;
+        if (body == b"}" || body == b"};") && at < text.len() {
+            starts.push((line, at));
+        }
+    }
+    Segments {
+        starts,
+        len: text.len(),
+    }
+}
+
+impl Segments {
+    pub(super) fn count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Segment `k`'s lines, inclusive; the last one's end is `u32::MAX`
+    /// (whatever lies beyond the text is its).
+    pub(super) fn lines(&self, k: usize) -> (u32, u32) {
+        let end = self.starts.get(k + 1).map_or(u32::MAX, |s| s.0 - 1);
+        (self.starts[k].0, end)
+    }
+
+    /// Segment `k`'s bytes.
+    pub(super) fn bytes(&self, k: usize) -> Range<usize> {
+        self.starts[k].1..self.starts.get(k + 1).map_or(self.len, |s| s.1)
+    }
+
+    /// The segments holding any line of `ranges`, each widened by a line
+    /// on both sides (a hunk just before a function's head touches it),
+    /// ascending.
+    pub(super) fn holding(&self, ranges: &[LineRange]) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        for range in ranges {
+            let (lo, hi) = widened(range);
+            let first = self.starts.partition_point(|s| s.0 <= lo) - 1;
+            let last = self.starts.partition_point(|s| s.0 <= hi) - 1;
+            out.extend(first..=last);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// A range's lines with one more on each side: `(first, last)`.
+fn widened(range: &LineRange) -> (u32, u32) {
+    let last = range.start.saturating_add(range.lines.max(1) - 1);
+    (range.start.saturating_sub(1).max(1), last.saturating_add(1))
+}
+
+/// Whether a file of `lang` is cut at all: the brace languages whose
+/// top-level items are not commonly nested in an unindented block (C++'s
+/// namespaces are; Python has no braces).
+pub(super) fn segmented(lang: Lang) -> bool {
+    !matches!(lang, Lang::Python | Lang::Cpp)
+}
+
+impl FileSymbols {
+    /// Whether these symbols are complete around every line of `ranges`
+    /// (always, for a whole file's).
+    pub fn covers(&self, ranges: &[LineRange]) -> bool {
+        let Some(covered) = &self.covered else {
+            return true;
+        };
+        ranges.iter().all(|r| {
+            let (lo, hi) = widened(r);
+            covered.iter().any(|&(a, b)| a <= lo && hi <= b)
+        })
+    }
+
+    /// These symbols with `part`'s (a parse of other segments, covering
+    /// `lines`) added, in source order.
+    fn with(&self, part: FileSymbols, lines: &[(u32, u32)]) -> FileSymbols {
+        let mut symbols = self.symbols.clone();
+        symbols.extend(part.symbols);
+        // Each list is in source order and their segments are disjoint:
+        // a stable sort by first line keeps each segment's own order.
+        symbols.sort_by_key(|s| s.first);
+        let mut covered = self.covered.clone().unwrap_or_default();
+        covered.extend_from_slice(lines);
+        FileSymbols {
+            symbols,
+            uses: Default::default(),
+            covered: Some(merge_lines(covered)),
+        }
+    }
+}
+
+/// Line ranges sorted and joined where they meet or overlap.
+fn merge_lines(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for (a, b) in ranges {
+        match out.last_mut() {
+            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// The segments to parse: their bytes, and their lines.
+type Plan = (Vec<Range<usize>>, Vec<(u32, u32)>);
+
+/// What to parse of a text for `ranges`, given what `have` (a partial
+/// entry) covers; `None` when the whole file should be parsed instead
+/// (not segmented, or those segments hold half of it or more).
+pub(super) fn plan(
+    text: &[u8],
+    lang: Lang,
+    have: Option<&FileSymbols>,
+    ranges: &[LineRange],
+) -> Option<Plan> {
+    if !segmented(lang) {
+        return None;
+    }
+    let cut = segments(text);
+    let covered = |k: usize| {
+        let (a, b) = cut.lines(k);
+        have.and_then(|h| h.covered.as_ref())
+            .is_some_and(|c| c.iter().any(|&(x, y)| x <= a && b <= y))
+    };
+    let wanted: Vec<usize> = cut
+        .holding(ranges)
+        .into_iter()
+        .filter(|k| !covered(*k))
+        .collect();
+    let bytes: usize = wanted.iter().map(|k| cut.bytes(*k).len()).sum();
+    if cut.count() < 2 || bytes * 2 >= text.len() {
+        return None;
+    }
+    let spans = wanted.iter().map(|k| cut.bytes(*k)).collect();
+    let lines = wanted.iter().map(|k| cut.lines(*k)).collect();
+    Some((spans, lines))
+}
+
+/// Parses what [`plan`] says for `ranges`: the segments' symbols with
+/// `have`'s, or the whole file's (its tree too) when the plan says so or
+/// the segments do not parse cleanly. `None`: the grammar gave up.
+pub(super) fn parse_near(
+    text: &[u8],
+    lang: Lang,
+    have: Option<&FileSymbols>,
+    ranges: &[LineRange],
+) -> Option<(FileSymbols, Option<tree_sitter::Tree>)> {
+    if let Some((spans, lines)) = plan(text, lang, have, ranges) {
+        let none = FileSymbols::default();
+        let have = have.unwrap_or(&none);
+        if spans.is_empty() {
+            return Some((have.with(FileSymbols::default(), &[]), None));
+        }
+        if let Some(part) = grammar::parse_spans(text, lang, &spans) {
+            return Some((have.with(part, &lines), None));
+        }
+    }
+    super::parse_from(text, lang, None).map(|(symbols, tree, _)| (symbols, Some(tree)))
+}
+
+impl SymbolIndex {
+    /// The symbols of blob `id` (the file at `path`, as `lang`), complete
+    /// around every line of `ranges` (each widened by a line): a whole
+    /// file's when one is cached, else the segments holding those lines,
+    /// parsed where no earlier question parsed them. `None` as for
+    /// [`SymbolIndex::symbols`].
+    pub fn symbols_near(
+        &mut self,
+        repo: &Repository,
+        path: &str,
+        id: Oid,
+        lang: Lang,
+        ranges: &[LineRange],
+    ) -> Option<Arc<FileSymbols>> {
+        if !self.regions || !segmented(lang) {
+            return self.symbols(repo, path, id, lang);
+        }
+        self.settle();
+        let have = self.cached_any(id, lang);
+        match &have {
+            Some(None) => return None,
+            Some(Some(found)) if found.covers(ranges) => return Some(found.clone()),
+            _ => {}
+        }
+        if ranges.is_empty() {
+            // Nothing asked: nothing known, nothing parsed.
+            return Some(Arc::new(FileSymbols {
+                covered: Some(Vec::new()),
+                ..FileSymbols::default()
+            }));
+        }
+        let have = have.flatten();
+        let parsed = parsable_blob(repo, id).and_then(|blob| {
+            let content = blob.content();
+            self.parsed += 1;
+            let (symbols, tree) = parse_near(content, lang, have.as_deref(), ranges)?;
+            Some(self.keep_part(path, id, lang, content, symbols, tree))
+        });
+        self.files.insert((id, lang), parsed.clone());
+        parsed
+    }
+
+    /// What memory or disk holds for `(id, lang)`, whole or partial (put
+    /// in memory when read from disk); `Some(None)`: known unparsable.
+    pub(super) fn cached_any(&mut self, id: Oid, lang: Lang) -> Option<Option<Arc<FileSymbols>>> {
+        if let Some(found) = self.files.get(&(id, lang)) {
+            return Some(found.clone());
+        }
+        if self.files.len() >= super::MAX_CACHED {
+            self.files.clear();
+        }
+        let found = Some(Arc::new(self.disk.as_mut()?.get(id, lang)?));
+        self.files.insert((id, lang), found.clone());
+        Some(found)
+    }
+
+    /// Keeps what [`parse_near`] gave: a whole parse as
+    /// [`SymbolIndex::keep_parse`] does, a partial one in the disk cache.
+    pub(super) fn keep_part(
+        &mut self,
+        path: &str,
+        id: Oid,
+        lang: Lang,
+        source: &[u8],
+        symbols: FileSymbols,
+        tree: Option<tree_sitter::Tree>,
+    ) -> Arc<FileSymbols> {
+        match tree {
+            Some(tree) => self.keep_parse(path, id, lang, source, symbols, tree),
+            None => {
+                if let Some(disk) = &mut self.disk {
+                    disk.put(id, lang, &symbols);
+                }
+                Arc::new(symbols)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+    use super::*;
+
+    const C: &str = "#include <stdio.h>\n\
+static int one(int a)\n{\n\treturn a;\n}\n\n\
+/* two */\nint two(const char *s,\n\tint n)\n{\n\tif (n) {\n\t\treturn 1;\n\t}\n\treturn 0;\n}\n\n\
+struct pair {\n\tint a, b;\n};\n\n\
+void three(void)\n{\n\tone(two(\"x\", 1));\n}\n";
+
+    fn range(start: u32, lines: u32) -> LineRange {
+        LineRange { start, lines }
+    }
+
+    #[test]
+    fn a_file_is_cut_after_each_closing_brace_alone_on_its_line() {
+        let cut = segments(C.as_bytes());
+        let all: Vec<(u32, u32)> = (0..cut.count()).map(|k| cut.lines(k)).collect();
+        assert_eq!(all, vec![(1, 5), (6, 15), (16, 19), (20, u32::MAX)]);
+        assert_eq!(&C[cut.bytes(1)][..9], "\n/* two *");
+        assert_eq!(cut.holding(&[range(9, 1)]), vec![1]);
+        // Widened by a line: a hunk on the line before a head holds it.
+        assert_eq!(cut.holding(&[range(5, 1)]), vec![0, 1]);
+        assert_eq!(cut.holding(&[range(21, 0)]), vec![3]);
+    }
+
+    #[test]
+    fn segments_parsed_one_by_one_give_the_whole_files_symbols() {
+        let whole = parse(C.as_bytes(), Lang::C).expect("parses");
+        let mut have: Option<FileSymbols> = None;
+        for line in [22, 9, 2, 18] {
+            let (got, tree) = parse_near(C.as_bytes(), Lang::C, have.as_ref(), &[range(line, 1)])
+                .expect("parses");
+            assert!(tree.is_none(), "line {line}: a part, not the whole");
+            assert!(got.covers(&[range(line, 1)]));
+            have = Some(got);
+        }
+        let have = have.unwrap();
+        assert_eq!(have.symbols, whole.symbols);
+        assert_eq!(have.covered, Some(vec![(1, u32::MAX)]));
+        assert!(have.uses.is_empty());
+        // Nothing asked: nothing parsed, an empty part.
+        let (none, _) = parse_near(C.as_bytes(), Lang::C, None, &[]).unwrap();
+        assert_eq!((none.symbols.len(), none.covered), (0, Some(vec![])));
+    }
+
+    #[test]
+    fn nothing_asked_parses_nothing_and_leaves_the_blob_parsable() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let id = repo.blob(C.as_bytes()).unwrap();
+        let mut index = SymbolIndex::default();
+        let got = index.symbols_near(&repo, "a.c", id, Lang::C, &[]).unwrap();
+        assert!(got.symbols.is_empty());
+        assert_eq!(index.parsed, 0);
+        let got = index
+            .symbols_near(&repo, "a.c", id, Lang::C, &[range(9, 1)])
+            .unwrap();
+        assert_eq!(got.symbols.len(), 1, "two's segment");
+        let whole = index.symbols(&repo, "a.c", id, Lang::C).unwrap();
+        assert_eq!(whole.covered, None);
+        assert_eq!(*whole, parse(C.as_bytes(), Lang::C).unwrap());
+        assert_eq!(index.parsed, 2);
+    }
+
+    #[test]
+    fn a_cut_inside_an_item_half_the_file_or_a_language_not_cut_is_parsed_whole() {
+        // The segment around line 11 starts inside a comment (a `}` alone
+        // on a line of it): not clean, so the whole file.
+        let c = "int a(void)\n{\n\treturn 0;\n}\n/* an example:\nint b(void)\n{\n}\n */\nint d(void)\n{\n\treturn 3;\n}\nint e(void)\n{\n\treturn 4;\n}\nint f(void)\n{\n\treturn 5;\n}\n";
+        let (got, tree) = parse_near(c.as_bytes(), Lang::C, None, &[range(11, 1)]).expect("parses");
+        assert!(tree.is_some(), "whole");
+        assert_eq!(got, parse(c.as_bytes(), Lang::C).unwrap());
+        // A segment that starts with the `#endif` of an `#if` before it
+        // parses cleanly (an `#endif` alone is a directive call), and its
+        // function is the whole parse's.
+        let c = "#if X\nint a(void)\n{\n\treturn 0;\n}\n#endif\nint d(void)\n{\n\treturn 3;\n}\nint e(void)\n{\n\treturn 4;\n}\nint f(void)\n{\n\treturn 5;\n}\n";
+        let (got, tree) = parse_near(c.as_bytes(), Lang::C, None, &[range(8, 1)]).expect("parses");
+        assert!(tree.is_none());
+        let whole = parse(c.as_bytes(), Lang::C).unwrap();
+        assert_eq!(got.symbols, vec![whole.symbols[1].clone()]);
+        // Two segments of four asked: half the file.
+        let (_, tree) = parse_near(C.as_bytes(), Lang::C, None, &[range(9, 12)]).expect("parses");
+        assert!(tree.is_some());
+        // C++ (namespaces hold unindented functions) and Python are not cut.
+        let cpp = "namespace n {\nint a()\n{\n}\nint b()\n{\n}\nint c()\n{\n}\n}\n";
+        let (_, tree) = parse_near(cpp.as_bytes(), Lang::Cpp, None, &[range(6, 1)]).unwrap();
+        assert!(tree.is_some());
+        let py = "def a():\n    return 1\n";
+        let (_, tree) = parse_near(py.as_bytes(), Lang::Python, None, &[range(1, 1)]).unwrap();
+        assert!(tree.is_some());
+    }
+}
