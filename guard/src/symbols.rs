@@ -59,6 +59,10 @@ mod grammar;
 mod notes;
 mod parallel;
 mod regions;
+#[cfg(test)]
+pub(crate) use regions::each_segment;
+#[cfg(test)]
+pub(crate) use regions::reads_items_whole;
 mod signatures;
 mod text;
 

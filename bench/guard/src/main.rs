@@ -39,6 +39,9 @@
 //! and the cold full recompute of the real topics with it on and off:
 //! verdicts first then symbols (as `owt lsp`), and at once (as `owt
 //! guard`) with the symbol cache warm, empty, and the index off.
+//! `--whole-parses` parses old versions whole instead of around the lines
+//! asked (`symbols::regions`), as owt did before: the same binary, to
+//! compare the two.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -619,6 +622,9 @@ fn main() {
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1).cloned())
     };
+    if args.iter().any(|a| a == "--whole-parses") {
+        WHOLE_PARSES.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     if let Some(spec) = arg("--corpus") {
         let (dir, _cleanup) = bench_dir(arg("--dir"), "owt-guard-corpus");
         corpus(Path::new(&spec), &dir);
@@ -971,7 +977,7 @@ fn real_full_recomputes(
     let (mut on, mut symbols_after, mut off) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..10 {
         let symbols = round % 2 == 0;
-        let mut engine = owt::guard::corpus::engine_for(main, case);
+        let mut engine = real_engine(main, case);
         engine.set_symbols(symbols);
         let started = Instant::now();
         if symbols {
@@ -999,6 +1005,17 @@ struct OneShot {
     hits_warm: u64,
 }
 
+/// With `--whole-parses`: old versions parsed whole, as before
+/// `symbols::regions` (to compare the two in one binary).
+static WHOLE_PARSES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// An engine over the corpus case's sessions (`--whole-parses` applied).
+fn real_engine(main: &Path, case: &owt::guard::corpus::Case) -> GuardEngine {
+    let mut engine = owt::guard::corpus::engine_for(main, case);
+    engine.set_symbol_regions(!WHOLE_PARSES.load(std::sync::atomic::Ordering::Relaxed));
+    engine
+}
+
 /// The cold one-shot full recompute `owt guard` runs (`full_recompute`,
 /// verdicts and symbols at once) by fresh engines, in turn: symbols on
 /// with the symbol cache under `home` warm (kept by the runs before), on
@@ -1016,11 +1033,11 @@ fn real_one_shots(main: &Path, case: &owt::guard::corpus::Case, home: &Path) -> 
     };
     // Fills the cache the warm runs read.
     let _ = std::fs::remove_dir_all(home);
-    let mut engine = owt::guard::corpus::engine_for(main, case);
+    let mut engine = real_engine(main, case);
     engine.set_symbol_cache(Some(home));
     engine.full_recompute().expect("full recompute");
     for round in 0..3 * o.runs {
-        let mut engine = owt::guard::corpus::engine_for(main, case);
+        let mut engine = real_engine(main, case);
         let started = Instant::now();
         match round % 3 {
             0 => {

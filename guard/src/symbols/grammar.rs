@@ -64,7 +64,7 @@ impl Lang {
         }
     }
 
-    fn grammar(self) -> tree_sitter::Language {
+    pub(super) fn grammar(self) -> tree_sitter::Language {
         match self {
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
             Lang::Python => tree_sitter_python::LANGUAGE.into(),
@@ -136,7 +136,7 @@ thread_local! {
 }
 
 /// Runs `f` with this thread's parser for `lang`.
-fn with_parser<T>(lang: Lang, f: impl FnOnce(&mut Parser) -> Option<T>) -> Option<T> {
+pub(super) fn with_parser<T>(lang: Lang, f: impl FnOnce(&mut Parser) -> Option<T>) -> Option<T> {
     PARSERS.with(|parsers| {
         let mut parsers = parsers.borrow_mut();
         let parser = match parsers.entry(lang) {
@@ -149,56 +149,6 @@ fn with_parser<T>(lang: Lang, f: impl FnOnce(&mut Parser) -> Option<T>) -> Optio
         };
         f(parser)
     })
-}
-
-/// The definitions in `spans` of `source` only (each a run of whole
-/// lines), parsed as one document whose positions are the whole text's:
-/// `None` when the parse has a syntax error (a span that does not hold
-/// whole top-level items) or the grammar gave up. No uses; `covered` is
-/// left for the caller.
-pub(super) fn parse_spans(
-    source: &[u8],
-    lang: Lang,
-    spans: &[std::ops::Range<usize>],
-) -> Option<FileSymbols> {
-    // Rows and columns counted in one pass (the spans ascend).
-    let (mut at, mut row, mut line_start) = (0usize, 0usize, 0usize);
-    let mut point = |byte: usize| {
-        for (i, b) in source[at..byte].iter().enumerate() {
-            if *b == b'\n' {
-                row += 1;
-                line_start = at + i + 1;
-            }
-        }
-        at = byte;
-        tree_sitter::Point {
-            row,
-            column: byte - line_start,
-        }
-    };
-    let mut ranges: Vec<tree_sitter::Range> = Vec::new();
-    for s in spans {
-        let start_point = point(s.start);
-        ranges.push(tree_sitter::Range {
-            start_byte: s.start,
-            end_byte: s.end,
-            start_point,
-            end_point: point(s.end),
-        });
-    }
-    let tree = with_parser(lang, |parser| {
-        parser.set_included_ranges(&ranges).ok()?;
-        let tree = parse_tree(parser, source, None);
-        // Back to whole texts for the next parse on this thread.
-        let _ = parser.set_included_ranges(&[]);
-        tree
-    })?;
-    if tree.root_node().has_error() {
-        return None;
-    }
-    let mut symbols = extract(&tree, source, lang);
-    symbols.uses.clear();
-    Some(symbols)
 }
 
 /// The byte ranges of a tree's syntax errors (`ERROR` and missing nodes),
@@ -250,7 +200,7 @@ fn same_errors(old: &Tree, new: &Tree, edits: &[tree_sitter::InputEdit]) -> bool
     moved == errors(new)
 }
 
-fn parse_tree(parser: &mut Parser, source: &[u8], old: Option<&Tree>) -> Option<Tree> {
+pub(super) fn parse_tree(parser: &mut Parser, source: &[u8], old: Option<&Tree>) -> Option<Tree> {
     // Hostile input must not hold the guard: a parse over its budget gives
     // no symbols.
     let started = Instant::now();
@@ -270,7 +220,7 @@ fn parse_tree(parser: &mut Parser, source: &[u8], old: Option<&Tree>) -> Option<
 }
 
 /// The definitions and uses in `tree` (a parse of `source`).
-fn extract(tree: &Tree, source: &[u8], lang: Lang) -> FileSymbols {
+pub(super) fn extract(tree: &Tree, source: &[u8], lang: Lang) -> FileSymbols {
     let mut out = FileSymbols::default();
     let mut names: HashSet<usize> = HashSet::new();
     // Depth-first, preorder, with a cursor (no recursion: hostile input

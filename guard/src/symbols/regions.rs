@@ -11,17 +11,22 @@
 //!   segments around some lines (`FileSymbols::covered`), parsed where
 //!   they are not yet; grown by later questions, cached in memory and on
 //!   disk like a whole file's;
-//! - a parse of segments with any syntax error (a cut that was not
-//!   between two top-level items: inside a namespace, an `extern "C"`
-//!   block, an `#if`, a comment) is thrown away for the whole file's
-//!   parse, as is a question whose segments hold half the file or more;
+//! - a parse of segments with an error between items or a missing `}`
+//!   (a cut that was not between two top-level items: inside a comment,
+//!   or after a block closed at the line's start) is thrown away for the
+//!   whole file's parse, as is a question whose segments hold half the
+//!   file or more; an error inside an item (a macro tree-sitter cannot
+//!   read, which the whole file's parse meets the same way) is kept;
 //!   Python (no braces) and C++ (whose namespaces hold unindented
 //!   functions: a segment of one would lose its namespace) are always
 //!   parsed whole.
 //!
 //! Invariants: a segment is parsed whole or not at all, so every symbol a
 //! segment holds is known once it is covered, with the lines, signature
-//! and kind the whole file's parse gives; a partial entry's `uses` are
+//! and kind the whole file's parse gives (`regions_tests`: libgit2's C,
+//! owt's Rust, the extension's TypeScript) — except in a file whose whole
+//! parse cannot read its items (an error spanning items), where a segment
+//! alone reads them better; a partial entry's `uses` are
 //! empty (only a new version's uses are read, and those are parsed
 //! whole); [`SymbolIndex::symbols`] never answers with a partial entry.
 
@@ -217,7 +222,7 @@ pub(super) fn parse_near(
         if spans.is_empty() {
             return Some((have.with(FileSymbols::default(), &[]), None));
         }
-        if let Some(part) = grammar::parse_spans(text, lang, &spans) {
+        if let Some(part) = parse_spans(text, lang, &spans) {
             return Some((have.with(part, &lines), None));
         }
     }
@@ -303,6 +308,103 @@ impl SymbolIndex {
     }
 }
 
+/// The definitions in `spans` of `source` only (each a run of whole
+/// lines), parsed as one document whose positions are the whole text's:
+/// `None` when the parse has a syntax error (a span that does not hold
+/// whole top-level items) or the grammar gave up. No uses; `covered` is
+/// left for the caller.
+fn parse_spans(source: &[u8], lang: Lang, spans: &[std::ops::Range<usize>]) -> Option<FileSymbols> {
+    // Rows and columns counted in one pass (the spans ascend).
+    let (mut at, mut row, mut line_start) = (0usize, 0usize, 0usize);
+    let mut point = |byte: usize| {
+        for (i, b) in source[at..byte].iter().enumerate() {
+            if *b == b'\n' {
+                row += 1;
+                line_start = at + i + 1;
+            }
+        }
+        at = byte;
+        tree_sitter::Point {
+            row,
+            column: byte - line_start,
+        }
+    };
+    let mut ranges: Vec<tree_sitter::Range> = Vec::new();
+    for s in spans {
+        let start_point = point(s.start);
+        ranges.push(tree_sitter::Range {
+            start_byte: s.start,
+            end_byte: s.end,
+            start_point,
+            end_point: point(s.end),
+        });
+    }
+    let tree = grammar::with_parser(lang, |parser| {
+        parser.set_included_ranges(&ranges).ok()?;
+        let tree = grammar::parse_tree(parser, source, None);
+        // Back to whole texts for the next parse on this thread.
+        let _ = parser.set_included_ranges(&[]);
+        tree
+    })?;
+    if !items_whole(&tree) {
+        return None;
+    }
+    let mut symbols = grammar::extract(&tree, source, lang);
+    symbols.uses.clear();
+    Some(symbols)
+}
+
+/// Whether a parse of spans holds whole top-level items only: no error
+/// or missing token between items (a cut inside a comment, or inside an
+/// item whose closing brace came early) and no missing `}` anywhere (an
+/// item cut short). An error inside an item (a macro tree-sitter cannot
+/// read, which the whole file's parse meets the same way) leaves the
+/// items as they are.
+fn items_whole(tree: &tree_sitter::Tree) -> bool {
+    let root = tree.root_node();
+    if !root.has_error() {
+        return true;
+    }
+    let mut cursor = tree.walk();
+    'walk: loop {
+        let node = cursor.node();
+        let top = node.parent().is_some_and(|p| p.id() == root.id());
+        let cut_short = node.is_missing() && (top || node.kind() == "}");
+        if cut_short || (node.is_error() && (top || node.id() == root.id())) {
+            return false;
+        }
+        if node.has_error() && cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    true
+}
+
+/// Whether tree-sitter reads every top-level item of `source` whole (no
+/// error between items, no missing `}`): where it does not, the whole
+/// file's parse and a segment's may read the items differently (tests).
+#[cfg(test)]
+pub(crate) fn reads_items_whole(source: &[u8], lang: Lang) -> bool {
+    let mut parser = tree_sitter::Parser::new();
+    parser.set_language(&lang.grammar()).unwrap();
+    parser.parse(source, None).is_some_and(|t| items_whole(&t))
+}
+
+/// Each segment of `text` parsed alone: its symbols, or `None` where it
+/// does not parse cleanly (for tests on real code).
+#[cfg(test)]
+pub(crate) fn each_segment(text: &[u8], lang: Lang) -> Vec<Option<FileSymbols>> {
+    let cut = segments(text);
+    (0..cut.count())
+        .map(|k| parse_spans(text, lang, &[cut.bytes(k)]))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::parse;
@@ -351,6 +453,19 @@ void three(void)\n{\n\tone(two(\"x\", 1));\n}\n";
     }
 
     #[test]
+    fn an_error_inside_an_item_keeps_the_items_as_the_whole_parse_has_them() {
+        // A loop macro tree-sitter cannot read, as git's C is full of: the
+        // whole file's parse has the same error inside the same function.
+        let c = "int a(void)\n{\n\treturn 0;\n}\n\nstatic void each(struct string_list *list)\n{\n\tstruct string_list_item *item;\n\tfor_each_string_list_item(item, list) {\n\t\tputs(item->string);\n\t}\n}\n\nint e(void)\n{\n\treturn 4;\n}\nint f(void)\n{\n\treturn 5;\n}\nint h(void)\n{\n\treturn 6;\n}\n".to_string()
+            + &"int more(void)\n{\n\treturn 7;\n}\n".repeat(8);
+        let whole = parse(c.as_bytes(), Lang::C).unwrap();
+        let (got, tree) = parse_near(c.as_bytes(), Lang::C, None, &[range(10, 1)]).unwrap();
+        assert!(tree.is_none(), "a part");
+        let each: Vec<_> = whole.symbols.iter().filter(|s| s.name == "each").collect();
+        assert_eq!(got.symbols.iter().collect::<Vec<_>>(), each);
+    }
+
+    #[test]
     fn nothing_asked_parses_nothing_and_leaves_the_blob_parsable() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path()).unwrap();
@@ -385,6 +500,16 @@ void three(void)\n{\n\tone(two(\"x\", 1));\n}\n";
         assert!(tree.is_none());
         let whole = parse(c.as_bytes(), Lang::C).unwrap();
         assert_eq!(got.symbols, vec![whole.symbols[1].clone()]);
+        // A `}` alone closing an inner block: the segment before it holds
+        // a function cut short (its brace missing), the one after a stray
+        // `}`: neither is clean.
+        let c = "int a(void)\n{\n\treturn 0;\n}\nint g(void)\n{\n\tif (x) {\n\t\ty();\n}\n\treturn 0;\n}\nint e(void)\n{\n\treturn 4;\n}\nint f(void)\n{\n\treturn 5;\n}\nint h(void)\n{\n\treturn 6;\n}\n";
+        for line in [6, 11] {
+            let (got, tree) =
+                parse_near(c.as_bytes(), Lang::C, None, &[range(line, 1)]).expect("parses");
+            assert!(tree.is_some(), "line {line}: whole");
+            assert_eq!(got, parse(c.as_bytes(), Lang::C).unwrap());
+        }
         // Two segments of four asked: half the file.
         let (_, tree) = parse_near(C.as_bytes(), Lang::C, None, &[range(9, 12)]).expect("parses");
         assert!(tree.is_some());
