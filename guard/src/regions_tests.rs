@@ -4,7 +4,8 @@
 //! metadata`), owt's own Rust and the VS Code extension's TypeScript. Each
 //! side edits a few files the way agents do (a signature changed, a
 //! function removed, moved to the end, renamed, a body line added), and
-//! its signature changes and the symbols around its hunks are compared
+//! its signature changes, the symbols around its hunks and the `semantic`
+//! notes of another side calling the changed functions are compared
 //! between an index that parses segments and one that parses whole files.
 
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use owt_protocol::guard::LineRange;
 
 use super::changes::{Change, ChangeKind, Hunk};
 use super::symbols::{
-    each_segment, parse, reads_items_whole, signature_changes, Lang, SymbolIndex,
+    each_segment, parse, reads_items_whole, signature_changes, Lang, SideRef, SymbolIndex,
 };
 use super::tests::Rng;
 
@@ -144,7 +145,7 @@ fn segments_around_the_hunks_give_the_whole_files_signature_changes_and_symbols(
     ));
     assert!(files.len() > 30, "{} files", files.len());
     let mut rng = Rng(0x5eed_1234_abcd_0001);
-    let (mut sides, mut found, mut partial) = (0, 0, 0);
+    let (mut sides, mut found, mut partial, mut notes) = (0, 0, 0, 0);
     // Three files a side, each with two or three edits.
     for side in files.chunks(3) {
         let mut changes: Vec<Change> = Vec::new();
@@ -192,6 +193,46 @@ fn segments_around_the_hunks_give_the_whole_files_signature_changes_and_symbols(
         assert_eq!(got, want, "{:?}", side);
         found += want.len();
         sides += 1;
+        // Another side calls the changed functions in a body of the first
+        // file: the same `semantic` notes.
+        if let (Some(first), false) = (changes.first(), want.is_empty()) {
+            let old = String::from_utf8(
+                repo.find_blob(first.old.unwrap().0)
+                    .unwrap()
+                    .content()
+                    .to_vec(),
+            )
+            .unwrap();
+            let lang = Lang::of_path(&first.path).unwrap();
+            let functions: Vec<u32> = parse(old.as_bytes(), lang)
+                .unwrap()
+                .symbols
+                .iter()
+                .filter(|s| s.signature.is_some() && s.last > s.head_last + 1)
+                .map(|s| s.head_last + 1)
+                .collect();
+            let at = functions[rng.below(functions.len())] as usize;
+            let mut lines: Vec<String> = old.lines().map(str::to_string).collect();
+            for w in want.iter().take(3) {
+                lines.insert(at, format!("\t{}(0);", w.name));
+            }
+            let user = [change(&repo, &first.path, &old, &(lines.join("\n") + "\n"))];
+            let key = |n: u8| (Oid::zero(), Oid::from_bytes(&[n; 20]).unwrap());
+            let a = SideRef {
+                name: "a",
+                key: key(1),
+                changes: &changes,
+            };
+            let b = SideRef {
+                name: "b",
+                key: key(2),
+                changes: &user,
+            };
+            let got = near.semantic(&repo, &a, &b);
+            let want = whole.semantic(&repo, &a, &b);
+            assert_eq!(got, want, "{:?}", side);
+            notes += want.len();
+        }
         // The symbols around each hunk, as messages ask them.
         for c in &changes {
             let lang = Lang::of_path(&c.path).unwrap();
@@ -213,12 +254,13 @@ fn segments_around_the_hunks_give_the_whole_files_signature_changes_and_symbols(
             }
         }
     }
-    eprintln!("{sides} sides, {found} signature changes, {partial} partial");
+    eprintln!("{sides} sides, {found} signature changes, {partial} partial, {notes} notes");
     assert!(
         sides > 10 && found > 10,
         "{sides} sides, {found} signature changes"
     );
     assert!(partial > 10, "segments were parsed: {partial}");
+    assert!(notes > 5, "notes compared: {notes}");
 }
 
 #[test]
@@ -254,6 +296,14 @@ fn each_segment_alone_gives_the_whole_files_symbols_or_is_refused() {
                 continue;
             };
             clean += 1;
+            for (name, lines) in &part.uses {
+                let all = whole.uses.get(name).map(Vec::as_slice).unwrap_or_default();
+                assert!(
+                    lines.iter().all(|l| all.contains(l)),
+                    "{}: uses of {name} at {lines:?}, the whole parse's {all:?}",
+                    path.display()
+                );
+            }
             for s in &part.symbols {
                 assert!(
                     whole.symbols.contains(s),

@@ -23,8 +23,9 @@
 //! participant and update) around its hunks and the lines naming a
 //! function that can have changed (`regions`: the segments between lines
 //! holding only `}`), and its new version only where a hunk touched
-//! a function's head ([`signature_changes`]); a user's file is parsed only
-//! when its written lines name a changed function. Messages parse the
+//! a function's head, around its written lines ([`signature_changes`]); a
+//! user's file is parsed only when its written lines name a changed
+//! function, around them. Messages parse the
 //! files two participants both changed, as they are in the pair's base,
 //! around the pair's lines.
 //! A new version of a path whose tree is kept (the latest
@@ -165,7 +166,7 @@ pub struct FileSymbols {
     pub uses: HashMap<String, Vec<u32>>,
     /// `None`: the whole file's. Else the lines (1-based, inclusive,
     /// ascending) of the segments parsed (`regions`): the symbols are
-    /// complete there, unknown elsewhere, and `uses` is empty.
+    /// complete there (and the uses), unknown elsewhere.
     pub covered: Option<Vec<(u32, u32)>>,
 }
 

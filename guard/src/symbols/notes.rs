@@ -57,13 +57,14 @@ pub fn semantic_notes(
         if !names_one {
             continue;
         }
+        // Around its written lines only (`regions`): the uses there.
+        let written = written_lines(change);
         let Some(symbols) = change
             .new
-            .and_then(|e| index.symbols(repo, &change.path, e.0, lang))
+            .and_then(|e| index.symbols_near(repo, &change.path, e.0, lang, &written))
         else {
             continue;
         };
-        let written = written_lines(change);
         for sig in changed.iter().filter(|s| s.lang.family() == lang.family()) {
             if sig.file_local && sig.path != change.path {
                 continue;

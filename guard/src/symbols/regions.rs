@@ -26,9 +26,9 @@
 //! and kind the whole file's parse gives (`regions_tests`: libgit2's C,
 //! owt's Rust, the extension's TypeScript) — except in a file whose whole
 //! parse cannot read its items (an error spanning items), where a segment
-//! alone reads them better; a partial entry's `uses` are
-//! empty (only a new version's uses are read, and those are parsed
-//! whole); [`SymbolIndex::symbols`] never answers with a partial entry.
+//! alone reads them better; so are the uses a partial entry holds (those
+//! of its segments); [`SymbolIndex::symbols`] never answers with a
+//! partial entry.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -151,9 +151,16 @@ impl FileSymbols {
         symbols.sort_by_key(|s| s.first);
         let mut covered = self.covered.clone().unwrap_or_default();
         covered.extend_from_slice(lines);
+        let mut uses = self.uses.clone();
+        for (name, mut lines) in part.uses {
+            let all = uses.entry(name).or_default();
+            all.append(&mut lines);
+            all.sort_unstable();
+            all.dedup();
+        }
         FileSymbols {
             symbols,
-            uses: Default::default(),
+            uses,
             covered: Some(merge_lines(covered)),
         }
     }
@@ -261,14 +268,31 @@ impl SymbolIndex {
             }));
         }
         let have = have.flatten();
-        let parsed = parsable_blob(repo, id).and_then(|blob| {
-            let content = blob.content();
+        let Some(blob) = parsable_blob(repo, id) else {
+            self.files.insert((id, lang), None);
+            return None;
+        };
+        let content = blob.content();
+        // Half the file or more, one segment, or segments that do not
+        // parse cleanly: the whole file's parse (incremental from a kept
+        // tree where there is one).
+        let Some((spans, lines)) = plan(content, lang, have.as_deref(), ranges) else {
+            return self.symbols(repo, path, id, lang);
+        };
+        let none = FileSymbols::default();
+        let base = have.as_deref().unwrap_or(&none);
+        let merged = if spans.is_empty() {
+            base.with(FileSymbols::default(), &[])
+        } else {
             self.parsed += 1;
-            let (symbols, tree) = parse_near(content, lang, have.as_deref(), ranges)?;
-            Some(self.keep_part(path, id, lang, content, symbols, tree))
-        });
-        self.files.insert((id, lang), parsed.clone());
-        parsed
+            match parse_spans(content, lang, &spans) {
+                Some(part) => base.with(part, &lines),
+                None => return self.symbols(repo, path, id, lang),
+            }
+        };
+        let merged = self.keep_part(path, id, lang, content, merged, None);
+        self.files.insert((id, lang), Some(merged.clone()));
+        Some(merged)
     }
 
     /// What memory or disk holds for `(id, lang)`, whole or partial (put
@@ -311,7 +335,7 @@ impl SymbolIndex {
 /// The definitions in `spans` of `source` only (each a run of whole
 /// lines), parsed as one document whose positions are the whole text's:
 /// `None` when the parse has a syntax error (a span that does not hold
-/// whole top-level items) or the grammar gave up. No uses; `covered` is
+/// whole top-level items) or the grammar gave up. `covered` is
 /// left for the caller.
 fn parse_spans(source: &[u8], lang: Lang, spans: &[std::ops::Range<usize>]) -> Option<FileSymbols> {
     // Rows and columns counted in one pass (the spans ascend).
@@ -349,9 +373,7 @@ fn parse_spans(source: &[u8], lang: Lang, spans: &[std::ops::Range<usize>]) -> O
     if !items_whole(&tree) {
         return None;
     }
-    let mut symbols = grammar::extract(&tree, source, lang);
-    symbols.uses.clear();
-    Some(symbols)
+    Some(grammar::extract(&tree, source, lang))
 }
 
 /// Whether a parse of spans holds whole top-level items only: no error
@@ -446,7 +468,7 @@ void three(void)\n{\n\tone(two(\"x\", 1));\n}\n";
         let have = have.unwrap();
         assert_eq!(have.symbols, whole.symbols);
         assert_eq!(have.covered, Some(vec![(1, u32::MAX)]));
-        assert!(have.uses.is_empty());
+        assert_eq!(have.uses, whole.uses);
         // Nothing asked: nothing parsed, an empty part.
         let (none, _) = parse_near(C.as_bytes(), Lang::C, None, &[]).unwrap();
         assert_eq!((none.symbols.len(), none.covered), (0, Some(vec![])));

@@ -168,7 +168,8 @@ fn lines_naming(text: &[u8], names: &HashSet<String>) -> Vec<LineRange> {
 /// other half), so that every definition of those names is compared; a
 /// new version only where a hunk touched a function's head (or the file
 /// was deleted or renamed), or where the written lines name such a
-/// function (moved or renamed there). A file whose heads are untouched
+/// function (moved or renamed there), and then only around its written
+/// lines and the lines naming those functions. A file whose heads are untouched
 /// keeps its functions' signatures; a name no hunk touched a head of
 /// keeps its signatures (its heads are the same text).
 pub fn signature_changes(
@@ -265,9 +266,10 @@ fn old_symbols(
     Some((lang, symbols))
 }
 
-/// The new versions parsed (whole): of the files where a hunk touched a
-/// head, and of those whose written lines name a function `gone` names
-/// (moved or renamed there); by index in `files`.
+/// The new versions parsed, around their written lines and the lines
+/// naming a function `gone` names (whole where the old one is): of the
+/// files where a hunk touched a head, and of those whose written lines
+/// name such a function (moved or renamed there); by index in `files`.
 fn new_symbols(
     repo: &Repository,
     index: &mut SymbolIndex,
@@ -275,7 +277,7 @@ fn new_symbols(
     gone: &BTreeMap<u8, HashSet<String>>,
 ) -> Vec<(usize, (Lang, Arc<FileSymbols>))> {
     let mut out = Vec::new();
-    for (i, (change, _, _, touched)) in files.iter().enumerate() {
+    for (i, (change, _, old, touched)) in files.iter().enumerate() {
         let new_lang = Lang::of_path(&change.path);
         // A function moved or renamed here is named in the written lines.
         let named_here = !touched
@@ -287,8 +289,29 @@ fn new_symbols(
                 })
             });
         if *touched || named_here {
+            let old_lang = old.as_ref().map(|(lang, _)| *lang);
             let parsed = new_lang.zip(change.new).and_then(|(lang, entry)| {
-                Some((lang, index.symbols(repo, &change.path, entry.0, lang)?))
+                let near = old_lang.is_some_and(|l| !whole(change, l) && !change.hunks.is_empty());
+                let symbols = if near {
+                    // Around the written lines and those naming a name
+                    // that can have changed: every definition compared.
+                    let mut lines: Vec<LineRange> = change
+                        .hunks
+                        .iter()
+                        .map(|h| LineRange {
+                            start: h.new_start.max(1),
+                            lines: h.new_lines,
+                        })
+                        .collect();
+                    if let Some(names) = gone.get(&lang.family()) {
+                        let naming = super::text_of(repo, entry.0, |t| lines_naming(t, names));
+                        lines.extend(naming.unwrap_or_default());
+                    }
+                    index.symbols_near(repo, &change.path, entry.0, lang, &lines)?
+                } else {
+                    index.symbols(repo, &change.path, entry.0, lang)?
+                };
+                Some((lang, symbols))
             });
             if let Some(parsed) = parsed {
                 out.push((i, parsed));
