@@ -499,7 +499,7 @@ impl SymbolIndex {
                 parse_from(content, lang, previous)?
             };
             self.reparsed += u64::from(incremental);
-            Some(self.keep_parse(path, id, lang, content, symbols, tree))
+            Some(self.keep_parse(path, id, lang, content, symbols, Some(tree)))
         });
         self.files.insert((id, lang), parsed.clone());
         parsed

@@ -56,15 +56,7 @@ struct Span {
 /// The edits from `old` to `new`, to apply in the order given (last in the
 /// file first, so each one's positions are still those of `old`).
 pub fn edits(old: &[u8], new: &[u8]) -> Vec<InputEdit> {
-    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    let rest = old.len().min(new.len()) - prefix;
-    let suffix = old
-        .iter()
-        .rev()
-        .zip(new.iter().rev())
-        .take(rest)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let (prefix, suffix) = common_ends(old, new);
     let (old_end, new_end) = (old.len() - suffix, new.len() - suffix);
     if prefix == old_end && prefix == new_end {
         return Vec::new();
@@ -171,6 +163,13 @@ fn line_spans(old: &[u8], new: &[u8], whole: Span) -> Vec<Span> {
 /// How many bytes lie between the common prefix and the common suffix of
 /// two texts, counted in both.
 pub(super) fn differing_bytes(a: &[u8], b: &[u8]) -> usize {
+    let (prefix, suffix) = common_ends(a, b);
+    (a.len() - prefix - suffix) + (b.len() - prefix - suffix)
+}
+
+/// The lengths of two texts' common prefix and of their common suffix
+/// after it (the two never overlap).
+fn common_ends(a: &[u8], b: &[u8]) -> (usize, usize) {
     let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let rest = a.len().min(b.len()) - prefix;
     let suffix = a
@@ -180,7 +179,7 @@ pub(super) fn differing_bytes(a: &[u8], b: &[u8]) -> usize {
         .take(rest)
         .take_while(|(x, y)| x == y)
         .count();
-    (a.len() - prefix - suffix) + (b.len() - prefix - suffix)
+    (prefix, suffix)
 }
 
 #[cfg(test)]

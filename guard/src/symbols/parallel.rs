@@ -93,8 +93,8 @@ fn threads_for(jobs: usize) -> usize {
 
 impl SymbolIndex {
     /// A parse of blob `id` (`source`, as `lang`, at `path`) kept: on disk,
-    /// its tree for incremental parses; its symbols, for the caller to
-    /// cache in memory.
+    /// its tree (a whole file's) for incremental parses; its symbols, for
+    /// the caller to cache in memory.
     pub(super) fn keep_parse(
         &mut self,
         path: &str,
@@ -102,11 +102,14 @@ impl SymbolIndex {
         lang: Lang,
         source: &[u8],
         symbols: FileSymbols,
-        tree: tree_sitter::Tree,
+        tree: Option<tree_sitter::Tree>,
     ) -> Arc<FileSymbols> {
         if let Some(disk) = &mut self.disk {
             disk.put(id, lang, &symbols);
         }
+        let Some(tree) = tree else {
+            return Arc::new(symbols);
+        };
         self.keep(Kept {
             path: path.to_string(),
             lang,
@@ -248,7 +251,7 @@ impl SymbolIndex {
                 self.files.insert((id, lang), None);
                 continue;
             };
-            let symbols = self.keep_part(&path, id, lang, &text, symbols, tree);
+            let symbols = self.keep_parse(&path, id, lang, &text, symbols, tree);
             self.files.insert((id, lang), Some(symbols));
         }
     }

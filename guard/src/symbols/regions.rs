@@ -290,7 +290,7 @@ impl SymbolIndex {
                 None => return self.symbols(repo, path, id, lang),
             }
         };
-        let merged = self.keep_part(path, id, lang, content, merged, None);
+        let merged = self.keep_parse(path, id, lang, content, merged, None);
         self.files.insert((id, lang), Some(merged.clone()));
         Some(merged)
     }
@@ -307,28 +307,6 @@ impl SymbolIndex {
         let found = Some(Arc::new(self.disk.as_mut()?.get(id, lang)?));
         self.files.insert((id, lang), found.clone());
         Some(found)
-    }
-
-    /// Keeps what [`parse_near`] gave: a whole parse as
-    /// [`SymbolIndex::keep_parse`] does, a partial one in the disk cache.
-    pub(super) fn keep_part(
-        &mut self,
-        path: &str,
-        id: Oid,
-        lang: Lang,
-        source: &[u8],
-        symbols: FileSymbols,
-        tree: Option<tree_sitter::Tree>,
-    ) -> Arc<FileSymbols> {
-        match tree {
-            Some(tree) => self.keep_parse(path, id, lang, source, symbols, tree),
-            None => {
-                if let Some(disk) = &mut self.disk {
-                    disk.put(id, lang, &symbols);
-                }
-                Arc::new(symbols)
-            }
-        }
     }
 }
 
