@@ -325,3 +325,28 @@ fn each_segment_alone_gives_the_whole_files_symbols_or_is_refused() {
         "{clean} clean, {refused} refused"
     );
 }
+
+/// A touched file whose new version is not parsed (over the index's size
+/// limit) defines nothing there: its functions read as removed, around
+/// the hunks as with whole parses.
+#[test]
+fn a_new_version_too_large_to_parse_defines_nothing_either_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repository::init(dir.path()).unwrap();
+    let body = (0..8)
+        .map(|n| format!("int f{n}(int a)\n{{\n\treturn a + {n};\n}}\n"))
+        .collect::<String>();
+    let new = body.replace("int f3(int a)", "int f3(long a)")
+        + &format!("/* {} */\n", "x".repeat(super::symbols::MAX_BYTES));
+    let changes = [change(&repo, "big.c", &body, &new)];
+    let mut near = SymbolIndex::default();
+    let mut whole = SymbolIndex::default();
+    whole.regions = false;
+    let got = signature_changes(&repo, &mut near, &changes);
+    assert_eq!(got, signature_changes(&repo, &mut whole, &changes));
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        (got[0].name.as_str(), got[0].after.as_str()),
+        ("f3", "(removed)")
+    );
+}

@@ -79,7 +79,10 @@ pub(super) fn is_text_file(change: &Change) -> bool {
 
 /// A changed file, its old path, its old symbols and whether a hunk
 /// touched a function's head there.
-type OldFile<'c> = (&'c Change, &'c str, Option<(Lang, Arc<FileSymbols>)>, bool);
+type OldFile<'c> = (&'c Change, &'c str, Parsed, bool);
+
+/// A version's symbols and language (`None`: not parsed, or unparsable).
+type Parsed = Option<(Lang, Arc<FileSymbols>)>;
 
 /// Whether a hunk (base lines) writes on or just before `s`'s head, where
 /// a change can alter its signature.
@@ -211,7 +214,7 @@ pub fn signature_changes(
     let new_files = new_symbols(repo, index, &files, &gone);
     // Every old definition of a name compared (or a rename's candidate).
     let mut names = gone.clone();
-    for (i, (lang, symbols)) in &new_files {
+    for (i, (lang, symbols)) in new_files.iter().filter_map(|(i, p)| Some((i, p.as_ref()?))) {
         let change = files[*i].0;
         for s in symbols.symbols.iter().filter(|s| s.is_function()) {
             let written = change
@@ -233,7 +236,9 @@ pub fn signature_changes(
             add_defs(&mut old, symbols, old_path, *lang);
         }
         match new_files.iter().find(|(j, _)| *j == i) {
-            Some((_, (lang, symbols))) => add_defs(&mut new, symbols, &change.path, *lang),
+            Some((_, Some((lang, symbols)))) => add_defs(&mut new, symbols, &change.path, *lang),
+            // A new version that cannot be parsed defines nothing.
+            Some((_, None)) => {}
             // Heads untouched: the same signatures.
             None => {
                 if let Some((lang, symbols)) = old_symbols {
@@ -253,7 +258,7 @@ fn old_symbols(
     change: &Change,
     old_path: &str,
     more: &[LineRange],
-) -> Option<(Lang, Arc<FileSymbols>)> {
+) -> Parsed {
     let lang = Lang::of_path(old_path)?;
     let id = change.old?.0;
     let symbols = match hunk_lines(change, lang) {
@@ -269,13 +274,14 @@ fn old_symbols(
 /// The new versions parsed, around their written lines and the lines
 /// naming a function `gone` names (whole where the old one is): of the
 /// files where a hunk touched a head, and of those whose written lines
-/// name such a function (moved or renamed there); by index in `files`.
+/// name such a function (moved or renamed there); by index in `files`
+/// (`None`: it could not be parsed).
 fn new_symbols(
     repo: &Repository,
     index: &mut SymbolIndex,
     files: &[OldFile<'_>],
     gone: &BTreeMap<u8, HashSet<String>>,
-) -> Vec<(usize, (Lang, Arc<FileSymbols>))> {
+) -> Vec<(usize, Parsed)> {
     let mut out = Vec::new();
     for (i, (change, _, old, touched)) in files.iter().enumerate() {
         let new_lang = Lang::of_path(&change.path);
@@ -313,9 +319,7 @@ fn new_symbols(
                 };
                 Some((lang, symbols))
             });
-            if let Some(parsed) = parsed {
-                out.push((i, parsed));
-            }
+            out.push((i, parsed));
         }
     }
     out
