@@ -223,17 +223,31 @@ pub(super) fn parse_near(
     have: Option<&FileSymbols>,
     ranges: &[LineRange],
 ) -> Option<(FileSymbols, Option<tree_sitter::Tree>)> {
-    if let Some((spans, lines)) = plan(text, lang, have, ranges) {
-        let none = FileSymbols::default();
-        let have = have.unwrap_or(&none);
-        if spans.is_empty() {
-            return Some((have.with(FileSymbols::default(), &[]), None));
-        }
-        if let Some(part) = parse_spans(text, lang, &spans) {
-            return Some((have.with(part, &lines), None));
-        }
+    match parse_part(text, lang, have, ranges).0 {
+        Some(part) => Some((part, None)),
+        None => super::parse_from(text, lang, None).map(|(symbols, tree, _)| (symbols, Some(tree))),
     }
-    super::parse_from(text, lang, None).map(|(symbols, tree, _)| (symbols, Some(tree)))
+}
+
+/// `have` with the segments [`plan`] says for `ranges` parsed (`None`:
+/// the whole file must be parsed instead, as the plan says or because the
+/// segments do not parse cleanly), and whether segments were parsed.
+fn parse_part(
+    text: &[u8],
+    lang: Lang,
+    have: Option<&FileSymbols>,
+    ranges: &[LineRange],
+) -> (Option<FileSymbols>, bool) {
+    let Some((spans, lines)) = plan(text, lang, have, ranges) else {
+        return (None, false);
+    };
+    let none = FileSymbols::default();
+    let have = have.unwrap_or(&none);
+    if spans.is_empty() {
+        return (Some(have.with(FileSymbols::default(), &[])), false);
+    }
+    let part = parse_spans(text, lang, &spans).map(|part| have.with(part, &lines));
+    (part, true)
 }
 
 impl SymbolIndex {
@@ -276,19 +290,10 @@ impl SymbolIndex {
         // Half the file or more, one segment, or segments that do not
         // parse cleanly: the whole file's parse (incremental from a kept
         // tree where there is one).
-        let Some((spans, lines)) = plan(content, lang, have.as_deref(), ranges) else {
+        let (merged, parsed) = parse_part(content, lang, have.as_deref(), ranges);
+        self.parsed += u64::from(parsed);
+        let Some(merged) = merged else {
             return self.symbols(repo, path, id, lang);
-        };
-        let none = FileSymbols::default();
-        let base = have.as_deref().unwrap_or(&none);
-        let merged = if spans.is_empty() {
-            base.with(FileSymbols::default(), &[])
-        } else {
-            self.parsed += 1;
-            match parse_spans(content, lang, &spans) {
-                Some(part) => base.with(part, &lines),
-                None => return self.symbols(repo, path, id, lang),
-            }
         };
         let merged = self.keep_parse(path, id, lang, content, merged, None);
         self.files.insert((id, lang), Some(merged.clone()));

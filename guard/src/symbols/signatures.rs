@@ -139,27 +139,6 @@ fn hunk_lines(change: &Change, old_lang: Lang) -> Option<Vec<LineRange>> {
     )
 }
 
-/// The lines of `text` that hold a word of `names` (as identifiers).
-fn lines_naming(text: &[u8], names: &HashSet<String>) -> Vec<LineRange> {
-    let mut out = Vec::new();
-    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
-        // Words as `text::add_words` cuts them: runs of word bytes, and
-        // a run's `$`-free parts.
-        let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$' || *b >= 0x80;
-        let known = |w: &[u8]| std::str::from_utf8(w).is_ok_and(|w| names.contains(w));
-        let named = line
-            .split(|b| !word(b))
-            .any(|run| known(run) || run.split(|b| *b == b'$').any(known));
-        if named {
-            out.push(LineRange {
-                start: i as u32 + 1,
-                lines: 1,
-            });
-        }
-    }
-    out
-}
-
 /// The functions whose signature `changes` altered or removed, compared
 /// over all of them at once (a function moved between two changed files
 /// with its signature is no change).
@@ -310,7 +289,8 @@ fn new_symbols(
                         })
                         .collect();
                     if let Some(names) = gone.get(&lang.family()) {
-                        let naming = super::text_of(repo, entry.0, |t| lines_naming(t, names));
+                        let naming =
+                            super::text_of(repo, entry.0, |t| super::text::lines_naming(t, names));
                         lines.extend(naming.unwrap_or_default());
                     }
                     index.symbols_near(repo, &change.path, entry.0, lang, &lines)?
@@ -344,7 +324,8 @@ fn widen(
         if symbols.covered.is_none() {
             continue;
         }
-        let lines = super::text_of(repo, id.0, |t| lines_naming(t, wanted)).unwrap_or_default();
+        let lines = super::text_of(repo, id.0, |t| super::text::lines_naming(t, wanted))
+            .unwrap_or_default();
         if !symbols.covers(&lines) {
             *old = old_symbols(repo, index, change, old_path, &lines);
         }

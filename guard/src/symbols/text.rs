@@ -101,6 +101,27 @@ pub fn words_of_lines(text: &[u8], ranges: &[LineRange], family: u8) -> HashSet<
     out
 }
 
+/// The lines of `text` that hold a word of `names` (as identifiers).
+pub fn lines_naming(text: &[u8], names: &HashSet<String>) -> Vec<LineRange> {
+    let mut out = Vec::new();
+    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+        // Words as `add_words` cuts them: runs of word bytes, and a run's
+        // `$`-free parts.
+        let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$' || *b >= 0x80;
+        let known = |w: &[u8]| std::str::from_utf8(w).is_ok_and(|w| names.contains(w));
+        let named = line
+            .split(|b| !word(b))
+            .any(|run| known(run) || run.split(|b| *b == b'$').any(known));
+        if named {
+            out.push(LineRange {
+                start: i as u32 + 1,
+                lines: 1,
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
