@@ -19,8 +19,9 @@ files unstaged, new files untracked). Two shapes:
 The agent is one that exits at once, so every checkout is walked (no
 session host's journal answers for it): the guard's most expensive cold
 case. Each round runs, as new processes, `owt --json guard --cold` with
-the symbol cache warm (what every run after the first does), `clash
-status --json`, and `owt --json guard --cold` with the symbol cache
+owt's caches warm (what every run after the first does: the symbol
+cache and the commit-graph owt keeps of a repository that has none),
+`clash status --json`, and `owt --json guard --cold` with both caches
 emptied first (a first-ever run), in turn. Each run's figure is the
 median of its rounds; the files are in the page cache (one warm-up of
 each first): "cold" means a fresh process, not a cold disk. clash's
@@ -150,9 +151,11 @@ def measure(owt, clash, shape, source, spec, runs, rounds):
         tmp = pathlib.Path(tmpdir)
         try:
             env, repo, sessions = setup(owt, shape, source, spec, tmp)
-            cache = pathlib.Path(env["OWT_HOME"]) / "cache" / "symbols"
+            # A first run: owt's symbol cache and its commit-graphs gone.
+            caches = [pathlib.Path(env["OWT_HOME"]) / "cache" / name
+                      for name in ("symbols", "commit-graphs")]
             guard = [owt, "--json", "guard", "--cold"]
-            run_timed(guard, repo, env)  # warm-up; fills the symbol cache
+            run_timed(guard, repo, env)  # warm-up; fills owt's caches
             _, clash_report = run_timed([clash, "status", "--json"], repo, env)
             clash_pairs = checked_clash(clash_report, sessions)
             result = {"shape": shape, "sessions": len(sessions),
@@ -165,7 +168,8 @@ def measure(owt, clash, shape, source, spec, runs, rounds):
                     warm.append(took)
                     took, clash_report = run_timed([clash, "status", "--json"], repo, env)
                     theirs.append(took)
-                    shutil.rmtree(cache, ignore_errors=True)
+                    for cache in caches:
+                        shutil.rmtree(cache, ignore_errors=True)
                     took, _ = run_timed(guard, repo, env)
                     empty.append(took)
                 checked_clash(clash_report, sessions)
@@ -206,7 +210,7 @@ def main():
     for r in results:
         w, e, c = (statistics.median(r[k]) for k in ("owt_warm_ms", "owt_empty_ms", "clash_ms"))
         print(f"{r['shape']}: {r['sessions']} sessions ({r['uncommitted']} uncommitted): owt guard --cold "
-              f"{w:.0f} ms (symbol cache warm), {e:.0f} ms (empty); clash status {c:.0f} ms; "
+              f"{w:.0f} ms (owt's caches warm), {e:.0f} ms (empty); clash status {c:.0f} ms; "
               f"owt/clash {w / c:.2f} / {e / c:.2f}; conflicting pairs: owt {r['owt_conflicts']}, "
               f"clash {r['clash_conflicts']} ({r['clash_of_owt']} of owt's)")
 

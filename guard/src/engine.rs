@@ -275,6 +275,16 @@ impl GuardEngine {
         self.caches.symbols.disk = home.map(super::symbols::DiskCache::new);
     }
 
+    /// Keeps a commit-graph of the repository under `home` (`$OWT_HOME`)
+    /// for git's walks of its history, when the repository has none of its
+    /// own ([`super::commit_graph`]); `None`: none (the default).
+    pub fn set_commit_graph(&mut self, home: Option<&Path>) {
+        self.caches.graph = home
+            .and_then(|home| super::commit_graph::CommitGraph::for_repo(home, self.repo.path()));
+        self.caches.own_graph =
+            home.and_then(|_| super::commit_graph::own_reader(self.repo.path()));
+    }
+
     /// Re-scans one participant's whole checkout (after it was added, or
     /// when events may have been lost); a HEAD that moved is in
     /// `heads_moved`, as from [`Self::on_refs_changed`].

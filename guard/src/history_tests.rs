@@ -12,6 +12,7 @@ use std::process::Command;
 
 use owt_protocol::guard::Level;
 
+use super::commit_graph::CommitGraph;
 use super::corpus::{truth, verdicts, Truth, Truthful};
 use super::engine::{GuardEngine, Participant, YOU};
 use super::tests::{git, random_edit, write, Fixture, Rng};
@@ -177,6 +178,21 @@ fn random_history(seed: u64) -> (Vec<(Truth, Truth)>, Vec<String>) {
         log.push(format!("you: {}", random_edit(&mut rng, &fx.main, "you")));
     }
     let mut engine = GuardEngine::new(&fx.main, &[]).unwrap();
+    if seed.is_multiple_of(2) {
+        // Every other history with owt's commit-graph written first, so
+        // that git answers the merge bases (and merges) from the start.
+        let home = fx.root.join("owt-home");
+        let git_dir = fx.main.join(".git");
+        let mut graph = CommitGraph::for_repo(&home, &git_dir).unwrap();
+        let tips: Vec<git2::Oid> = git(&fx.main, &["for-each-ref", "--format=%(objectname)"])
+            .lines()
+            .map(|l| git2::Oid::from_str(l).unwrap())
+            .collect();
+        graph.cover(&tips);
+        assert!(graph.reader().is_some(), "the graph was written");
+        engine.set_commit_graph(Some(&home));
+        log.push("owt's commit-graph: written".into());
+    }
     let mut truthful = Vec::new();
     for s in &sessions {
         engine
@@ -270,9 +286,10 @@ fn sequential_verdicts_match_git_on_random_histories() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(16);
     let (mut base_conflicts, mut pair_conflicts, mut pairs_merged, mut one_order) = (0, 0, 0, 0);
-    let mut several_bases = 0;
+    let (mut several_bases, mut several_bases_graphed) = (0, 0);
     for i in 0..iterations {
         let (rounds, log) = random_history(seed.wrapping_add(i));
+        let graphed = seed.wrapping_add(i).is_multiple_of(2);
         for (round, (got, expected)) in rounds.iter().enumerate() {
             let when = if round == 0 { "full" } else { "incremental" };
             assert_eq!(got.trees, expected.trees, "{when}: states differ: {log:#?}");
@@ -293,6 +310,9 @@ fn sequential_verdicts_match_git_on_random_histories() {
             pairs_merged += expected.orders.len();
             one_order += expected.orders.values().filter(|o| o.len() == 1).count();
             several_bases += expected.several_bases;
+            if graphed {
+                several_bases_graphed += expected.several_bases;
+            }
         }
     }
     // The generator must make every kind of verdict.
@@ -301,14 +321,16 @@ fn sequential_verdicts_match_git_on_random_histories() {
             && pair_conflicts > 0
             && pairs_merged > pair_conflicts
             && one_order > 0
-            && several_bases > 0,
+            && several_bases > 0
+            && several_bases_graphed > 0,
         "base conflicts {base_conflicts}, pair conflicts {pair_conflicts}, pairs merged \
-         {pairs_merged}, one order only {one_order}, merges with several bases {several_bases}"
+         {pairs_merged}, one order only {one_order}, merges with several bases {several_bases} \
+         ({several_bases_graphed} with owt's commit-graph)"
     );
     eprintln!(
         "{iterations} histories: {base_conflicts} base conflicts, {pair_conflicts} conflicting pairs of \
          {pairs_merged} merged, {one_order} conflicting in one order only, {several_bases} merges \
-         with several merge bases"
+         with several merge bases ({several_bases_graphed} with owt's commit-graph)"
     );
 }
 
@@ -604,13 +626,34 @@ fn merges_in_a_batch_equal_merges_one_by_one() {
         (id(&b, "HEAD^"), id(&a, "HEAD^")),
     ];
     let git_dir = fx.main.join(".git");
+    let home = tempfile::tempdir().unwrap();
+    let mut graph = CommitGraph::for_repo(home.path(), &git_dir).unwrap();
     for jobs in [1, 2] {
-        let batch = super::merge::merge_commits_batch(&git_dir, &merges, jobs).unwrap();
+        let batch = super::merge::merge_commits_batch(&git_dir, None, &merges, jobs).unwrap();
         let one_by_one: Vec<_> = merges
             .iter()
-            .map(|(o, t)| super::merge::merge_commits_with_git(&git_dir, *o, *t, true).unwrap())
+            .map(|(o, t)| {
+                super::merge::merge_commits_with_git(&git_dir, None, *o, *t, true).unwrap()
+            })
             .collect();
         assert_eq!(batch, one_by_one, "{jobs} processes");
+        // The same with owt's commit-graph, which git reads.
+        let graphed =
+            super::merge::merge_commits_batch(&git_dir, Some(&mut graph), &merges, jobs).unwrap();
+        assert_eq!(graphed, batch, "{jobs} processes, with the graph");
+        assert!(graph
+            .dir()
+            .join("info/commit-graphs/commit-graph-chain")
+            .exists());
+        let one = super::merge::merge_commits_with_git(
+            &git_dir,
+            Some(&mut graph),
+            merges[0].0,
+            merges[0].1,
+            true,
+        )
+        .unwrap();
+        assert_eq!(one, batch[0]);
         assert!(
             !batch[0].clean && batch[0].conflicts.len() == 2,
             "{:?}",

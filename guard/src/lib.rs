@@ -7,6 +7,8 @@
 //! - [`snapshot`]: a participant's working state as a git tree;
 //! - [`changes`]: paths and hunks from the merge base to a snapshot;
 //! - [`merge`]: merge verdicts (libgit2 on restricted trees, or git);
+//! - [`commit_graph`]: owt's commit-graph of a repository that has none,
+//!   for git's walks of its history;
 //! - [`verdict`]: the merges a supervisor asks about — a state into its
 //!   base's tip (`base-conflict`), one state after another's (`conflict`);
 //! - [`levels`]: `same-change` / `overlap` / `hunk-overlap` / `semantic` /
@@ -49,6 +51,7 @@ mod store {
 
 pub mod big;
 pub mod changes;
+pub mod commit_graph;
 #[cfg(any(test, feature = "corpus"))]
 pub mod corpus;
 pub mod counts;

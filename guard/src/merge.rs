@@ -21,6 +21,7 @@ use std::path::Path;
 
 use git2::{MergeOptions, Oid, Repository};
 
+use super::commit_graph::CommitGraph;
 use super::tree::{self, RawChange};
 use super::GuardError;
 use crate::platform::git::GitCli;
@@ -291,18 +292,25 @@ pub fn merge_with_git(
     theirs: Oid,
     want_tree: bool,
 ) -> Result<MergeOutcome, GuardError> {
-    git_merge_tree(git_dir, Some(base), ours, theirs, want_tree)
+    git_merge_tree(git_dir, None, Some(base), ours, theirs, want_tree)
 }
 
 /// `git merge-tree --write-tree` on two commits: git finds their merge
-/// bases itself (and merges several recursively, as `git merge` does).
+/// bases itself (and merges several recursively, as `git merge` does),
+/// reading `graph` when given (brought up to date with the two commits
+/// first: [`CommitGraph::cover`]).
 pub fn merge_commits_with_git(
     git_dir: &Path,
+    graph: Option<&mut CommitGraph>,
     ours: Oid,
     theirs: Oid,
     want_tree: bool,
 ) -> Result<MergeOutcome, GuardError> {
-    git_merge_tree(git_dir, None, ours, theirs, want_tree)
+    let graph = graph.map(|g| {
+        g.cover(&[ours, theirs]);
+        &*g
+    });
+    git_merge_tree(git_dir, graph, None, ours, theirs, want_tree)
 }
 
 /// [`merge_commits_with_git`] for each of `merges` (`(ours, theirs)`), the
@@ -311,20 +319,27 @@ pub fn merge_commits_with_git(
 /// process reads the history its merge bases need once for all its
 /// merges, where one process per merge reads it again each time (most of
 /// a merge's cost in a big history without a commit-graph). In the order
-/// given.
+/// given. With `graph`, git reads it (brought up to date with the commits
+/// first: [`CommitGraph::cover`]) and parses no commit it holds.
 pub fn merge_commits_batch(
     git_dir: &Path,
+    graph: Option<&mut CommitGraph>,
     merges: &[(Oid, Oid)],
     jobs: usize,
 ) -> Result<Vec<MergeOutcome>, GuardError> {
     if merges.is_empty() {
         return Ok(Vec::new());
     }
+    let graph = graph.map(|g| {
+        let commits: Vec<Oid> = merges.iter().flat_map(|(o, t)| [*o, *t]).collect();
+        g.cover(&commits);
+        &*g
+    });
     let per_job = merges.len().div_ceil(jobs.max(1));
     let results: Vec<Result<Vec<MergeOutcome>, GuardError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = merges
             .chunks(per_job)
-            .map(|chunk| scope.spawn(move || merge_tree_stdin(git_dir, chunk)))
+            .map(|chunk| scope.spawn(move || merge_tree_stdin(git_dir, graph, chunk)))
             .collect();
         handles
             .into_iter()
@@ -347,6 +362,7 @@ pub fn merge_commits_batch(
 /// and the messages), then an empty field.
 fn merge_tree_stdin(
     git_dir: &Path,
+    graph: Option<&CommitGraph>,
     merges: &[(Oid, Oid)],
 ) -> Result<Vec<MergeOutcome>, GuardError> {
     let args: Vec<OsString> = vec![
@@ -360,7 +376,7 @@ fn merge_tree_stdin(
         "--allow-unrelated-histories".into(),
     ];
     let input: String = merges.iter().map(|(o, t)| format!("{o} {t}\n")).collect();
-    let output = GitCli::new(git_dir)
+    let output = runner(git_dir, graph)
         .output_with_input(&args, input.into_bytes())
         .map_err(|source| GuardError::Io {
             path: git_dir.to_path_buf(),
@@ -431,8 +447,14 @@ fn one_merge<'a>(fields: &mut impl Iterator<Item = &'a [u8]>) -> Option<(bool, V
     }
 }
 
+/// git in `git_dir`, reading `graph` when given.
+fn runner(git_dir: &Path, graph: Option<&CommitGraph>) -> GitCli {
+    graph.map_or_else(|| GitCli::new(git_dir), CommitGraph::git)
+}
+
 fn git_merge_tree(
     git_dir: &Path,
+    graph: Option<&CommitGraph>,
     base: Option<Oid>,
     ours: Oid,
     theirs: Oid,
@@ -452,7 +474,7 @@ fn git_merge_tree(
     }
     args.push(ours.to_string().into());
     args.push(theirs.to_string().into());
-    let output = GitCli::new(git_dir)
+    let output = runner(git_dir, graph)
         .output(&args)
         .map_err(|source| GuardError::Io {
             path: git_dir.to_path_buf(),

@@ -82,6 +82,9 @@ pub struct WorkState {
     stat_cache: HashMap<String, (StatKey, Entry)>,
     /// `core.autocrlf` or `info/attributes` (looked up once).
     global_filters: Option<bool>,
+    /// git where it reads a commit-graph, asked for the merge base before
+    /// libgit2 (set by the engine's full scans).
+    pub history: Option<super::commit_graph::GraphGit>,
     repo: Repository,
 }
 
@@ -145,6 +148,7 @@ impl WorkState {
             pinned: None,
             stat_cache: HashMap::new(),
             global_filters: None,
+            history: None,
             repo,
         })
     }
@@ -173,6 +177,7 @@ impl WorkState {
             pinned: Some(snapshot_ref.to_string()),
             stat_cache: HashMap::new(),
             global_filters: None,
+            history: None,
             repo: Repository::open(repo_dir)?,
         })
     }
@@ -370,7 +375,7 @@ impl WorkState {
             .ok()
             .and_then(|b| b.get().target());
         self.merge_base = match (self.head, self.base_tip) {
-            (Some(head), Some(base)) => Some(self.repo.merge_base(head, base).unwrap_or(head)),
+            (Some(head), Some(base)) => Some(self.merge_base_of(head, base)),
             (head, _) => head,
         };
         self.merge_base_tree = match self.merge_base {
@@ -378,6 +383,24 @@ impl WorkState {
             None => None,
         };
         Ok(())
+    }
+
+    /// The merge base of `head` and `base`: of several, the least id (the
+    /// same whichever answers); `head` when they share no history.
+    fn merge_base_of(&self, head: Oid, base: Oid) -> Oid {
+        let asked_git = self
+            .history
+            .as_ref()
+            .and_then(|git| git.merge_bases(head, &[base]));
+        let bases = match asked_git {
+            Some(bases) => bases,
+            None => self
+                .repo
+                .merge_bases(head, base)
+                .map(|found| found.iter().copied().collect())
+                .unwrap_or_default(),
+        };
+        bases.into_iter().min().unwrap_or(head)
     }
 
     /// A path that may be a file, a folder, or gone.

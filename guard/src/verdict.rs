@@ -60,9 +60,24 @@ pub struct Caches {
     /// Parsed files and signature changes (`levels`' symbol-aware
     /// messages and the `semantic` level); content-addressed, never stale.
     pub symbols: super::symbols::SymbolIndex,
+    /// owt's commit-graph of the repository, for git's walks of its
+    /// history (`None`: git parses the commits, or reads the
+    /// repository's own graph).
+    pub graph: Option<super::commit_graph::CommitGraph>,
+    /// git reading the repository's own commit-graph, when it has one
+    /// (and a graph is wanted: [`super::GuardEngine::set_commit_graph`]).
+    pub own_graph: Option<super::commit_graph::GraphGit>,
 }
 
 impl Caches {
+    /// git asked about history where it reads a commit-graph (the
+    /// repository's own, else owt's once written); `None`: libgit2 walks.
+    pub fn graph_git(&self) -> Option<super::commit_graph::GraphGit> {
+        self.own_graph
+            .clone()
+            .or_else(|| self.graph.as_ref()?.reader())
+    }
+
     /// The tree diff from `old` to `new`, cached.
     pub fn diff(
         &mut self,
@@ -180,7 +195,10 @@ impl Caches {
             return;
         }
         let jobs = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
-        let Ok(outcomes) = merge::merge_commits_batch(repo.path(), &wanted, jobs) else {
+        let graph = self.graph.as_mut();
+        let outcomes = merge::merge_commits_batch(repo.path(), graph, &wanted, jobs);
+        self.history.git = self.graph_git();
+        let Ok(outcomes) = outcomes else {
             return;
         };
         if self.commit_merges.len() + wanted.len() > CACHE_LIMIT {
@@ -202,7 +220,11 @@ impl Caches {
             }
         }
         // Always keep the tree: it is free with git.
-        let outcome = merge::merge_commits_with_git(repo.path(), ours, theirs, true)?;
+        let graph = self.graph.as_mut();
+        let outcome = merge::merge_commits_with_git(repo.path(), graph, ours, theirs, true);
+        // Merge bases from git too, once the graph is written.
+        self.history.git = self.graph_git();
+        let outcome = outcome?;
         if self.commit_merges.len() > CACHE_LIMIT {
             self.commit_merges.clear();
         }
@@ -222,6 +244,9 @@ pub struct History {
     exclusive: Exclusive,
     /// Commits written for the git backend: `(tree, parents)` → commit.
     commits: HashMap<(Oid, Vec<Oid>), Oid>,
+    /// git where it reads a commit-graph ([`Caches::graph_git`]), asked
+    /// for merge bases before libgit2.
+    pub git: Option<super::commit_graph::GraphGit>,
 }
 
 impl History {
@@ -242,8 +267,14 @@ impl History {
         }
         let mut input = vec![one];
         input.extend(&key.1);
+        let asked_git = match &self.git {
+            Some(git) if !key.1.contains(&one) => git.merge_bases(one, &key.1),
+            _ => None,
+        };
         let mut found: Vec<Oid> = if key.1.contains(&one) {
             vec![one]
+        } else if let Some(found) = asked_git {
+            found
         } else {
             match repo.merge_bases_many(&input) {
                 Ok(array) => array.iter().copied().collect(),

@@ -76,6 +76,7 @@ pub fn engine(ctx: &Context) -> anyhow::Result<GuardEngine> {
         .context("starting the conflict guard")?;
     engine.set_symbols(ctx.config.config.guard.symbols);
     engine.set_symbol_cache(Some(&ctx.home));
+    engine.set_commit_graph(Some(&ctx.home));
     for participant in participants(ctx)? {
         let name = participant.id.clone();
         engine

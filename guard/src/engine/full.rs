@@ -87,8 +87,17 @@ impl GuardEngine {
         // paths, so the walks start at once and the journals fill the
         // other threads around them (in name order, the human's walk came
         // last, after half the journals).
-        let mut works: Vec<&mut WorkState> =
-            self.states.values_mut().map(|s| &mut s.work).collect();
+        // Merge bases from git where it reads a commit-graph.
+        let graph_git = self.caches.graph_git();
+        self.caches.history.git = graph_git.clone();
+        let mut works: Vec<&mut WorkState> = self
+            .states
+            .values_mut()
+            .map(|s| {
+                s.work.history = graph_git.clone();
+                &mut s.work
+            })
+            .collect();
         works.sort_by_key(|w| w.journal.is_some() || w.pinned.is_some());
         let threads = std::thread::available_parallelism()
             .map_or(2, |n| n.get())

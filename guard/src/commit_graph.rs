@@ -1,0 +1,309 @@
+//! owt's own commit-graph of a repository whose history has none.
+//!
+//! git reads a commit's parents from a commit-graph file instead of
+//! inflating the commit. A fresh clone has none (git writes one in `gc`
+//! and `maintenance`), and there git's merge of two forks' commits
+//! (several merge bases, merged recursively: [`super::merge::merge_commits_batch`])
+//! spends most of its time inflating commits to find them — about a second
+//! a merge on git/git's history. So before git walks a history for the
+//! guard, owt brings a graph of its own up to date with the commits asked
+//! (`git commit-graph write --split --stdin-commits`: git adds only the
+//! commits it does not hold yet, as a new layer, and merges the layers as
+//! they grow; ~0.8 s for git/git's whole history the first time, a few ms
+//! after) and names its folder to git as an alternate object folder
+//! (`GIT_ALTERNATE_OBJECT_DIRECTORIES`) that holds no objects, only the
+//! graph, which git then reads.
+//!
+//! Invariants: the graph lives under `$OWT_HOME/cache/commit-graphs/`, a
+//! folder per repository; nothing of the repository is written (objects,
+//! graph, config); a repository with a graph of its own gets none (git
+//! reads the repository's first); a graph holds facts that never change
+//! under a commit's id, so one that lacks commits only makes git slower
+//! (it parses the commits missing); a write that fails (another owt holds
+//! git's lock on the graph) changes nothing and is no error.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use git2::{ObjectType, Oid};
+
+use crate::platform::git::GitCli;
+
+/// The graphs' folder under `$OWT_HOME`.
+const DIR: &str = "cache/commit-graphs";
+/// The variable that names alternate object folders to git.
+pub const ENV: &str = "GIT_ALTERNATE_OBJECT_DIRECTORIES";
+
+/// One repository's graph (see the module doc).
+#[derive(Debug)]
+pub struct CommitGraph {
+    /// The repository's common git folder.
+    git_dir: PathBuf,
+    /// The object folder owt owns (`info/commit-graphs/` in it).
+    dir: PathBuf,
+    /// [`ENV`]'s value for git: `dir`, then the one owt was given.
+    alternates: OsString,
+    /// Commits given to git already (their history is in the graph).
+    written: HashSet<Oid>,
+}
+
+/// Whether the objects folder `objects` holds a commit-graph git reads.
+fn has_graph(objects: &Path) -> bool {
+    let info = objects.join("info");
+    info.join("commit-graph").exists()
+        || info
+            .join("commit-graphs")
+            .join("commit-graph-chain")
+            .exists()
+}
+
+/// git asked about a repository's history where it reads a commit-graph
+/// (the repository's own, or owt's: [`CommitGraph::reader`]): there
+/// `git merge-base` answers in milliseconds where libgit2, which cannot
+/// read the graphs git writes today (generation data, version 2), parses
+/// commits for tens of milliseconds a question on a big history.
+#[derive(Debug, Clone)]
+pub struct GraphGit {
+    git_dir: PathBuf,
+    /// [`ENV`] for owt's graph; `None` for the repository's own.
+    alternates: Option<OsString>,
+}
+
+impl GraphGit {
+    /// The best common ancestors of `one` and a merge of all of `others`
+    /// (`git merge-base --all`), sorted; `None` when git could not answer
+    /// (the caller asks libgit2).
+    pub fn merge_bases(&self, one: Oid, others: &[Oid]) -> Option<Vec<Oid>> {
+        let mut git = GitCli::new(&self.git_dir);
+        if let Some(alternates) = &self.alternates {
+            git = git.env(ENV, alternates);
+        }
+        let mut args = vec!["merge-base".to_string(), "--all".into(), one.to_string()];
+        args.extend(others.iter().map(Oid::to_string));
+        let out = git.output(&args).ok()?;
+        // 1 with nothing printed: no common ancestor.
+        match out.status.code() {
+            Some(0) | Some(1) => {}
+            _ => return None,
+        }
+        let mut found: Vec<Oid> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(Oid::from_str)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        if out.status.code() == Some(1) && !found.is_empty() {
+            return None;
+        }
+        found.sort();
+        found.dedup();
+        Some(found)
+    }
+}
+
+/// git asked about the history of the repository at `git_dir` (its
+/// common git folder), when it holds a commit-graph of its own.
+pub fn own_reader(git_dir: &Path) -> Option<GraphGit> {
+    has_graph(&git_dir.join("objects")).then(|| GraphGit {
+        git_dir: git_dir.to_path_buf(),
+        alternates: None,
+    })
+}
+
+impl CommitGraph {
+    /// The graph for the repository whose common git folder is `git_dir`,
+    /// under `home` (`$OWT_HOME`); `None` when the repository has a graph
+    /// of its own, or the folder cannot be named to git (a `:` in it).
+    /// Nothing is made until [`Self::cover`] is asked.
+    pub fn for_repo(home: &Path, git_dir: &Path) -> Option<CommitGraph> {
+        if has_graph(&git_dir.join("objects")) {
+            return None;
+        }
+        let canonical = std::fs::canonicalize(git_dir).ok()?;
+        let key =
+            Oid::hash_object(ObjectType::Blob, canonical.to_string_lossy().as_bytes()).ok()?;
+        let dir = home.join(DIR).join(&key.to_string()[..16]);
+        let named = dir.to_str()?;
+        if named.contains(':') || named.starts_with('"') {
+            return None;
+        }
+        let mut alternates = OsString::from(named);
+        if let Some(given) = std::env::var_os(ENV).filter(|v| !v.is_empty()) {
+            alternates.push(":");
+            alternates.push(given);
+        }
+        Some(CommitGraph {
+            git_dir: canonical,
+            dir,
+            alternates,
+            written: HashSet::new(),
+        })
+    }
+
+    /// Makes the graph hold `commits` and their history (best effort: see
+    /// the module doc). Commits given before in this process are not
+    /// asked again.
+    pub fn cover(&mut self, commits: &[Oid]) {
+        let mut new: Vec<Oid> = commits
+            .iter()
+            .filter(|c| !self.written.contains(c))
+            .copied()
+            .collect();
+        new.sort();
+        new.dedup();
+        if new.is_empty() {
+            return;
+        }
+        let made = std::os::unix::fs::DirBuilderExt::mode(
+            std::fs::DirBuilder::new().recursive(true),
+            0o700,
+        )
+        .create(self.dir.join("info"));
+        if let Err(e) = made {
+            tracing::debug!("commit graph: no folder ({e})");
+            return;
+        }
+        let _ = std::fs::write(
+            self.dir.join("repository"),
+            format!("{}\n", self.git_dir.display()),
+        );
+        let args: Vec<OsString> = vec![
+            "commit-graph".into(),
+            "write".into(),
+            "--split".into(),
+            "--stdin-commits".into(),
+            "--no-progress".into(),
+            "--object-dir".into(),
+            self.dir.clone().into(),
+        ];
+        let input: String = new.iter().map(|c| format!("{c}\n")).collect();
+        let output = self.git().output_with_input(&args, input.into_bytes());
+        match output {
+            Ok(out) if out.status.success() => self.written.extend(new),
+            Ok(out) => tracing::debug!(
+                "commit graph: not written ({})",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Err(e) => tracing::debug!("commit graph: git did not run ({e})"),
+        }
+    }
+
+    /// git asked about history, once this graph exists (written by this
+    /// or an earlier owt); `None` before.
+    pub fn reader(&self) -> Option<GraphGit> {
+        has_graph(&self.dir).then(|| GraphGit {
+            git_dir: self.git_dir.clone(),
+            alternates: Some(self.alternates.clone()),
+        })
+    }
+
+    /// git in the repository, reading this graph.
+    pub fn git(&self) -> GitCli {
+        GitCli::new(&self.git_dir).env(ENV, &self.alternates)
+    }
+
+    /// The object folder owt owns.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        GitCli::new(dir).run(args).unwrap().trim().to_string()
+    }
+
+    /// A repository of `n` commits on `main`; its last commit.
+    fn repo(dir: &Path, n: usize) -> Oid {
+        git(dir, &["init", "-q", "-b", "main"]);
+        for i in 0..n {
+            std::fs::write(dir.join("f"), format!("{i}\n")).unwrap();
+            git(dir, &["add", "f"]);
+            git(
+                dir,
+                &[
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "commit",
+                    "-q",
+                    "-m",
+                    "c",
+                ],
+            );
+        }
+        Oid::from_str(&git(dir, &["rev-parse", "HEAD"])).unwrap()
+    }
+
+    /// The layers of the graph (their names, from git's chain file).
+    fn layers(graph: &CommitGraph) -> Vec<String> {
+        let chain = graph.dir().join("info/commit-graphs/commit-graph-chain");
+        std::fs::read_to_string(chain)
+            .map(|t| t.lines().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
+    /// git reads the graph through the alternate and checks every commit
+    /// in it against the repository's objects.
+    fn verify(graph: &CommitGraph) {
+        let args: Vec<OsString> = vec![
+            "commit-graph".into(),
+            "verify".into(),
+            "--object-dir".into(),
+            graph.dir().into(),
+        ];
+        let verified = graph.git().output(&args).unwrap();
+        assert!(verified.status.success(), "{verified:?}");
+    }
+
+    #[test]
+    fn the_graph_is_written_outside_the_repository_and_grows_by_layers() {
+        let work = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let first = repo(work.path(), 3);
+        let git_dir = work.path().join(".git");
+        let mut graph = CommitGraph::for_repo(home.path(), &git_dir).unwrap();
+        assert!(graph.dir().starts_with(home.path().join(DIR)));
+        graph.cover(&[first]);
+        assert_eq!(layers(&graph).len(), 1, "one layer for the first commits");
+        verify(&graph);
+        // Nothing of the repository was written.
+        assert!(!git_dir.join("objects/info/commit-graph").exists());
+        assert!(!git_dir.join("objects/info/commit-graphs").exists());
+        // Asked again: nothing new; a new commit: git adds what is new.
+        graph.cover(&[first]);
+        assert_eq!(layers(&graph).len(), 1);
+        std::fs::write(work.path().join("g"), "x\n").unwrap();
+        git(work.path(), &["add", "g"]);
+        git(
+            work.path(),
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "-m",
+                "d",
+            ],
+        );
+        let second = Oid::from_str(&git(work.path(), &["rev-parse", "HEAD"])).unwrap();
+        graph.cover(&[first, second]);
+        verify(&graph);
+        assert!(graph.written.contains(&second));
+    }
+
+    #[test]
+    fn a_repository_with_a_graph_of_its_own_gets_none() {
+        let work = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        repo(work.path(), 2);
+        git(work.path(), &["commit-graph", "write", "--reachable"]);
+        assert!(CommitGraph::for_repo(home.path(), &work.path().join(".git")).is_none());
+    }
+}
