@@ -26,7 +26,7 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use git2::{ObjectType, Oid};
+use git2::{ObjectType, Oid, Repository};
 
 use crate::platform::git::GitCli;
 
@@ -99,6 +99,20 @@ impl GraphGit {
         found.dedup();
         Some(found)
     }
+}
+
+/// The merge base of `head` and `base` in `repo`, asked of `git` first
+/// when given: of several, the least id (the same whichever answers);
+/// `head` when they share no history.
+pub fn merge_base(repo: &Repository, git: Option<&GraphGit>, head: Oid, base: Oid) -> Oid {
+    let bases = match git.and_then(|git| git.merge_bases(head, &[base])) {
+        Some(bases) => bases,
+        None => repo
+            .merge_bases(head, base)
+            .map(|found| found.iter().copied().collect())
+            .unwrap_or_default(),
+    };
+    bases.into_iter().min().unwrap_or(head)
 }
 
 /// git asked about the history of the repository at `git_dir` (its

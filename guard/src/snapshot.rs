@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
+use super::commit_graph::{merge_base, GraphGit};
 use super::tree::{self, Entry, MODE_EXEC, MODE_FILE, MODE_LINK};
 use super::GuardError;
 
@@ -82,9 +83,8 @@ pub struct WorkState {
     stat_cache: HashMap<String, (StatKey, Entry)>,
     /// `core.autocrlf` or `info/attributes` (looked up once).
     global_filters: Option<bool>,
-    /// git where it reads a commit-graph, asked for the merge base before
-    /// libgit2 (set by the engine's full scans).
-    pub history: Option<super::commit_graph::GraphGit>,
+    /// git where it reads a commit-graph (set by the engine's full scans).
+    pub history: Option<GraphGit>,
     repo: Repository,
 }
 
@@ -375,7 +375,9 @@ impl WorkState {
             .ok()
             .and_then(|b| b.get().target());
         self.merge_base = match (self.head, self.base_tip) {
-            (Some(head), Some(base)) => Some(self.merge_base_of(head, base)),
+            (Some(head), Some(base)) => {
+                Some(merge_base(&self.repo, self.history.as_ref(), head, base))
+            }
             (head, _) => head,
         };
         self.merge_base_tree = match self.merge_base {
@@ -383,24 +385,6 @@ impl WorkState {
             None => None,
         };
         Ok(())
-    }
-
-    /// The merge base of `head` and `base`: of several, the least id (the
-    /// same whichever answers); `head` when they share no history.
-    fn merge_base_of(&self, head: Oid, base: Oid) -> Oid {
-        let asked_git = self
-            .history
-            .as_ref()
-            .and_then(|git| git.merge_bases(head, &[base]));
-        let bases = match asked_git {
-            Some(bases) => bases,
-            None => self
-                .repo
-                .merge_bases(head, base)
-                .map(|found| found.iter().copied().collect())
-                .unwrap_or_default(),
-        };
-        bases.into_iter().min().unwrap_or(head)
     }
 
     /// A path that may be a file, a folder, or gone.
