@@ -55,25 +55,53 @@ fn reserved(family: u8) -> &'static str {
     }
 }
 
-/// Adds the words of `text` (not reserved in `family`) to `out`.
+/// The reserved words of each family, as sets (made once).
+fn reserved_set(family: u8) -> &'static HashSet<&'static str> {
+    static SETS: std::sync::OnceLock<Vec<HashSet<&'static str>>> = std::sync::OnceLock::new();
+    let sets = SETS.get_or_init(|| {
+        (0..=6)
+            .map(|f| reserved(f).split_ascii_whitespace().collect())
+            .collect()
+    });
+    &sets[usize::from(family.min(6))]
+}
+
+/// Adds the words of `text` (not reserved in `family`) to `out`: maximal
+/// runs of alphanumeric characters, `_` and `$` (of the text read as
+/// UTF-8, an invalid sequence ending a run), and a run's `$`-free parts.
 pub fn add_words(text: &[u8], family: u8, out: &mut HashSet<String>) {
-    let text = String::from_utf8_lossy(text);
-    let reserved = reserved(family);
-    let reserved = |word: &str| reserved.split_ascii_whitespace().any(|r| r == word);
+    let reserved = reserved_set(family);
     let mut add = |word: &str| {
-        let first = word.chars().next();
-        if first.is_some_and(|c| !c.is_ascii_digit()) && !reserved(word) {
+        let first = word.as_bytes().first();
+        if first.is_some_and(|c| !c.is_ascii_digit())
+            && !out.contains(word)
+            && !reserved.contains(word)
+        {
             out.insert(word.to_string());
         }
     };
-    for run in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$')) {
-        if run.is_empty() {
-            continue;
-        }
+    let mut add_run = |run: &str| {
         add(run);
         if run.contains('$') {
             run.split('$').filter(|w| !w.is_empty()).for_each(&mut add);
         }
+    };
+    // Runs of ASCII word bytes and non-ASCII bytes, cut at every other
+    // ASCII byte; a run with non-ASCII bytes is cut again as characters
+    // (a UTF-8 sequence never spans an ASCII byte, so each run decodes as
+    // it would in the whole text).
+    let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$' || *b >= 0x80;
+    for run in text.split(|b| !word(b)).filter(|r| !r.is_empty()) {
+        if run.is_ascii() {
+            // ASCII is UTF-8.
+            add_run(std::str::from_utf8(run).unwrap_or_default());
+            continue;
+        }
+        let decoded = String::from_utf8_lossy(run);
+        decoded
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .filter(|w| !w.is_empty())
+            .for_each(&mut add_run);
     }
 }
 
@@ -125,6 +153,61 @@ pub fn lines_naming(text: &[u8], names: &HashSet<String>) -> Vec<LineRange> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `add_words` as it was first written (the whole text decoded, cut
+    /// at characters), to check the faster one against.
+    fn add_words_by_chars(text: &[u8], family: u8, out: &mut HashSet<String>) {
+        let text = String::from_utf8_lossy(text);
+        let reserved = reserved(family);
+        let reserved = |word: &str| reserved.split_ascii_whitespace().any(|r| r == word);
+        let mut add = |word: &str| {
+            let first = word.chars().next();
+            if first.is_some_and(|c| !c.is_ascii_digit()) && !reserved(word) {
+                out.insert(word.to_string());
+            }
+        };
+        for run in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$')) {
+            if run.is_empty() {
+                continue;
+            }
+            add(run);
+            if run.contains('$') {
+                run.split('$').filter(|w| !w.is_empty()).for_each(&mut add);
+            }
+        }
+    }
+
+    #[test]
+    fn words_are_the_same_as_cutting_the_decoded_text_at_characters() {
+        let mut texts: Vec<Vec<u8>> = vec![
+            "naïve_fn(x)→y — größe$ß 名前_1 ∑i 3d $a$b".into(),
+            b"bad \xff\xfe utf\xc3(x) tail\xe2\x82 end".to_vec(),
+            vec![
+                b'a', 0xc3, 0xa9, b'b', 0xe2, 0x80, 0x94, b'c', 0xff, b'd', 0xf0, 0x9f,
+            ],
+        ];
+        // And real code: this crate's sources.
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for entry in std::fs::read_dir(&src).unwrap().flatten() {
+            if entry.path().extension().is_some_and(|e| e == "rs") {
+                texts.push(std::fs::read(entry.path()).unwrap());
+            }
+        }
+        assert!(texts.len() > 10);
+        for text in &texts {
+            for family in 0..=6 {
+                let (mut fast, mut slow) = (HashSet::new(), HashSet::new());
+                add_words(text, family, &mut fast);
+                add_words_by_chars(text, family, &mut slow);
+                assert_eq!(
+                    fast,
+                    slow,
+                    "family {family}: {}",
+                    String::from_utf8_lossy(&text[..text.len().min(80)])
+                );
+            }
+        }
+    }
 
     #[test]
     fn words_are_identifiers_without_reserved_ones() {
