@@ -66,24 +66,15 @@ fn reserved_set(family: u8) -> &'static HashSet<&'static str> {
     &sets[usize::from(family.min(6))]
 }
 
-/// Adds the words of `text` (not reserved in `family`) to `out`: maximal
-/// runs of alphanumeric characters, `_` and `$` (of the text read as
-/// UTF-8, an invalid sequence ending a run), and a run's `$`-free parts.
-pub fn add_words(text: &[u8], family: u8, out: &mut HashSet<String>) {
-    let reserved = reserved_set(family);
-    let mut add = |word: &str| {
-        let first = word.as_bytes().first();
-        if first.is_some_and(|c| !c.is_ascii_digit())
-            && !out.contains(word)
-            && !reserved.contains(word)
-        {
-            out.insert(word.to_string());
-        }
-    };
-    let mut add_run = |run: &str| {
-        add(run);
+/// Calls `f` with each word of `text`: maximal runs of alphanumeric
+/// characters, `_` and `$` (of the text read as UTF-8, an invalid sequence
+/// ending a run), and a run's `$`-free parts; a word may come more than
+/// once.
+fn each_word(text: &[u8], mut f: impl FnMut(&str)) {
+    let mut run_words = |run: &str| {
+        f(run);
         if run.contains('$') {
-            run.split('$').filter(|w| !w.is_empty()).for_each(&mut add);
+            run.split('$').filter(|w| !w.is_empty()).for_each(&mut f);
         }
     };
     // Runs of ASCII word bytes and non-ASCII bytes, cut at every other
@@ -94,15 +85,30 @@ pub fn add_words(text: &[u8], family: u8, out: &mut HashSet<String>) {
     for run in text.split(|b| !word(b)).filter(|r| !r.is_empty()) {
         if run.is_ascii() {
             // ASCII is UTF-8.
-            add_run(std::str::from_utf8(run).unwrap_or_default());
+            run_words(std::str::from_utf8(run).unwrap_or_default());
             continue;
         }
         let decoded = String::from_utf8_lossy(run);
         decoded
             .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
             .filter(|w| !w.is_empty())
-            .for_each(&mut add_run);
+            .for_each(&mut run_words);
     }
+}
+
+/// Adds the words of `text` ([`each_word`]) not reserved in `family` and
+/// not starting with a digit to `out`.
+pub fn add_words(text: &[u8], family: u8, out: &mut HashSet<String>) {
+    let reserved = reserved_set(family);
+    each_word(text, |word| {
+        let first = word.as_bytes().first();
+        if first.is_some_and(|c| !c.is_ascii_digit())
+            && !out.contains(word)
+            && !reserved.contains(word)
+        {
+            out.insert(word.to_string());
+        }
+    });
 }
 
 /// The words of the lines `ranges` (1-based) of `text`.
@@ -133,13 +139,9 @@ pub fn words_of_lines(text: &[u8], ranges: &[LineRange], family: u8) -> HashSet<
 pub fn lines_naming(text: &[u8], names: &HashSet<String>) -> Vec<LineRange> {
     let mut out = Vec::new();
     for (i, line) in text.split(|b| *b == b'\n').enumerate() {
-        // Words as `add_words` cuts them: runs of word bytes, and a run's
-        // `$`-free parts.
-        let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$' || *b >= 0x80;
-        let known = |w: &[u8]| std::str::from_utf8(w).is_ok_and(|w| names.contains(w));
-        let named = line
-            .split(|b| !word(b))
-            .any(|run| known(run) || run.split(|b| *b == b'$').any(known));
+        // Words as `add_words` cuts them.
+        let mut named = false;
+        each_word(line, |word| named = named || names.contains(word));
         if named {
             out.push(LineRange {
                 start: i as u32 + 1,
@@ -178,7 +180,7 @@ mod tests {
     }
 
     #[test]
-    fn words_are_the_same_as_cutting_the_decoded_text_at_characters() {
+    fn words_and_lines_naming_them_are_as_cutting_the_decoded_text_at_characters() {
         let mut texts: Vec<Vec<u8>> = vec![
             "naïve_fn(x)→y — größe$ß 名前_1 ∑i 3d $a$b".into(),
             b"bad \xff\xfe utf\xc3(x) tail\xe2\x82 end".to_vec(),
@@ -195,6 +197,25 @@ mod tests {
         }
         assert!(texts.len() > 10);
         for text in &texts {
+            // The lines naming some of its words: those whose words, cut
+            // at characters, hold one.
+            let mut all = HashSet::new();
+            add_words_by_chars(text, 6, &mut all);
+            let mut all: Vec<String> = all.into_iter().collect();
+            all.sort();
+            let names: HashSet<String> = all.into_iter().step_by(7).collect();
+            let expected: Vec<u32> = text
+                .split(|b| *b == b'\n')
+                .enumerate()
+                .filter(|(_, line)| {
+                    let mut words = HashSet::new();
+                    add_words_by_chars(line, 6, &mut words);
+                    !words.is_disjoint(&names)
+                })
+                .map(|(i, _)| i as u32 + 1)
+                .collect();
+            let found: Vec<u32> = lines_naming(text, &names).iter().map(|r| r.start).collect();
+            assert_eq!(found, expected);
             for family in 0..=6 {
                 let (mut fast, mut slow) = (HashSet::new(), HashSet::new());
                 add_words(text, family, &mut fast);
