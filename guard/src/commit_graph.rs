@@ -230,27 +230,23 @@ mod tests {
         GitCli::new(dir).run(args).unwrap().trim().to_string()
     }
 
+    /// Commits `text` as `file` in the checkout `dir`; the new commit.
+    fn commit(dir: &Path, file: &str, text: &str) -> Oid {
+        std::fs::write(dir.join(file), text).unwrap();
+        git(dir, &["add", file]);
+        let who = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        git(dir, &[&who[..], &["commit", "-q", "-m", "c"]].concat());
+        Oid::from_str(&git(dir, &["rev-parse", "HEAD"])).unwrap()
+    }
+
     /// A repository of `n` commits on `main`; its last commit.
     fn repo(dir: &Path, n: usize) -> Oid {
         git(dir, &["init", "-q", "-b", "main"]);
+        let mut last = None;
         for i in 0..n {
-            std::fs::write(dir.join("f"), format!("{i}\n")).unwrap();
-            git(dir, &["add", "f"]);
-            git(
-                dir,
-                &[
-                    "-c",
-                    "user.name=t",
-                    "-c",
-                    "user.email=t@t",
-                    "commit",
-                    "-q",
-                    "-m",
-                    "c",
-                ],
-            );
+            last = Some(commit(dir, "f", &format!("{i}\n")));
         }
-        Oid::from_str(&git(dir, &["rev-parse", "HEAD"])).unwrap()
+        last.expect("a commit at least")
     }
 
     /// The layers of the graph (their names, from git's chain file).
@@ -291,22 +287,7 @@ mod tests {
         // Asked again: nothing new; a new commit: git adds what is new.
         graph.cover(&[first]);
         assert_eq!(layers(&graph).len(), 1);
-        std::fs::write(work.path().join("g"), "x\n").unwrap();
-        git(work.path(), &["add", "g"]);
-        git(
-            work.path(),
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-q",
-                "-m",
-                "d",
-            ],
-        );
-        let second = Oid::from_str(&git(work.path(), &["rev-parse", "HEAD"])).unwrap();
+        let second = commit(work.path(), "g", "x\n");
         graph.cover(&[first, second]);
         verify(&graph);
         assert!(graph.written.contains(&second));
