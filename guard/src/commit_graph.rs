@@ -25,6 +25,9 @@
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use git2::{ObjectType, Oid, Repository};
 
@@ -46,6 +49,8 @@ pub struct CommitGraph {
     alternates: OsString,
     /// Commits given to git already (their history is in the graph).
     written: HashSet<Oid>,
+    /// [`GraphGit`]'s flag, for every reader of this graph.
+    slow: Arc<AtomicBool>,
 }
 
 /// Whether the objects folder `objects` holds a commit-graph git reads.
@@ -58,6 +63,11 @@ fn has_graph(objects: &Path) -> bool {
             .exists()
 }
 
+/// A libgit2 walk for merge bases that takes this long or more makes
+/// the rest of an engine's questions go to git ([`merge_bases`]): about
+/// what a `git merge-base` process costs.
+const SLOW_WALK: Duration = Duration::from_millis(15);
+
 /// git asked about a repository's history where it reads a commit-graph
 /// (the repository's own, or owt's: [`CommitGraph::reader`]): there
 /// `git merge-base` answers in milliseconds where libgit2, which cannot
@@ -68,13 +78,16 @@ pub struct GraphGit {
     git_dir: PathBuf,
     /// [`ENV`] for owt's graph; `None` for the repository's own.
     alternates: Option<OsString>,
+    /// Whether a libgit2 walk here took [`SLOW_WALK`] or more (shared by
+    /// the clones an engine hands its checkouts).
+    slow: Arc<AtomicBool>,
 }
 
 impl GraphGit {
     /// The best common ancestors of `one` and a merge of all of `others`
     /// (`git merge-base --all`), sorted; `None` when git could not answer
     /// (the caller asks libgit2).
-    pub fn merge_bases(&self, one: Oid, others: &[Oid]) -> Option<Vec<Oid>> {
+    fn ask(&self, one: Oid, others: &[Oid]) -> Option<Vec<Oid>> {
         let mut git = GitCli::new(&self.git_dir);
         if let Some(alternates) = &self.alternates {
             git = git.env(ENV, alternates);
@@ -87,7 +100,7 @@ impl GraphGit {
             Some(0) | Some(1) => {}
             _ => return None,
         }
-        let mut found: Vec<Oid> = String::from_utf8_lossy(&out.stdout)
+        let found: Vec<Oid> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(Oid::from_str)
             .collect::<Result<_, _>>()
@@ -95,23 +108,51 @@ impl GraphGit {
         if out.status.code() == Some(1) && !found.is_empty() {
             return None;
         }
-        found.sort();
-        found.dedup();
         Some(found)
     }
 }
 
-/// The merge base of `head` and `base` in `repo`, asked of `git` first
-/// when given: of several, the least id (the same whichever answers);
-/// `head` when they share no history.
-pub fn merge_base(repo: &Repository, git: Option<&GraphGit>, head: Oid, base: Oid) -> Oid {
-    let bases = match git.and_then(|git| git.merge_bases(head, &[base])) {
-        Some(bases) => bases,
-        None => repo
-            .merge_bases(head, base)
-            .map(|found| found.iter().copied().collect())
-            .unwrap_or_default(),
+/// The best common ancestors of `one` and a merge of all of `others` in
+/// `repo` (`git merge-base --all one others…`), sorted: libgit2's walk,
+/// or git's answer once `git` is given and a libgit2 walk of this engine
+/// took [`SLOW_WALK`] or more (a deep history: git reads the graph; a
+/// shallow one costs libgit2 less than starting git).
+pub fn merge_bases(
+    repo: &Repository,
+    git: Option<&GraphGit>,
+    one: Oid,
+    others: &[Oid],
+) -> Result<Vec<Oid>, git2::Error> {
+    let asked = git
+        .filter(|git| git.slow.load(Ordering::Relaxed))
+        .and_then(|git| git.ask(one, others));
+    let mut found = match asked {
+        Some(found) => found,
+        None => {
+            let started = Instant::now();
+            let mut input = vec![one];
+            input.extend(others);
+            let found = match repo.merge_bases_many(&input) {
+                Ok(array) => array.iter().copied().collect(),
+                Err(e) if e.code() == git2::ErrorCode::NotFound => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            if let Some(git) = git.filter(|_| started.elapsed() >= SLOW_WALK) {
+                git.slow.store(true, Ordering::Relaxed);
+            }
+            found
+        }
     };
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
+/// The merge base of `head` and `base` in `repo` ([`merge_bases`]): of
+/// several, the least id (the same whichever answers); `head` when they
+/// share no history or cannot be walked.
+pub fn merge_base(repo: &Repository, git: Option<&GraphGit>, head: Oid, base: Oid) -> Oid {
+    let bases = merge_bases(repo, git, head, &[base]).unwrap_or_default();
     bases.into_iter().min().unwrap_or(head)
 }
 
@@ -121,6 +162,7 @@ pub fn own_reader(git_dir: &Path) -> Option<GraphGit> {
     has_graph(&git_dir.join("objects")).then(|| GraphGit {
         git_dir: git_dir.to_path_buf(),
         alternates: None,
+        slow: Arc::default(),
     })
 }
 
@@ -151,6 +193,7 @@ impl CommitGraph {
             dir,
             alternates,
             written: HashSet::new(),
+            slow: Arc::default(),
         })
     }
 
@@ -208,6 +251,7 @@ impl CommitGraph {
         has_graph(&self.dir).then(|| GraphGit {
             git_dir: self.git_dir.clone(),
             alternates: Some(self.alternates.clone()),
+            slow: self.slow.clone(),
         })
     }
 
@@ -291,6 +335,55 @@ mod tests {
         graph.cover(&[first, second]);
         verify(&graph);
         assert!(graph.written.contains(&second));
+    }
+
+    #[test]
+    fn git_gives_libgit2s_merge_bases_once_a_walk_was_slow() {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path();
+        let base = repo(dir, 2);
+        // A criss-cross: two merge bases.
+        git(dir, &["checkout", "-q", "-b", "side"]);
+        let side = commit(dir, "s", "s\n");
+        git(dir, &["checkout", "-q", "main"]);
+        let main = commit(dir, "m", "m\n");
+        let who = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        let merge = |into: &str, from: Oid| {
+            git(dir, &["checkout", "-q", into]);
+            let from = from.to_string();
+            let args = [&who[..], &["merge", "-q", "--no-edit", &from]].concat();
+            git(dir, &args);
+            Oid::from_str(&git(dir, &["rev-parse", "HEAD"])).unwrap()
+        };
+        let (a, b) = (merge("main", side), merge("side", main));
+        git(dir, &["commit-graph", "write", "--reachable"]);
+        let repo = Repository::open(dir).unwrap();
+        let reader = own_reader(&dir.join(".git")).unwrap();
+        for (one, others) in [(a, vec![b]), (a, vec![base]), (base, vec![a, b])] {
+            let walked = merge_bases(&repo, Some(&reader), one, &others).unwrap();
+            assert!(
+                !reader.slow.load(Ordering::Relaxed),
+                "a walk of a few commits is quick"
+            );
+            reader.slow.store(true, Ordering::Relaxed);
+            let asked = merge_bases(&repo, Some(&reader), one, &others).unwrap();
+            reader.slow.store(false, Ordering::Relaxed);
+            assert_eq!(asked, walked, "{one} {others:?}");
+            assert_eq!(
+                reader.ask(one, &others).map(|mut v| {
+                    v.sort();
+                    v
+                }),
+                Some(walked)
+            );
+        }
+        let two = merge_bases(&repo, None, a, &[b]).unwrap();
+        assert_eq!(two, {
+            let mut v = vec![side, main];
+            v.sort();
+            v
+        });
+        assert_eq!(merge_base(&repo, Some(&reader), a, b), side.min(main));
     }
 
     #[test]

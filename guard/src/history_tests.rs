@@ -180,7 +180,9 @@ fn random_history(seed: u64) -> (Vec<(Truth, Truth)>, Vec<String>) {
     let mut engine = GuardEngine::new(&fx.main, &[]).unwrap();
     if seed.is_multiple_of(2) {
         // Every other history with owt's commit-graph written first, so
-        // that git answers the merge bases (and merges) from the start.
+        // that git reads it for the merges from the start (merge bases
+        // stay libgit2's here: its walks of these few commits are quick;
+        // `commit_graph`'s tests compare the two).
         let home = fx.root.join("owt-home");
         let git_dir = fx.main.join(".git");
         let mut graph = CommitGraph::for_repo(&home, &git_dir).unwrap();

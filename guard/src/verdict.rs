@@ -265,25 +265,11 @@ impl History {
         if let Some(found) = self.bases.get(&key) {
             return Ok(found.clone());
         }
-        let mut input = vec![one];
-        input.extend(&key.1);
-        let asked_git = match &self.git {
-            Some(git) if !key.1.contains(&one) => git.merge_bases(one, &key.1),
-            _ => None,
-        };
-        let mut found: Vec<Oid> = if key.1.contains(&one) {
+        let found = if key.1.contains(&one) {
             vec![one]
-        } else if let Some(found) = asked_git {
-            found
         } else {
-            match repo.merge_bases_many(&input) {
-                Ok(array) => array.iter().copied().collect(),
-                Err(e) if e.code() == git2::ErrorCode::NotFound => Vec::new(),
-                Err(e) => return Err(e.into()),
-            }
+            super::commit_graph::merge_bases(repo, self.git.as_ref(), one, &key.1)?
         };
-        found.sort();
-        found.dedup();
         let found = Arc::new(found);
         if self.bases.len() > CACHE_LIMIT {
             self.bases.clear();
