@@ -83,7 +83,7 @@ pub struct WorkState {
     stat_cache: HashMap<String, (StatKey, Entry)>,
     /// `core.autocrlf` or `info/attributes` (looked up once).
     global_filters: Option<bool>,
-    /// git where it reads a commit-graph (set by the engine's full scans).
+    /// git reading a commit-graph, for a deep history (set by full scans).
     pub history: Option<GraphGit>,
     repo: Repository,
 }

@@ -245,7 +245,8 @@ pub struct History {
     /// Commits written for the git backend: `(tree, parents)` → commit.
     commits: HashMap<(Oid, Vec<Oid>), Oid>,
     /// git where it reads a commit-graph ([`Caches::graph_git`]), asked
-    /// for merge bases before libgit2.
+    /// for merge bases once libgit2's walks were slow
+    /// ([`super::commit_graph::merge_bases`]).
     pub git: Option<super::commit_graph::GraphGit>,
 }
 

@@ -87,7 +87,8 @@ impl GuardEngine {
         // paths, so the walks start at once and the journals fill the
         // other threads around them (in name order, the human's walk came
         // last, after half the journals).
-        // Merge bases from git where it reads a commit-graph.
+        // git where it reads a commit-graph, for the merge bases of a
+        // deep history (`commit_graph::merge_bases`).
         let graph_git = self.caches.graph_git();
         self.caches.history.git = graph_git.clone();
         let mut works: Vec<&mut WorkState> = self
