@@ -15,7 +15,9 @@
 //! graph, which git then reads.
 //!
 //! Invariants: the graph lives under `$OWT_HOME/cache/commit-graphs/`, a
-//! folder per repository; nothing of the repository is written (objects,
+//! folder per repository (its `repository` file names it; the first write
+//! of a process removes the folders of repositories that are gone);
+//! nothing of the repository is written (objects,
 //! graph, config); a repository with a graph of its own gets none (git
 //! reads the repository's first); a graph holds facts that never change
 //! under a commit's id, so one that lacks commits only makes git slower
@@ -220,6 +222,12 @@ impl CommitGraph {
             tracing::debug!("commit graph: no folder ({e})");
             return;
         }
+        if self.written.is_empty() {
+            // Once a process: the graphs of repositories that are gone.
+            if let Some(root) = self.dir.parent() {
+                prune_gone(root, &self.dir);
+            }
+        }
         let _ = std::fs::write(
             self.dir.join("repository"),
             format!("{}\n", self.git_dir.display()),
@@ -263,6 +271,36 @@ impl CommitGraph {
     /// The object folder owt owns.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// Removes from `root` the graph folders (16 hex digits) of repositories
+/// that are gone: whose `repository` file names a folder that no longer
+/// exists; `keep` and anything else are left alone.
+fn prune_gone(root: &Path, keep: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let name = entry.file_name();
+        let ours = name
+            .to_str()
+            .is_some_and(|n| n.len() == 16 && n.bytes().all(|b| b.is_ascii_hexdigit()));
+        let real_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if dir == keep || !ours || !real_dir {
+            continue;
+        }
+        let Ok(named) = std::fs::read_to_string(dir.join("repository")) else {
+            continue;
+        };
+        if !Path::new(named.trim_end_matches('\n')).exists() {
+            tracing::debug!(
+                "commit graph: {} is gone, its graph removed",
+                named.trim_end()
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 }
 
@@ -384,6 +422,37 @@ mod tests {
             v
         });
         assert_eq!(merge_base(&repo, Some(&reader), a, b), side.min(main));
+    }
+
+    #[test]
+    fn the_graphs_of_repositories_that_are_gone_are_removed() {
+        let home = tempfile::tempdir().unwrap();
+        let (kept, gone) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut folders = Vec::new();
+        for work in [&kept, &gone] {
+            let tip = repo(work.path(), 1);
+            let mut graph = CommitGraph::for_repo(home.path(), &work.path().join(".git")).unwrap();
+            graph.cover(&[tip]);
+            folders.push(graph.dir().to_path_buf());
+        }
+        // Not a graph folder of owt's, naming nothing: left alone.
+        let other = home.path().join(DIR).join("notes");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("repository"), "/nowhere\n").unwrap();
+        let gone_path = gone.path().to_path_buf();
+        drop(gone);
+        assert!(!gone_path.exists());
+        // The next process's first write prunes.
+        let tip = Oid::from_str(&git(kept.path(), &["rev-parse", "HEAD"])).unwrap();
+        let mut graph = CommitGraph::for_repo(home.path(), &kept.path().join(".git")).unwrap();
+        graph.cover(&[tip]);
+        assert!(folders[0].exists(), "the kept repository's graph stays");
+        assert!(
+            !folders[1].exists(),
+            "the gone repository's graph is removed"
+        );
+        assert!(other.exists());
+        verify(&graph);
     }
 
     #[test]
