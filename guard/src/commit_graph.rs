@@ -4,21 +4,21 @@
 //! inflating the commit. A fresh clone has none (git writes one in `gc`
 //! and `maintenance`), and there git's merge of two forks' commits
 //! (several merge bases, merged recursively: [`super::merge::merge_commits_batch`])
-//! spends most of its time inflating commits to find them — about a second
-//! a merge on git/git's history. So before git walks a history for the
+//! spends most of its time inflating commits to find them (on git/git's
+//! history, most of a merge). So before git walks a history for the
 //! guard, owt brings a graph of its own up to date with the commits asked
 //! (`git commit-graph write --split --stdin-commits`: git adds only the
 //! commits it does not hold yet, as a new layer, and merges the layers as
-//! they grow; ~0.8 s for git/git's whole history the first time, a few ms
-//! after) and names its folder to git as an alternate object folder
+//! they grow; the first time git reads every commit once) and names its
+//! folder to git as an alternate object folder
 //! (`GIT_ALTERNATE_OBJECT_DIRECTORIES`) that holds no objects, only the
 //! graph, which git then reads.
 //!
 //! Invariants: the graph lives under `$OWT_HOME/cache/commit-graphs/`, a
 //! folder per repository (its `repository` file names it; the first write
 //! of a process removes the folders of repositories that are gone);
-//! nothing of the repository is written (objects,
-//! graph, config); a repository with a graph of its own gets none (git
+//! nothing of the repository is written (objects, graph, config); a
+//! repository with a graph of its own gets none (git
 //! reads the repository's first); a graph holds facts that never change
 //! under a commit's id, so one that lacks commits only makes git slower
 //! (it parses the commits missing); a write that fails (another owt holds
@@ -77,9 +77,8 @@ const SLOW_WALK: Duration = Duration::from_millis(15);
 /// commits for tens of milliseconds a question on a big history.
 #[derive(Debug, Clone)]
 pub struct GraphGit {
-    git_dir: PathBuf,
-    /// [`ENV`] for owt's graph; `None` for the repository's own.
-    alternates: Option<OsString>,
+    /// git in the repository (with [`ENV`] for owt's graph).
+    git: GitCli,
     /// Whether a libgit2 walk here took [`SLOW_WALK`] or more (shared by
     /// the clones an engine hands its checkouts).
     slow: Arc<AtomicBool>,
@@ -90,13 +89,9 @@ impl GraphGit {
     /// (`git merge-base --all`), sorted; `None` when git could not answer
     /// (the caller asks libgit2).
     fn ask(&self, one: Oid, others: &[Oid]) -> Option<Vec<Oid>> {
-        let mut git = GitCli::new(&self.git_dir);
-        if let Some(alternates) = &self.alternates {
-            git = git.env(ENV, alternates);
-        }
         let mut args = vec!["merge-base".to_string(), "--all".into(), one.to_string()];
         args.extend(others.iter().map(Oid::to_string));
-        let out = git.output(&args).ok()?;
+        let out = self.git.output(&args).ok()?;
         // 1 with nothing printed: no common ancestor.
         match out.status.code() {
             Some(0) | Some(1) => {}
@@ -162,8 +157,7 @@ pub fn merge_base(repo: &Repository, git: Option<&GraphGit>, head: Oid, base: Oi
 /// common git folder), when it holds a commit-graph of its own.
 pub fn own_reader(git_dir: &Path) -> Option<GraphGit> {
     has_graph(&git_dir.join("objects")).then(|| GraphGit {
-        git_dir: git_dir.to_path_buf(),
-        alternates: None,
+        git: GitCli::new(git_dir),
         slow: Arc::default(),
     })
 }
@@ -223,15 +217,16 @@ impl CommitGraph {
             return;
         }
         if self.written.is_empty() {
-            // Once a process: the graphs of repositories that are gone.
+            // Once a process: the graphs of repositories that are gone go,
+            // and this one's names its repository.
             if let Some(root) = self.dir.parent() {
                 prune_gone(root, &self.dir);
             }
+            let _ = std::fs::write(
+                self.dir.join("repository"),
+                format!("{}\n", self.git_dir.display()),
+            );
         }
-        let _ = std::fs::write(
-            self.dir.join("repository"),
-            format!("{}\n", self.git_dir.display()),
-        );
         let args: Vec<OsString> = vec![
             "commit-graph".into(),
             "write".into(),
@@ -257,8 +252,7 @@ impl CommitGraph {
     /// or an earlier owt); `None` before.
     pub fn reader(&self) -> Option<GraphGit> {
         has_graph(&self.dir).then(|| GraphGit {
-            git_dir: self.git_dir.clone(),
-            alternates: Some(self.alternates.clone()),
+            git: self.git(),
             slow: self.slow.clone(),
         })
     }
@@ -307,22 +301,19 @@ fn prune_gone(root: &Path, keep: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        GitCli::new(dir).run(args).unwrap().trim().to_string()
-    }
+    use crate::tests::{git, hermetic};
 
     /// Commits `text` as `file` in the checkout `dir`; the new commit.
     fn commit(dir: &Path, file: &str, text: &str) -> Oid {
         std::fs::write(dir.join(file), text).unwrap();
         git(dir, &["add", file]);
-        let who = ["-c", "user.name=t", "-c", "user.email=t@t"];
-        git(dir, &[&who[..], &["commit", "-q", "-m", "c"]].concat());
+        git(dir, &["commit", "-q", "-m", file]);
         Oid::from_str(&git(dir, &["rev-parse", "HEAD"])).unwrap()
     }
 
     /// A repository of `n` commits on `main`; its last commit.
     fn repo(dir: &Path, n: usize) -> Oid {
+        hermetic();
         git(dir, &["init", "-q", "-b", "main"]);
         let mut last = None;
         for i in 0..n {
@@ -385,12 +376,9 @@ mod tests {
         let side = commit(dir, "s", "s\n");
         git(dir, &["checkout", "-q", "main"]);
         let main = commit(dir, "m", "m\n");
-        let who = ["-c", "user.name=t", "-c", "user.email=t@t"];
         let merge = |into: &str, from: Oid| {
             git(dir, &["checkout", "-q", into]);
-            let from = from.to_string();
-            let args = [&who[..], &["merge", "-q", "--no-edit", &from]].concat();
-            git(dir, &args);
+            git(dir, &["merge", "-q", "--no-edit", &from.to_string()]);
             Oid::from_str(&git(dir, &["rev-parse", "HEAD"])).unwrap()
         };
         let (a, b) = (merge("main", side), merge("side", main));
