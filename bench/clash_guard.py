@@ -18,15 +18,20 @@ files unstaged, new files untracked). Two shapes:
 
 The agent is one that exits at once, so every checkout is walked (no
 session host's journal answers for it): the guard's most expensive cold
-case. Each round runs, as new processes, `owt --json guard --cold` with
-owt's caches warm (what every run after the first does: the symbol
-cache and the commit-graph owt keeps of a repository that has none),
-`clash status --json`, and `owt --json guard --cold` with both caches
-emptied first (a first-ever run), in turn. Each run's figure is the
-median of its rounds; the files are in the page cache (one warm-up of
-each first): "cold" means a fresh process, not a cold disk. clash's
-output is checked to list every session's worktree and to report no
-error, so its time is not an error's.
+case. Each run sets the sessions up afresh and times the repository's
+first `owt --json guard --cold`, right after the sessions' `owt new`
+(the first `owt new` of a repository starts writing owt's commit-graph
+of it in the background; the symbol cache is empty). Then each round
+runs, as new processes, `owt --json guard --cold` with owt's caches
+warm (what every run after the first does: the symbol cache and the
+commit-graph owt keeps of a repository that has none), `clash status
+--json`, and `owt --json guard --cold` with both caches emptied first
+(as if owt had never seen the repository), in turn. Each run's figure
+is the median of its rounds; the files are in the page cache (the
+checkouts were just written; one warm-up of clash): "cold" means a
+fresh process, not a cold disk. clash's output is checked to list every
+session's worktree and to report no error, so its time is not an
+error's.
 
     python3 bench/clash_guard.py --repo GITDIR --clash BIN [--shapes replayed,real] [--runs 3] [--rounds 5] [--json]
 """
@@ -147,21 +152,24 @@ def owt_conflicts(report, sessions):
 
 
 def measure(owt, clash, shape, source, spec, runs, rounds):
-    with tempfile.TemporaryDirectory(prefix=f"owt-bench-clash-{shape}-") as tmpdir:
-        tmp = pathlib.Path(tmpdir)
-        try:
-            env, repo, sessions = setup(owt, shape, source, spec, tmp)
-            # A first run: owt's symbol cache and its commit-graphs gone.
-            caches = [pathlib.Path(env["OWT_HOME"]) / "cache" / name
-                      for name in ("symbols", "commit-graphs")]
-            guard = [owt, "--json", "guard", "--cold"]
-            run_timed(guard, repo, env)  # warm-up; fills owt's caches
-            _, clash_report = run_timed([clash, "status", "--json"], repo, env)
-            clash_pairs = checked_clash(clash_report, sessions)
-            result = {"shape": shape, "sessions": len(sessions),
-                      "uncommitted": sum(1 for s in sessions if s[2]),
-                      "owt_warm_ms": [], "owt_empty_ms": [], "clash_ms": []}
-            for _ in range(runs):
+    result = {"shape": shape, "owt_first_ms": [], "owt_warm_ms": [], "owt_empty_ms": [], "clash_ms": []}
+    guard = [owt, "--json", "guard", "--cold"]
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix=f"owt-bench-clash-{shape}-") as tmpdir:
+            tmp = pathlib.Path(tmpdir)
+            try:
+                env, repo, sessions = setup(owt, shape, source, spec, tmp)
+                # The repository's first `owt guard`, right after its
+                # sessions' `owt new` (the first of which started writing
+                # owt's commit-graph in the background): nothing cached
+                # by an earlier guard.
+                took, report = run_timed(guard, repo, env)
+                result["owt_first_ms"].append(took * 1000)
+                # A first run of each otherwise: owt's caches emptied.
+                caches = [pathlib.Path(env["OWT_HOME"]) / "cache" / name
+                          for name in ("symbols", "commit-graphs")]
+                _, clash_report = run_timed([clash, "status", "--json"], repo, env)  # warm-up
+                clash_pairs = checked_clash(clash_report, sessions)
                 warm, empty, theirs = [], [], []
                 for _ in range(rounds):
                     took, report = run_timed(guard, repo, env)
@@ -176,17 +184,18 @@ def measure(owt, clash, shape, source, spec, runs, rounds):
                 result["owt_warm_ms"].append(statistics.median(warm) * 1000)
                 result["owt_empty_ms"].append(statistics.median(empty) * 1000)
                 result["clash_ms"].append(statistics.median(theirs) * 1000)
-            owt_pairs = owt_conflicts(report, sessions)
-            result.update(
-                pairs=len(sessions) * (len(sessions) - 1) // 2,
-                scans=sorted({str(p.get("scan")) for p in report["participants"]}),
-                owt_conflicts=len(owt_pairs), clash_conflicts=len(clash_pairs),
-                clash_of_owt=len(owt_pairs & clash_pairs), clash_only=len(clash_pairs - owt_pairs),
-                clash_worktrees=len(clash_report["worktrees"]),
-            )
-            return result
-        finally:
-            common.kill_by_owt_home(str(tmp / "owt"))
+                owt_pairs = owt_conflicts(report, sessions)
+                result.update(
+                    sessions=len(sessions), uncommitted=sum(1 for s in sessions if s[2]),
+                    pairs=len(sessions) * (len(sessions) - 1) // 2,
+                    scans=sorted({str(p.get("scan")) for p in report["participants"]}),
+                    owt_conflicts=len(owt_pairs), clash_conflicts=len(clash_pairs),
+                    clash_of_owt=len(owt_pairs & clash_pairs), clash_only=len(clash_pairs - owt_pairs),
+                    clash_worktrees=len(clash_report["worktrees"]),
+                )
+            finally:
+                common.kill_by_owt_home(str(tmp / "owt"))
+    return result
 
 
 def main():
@@ -208,10 +217,11 @@ def main():
         print(json.dumps(results))
         return
     for r in results:
-        w, e, c = (statistics.median(r[k]) for k in ("owt_warm_ms", "owt_empty_ms", "clash_ms"))
+        f, w, e, c = (statistics.median(r[k]) for k in ("owt_first_ms", "owt_warm_ms", "owt_empty_ms", "clash_ms"))
         print(f"{r['shape']}: {r['sessions']} sessions ({r['uncommitted']} uncommitted): owt guard --cold "
-              f"{w:.0f} ms (owt's caches warm), {e:.0f} ms (empty); clash status {c:.0f} ms; "
-              f"owt/clash {w / c:.2f} / {e / c:.2f}; conflicting pairs: owt {r['owt_conflicts']}, "
+              f"{f:.0f} ms (the first, after owt new), {w:.0f} ms (owt's caches warm), {e:.0f} ms (emptied); "
+              f"clash status {c:.0f} ms; owt/clash {f / c:.2f} / {w / c:.2f} / {e / c:.2f}; "
+              f"conflicting pairs: owt {r['owt_conflicts']}, "
               f"clash {r['clash_conflicts']} ({r['clash_of_owt']} of owt's)")
 
 

@@ -21,11 +21,21 @@
 //! repository with a graph of its own gets none (git
 //! reads the repository's first); a graph holds facts that never change
 //! under a commit's id, so one that lacks commits only makes git slower
-//! (it parses the commits missing); a write that fails (another owt holds
-//! git's lock on the graph) changes nothing and is no error.
+//! (it parses the commits missing); one owt process writes a graph at a
+//! time (the folder's `lock`, held while git writes: git takes its own
+//! lock only once it has read the history, so two first writes would
+//! both read it), the others wait for it ([`WAIT_FOR_WRITER`] at most); a
+//! write that fails changes nothing and is no error.
+//!
+//! The first write of a repository's graph is the costly one; the first
+//! `owt new` of a repository starts it in the background (`owt
+//! __commit-graph`: owt-core's `ops::guard::prepare_history`), so the
+//! guard's first run finds it written ([`CommitGraph::wants_first_write`]).
 
 use std::collections::HashSet;
 use std::ffi::OsString;
+use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -37,6 +47,12 @@ use crate::platform::git::GitCli;
 
 /// The graphs' folder under `$OWT_HOME`.
 const DIR: &str = "cache/commit-graphs";
+/// The lock file in a graph's folder, held (`flock`) while a graph is
+/// written (see the module doc).
+const LOCK: &str = "lock";
+/// How long a write waits for another process's write to end before it
+/// gives up (git then reads the commits the graph lacks itself).
+pub const WAIT_FOR_WRITER: Duration = Duration::from_secs(60);
 /// The variable that names alternate object folders to git.
 pub const ENV: &str = "GIT_ALTERNATE_OBJECT_DIRECTORIES";
 
@@ -227,6 +243,10 @@ impl CommitGraph {
                 format!("{}\n", self.git_dir.display()),
             );
         }
+        // Held until this write ends (dropped with the file).
+        let Some(_lock) = self.wait_for_lock() else {
+            return;
+        };
         let args: Vec<OsString> = vec![
             "commit-graph".into(),
             "write".into(),
@@ -245,6 +265,56 @@ impl CommitGraph {
                 String::from_utf8_lossy(&out.stderr).trim()
             ),
             Err(e) => tracing::debug!("commit graph: git did not run ({e})"),
+        }
+    }
+
+    /// This graph's lock ([`LOCK`]), once no other process holds it
+    /// (waiting [`WAIT_FOR_WRITER`] at most); `None` when it could not be
+    /// taken.
+    fn wait_for_lock(&self) -> Option<File> {
+        let file = match std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(self.dir.join(LOCK))
+        {
+            Ok(file) => file,
+            Err(e) => {
+                tracing::debug!("commit graph: no lock file ({e})");
+                return None;
+            }
+        };
+        let deadline = Instant::now() + WAIT_FOR_WRITER;
+        loop {
+            match crate::platform::fd::try_lock_exclusive(&file) {
+                Ok(true) => return Some(file),
+                Ok(false) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Ok(false) => {
+                    tracing::debug!("commit graph: another process is still writing it");
+                    return None;
+                }
+                Err(e) => {
+                    tracing::debug!("commit graph: lock not taken ({e})");
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Whether the graph has never been written and no process is
+    /// writing it: what `owt new` asks before it starts the first write
+    /// in the background. Creates nothing.
+    pub fn wants_first_write(&self) -> bool {
+        if has_graph(&self.dir) {
+            return false;
+        }
+        match File::open(self.dir.join(LOCK)) {
+            // Taken (and let go at once): nobody is writing.
+            Ok(file) => crate::platform::fd::try_lock_exclusive(&file).unwrap_or(false),
+            Err(_) => true,
         }
     }
 
@@ -364,6 +434,40 @@ mod tests {
         graph.cover(&[first, second]);
         verify(&graph);
         assert!(graph.written.contains(&second));
+    }
+
+    #[test]
+    fn one_process_writes_a_graph_at_a_time_the_others_wait_for_it() {
+        let work = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let first = repo(work.path(), 3);
+        let git_dir = work.path().join(".git");
+        let mut graph = CommitGraph::for_repo(home.path(), &git_dir).unwrap();
+        assert!(graph.wants_first_write(), "never written, nobody writing");
+        assert!(!graph.dir().exists(), "asking creates nothing");
+        // Another process's writer holds the lock (an open file of its own).
+        std::fs::create_dir_all(graph.dir()).unwrap();
+        let held = File::create(graph.dir().join(LOCK)).unwrap();
+        assert!(crate::platform::fd::try_lock_exclusive(&held).unwrap());
+        assert!(!graph.wants_first_write(), "somebody is writing");
+        let (done, finished) = std::sync::mpsc::channel();
+        let writer = std::thread::spawn(move || {
+            graph.cover(&[first]);
+            done.send(()).unwrap();
+            graph
+        });
+        assert!(
+            finished.recv_timeout(Duration::from_millis(300)).is_err(),
+            "written while another process held the lock"
+        );
+        drop(held);
+        finished
+            .recv_timeout(WAIT_FOR_WRITER)
+            .expect("written once the lock was let go");
+        let graph = writer.join().unwrap();
+        assert_eq!(layers(&graph).len(), 1);
+        verify(&graph);
+        assert!(!graph.wants_first_write(), "written");
     }
 
     #[test]

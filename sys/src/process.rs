@@ -196,3 +196,10 @@ pub fn arg_max() -> Option<usize> {
     let max = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
     usize::try_from(max).ok().filter(|&m| m > 0)
 }
+
+/// Lowers this process's scheduling priority to `nice` (0 normal, 19 the
+/// lowest), for background work nobody waits on; what it starts inherits
+/// it. Raising it back is not allowed to ordinary users.
+pub fn lower_priority(nice: i32) -> io::Result<()> {
+    Ok(rustix::process::setpriority_process(None, nice)?)
+}

@@ -363,3 +363,61 @@ fn guard_reads_a_live_agents_journal_and_still_sees_every_change() {
     assert_eq!(p.scan.as_deref(), Some("walk"));
     assert_eq!(p.changed_paths, ["f.txt", "new/deep/x.txt"]);
 }
+
+/// The graph folders owt keeps under `owt_home` that git has written a
+/// graph into.
+fn written_graphs(owt_home: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(owt_home.join("cache/commit-graphs")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|dir| dir.join("info/commit-graphs/commit-graph-chain").is_file())
+        .collect()
+}
+
+#[test]
+fn the_first_new_session_of_a_repository_writes_the_guards_commit_graph_in_the_background() {
+    let env = TestEnv::new();
+    let repo = repo_with_numbered_file(&env);
+    // Bad input to the hidden writer: an error, nothing written.
+    let err = env.owt_err(&repo, ["__commit-graph", ".git", "not-a-commit"]);
+    assert!(err.contains("not a full commit id"), "{err}");
+    assert!(!env.owt_home.join("cache/commit-graphs").exists());
+
+    new_session(&env, &repo, "one");
+    owt_e2e::wait_until(
+        "owt new's background write of the guard's commit-graph",
+        std::time::Duration::from_secs(60),
+        || !written_graphs(&env.owt_home).is_empty(),
+    );
+    let graphs = written_graphs(&env.owt_home);
+    assert_eq!(graphs.len(), 1, "{graphs:?}");
+    let named = std::fs::read_to_string(graphs[0].join("repository")).unwrap();
+    assert_eq!(
+        Path::new(named.trim_end()),
+        repo.join(".git").canonicalize().unwrap()
+    );
+    // The graph holds the history (git reads it), and nothing of the
+    // repository was written.
+    let verify = std::process::Command::new("git")
+        .args(["commit-graph", "verify", "--object-dir"])
+        .arg(&graphs[0])
+        .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &graphs[0])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    assert!(!repo.join(".git/objects/info/commit-graph").exists());
+    assert!(!repo.join(".git/objects/info/commit-graphs").exists());
+    // The guard still answers, and a second session changes nothing.
+    new_session(&env, &repo, "two");
+    let report: GuardReport = env.owt_json(&repo, ["guard", "--cold"]);
+    assert!(report.participants.iter().any(|p| p.name == "two"));
+    assert_eq!(written_graphs(&env.owt_home), graphs);
+}

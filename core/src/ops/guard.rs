@@ -87,6 +87,48 @@ pub fn engine(ctx: &Context) -> anyhow::Result<GuardEngine> {
     Ok(engine)
 }
 
+/// Starts the first write of owt's commit-graph of the repository of
+/// `ctx` in the background (`owt __commit-graph`: detached, at a low
+/// priority), to hold `commits` and their history, when the repository
+/// has no graph of its own, owt's was never written and nobody is
+/// writing it. The first `owt new` of a repository does, so that the
+/// guard's first run finds the graph written: on a long history the
+/// first write reads every commit once (the guard would wait for it
+/// before its first merge of forks' commits; it waits for this one if
+/// it is still running). Best effort: what goes wrong is logged.
+pub fn prepare_history(ctx: &Context, commits: &[git2::Oid]) {
+    let git_dir = ctx.repo.common_dir();
+    let wanted = crate::guard::commit_graph::CommitGraph::for_repo(&ctx.home, git_dir)
+        .is_some_and(|graph| graph.wants_first_write());
+    if !wanted || commits.is_empty() {
+        return;
+    }
+    let mut args: Vec<std::ffi::OsString> = vec!["__commit-graph".into(), git_dir.into()];
+    args.extend(commits.iter().map(|c| c.to_string().into()));
+    if let Err(e) = session::spawn_detached(&ctx.home, &args, "commit-graph.log") {
+        tracing::warn!("starting the commit-graph's first write: {e}");
+    }
+}
+
+/// `owt __commit-graph`: brings owt's commit-graph of the repository whose
+/// common git folder is `git_dir` up to date with `commits` (the
+/// background half of [`prepare_history`]); an id that is not one is an
+/// error, and nothing is written.
+pub fn write_commit_graph(
+    home: &std::path::Path,
+    git_dir: &std::path::Path,
+    commits: &[String],
+) -> anyhow::Result<()> {
+    let commits = commits
+        .iter()
+        .map(|c| git2::Oid::from_str(c).with_context(|| format!("not a commit id: {c}")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some(mut graph) = crate::guard::commit_graph::CommitGraph::for_repo(home, git_dir) {
+        graph.cover(&commits);
+    }
+    Ok(())
+}
+
 /// A session's git fact as the guard's snapshot shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SnapshotGitFact {

@@ -37,7 +37,9 @@ pub use hooks::record_hook;
 pub use owt_session::{
     attach, client, dialog, notice, queries, rules, HostConn, HostJournal, SessionError,
 };
-pub use starting::{admit_if_queued, run_host, spawn_admitter, start_host, start_host_with};
+pub use starting::{
+    admit_if_queued, run_host, spawn_admitter, spawn_detached, start_host, start_host_with,
+};
 pub use stopping::{session_processes, stop, stop_leftovers, STOP_GRACE};
 
 /// Everything a session host needs to start an agent.

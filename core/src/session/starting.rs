@@ -2,6 +2,7 @@
 //! its socket, the admitter that starts queued sessions, and the host
 //! process's own entry point.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::os::fd::AsRawFd;
@@ -159,15 +160,22 @@ fn owt_exe() -> Result<PathBuf, SessionError> {
 /// does when its agent ended or gave back memory, and `owt lsp` when it
 /// sees sessions waiting; it returns at once.
 pub fn spawn_admitter(home: &Path) -> Result<(), SessionError> {
+    spawn_detached(home, &["__admit".into()], "admit.log")
+}
+
+/// Starts `owt ARGS` detached (its own session, no terminal, standard
+/// error appended to `logs/LOG` under `home`) and returns at once; the
+/// child is reaped when it ends, if this process lives that long.
+pub fn spawn_detached(home: &Path, args: &[OsString], log: &str) -> Result<(), SessionError> {
     let exe = owt_exe()?;
     let log = File::options()
         .create(true)
         .append(true)
         .mode(0o600)
-        .open(home.join("logs").join("admit.log"))
+        .open(home.join("logs").join(log))
         .ok();
     let mut cmd = Command::new(&exe);
-    cmd.arg("__admit")
+    cmd.args(args)
         .env("OWT_HOME", home)
         .stdin(Stdio::null())
         .stdout(Stdio::null());
@@ -176,10 +184,12 @@ pub fn spawn_admitter(home: &Path) -> Result<(), SessionError> {
         None => cmd.stderr(Stdio::null()),
     };
     crate::platform::process::new_session_on_exec(&mut cmd, None);
+    let what = args
+        .first()
+        .map_or_else(String::new, |a| a.to_string_lossy().into_owned());
     let mut child = cmd
         .spawn()
-        .map_err(|e| SessionError::io(format!("starting {} __admit", exe.display()), e))?;
-    // Reap it when it ends, if this process lives that long.
+        .map_err(|e| SessionError::io(format!("starting {} {what}", exe.display()), e))?;
     std::thread::spawn(move || {
         let _ = child.wait();
     });

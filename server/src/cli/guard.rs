@@ -21,6 +21,36 @@ pub struct Args {
     pub cold: bool,
 }
 
+/// `owt __commit-graph GIT_DIR COMMIT...`.
+#[derive(Debug, clap::Args)]
+pub struct GraphArgs {
+    /// The repository's common git folder.
+    pub git_dir: std::path::PathBuf,
+    /// Commits the graph is to hold, with their history.
+    #[arg(required = true, value_parser = parse_commit)]
+    pub commits: Vec<String>,
+}
+
+fn parse_commit(text: &str) -> Result<String, String> {
+    let hex = text.bytes().all(|b| b.is_ascii_hexdigit());
+    if hex && (text.len() == 40 || text.len() == 64) {
+        Ok(text.to_string())
+    } else {
+        Err(format!("not a full commit id: {text}"))
+    }
+}
+
+/// `owt __commit-graph`: writes the graph at a low priority; quiet (what
+/// goes wrong is logged).
+pub fn write_graph(args: GraphArgs) -> anyhow::Result<ExitCode> {
+    let home = ops::owt_home()?;
+    if let Err(e) = owt_core::platform::process::lower_priority(10) {
+        tracing::debug!("priority not lowered: {e}");
+    }
+    ops::guard::write_commit_graph(&home, &args.git_dir, &args.commits)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     let ctx = ops::Context::open(dir)?;
     let (report, answered) = ops::guard::report_from(&ctx, args.name.as_deref(), args.cold)?;
