@@ -154,12 +154,14 @@ fn make_session(
         return Err(interrupt::abandon(ctx, session, progress));
     }
     let launched = launch(ctx, session, req, &options, spec, progress, warnings);
-    // The agent is on its way; the guard's history, in the background.
-    let commits: Vec<git2::Oid> = [session.branch.as_str(), plan.base.as_str()]
-        .into_iter()
-        .filter_map(|branch| ctx.repo.branch_tip(branch).ok())
-        .collect();
-    super::guard::prepare_history(ctx, &commits);
+    if launched.is_ok() {
+        // The agent is on its way; the guard's history, in the background.
+        let commits: Vec<git2::Oid> = [session.branch.as_str(), plan.base.as_str()]
+            .into_iter()
+            .filter_map(|branch| ctx.repo.branch_tip(branch).ok())
+            .collect();
+        super::guard::prepare_history(ctx, &commits);
+    }
     launched
 }
 
