@@ -20,8 +20,9 @@ The agent is one that exits at once, so every checkout is walked (no
 session host's journal answers for it): the guard's most expensive cold
 case. Each run sets the sessions up afresh and times the repository's
 first `owt --json guard --cold`, right after the sessions' `owt new`
-(the first `owt new` of a repository starts writing owt's commit-graph
-of it in the background; the symbol cache is empty). Then each round
+(each `owt new` brings owt's commit-graph of the repository up to date
+with its session's commits in the background; the symbol cache is
+empty). Then each round
 runs, as new processes, `owt --json guard --cold` with owt's caches
 warm (what every run after the first does: the symbol cache and the
 commit-graph owt keeps of a repository that has none), `clash status
@@ -160,9 +161,9 @@ def measure(owt, clash, shape, source, spec, runs, rounds):
             try:
                 env, repo, sessions = setup(owt, shape, source, spec, tmp)
                 # The repository's first `owt guard`, right after its
-                # sessions' `owt new` (the first of which started writing
-                # owt's commit-graph in the background): nothing cached
-                # by an earlier guard.
+                # sessions' `owt new` (each brings owt's commit-graph up
+                # to date with its commits in the background): nothing
+                # cached by an earlier guard.
                 took, report = run_timed(guard, repo, env)
                 result["owt_first_ms"].append(took * 1000)
                 # A first run of each otherwise: owt's caches emptied.

@@ -27,10 +27,11 @@
 //! both read it), the others wait for it ([`WAIT_FOR_WRITER`] at most); a
 //! write that fails changes nothing and is no error.
 //!
-//! The first write of a repository's graph is the costly one; the first
-//! `owt new` of a repository starts it in the background (`owt
+//! The first write of a repository's graph is the costly one (and a
+//! session's commits new to the graph cost it a layer): `owt new` starts
+//! one in the background for the new session's commits (`owt
 //! __commit-graph`: owt-core's `ops::guard::prepare_history`), so the
-//! guard's first run finds it written ([`CommitGraph::wants_first_write`]).
+//! guard's first run finds them written.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -304,20 +305,6 @@ impl CommitGraph {
         }
     }
 
-    /// Whether the graph has never been written and no process is
-    /// writing it: what `owt new` asks before it starts the first write
-    /// in the background. Creates nothing.
-    pub fn wants_first_write(&self) -> bool {
-        if has_graph(&self.dir) {
-            return false;
-        }
-        match File::open(self.dir.join(LOCK)) {
-            // Taken (and let go at once): nobody is writing.
-            Ok(file) => crate::platform::fd::try_lock_exclusive(&file).unwrap_or(false),
-            Err(_) => true,
-        }
-    }
-
     /// git asked about history, once this graph exists (written by this
     /// or an earlier owt); `None` before.
     pub fn reader(&self) -> Option<GraphGit> {
@@ -443,13 +430,10 @@ mod tests {
         let first = repo(work.path(), 3);
         let git_dir = work.path().join(".git");
         let mut graph = CommitGraph::for_repo(home.path(), &git_dir).unwrap();
-        assert!(graph.wants_first_write(), "never written, nobody writing");
-        assert!(!graph.dir().exists(), "asking creates nothing");
         // Another process's writer holds the lock (an open file of its own).
         std::fs::create_dir_all(graph.dir()).unwrap();
         let held = File::create(graph.dir().join(LOCK)).unwrap();
         assert!(crate::platform::fd::try_lock_exclusive(&held).unwrap());
-        assert!(!graph.wants_first_write(), "somebody is writing");
         let (done, finished) = std::sync::mpsc::channel();
         let writer = std::thread::spawn(move || {
             graph.cover(&[first]);
@@ -467,7 +451,6 @@ mod tests {
         let graph = writer.join().unwrap();
         assert_eq!(layers(&graph).len(), 1);
         verify(&graph);
-        assert!(!graph.wants_first_write(), "written");
     }
 
     #[test]

@@ -87,26 +87,25 @@ pub fn engine(ctx: &Context) -> anyhow::Result<GuardEngine> {
     Ok(engine)
 }
 
-/// Starts the first write of owt's commit-graph of the repository of
-/// `ctx` in the background (`owt __commit-graph`: detached, at a low
-/// priority), to hold `commits` and their history, when the repository
-/// has no graph of its own, owt's was never written and nobody is
-/// writing it. The first `owt new` of a repository does, so that the
-/// guard's first run finds the graph written: on a long history the
-/// first write reads every commit once (the guard would wait for it
-/// before its first merge of forks' commits; it waits for this one if
-/// it is still running). Best effort: what goes wrong is logged.
+/// Starts bringing owt's commit-graph of the repository of `ctx` up to
+/// date with `commits` (and their history) in the background (`owt
+/// __commit-graph`: detached, at a low priority), unless the repository
+/// has a graph of its own. `owt new` does, with the new session's
+/// commits, so that the guard's first run finds them in the graph: on a
+/// long history the graph's first write reads every commit once, and a
+/// fork's commits new to it cost a layer (the guard would write them
+/// before its first merge of forks' commits; it waits for a write still
+/// running). Best effort: what goes wrong is logged.
 pub fn prepare_history(ctx: &Context, commits: &[git2::Oid]) {
     let git_dir = ctx.repo.common_dir();
-    let wanted = crate::guard::commit_graph::CommitGraph::for_repo(&ctx.home, git_dir)
-        .is_some_and(|graph| graph.wants_first_write());
-    if !wanted || commits.is_empty() {
+    let kept = crate::guard::commit_graph::CommitGraph::for_repo(&ctx.home, git_dir).is_some();
+    if !kept || commits.is_empty() {
         return;
     }
     let mut args: Vec<std::ffi::OsString> = vec!["__commit-graph".into(), git_dir.into()];
     args.extend(commits.iter().map(|c| c.to_string().into()));
     if let Err(e) = session::spawn_detached(&ctx.home, &args, "commit-graph.log") {
-        tracing::warn!("starting the commit-graph's first write: {e}");
+        tracing::warn!("starting a write of the commit-graph: {e}");
     }
 }
 
