@@ -400,13 +400,20 @@ mod tests {
         assert!(verified.status.success(), "{verified:?}");
     }
 
+    /// A repository of 3 commits in `work` and its graph under `home`
+    /// (not written yet); its last commit.
+    fn three_commits(work: &Path, home: &Path) -> (CommitGraph, Oid) {
+        let last = repo(work, 3);
+        let graph = CommitGraph::for_repo(home, &work.join(".git")).unwrap();
+        (graph, last)
+    }
+
     #[test]
     fn the_graph_is_written_outside_the_repository_and_grows_by_layers() {
         let work = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
-        let first = repo(work.path(), 3);
+        let (mut graph, first) = three_commits(work.path(), home.path());
         let git_dir = work.path().join(".git");
-        let mut graph = CommitGraph::for_repo(home.path(), &git_dir).unwrap();
         assert!(graph.dir().starts_with(home.path().join(DIR)));
         graph.cover(&[first]);
         assert_eq!(layers(&graph).len(), 1, "one layer for the first commits");
@@ -427,9 +434,7 @@ mod tests {
     fn one_process_writes_a_graph_at_a_time_the_others_wait_for_it() {
         let work = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
-        let first = repo(work.path(), 3);
-        let git_dir = work.path().join(".git");
-        let mut graph = CommitGraph::for_repo(home.path(), &git_dir).unwrap();
+        let (mut graph, first) = three_commits(work.path(), home.path());
         // Another process's writer holds the lock (an open file of its own).
         std::fs::create_dir_all(graph.dir()).unwrap();
         let held = File::create(graph.dir().join(LOCK)).unwrap();
