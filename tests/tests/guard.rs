@@ -420,4 +420,22 @@ fn the_first_new_session_of_a_repository_writes_the_guards_commit_graph_in_the_b
     let report: GuardReport = env.owt_json(&repo, ["guard", "--cold"]);
     assert!(report.participants.iter().any(|p| p.name == "two"));
     assert_eq!(written_graphs(&env.owt_home), graphs);
+    // The writer is plumbing: it opens no store (which would, e.g., make
+    // a state folder private under a test that opened it, or resume
+    // lost sessions).
+    use std::os::unix::fs::PermissionsExt;
+    let open = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(&env.owt_home, open).unwrap();
+    let head = env.git(&repo, ["rev-parse", "HEAD"]);
+    let args: Vec<std::ffi::OsString> = vec![
+        "__commit-graph".into(),
+        repo.join(".git").into(),
+        head.trim().into(),
+    ];
+    env.owt_ok(&repo, args);
+    let mode = std::fs::metadata(&env.owt_home)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o755, "the writer left OWT_HOME as it was");
 }
