@@ -9,7 +9,7 @@
 //! files in a checkout owt does not control (`safe_fs`), what a file system says
 //! of itself, terminals (size, raw mode), what `/proc` says of processes
 //! and memory, stderr diverted, the one runner of the git program, the
-//! local calendar, glibc's allocator and
+//! local calendar, where owt's own programs are, glibc's allocator and
 //! page hand-back, and SQLite's process-wide settings. It depends on no
 //! other owt crate. Each function's behaviour on each system is in
 //! docs/platforms.md.
@@ -23,6 +23,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod allocator;
+pub mod exe;
 pub mod fd;
 pub mod fs;
 pub mod git;

@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 
 /// The `owt` binary under test: `$OWT_BIN`, else built once per test
-/// process with `cargo build -p owt` (same profile as the tests), so a test
-/// never runs a stale binary.
+/// process with `cargo build -p owt --bins` (same profile as the tests;
+/// the session host binary `owt-host` beside it too), so a test never
+/// runs a stale binary.
 pub fn owt_bin() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
@@ -42,7 +43,9 @@ pub fn owt_bin() -> PathBuf {
         let release = profile_dir.file_name().is_some_and(|n| n == "release");
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut build = Command::new(cargo);
-        build.args(["build", "-q", "-p", "owt", "--bin", "owt"]);
+        // Both binaries: owt starts session hosts with the owt-host
+        // beside it.
+        build.args(["build", "-q", "-p", "owt", "--bins"]);
         if release {
             build.arg("--release");
         }

@@ -401,3 +401,35 @@ fn a_queued_acp_session_starts_as_an_acp_session() {
         .any(|m| m["method"] == "session/prompt" && m.to_string().contains("the queued task"));
     assert!(prompted, "the first prompt went through session/prompt");
 }
+
+/// The ACP host runs in the session host binary (`owt-host`), but the MCP
+/// server it gives the agent is owt's (`owt mcp`): owt-host has no such
+/// verb.
+#[test]
+fn the_acp_host_gives_the_agent_owts_mcp_server_not_the_host_binary() {
+    let env = TestEnv::new();
+    let repo = env.repo("app");
+    let log = fake_acp_tool(&env, "ok");
+    let s = start(&env, &repo, "mcp", "hello");
+    wait_status(&env, &repo, "mcp", |s| s.status == Status::NeedsInput);
+    let spec = format!("{}.spec.json", s.id);
+    let host = env
+        .our_processes()
+        .into_iter()
+        .find(|pid| {
+            let cmd = owt_e2e::cmdline(*pid as u32);
+            cmd.iter().any(|a| a == "__host") && cmd.iter().any(|a| a.ends_with(&spec))
+        })
+        .expect("the session's host");
+    let host_exe = std::fs::read_link(format!("/proc/{host}/exe")).unwrap();
+    assert_eq!(host_exe.file_name().unwrap(), "owt-host", "{host_exe:?}");
+    let got = fake_log(&log);
+    let new = got
+        .iter()
+        .find(|m| m["method"] == "session/new")
+        .unwrap_or_else(|| panic!("no session/new in {got:?}"));
+    let server = &new["params"]["mcpServers"][0];
+    let owt = owt_e2e::owt_bin().canonicalize().unwrap();
+    assert_eq!(server["command"], owt.to_string_lossy().as_ref(), "{new}");
+    assert_eq!(server["args"], serde_json::json!(["mcp"]), "{new}");
+}

@@ -421,3 +421,80 @@ fn the_agent_gets_exactly_owts_environment_plus_its_variables() {
         }
     });
 }
+
+/// Hosts run in the session host binary beside owt (`owt-host`: a smaller
+/// program, so an idle host keeps less memory of its own), else in owt
+/// itself (`owt __host run`: an owt binary copied alone); an `owt-host` of
+/// another owt version refuses to run, and the start says how to mend it.
+#[test]
+fn hosts_run_in_the_host_binary_beside_owt_else_in_owt_itself() {
+    with_timeout(Duration::from_secs(90), || {
+        let env = Env::new();
+        let exe_of = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+        let owt = crate::session_common::owt_bin().canonicalize().unwrap();
+        let installed = env.spawn(&[
+            "__host",
+            "spawn",
+            "--name",
+            "installed",
+            "--",
+            "sleep",
+            "300",
+        ]);
+        assert_eq!(exe_of(installed.host_pid), owt.with_file_name("owt-host"));
+        let cmd = owt_e2e::cmdline(installed.host_pid);
+        assert_eq!(cmd[1..3], ["__host", "run"], "{cmd:?}");
+        assert!(
+            cmd.windows(2)
+                .any(|w| w[0] == "--owt-version" && w[1] == env!("CARGO_PKG_VERSION")),
+            "{cmd:?}"
+        );
+        env.ok(&["__host", "stop", "installed"]);
+
+        // An owt binary with no host binary beside it (linked, not copied:
+        // the same program).
+        let alone = env.dir.path().join("alone");
+        std::fs::create_dir(&alone).unwrap();
+        std::fs::hard_link(&owt, alone.join("owt")).unwrap();
+        let run_from = |dir: &std::path::Path, name: &str| {
+            env.command(dir.join("owt"))
+                // (scripts/test names its owt so; this one is another.)
+                .env_remove("OWT_BIN")
+                .arg("-C")
+                .arg(&env.repo)
+                .args(["__host", "spawn", "--name", name, "--", "sleep", "300"])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        };
+        let out = run_from(&alone, "alone");
+        assert!(out.status.success(), "{out:?}");
+        let s = env.parse_spawned(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(exe_of(s.host_pid), alone.join("owt"));
+        assert_eq!(owt_e2e::cmdline(s.host_pid)[1..3], ["__host", "run"]);
+        env.ok(&["__host", "stop", "alone"]);
+
+        // A host binary of another version (the real one, told so).
+        let other = env.dir.path().join("other");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::hard_link(&owt, other.join("owt")).unwrap();
+        let script = format!(
+            "#!/bin/sh\nexec '{}' \"$@\" --owt-version 0.0.0-other\n",
+            owt.with_file_name("owt-host").display()
+        );
+        let wrapper = other.join("owt-host");
+        std::fs::write(&wrapper, script).unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let out = run_from(&other, "other");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{out:?}");
+        assert!(
+            stderr.contains("started by owt 0.0.0-other") && stderr.contains("install owt again"),
+            "{stderr}"
+        );
+    });
+}

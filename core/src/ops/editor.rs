@@ -141,7 +141,7 @@ fn server_command() -> anyhow::Result<(ServerCommand, Option<String>)> {
     if on_path("owt") {
         return Ok((ServerCommand::lsp("owt"), None));
     }
-    let exe = std::env::current_exe().context("finding the owt binary")?;
+    let exe = crate::platform::exe::owt().context("finding the owt binary")?;
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
     let note = format!(
         "owt is not on PATH, so Helix will start it as {}; edit [language-server.owt] if you move it.",

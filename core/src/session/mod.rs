@@ -39,6 +39,7 @@ pub use owt_session::{
 };
 pub use starting::{
     admit_if_queued, run_host, spawn_admitter, spawn_detached, start_host, start_host_with,
+    OWT_VERSION,
 };
 pub use stopping::{session_processes, stop, stop_leftovers, STOP_GRACE};
 

@@ -20,20 +20,26 @@ use crate::feedback::notify::Notifier;
 use crate::feedback::turn::{Feedback, HostSide, TurnHooks};
 use crate::store::Store;
 
+/// This build's version, which a session host must have.
+pub const OWT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// How long [`start_host`] waits for a host to serve its socket.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Starts a detached host for `spec` and waits until it serves its socket.
-/// The host is this program's `__host run` (or `$OWT_BIN`, for tests that
-/// link this library into another executable).
+/// The host is the session host binary beside the owt binary (this
+/// program, or `$OWT_BIN` for tests that link this library into another
+/// executable), else that owt binary's `__host run`
+/// ([`crate::platform::exe::host_for`]).
 pub fn start_host(spec: &HostSpec) -> Result<Started, SessionError> {
-    start_host_with(spec, &owt_exe()?)
+    start_host_with(spec, &crate::platform::exe::host_for(&owt_exe()?))
 }
 
 /// The descriptor number the host finds its readiness pipe at.
 const READY_FD: i32 = 3;
 
-/// As [`start_host`], running the host from the owt binary `exe`.
+/// As [`start_host`], running the host from `exe` (an owt binary, or the
+/// session host binary).
 pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionError> {
     let err = |doing: &str, e: std::io::Error| SessionError::io(doing, e);
     let logs = spec.home.join("logs");
@@ -81,9 +87,10 @@ pub fn start_host_with(spec: &HostSpec, exe: &Path) -> Result<Started, SessionEr
     })
 }
 
-/// Starts `exe __host run --spec SPEC_FILE` in its own session, its output
-/// appended to `log_file`, the readiness pipe's write end `write_fd` at
-/// [`READY_FD`].
+/// Starts `exe __host run --spec SPEC_FILE --ready-fd 3 --owt-version V`
+/// in its own session, its output appended to `log_file`, the readiness
+/// pipe's write end `write_fd` at [`READY_FD`]. The version is this
+/// program's: a session host binary from another build refuses to run.
 fn spawn_host(
     spec: &HostSpec,
     exe: &Path,
@@ -105,6 +112,7 @@ fn spawn_host(
     cmd.args(["__host", "run", "--spec"])
         .arg(spec_file)
         .args(["--ready-fd", &READY_FD.to_string()])
+        .args(["--owt-version", OWT_VERSION])
         .env("OWT_HOME", &spec.home)
         .stdin(Stdio::null())
         .stdout(log)
@@ -147,11 +155,14 @@ fn log_tail(log_file: &Path) -> String {
 }
 
 /// The owt binary to run for hosts and helpers: `$OWT_BIN` (tests that
-/// link this library into another executable) or this program.
+/// link this library into another executable) or this program (the `owt`
+/// beside it, in the session host binary).
 fn owt_exe() -> Result<PathBuf, SessionError> {
     match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
         Some(bin) => Ok(PathBuf::from(bin)),
-        None => std::env::current_exe().map_err(|e| SessionError::io("finding the owt binary", e)),
+        None => {
+            crate::platform::exe::owt().map_err(|e| SessionError::io("finding the owt binary", e))
+        }
     }
 }
 

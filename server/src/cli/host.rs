@@ -29,6 +29,10 @@ pub enum HostCommand {
         /// Descriptor of the readiness pipe.
         #[arg(long)]
         ready_fd: Option<i32>,
+        /// The version of the owt that starts this host (it must be this
+        /// program's).
+        #[arg(long)]
+        owt_version: Option<String>,
     },
     /// Register a session running ARGV in the current checkout and start
     /// its host; prints `{"name", "short_id", "host_pid", "agent_pid"}`.
@@ -85,14 +89,16 @@ fn read_spec(spec: &Path) -> anyhow::Result<HostSpec> {
 
 pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
-        HostCommand::Run { spec, ready_fd } => {
-            // Before any thread: one arena, and the journal's walks
-            // allocate megabytes now and then in a process that otherwise
-            // idles.
-            crate::allocator::configure_host_allocator();
-            session::configure_for_idle_process();
-            init_host_logs();
-            session::run_host(read_spec(&spec)?, ready_fd, ops::host::turn_hooks())?;
+        HostCommand::Run {
+            spec,
+            ready_fd,
+            owt_version,
+        } => {
+            run_host(&HostRun {
+                spec,
+                ready_fd,
+                owt_version,
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         HostCommand::Stop { name } => {
@@ -154,6 +160,125 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
     }
 }
 
+/// What `__host run` is given.
+#[derive(Debug, PartialEq)]
+struct HostRun {
+    spec: PathBuf,
+    ready_fd: Option<i32>,
+    owt_version: Option<String>,
+}
+
+/// Runs the session host `run` names in this process.
+fn run_host(run: &HostRun) -> anyhow::Result<()> {
+    if let Some(theirs) = run.owt_version.as_deref() {
+        let ours = session::OWT_VERSION;
+        anyhow::ensure!(
+            theirs == ours,
+            "this session host is owt {ours}'s and was started by owt {theirs}: install owt again (`cargo install --locked --path server` installs owt and owt-host together)"
+        );
+    }
+    // Before any thread: one arena, and the journal's walks allocate
+    // megabytes now and then in a process that otherwise idles.
+    crate::allocator::configure_host_allocator();
+    session::configure_for_idle_process();
+    init_host_logs();
+    session::run_host(read_spec(&run.spec)?, run.ready_fd, ops::host::turn_hooks())?;
+    Ok(())
+}
+
+/// What `owt-host --help` says.
+const HOST_BINARY_HELP: &str = "\
+owt-host: owt's session host (one per session: it owns the agent's terminal).
+owt starts it as `owt-host __host run --spec FILE [--ready-fd N] [--owt-version V]`;
+it is not run by hand. See `owt --help`.";
+
+/// The `owt-host` binary: `owt __host run` without the rest of owt linked
+/// in, so each session's host process maps less of the binary's relocated
+/// data. Arguments are read by hand (no clap: its tables are relocated
+/// data too).
+pub fn host_binary_main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    match parse_host_binary_args(&args) {
+        Ok(HostBinaryArgs::Help) => {
+            println!("{HOST_BINARY_HELP}");
+            ExitCode::SUCCESS
+        }
+        Ok(HostBinaryArgs::Version) => {
+            println!("owt-host {}", session::OWT_VERSION);
+            ExitCode::SUCCESS
+        }
+        Ok(HostBinaryArgs::Run(run)) => match run_host(&run) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("owt-host: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(message) => {
+            eprintln!("owt-host: error: {message}\n\n{HOST_BINARY_HELP}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What `owt-host` is asked.
+#[derive(Debug, PartialEq)]
+enum HostBinaryArgs {
+    /// `--help`, `-h`, or nothing.
+    Help,
+    /// `--version`, `-V`.
+    Version,
+    Run(HostRun),
+}
+
+/// `owt-host`'s arguments.
+fn parse_host_binary_args(args: &[std::ffi::OsString]) -> Result<HostBinaryArgs, String> {
+    if args.is_empty() || args.iter().any(|a| a == "--help" || a == "-h") {
+        return Ok(HostBinaryArgs::Help);
+    }
+    if args.iter().any(|a| a == "--version" || a == "-V") {
+        return Ok(HostBinaryArgs::Version);
+    }
+    let (Some(verb), Some(sub)) = (args.first(), args.get(1)) else {
+        return Err("expected `__host run`".into());
+    };
+    if verb != "__host" || sub != "run" {
+        return Err(format!(
+            "expected `__host run`, got `{} {}`",
+            verb.to_string_lossy(),
+            sub.to_string_lossy()
+        ));
+    }
+    let mut spec = None;
+    let mut ready_fd = None;
+    let mut owt_version = None;
+    let mut rest = args[2..].iter();
+    while let Some(flag) = rest.next() {
+        let flag = flag.to_string_lossy();
+        let value = rest.next().ok_or_else(|| format!("{flag} wants a value"))?;
+        match &*flag {
+            "--spec" => spec = Some(PathBuf::from(value)),
+            "--ready-fd" => {
+                let text = value.to_string_lossy();
+                let fd = text
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|fd| *fd >= 0)
+                    .ok_or_else(|| format!("--ready-fd wants a descriptor number, got `{text}`"))?;
+                ready_fd = Some(fd);
+            }
+            "--owt-version" => owt_version = Some(value.to_string_lossy().into_owned()),
+            _ => return Err(format!("unknown argument `{flag}`")),
+        }
+    }
+    let spec = spec.ok_or("--spec FILE is required")?;
+    Ok(HostBinaryArgs::Run(HostRun {
+        spec,
+        ready_fd,
+        owt_version,
+    }))
+}
+
 /// The host's log (stderr, which the host's starter points at the
 /// session's log file): `OWT_LOG` (default `info`), lines as `owt`'s other
 /// logs write them. Through [`HostLog`], not `tracing_subscriber::fmt`,
@@ -201,4 +326,85 @@ impl tracing::Subscriber for HostLog {
     fn enter(&self, _: &tracing::span::Id) {}
 
     fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<HostBinaryArgs, String> {
+        let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        parse_host_binary_args(&args)
+    }
+
+    #[test]
+    fn the_host_binary_reads_what_owt_gives_its_hosts() {
+        assert_eq!(
+            parse(&[
+                "__host",
+                "run",
+                "--spec",
+                "/h/logs/ab.spec.json",
+                "--ready-fd",
+                "3",
+                "--owt-version",
+                "1.2.3"
+            ]),
+            Ok(HostBinaryArgs::Run(HostRun {
+                spec: "/h/logs/ab.spec.json".into(),
+                ready_fd: Some(3),
+                owt_version: Some("1.2.3".into()),
+            }))
+        );
+        assert_eq!(
+            parse(&["__host", "run", "--spec", "-"]),
+            Ok(HostBinaryArgs::Run(HostRun {
+                spec: "-".into(),
+                ready_fd: None,
+                owt_version: None,
+            }))
+        );
+        assert_eq!(parse(&[]), Ok(HostBinaryArgs::Help));
+        assert_eq!(parse(&["--help"]), Ok(HostBinaryArgs::Help));
+        assert_eq!(parse(&["-V"]), Ok(HostBinaryArgs::Version));
+    }
+
+    #[test]
+    fn the_host_binary_refuses_anything_else_and_says_what_it_wanted() {
+        for (args, wanted) in [
+            (&["run", "--spec", "x"][..], "expected `__host run`"),
+            (&["__host"][..], "expected `__host run`"),
+            (&["__host", "stop", "x"][..], "got `__host stop`"),
+            (&["__host", "run"][..], "--spec FILE is required"),
+            (&["__host", "run", "--spec"][..], "--spec wants a value"),
+            (
+                &["__host", "run", "--spec", "x", "--ready-fd", "three"][..],
+                "descriptor number, got `three`",
+            ),
+            (
+                &["__host", "run", "--spec", "x", "--ready-fd", "-1"][..],
+                "got `-1`",
+            ),
+            (
+                &["__host", "run", "--spec", "x", "--follow", "y"][..],
+                "unknown argument `--follow`",
+            ),
+        ] {
+            let err = parse(args).expect_err(wanted);
+            assert!(err.contains(wanted), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_host_started_by_another_owt_version_refuses_to_run_and_says_what_to_do() {
+        let err = run_host(&HostRun {
+            spec: "/nonexistent/spec.json".into(),
+            ready_fd: None,
+            owt_version: Some("0.0.0-other".into()),
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("started by owt 0.0.0-other"), "{err}");
+        assert!(err.contains("install owt again"), "{err}");
+    }
 }

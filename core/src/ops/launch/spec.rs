@@ -69,7 +69,7 @@ fn native_signals(
     env: &BTreeMap<String, String>,
     warnings: &mut Vec<String>,
 ) -> Integration {
-    let integration = std::env::current_exe()
+    let integration = crate::platform::exe::owt()
         .map_err(|e| e.to_string())
         .and_then(|owt| {
             if options.acp {

@@ -160,7 +160,7 @@ fn mcp_files_tracked(session: &SessionRow, provider: &str, warnings: &mut Vec<St
     if tracked.is_empty() {
         return false;
     }
-    let owt = std::env::current_exe()
+    let owt = crate::platform::exe::owt()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "owt".into());
     warnings.push(format!(

@@ -141,7 +141,7 @@ pub fn install(
             )),
         });
     }
-    let exe = std::env::current_exe().context("finding this owt binary")?;
+    let exe = crate::platform::exe::owt().context("finding this owt binary")?;
     let bytes = std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))?;
     progress(&format!(
         "Copying {} ({} MB) to {} on {}",

@@ -64,7 +64,7 @@ pub fn install_hooks(hooks: Hooks, worktree: &Path) -> Result<Option<PathBuf>, I
     let Some(file) = hooks_file(hooks) else {
         return Ok(None);
     };
-    let exe = std::env::current_exe().map_err(|error| IntegrationError::Io {
+    let exe = crate::platform::exe::owt().map_err(|error| IntegrationError::Io {
         context: "finding the owt binary".into(),
         error,
     })?;
@@ -158,7 +158,7 @@ pub fn register_mcp(
 ) -> Result<Vec<PathBuf>, IntegrationError> {
     let exe = match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
         Some(bin) => PathBuf::from(bin),
-        None => std::env::current_exe().map_err(|error| IntegrationError::Io {
+        None => crate::platform::exe::owt().map_err(|error| IntegrationError::Io {
             context: "finding the owt binary".into(),
             error,
         })?,

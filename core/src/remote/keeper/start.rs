@@ -19,7 +19,7 @@ pub fn ensure(ctx: &Context, remote: &str) -> anyhow::Result<()> {
     }
     let exe = match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
         Some(bin) => PathBuf::from(bin),
-        None => std::env::current_exe().context("finding the owt binary")?,
+        None => crate::platform::exe::owt().context("finding the owt binary")?,
     };
     let log_path = keeper_file(&ctx.home, ctx.repo_row.id, remote, "log");
     if let Some(parent) = log_path.parent() {

@@ -291,7 +291,7 @@ impl Host {
     }
 
     fn mcp_servers(&self) -> Value {
-        let exe = std::env::current_exe()
+        let exe = crate::platform::exe::owt()
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|_| "owt".into());
         let mut servers = vec![json!({
