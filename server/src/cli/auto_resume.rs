@@ -39,7 +39,7 @@ pub fn applies_to(command: &Option<super::Command>) -> bool {
             C::Host(_)
                 | C::Hook(_)
                 | C::Admit
-                | C::CommitGraph(_)
+                | C::PrepareGuard(_)
                 | C::CompleteNames
                 | C::Completions(_)
                 | C::Version
