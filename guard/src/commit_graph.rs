@@ -30,8 +30,8 @@
 //! The first write of a repository's graph is the costly one (and a
 //! session's commits new to the graph cost it a layer): `owt new` starts
 //! one in the background for the new session's commits (`owt
-//! __prepare-guard`: [`crate::prepare`]), so the guard's first run finds
-//! them written.
+//! __commit-graph`: owt-core's `ops::guard::prepare_history`), so the
+//! guard's first run finds them written.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -102,13 +102,6 @@ pub struct GraphGit {
 }
 
 impl GraphGit {
-    /// This reader, asked before libgit2 walks (for a process that asks
-    /// one merge base of a history known to be deep).
-    pub fn asked_first(self) -> GraphGit {
-        self.slow.store(true, Ordering::Relaxed);
-        self
-    }
-
     /// The best common ancestors of `one` and a merge of all of `others`
     /// (`git merge-base --all`), sorted; `None` when git could not answer
     /// (the caller asks libgit2).

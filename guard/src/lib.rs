@@ -63,7 +63,6 @@ pub mod merge;
 pub mod patch;
 pub mod pid_record;
 pub mod pre_edit;
-pub mod prepare;
 pub mod queue;
 pub mod snapshot;
 pub mod source;

@@ -382,9 +382,7 @@ fn the_first_new_session_of_a_repository_writes_the_guards_commit_graph_in_the_b
     let env = TestEnv::new();
     let repo = repo_with_numbered_file(&env);
     // Bad input to the hidden writer: an error, nothing written.
-    let head = env.git(&repo, ["rev-parse", "HEAD"]);
-    let head = head.trim();
-    let err = env.owt_err(&repo, ["__prepare-guard", ".git", "not-a-commit", head]);
+    let err = env.owt_err(&repo, ["__commit-graph", ".git", "not-a-commit"]);
     assert!(err.contains("not a full commit id"), "{err}");
     assert!(!env.owt_home.join("cache/commit-graphs").exists());
 
@@ -428,11 +426,11 @@ fn the_first_new_session_of_a_repository_writes_the_guards_commit_graph_in_the_b
     use std::os::unix::fs::PermissionsExt;
     let open = std::fs::Permissions::from_mode(0o755);
     std::fs::set_permissions(&env.owt_home, open).unwrap();
+    let head = env.git(&repo, ["rev-parse", "HEAD"]);
     let args: Vec<std::ffi::OsString> = vec![
-        "__prepare-guard".into(),
+        "__commit-graph".into(),
         repo.join(".git").into(),
-        head.into(),
-        head.into(),
+        head.trim().into(),
     ];
     env.owt_ok(&repo, args);
     let mode = std::fs::metadata(&env.owt_home)
@@ -440,85 +438,4 @@ fn the_first_new_session_of_a_repository_writes_the_guards_commit_graph_in_the_b
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o755, "the writer left OWT_HOME as it was");
-}
-
-/// Files in the symbol cache under `owt_home`.
-fn symbol_cache_entries(owt_home: &Path) -> usize {
-    fn count(dir: &Path) -> usize {
-        std::fs::read_dir(dir).map_or(0, |entries| {
-            entries
-                .flatten()
-                .map(|e| match e.file_type() {
-                    Ok(t) if t.is_dir() => count(&e.path()),
-                    Ok(t) if t.is_file() => 1,
-                    _ => 0,
-                })
-                .sum()
-        })
-    }
-    count(&owt_home.join("cache/symbols"))
-}
-
-/// Waits until no `owt __prepare-guard` of `env` runs.
-fn wait_prepared(env: &TestEnv) {
-    owt_e2e::wait_until(
-        "owt new's background readying of the guard to end",
-        std::time::Duration::from_secs(60),
-        || {
-            !env.our_processes().into_iter().any(|pid| {
-                owt_e2e::cmdline(pid as u32)
-                    .iter()
-                    .any(|a| a == "__prepare-guard")
-            })
-        },
-    );
-}
-
-#[test]
-fn a_session_on_a_branch_with_changes_has_their_old_versions_parsed_before_any_guard() {
-    let env = TestEnv::new();
-    let repo = env.repo("app");
-    let old = "pub fn alpha(n: u32) -> u32 {\n    n + 1\n}\n\npub fn beta() -> i64 {\n    2\n}\n";
-    std::fs::write(repo.join("lib.rs"), old).unwrap();
-    env.git(&repo, ["add", "lib.rs"]);
-    env.git(&repo, ["commit", "-q", "-m", "lib"]);
-    env.git(&repo, ["checkout", "-q", "-b", "topic"]);
-    std::fs::write(repo.join("lib.rs"), old.replace("u32", "u64")).unwrap();
-    env.git(&repo, ["commit", "-q", "-am", "wider"]);
-    env.git(&repo, ["checkout", "-q", "main"]);
-
-    // A new branch, at its base: nothing to parse.
-    new_session(&env, &repo, "fresh");
-    wait_prepared(&env);
-    assert_eq!(symbol_cache_entries(&env.owt_home), 0);
-
-    // A session picking up `topic`: the old version of what it changed is
-    // parsed in the background, with no guard run.
-    let out: NewOutput = env.owt_json(
-        &repo,
-        [
-            "new",
-            "review the topic",
-            "--name",
-            "review",
-            "--branch",
-            "topic",
-        ],
-    );
-    assert_eq!(out.session.name, "review");
-    owt_e2e::wait_until(
-        "owt new's background parse of the branch's changed files",
-        std::time::Duration::from_secs(60),
-        || symbol_cache_entries(&env.owt_home) > 0,
-    );
-    wait_prepared(&env);
-    assert_eq!(
-        symbol_cache_entries(&env.owt_home),
-        1,
-        "lib.rs as it is on main"
-    );
-    let report: GuardReport = env.owt_json(&repo, ["guard", "--cold"]);
-    assert!(report.participants.iter().any(|p| p.name == "review"));
-    // Nothing of the repository was written.
-    assert_eq!(env.git(&repo, ["status", "--porcelain"]).trim(), "");
 }

@@ -87,56 +87,44 @@ pub fn engine(ctx: &Context) -> anyhow::Result<GuardEngine> {
     Ok(engine)
 }
 
-/// Starts readying the guard of the repository of `ctx` for a session at
-/// `tip` on `base` in the background (`owt __prepare-guard`: detached, at
-/// a low priority; [`crate::guard::prepare`]): owt's commit-graph brought
-/// up to date with both (unless the repository has a graph of its own: on
-/// a long history the graph's first write reads every commit once, and a
-/// fork's commits new to it cost a layer, which the guard would otherwise
-/// write before its first merge of forks' commits; it waits for a write
-/// still running), and, when the branch already has changes and the
-/// symbol index is on, the old versions of its changed files parsed into
-/// the symbol cache. `owt new` does, once its agent is on its way. Best
-/// effort: what goes wrong is logged.
-pub fn prepare_guard(ctx: &Context, tip: git2::Oid, base: git2::Oid) {
+/// Starts bringing owt's commit-graph of the repository of `ctx` up to
+/// date with `commits` (and their history) in the background (`owt
+/// __commit-graph`: detached, at a low priority), unless the repository
+/// has a graph of its own. `owt new` does, with the new session's
+/// commits, so that the guard's first run finds them in the graph: on a
+/// long history the graph's first write reads every commit once, and a
+/// fork's commits new to it cost a layer (the guard would write them
+/// before its first merge of forks' commits; it waits for a write still
+/// running). Best effort: what goes wrong is logged.
+pub fn prepare_history(ctx: &Context, commits: &[git2::Oid]) {
     let git_dir = ctx.repo.common_dir();
-    let symbols = ctx.config.config.guard.symbols && tip != base;
-    let graph = crate::guard::commit_graph::CommitGraph::for_repo(&ctx.home, git_dir).is_some();
-    if !graph && !symbols {
+    let kept = crate::guard::commit_graph::CommitGraph::for_repo(&ctx.home, git_dir).is_some();
+    if !kept || commits.is_empty() {
         return;
     }
-    let mut args: Vec<std::ffi::OsString> = vec![
-        "__prepare-guard".into(),
-        git_dir.into(),
-        tip.to_string().into(),
-        base.to_string().into(),
-    ];
-    if !symbols {
-        args.push("--no-symbols".into());
-    }
-    if let Err(e) = session::spawn_detached(&ctx.home, &args, "prepare-guard.log") {
-        tracing::warn!("starting to ready the guard: {e}");
+    let mut args: Vec<std::ffi::OsString> = vec!["__commit-graph".into(), git_dir.into()];
+    args.extend(commits.iter().map(|c| c.to_string().into()));
+    if let Err(e) = session::spawn_detached(&ctx.home, &args, "commit-graph.log") {
+        tracing::warn!("starting a write of the commit-graph: {e}");
     }
 }
 
-/// `owt __prepare-guard`: the background half of [`prepare_guard`] for
-/// the repository whose common git folder is `git_dir`; an id that is not
-/// one is an error, and nothing is written.
-pub fn run_prepare_guard(
+/// `owt __commit-graph`: brings owt's commit-graph of the repository whose
+/// common git folder is `git_dir` up to date with `commits` (the
+/// background half of [`prepare_history`]); an id that is not one is an
+/// error, and nothing is written.
+pub fn write_commit_graph(
     home: &std::path::Path,
     git_dir: &std::path::Path,
-    tip: &str,
-    base: &str,
-    symbols: bool,
+    commits: &[String],
 ) -> anyhow::Result<()> {
-    let id = |c: &str| git2::Oid::from_str(c).with_context(|| format!("not a commit id: {c}"));
-    let (tip, base) = (id(tip)?, id(base)?);
-    let prepared = crate::guard::prepare::prepare(home, git_dir, tip, base, symbols)?;
-    tracing::debug!(
-        "guard readied: graph {}, {} blobs parsed",
-        prepared.graph,
-        prepared.parsed
-    );
+    let commits = commits
+        .iter()
+        .map(|c| git2::Oid::from_str(c).with_context(|| format!("not a commit id: {c}")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some(mut graph) = crate::guard::commit_graph::CommitGraph::for_repo(home, git_dir) {
+        graph.cover(&commits);
+    }
     Ok(())
 }
 

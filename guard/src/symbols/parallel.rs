@@ -27,7 +27,6 @@ use std::thread::JoinHandle;
 use git2::{Oid, Repository};
 use owt_protocol::guard::LineRange;
 
-use super::super::changes::Change;
 use super::regions::{parsable_blob, parse_near, Wanted};
 use super::signatures::old_versions;
 use super::{FileSymbols, Kept, Lang, SideRef, SymbolIndex, BYTES_PER_NODE};
@@ -82,21 +81,6 @@ fn parse_all(jobs: &[Job], threads: usize) -> Vec<Parsed> {
         }
     });
     done.into_inner().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The first of `jobs` (largest first) whose sources fit in
-/// [`BACKGROUND_BYTES`] together.
-fn within_budget(jobs: Vec<Job>) -> Vec<Job> {
-    let mut budget = BACKGROUND_BYTES;
-    jobs.into_iter()
-        .filter(|j| match budget.checked_sub(j.3.len()) {
-            Some(left) => {
-                budget = left;
-                true
-            }
-            None => false,
-        })
-        .collect()
 }
 
 /// Threads for `jobs` parses: the cores, at most [`MAX_THREADS`].
@@ -184,7 +168,18 @@ impl SymbolIndex {
                 wanted.extend(old_versions(changer.changes));
             }
         }
-        let jobs = within_budget(self.jobs(repo, &wanted));
+        let mut budget = BACKGROUND_BYTES;
+        let jobs: Vec<Job> = self
+            .jobs(repo, &wanted)
+            .into_iter()
+            .filter(|j| match budget.checked_sub(j.3.len()) {
+                Some(left) => {
+                    budget = left;
+                    true
+                }
+                None => false,
+            })
+            .collect();
         if jobs.is_empty() {
             return;
         }
@@ -200,23 +195,6 @@ impl SymbolIndex {
             // No thread: the parses happen when they are needed, as before.
             Err(e) => tracing::debug!("symbol index: no thread for background parses: {e}"),
         }
-    }
-
-    /// Parses now, on the cores, what a side with `changes` has parsed
-    /// first by its signature changes (the old versions of its changed
-    /// files, around their hunks: what [`Self::start_parses_for`] starts
-    /// for it), at most [`BACKGROUND_BYTES`] of them, and caches them (on
-    /// disk too, with a [`super::DiskCache`]); how many were parsed.
-    pub fn parse_old_versions(&mut self, repo: &Repository, changes: &[Change]) -> usize {
-        self.settle();
-        let jobs = within_budget(self.jobs(repo, &old_versions(changes)));
-        if jobs.is_empty() {
-            return 0;
-        }
-        let parsed = parse_all(&jobs, threads_for(jobs.len()));
-        let count = jobs.len();
-        self.take_in(jobs, parsed);
-        count
     }
 
     /// Takes in the background parses, waiting for them when they are

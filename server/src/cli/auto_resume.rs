@@ -39,7 +39,7 @@ pub fn applies_to(command: &Option<super::Command>) -> bool {
             C::Host(_)
                 | C::Hook(_)
                 | C::Admit
-                | C::PrepareGuard(_)
+                | C::CommitGraph(_)
                 | C::CompleteNames
                 | C::Completions(_)
                 | C::Version

@@ -21,20 +21,14 @@ pub struct Args {
     pub cold: bool,
 }
 
-/// `owt __prepare-guard GIT_DIR TIP BASE [--no-symbols]`.
+/// `owt __commit-graph GIT_DIR COMMIT...`.
 #[derive(Debug, clap::Args)]
-pub struct PrepareArgs {
+pub struct GraphArgs {
     /// The repository's common git folder.
     pub git_dir: std::path::PathBuf,
-    /// The session's branch tip.
-    #[arg(value_parser = parse_commit)]
-    pub tip: String,
-    /// Its base branch's tip.
-    #[arg(value_parser = parse_commit)]
-    pub base: String,
-    /// Only the commit-graph (the symbol index is off).
-    #[arg(long)]
-    pub no_symbols: bool,
+    /// Commits the graph is to hold, with their history.
+    #[arg(required = true, value_parser = parse_commit)]
+    pub commits: Vec<String>,
 }
 
 fn parse_commit(text: &str) -> Result<String, String> {
@@ -46,20 +40,14 @@ fn parse_commit(text: &str) -> Result<String, String> {
     }
 }
 
-/// `owt __prepare-guard`: readies the guard at a low priority; quiet
-/// (what goes wrong is logged).
-pub fn prepare(args: PrepareArgs) -> anyhow::Result<ExitCode> {
+/// `owt __commit-graph`: writes the graph at a low priority; quiet (what
+/// goes wrong is logged).
+pub fn write_graph(args: GraphArgs) -> anyhow::Result<ExitCode> {
     let home = ops::owt_home()?;
     if let Err(e) = owt_core::platform::process::lower_priority(10) {
         tracing::debug!("priority not lowered: {e}");
     }
-    ops::guard::run_prepare_guard(
-        &home,
-        &args.git_dir,
-        &args.tip,
-        &args.base,
-        !args.no_symbols,
-    )?;
+    ops::guard::write_commit_graph(&home, &args.git_dir, &args.commits)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -248,11 +248,10 @@ pub enum Command {
     /// The bridge to a remote (started by owt itself).
     #[command(name = "__bridge", hide = true)]
     Bridge(bridge::Args),
-    /// Ready the guard of a repository for a new session: owt's
-    /// commit-graph, the branch's changed files parsed (started by `owt
-    /// new`, in the background).
-    #[command(name = "__prepare-guard", hide = true)]
-    PrepareGuard(guard::PrepareArgs),
+    /// Write owt's commit-graph of a repository (started by `owt new`, in
+    /// the background).
+    #[command(name = "__commit-graph", hide = true)]
+    CommitGraph(guard::GraphArgs),
 }
 
 /// Entry point of the binary.
@@ -296,7 +295,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Resume(args)) => resume::run(dir, &out, args),
         Some(Command::Fork(args)) => fork::run(dir, &out, args),
         Some(Command::Admit) => start::admit(),
-        Some(Command::PrepareGuard(args)) => guard::prepare(args),
+        Some(Command::CommitGraph(args)) => guard::write_graph(args),
         Some(Command::CompleteNames) => completions::names(dir),
         Some(Command::Merge(args)) => merge::run(dir, &out, args),
         Some(Command::Ship(args)) => ship::run(dir, &out, args),

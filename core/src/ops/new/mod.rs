@@ -155,12 +155,12 @@ fn make_session(
     }
     let launched = launch(ctx, session, req, &options, spec, progress, warnings);
     if launched.is_ok() {
-        // The agent is on its way; the guard's history and the
-        // branch's changes, in the background.
-        let tip = |branch: &str| ctx.repo.branch_tip(branch).ok();
-        if let (Some(tip), Some(base)) = (tip(&session.branch), tip(&plan.base)) {
-            super::guard::prepare_guard(ctx, tip, base);
-        }
+        // The agent is on its way; the guard's history, in the background.
+        let commits: Vec<git2::Oid> = [session.branch.as_str(), plan.base.as_str()]
+            .into_iter()
+            .filter_map(|branch| ctx.repo.branch_tip(branch).ok())
+            .collect();
+        super::guard::prepare_history(ctx, &commits);
     }
     launched
 }
