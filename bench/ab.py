@@ -9,7 +9,8 @@ was made with two checkouts' bench/run; this is for one row at a time).
 Each run calls `python3 SCRIPT ARGS --owt BINARY` (the script must take
 --owt and print one JSON object with --json), before then after, and
 prints every run's values of --keys and their medians. The keys may name
-nested values with dots (`scale.new_on_ms`); a list's median is taken.
+nested values with dots (`scale.new_on_ms`, a list's item by its index:
+`0.owt_first_ms`); a list's median is taken.
 """
 
 import argparse
@@ -21,7 +22,8 @@ import sys
 
 def pick(doc, key):
     for part in key.split("."):
-        doc = doc[part]
+        # A list's item by its index (`0.owt_first_ms`).
+        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
     # A list (one value per run of the script): its median.
     return statistics.median(doc) if isinstance(doc, list) else doc
 
