@@ -1,7 +1,7 @@
 //! Where owt's own programs are: the `owt` binary (what detached helpers,
 //! agents' hooks and MCP entries run) and the session host binary
 //! `owt-host` that `cargo install` puts beside it. `owt-host` is the
-//! session host alone (`owt __host run`), so a host maps a third of the
+//! session host alone (`owt __host run`), so a host keeps half the
 //! relocated data of the whole `owt` (bench/results.md, "Session 53").
 
 use std::ffi::OsStr;
@@ -35,7 +35,7 @@ fn owt_for(exe: PathBuf) -> PathBuf {
 /// The program to start session hosts with, for the owt binary `owt`: the
 /// session host binary beside it when there is one (a regular file, or a
 /// link to one), else `owt` itself (its `__host run`: a binary copied
-/// alone, as to a remote machine).
+/// alone).
 pub fn host_for(owt: &Path) -> PathBuf {
     let host = owt.with_file_name(HOST_BINARY);
     if std::fs::metadata(&host).is_ok_and(|m| m.is_file()) {

@@ -252,6 +252,11 @@ fn setup_install_and_check_a_remote() {
         std::fs::read(owt_e2e::owt_bin()).unwrap(),
         "the binary there is this one"
     );
+    assert_eq!(
+        std::fs::read(world.user.home.join(".local/bin/owt-host")).unwrap(),
+        std::fs::read(owt_e2e::owt_bin().with_file_name("owt-host")).unwrap(),
+        "the session host binary beside it too"
+    );
 
     // owt there, no clone yet.
     let out = world

@@ -114,8 +114,45 @@ pub fn check(ctx: &Context, name: &str) -> anyhow::Result<RemoteCheck> {
     Ok(check)
 }
 
-/// `owt remote install NAME`: copies this owt to the remote when its OS
-/// and architecture match (else says how to build it there).
+/// Copies the local file `from` to `dest` on the remote `name` (through a
+/// temporary file beside it, made executable, then renamed over it).
+fn copy_there(
+    ssh: &Ssh,
+    from: &std::path::Path,
+    dest: &str,
+    name: &str,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let bytes = std::fs::read(from).with_context(|| format!("reading {}", from.display()))?;
+    progress(&format!(
+        "Copying {} ({} MB) to {} on {}",
+        from.display(),
+        bytes.len() / 1_000_000,
+        dest,
+        name
+    ));
+    let (dir, _) = dest.rsplit_once('/').unwrap_or(("~", dest));
+    let tmp = format!("{dest}.owt-install-tmp");
+    let script = format!(
+        "set -e; mkdir -p {dir}; cat > {tmp}; chmod 755 {tmp}; mv -f {tmp} {dest}",
+        dir = quote_path(dir),
+        tmp = quote_path(&tmp),
+        dest = quote_path(dest)
+    );
+    let out = ssh.run(&script, Some(bytes), Duration::from_secs(1800))?;
+    if !out.status.success() {
+        bail!(
+            "copying {} to {name} failed: {}",
+            from.display(),
+            crate::remote::ssh::last_line(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// `owt remote install NAME`: copies this owt (and the session host binary
+/// beside it) to the remote when its OS and architecture match (else says
+/// how to build it there).
 pub fn install(
     ctx: &Context,
     name: &str,
@@ -142,29 +179,14 @@ pub fn install(
         });
     }
     let exe = crate::platform::exe::owt().context("finding this owt binary")?;
-    let bytes = std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))?;
-    progress(&format!(
-        "Copying {} ({} MB) to {} on {}",
-        exe.display(),
-        bytes.len() / 1_000_000,
-        dest,
-        remote.name
-    ));
     let (dir, _) = dest.rsplit_once('/').unwrap_or(("~", &dest));
-    let tmp = format!("{dest}.owt-install-tmp");
-    let script = format!(
-        "set -e; mkdir -p {dir}; cat > {tmp}; chmod 755 {tmp}; mv -f {tmp} {dest}",
-        dir = quote_path(dir),
-        tmp = quote_path(&tmp),
-        dest = quote_path(&dest)
-    );
-    let out = ssh.run(&script, Some(bytes), Duration::from_secs(1800))?;
-    if !out.status.success() {
-        bail!(
-            "copying owt to {} failed: {}",
-            remote.name,
-            crate::remote::ssh::last_line(&out.stderr)
-        );
+    copy_there(&ssh, &exe, &dest, &remote.name, progress)?;
+    // The session host binary beside it, when this owt has one: hosts
+    // there then run it (and not an older one left there by a build).
+    let host = crate::platform::exe::host_for(&exe);
+    if host != exe {
+        let host_dest = format!("{dir}/{}", crate::platform::exe::HOST_BINARY);
+        copy_there(&ssh, &host, &host_dest, &remote.name, progress)?;
     }
     let out = ssh.run(
         &format!("{} --json version", quote_path(&dest)),
