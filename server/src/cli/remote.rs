@@ -25,8 +25,9 @@ pub enum Command {
     /// Create the clone there: from this repository's origin, or a new
     /// repository with the base branch pushed from here.
     Setup { name: String },
-    /// Copy this owt binary there (when the OS and architecture match;
-    /// else say how to build it there).
+    /// Copy this owt binary there, and the session host binary
+    /// `owt-host` beside it (when the OS and architecture match; else say
+    /// how to build it there).
     Install { name: String },
 }
 
