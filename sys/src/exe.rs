@@ -23,6 +23,15 @@ pub fn owt() -> io::Result<PathBuf> {
     Ok(owt_for(std::env::current_exe()?))
 }
 
+/// The owt binary to start helpers with: `$OWT_BIN` when set (tests that
+/// link owt-core into another executable), else [`owt`].
+pub fn owt_to_run() -> io::Result<PathBuf> {
+    match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
+        Some(bin) => Ok(PathBuf::from(bin)),
+        None => owt(),
+    }
+}
+
 /// The owt binary for a process whose program is `exe`.
 fn owt_for(exe: PathBuf) -> PathBuf {
     if exe.file_name() == Some(OsStr::new(HOST_BINARY)) {

@@ -158,12 +158,7 @@ fn log_tail(log_file: &Path) -> String {
 /// link this library into another executable) or this program (the `owt`
 /// beside it, in the session host binary).
 fn owt_exe() -> Result<PathBuf, SessionError> {
-    match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
-        Some(bin) => Ok(PathBuf::from(bin)),
-        None => {
-            crate::platform::exe::owt().map_err(|e| SessionError::io("finding the owt binary", e))
-        }
-    }
+    crate::platform::exe::owt_to_run().map_err(|e| SessionError::io("finding the owt binary", e))
 }
 
 /// Starts `owt __admit` detached (its own session, no terminal): it

@@ -156,13 +156,10 @@ pub fn register_mcp(
     provider_name: &str,
     worktree: &Path,
 ) -> Result<Vec<PathBuf>, IntegrationError> {
-    let exe = match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
-        Some(bin) => PathBuf::from(bin),
-        None => crate::platform::exe::owt().map_err(|error| IntegrationError::Io {
-            context: "finding the owt binary".into(),
-            error,
-        })?,
-    };
+    let exe = crate::platform::exe::owt_to_run().map_err(|error| IntegrationError::Io {
+        context: "finding the owt binary".into(),
+        error,
+    })?;
     register_mcp_with(provider_name, worktree, &exe)
 }
 

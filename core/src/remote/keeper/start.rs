@@ -1,6 +1,5 @@
 //! Starting a keeper, detached, from the verbs that need one.
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -17,10 +16,7 @@ pub fn ensure(ctx: &Context, remote: &str) -> anyhow::Result<()> {
     if is_running(&ctx.home, ctx.repo_row.id, remote) {
         return Ok(());
     }
-    let exe = match std::env::var_os("OWT_BIN").filter(|v| !v.is_empty()) {
-        Some(bin) => PathBuf::from(bin),
-        None => crate::platform::exe::owt().context("finding the owt binary")?,
-    };
+    let exe = crate::platform::exe::owt_to_run().context("finding the owt binary")?;
     let log_path = keeper_file(&ctx.home, ctx.repo_row.id, remote, "log");
     if let Some(parent) = log_path.parent() {
         private_dir(parent)?;
