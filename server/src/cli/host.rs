@@ -22,18 +22,7 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 pub enum HostCommand {
     /// Run a session host in this process (started detached by owt).
-    Run {
-        /// The host spec (JSON), or `-` for standard input.
-        #[arg(long)]
-        spec: PathBuf,
-        /// Descriptor of the readiness pipe.
-        #[arg(long)]
-        ready_fd: Option<i32>,
-        /// The version of the owt that starts this host (it must be this
-        /// program's).
-        #[arg(long)]
-        owt_version: Option<String>,
-    },
+    Run(HostRun),
     /// Register a session running ARGV in the current checkout and start
     /// its host; prints `{"name", "short_id", "host_pid", "agent_pid"}`.
     Spawn {
@@ -89,16 +78,8 @@ fn read_spec(spec: &Path) -> anyhow::Result<HostSpec> {
 
 pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
-        HostCommand::Run {
-            spec,
-            ready_fd,
-            owt_version,
-        } => {
-            run_host(&HostRun {
-                spec,
-                ready_fd,
-                owt_version,
-            })?;
+        HostCommand::Run(run) => {
+            run_host(&run)?;
             Ok(ExitCode::SUCCESS)
         }
         HostCommand::Stop { name } => {
@@ -160,11 +141,19 @@ pub fn run(ctx_dir: Option<&Path>, out: &super::Out, args: Args) -> anyhow::Resu
     }
 }
 
-/// What `__host run` is given.
-#[derive(Debug, PartialEq)]
-struct HostRun {
+/// What `__host run` is given (parsed by clap in `owt`, by hand in
+/// `owt-host`).
+#[derive(Debug, PartialEq, clap::Args)]
+pub struct HostRun {
+    /// The host spec (JSON), or `-` for standard input.
+    #[arg(long)]
     spec: PathBuf,
+    /// Descriptor of the readiness pipe.
+    #[arg(long)]
     ready_fd: Option<i32>,
+    /// The version of the owt that starts this host (it must be this
+    /// program's).
+    #[arg(long)]
     owt_version: Option<String>,
 }
 
@@ -197,8 +186,9 @@ it is not run by hand. See `owt --help`.";
 /// data. Arguments are read by hand (no clap: its tables are relocated
 /// data too).
 pub fn host_binary_main() -> ExitCode {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    match parse_host_binary_args(&args) {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // (The first is the program's own name.)
+    match parse_host_binary_args(argv.get(1..).unwrap_or_default()) {
         Ok(HostBinaryArgs::Help) => {
             println!("{HOST_BINARY_HELP}");
             ExitCode::SUCCESS
